@@ -1,0 +1,40 @@
+# The kit's entry points. Each target creates or reuses .venv, installs, then runs.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+RUN ?= default
+ARGS ?=
+
+.PHONY: install test lint reproduce lab bench clean-runs strip
+
+install: $(STAMP)
+
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (PersonaLens kit)" > /dev/null
+	touch $(STAMP)
+
+lint: install
+	$(BIN)/ruff check .
+
+test: install lint
+	$(BIN)/python -m pytest -n 2 --dist loadgroup $(ARGS)
+
+reproduce: install
+	$(BIN)/python -m personalens_utils.reproduce --run $(RUN) $(ARGS)
+
+lab: install
+	$(BIN)/jupyter lab notebooks/
+
+bench: install
+	for script in benchmarks/*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
+
+strip: install
+	$(BIN)/nbstripout notebooks/*.ipynb
+
+clean-runs:
+	rm -rf runs/*/ .cache/

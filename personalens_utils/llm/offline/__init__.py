@@ -1,0 +1,72 @@
+"""The offline backend: a deterministic, rule-based stand-in for a language model.
+
+It answers from the request's structured context, never from a network, so the whole pipeline
+runs anywhere in seconds. Its answers are simulations; every table and figure made from them says
+so (see `OFFLINE_LABEL`). Responders for each call kind live in sibling modules and register here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Callable
+
+from ..types import CallKind, FatalError, Request, Response, Usage
+
+OFFLINE_LABEL = "offline backend (rule-based simulation, not a language model)"
+
+Responder = Callable[[Request, random.Random], str]
+_RESPONDERS: dict[CallKind, Responder] = {}
+
+
+def register(kind: CallKind) -> Callable[[Responder], Responder]:
+    """Decorator: make `fn(request, rng) -> text` the offline answer for one call kind."""
+
+    def deco(fn: Responder) -> Responder:
+        _RESPONDERS[kind] = fn
+        return fn
+
+    return deco
+
+
+def count_tokens(text: str) -> int:
+    """Rough token count (whitespace words x 4/3) used for offline usage figures."""
+    return (len(text.split()) * 4 + 2) // 3
+
+
+class OfflineBackend:
+    name = "offline"
+
+    def __init__(self, seed: int = 0):
+        self.seed = seed
+
+    def rng_for(self, request: Request, model: str) -> random.Random:
+        digest = hashlib.sha256(f"{self.seed}:{request.cache_key(self.name, model)}".encode()).digest()
+        return random.Random(int.from_bytes(digest[:8], "big"))
+
+    def respond(self, request: Request, model: str) -> Response:
+        _load_responders()
+        responder = _RESPONDERS.get(request.kind)
+        if responder is None:
+            raise FatalError(f"the offline backend has no responder for calls of kind {request.kind!r}")
+        text = responder(request, self.rng_for(request, model))
+        prompt = request.system + "".join(m.content for m in request.messages)
+        usage = Usage(input_tokens=count_tokens(prompt), output_tokens=count_tokens(text))
+        return Response(text=text, usage=usage, backend=self.name, model=model, latency_s=0.0)
+
+    async def acomplete(self, request: Request, model: str) -> Response:
+        return self.respond(request, model)
+
+
+def _load_responders() -> None:
+    """Import the responder modules once, so registration happens without import cycles."""
+    if _RESPONDERS:
+        return
+    import importlib
+
+    for module in ("dialogue", "judge", "generation"):
+        try:
+            importlib.import_module(f"{__name__}.{module}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{module}":
+                raise

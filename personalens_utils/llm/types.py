@@ -1,0 +1,127 @@
+"""The request and response every language-model call in the kit goes through.
+
+A request carries both what a real model is sent (system text and messages) and the structured
+context the prompt was built from, so the offline backend can answer from facts instead of prose.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Literal, Protocol, runtime_checkable
+
+import orjson
+
+Role = Literal["user", "assistant"]
+
+
+class CallKind(StrEnum):
+    """What a call is for; backends and accounting group calls by it."""
+
+    USER_TURN = "user_turn"
+    ASSISTANT_TURN = "assistant_turn"
+    JUDGE = "judge"
+    GENERATION = "generation"
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    role: Role
+    content: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"role": self.role, "content": self.content}
+
+
+@dataclass(frozen=True)
+class Request:
+    """One call to a language model.
+
+    `task` names the call within its kind: the judge dimension ("personalization", ...) or the
+    generation step ("preferences", ...); empty for dialogue turns. `context` is the structured
+    material the prompt was rendered from; it never reaches a real model and is not part of the
+    cache key (the rendered prompt already is).
+    """
+
+    kind: CallKind
+    messages: tuple[Message, ...]
+    system: str = ""
+    model: str = ""
+    temperature: float | None = None
+    max_tokens: int = 1024
+    task: str = ""
+    context: Mapping[str, Any] = field(default_factory=dict)
+    stop: tuple[str, ...] = ()
+
+    def cache_key(self, backend: str, resolved_model: str) -> str:
+        """Hash of exactly what changes the answer: backend, model, parameters, system, messages."""
+        payload = {
+            "backend": backend,
+            "model": resolved_model,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "stop": list(self.stop),
+            "system": self.system,
+            "messages": [m.as_dict() for m in self.messages],
+        }
+        return hashlib.sha256(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+        )
+
+
+@dataclass(frozen=True)
+class Response:
+    text: str
+    usage: Usage
+    backend: str
+    model: str
+    latency_s: float
+    cached: bool = False
+    retries: int = 0
+    cost_usd: float = 0.0
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """A backend: turns one request into one response, or raises an `LLMError`."""
+
+    name: str
+
+    async def acomplete(self, request: Request, model: str) -> Response: ...
+
+
+class LLMError(Exception):
+    """Base of every error the llm layer raises."""
+
+
+class RetryableError(LLMError):
+    """A failure a later attempt may not repeat: 429, 529, 5xx, dropped connections."""
+
+    def __init__(self, message: str, *, status: int | None = None, retry_after: float | None = None):
+        super().__init__(message)
+        self.status = status
+        self.retry_after = retry_after
+
+
+class FatalError(LLMError):
+    """A failure retrying cannot fix (bad key, bad request, spend limit); the message says what to do."""
+
+    def __init__(self, message: str, *, status: int | None = None):
+        super().__init__(message)
+        self.status = status

@@ -1,0 +1,43 @@
+"""Where the kit finds its own folders and the benchmark data, from any working directory."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+DATA_ENV = "PERSONALENS_DATA"
+
+
+def project_root() -> Path:
+    """The kit's checkout: the nearest parent holding pyproject.toml and personalens_utils/."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here, *here.parents):
+        if (candidate / "pyproject.toml").is_file() and (candidate / "personalens_utils").is_dir():
+            return candidate
+    return Path.cwd()
+
+
+def cache_dir() -> Path:
+    """Persistent response cache; PERSONALENS_CACHE overrides the default under the checkout."""
+    return Path(os.environ.get("PERSONALENS_CACHE", project_root() / ".cache" / "responses"))
+
+
+def runs_dir() -> Path:
+    return project_root() / "runs"
+
+
+def find_official_data() -> Path | None:
+    """The official benchmark folder (holding profile/ and task/), if the kit can find one.
+
+    Looks at $PERSONALENS_DATA first, then data/personalens/ in the checkout. Both the folder
+    itself and a parent with a data/ subfolder (a clone of the official repository) are accepted.
+    """
+    candidates = []
+    if os.environ.get(DATA_ENV):
+        candidates.append(Path(os.environ[DATA_ENV]).expanduser())
+    candidates.append(project_root() / "data" / "personalens")
+    for base in candidates:
+        for folder in (base, base / "data"):
+            if (folder / "profile").is_dir() and (folder / "task").is_dir():
+                return folder
+    return None

@@ -1,0 +1,134 @@
+"""The run store: append-only JSONL tables of records keyed by a stable id.
+
+Every stage writes its results here one record at a time, so a killed run loses at most the
+record being written and a rerun skips what is done. A torn last line (the process died mid-write)
+is ignored on read and cut off before the next append.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pandas as pd
+from filelock import FileLock
+
+ERROR_STATUS = "error"
+
+
+class StoreError(Exception):
+    """A run-store file is unreadable or a write would break its invariants."""
+
+
+class DuplicateRecordError(StoreError):
+    pass
+
+
+def stable_id(*parts: Any) -> str:
+    """A short id that depends only on the given parts (order matters)."""
+    raw = orjson.dumps([str(p) for p in parts])
+    return hashlib.sha256(raw).hexdigest()[:20]
+
+
+class RunStore:
+    """One folder of JSONL tables. Safe for threads in one process and for several processes."""
+
+    def __init__(self, run_dir: str | os.PathLike[str]):
+        self.root = Path(run_dir)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._status: dict[str, dict[str, str | None]] = {}
+
+    def path(self, table: str) -> Path:
+        return self.root / f"{table}.jsonl"
+
+    def _read_lines(self, table: str) -> Iterator[tuple[int, dict[str, Any]]]:
+        path = self.path(table)
+        if not path.exists():
+            return
+        with path.open("rb") as fh:
+            for lineno, line in enumerate(fh, 1):
+                if not line.endswith(b"\n"):
+                    return  # torn tail from a killed writer
+                if not line.strip():
+                    continue
+                try:
+                    yield lineno, orjson.loads(line)
+                except orjson.JSONDecodeError as exc:
+                    raise StoreError(f"{path}:{lineno}: not valid JSON ({exc})") from exc
+
+    def records(self, table: str) -> list[dict[str, Any]]:
+        """Current records of a table, one per id; a later record for an id replaces an errored one."""
+        latest: dict[str, dict[str, Any]] = {}
+        for lineno, rec in self._read_lines(table):
+            if "id" not in rec:
+                raise StoreError(f"{self.path(table)}:{lineno}: record has no 'id'")
+            latest[rec["id"]] = rec
+        return list(latest.values())
+
+    def frame(self, table: str) -> pd.DataFrame:
+        return pd.DataFrame.from_records(self.records(table))
+
+    def _index(self, table: str) -> dict[str, str | None]:
+        if table not in self._status:
+            self._status[table] = {r["id"]: r.get("status") for _, r in self._read_lines(table)}
+        return self._status[table]
+
+    def ids(self, table: str, *, include_errors: bool = True) -> set[str]:
+        with self._lock:
+            index = self._index(table)
+            return {k for k, s in index.items() if include_errors or s != ERROR_STATUS}
+
+    def has(self, table: str, record_id: str) -> bool:
+        with self._lock:
+            return record_id in self._index(table)
+
+    def append(self, table: str, record: dict[str, Any]) -> None:
+        self.extend(table, [record])
+
+    def extend(self, table: str, records: Iterable[dict[str, Any]]) -> None:
+        """Append records atomically per line. An id already stored is rejected unless that record errored."""
+        records = list(records)
+        if not records:
+            return
+        path = self.path(table)
+        with self._lock, FileLock(str(path) + ".lock"):
+            self._status.pop(table, None)  # another process may have written since we last looked
+            index = self._index(table)
+            seen: set[str] = set()
+            for rec in records:
+                rid = rec.get("id")
+                if not rid:
+                    raise StoreError(f"{path}: refusing a record without an 'id': {str(rec)[:200]}")
+                if rid in seen or (rid in index and index[rid] != ERROR_STATUS):
+                    raise DuplicateRecordError(
+                        f"{path}: a record with id {rid!r} is already stored; "
+                        "refusing to write it twice (delete the old record first to replace it)"
+                    )
+                seen.add(rid)
+            blob = b"".join(orjson.dumps(r, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n" for r in records)
+            self._cut_torn_tail(path)
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, blob)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            for rec in records:
+                index[rec["id"]] = rec.get("status")
+
+    @staticmethod
+    def _cut_torn_tail(path: Path) -> None:
+        if not path.exists() or path.stat().st_size == 0:
+            return
+        with path.open("rb+") as fh:
+            fh.seek(-1, os.SEEK_END)
+            if fh.read(1) == b"\n":
+                return
+            data = fh.seek(0) or fh.read()
+            fh.truncate(data.rfind(b"\n") + 1)
