@@ -41,3 +41,18 @@ def find_official_data() -> Path | None:
             if (folder / "profile").is_dir() and (folder / "task").is_dir():
                 return folder
     return None
+
+
+def generated_benchmark_dir(name: str = "default") -> Path:
+    """Where notebook 01 writes a generated benchmark."""
+    return project_root() / "data" / "generated" / name
+
+
+def default_benchmark_dir() -> Path:
+    """The official data if the kit finds it, else the benchmark notebook 01 generated."""
+    return find_official_data() or generated_benchmark_dir()
+
+
+def resolve_benchmark_dir(benchmark_dir: str | os.PathLike[str] | None) -> Path:
+    """A notebook's `benchmark_dir` parameter: None or "" means the default above."""
+    return Path(benchmark_dir).expanduser() if benchmark_dir else default_benchmark_dir()

@@ -64,7 +64,7 @@ def _load_responders() -> None:
         return
     import importlib
 
-    for module in ("dialogue", "judge", "generation"):
+    for module in ("dialogue", "judge", "generation", "consistency"):
         try:
             importlib.import_module(f"{__name__}.{module}")
         except ModuleNotFoundError as exc:

@@ -1,0 +1,31 @@
+"""Shared fixtures. The official archive is extracted once per test session into a temp folder."""
+
+from __future__ import annotations
+
+import tarfile
+from pathlib import Path
+
+import pytest
+
+ARCHIVE = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "personalens-official.tar.xz"
+
+
+@pytest.fixture(scope="session")
+def official_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The extracted archive: `data/` (profile/, task/) and `res/schema.json`."""
+    if not ARCHIVE.is_file():
+        pytest.skip(f"official PersonaLens archive not found at {ARCHIVE} (../shared is absent)")
+    target = tmp_path_factory.mktemp("official")
+    with tarfile.open(ARCHIVE) as tar:
+        tar.extractall(target, filter="data")
+    return target
+
+
+@pytest.fixture(scope="session")
+def official_data(official_root: Path) -> Path:
+    return official_root / "data"
+
+
+@pytest.fixture(scope="session")
+def official_schema_path(official_root: Path) -> Path:
+    return official_root / "res" / "schema.json"
