@@ -1,0 +1,1 @@
+"""Measures over benchmark data, dialogues and judgments, one module a family."""
