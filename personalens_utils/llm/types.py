@@ -24,6 +24,7 @@ class CallKind(StrEnum):
     ASSISTANT_TURN = "assistant_turn"
     JUDGE = "judge"
     GENERATION = "generation"
+    VALIDATION = "validation"
 
 
 @dataclass(frozen=True, slots=True)
