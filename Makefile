@@ -14,7 +14,7 @@ $(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements.txt
-	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	$(BIN)/python -m pip install --quiet --no-deps -e .
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (PersonaLens kit)" > /dev/null
 	touch $(STAMP)
 
