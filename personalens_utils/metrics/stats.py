@@ -1,0 +1,177 @@
+"""Confidence intervals and paired tests for benchmark scores.
+
+Scores per dialogue are binary (task completion) or small ordinal scales, and the samples are a
+few hundred to a few thousand dialogues, so resampling methods fit better than normal theory.
+Every function is seeded: the same inputs give the same interval on every run.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+DEFAULT_RESAMPLES = 2000
+EXACT_PERMUTATION_MAX_N = 16
+_CHUNK = 256
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A point estimate with its two-sided confidence interval over `n` observations."""
+
+    estimate: float
+    low: float
+    high: float
+    n: int
+    confidence: float
+
+    def as_dict(self, prefix: str = "") -> dict[str, float | int]:
+        return {
+            f"{prefix}mean": self.estimate,
+            f"{prefix}ci_low": self.low,
+            f"{prefix}ci_high": self.high,
+            f"{prefix}n": self.n,
+        }
+
+
+@dataclass(frozen=True)
+class PairedComparison:
+    """`treatment - control` on matched observations: mean difference, its interval, two p-values."""
+
+    difference: Interval
+    p_permutation: float
+    p_bootstrap: float
+
+
+def _clean(values: ArrayLike, name: str = "values") -> np.ndarray:
+    arr = np.asarray(values, dtype=float).ravel()
+    if np.isnan(arr).any():
+        raise ValueError(
+            f"{name} contains NaN: drop missing scores before computing statistics "
+            "(a missing judgment is excluded, never counted)"
+        )
+    return arr
+
+
+def _check_confidence(confidence: float) -> None:
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence}")
+
+
+def bootstrap_means(values: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """Means of `n_resamples` resamples (with replacement) of `values`, drawn in memory-bounded chunks."""
+    n = len(values)
+    out = np.empty(n_resamples)
+    for start in range(0, n_resamples, _CHUNK):
+        stop = min(start + _CHUNK, n_resamples)
+        idx = rng.integers(0, n, size=(stop - start, n))
+        out[start:stop] = values[idx].mean(axis=1)
+    return out
+
+
+def bootstrap_ci(
+    values: ArrayLike,
+    *,
+    confidence: float = 0.95,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+) -> Interval:
+    """Percentile bootstrap interval for the mean. An empty sample gives NaN bounds and n=0."""
+    _check_confidence(confidence)
+    arr = _clean(values)
+    if len(arr) == 0:
+        return Interval(float("nan"), float("nan"), float("nan"), 0, confidence)
+    means = bootstrap_means(arr, n_resamples, np.random.default_rng(seed))
+    tail = (1 - confidence) / 2
+    low, high = np.quantile(means, [tail, 1 - tail])
+    return Interval(float(arr.mean()), float(low), float(high), len(arr), confidence)
+
+
+def _paired(treatment: ArrayLike, control: ArrayLike) -> np.ndarray:
+    a = _clean(treatment, "treatment")
+    b = _clean(control, "control")
+    if a.shape != b.shape:
+        raise ValueError(
+            f"paired samples must have the same length (treatment {len(a)}, control {len(b)}); "
+            "match them on the scenario first"
+        )
+    return a - b
+
+
+def sign_flip_pvalue(
+    differences: ArrayLike, *, n_resamples: int = 10_000, seed: int = 0
+) -> float:
+    """Two-sided p-value of a paired permutation (sign-flip) test that the mean difference is zero.
+
+    Exact (all 2^n sign patterns) when n <= EXACT_PERMUTATION_MAX_N; otherwise Monte Carlo with
+    the observed pattern counted, p = (1 + hits) / (1 + n_resamples), so p is never 0.
+    """
+    d = _clean(differences, "differences")
+    n = len(d)
+    if n == 0:
+        return float("nan")
+    observed = abs(d.mean())
+    tol = 1e-12 * max(1.0, float(np.abs(d).max()))
+    if n <= EXACT_PERMUTATION_MAX_N:
+        signs = np.array(list(itertools.product((1.0, -1.0), repeat=n)))
+        stats = np.abs(signs @ d) / n
+        return float(np.mean(stats >= observed - tol))
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for start in range(0, n_resamples, _CHUNK):
+        size = min(_CHUNK, n_resamples - start)
+        signs = rng.choice((1.0, -1.0), size=(size, n))
+        hits += int(np.sum(np.abs(signs @ d) / n >= observed - tol))
+    return (1 + hits) / (1 + n_resamples)
+
+
+def paired_comparison(
+    treatment: ArrayLike,
+    control: ArrayLike,
+    *,
+    confidence: float = 0.95,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+) -> PairedComparison:
+    """Compare two conditions on the same scenarios (element i of each array is one scenario).
+
+    The interval resamples scenarios (pairs), keeping the pairing. `p_bootstrap` is the share of
+    recentred bootstrap means at least as far from zero as the observed one; `p_permutation` is
+    the sign-flip test. They answer the same question by different routes and usually agree.
+    """
+    _check_confidence(confidence)
+    d = _paired(treatment, control)
+    n = len(d)
+    if n == 0:
+        nan = float("nan")
+        return PairedComparison(Interval(nan, nan, nan, 0, confidence), nan, nan)
+    means = bootstrap_means(d, n_resamples, np.random.default_rng(seed))
+    tail = (1 - confidence) / 2
+    low, high = np.quantile(means, [tail, 1 - tail])
+    observed = float(d.mean())
+    tol = 1e-12 * max(1.0, float(np.abs(d).max()))
+    hits = int(np.sum(np.abs(means - observed) >= abs(observed) - tol))
+    p_boot = (1 + hits) / (1 + n_resamples)
+    return PairedComparison(
+        Interval(observed, float(low), float(high), n, confidence),
+        sign_flip_pvalue(d, n_resamples=n_resamples, seed=seed),
+        p_boot,
+    )
+
+
+def holm_adjust(pvalues: Sequence[float]) -> list[float]:
+    """Holm-Bonferroni adjusted p-values (same order as given); NaN entries stay NaN and are not counted."""
+    p = np.asarray(pvalues, dtype=float)
+    adjusted = np.full_like(p, np.nan)
+    valid = np.flatnonzero(~np.isnan(p))
+    m = len(valid)
+    order = valid[np.argsort(p[valid], kind="stable")]
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p[i]))
+        adjusted[i] = running
+    return adjusted.tolist()
