@@ -1,5 +1,8 @@
 """The one door to language models: request/response types, the client and its backends."""
 
+from .backends import make_backend
+from .cache import ResponseCache
+from .client import LLMClient
 from .types import (
     CallKind,
     ChatModel,
@@ -8,6 +11,7 @@ from .types import (
     Message,
     Request,
     Response,
+    RetriesExhaustedError,
     RetryableError,
     Usage,
 )
@@ -16,10 +20,14 @@ __all__ = [
     "CallKind",
     "ChatModel",
     "FatalError",
+    "LLMClient",
     "LLMError",
     "Message",
     "Request",
     "Response",
+    "ResponseCache",
+    "RetriesExhaustedError",
     "RetryableError",
     "Usage",
+    "make_backend",
 ]

@@ -126,3 +126,12 @@ class FatalError(LLMError):
     def __init__(self, message: str, *, status: int | None = None):
         super().__init__(message)
         self.status = status
+
+
+class RetriesExhaustedError(LLMError):
+    """Every allowed attempt hit a retryable failure; the message says how many and what the last was."""
+
+    def __init__(self, message: str, *, attempts: int, last_error: RetryableError):
+        super().__init__(message)
+        self.attempts = attempts
+        self.last_error = last_error

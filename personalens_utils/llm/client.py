@@ -1,0 +1,424 @@
+"""`LLMClient`: the one object every stage calls a language model through.
+
+The client owns what no backend should repeat: resolving model names, the response cache, the
+bound on calls in flight, retries with backoff, and the usage and cost books. Backends only turn a
+request into a response or raise `RetryableError` / `FatalError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import threading
+import weakref
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from concurrent.futures import Future
+from contextvars import ContextVar
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+import pandas as pd
+from tqdm.auto import tqdm
+
+from . import registry
+from .backends import make_backend
+from .cache import ResponseCache
+from .types import ChatModel, FatalError, LLMError, Request, Response, RetriesExhaustedError, RetryableError
+
+Item = Request | Awaitable[Any] | Callable[[], Awaitable[Any]]
+
+_GROUP = ("stage", "kind", "task", "backend", "model")
+
+
+@dataclass(slots=True)
+class _Tally:
+    calls: int = 0
+    cache_hits: int = 0
+    errors: int = 0
+    retries: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float = 0.0
+    cost_uncached_usd: float = 0.0
+    unpriced_calls: int = 0
+
+
+class LLMClient:
+    """Calls a backend with caching, bounded concurrency, retries and accounting.
+
+    `backend` is a name ("offline", "anthropic", "openai", "bedrock") or any `ChatModel`. Extra
+    keyword arguments go to the backend's constructor. `use_cache=None` means: on for network
+    backends, off for the offline backend (it is deterministic and answers faster than a disk
+    lookup). Keys and secrets are never taken as arguments; backends read them from the environment.
+    """
+
+    def __init__(
+        self,
+        backend: str | ChatModel = "offline",
+        *,
+        max_concurrency: int = 8,
+        use_cache: bool | None = None,
+        cache_dir: str | None = None,
+        max_retries: int = 6,
+        retry_base_s: float = 1.0,
+        retry_cap_s: float = 60.0,
+        stage: str = "",
+        progress: bool = True,
+        seed: int = 0,
+        **backend_kwargs: Any,
+    ):
+        if max_concurrency < 1:
+            raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}")
+        if max_retries < 0:
+            raise ValueError(f"max_retries must be 0 or more, got {max_retries}")
+        if isinstance(backend, str):
+            if backend == "offline":
+                backend_kwargs.setdefault("seed", seed)
+            self.backend: ChatModel = make_backend(backend, **backend_kwargs)
+        elif backend_kwargs:
+            raise TypeError(f"backend options {sorted(backend_kwargs)} only apply when backend is a name")
+        else:
+            self.backend = backend
+        self.backend_name = self.backend.name
+        self.max_concurrency = max_concurrency
+        self.max_retries = max_retries
+        self.retry_base_s = retry_base_s
+        self.retry_cap_s = retry_cap_s
+        self.progress = progress
+        self.use_cache = self.backend_name != "offline" if use_cache is None else use_cache
+        self.cache = ResponseCache(cache_dir)
+        self._namespace = self._cache_namespace(seed)
+        self._stage: ContextVar[str] = ContextVar(f"llm_stage_{id(self)}", default=stage)
+        self._semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._lock = threading.Lock()
+        self._books: dict[tuple[str, ...], _Tally] = {}
+        self._totals = _Tally()
+        self._bars: list[Any] = []
+        self._jitter = random.Random()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: threading.Thread | None = None
+
+    def _cache_namespace(self, seed: int) -> str:
+        """The backend part of cache keys; the offline backend's answers also depend on its seed."""
+        own_seed = getattr(self.backend, "seed", None) if self.backend_name == "offline" else None
+        return self.backend_name if own_seed is None else f"{self.backend_name}:seed={own_seed}"
+
+    def __repr__(self) -> str:
+        return (
+            f"LLMClient(backend={self.backend_name!r}, max_concurrency={self.max_concurrency}, "
+            f"use_cache={self.use_cache}, stage={self._stage.get()!r})"
+        )
+
+    # -- stages ---------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def stage(self, name: str) -> Iterator[LLMClient]:
+        """Book every call made inside the block (including tasks it starts) under stage `name`."""
+        token = self._stage.set(name)
+        try:
+            yield self
+        finally:
+            self._stage.reset(token)
+
+    @property
+    def current_stage(self) -> str:
+        return self._stage.get()
+
+    # -- single calls -----------------------------------------------------------------------------
+
+    def resolve_model(self, model: str) -> str:
+        return registry.resolve(model, self.backend_name)
+
+    async def acomplete(
+        self, request: Request, *, stage: str | None = None, use_cache: bool | None = None
+    ) -> Response:
+        """Answer one request: from the cache if allowed and present, else from the backend."""
+        stage = self._stage.get() if stage is None else stage
+        model = self.resolve_model(request.model)
+        if not model and self.backend_name != "offline":
+            raise FatalError(
+                f"a {request.kind!s} request{f' ({request.task})' if request.task else ''} names no model; "
+                f"set Request.model for the {self.backend_name!r} backend"
+            )
+        caching = self.use_cache if use_cache is None else use_cache
+        key = request.cache_key(self._namespace, model) if caching else None
+        if key is not None:
+            hit = self.cache.get(key)
+            if hit is not None:
+                response = replace(hit, cost_usd=0.0, retries=0)
+                self._book(stage, request, model, response, registry.cost_usd(model, hit.usage))
+                return response
+        try:
+            response, retries = await self._call_with_retries(request, model, stage)
+        except LLMError:
+            self._book_error(stage, request, model)
+            raise
+        cost = registry.cost_usd(model, response.usage) if self.backend_name != "offline" else None
+        response = replace(response, retries=retries, cost_usd=cost or 0.0, cached=False)
+        if key is not None:
+            self.cache.put(key, response)
+        self._book(stage, request, model, response, cost)
+        return response
+
+    def complete(
+        self, request: Request, *, stage: str | None = None, use_cache: bool | None = None
+    ) -> Response:
+        """Blocking `acomplete`, usable from scripts and from notebooks with a running loop."""
+        stage = self._stage.get() if stage is None else stage
+        return self._run_sync(self.acomplete(request, stage=stage, use_cache=use_cache))
+
+    async def _call_with_retries(self, request: Request, model: str, stage: str) -> tuple[Response, int]:
+        semaphore = self._semaphore()
+        attempt = 0
+        while True:
+            async with semaphore:
+                try:
+                    return await self.backend.acomplete(request, model), attempt
+                except RetryableError as err:
+                    last = err
+            if attempt >= self.max_retries:
+                raise RetriesExhaustedError(
+                    f"gave up on a {request.kind!s} call to {self.backend_name}/{model} after "
+                    f"{attempt + 1} attempts (max_retries={self.max_retries}); last error: {last}. "
+                    "Lower max_concurrency, raise max_retries, or try again later.",
+                    attempts=attempt + 1,
+                    last_error=last,
+                ) from last
+            delay = self._backoff(attempt, last.retry_after)
+            attempt += 1
+            self._note_retry(stage, request, model)
+            await asyncio.sleep(delay)
+
+    def _backoff(self, attempt: int, retry_after: float | None) -> float:
+        """Exponential backoff with full jitter; a server's retry-after wins, up to the cap."""
+        if retry_after is not None:
+            return min(
+                self.retry_cap_s, max(0.0, retry_after) + self._jitter.uniform(0, self.retry_base_s / 4)
+            )
+        return self._jitter.uniform(0, min(self.retry_cap_s, self.retry_base_s * 2**attempt))
+
+    def _semaphore(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            semaphore = self._semaphores.get(loop)
+            if semaphore is None:
+                semaphore = self._semaphores[loop] = asyncio.Semaphore(self.max_concurrency)
+        return semaphore
+
+    # -- many calls -------------------------------------------------------------------------------
+
+    async def arun_all(
+        self,
+        items: Iterable[Item],
+        *,
+        desc: str = "",
+        stage: str | None = None,
+        return_exceptions: bool = False,
+        pool_size: int | None = None,
+    ) -> list[Any]:
+        """Run requests, awaitables or zero-argument async callables in a pool; results keep input order.
+
+        Requests are answered with `acomplete`. The backend bound (`max_concurrency`) applies to
+        every call inside, so `pool_size` (default 4 x max_concurrency) only limits how many items
+        are in progress. An item that fails raises (the others are cancelled) unless
+        `return_exceptions`, which puts the exception in that item's place.
+        """
+        items = list(items)
+        token = self._stage.set(stage) if stage is not None else None
+        try:
+            return await self._pool(items, desc, self._stage.get(), return_exceptions, pool_size)
+        finally:
+            if token is not None:
+                self._stage.reset(token)
+
+    async def _pool(
+        self, items: list[Item], desc: str, stage: str, return_exceptions: bool, pool_size: int | None
+    ) -> list[Any]:
+        results: list[Any] = [None] * len(items)
+        pending = iter(range(len(items)))
+        started: set[int] = set()
+        bar = tqdm(total=len(items), desc=desc or stage or "llm", unit="item", disable=not self.progress)
+        with self._lock:
+            self._bars.append(bar)
+
+        async def worker() -> None:
+            for index in pending:
+                started.add(index)
+                try:
+                    results[index] = await self._start(items[index], stage)
+                except Exception as exc:
+                    if not return_exceptions:
+                        raise
+                    results[index] = exc
+                bar.update(1)
+                self._refresh(bar, force=False)
+
+        workers = [
+            asyncio.create_task(worker())
+            for _ in range(min(len(items), pool_size or 4 * self.max_concurrency))
+        ]
+        try:
+            await asyncio.gather(*workers)
+        except BaseException:
+            for task in workers:
+                task.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+            for index, item in enumerate(items):
+                if index not in started and asyncio.iscoroutine(item):
+                    item.close()
+            raise
+        finally:
+            self._refresh(bar, force=True)
+            bar.close()
+            with self._lock:
+                self._bars.remove(bar)
+        return results
+
+    def run_all(
+        self,
+        items: Iterable[Item],
+        *,
+        desc: str = "",
+        stage: str | None = None,
+        return_exceptions: bool = False,
+        pool_size: int | None = None,
+    ) -> list[Any]:
+        """Blocking `arun_all` (see there)."""
+        stage = self._stage.get() if stage is None else stage
+        return self._run_sync(
+            self.arun_all(
+                items, desc=desc, stage=stage, return_exceptions=return_exceptions, pool_size=pool_size
+            )
+        )
+
+    def _start(self, item: Item, stage: str) -> Awaitable[Any]:
+        if isinstance(item, Request):
+            return self.acomplete(item, stage=stage)
+        if callable(item):
+            return item()
+        if isinstance(item, Awaitable):
+            return item
+        raise TypeError(f"run_all takes Requests, awaitables or async callables, got {type(item).__name__}")
+
+    # -- sync bridge ------------------------------------------------------------------------------
+
+    def _run_sync(self, coro: Awaitable[Any]) -> Any:
+        """Run `coro` on the client's own event loop thread, so it works under a running loop too."""
+        future: Future[Any] = asyncio.run_coroutine_threadsafe(_as_coroutine(coro), self._background_loop())
+        try:
+            return future.result()
+        except BaseException:
+            future.cancel()
+            raise
+
+    def _background_loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None or self._loop.is_closed():
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(target=loop.run_forever, name="llm-client-loop", daemon=True)
+                thread.start()
+                self._loop, self._loop_thread = loop, thread
+            return self._loop
+
+    def close(self) -> None:
+        """Close backend connections, the cache and the client's loop thread."""
+        closer = getattr(self.backend, "aclose", None)
+        loop, thread = self._loop, self._loop_thread
+        if loop is not None and not loop.is_closed():
+            if closer is not None:
+                asyncio.run_coroutine_threadsafe(closer(), loop).result()
+            loop.call_soon_threadsafe(loop.stop)
+            if thread is not None:
+                thread.join()
+            loop.close()
+        self._loop = self._loop_thread = None
+        self.cache.close()
+
+    def __enter__(self) -> LLMClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- books ------------------------------------------------------------------------------------
+
+    def _tally(self, stage: str, request: Request, model: str) -> _Tally:
+        key = (stage, str(request.kind), request.task, self.backend_name, model)
+        tally = self._books.get(key)
+        if tally is None:
+            tally = self._books[key] = _Tally()
+        return tally
+
+    def _book(self, stage: str, request: Request, model: str, response: Response, cost: float | None) -> None:
+        usage = response.usage
+        with self._lock:
+            for tally in (self._tally(stage, request, model), self._totals):
+                tally.calls += 1
+                tally.cache_hits += response.cached
+                tally.input_tokens += usage.input_tokens
+                tally.output_tokens += usage.output_tokens
+                tally.cache_read_tokens += usage.cache_read_tokens
+                tally.cache_write_tokens += usage.cache_write_tokens
+                tally.cost_usd += response.cost_usd
+                tally.cost_uncached_usd += cost or 0.0
+                tally.unpriced_calls += cost is None
+
+    def _book_error(self, stage: str, request: Request, model: str) -> None:
+        with self._lock:
+            self._tally(stage, request, model).errors += 1
+            self._totals.errors += 1
+
+    def _note_retry(self, stage: str, request: Request, model: str) -> None:
+        """Retries are booked (and shown in progress bars) as they happen, failed calls' ones too."""
+        with self._lock:
+            self._tally(stage, request, model).retries += 1
+            self._totals.retries += 1
+            bars = list(self._bars)
+        for bar in bars:
+            self._refresh(bar, force=True)
+
+    def _refresh(self, bar: Any, *, force: bool) -> None:
+        t = self._totals
+        bar.set_postfix_str(
+            f"calls={t.calls} cached={t.cache_hits} retries={t.retries} cost=${t.cost_usd:.4f}", refresh=force
+        )
+
+    def totals(self) -> dict[str, float]:
+        """Everything booked so far, all stages together."""
+        with self._lock:
+            return {f.name: getattr(self._totals, f.name) for f in fields(_Tally)}
+
+    def usage_frame(self, stage: str | None = None) -> pd.DataFrame:
+        """One row per (stage, kind, task, backend, model): calls, cache hits, retries, tokens, cost.
+
+        `cost_usd` is what was spent (cache hits cost nothing); `cost_uncached_usd` is what the same
+        answers cost at list price without the cache. `unpriced_calls` counts calls on models the
+        price table does not know (self-hosted, offline): their cost is not in either column.
+        """
+        with self._lock:
+            rows = [
+                {
+                    **dict(zip(_GROUP, key, strict=True)),
+                    **{f.name: getattr(t, f.name) for f in fields(_Tally)},
+                }
+                for key, t in self._books.items()
+            ]
+        columns = [*_GROUP, *(f.name for f in fields(_Tally))]
+        frame = pd.DataFrame(rows, columns=columns)
+        if stage is not None:
+            frame = frame[frame["stage"] == stage]
+        return frame.sort_values(list(_GROUP), ignore_index=True)
+
+    def reset_usage(self) -> None:
+        with self._lock:
+            self._books.clear()
+            self._totals = _Tally()
+
+
+async def _as_coroutine(awaitable: Awaitable[Any]) -> Any:
+    return await awaitable
