@@ -1,0 +1,248 @@
+"""The profile consistency checker (paper §2.4, Appendix A.4): does a profile contradict itself?
+
+Each profile (demographics and the preferences of its kept domains) goes to a model through
+`LLMClient` with call kind VALIDATION and task "consistency". The answer is read strictly; an
+unreadable answer is sent back once more with the problem named, and after `max_attempts` the
+profile is recorded as `missing` with its raw text, never as "no conflict". The flagged rate counts
+only profiles that were read.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from .judge_parsing import normalize_answer
+from .llm import CallKind, LLMClient, Message, Request
+from .prompts.validation import (
+    CONSISTENCY,
+    CONSISTENCY_PROMPT_VERSION,
+    CONSISTENCY_RETRY,
+    CONSISTENCY_SYSTEM,
+    CROSS_LABEL,
+    DOMAINS_LABEL,
+    EXPLANATION_LABEL,
+    WITHIN_LABEL,
+)
+from .schema import load_schema
+from .store import stable_id
+
+TASK = "consistency"
+DEFAULT_MODEL = "claude-3-sonnet"
+MAX_ATTEMPTS = 3
+_LABELS = (WITHIN_LABEL, CROSS_LABEL, DOMAINS_LABEL, EXPLANATION_LABEL)
+
+
+class ConsistencyParseError(ValueError):
+    """An answer that does not follow the requested four-line form; the message says what is wrong."""
+
+
+@dataclass(frozen=True, slots=True)
+class ConsistencyVerdict:
+    within: int
+    cross: int
+    domains: tuple[str, ...]
+    explanation: str
+
+    @property
+    def label(self) -> int:
+        """1 when the profile has a conflict of either kind."""
+        return max(self.within, self.cross)
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileToCheck:
+    user_id: int
+    demographics: Mapping[str, str]
+    preferences: Mapping[str, Mapping[str, Any]]
+    """Preferences of the domains the profile keeps (its interest mask), by domain."""
+
+
+def parse_consistency_answer(text: str) -> ConsistencyVerdict:
+    """Read an answer in the prompt's form: the four labels in order, each once, at line starts.
+
+    Tolerated: markdown decoration, `<response>` tags, letter case of labels and domains, a preamble
+    before the first label. Rejected: a missing, repeated or out-of-order label; a label value other
+    than 0 or 1; an unknown domain; a conflict without domains or "none" with a conflict; an empty
+    explanation.
+    """
+    body = normalize_answer(text)
+    positions = []
+    for label in _LABELS:
+        found = list(re.finditer(rf"(?im)^\s*{re.escape(label)}", body))
+        if len(found) != 1:
+            raise ConsistencyParseError(f"expected one line starting with {label!r}, found {len(found)}")
+        positions.append(found[0])
+    if [m.start() for m in positions] != sorted(m.start() for m in positions):
+        raise ConsistencyParseError("the four labelled lines are not in the requested order")
+    values = [
+        body[m.end() : nxt.start() if nxt else len(body)].strip()
+        for m, nxt in zip(positions, [*positions[1:], None], strict=True)
+    ]
+    within, cross = (_binary(v, label) for v, label in zip(values[:2], _LABELS[:2], strict=True))
+    domains = _domains(values[2])
+    if (within or cross) and not domains:
+        raise ConsistencyParseError("a conflict is labelled but DOMAINS names none")
+    if not (within or cross) and domains:
+        raise ConsistencyParseError("no conflict is labelled but DOMAINS names some")
+    if not values[3]:
+        raise ConsistencyParseError("the EXPLANATION is empty")
+    return ConsistencyVerdict(within, cross, domains, values[3])
+
+
+def _binary(value: str, label: str) -> int:
+    if value not in ("0", "1"):
+        raise ConsistencyParseError(f"{label} must be followed by 0 or 1, got {value[:40]!r}")
+    return int(value)
+
+
+def _domains(value: str) -> tuple[str, ...]:
+    if value.strip().rstrip(".").lower() in ("none", ""):
+        return ()
+    known = {name.lower(): name for name in load_schema().domain_names}
+    out = []
+    for part in value.split(","):
+        name = part.strip().rstrip(".").lower()
+        if name not in known:
+            raise ConsistencyParseError(f"DOMAINS names {part.strip()!r}, which is not a domain")
+        out.append(known[name])
+    return tuple(dict.fromkeys(out))
+
+
+def render_profile(profile: ProfileToCheck) -> tuple[str, str]:
+    """The demographics and preferences blocks of the prompt, one readable line per item."""
+    demo = "\n".join(
+        f"- {k.replace('_', ' ')}: {v}" for k, v in profile.demographics.items() if k != "user_id"
+    )
+    blocks = []
+    for domain, prefs in profile.preferences.items():
+        lines = [f"{domain}:"]
+        for name, value in prefs.items():
+            shown = ", ".join(value) if isinstance(value, list) else str(value)
+            lines.append(f"  - {name}: {shown}")
+        blocks.append("\n".join(lines))
+    return demo, "\n".join(blocks)
+
+
+def build_request(
+    profile: ProfileToCheck, model: str = DEFAULT_MODEL, retries: Sequence[tuple[str, str]] = ()
+) -> Request:
+    """The check for one profile; `retries` holds (earlier answer, its problem) pairs to correct."""
+    demo, prefs = render_profile(profile)
+    messages = [Message("user", CONSISTENCY.format(demographics=demo, preferences=prefs))]
+    for answer, problem in retries:
+        messages += [Message("assistant", answer), Message("user", CONSISTENCY_RETRY.format(problem=problem))]
+    return Request(
+        kind=CallKind.VALIDATION,
+        task=TASK,
+        system=CONSISTENCY_SYSTEM,
+        messages=tuple(messages),
+        model=model,
+        temperature=0.0,
+        max_tokens=600,
+        context={
+            "demographics": dict(profile.demographics),
+            "preferences": {d: dict(p) for d, p in profile.preferences.items()},
+        },
+    )
+
+
+async def check_profile(
+    client: LLMClient, profile: ProfileToCheck, model: str = DEFAULT_MODEL, max_attempts: int = MAX_ATTEMPTS
+) -> dict[str, Any]:
+    """Check one profile; returns a run-store record (status "ok" or "missing")."""
+    if max_attempts < 1:
+        raise ValueError(f"max_attempts must be at least 1, got {max_attempts}")
+    retries: list[tuple[str, str]] = []
+    for _ in range(max_attempts):
+        response = await client.acomplete(build_request(profile, model, retries))
+        try:
+            verdict = parse_consistency_answer(response.text)
+        except ConsistencyParseError as exc:
+            retries.append((response.text, str(exc)))
+            continue
+        return _record(profile, model, client.backend_name, "ok", verdict, response.text, len(retries) + 1)
+    last_answer, problem = retries[-1]
+    return _record(profile, model, client.backend_name, "missing", None, last_answer, len(retries),
+                   problem=problem)
+
+
+def _record(
+    profile: ProfileToCheck, model: str, backend: str, status: str, verdict: ConsistencyVerdict | None,
+    raw: str, attempts: int, problem: str | None = None,
+) -> dict[str, Any]:
+    return {
+        "id": consistency_id(profile.user_id, model),
+        "user_id": profile.user_id,
+        "model": model,
+        "backend": backend,
+        "prompt_version": CONSISTENCY_PROMPT_VERSION,
+        "status": status,
+        "label": verdict.label if verdict else None,
+        "within_domain": verdict.within if verdict else None,
+        "cross_domain": verdict.cross if verdict else None,
+        "domains": list(verdict.domains) if verdict else None,
+        "explanation": verdict.explanation if verdict else None,
+        "problem": problem,
+        "raw": raw,
+        "attempts": attempts,
+    }
+
+
+def consistency_id(user_id: int, model: str) -> str:
+    return stable_id(user_id, model, CONSISTENCY_PROMPT_VERSION)
+
+
+def check_profiles(
+    client: LLMClient,
+    profiles: Iterable[ProfileToCheck],
+    model: str = DEFAULT_MODEL,
+    max_attempts: int = MAX_ATTEMPTS,
+) -> list[dict[str, Any]]:
+    """Check many profiles concurrently (bounded by the client); records keep the input order."""
+    profiles = list(profiles)
+
+    def job(p: ProfileToCheck):
+        return lambda: check_profile(client, p, model, max_attempts)
+
+    return client.run_all([job(p) for p in profiles], desc="consistency", stage="validation")
+
+
+def flagged_summary(records: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+    """Profiles checked, read, missing and flagged (any, within-domain, cross-domain) with rates.
+
+    Rates are over profiles whose answer was read; missing ones are reported, not counted as 0.
+    """
+    rows = list(records)
+    read = [r for r in rows if r["status"] == "ok"]
+    n = len(read)
+
+    def rate(k: int) -> float:
+        return k / n if n else float("nan")
+
+    flagged = sum(r["label"] for r in read)
+    within = sum(r["within_domain"] for r in read)
+    cross = sum(r["cross_domain"] for r in read)
+    return pd.DataFrame(
+        [
+            ["Profiles checked", len(rows), None],
+            ["Answers read", n, None],
+            ["Answers missing (unreadable)", len(rows) - n, None],
+            ["Flagged (any conflict)", flagged, rate(flagged)],
+            ["Within-domain conflict", within, rate(within)],
+            ["Cross-domain conflict", cross, rate(cross)],
+        ],
+        columns=["Measure", "Count", "Rate"],
+    )
+
+
+def records_frame(records: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+    """Per-profile results for display (the raw answer left out; it stays in the run store)."""
+    df = pd.DataFrame([{k: v for k, v in r.items() if k != "raw"} for r in records])
+    if "domains" in df:
+        df["domains"] = df["domains"].map(lambda d: ", ".join(d) if isinstance(d, list) else "")
+    return df
