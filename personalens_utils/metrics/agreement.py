@@ -74,7 +74,10 @@ def cohen_kappa(
 
 
 def mean_pairwise_cohen(
-    reference: ArrayLike, raters: ArrayLike, *, weights: Weights = None,
+    reference: ArrayLike,
+    raters: ArrayLike,
+    *,
+    weights: Weights = None,
     categories: Sequence[float] | None = None,
 ) -> float:
     """Average Cohen's kappa of `reference` (e.g. the judge) against each row of `raters`, NaNs skipped."""
@@ -127,4 +130,3 @@ def krippendorff_alpha(
     if len(unknown):
         raise ValueError(f"ratings {unknown.tolist()} are outside the categories {domain.tolist()}")
     return float(krippendorff.alpha(reliability_data=matrix, value_domain=domain, level_of_measurement=level))
-

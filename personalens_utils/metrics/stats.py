@@ -102,9 +102,7 @@ def _paired(treatment: ArrayLike, control: ArrayLike) -> np.ndarray:
     return a - b
 
 
-def sign_flip_pvalue(
-    differences: ArrayLike, *, n_resamples: int = 10_000, seed: int = 0
-) -> float:
+def sign_flip_pvalue(differences: ArrayLike, *, n_resamples: int = 10_000, seed: int = 0) -> float:
     """Two-sided p-value of a paired permutation (sign-flip) test that the mean difference is zero.
 
     Exact (all 2^n sign patterns) when n <= EXACT_PERMUTATION_MAX_N; otherwise Monte Carlo with

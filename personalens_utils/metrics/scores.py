@@ -1,0 +1,240 @@
+"""Benchmark scores from a run store: one tidy frame of judgments, then aggregates with intervals.
+
+The tidy frame has one row per judgment, carrying the attributes of its dialogue (model, setting,
+task type, domains). A dialogue that errored is an infrastructure failure, not a model failure, so
+it is left out; a judgment that is missing (no parseable answer) keeps its row with a NaN score and
+is excluded from every mean, never counted as zero. Aggregates report how many were left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..store import RunStore
+from .stats import bootstrap_ci
+
+DIALOGUES = "dialogues"
+JUDGMENTS = "judgments"
+
+TASK_COMPLETION = "task_completion"
+PERSONALIZATION = "personalization"
+TURN_PERSONALIZATION = "turn_personalization"
+
+
+@dataclass(frozen=True)
+class Scale:
+    """What a dimension's scores can be, and whether they are categories or ordered levels."""
+
+    low: int
+    high: int
+    level: str  # "nominal" or "ordinal", for agreement measures
+    short: str  # column name in tables
+
+    @property
+    def categories(self) -> list[float]:
+        return [float(v) for v in range(self.low, self.high + 1)]
+
+
+SCALES: dict[str, Scale] = {
+    TASK_COMPLETION: Scale(0, 1, "nominal", "TCR"),
+    PERSONALIZATION: Scale(1, 4, "ordinal", "P"),
+    "naturalness_assistant": Scale(1, 5, "ordinal", "Nat."),
+    "coherence_assistant": Scale(1, 5, "ordinal", "Coh."),
+    "naturalness_user": Scale(1, 5, "ordinal", "Nat. (U)"),
+    "coherence_user": Scale(1, 5, "ordinal", "Coh. (U)"),
+    TURN_PERSONALIZATION: Scale(1, 4, "ordinal", "P (turn)"),
+}
+
+DIALOGUE_FIELDS = (
+    "id",
+    "scenario_id",
+    "user_id",
+    "task_id",
+    "task_type",
+    "domains",
+    "user_model",
+    "assistant_model",
+    "assistant_setting",
+    "prompt_version",
+    "backend",
+    "status",
+    "n_turns",
+)
+JUDGMENT_FIELDS = (
+    "id",
+    "dialogue_id",
+    "dimension",
+    "judge_model",
+    "prompt_version",
+    "backend",
+    "status",
+    "score",
+    "turn_scores",
+)
+
+
+class ScoresError(ValueError):
+    """The run store cannot be turned into one score per dialogue and dimension as asked."""
+
+
+def _project(store: RunStore, table: str, fields: Sequence[str]) -> pd.DataFrame:
+    """Current records of a table keeping only `fields`, so dialogue texts never fill memory."""
+    latest: dict[str, dict] = {}
+    path = store.path(table)
+    for lineno, rec in store._read_lines(table):
+        missing = [f for f in ("id", "status") if f not in rec]
+        if missing:
+            raise ScoresError(f"{path}:{lineno}: record lacks {missing}")
+        latest[rec["id"]] = {f: rec.get(f) for f in fields}
+    return pd.DataFrame.from_records(list(latest.values()), columns=list(fields))
+
+
+def load_dialogues(store: RunStore) -> pd.DataFrame:
+    """One row per dialogue (texts left out); `domains` as a tuple; `dialogue_id` names the record id."""
+    frame = _project(store, DIALOGUES, DIALOGUE_FIELDS).rename(
+        columns={
+            "id": "dialogue_id",
+            "prompt_version": "dialogue_prompt_version",
+            "backend": "dialogue_backend",
+            "status": "dialogue_status",
+        }
+    )
+    frame["domains"] = frame["domains"].map(lambda d: tuple(d) if isinstance(d, list | tuple) else ())
+    return frame
+
+
+def load_judgments(store: RunStore) -> pd.DataFrame:
+    frame = _project(store, JUDGMENTS, JUDGMENT_FIELDS).rename(
+        columns={
+            "id": "judgment_id",
+            "prompt_version": "judge_prompt_version",
+            "backend": "judge_backend",
+            "status": "judgment_status",
+        }
+    )
+    frame["score"] = pd.to_numeric(frame["score"], errors="raise").astype(float)
+    frame.loc[frame["judgment_status"] != "ok", "score"] = np.nan
+    return frame
+
+
+def _only(frame: pd.DataFrame, column: str, value: str | None, what: str) -> pd.DataFrame:
+    if value is not None:
+        kept = frame[frame[column] == value]
+        if kept.empty and not frame.empty:
+            raise ScoresError(f"no {what} {value!r} in the store; it holds {sorted(frame[column].unique())}")
+        return kept
+    return frame
+
+
+def load_scores(
+    store: RunStore | str,
+    *,
+    judge_model: str | None = None,
+    judge_prompt_version: str | None = None,
+    user_model: str | None = None,
+) -> pd.DataFrame:
+    """The tidy frame: judgments of non-errored dialogues, joined to their dialogue's attributes.
+
+    With several judge models (or judge prompt versions) in the store, name the one to score with;
+    the frame must end up with at most one judgment per dialogue and dimension.
+    """
+    store = store if isinstance(store, RunStore) else RunStore(store)
+    dialogues = _only(load_dialogues(store), "user_model", user_model, "user model")
+    dialogues = dialogues[dialogues["dialogue_status"] != "error"]
+    judgments = load_judgments(store)
+    judgments = _only(judgments, "judge_model", judge_model, "judge model")
+    judgments = _only(judgments, "judge_prompt_version", judge_prompt_version, "judge prompt version")
+    judgments = judgments[judgments["judgment_status"] != "error"]
+    tidy = judgments.merge(dialogues, on="dialogue_id", how="inner", validate="many_to_one")
+    dup = tidy.duplicated(["dialogue_id", "dimension"], keep=False)
+    if dup.any():
+        judges = sorted(tidy.loc[dup, "judge_model"].unique())
+        versions = sorted(tidy.loc[dup, "judge_prompt_version"].unique())
+        raise ScoresError(
+            f"{int(dup.sum())} judgments share a dialogue and dimension (judge models {judges}, "
+            f"prompt versions {versions}); pass judge_model= and/or judge_prompt_version= to pick one"
+        )
+    scenario_dup = dialogues.duplicated(["scenario_id", "assistant_model", "assistant_setting"], keep=False)
+    if scenario_dup.any():
+        raise ScoresError(
+            f"{int(scenario_dup.sum())} dialogues repeat a scenario for the same assistant and setting "
+            f"(user models {sorted(dialogues['user_model'].unique())}, prompt versions "
+            f"{sorted(dialogues['dialogue_prompt_version'].unique())}); pass user_model= or use one run "
+            "folder per prompt version"
+        )
+    return tidy.reset_index(drop=True)
+
+
+def explode_domains(tidy: pd.DataFrame) -> pd.DataFrame:
+    """One row per (judgment, domain): a multi-domain dialogue counts toward each of its domains."""
+    return tidy.explode("domains").rename(columns={"domains": "domain"}).dropna(subset=["domain"])
+
+
+def aggregate(
+    tidy: pd.DataFrame,
+    by: Sequence[str],
+    dimensions: Iterable[str] | None = None,
+    *,
+    confidence: float = 0.95,
+    n_resamples: int = 2000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Long frame: one row per group and dimension with mean, bootstrap interval, n and n_missing.
+
+    Task completion is reported as a rate in percent (TCR); the other dimensions on their scale.
+    """
+    dims = (
+        list(dimensions)
+        if dimensions is not None
+        else sorted(set(tidy["dimension"]) - {TURN_PERSONALIZATION})
+    )
+    unknown = [d for d in dims if d not in SCALES]
+    if unknown:
+        raise ScoresError(f"unknown dimensions {unknown}; known: {sorted(SCALES)}")
+    rows = []
+    part = tidy[tidy["dimension"].isin(dims)]
+    for keys, group in part.groupby([*by, "dimension"], sort=True, dropna=False):
+        keys = keys if isinstance(keys, tuple) else (keys,)
+        dimension = keys[-1]
+        scores = group["score"].dropna().to_numpy()
+        factor = 100.0 if dimension == TASK_COMPLETION else 1.0
+        ci = bootstrap_ci(scores * factor, confidence=confidence, n_resamples=n_resamples, seed=seed)
+        rows.append(
+            {
+                **dict(zip(by, keys[:-1], strict=True)),
+                "dimension": dimension,
+                **ci.as_dict(),
+                "n_missing": int(group["score"].isna().sum()),
+            }
+        )
+    columns = [*by, "dimension", "mean", "ci_low", "ci_high", "n", "n_missing"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def turn_frame(tidy: pd.DataFrame) -> pd.DataFrame:
+    """Turn-level personalization, one row per scored assistant turn (1-based); null turns left out."""
+    part = tidy[(tidy["dimension"] == TURN_PERSONALIZATION) & (tidy["judgment_status"] == "ok")]
+    keep = ["dialogue_id", "scenario_id", "task_type", "domains", "assistant_model", "assistant_setting"]
+    rows = []
+    for rec in part[[*keep, "turn_scores"]].itertuples(index=False):
+        for turn, score in enumerate(rec.turn_scores or [], start=1):
+            if score is not None:
+                rows.append((*rec[: len(keep)], turn, float(score)))
+    return pd.DataFrame(rows, columns=[*keep, "turn", "score"])
+
+
+def missing_rates(tidy: pd.DataFrame) -> pd.DataFrame:
+    """Share of judgments without a valid score, per dimension and judge model."""
+    grouped = tidy.groupby(["judge_model", "dimension"])["score"]
+    out = pd.DataFrame({"judgments": grouped.size(), "missing": grouped.apply(lambda s: int(s.isna().sum()))})
+    out["missing_rate"] = out["missing"] / out["judgments"]
+    return out.reset_index()
+
+
+def backends(tidy: pd.DataFrame) -> set[str]:
+    """Every backend that produced a dialogue or a judgment in the frame."""
+    return set(tidy["dialogue_backend"].dropna()) | set(tidy["judge_backend"].dropna())
