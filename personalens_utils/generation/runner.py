@@ -1,0 +1,330 @@
+"""Generate a whole benchmark (paper §2.1-2.2) and write it in the official layout.
+
+Three concurrent phases, each through `LLMClient.run_all`: (1) task definitions and interest
+masks, (2) preferences of every kept domain, (3) past-interaction summaries and one situation per
+user x eligible task. Everything is stored step by step in a run store (see `steps`), so a rerun
+only does what is missing or failed. Users with a failed profile step and scenarios with a failed
+situation are left out of the written benchmark and listed in `GenerationResult.failures`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pandas as pd
+
+from .. import paths
+from ..data import (
+    SITUATION_FIELDS,
+    Benchmark,
+    TaskDefinition,
+    User,
+    load_benchmark,
+    md_task_id,
+    save_benchmark,
+    sd_task_id,
+)
+from ..demographics import read_demographics, sample_demographics
+from ..llm import LLMClient
+from ..llm.offline import OFFLINE_LABEL
+from ..prompts.generation import GENERATION_PROMPT_VERSION
+from ..schema import Schema, load_schema
+from ..store import RunStore, stable_id
+from . import requests as calls
+from .parsing import MD_DOMAIN_RANGE
+from .steps import ERROR, StepRunner, table_name
+
+MANIFEST = "generation.json"
+STAGE = "generation"
+_USER_ID = re.compile(r"^user(0|[1-9][0-9]*)$")
+
+
+@dataclass(frozen=True)
+class GenerationConfig:
+    """What to generate. `n_users=None` takes every row of `demographics_file`."""
+
+    n_users: int | None = 20
+    seed: int = 0
+    demographics_file: str | None = None
+    sd_tasks_per_domain: int = 4
+    md_tasks: int = 25
+    domains: tuple[str, ...] | None = None
+    model: str = "claude-3-sonnet"
+    temperature: float = 1.0
+    max_attempts: int = 3
+
+    def validate(self, schema: Schema) -> None:
+        if self.n_users is None and self.demographics_file is None:
+            raise ValueError("n_users=None means 'every row of demographics_file', but no file was given")
+        if self.n_users is not None and self.n_users < 1:
+            raise ValueError(f"n_users must be at least 1, got {self.n_users}")
+        if self.sd_tasks_per_domain < 0 or self.md_tasks < 0:
+            raise ValueError("sd_tasks_per_domain and md_tasks must be 0 or more")
+        for name in self.domains or ():
+            schema.domain(name)
+        if self.md_tasks and len(self.domains or schema.domain_names) < MD_DOMAIN_RANGE[0]:
+            raise ValueError(f"multi-domain tasks need at least {MD_DOMAIN_RANGE[0]} domains; "
+                             f"set md_tasks=0 or choose more domains")
+
+
+@dataclass
+class GenerationResult:
+    benchmark: Benchmark
+    output_dir: Path
+    run_dir: Path
+    backend: str
+    steps: pd.DataFrame
+    """Per step: results reused from the run store, newly generated, and failed."""
+    failures: pd.DataFrame
+    """One row per failed step: step, user, domain or task, the reasons and the last raw answer."""
+    usage: pd.DataFrame = field(repr=False)
+
+    @property
+    def label(self) -> str:
+        """What the data is: offline-backend text is labelled as such wherever it is shown."""
+        return OFFLINE_LABEL if self.backend == "offline" else f"generated with backend {self.backend!r}"
+
+
+def load_users(config: GenerationConfig) -> list[dict[str, str]]:
+    """Demographic records with a `user_id` ("user<N>"): sampled from Tables 6-7, or read from a file
+    (kept ids when the file names every user as user<N> without repeats, else numbered in order)."""
+    if config.demographics_file is None:
+        assert config.n_users is not None
+        records = sample_demographics(config.n_users, seed=config.seed)
+    else:
+        records = read_demographics(config.demographics_file)
+        if config.n_users is not None:
+            if config.n_users > len(records):
+                raise ValueError(f"{config.demographics_file}: asked for {config.n_users} users, "
+                                 f"the file has {len(records)}")
+            records = records[: config.n_users]
+    ids = [r.get("user_id", "") for r in records]
+    keep = all(_USER_ID.match(i) for i in ids) and len(set(ids)) == len(ids)
+    return [{**r, "user_id": r["user_id"] if keep else f"user{i}"} for i, r in enumerate(records)]
+
+
+def _user_key(demographics: Mapping[str, str]) -> str:
+    return stable_id(orjson.dumps(dict(demographics), option=orjson.OPT_SORT_KEYS).decode())
+
+
+def _task_key(task: Mapping[str, Any]) -> str:
+    return stable_id(task["task_id"], task["task_description"], task["relevant_domains"])
+
+
+class _Generation:
+    """The state of one run: users, their results so far, and the task definitions."""
+
+    def __init__(self, config: GenerationConfig, client: LLMClient, store: RunStore, schema: Schema):
+        self.config = config
+        self.client = client
+        self.schema = schema
+        self.domains = [schema.domain(d) for d in (config.domains or schema.domain_names)]
+        self.settings = calls.ModelSettings(model=config.model, temperature=config.temperature)
+        self.runner = StepRunner(client, store, config.model, config.max_attempts)
+        self.users = load_users(config)
+        self.masks: dict[str, dict[str, int]] = {}
+        self.preferences: dict[str, dict[str, dict[str, Any]]] = {}
+        self.interactions: dict[str, dict[str, str]] = {}
+        self.situations: dict[tuple[str, str], dict[str, str]] = {}
+        self.tasks: list[dict[str, Any]] = []
+        self.failed_users: set[str] = set()
+
+    def _run(self, jobs: Sequence[Callable[[], Awaitable[Any]]], desc: str) -> None:
+        self.client.run_all(jobs, desc=f"generation: {desc}", stage=STAGE)
+
+    def _job(self, call: calls.StepCall, key: tuple[Any, ...], about: dict[str, Any],
+             done: Callable[[Any], None]) -> Callable[[], Awaitable[Any]]:
+        async def job() -> None:
+            value = await self.runner.run(call, self.runner.record_id(call.step, *key), about)
+            done(value)
+        return job
+
+    def phase_tasks_and_masks(self) -> None:
+        jobs = []
+        sd: dict[str, list[dict[str, Any]] | None] = {}
+        md: list[list[dict[str, Any]] | None] = [None]
+        if self.config.sd_tasks_per_domain:
+            for domain in self.domains:
+                call = calls.sd_tasks_call(domain, self.config.sd_tasks_per_domain, self.settings)
+                jobs.append(self._job(call, (domain.name, self.config.sd_tasks_per_domain),
+                                      {"domain": domain.name}, lambda v, d=domain.name: sd.__setitem__(d, v)))
+        if self.config.md_tasks:
+            call = calls.md_tasks_call(self.domains, self.config.md_tasks, self.settings)
+            names = [d.name for d in self.domains]
+            jobs.append(self._job(call, (names, self.config.md_tasks), {"domains": names},
+                                  lambda v: md.__setitem__(0, v)))
+        for user in self.users:
+            call = calls.mask_call(user, self.schema, self.settings)
+            jobs.append(self._job(call, (_user_key(user),), {"user_id": user["user_id"]},
+                                  lambda v, u=user["user_id"]: self._set_mask(u, v)))
+        self._run(jobs, "tasks and interest masks")
+        for domain in self.domains:
+            for number, task in enumerate(sd.get(domain.name) or [], 1):
+                self.tasks.append({"task_id": sd_task_id(domain.name, number), **task})
+        for number, task in enumerate(md[0] or [], 1):
+            self.tasks.append({"task_id": md_task_id(number), **task})
+
+    def _set_mask(self, user_id: str, mask: dict[str, int] | None) -> None:
+        if mask is None:
+            self.failed_users.add(user_id)
+        else:
+            self.masks[user_id] = {d.name: mask[d.name] for d in self.domains}
+
+    def _kept(self, user_id: str) -> list[str]:
+        return [d for d, on in self.masks[user_id].items() if on]
+
+    def phase_preferences(self) -> None:
+        jobs = []
+        for user in self._live():
+            uid = user["user_id"]
+            self.preferences[uid] = {}
+            for name in self._kept(uid):
+                call = calls.preferences_call(user, self.schema.domain(name), self.settings)
+                jobs.append(self._job(call, (_user_key(user), name), {"user_id": uid, "domain": name},
+                                      lambda v, u=uid, d=name: self._set(self.preferences, u, d, v)))
+        self._run(jobs, "preferences")
+
+    def _set(self, table: dict[str, dict[str, Any]], user_id: str, key: str, value: Any) -> None:
+        if value is None:
+            self.failed_users.add(user_id)
+        else:
+            table[user_id][key] = value
+
+    def eligible(self, user_id: str) -> list[dict[str, Any]]:
+        """The tasks whose every domain the user's mask keeps (paper §2.2)."""
+        kept = set(self._kept(user_id))
+        return [t for t in self.tasks if set(t["relevant_domains"]) <= kept]
+
+    def phase_interactions_and_situations(self) -> None:
+        jobs = []
+        for user in self._live():
+            uid = user["user_id"]
+            prefs = self.preferences[uid]
+            self.interactions[uid] = {}
+            for name in self._kept(uid):
+                call = calls.interactions_call(user, self.schema.domain(name), prefs[name], self.settings)
+                about = {"user_id": uid, "domain": name}
+                jobs.append(self._job(call, (_user_key(user), name, prefs[name]), about,
+                                      lambda v, u=uid, d=name: self._set(self.interactions, u, d, v)))
+            for task in self.eligible(uid):
+                task_prefs = {d: prefs[d] for d in task["relevant_domains"]}
+                call = calls.situation_call(user, task_prefs, task, self.settings)
+                jobs.append(self._job(call, (_user_key(user), _task_key(task), task_prefs),
+                                      {"user_id": uid, "task_id": task["task_id"]},
+                                      lambda v, u=uid, t=task["task_id"]: self._set_situation(u, t, v)))
+        self._run(jobs, "interactions and situations")
+
+    def _set_situation(self, user_id: str, task_id: str, value: Sequence[Any] | None) -> None:
+        """A situation result is (situation, justification); the store gives it back as a list."""
+        if value is not None:
+            self.situations[user_id, task_id] = value[0]
+
+    def _live(self) -> list[dict[str, str]]:
+        return [u for u in self.users if u["user_id"] not in self.failed_users and u["user_id"] in self.masks]
+
+    def benchmark(self) -> Benchmark:
+        definitions = [
+            TaskDefinition(task_id=t["task_id"], domains=list(t["relevant_domains"]),
+                           user_intent=t["user_intent"], task_description=t["task_description"],
+                           task_goal=t["task_goal"],
+                           relevant_preferences=list(t["relevant_preference_types"]))
+            for t in self.tasks
+        ]
+        by_id = {d.task_id: d for d in definitions}
+        users, scenarios = [], []
+        for user in self._live():
+            uid = user["user_id"]
+            number = int(uid.removeprefix("user"))
+            interests = {d: bool(self.masks[uid].get(d, 0)) for d in self.schema.domain_names}
+            demographics = {k: v for k, v in user.items() if k != "user_id"}
+            users.append(User(number, demographics, self.preferences[uid], interests, self.interactions[uid]))
+            for task in self.eligible(uid):
+                situation = self.situations.get((uid, task["task_id"]))
+                if situation is not None:
+                    fields = {name: situation[key] for name, key in SITUATION_FIELDS.items()}
+                    scenarios.append(by_id[task["task_id"]].for_user(number, fields))
+        return Benchmark.from_records(users, definitions, scenarios)
+
+
+def failures_frame(store: RunStore, record_ids: set[str]) -> pd.DataFrame:
+    """The failed step records among `record_ids`, most useful columns first."""
+    columns = ["step", "user_id", "domain", "task_id", "attempts", "error", "raw"]
+    rows = []
+    for step in calls.STEPS:
+        for record in store.records(table_name(step)):
+            if record["status"] == ERROR and record["id"] in record_ids:
+                rows.append({c: record.get(c) for c in columns})
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _write(benchmark: Benchmark, output_dir: Path, manifest: dict[str, Any]) -> None:
+    """Write into a fresh sibling folder, then swap it in; only a folder this kit generated (it holds
+    MANIFEST) is ever replaced, so official or hand-made data cannot be overwritten."""
+    if output_dir.exists() and any(output_dir.iterdir()) and not (output_dir / MANIFEST).is_file():
+        raise FileExistsError(f"{output_dir} holds data that generation did not write (no {MANIFEST}); "
+                              "choose an empty or new output folder")
+    output_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = output_dir.with_name(f".{output_dir.name}.writing-{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    save_benchmark(benchmark, staging)
+    (staging / MANIFEST).write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2))
+    load_benchmark(staging)
+    retired = output_dir.with_name(f".{output_dir.name}.old-{os.getpid()}")
+    if output_dir.exists():
+        output_dir.rename(retired)
+    staging.rename(output_dir)
+    shutil.rmtree(retired, ignore_errors=True)
+
+
+def generate_benchmark(
+    config: GenerationConfig | None = None,
+    *,
+    client: LLMClient | None = None,
+    output_dir: str | os.PathLike[str] | None = None,
+    run_dir: str | os.PathLike[str] | None = None,
+) -> GenerationResult:
+    """Generate (or finish generating) a benchmark and write it to `output_dir` in the official layout.
+
+    Defaults: the offline backend, `paths.generated_benchmark_dir()` and a run store under
+    runs/generation/. The written folder loads with `load_benchmark`.
+    """
+    config = config or GenerationConfig()
+    schema = load_schema()
+    config.validate(schema)
+    client = client or LLMClient("offline", stage=STAGE)
+    output = Path(output_dir) if output_dir is not None else paths.generated_benchmark_dir()
+    run_path = Path(run_dir) if run_dir is not None else paths.runs_dir() / "generation" / output.name
+    store = RunStore(run_path)
+    gen = _Generation(config, client, store, schema)
+    gen.phase_tasks_and_masks()
+    gen.phase_preferences()
+    gen.phase_interactions_and_situations()
+    benchmark = gen.benchmark()
+    counts = gen.runner.counts
+    steps = pd.DataFrame(
+        [{"step": s, **{k: counts[s, k] for k in ("reused", "generated", "failed")}} for s in calls.STEPS]
+    )
+    failures = failures_frame(store, gen.runner.failed_ids)
+    manifest = {
+        "generated_by": "personalens_utils.generation",
+        "label": OFFLINE_LABEL if client.backend_name == "offline" else None,
+        "backend": client.backend_name,
+        "prompt_version": GENERATION_PROMPT_VERSION,
+        "config": asdict(config),
+        "run_dir": str(run_path),
+        "users": len(benchmark.users),
+        "tasks": len(benchmark.tasks),
+        "scenarios": len(benchmark.scenarios),
+        "failed_steps": len(failures),
+    }
+    _write(benchmark, output, manifest)
+    return GenerationResult(benchmark=load_benchmark(output), output_dir=output, run_dir=run_path,
+                            backend=client.backend_name, steps=steps, failures=failures,
+                            usage=client.usage_frame(stage=STAGE))

@@ -1,0 +1,98 @@
+"""Running one generation step: reuse a stored result, or call the model, parse, retry, and store.
+
+Every step result is a run-store record keyed by a stable id, written as soon as it exists, so a
+killed run loses at most the calls in flight and a rerun skips what is done. An answer the parser
+rejects is sent back with the reasons (up to `max_attempts` answers in all); if none is usable the
+record is stored with status "error", the raw answer and the reasons, and nothing is invented.
+A later run retries errored steps with the cache bypassed, so it gets fresh answers.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..llm import FatalError, LLMClient, LLMError
+from ..prompts.generation import GENERATION_PROMPT_VERSION
+from ..store import RunStore, stable_id
+from .parsing import AnswerError
+from .requests import StepCall, retry_request
+
+TABLE_PREFIX = "generation_"
+OK, ERROR = "ok", "error"
+
+
+def table_name(step: str) -> str:
+    return f"{TABLE_PREFIX}{step}"
+
+
+@dataclass
+class StepRunner:
+    """Runs step calls through one client into one run store, counting what it reused and did."""
+
+    client: LLMClient
+    store: RunStore
+    model: str
+    max_attempts: int = 3
+    counts: Counter[tuple[str, str]] = field(default_factory=Counter)
+    failed_ids: set[str] = field(default_factory=set)
+    _known: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise ValueError(f"max_attempts must be at least 1, got {self.max_attempts}")
+
+    def record_id(self, step: str, *key: Any) -> str:
+        """Stable id of one step result: what it is about, plus everything that changes the answer."""
+        return stable_id(step, *key, self.client.backend_name, self.model, GENERATION_PROMPT_VERSION)
+
+    def stored(self, step: str, record_id: str) -> dict[str, Any] | None:
+        table = table_name(step)
+        if table not in self._known:
+            self._known[table] = {r["id"]: r for r in self.store.records(table)}
+        return self._known[table].get(record_id)
+
+    async def run(self, call: StepCall, record_id: str, about: dict[str, Any]) -> Any | None:
+        """The parsed value of the step, or None if it failed (the failure is stored)."""
+        prior = self.stored(call.step, record_id)
+        if prior is not None and prior["status"] == OK:
+            self.counts[call.step, "reused"] += 1
+            return prior["value"]
+        fresh = False if prior is not None else None
+        request, raw, problems, attempts = call.request, "", [], 0
+        usage = {"input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}
+        while attempts < self.max_attempts:
+            attempts += 1
+            try:
+                response = await self.client.acomplete(request, use_cache=fresh)
+            except FatalError:
+                raise
+            except LLMError as exc:
+                problems.append(f"model call failed: {exc}")
+                break
+            usage["input_tokens"] += response.usage.input_tokens
+            usage["output_tokens"] += response.usage.output_tokens
+            usage["cost_usd"] += response.cost_usd
+            raw = response.text
+            try:
+                value = call.parse(raw)
+            except AnswerError as exc:
+                problems.append(str(exc))
+                request = retry_request(request, raw, str(exc), attempts + 1)
+                continue
+            self._store(call.step, {"id": record_id, "status": OK, **about, "value": value, "raw": None,
+                                    "error": None, "attempts": attempts, **usage})
+            self.counts[call.step, "generated"] += 1
+            return value
+        self._store(call.step, {"id": record_id, "status": ERROR, **about, "value": None, "raw": raw,
+                                "error": " | ".join(problems), "attempts": attempts, **usage})
+        self.counts[call.step, "failed"] += 1
+        self.failed_ids.add(record_id)
+        return None
+
+    def _store(self, step: str, record: dict[str, Any]) -> None:
+        record = {**record, "step": step, "backend": self.client.backend_name, "model": self.model,
+                  "prompt_version": GENERATION_PROMPT_VERSION}
+        self.store.append(table_name(step), record)
+        self._known.setdefault(table_name(step), {})[record["id"]] = record
