@@ -71,9 +71,12 @@ _QUALIFIED = re.compile(r"^(?P<name>.+?)\s*\((?P<domain>[^()]+)\)$")
 class Schema:
     domains: tuple[Domain, ...]
     _by_name: dict[str, Domain] = field(init=False, repr=False, compare=False)
+    _multi: dict[str, dict[str, bool]] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_by_name", {d.name: d for d in self.domains})
+        object.__setattr__(self, "_multi", {d.name: {p.name: p.multi_valued for p in d.preferences}
+                                            for d in self.domains})
 
     @property
     def domain_names(self) -> tuple[str, ...]:
@@ -87,6 +90,11 @@ class Schema:
             return self._by_name[name]
         except KeyError:
             raise SchemaError(f"unknown domain {name!r}; known: {', '.join(self.domain_names)}") from None
+
+    def multi_valued(self, domain: str) -> dict[str, bool]:
+        """Preference type name -> multi-valued flag, for one domain (a fast lookup for validation)."""
+        self.domain(domain)
+        return self._multi[domain]
 
     def preference(self, domain: str, name: str) -> PreferenceType:
         return self.domain(domain).preference(name)
