@@ -279,3 +279,67 @@ def _same(a: Any, b: Any) -> bool:
     if isinstance(a, float) or isinstance(b, float):
         return math.isclose(float(a), float(b), abs_tol=1e-9)
     return bool(a == b)
+
+
+PAPER_CELLS: dict[int, tuple[list[str], list[str]]] = {
+    1: (["Domain"], ["# Tasks", "# Dial"]),
+    6: (["Variable", "Category"], ["Count", "Percent"]),
+    7: (["Variable", "Category"], ["Count", "Percent"]),
+    8: (["Domain", "Preference Type"], ["Is Categorical", "# Poss.", "# Gen.", "Evenness"]),
+    9: (["Domain", "Preference Type"], ["Is Categorical", "# Poss.", "# Gen.", "Evenness"]),
+}
+"""Per printed table: the key columns that identify a row and the value columns compared."""
+
+
+def compare_table(number: int, measured: pd.DataFrame) -> pd.DataFrame:
+    """Every printed cell of Table `number` beside the value measured on the data (see compare_with_paper)."""
+    keys, columns = PAPER_CELLS[number]
+    return compare_with_paper(measured, paper_table(number), keys, columns)
+
+
+def compare_table1_totals(totals: pd.DataFrame) -> pd.DataFrame:
+    """Table 1's totals (86 SD + 25 MD tasks; 98,115 + 24,018 dialogues) beside the measured ones."""
+    printed = paper_table1_totals()
+    names = {
+        ("SD", "# Tasks"): "SD tasks", ("MD", "# Tasks"): "MD tasks", ("All", "# Tasks"): "tasks",
+        ("SD", "# Dial"): "SD dialogues", ("MD", "# Dial"): "MD dialogues", ("All", "# Dial"): "dialogues",
+    }
+    by_type = totals.set_index("Task type")
+    rows = [
+        [kind, col, int(by_type.loc[kind, col]), printed[key], int(by_type.loc[kind, col]) == printed[key]]
+        for (kind, col), key in names.items()
+    ]
+    return pd.DataFrame(rows, columns=["Task type", "Column", "Data", "Paper", "match"])
+
+
+def comparison_summary(comparisons: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """One line per compared table: cells compared, cells matching, and the differing cells by name."""
+    rows = []
+    for name, cmp in comparisons.items():
+        keys = [c for c in cmp.columns if c not in ("Column", "Data", "Paper", "match")]
+        differing = cmp[~cmp["match"]]
+        labels = [" / ".join(str(r[k]) for k in keys) + f": {r['Column']}" for _, r in differing.iterrows()]
+        rows.append([name, len(cmp), int(cmp["match"].sum()), "; ".join(labels)])
+    return pd.DataFrame(rows, columns=["Table", "Cells", "Matching", "Differing cells"])
+
+
+# --- a loaded benchmark (personalens_utils.data.Benchmark) -> the tables -------------------------
+
+
+def benchmark_table1(benchmark: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Table 1 of a benchmark: task definitions for # Tasks, its user x task scenarios for # Dial."""
+    definitions = [(t.task_type, t.domains) for t in benchmark.tasks.values()]
+    scenarios = zip(benchmark.scenarios["task_type"], benchmark.scenarios["domains"], strict=True)
+    return task_table(definitions, scenarios)
+
+
+def benchmark_demographics(benchmark: Any) -> pd.DataFrame:
+    """Tables 6 and 7 of a benchmark's users, stacked, with a `Table` column."""
+    records = [u.demographics for u in benchmark.users.values()]
+    parts = [demographics_table(records, n).assign(Table=n) for n in (6, 7)]
+    return pd.concat(parts, ignore_index=True)
+
+
+def benchmark_preferences(benchmark: Any, schema: Schema | None = None) -> pd.DataFrame:
+    """Tables 8-9 (stacked) over every user's preferences, masked domains included as the paper did."""
+    return preference_table((u.preferences for u in benchmark.users.values()), schema)

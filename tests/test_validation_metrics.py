@@ -1,0 +1,180 @@
+"""Validation measures on small hand-made inputs whose results were worked out by hand."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from personalens_utils.metrics import validation as V
+
+
+@pytest.mark.parametrize(
+    ("counts", "n", "expected"),
+    [
+        ([5, 5], None, 1.0),  # uniform over 2
+        ([2, 2, 2, 2], None, 1.0),  # uniform over 4
+        ([3, 1], None, 0.811278124459),  # H = 0.562335 nats, / ln 2
+        ([2, 1, 1], None, 0.946394630357),  # H = 1.5 bits, / log2 3
+        ([1, 1], 4, 0.5),  # n given: ln 2 / ln 4
+        ({"a": 3, "b": 1, "c": 0}, None, 0.811278124459),  # zero counts are not categories
+    ],
+)
+def test_evenness_hand_computed(counts, n, expected):
+    assert V.shannon_evenness(counts, n) == pytest.approx(expected, abs=1e-9)
+
+
+def test_evenness_undefined_and_bad_input():
+    assert math.isnan(V.shannon_evenness([7]))
+    assert math.isnan(V.shannon_evenness([4, 0]))
+    with pytest.raises(V.ValidationInputError, match="empty"):
+        V.shannon_evenness([0, 0])
+    with pytest.raises(V.ValidationInputError, match="non-negative"):
+        V.shannon_evenness([3, -1])
+    with pytest.raises(V.ValidationInputError, match="smaller"):
+        V.shannon_evenness([1, 1, 1], n=2)
+
+
+def _user(**fields: str) -> dict[str, str]:
+    base = {
+        "age": "25-34 years old",
+        "gender": "Female",
+        "employment_status": "Student",
+        "education": "Vocational",
+        "marital_status": "Married",
+        "english_proficiency": "Fluent",
+        "ethnicity": "N/A",
+        "religion": "Christian",
+        "birth_country": "Chile",
+        "reside_country": "Chile",
+    }
+    return {**base, **fields}
+
+
+def test_demographics_table_counts_percent_regions_and_na():
+    records = [
+        _user(),
+        _user(gender="Male", birth_country="Canada"),
+        _user(ethnicity="Asian"),
+        _user(birth_country="United States"),
+    ]
+    t6 = V.demographics_table(records, 6)
+    gender = t6[t6["Variable"] == "Gender"].set_index("Category")
+    assert gender["Count"].to_dict() == {"Male": 1, "Female": 3}
+    assert list(gender.index) == ["Male", "Female"]  # the paper's order, absent categories dropped
+    eth = t6[t6["Variable"] == "Self-Reported Ethnicity"].set_index("Category")
+    assert eth.loc["Prefer not to say", "Count"] == 3  # stored "N/A" printed as the paper prints it
+    assert eth.loc["Asian", "Percent"] == pytest.approx(25.0)
+    t7 = V.demographics_table(records, 7)
+    regions = t7[t7["Variable"] == "Regions"].set_index("Category")["Count"].to_dict()
+    assert regions == {"US": 1, "Latin America and the Caribbean": 2, "Northern America": 1}
+
+
+def test_demographics_table_rejects_missing_field_and_unknown_country():
+    with pytest.raises(V.ValidationInputError, match="'gender'"):
+        V.demographics_table([{k: v for k, v in _user().items() if k != "gender"}], 6)
+    with pytest.raises(ValueError, match="Atlantis"):
+        V.demographics_table([_user(birth_country="Atlantis")], 7)
+
+
+def _prefs(seat: str | list[str], company: list[str]) -> dict[str, dict[str, object]]:
+    return {"Buses": {"Seat Preference": seat, "Preferred Bus Company": company}}
+
+
+def test_preference_table_counts_each_value_caps_gen_and_uses_distinct_n():
+    users = [
+        _prefs("window", ["Greyhound", "Megabus"]),
+        _prefs("window", ["Greyhound"]),
+        _prefs("aisle", ["FlixBus"]),
+        _prefs("standing", ["Greyhound"]),  # off the option list
+        _prefs(["window", "aisle"], ["Megabus"]),  # a list gives each of its values
+    ]
+    df = V.preference_table(users).set_index(["Domain", "Preference Type"])
+    seat = df.loc[("Buses", "Seat Preference")]
+    # options: window, aisle, no preference -> 3 possible; distinct generated: window, aisle, standing
+    assert seat["# Poss."] == 3 and seat["# Distinct"] == 3 and seat["# Off-list"] == 1
+    assert seat["# Gen."] == 3
+    # counts window 3, aisle 2, standing 1 over n = 3 distinct values
+    p = [3 / 6, 2 / 6, 1 / 6]
+    assert seat["Evenness"] == pytest.approx(-sum(x * math.log(x) for x in p) / math.log(3))
+    company = df.loc[("Buses", "Preferred Bus Company")]
+    assert not company["Is Categorical"] and pd.isna(company["# Poss."])
+    assert company["# Gen."] == 3  # Greyhound 3, Megabus 2, FlixBus 1
+    assert company["Evenness"] == pytest.approx(seat["Evenness"])
+    untouched = df.loc[("Alarm", "Alarm Sound Preference")]
+    assert untouched["# Gen."] == 0 and math.isnan(untouched["Evenness"])
+
+
+def test_preference_table_caps_gen_at_possible():
+    options_plus_one = [
+        {"Train": {"Preferred Train Class": v}} for v in ("first class", "standard class", "sleeper")
+    ]
+    row = V.preference_table(options_plus_one).set_index("Preference Type").loc["Preferred Train Class"]
+    assert (row["# Poss."], row["# Gen."], row["# Distinct"], row["# Off-list"]) == (2, 2, 3, 1)
+    assert row["Evenness"] == pytest.approx(1.0)
+
+
+def test_preference_table_names_bad_input():
+    with pytest.raises(V.ValidationInputError, match="user #1: unknown domain 'Cooking'"):
+        V.preference_table([{}, {"Cooking": {}}])
+    with pytest.raises(V.ValidationInputError, match="no preference type 'Colour'"):
+        V.preference_table([{"Buses": {"Colour": "red"}}])
+    with pytest.raises(V.ValidationInputError, match="Buses/Seat Preference"):
+        V.preference_table([{"Buses": {"Seat Preference": 3}}])
+
+
+def test_split_tables_8_9_follows_the_paper():
+    df = V.preference_table([])
+    t8, t9 = V.split_tables_8_9(df)
+    assert t8["Domain"].iloc[-1] == "Media" and t9["Domain"].iloc[0] == "Messaging"
+    assert (len(t8), len(t9)) == (len(V.paper_table(8)), len(V.paper_table(9)))
+
+
+def test_task_table_md_counts_toward_each_domain():
+    definitions = [
+        ("SD", ["Alarm"]),
+        ("SD", ["Alarm"]),
+        ("SD", ["Books"]),
+        ("MD", ["Alarm", "Books", "Buses"]),
+    ]
+    scenarios = [("SD", ["Alarm"])] * 3 + [("MD", ["Alarm", "Books", "Buses"])] * 2
+    per_domain, totals = V.task_table(definitions, scenarios)
+    rows = per_domain.set_index("Domain")
+    assert rows.loc["Alarm", ["# Tasks SD", "# Tasks MD", "# Tasks"]].tolist() == [2, 1, 3]
+    assert rows.loc["Buses", ["# Tasks", "# Dial SD", "# Dial MD", "# Dial"]].tolist() == [1, 0, 2, 2]
+    assert rows.loc["Alarm", "# Dial"] == 5 and rows.loc["Travel", "# Tasks"] == 0
+    assert totals.set_index("Task type").loc["All"].tolist() == [4, 5]
+    with pytest.raises(V.ValidationInputError, match="task #0"):
+        V.task_table([("XD", ["Alarm"])], [])
+    with pytest.raises(V.ValidationInputError, match="scenario #0"):
+        V.task_table([], [("SD", ["Narnia"])])
+
+
+def test_compare_with_paper_names_differing_and_missing_cells():
+    measured = pd.DataFrame({"Domain": ["A", "B", "C"], "# Tasks": [1, 2, 3], "# Dial": [10, 20, 30]})
+    printed = pd.DataFrame({"Domain": ["A", "B", "D"], "# Tasks": [1, 5, 4], "# Dial": [10, 20, 40]})
+    cmp = V.compare_with_paper(measured, printed, ["Domain"], ["# Tasks", "# Dial"])
+    bad = {(r.Domain, r.Column) for r in cmp.itertuples() if not r.match}
+    assert bad == {("B", "# Tasks"), ("C", "# Tasks"), ("C", "# Dial"), ("D", "# Tasks"), ("D", "# Dial")}
+    summary = V.comparison_summary({"T": cmp})
+    assert summary.loc[0, ["Cells", "Matching"]].tolist() == [8, 3]
+    assert "B: # Tasks" in summary.loc[0, "Differing cells"]
+
+
+def test_printed_form_rounds_like_the_paper():
+    df = pd.DataFrame({"Percent": [30.2666666, 0.05 + 1e-12], "Evenness": [0.715, math.nan]})
+    shown = V.printed_form(df)
+    assert shown["Percent"].tolist() == [30.3, 0.1]
+    assert shown["Evenness"].iloc[0] == 0.72 and math.isnan(shown["Evenness"].iloc[1])
+
+
+def test_paper_tables_resource_is_consistent_with_demographics_resource():
+    from personalens_utils import demographics as demo
+
+    for number in (6, 7):
+        printed = V.paper_table(number)
+        for var in (v for v in demo.variables().values() if v.table == number):
+            rows = printed[printed["Variable"] == var.name]
+            assert dict(zip(rows["Category"], rows["Count"], strict=True)) == dict(var.counts)
+            assert rows["Percent"].tolist() == [round(100 * c / 1500 + 1e-9, 1) for c in var.counts.values()]

@@ -1,0 +1,68 @@
+"""On the official data, Tables 6-9 must reproduce the paper's printed values cell for cell."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from personalens_utils.data import Benchmark, load_benchmark
+from personalens_utils.metrics import validation as V
+
+
+@pytest.fixture(scope="module")
+def official(official_data: Path) -> Benchmark:
+    return load_benchmark(official_data)
+
+
+def _assert_all_cells_match(number: int, measured) -> None:
+    cmp = V.compare_table(number, measured)
+    _, columns = V.PAPER_CELLS[number]
+    assert len(cmp) == len(V.paper_table(number)) * len(columns)
+    differing = cmp[~cmp["match"]]
+    assert differing.empty, f"Table {number} cells differ from the paper:\n{differing.to_string()}"
+
+
+@pytest.mark.official
+@pytest.mark.parametrize("number", [6, 7])
+def test_tables_6_7_match_the_paper(official: Benchmark, number: int):
+    demographics = V.benchmark_demographics(official)
+    _assert_all_cells_match(number, demographics[demographics["Table"] == number])
+
+
+@pytest.mark.official
+def test_tables_8_9_match_the_paper(official: Benchmark):
+    t8, t9 = V.split_tables_8_9(V.benchmark_preferences(official))
+    _assert_all_cells_match(8, t8)
+    _assert_all_cells_match(9, t9)
+
+
+@pytest.mark.official
+def test_table1_totals_match_and_differences_are_the_known_cells(official: Benchmark):
+    per_domain, totals = V.benchmark_table1(official)
+    assert V.compare_table1_totals(totals)["match"].all()
+    cmp = V.compare_table(1, per_domain)
+    differing = {(r.Domain, r.Column) for r in cmp.itertuples() if not r.match}
+    # the data's per-domain counts disagree with the printed Table 1 in exactly these cells
+    # (docs/validation.md explains them: the last three # Dial values are printed one row off)
+    assert differing == {
+        ("Messaging", "# Tasks"),
+        ("Shopping", "# Tasks"),
+        ("Sports", "# Dial"),
+        ("Train", "# Dial"),
+        ("Travel", "# Dial"),
+    }
+    printed = V.paper_table(1).set_index("Domain")["# Dial"]
+    measured = per_domain.set_index("Domain")["# Dial"]
+    assert printed["Sports"] == measured["Train"] and printed["Train"] == measured["Travel"]
+
+
+@pytest.mark.official
+def test_region_mapping_reproduces_table7_from_birth_country(official: Benchmark):
+    from personalens_utils import demographics as demo
+
+    regions = [demo.region_of(u.demographics["birth_country"]) for u in official.users.values()]
+    expected = demo.variables()["region"].counts
+    assert {r: regions.count(r) for r in expected} == dict(expected)
+    for user in official.users.values():
+        demo.validate_demographics(user.demographics, f"user{user.user_id}")
