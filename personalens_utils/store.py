@@ -43,6 +43,7 @@ class RunStore:
         self.root.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._status: dict[str, dict[str, str | None]] = {}
+        self._offset: dict[str, int] = {}
 
     def path(self, table: str) -> Path:
         return self.root / f"{table}.jsonl"
@@ -75,9 +76,31 @@ class RunStore:
         return pd.DataFrame.from_records(self.records(table))
 
     def _index(self, table: str) -> dict[str, str | None]:
-        if table not in self._status:
-            self._status[table] = {r["id"]: r.get("status") for _, r in self._read_lines(table)}
-        return self._status[table]
+        """id -> status of every record, brought up to date by reading only what was appended since."""
+        path = self.path(table)
+        size = path.stat().st_size if path.exists() else 0
+        offset = self._offset.get(table, 0)
+        if table not in self._status or size < offset:  # first look, or the file was replaced
+            self._status[table], offset = {}, 0
+        index = self._status[table]
+        if size > offset:
+            with path.open("rb") as fh:
+                fh.seek(offset)
+                data = fh.read(size - offset)
+            end = data.rfind(b"\n") + 1  # a torn tail stays unread until it is cut or completed
+            for lineno, line in enumerate(data[:end].splitlines(), 1):
+                if not line.strip():
+                    continue
+                try:
+                    rec = orjson.loads(line)
+                except orjson.JSONDecodeError as exc:
+                    raise StoreError(f"{path}: record after byte {offset} (line +{lineno}) is not valid JSON "
+                                     f"({exc})") from exc
+                if not isinstance(rec, dict) or "id" not in rec:
+                    raise StoreError(f"{path}: record after byte {offset} (line +{lineno}) has no 'id'")
+                index[rec["id"]] = rec.get("status")
+            self._offset[table] = offset + end
+        return index
 
     def ids(self, table: str, *, include_errors: bool = True) -> set[str]:
         with self._lock:
@@ -98,8 +121,7 @@ class RunStore:
             return
         path = self.path(table)
         with self._lock, FileLock(str(path) + ".lock"):
-            self._status.pop(table, None)  # another process may have written since we last looked
-            index = self._index(table)
+            index = self._index(table)  # catches up with what other processes appended
             seen: set[str] = set()
             for rec in records:
                 rid = rec.get("id")
@@ -117,6 +139,7 @@ class RunStore:
             try:
                 os.write(fd, blob)
                 os.fsync(fd)
+                self._offset[table] = os.fstat(fd).st_size
             finally:
                 os.close(fd)
             for rec in records:

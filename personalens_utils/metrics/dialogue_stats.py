@@ -1,0 +1,100 @@
+"""Dialogue statistics (the paper's Table 13): dialogues, turns per dialogue, tokens per turn.
+
+A turn is one user message with the assistant's reply. Dialogues that ended in an error are left
+out: they are incomplete and would shorten the averages. Tokens are what the models generated as
+booked in each record's usage; records without usage (imported from files) are counted with the
+offline backend's word-based estimate, and the caption says which was used.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import pandas as pd
+
+from personalens_utils.llm.offline import OFFLINE_LABEL, count_tokens
+from personalens_utils.store import ERROR_STATUS, RunStore
+
+GROUP = ("assistant_model", "assistant_setting", "task_type")
+TASK_TYPES = ("SD", "MD")
+ROWS = {"dialogues": "# Dialogues", "avg_turns": "Avg. turns per dialogue",
+        "avg_tokens_per_turn": "Avg. tokens per turn"}
+
+
+def dialogues_frame(source: RunStore | str | os.PathLike[str] | pd.DataFrame | Iterable[dict[str, Any]]
+                    ) -> pd.DataFrame:
+    """Dialogue records as a DataFrame, from a run store, its folder, a frame or records."""
+    if isinstance(source, pd.DataFrame):
+        return source
+    if isinstance(source, str | os.PathLike):
+        source = RunStore(source)
+    if isinstance(source, RunStore):
+        return source.frame("dialogues")
+    return pd.DataFrame.from_records(list(source))
+
+
+def _tokens(row: pd.Series, method: str) -> int:
+    if method == "usage":
+        return int(row["usage"]["output_tokens"])
+    return sum(count_tokens(t["content"]) for t in row["turns"])
+
+
+def dialogue_stats(source: Any, *, tokens: str = "auto") -> tuple[pd.DataFrame, str]:
+    """Per (assistant model, setting, task type): dialogues, mean turns, mean tokens per turn.
+
+    `tokens` is "usage" (booked output tokens), "estimate" (word-based count of the turns' text)
+    or "auto" (usage if every counted record has it, else the estimate). Returns the table and the
+    token method used.
+    """
+    if tokens not in ("auto", "usage", "estimate"):
+        raise ValueError(f"tokens must be 'auto', 'usage' or 'estimate', got {tokens!r}")
+    frame = dialogues_frame(source)
+    columns = [*GROUP, "dialogues", "avg_turns", "avg_tokens_per_turn"]
+    if frame.empty:
+        return pd.DataFrame(columns=columns), tokens
+    missing = [c for c in (*GROUP, "status", "turns", "n_turns", "usage") if c not in frame.columns]
+    if missing:
+        raise ValueError(f"dialogue records lack the field(s) {missing} (see docs/architecture.md)")
+    done = frame[frame["status"] != ERROR_STATUS]
+    if tokens == "auto":
+        has_usage = done["usage"].map(lambda u: isinstance(u, dict) and u.get("output_tokens", 0) > 0)
+        tokens = "usage" if bool(has_usage.all()) else "estimate"
+    if done.empty:
+        return pd.DataFrame(columns=columns), tokens
+    done = done.assign(tokens=done.apply(_tokens, axis=1, method=tokens))
+    grouped = done.groupby(list(GROUP), sort=True)
+    table = grouped.agg(dialogues=("id", "size"), turns=("n_turns", "sum"), tokens=("tokens", "sum"))
+    table["avg_turns"] = table["turns"] / table["dialogues"]
+    table["avg_tokens_per_turn"] = table["tokens"] / table["turns"].where(table["turns"] > 0)
+    return table.reset_index()[columns], tokens
+
+
+def table13(source: Any, *, assistant_model: str | None = None, assistant_setting: str | None = None,
+            tokens: str = "auto", task_types: Sequence[str] = TASK_TYPES) -> tuple[pd.DataFrame, str]:
+    """Table 13 (one row per task type: dialogues, avg. turns per dialogue, avg. tokens per turn)
+    and its caption. With several assistant models or settings in the store, name the one to report.
+    """
+    frame = dialogues_frame(source)
+    for column, wanted in (("assistant_model", assistant_model), ("assistant_setting", assistant_setting)):
+        if wanted is not None and not frame.empty:
+            frame = frame[frame[column] == wanted]
+    stats, method = dialogue_stats(frame, tokens=tokens)
+    for column in ("assistant_model", "assistant_setting"):
+        present = sorted(stats[column].unique())
+        if len(present) > 1:
+            raise ValueError(f"the dialogues cover several values of {column} ({present}); pass "
+                             f"{column}=... to choose the one Table 13 reports")
+    if stats.empty:
+        raise ValueError("no finished dialogues to describe (all errored, or none match the filters)")
+    model, setting = stats["assistant_model"].iloc[0], stats["assistant_setting"].iloc[0]
+    shaped = stats.set_index("task_type").reindex(list(task_types)).reset_index()
+    out = shaped[["task_type", *ROWS]].rename(columns={"task_type": "Task type", **ROWS})
+    out[ROWS["dialogues"]] = out[ROWS["dialogues"]].fillna(0).astype(int)
+    how = "booked output tokens" if method == "usage" else "estimated tokens (words x 4/3)"
+    caption = (f"Dialogue statistics (Table 13): assistant {model}, setting {setting}; a turn is a user "
+               f"message and the assistant's reply; tokens per turn from {how}.")
+    if "offline" in set(frame.get("backend", ())):
+        caption += f" Made with the {OFFLINE_LABEL}."
+    return out, caption

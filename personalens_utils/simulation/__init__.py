@@ -1,0 +1,39 @@
+"""The simulation stage: a user agent and the assistant under test talk through each scenario.
+
+`run_simulation(benchmark, run_dir, client, settings=[...])` fills the run store's dialogues table;
+`simulate_dialogue` runs one dialogue; `AssistantSetting` composes the assistant's setting.
+"""
+
+from .loop import TURN_CAPS, dialogue_id, simulate_dialogue, split_terminate
+from .prompting import ScenarioContext, assistant_request, assistant_system, user_request
+from .runner import (
+    DEFAULT_MODEL,
+    DIALOGUES,
+    SimulationSummary,
+    arun_simulation,
+    dialogue_frame,
+    plan_dialogues,
+    run_simulation,
+)
+from .settings import PAPER_SETTINGS, AssistantSetting, SettingError
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "DIALOGUES",
+    "PAPER_SETTINGS",
+    "TURN_CAPS",
+    "AssistantSetting",
+    "ScenarioContext",
+    "SettingError",
+    "SimulationSummary",
+    "arun_simulation",
+    "assistant_request",
+    "assistant_system",
+    "dialogue_frame",
+    "dialogue_id",
+    "plan_dialogues",
+    "run_simulation",
+    "simulate_dialogue",
+    "split_terminate",
+    "user_request",
+]

@@ -1,0 +1,122 @@
+"""One simulated dialogue: the user agent opens, the assistant and the user alternate until the
+user is done (TERMINATE) or the turn cap is reached.
+
+A turn is one user message and the assistant's reply to it. When the user's message carries
+TERMINATE, the word is removed and the assistant still answers that message once; that reply ends
+the dialogue. The opening message cannot end the dialogue (a stray TERMINATE there is dropped).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from personalens_utils.llm import FatalError, Response, Usage
+from personalens_utils.prompts.dialogue import DIALOGUE_PROMPT_VERSION, TERMINATE
+from personalens_utils.store import stable_id
+
+from .prompting import ScenarioContext, assistant_request, user_request
+from .settings import AssistantSetting
+
+TURN_CAPS = {"SD": 20, "MD": 30}
+"""At most this many turns per dialogue (paper, section 2.3)."""
+
+TERMINATED, TURN_CAP, ERROR = "terminated", "turn_cap", "error"
+
+ABORTING_STATUSES = (401, 403)
+"""A fatal error with one of these statuses (bad or missing key) would fail every dialogue alike, so it
+stops the run instead of being stored once per dialogue."""
+
+_TERMINATE = re.compile(r"""[\s"'`*_\[(<{]*\b""" + TERMINATE + r"""\b[\s"'`*_\])>}.!]*""")
+
+
+def split_terminate(text: str) -> tuple[str, bool]:
+    """The message without the TERMINATE marker (and quotes or brackets around it); whether it had one."""
+    cleaned, count = _TERMINATE.subn(" ", text)
+    if not count:
+        return text.strip(), False
+    return re.sub(r"[ \t]{2,}", " ", cleaned).strip(), True
+
+
+def dialogue_id(scenario_id: str, user_model: str, assistant_model: str, setting: str,
+                prompt_version: str = DIALOGUE_PROMPT_VERSION) -> str:
+    """The run-store id of a dialogue record (docs/architecture.md)."""
+    return stable_id(scenario_id, user_model, assistant_model, setting, prompt_version)
+
+
+@dataclass
+class _Books:
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float = 0.0
+    retries: int = 0
+    backend: str = ""
+
+    def add(self, response: Response) -> str:
+        self.usage = self.usage + response.usage
+        self.cost_usd += response.cost_usd
+        self.retries += response.retries
+        self.backend = response.backend
+        return response.text
+
+
+async def simulate_dialogue(
+    client: Any,
+    ctx: ScenarioContext,
+    setting: AssistantSetting,
+    *,
+    user_model: str,
+    assistant_model: str,
+    max_turns: int | None = None,
+) -> dict[str, Any]:
+    """Run one dialogue through `client` (an `LLMClient`) and return its run-store record.
+
+    A failing call does not raise (except an authentication failure, see `ABORTING_STATUSES`): the
+    record comes back with status "error", the error message and the turns made so far.
+    """
+    scenario = ctx.scenario
+    cap = max_turns if max_turns is not None else TURN_CAPS[scenario.task_type]
+    turns: list[dict[str, str]] = []
+    books = _Books(backend=getattr(client, "backend_name", ""))
+    status, error = TURN_CAP, None
+    try:
+        for index in range(cap):
+            text = books.add(await client.acomplete(user_request(ctx, turns, user_model)))
+            text, done = split_terminate(text)
+            turns.append({"role": "user", "content": text})
+            reply = books.add(await client.acomplete(assistant_request(setting, ctx, turns, assistant_model)))
+            turns.append({"role": "assistant", "content": reply.strip()})
+            if done and index > 0:
+                status = TERMINATED
+                break
+    except FatalError as exc:
+        if exc.status in ABORTING_STATUSES:
+            raise
+        status, error = ERROR, f"{type(exc).__name__}: {exc}"
+    except Exception as exc:
+        status, error = ERROR, f"{type(exc).__name__}: {exc}"
+    return {
+        "id": dialogue_id(scenario.scenario_id, user_model, assistant_model, setting.name),
+        "scenario_id": scenario.scenario_id,
+        "user_id": scenario.user_id,
+        "task_id": scenario.task_id,
+        "task_type": scenario.task_type,
+        "domains": list(scenario.domains),
+        "user_model": user_model,
+        "assistant_model": assistant_model,
+        "assistant_setting": setting.name,
+        "prompt_version": DIALOGUE_PROMPT_VERSION,
+        "backend": books.backend,
+        "status": status,
+        "error": error,
+        "turns": turns,
+        "n_turns": sum(t["role"] == "user" for t in turns),
+        "usage": {
+            "input_tokens": books.usage.input_tokens,
+            "output_tokens": books.usage.output_tokens,
+            "cache_read_tokens": books.usage.cache_read_tokens,
+            "cache_write_tokens": books.usage.cache_write_tokens,
+        },
+        "cost_usd": books.cost_usd,
+        "retries": books.retries,
+    }

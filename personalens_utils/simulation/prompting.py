@@ -1,0 +1,142 @@
+"""Turning a scenario and the dialogue so far into the next user-agent or assistant request.
+
+Each request carries the rendered prompt (what a real model reads) and the structured context it
+was rendered from (what the offline backend answers from); see docs/architecture.md for the keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from personalens_utils.data_records import SITUATION_FIELDS, Scenario, User
+from personalens_utils.llm import CallKind, Message, Request
+from personalens_utils.prompts import dialogue as P
+
+from .settings import AssistantSetting
+
+USER_TEMPERATURE = 0.5
+ASSISTANT_TEMPERATURE = 0.0
+MAX_TOKENS = 800
+EMPTY_CLOSING = "(The user has nothing more to add.)"
+"""Sent to the assistant in place of a user message that was only the word TERMINATE."""
+
+Turn = Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class ScenarioContext:
+    """Everything about one user x task that prompts draw on, limited to the task's domains."""
+
+    scenario: Scenario
+    demographics: dict[str, str]
+    preferences: dict[str, dict[str, Any]]
+    interactions: dict[str, str]
+
+    @classmethod
+    def of(cls, scenario: Scenario, user: User) -> ScenarioContext:
+        if user.user_id != scenario.user_id:
+            raise ValueError(f"scenario {scenario.scenario_id} belongs to user {scenario.user_id}, "
+                             f"not user {user.user_id}")
+        return cls(scenario, dict(user.demographics), user.preferences_for(scenario.domains),
+                   user.interactions_for(scenario.domains))
+
+    @property
+    def situation(self) -> dict[str, str]:
+        return dict(self.scenario.situation)
+
+
+def _lines(mapping: Mapping[str, Any]) -> str:
+    return "\n".join(f"- {_label(k)}: {_value(v)}" for k, v in mapping.items()) or "- (none)"
+
+
+def _label(key: str) -> str:
+    return SITUATION_FIELDS.get(key) or key.replace("_", " ").capitalize()
+
+
+def _value(value: Any) -> str:
+    return ", ".join(map(str, value)) if isinstance(value, list | tuple) else str(value)
+
+
+def render_preferences(preferences: Mapping[str, Mapping[str, Any]]) -> str:
+    blocks = [f"{domain}:\n{_lines(prefs)}" for domain, prefs in preferences.items()]
+    return "\n\n".join(blocks) or "(none)"
+
+
+def render_interactions(interactions: Mapping[str, str]) -> str:
+    if len(interactions) == 1:
+        return next(iter(interactions.values()))
+    return "\n\n".join(f"{domain}:\n{text}" for domain, text in interactions.items()) or "(none)"
+
+
+def render_history(turns: Sequence[Turn]) -> str:
+    return "\n".join(
+        P.HISTORY_LINE.format(speaker=t["role"].upper(), content=t["content"]) for t in turns
+    )
+
+
+def _profile(ctx: ScenarioContext) -> str:
+    return P.USER_PROFILE.format(
+        demographics=_lines(ctx.demographics),
+        preferences=render_preferences(ctx.preferences),
+        interactions=render_interactions(ctx.interactions),
+        situation=_lines(ctx.situation),
+        task=ctx.scenario.user_intent,
+    )
+
+
+def user_request(ctx: ScenarioContext, turns: Sequence[Turn], model: str) -> Request:
+    """The user agent's next message: the opening one when `turns` is empty."""
+    profile = _profile(ctx)
+    if turns:
+        prompt = P.USER_NEXT.format(profile=profile, history=render_history(turns))
+    else:
+        prompt = P.USER_OPENING.format(profile=profile)
+    context = {
+        "demographics": ctx.demographics,
+        "preferences": ctx.preferences,
+        "interactions": ctx.interactions,
+        "situation": ctx.situation,
+        "task": ctx.scenario.task_context(),
+        "turn": sum(t["role"] == "user" for t in turns),
+        "dialogue": [dict(t) for t in turns],
+    }
+    return Request(kind=CallKind.USER_TURN, system=P.USER_SYSTEM, messages=(Message("user", prompt),),
+                   model=model, temperature=USER_TEMPERATURE, max_tokens=MAX_TOKENS, context=context)
+
+
+def assistant_system(setting: AssistantSetting, ctx: ScenarioContext) -> str:
+    """Instructions, then one section per context part the setting gives, then the closing line."""
+    parts = [P.ASSISTANT_BASE if setting.instructions == "base" else P.ASSISTANT_VANILLA]
+    sections = []
+    if setting.sees("D"):
+        sections.append(P.ASSISTANT_DEMOGRAPHICS.format(demographics=_lines(ctx.demographics)))
+    if setting.sees("I"):
+        sections.append(P.ASSISTANT_INTERACTIONS.format(interactions=render_interactions(ctx.interactions)))
+    if setting.sees("S"):
+        sections.append(P.ASSISTANT_SITUATION.format(situation=_lines(ctx.situation)))
+    if sections:
+        parts.append(P.ASSISTANT_CONTEXT_INTRO + "\n".join(sections))
+    parts.append(P.ASSISTANT_CLOSING)
+    return "\n".join(parts)
+
+
+def assistant_request(
+    setting: AssistantSetting, ctx: ScenarioContext, turns: Sequence[Turn], model: str
+) -> Request:
+    """The assistant's next reply; it sees the dialogue as chat messages and only its setting's context."""
+    messages = tuple(Message(t["role"], t["content"] or EMPTY_CLOSING) for t in turns)  # type: ignore[arg-type]
+    context: dict[str, Any] = {
+        "setting": setting.name,
+        "task_type": ctx.scenario.task_type,
+        "domains": list(ctx.scenario.domains),
+    }
+    if setting.sees("D"):
+        context["demographics"] = ctx.demographics
+    if setting.sees("I"):
+        context["interactions"] = ctx.interactions
+    if setting.sees("S"):
+        context["situation"] = ctx.situation
+    return Request(kind=CallKind.ASSISTANT_TURN, system=assistant_system(setting, ctx), messages=messages,
+                   model=model, temperature=ASSISTANT_TEMPERATURE, max_tokens=MAX_TOKENS, context=context)
