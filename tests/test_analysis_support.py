@@ -11,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
+from personalens_utils.data import Benchmark
+from personalens_utils.data_records import TaskDefinition, User
 from personalens_utils.store import RunStore, stable_id
 
 SD_DOMAINS = ("Movies", "Music", "Messaging", "Alarm", "Books")
@@ -99,7 +101,7 @@ def build_store(root: Path, *, users: int = 24, seed: int = 0, second_judge: boo
     """
     rng = np.random.default_rng(seed)
     store = RunStore(root)
-    tasks = {f"SD-{d}-task-{k}": [d] for d in SD_DOMAINS for k in (1, 2)} | MD_TASKS
+    tasks = _tasks()
     scenario_effect = {(u, t): rng.normal(0, 0.5) for u in range(1, users + 1) for t in tasks}
     dialogues, judgments = [], []
     runs = [(m, "base") for m in MODELS] + [("model-a", s) for s in SETTING_P_GAIN if s != "base"]
@@ -148,6 +150,44 @@ def build_store(root: Path, *, users: int = 24, seed: int = 0, second_judge: boo
     return store
 
 
+def _tasks() -> dict[str, list[str]]:
+    return {f"SD-{d}-task-{k}": [d] for d in SD_DOMAINS for k in (1, 2)} | MD_TASKS
+
+
+def build_benchmark(users: int = 24) -> Benchmark:
+    """An in-memory benchmark holding every scenario of `build_store` (made-up profiles and tasks)."""
+    tasks = [
+        TaskDefinition(
+            task_id,
+            domains,
+            f"You want help with {task_id}.",
+            f"The user needs {task_id} done.",
+            f"Finish {task_id} to the user's liking.",
+            ["Preferred Genres"],
+        )
+        for task_id, domains in _tasks().items()
+    ]
+    people = [
+        User(
+            u,
+            {"age": f"{20 + u} years", "location": "Lisbon"},
+            {d: {"Preferred Genres": ["jazz", "drama"]} for d in (*SD_DOMAINS, "Events", "Calendar")},
+            dict.fromkeys((*SD_DOMAINS, "Events", "Calendar"), True),
+            {d: f"User {u} often asks about {d.lower()} in the evening." for d in SD_DOMAINS},
+        )
+        for u in range(1, users + 1)
+    ]
+    situation = {
+        "location": "home",
+        "device": "Laptop",
+        "time_of_day": "Evening",
+        "day_of_week": "Friday",
+        "environment": "Quiet",
+    }
+    scenarios = [t.for_user(u.user_id, situation) for u in people for t in tasks]
+    return Benchmark.from_records(people, tasks, scenarios)
+
+
 def test_synthetic_store_is_well_formed(tmp_path):
     store = build_store(tmp_path)
     dialogues = store.records("dialogues")
@@ -155,3 +195,5 @@ def test_synthetic_store_is_well_formed(tmp_path):
     assert sum(d["status"] == "error" for d in dialogues) == 1
     ids = {d["id"] for d in dialogues}
     assert all(j["dialogue_id"] in ids for j in store.records("judgments"))
+    bench = build_benchmark()
+    assert {d["scenario_id"] for d in dialogues} == set(bench.scenarios["scenario_id"])

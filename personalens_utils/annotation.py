@@ -1,0 +1,312 @@
+"""Human annotation for Table 5: export a sample of dialogues to a sheet, read filled sheets back.
+
+The export writes three files: the sheet (CSV, one row per dialogue, rating columns left blank),
+the guidelines (Markdown: the judge's own instructions for every dimension, so people and judge
+rate by the same rules, as in the paper), and a manifest of the sampled dialogue ids. Filled
+sheets from any number of annotators are read back strictly: a value that is not a rating on the
+dimension's scale is an error naming the file, row and column; a blank cell is "not rated" and
+stays missing. Nothing is ever filled in for an annotator.
+"""
+
+from __future__ import annotations
+
+import csv
+import glob
+import json
+import os
+import random
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .judging import DIMENSIONS, JUDGEABLE_STATUSES, benchmark_contexts, render_conversation
+from .prompts import judge as judge_prompts
+from .simulation.prompting import render_interactions, render_preferences
+from .store import RunStore
+
+RATED = (
+    "task_completion",
+    "personalization",
+    "naturalness_user",
+    "naturalness_assistant",
+    "coherence_user",
+    "coherence_assistant",
+)
+CONTEXT_COLUMNS = (
+    "dialogue_id",
+    "task_type",
+    "domains",
+    "task_description",
+    "task_goal",
+    "demographics",
+    "preferences",
+    "past_interactions",
+    "situation",
+    "conversation",
+)
+SHEET_COLUMNS = (*CONTEXT_COLUMNS, "annotator", *RATED, "notes")
+SHEET_NAME = "annotation_sheet.csv"
+GUIDELINES_NAME = "annotation_guidelines.md"
+MANIFEST_NAME = "annotation_sample.json"
+_TRUE = {"true", "t", "yes", "y", "1", "1.0"}
+_FALSE = {"false", "f", "no", "n", "0", "0.0"}
+
+
+class AnnotationError(ValueError):
+    """A filled sheet cannot be read: the message names the file, row and column."""
+
+
+def sample_dialogues(
+    store: RunStore, n: int = 100, *, seed: int = 0, where: Mapping[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """A seeded random sample of finished dialogues (all of them if fewer than `n`).
+
+    `where` keeps only dialogues whose fields equal the given values (e.g. one assistant model).
+    """
+    pool = [d for d in store.records("dialogues") if d.get("status") in JUDGEABLE_STATUSES]
+    for key, value in (where or {}).items():
+        pool = [d for d in pool if d.get(key) == value]
+    pool.sort(key=lambda d: d["id"])
+    return random.Random(seed).sample(pool, min(n, len(pool)))
+
+
+def _fields(values: Mapping[str, Any]) -> str:
+    return "\n".join(f"{k}: {', '.join(v) if isinstance(v, list | tuple) else v}" for k, v in values.items())
+
+
+def sheet_rows(dialogues: Iterable[Mapping[str, Any]], benchmark: Any) -> list[dict[str, str]]:
+    """One sheet row per dialogue with what the judge sees: task, profile for its domains, conversation."""
+    context_for = benchmark_contexts(benchmark)
+    rows = []
+    for dialogue in dialogues:
+        ctx = context_for(dialogue)
+        task = ctx["task"]
+        rows.append(
+            {
+                "dialogue_id": dialogue["id"],
+                "task_type": dialogue.get("task_type", ""),
+                "domains": ", ".join(dialogue.get("domains") or []),
+                "task_description": task.get("task_description", ""),
+                "task_goal": task.get("task_goal", ""),
+                "demographics": _fields(ctx.get("demographics") or {}),
+                "preferences": render_preferences(ctx.get("preferences") or {}),
+                "past_interactions": render_interactions(ctx.get("interactions") or {}),
+                "situation": _fields(ctx.get("situation") or {}),
+                "conversation": render_conversation(dialogue["turns"]),
+                **dict.fromkeys(("annotator", *RATED, "notes"), ""),
+            }
+        )
+    return rows
+
+
+class _Pointer(dict):
+    """Template fields -> a pointer to the sheet column holding that material."""
+
+    COLUMNS: Mapping[str, str] = {
+        "conversation": "conversation",
+        "goal": "task_goal",
+        "task_description": "task_description",
+        "demographics": "demographics",
+        "preferences": "preferences",
+        "interactions": "past_interactions",
+        "situation": "situation",
+    }
+
+    def __missing__(self, key: str) -> str:
+        return f"[see the sheet's `{self.COLUMNS.get(key, key)}` column]"
+
+
+def _template(dimension: str) -> str:
+    family = DIMENSIONS[dimension].family
+    return {
+        "task_completion": judge_prompts.TASK_COMPLETION,
+        "personalization": judge_prompts.PERSONALIZATION,
+        "naturalness": judge_prompts.NATURALNESS,
+        "coherence": judge_prompts.COHERENCE,
+    }[family]
+
+
+def guidelines() -> str:
+    """The annotation guide: how to fill the sheet, then the judge's instructions for each column."""
+    parts = [
+        "# Annotation guidelines",
+        "",
+        "Rate every dialogue of the sheet on the six columns below. The instructions under each column "
+        "are exactly what the judge model is given, so your ratings and the judge's can be compared. "
+        "Where they ask for a reply format, write only the number (or True/False) in the sheet's "
+        "column instead. Leave a cell blank if you cannot rate it: blanks are left out, never guessed.",
+        "",
+        "- Write your name or an id in the `annotator` column (the same on every row), or leave it blank "
+        "and name the file after yourself (e.g. `annotator_alice.csv`).",
+        "- Do not change `dialogue_id` or the order of columns; add free text in `notes` if useful.",
+        "- Save as CSV (UTF-8). Each annotator fills their own copy of the sheet.",
+        "",
+    ]
+    for name in RATED:
+        dim = DIMENSIONS[name]
+        scale = "True or False" if dim.family == "task_completion" else f"a whole number {dim.low}-{dim.high}"
+        values = _Pointer(levels=judge_prompts.PERSONALIZATION_LEVELS)
+        if dim.speaker:
+            values.update(speaker=dim.speaker, speaker_upper=dim.speaker.upper())
+        text = _template(name).format_map(values)
+        parts += [f"## Column `{name}` ({scale})", "", "```text", text.rstrip(), "```", ""]
+    return "\n".join(parts)
+
+
+def export_sheet(
+    store: RunStore | str | os.PathLike[str],
+    benchmark: Any,
+    out_dir: str | os.PathLike[str],
+    *,
+    n: int = 100,
+    seed: int = 0,
+    where: Mapping[str, Any] | None = None,
+) -> dict[str, Path]:
+    """Write the blank sheet, the guidelines and the sample manifest; an existing sheet is never overwritten.
+
+    Filled copies are usually saved next to the blank one; refusing to overwrite keeps a re-run from
+    destroying anyone's work. Delete the folder's sheet to export a new sample.
+    """
+    store = store if isinstance(store, RunStore) else RunStore(store)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {"sheet": out / SHEET_NAME, "guidelines": out / GUIDELINES_NAME, "manifest": out / MANIFEST_NAME}
+    if paths["sheet"].exists():
+        manifest = read_manifest(paths["manifest"]) if paths["manifest"].exists() else None
+        if manifest is None or manifest.get("seed") != seed or manifest.get("n") != n:
+            raise AnnotationError(
+                f"{paths['sheet']} already exists from another sample; move it away (it may hold "
+                "someone's ratings) or export to another folder"
+            )
+        return paths
+    dialogues = sample_dialogues(store, n, seed=seed, where=where)
+    if not dialogues:
+        raise AnnotationError(f"{store.root}: no finished dialogues to sample for annotation")
+    pd.DataFrame(sheet_rows(dialogues, benchmark), columns=list(SHEET_COLUMNS)).to_csv(
+        paths["sheet"], index=False, quoting=csv.QUOTE_NONNUMERIC
+    )
+    paths["guidelines"].write_text(guidelines(), encoding="utf-8")
+    manifest = {
+        "store": str(store.root),
+        "n": n,
+        "seed": seed,
+        "where": dict(where or {}),
+        "dialogue_ids": [d["id"] for d in dialogues],
+    }
+    paths["manifest"].write_text(json.dumps(manifest, indent=1), encoding="utf-8")
+    return paths
+
+
+def read_manifest(path: str | os.PathLike[str]) -> dict[str, Any]:
+    try:
+        manifest = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise AnnotationError(f"{path}: cannot read the annotation manifest ({exc})") from exc
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("dialogue_ids"), list):
+        raise AnnotationError(f"{path}: not an annotation manifest (no 'dialogue_ids' list)")
+    return manifest
+
+
+def _rating(raw: str, dimension: str, where: str) -> float | None:
+    text = raw.strip()
+    if not text:
+        return None
+    dim = DIMENSIONS[dimension]
+    if dim.family == "task_completion":
+        low = text.lower()
+        if low in _TRUE:
+            return 1.0
+        if low in _FALSE:
+            return 0.0
+        raise AnnotationError(f"{where}: {text!r} is not a task-completion rating (True/False, yes/no, 1/0)")
+    try:
+        value = float(text)
+    except ValueError:
+        raise AnnotationError(f"{where}: {text!r} is not a number ({dim.low}-{dim.high} expected)") from None
+    if not value.is_integer() or not dim.low <= value <= dim.high:
+        raise AnnotationError(f"{where}: {text!r} is not a whole number from {dim.low} to {dim.high}")
+    return value
+
+
+def _read_csv(path: Path) -> list[dict[str, str]]:
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise AnnotationError(f"{path}: cannot read the sheet as UTF-8 text ({exc})") from exc
+    header = text.splitlines()[0] if text.strip() else ""
+    delimiter = max(",;\t", key=header.count)
+    return list(csv.DictReader(text.splitlines(keepends=True), delimiter=delimiter))
+
+
+def read_sheet(path: str | os.PathLike[str], *, expected_ids: Sequence[str] | None = None) -> pd.DataFrame:
+    """One filled sheet -> long ratings (annotator, dialogue_id, dimension, score), blanks left out."""
+    path = Path(path)
+    rows = _read_csv(path)
+    if not rows:
+        raise AnnotationError(f"{path}: the sheet has no rows")
+    missing = [c for c in ("dialogue_id", *RATED) if c not in rows[0]]
+    if missing:
+        raise AnnotationError(f"{path}: missing column(s) {missing}; keep the exported header row")
+    names = {(r.get("annotator") or "").strip() for r in rows} - {""}
+    if len(names) > 1:
+        raise AnnotationError(
+            f"{path}: the annotator column holds several names {sorted(names)}; one sheet is one annotator"
+        )
+    annotator = names.pop() if names else path.stem
+    expected = set(expected_ids) if expected_ids is not None else None
+    seen: set[str] = set()
+    out = []
+    for line, row in enumerate(rows, start=2):
+        did = (row.get("dialogue_id") or "").strip()
+        if not did:
+            raise AnnotationError(f"{path}, row {line}: empty dialogue_id")
+        if did in seen:
+            raise AnnotationError(f"{path}, row {line}: dialogue {did} appears twice")
+        if expected is not None and did not in expected:
+            raise AnnotationError(f"{path}, row {line}: dialogue {did} is not in the exported sample")
+        seen.add(did)
+        for dim in RATED:
+            score = _rating(row.get(dim) or "", dim, f"{path}, row {line}, column {dim}")
+            if score is not None:
+                out.append({"annotator": annotator, "dialogue_id": did, "dimension": dim, "score": score})
+    if not out:
+        raise AnnotationError(f"{path}: no ratings are filled in (every rating cell is blank)")
+    return pd.DataFrame(out)
+
+
+def read_sheets(
+    sheets: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    *,
+    manifest: str | os.PathLike[str] | None = None,
+) -> pd.DataFrame:
+    """Filled sheets of any number of annotators (paths or one glob) -> one long frame of ratings.
+
+    With a manifest, every dialogue id must belong to the exported sample. Two sheets by the same
+    annotator are refused, since their ratings would be counted twice.
+    """
+    if isinstance(sheets, str | os.PathLike):
+        pattern = str(sheets)
+        if glob.has_magic(pattern):  # a glob over the export folder skips the blank sheet itself
+            paths = [p for p in sorted(Path(p) for p in glob.glob(pattern)) if p.name != SHEET_NAME]
+        else:
+            paths = [Path(pattern)]
+    else:
+        paths = [Path(p) for p in sheets]
+    if not paths:
+        raise AnnotationError(f"no filled annotation sheets found at {sheets!s}")
+    expected = read_manifest(manifest)["dialogue_ids"] if manifest is not None else None
+    frames, owners = [], {}
+    for path in paths:
+        if not path.is_file():
+            raise AnnotationError(f"{path}: no such sheet")
+        frame = read_sheet(path, expected_ids=expected)
+        name = frame["annotator"].iloc[0]
+        if name in owners:
+            raise AnnotationError(
+                f"{path}: annotator {name!r} already rated in {owners[name]}; give each annotator one sheet"
+            )
+        owners[name] = path
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True)

@@ -1,0 +1,455 @@
+"""One command that regenerates the paper's tables and figures: notebooks 01-06 under papermill.
+
+`python -m personalens_utils.reproduce --run NAME` (what `make reproduce` calls) runs the notebooks
+in pipeline order from one parameter set, once per benchmark "pass": a small benchmark generated
+on the spot, and the official data when the kit finds it. Executed notebooks, run stores, tables
+and figures of a pass go to `runs/<run>/<pass>/`; the main pass's tables and figures are copied to
+the top-level `tables/` and `figures/`. `runs/<run>/INDEX.md` lists every table and figure of the
+paper with the file that reproduces it, or the reason it was not reproduced.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .paths import find_official_data, project_root, runs_dir
+
+NOTEBOOKS = ("01_generation", "02_validation", "03_simulation", "04_judging", "05_ablation", "06_analysis")
+OFFLINE_ASSISTANTS = ("Claude 3 Haiku", "Claude 3 Sonnet", "Llama 3.1 8B Instruct", "Mixtral 8x7B Instruct")
+ANTHROPIC_ASSISTANTS = ("Claude Haiku 4.5", "Claude Sonnet 4.5")
+
+
+@dataclass(frozen=True)
+class PaperItem:
+    """One table or figure of the paper, the file stem that reproduces it and the notebook that writes it."""
+
+    name: str
+    stem: str
+    notebook: str
+    what: str
+    models: str  # which models made it: "none", "dialogues", "ablation", "judges"
+
+
+PAPER_ITEMS = (
+    PaperItem("Table 1", "table1_", "02_validation", "tasks and dialogues per domain", "none"),
+    PaperItem(
+        "Table 3", "table3_", "06_analysis", "assistant models: TCR, P, Nat., Coh. (SD, MD)", "dialogues"
+    ),
+    PaperItem("Table 4", "table4_", "05_ablation", "ablation over assistant settings", "ablation"),
+    PaperItem("Table 5", "table5_", "06_analysis", "agreement of the judge with annotators", "judges"),
+    PaperItem("Table 6", "table6_", "02_validation", "demographics, part 1", "none"),
+    PaperItem("Table 7", "table7_", "02_validation", "demographics, part 2", "none"),
+    PaperItem("Table 8", "table8_", "02_validation", "preference types, part 1", "none"),
+    PaperItem("Table 9", "table9_", "02_validation", "preference types, part 2", "none"),
+    PaperItem("Table 10", "table10_", "02_validation", "lexical diversity of dialogues", "dialogues"),
+    PaperItem("Table 12", "table12_", "06_analysis", "user agent naturalness and coherence", "dialogues"),
+    PaperItem("Table 13", "table13_", "06_analysis", "dialogue statistics", "dialogues"),
+    PaperItem("Figure 3", "figure3_", "02_validation", "demographic distribution", "none"),
+    PaperItem("Figure 4", "figure4_", "06_analysis", "per-domain TCR and P of one assistant", "dialogues"),
+    PaperItem("Figure 5", "figure5_", "06_analysis", "turn-level personalization", "dialogues"),
+    PaperItem(
+        "Radar chart",
+        "figure_radar",
+        "06_analysis",
+        "per-domain P, one polygon per model (extra)",
+        "dialogues",
+    ),
+)
+NOT_COMPUTED = (
+    ("Table 2", "a comparison with other benchmarks taken from the literature; nothing to compute"),
+    ("Table 11", "model versions; see personalens_utils/llm/registry.py"),
+    ("Figures 1, 2", "illustrations of the benchmark"),
+    ("Figures 6-21", "prompts; the kit's own wording lives in personalens_utils/prompts"),
+)
+
+
+@dataclass
+class Settings:
+    """The one parameter set every notebook of a reproduction is run from."""
+
+    run: str
+    backend: str = "offline"
+    user_model: str = "Claude 3 Sonnet"
+    assistant_models: tuple[str, ...] = OFFLINE_ASSISTANTS
+    ablation_model: str = "Claude 3 Sonnet"
+    judge_model: str = "Claude 3.5 Sonnet"
+    second_judge_model: str = "Claude 3.7 Sonnet"
+    official_users: str = "sample_30"
+    ablation_users: int = 10
+    generated_users: int = 20
+    task_types: tuple[str, ...] = ("SD", "MD")
+    max_concurrency: int = 16
+    benchmark_dir: Path | None = None
+    passes: tuple[str, ...] = ("generated", "official")
+    annotations: str | None = None
+    notebooks_dir: Path = field(default_factory=lambda: project_root() / "notebooks")
+
+    @property
+    def root(self) -> Path:
+        return runs_dir() / self.run
+
+
+@dataclass
+class StepResult:
+    notebook: str
+    executed: Path | None
+    seconds: float
+    ok: bool
+    message: str = ""
+
+
+@dataclass
+class PassResult:
+    name: str
+    benchmark: str
+    users: str
+    ablation_users: str
+    folder: Path
+    steps: list[StepResult] = field(default_factory=list)
+    started: float = field(default_factory=time.time)
+
+
+def _declared(notebook: Path) -> set[str]:
+    import papermill
+
+    return set(papermill.inspect_notebook(str(notebook)))
+
+
+def run_notebook(
+    settings: Settings, name: str, out: Path, params: dict[str, Any], label: str = ""
+) -> StepResult:
+    """Execute one notebook with the parameters it declares; a failure is recorded, not raised."""
+    import papermill
+
+    source = settings.notebooks_dir / f"{name}.ipynb"
+    if not source.is_file():
+        return StepResult(name, None, 0.0, False, f"{source.relative_to(project_root())} does not exist yet")
+    declared = _declared(source)
+    passed = {k: v for k, v in params.items() if k in declared}
+    executed = out / f"{name}{label}.ipynb"
+    started = time.perf_counter()
+    print(f"[reproduce] {name}{label}: {', '.join(f'{k}={v!r}' for k, v in passed.items())}", flush=True)
+    try:
+        papermill.execute_notebook(
+            str(source),
+            str(executed),
+            parameters=passed,
+            kernel_name="python3",
+            progress_bar=False,
+            cwd=str(settings.notebooks_dir),
+        )
+    except Exception as exc:  # a failed notebook is reported in INDEX.md; later steps still run
+        seconds = time.perf_counter() - started
+        summary = str(exc).strip().splitlines()
+        message = next((line for line in reversed(summary) if line.strip()), type(exc).__name__)
+        print(f"[reproduce] {name}{label} FAILED after {seconds:.0f}s: {message}", flush=True)
+        return StepResult(name + label, executed, seconds, False, message[:400])
+    seconds = time.perf_counter() - started
+    print(f"[reproduce] {name}{label} done in {seconds:.0f}s", flush=True)
+    return StepResult(name + label, executed, seconds, True)
+
+
+def _slug(model: str) -> str:
+    return "-" + "".join(c if c.isalnum() else "_" for c in model).strip("_").lower()
+
+
+def run_pass(settings: Settings, name: str, benchmark_dir: Path | None) -> PassResult:
+    """Run 01 (generated pass only) through 06 on one benchmark into runs/<run>/<name>/."""
+    folder = settings.root / name
+    folder.mkdir(parents=True, exist_ok=True)
+    generated = benchmark_dir is None
+    bench = folder / "benchmark" if generated else benchmark_dir
+    users: Any = None if generated else settings.official_users
+    ablation_users = (
+        f"first {settings.ablation_users} users of the benchmark"
+        if generated
+        else f"first {settings.ablation_users} users of {settings.official_users}"
+    )
+    result = PassResult(
+        name, str(bench), "all generated" if generated else str(users), ablation_users, folder
+    )
+    common = {
+        "backend": settings.backend,
+        "benchmark_dir": str(bench),
+        "users": users,
+        "task_types": list(settings.task_types),
+        "run_dir": str(folder / "store"),
+        "output_dir": str(folder),
+        "max_concurrency": settings.max_concurrency,
+        "user_model": settings.user_model,
+        "judge_model": settings.judge_model,
+    }
+    if generated:
+        result.steps.append(
+            run_notebook(
+                settings,
+                "01_generation",
+                folder,
+                {
+                    **common,
+                    "n_users": settings.generated_users,
+                    "output_benchmark_dir": str(bench),
+                },
+            )
+        )
+    for model in settings.assistant_models:
+        result.steps.append(
+            run_notebook(
+                settings, "03_simulation", folder, {**common, "assistant_model": model}, _slug(model)
+            )
+        )
+    for step in ("04_judging", "02_validation"):
+        result.steps.append(run_notebook(settings, step, folder, common))
+    result.steps.append(
+        run_notebook(
+            settings,
+            "05_ablation",
+            folder,
+            {
+                **common,
+                "assistant_model": settings.ablation_model,
+                "ablation_users": settings.ablation_users,
+            },
+        )
+    )
+    result.steps.append(
+        run_notebook(
+            settings,
+            "06_analysis",
+            folder,
+            {
+                **common,
+                "assistant_models": list(settings.assistant_models),
+                "focus_model": settings.ablation_model,
+                "second_judge_model": settings.second_judge_model,
+                "annotation_sheets": settings.annotations,
+            },
+        )
+    )
+    return result
+
+
+def produced(folder: Path, stem: str, since: float) -> list[Path]:
+    """Files under tables/ and figures/ of a pass that start with `stem` and were written by this run."""
+    hits = []
+    for sub in ("tables", "figures"):
+        for path in sorted((folder / sub).glob(f"{stem}*")):
+            if path.stat().st_mtime >= since - 1:
+                hits.append(path)
+    return hits
+
+
+def _caption(files: Sequence[Path]) -> str:
+    csv = next((f for f in files if f.suffix == ".csv"), None)
+    if csv is None:
+        return ""
+    first = csv.read_text(encoding="utf-8").splitlines()[:1]
+    return first[0].lstrip("# ").strip() if first else ""
+
+
+def _models(settings: Settings, kind: str) -> str:
+    if kind == "none":
+        return "none (computed from the benchmark data)"
+    if kind == "ablation":
+        return (
+            f"assistant {settings.ablation_model}; user {settings.user_model}; judge {settings.judge_model}"
+        )
+    if kind == "judges":
+        return f"judge {settings.judge_model}; second judge {settings.second_judge_model} when no annotations"
+    return (
+        f"assistants {', '.join(settings.assistant_models)}; user {settings.user_model}; "
+        f"judge {settings.judge_model}"
+    )
+
+
+def _reason(item: PaperItem, result: PassResult) -> str:
+    steps = [s for s in result.steps if s.notebook.startswith(item.notebook)]
+    if not steps:
+        return f"{item.notebook} was not run in this pass"
+    failed = [s for s in steps if not s.ok]
+    if failed:
+        return f"{failed[0].notebook} did not finish: {failed[0].message}"
+    return f"{item.notebook} ran but wrote no {item.stem}* file (see its executed copy)"
+
+
+def write_index(settings: Settings, results: Sequence[PassResult], seconds: float) -> Path:
+    """runs/<run>/INDEX.md: every paper table and figure, the file that reproduces it, or why not."""
+    root = settings.root
+    lines = [
+        f"# Reproduction `{settings.run}`",
+        "",
+        f"Backend: **{settings.backend}**"
+        + (
+            " — the offline backend is a rule-based simulation, not a language model; every table and "
+            "figure below says so in its caption or title."
+            if settings.backend == "offline"
+            else ""
+        ),
+        f"Models: user agent {settings.user_model}; assistants {', '.join(settings.assistant_models)}; "
+        f"ablation assistant {settings.ablation_model}; judge {settings.judge_model}; "
+        f"second judge {settings.second_judge_model}.",
+        f"Total time: {seconds / 60:.1f} min.",
+        "",
+    ]
+    for res in results:
+        lines += [
+            f"## Pass `{res.name}`",
+            "",
+            f"- benchmark: `{res.benchmark}`",
+            f"- users (Tables 3, 5, 12, 13, Figures 4, 5): {res.users}",
+            f"- users of the ablation (Table 4): {res.ablation_users}",
+            f"- folder: `{res.folder.relative_to(root)}/` (executed notebooks, `store/`, tables, figures)",
+            "",
+            "| item | content | file(s) | models | caption |",
+            "| --- | --- | --- | --- | --- |",
+        ]
+        missing = []
+        for item in PAPER_ITEMS:
+            files = produced(res.folder, item.stem, res.started)
+            if not files:
+                missing.append((item, _reason(item, res)))
+                continue
+            shown = ", ".join(f"`{f.relative_to(root)}`" for f in files if f.suffix in (".md", ".png"))
+            caption = _caption(files).replace("|", "/")
+            lines.append(
+                f"| {item.name} | {item.what} | {shown} | {_models(settings, item.models)} | {caption} |"
+            )
+        lines.append("")
+        if missing:
+            lines += ["Not reproduced in this pass:", ""]
+            lines += [f"- **{item.name}** ({item.what}): {why}" for item, why in missing]
+            lines.append("")
+        lines += [
+            "Notebooks run:",
+            "",
+            "| notebook | executed copy | time | result |",
+            "| --- | --- | --- | --- |",
+        ]
+        for step in res.steps:
+            copy = f"`{step.executed.relative_to(root)}`" if step.executed and step.executed.exists() else "-"
+            outcome = "ok" if step.ok else f"not run/failed: {step.message}"
+            lines.append(f"| {step.notebook} | {copy} | {step.seconds:.0f} s | {outcome} |")
+        lines.append("")
+    lines += ["## Not computational", ""] + [f"- {name}: {why}" for name, why in NOT_COMPUTED] + [""]
+    index = root / "INDEX.md"
+    index.write_text("\n".join(lines), encoding="utf-8")
+    return index
+
+
+def publish(result: PassResult) -> list[Path]:
+    """Copy a pass's tables and figures to the top-level tables/ and figures/ folders."""
+    copied = []
+    for sub in ("tables", "figures"):
+        target = project_root() / sub
+        target.mkdir(exist_ok=True)
+        for path in sorted((result.folder / sub).glob("*")):
+            if path.is_file() and path.stat().st_mtime >= result.started - 1:
+                copied.append(Path(shutil.copy2(path, target / path.name)))
+    return copied
+
+
+def reproduce(settings: Settings) -> tuple[list[PassResult], Path]:
+    started = time.perf_counter()
+    settings.root.mkdir(parents=True, exist_ok=True)
+    official = settings.benchmark_dir or find_official_data()
+    results = []
+    if "generated" in settings.passes:
+        results.append(run_pass(settings, "generated", None))
+    if "official" in settings.passes:
+        if official is None:
+            print(
+                "[reproduce] official data not found ($PERSONALENS_DATA or data/personalens/): "
+                "skipping the official pass",
+                flush=True,
+            )
+        else:
+            results.append(run_pass(settings, "official", Path(official)))
+    if results:
+        main = results[-1]
+        n = len(publish(main))
+        print(f"[reproduce] copied {n} table/figure files of pass {main.name!r} to tables/ and figures/")
+    index = write_index(settings, results, time.perf_counter() - started)
+    return results, index
+
+
+def parse_args(argv: Sequence[str] | None = None) -> Settings:
+    parser = argparse.ArgumentParser(
+        prog="python -m personalens_utils.reproduce",
+        description="Run notebooks 01-06 with papermill and write runs/<run>/INDEX.md.",
+    )
+    parser.add_argument("--run", default="default", help="name of the run folder under runs/")
+    parser.add_argument(
+        "--backend", default="offline", help="offline (default), anthropic, openai or bedrock"
+    )
+    parser.add_argument("--benchmark-dir", type=Path, help="official-layout benchmark for the official pass")
+    parser.add_argument(
+        "--passes",
+        default="generated,official",
+        help="comma list of passes: generated (a fresh small benchmark) and/or official",
+    )
+    parser.add_argument("--users", default="sample_30", help="users of the official pass: sample_30/50/100")
+    parser.add_argument(
+        "--ablation-users", type=int, default=10, help="how many of those users the six-setting ablation uses"
+    )
+    parser.add_argument("--generated-users", type=int, default=20, help="size of the generated benchmark")
+    parser.add_argument("--assistant-models", help="comma list of assistant models for Table 3")
+    parser.add_argument("--ablation-model", help="the assistant of the ablation (Table 4) and Figures 4, 5")
+    parser.add_argument("--user-model", help="the user agent's model")
+    parser.add_argument("--judge-model", help="the judge's model")
+    parser.add_argument("--second-judge-model", help="judge for judge-judge agreement when no annotations")
+    parser.add_argument("--annotations", help="glob of filled annotation sheets (CSV) for Table 5")
+    parser.add_argument("--max-concurrency", type=int, default=16)
+    args = parser.parse_args(argv)
+    settings = Settings(
+        run=args.run,
+        backend=args.backend,
+        benchmark_dir=args.benchmark_dir,
+        official_users=args.users,
+        ablation_users=args.ablation_users,
+        generated_users=args.generated_users,
+        max_concurrency=args.max_concurrency,
+        annotations=args.annotations,
+        passes=tuple(p.strip() for p in args.passes.split(",") if p.strip()),
+    )
+    if args.backend != "offline":
+        settings.assistant_models = ANTHROPIC_ASSISTANTS
+        settings.user_model = settings.judge_model = "Claude Sonnet 4.5"
+        settings.ablation_model, settings.second_judge_model = "Claude Haiku 4.5", "Claude Haiku 4.5"
+    if args.assistant_models:
+        settings.assistant_models = tuple(m.strip() for m in args.assistant_models.split(",") if m.strip())
+    for name in ("ablation_model", "user_model", "judge_model", "second_judge_model"):
+        if getattr(args, name):
+            setattr(settings, name, getattr(args, name))
+    unknown = set(settings.passes) - {"generated", "official"}
+    if unknown:
+        parser.error(f"unknown passes {sorted(unknown)}; use generated and/or official")
+    return settings
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    settings = parse_args(argv)
+    if settings.backend == "anthropic" and not os.environ.get("ANTHROPIC_API_KEY"):
+        print("[reproduce] backend anthropic needs ANTHROPIC_API_KEY in the environment", file=sys.stderr)
+        return 2
+    results, index = reproduce(settings)
+    ran = [s for r in results for s in r.steps]
+    failed = [s for s in ran if not s.ok]
+    print(
+        f"[reproduce] ran {sum(s.ok for s in ran)} notebook(s); {len(failed)} not run or failed; "
+        f"index: {index}"
+    )
+    for step in failed:
+        print(f"[reproduce]   {step.notebook}: {step.message}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
