@@ -3,9 +3,10 @@
 The evidence is deliberately simple and inspectable. Personalization: for each relevant
 preference type of the task, did the assistant mention one of the user's values for it before
 the user did (proactive), only after the user did (reactive), or never? Task completion: did the
-user end the dialogue (rather than the turn cap) with every preference the user voiced taken up
-by the assistant? Naturalness and coherence: surface signs such as repeated or overlong turns and
-questions left unanswered. The answers go through the same parser as a language model's.
+user end the dialogue (rather than the turn cap) after the assistant had applied a value for
+every relevant preference type of the task? Naturalness and coherence: surface signs such as
+repeated or overlong turns and questions left unanswered. The answers go through the same parser
+as a language model's.
 """
 
 from __future__ import annotations
@@ -90,13 +91,11 @@ def preference_use(context: Mapping[str, Any]) -> PreferenceUse:
         atoms = [a for by_type in preferences.values() for a in _atoms(by_type.get(pref_type))]
         if not atoms:
             continue
-        by_assistant = _first_mention(turns, "assistant", atoms)
-        by_user = _first_mention(turns, "user", atoms)
-        if by_assistant is not None and (by_user is None or by_assistant < by_user):
+        if _led_by_assistant(turns, atoms):
             groups["proactive"].append(pref_type)
-        elif by_assistant is not None:
+        elif _first_mention(turns, "assistant", atoms) is not None:
             groups["reactive"].append(pref_type)
-        elif by_user is not None:
+        elif _first_mention(turns, "user", atoms) is not None:
             groups["ignored"].append(pref_type)
         else:
             groups["unused"].append(pref_type)
@@ -107,12 +106,17 @@ def preference_use(context: Mapping[str, Any]) -> PreferenceUse:
         for a in _atoms(value.split(","))
         if len(a.strip()) >= 4
     ]
-    aware = _first_mention(turns, "assistant", situation_atoms)
-    by_user = _first_mention(turns, "user", situation_atoms)
     return PreferenceUse(
         *(tuple(groups[k]) for k in ("proactive", "reactive", "ignored", "unused")),
-        context_aware=aware is not None and (by_user is None or aware < by_user),
+        context_aware=any(_led_by_assistant(turns, [atom]) for atom in situation_atoms),
     )
+
+
+def _led_by_assistant(turns: Sequence[tuple[str, str]], atoms: Sequence[str]) -> bool:
+    """The assistant mentioned one of `atoms` before the user did (or the user never did)."""
+    by_assistant = _first_mention(turns, "assistant", atoms)
+    by_user = _first_mention(turns, "user", atoms)
+    return by_assistant is not None and (by_user is None or by_assistant < by_user)
 
 
 def personalization_score(use: PreferenceUse) -> int:
@@ -174,10 +178,11 @@ def _task_completion_answer(context: Mapping[str, Any]) -> str:
         verdict, reason = False, f"the user did not close the conversation as satisfied (it ended by {ended})"
     elif not last_is_assistant:
         verdict, reason = False, "the user's last request was never answered"
-    elif use.ignored:
-        verdict, reason = False, f"the assistant never took up what the user asked for: {_names(use.ignored)}"
+    elif use.ignored or use.unused:
+        unsettled = _names([*use.ignored, *use.unused])
+        verdict, reason = False, f"the goal's preferences were never settled: {unsettled}"
     else:
-        verdict, reason = True, "the user closed the conversation satisfied, every stated need taken up"
+        verdict, reason = True, "the user closed the conversation with every preference of the goal applied"
     return f"VERDICT: {verdict}\nEXPLANATION: The goal is {'met' if verdict else 'not met'}: {reason}."
 
 
@@ -264,7 +269,7 @@ def _coherence_answer(context: Mapping[str, Any], role: str) -> str:
     unanswered = sum(not _answers(prev, text, values) for prev, text in questions)
     exact = len(said) - len({_norm(t) for t in said})
     empty = sum(not t.strip() for t in said)
-    penalty = (2 if questions and unanswered * 2 >= len(questions) else 1 if unanswered else 0)
+    penalty = 2 if unanswered * 2 > len(questions) else 1 if unanswered else 0
     penalty += min(exact, 1) + 2 * min(empty, 1)
     score = max(1, 5 - penalty)
     why = (
