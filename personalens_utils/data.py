@@ -112,8 +112,6 @@ class Benchmark:
         return (self.users == other.users and self.tasks == other.tasks
                 and self.scenarios.reset_index(drop=True).equals(other.scenarios.reset_index(drop=True)))
 
-    __hash__ = None  # type: ignore[assignment]
-
     def user(self, user_id: int) -> User:
         try:
             return self.users[user_id]
@@ -122,11 +120,14 @@ class Benchmark:
 
     def scenario(self, scenario_id: str) -> Scenario:
         """One scenario by id ("user<N>/<task_id>") as a record."""
-        if self._row_of is None:
-            self._row_of = {sid: i for i, sid in enumerate(self.scenarios["scenario_id"])}
-        if scenario_id not in self._row_of:
+        ids = self.scenarios["scenario_id"]
+        position = (self._row_of or {}).get(scenario_id)
+        if position is None or position >= len(ids) or ids.iat[position] != scenario_id:
+            self._row_of = {sid: i for i, sid in enumerate(ids)}  # first use, or the frame changed
+            position = self._row_of.get(scenario_id)
+        if position is None:
             raise KeyError(f"scenario {scenario_id!r} is not in this benchmark")
-        return Scenario.from_row(self.scenarios.iloc[self._row_of[scenario_id]].to_dict())
+        return Scenario.from_row(self.scenarios.iloc[position].to_dict())
 
     def iter_scenarios(self, task_types: Sequence[str] = (SD, MD)) -> Iterator[Scenario]:
         frame = self.scenarios[self.scenarios["task_type"].isin(list(task_types))]

@@ -108,15 +108,23 @@ def reject_unknown(obj: dict[str, Any], allowed: tuple[str, ...] | list[str], pa
             fail(path, _join(prefix, key), f"unexpected key (allowed: {', '.join(allowed)})")
 
 
-def domain_key(key: str, schema: Schema, path: Path, field: str) -> str:
-    """A domain name used as a key in a profile. Stray markdown asterisks or spaces around a known
-    name (one official profile has "Buses**") are dropped; anything else unknown is an error."""
-    if schema.has_domain(key):
-        return key
-    cleaned = key.strip().strip("*").strip()
-    if schema.has_domain(cleaned):
-        return cleaned
-    fail(path, field, f"domain {key!r} is not in the schema")
+def by_domain(obj: Any, schema: Schema, path: Path, field: str) -> list[tuple[str, str, Any]]:
+    """(domain, key as written, value) for an object keyed by domain name.
+
+    Stray markdown asterisks or spaces around a known name (one official profile has "Buses**")
+    are dropped; any other unknown name, or two keys naming one domain, is an error.
+    """
+    items = []
+    seen: dict[str, str] = {}
+    for key, value in as_object(obj, path, field).items():
+        domain = key if schema.has_domain(key) else key.strip().strip("*").strip()
+        if not schema.has_domain(domain):
+            fail(path, f"{field}/{key}", f"domain {key!r} is not in the schema")
+        if domain in seen:
+            fail(path, f"{field}/{key}", f"names the same domain as {seen[domain]!r}")
+        seen[domain] = key
+        items.append((domain, key, value))
+    return items
 
 
 def parse_profile(raw: Any, path: Path, user_id: int, schema: Schema) -> User:
@@ -130,15 +138,13 @@ def parse_profile(raw: Any, path: Path, user_id: int, schema: Schema) -> User:
         fail(path, "demographics/user_id", f"says {stated!r} but the file is in {user_folder(user_id)}/")
 
     interests: dict[str, bool] = {}
-    for key, flag in as_object(require(raw, "interests", path), path, "interests").items():
-        field = f"interests/{key}"
+    for domain, key, flag in by_domain(require(raw, "interests", path), schema, path, "interests"):
         if flag not in (0, 1) or not isinstance(flag, int):
-            fail(path, field, f"expected 0 or 1, got {flag!r}")
-        interests[domain_key(key, schema, path, field)] = bool(flag)
+            fail(path, f"interests/{key}", f"expected 0 or 1, got {flag!r}")
+        interests[domain] = bool(flag)
 
     preferences: dict[str, dict[str, PreferenceValue]] = {}
-    for key, prefs in as_object(require(raw, "affinities", path), path, "affinities").items():
-        domain = domain_key(key, schema, path, f"affinities/{key}")
+    for domain, key, prefs in by_domain(require(raw, "affinities", path), schema, path, "affinities"):
         multi_valued = schema.multi_valued(domain)
         values: dict[str, PreferenceValue] = {}
         for name, value in as_object(prefs, path, f"affinities/{key}").items():
@@ -154,9 +160,8 @@ def parse_profile(raw: Any, path: Path, user_id: int, schema: Schema) -> User:
         preferences[domain] = values
 
     interactions: dict[str, str] = {}
-    for key, text in as_object(require(raw, "interactions", path), path, "interactions").items():
-        field = f"interactions/{key}"
-        interactions[domain_key(key, schema, path, field)] = as_str(text, path, field)
+    for domain, key, text in by_domain(require(raw, "interactions", path), schema, path, "interactions"):
+        interactions[domain] = as_str(text, path, f"interactions/{key}")
     return User(user_id, demographics, preferences, interests, interactions)
 
 

@@ -143,6 +143,8 @@ def test_scenario_lookup_and_iteration(bench_dir: Path) -> None:
     assert [s.scenario_id for s in bench.iter_scenarios(["MD"])] == ["user3/MD-task-1", "user5/MD-task-1"]
     with pytest.raises(KeyError, match="user9/MD-task-1"):
         bench.scenario("user9/MD-task-1")
+    bench.scenarios = bench.scenarios.iloc[::-1]
+    assert bench.scenario("user5/MD-task-1") == scenario
     with pytest.raises(KeyError, match="user 4 is not"):
         bench.user(4)
 
@@ -184,8 +186,12 @@ def test_stray_asterisks_around_a_domain_key_are_dropped(bench_dir: Path) -> Non
     def starred(profile: dict) -> None:
         profile["interests"]["Alarm**"] = profile["interests"].pop("Alarm")
 
-    _edit(bench_dir / "profile" / "user3" / "profile.json", starred)
+    path = bench_dir / "profile" / "user3" / "profile.json"
+    _edit(path, starred)
     assert load_benchmark(bench_dir).user(3).interests["Alarm"] is True
+    _edit(path, lambda p: p["interests"].update({"Alarm": 0}))
+    err = _error(bench_dir)
+    assert (err.field, err.problem) == ("interests/Alarm", "names the same domain as 'Alarm**'")
 
 
 def _error(bench_dir: Path) -> BenchmarkDataError:
