@@ -1,0 +1,149 @@
+"""Dialogues in the official output layout: export, import, and both round trips."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import pytest
+from test_simulation_support import tiny_benchmark
+
+from personalens_utils.llm.client import LLMClient
+from personalens_utils.official_io import (
+    KIT_KEY,
+    OFFICIAL_KEYS,
+    OfficialLayoutError,
+    dialogue_path,
+    export_official,
+    import_official,
+    model_folder,
+    parse_model_folder,
+)
+from personalens_utils.simulation import PAPER_SETTINGS, AssistantSetting, run_simulation
+from personalens_utils.store import RunStore
+
+
+@pytest.fixture(scope="module")
+def bench():
+    return tiny_benchmark()
+
+
+@pytest.fixture(scope="module")
+def simulated(bench, tmp_path_factory):
+    run = tmp_path_factory.mktemp("run")
+    run_simulation(bench, run, LLMClient("offline", progress=False), settings=list(PAPER_SETTINGS))
+    return RunStore(run)
+
+
+@pytest.mark.parametrize(("setting", "folder"), [
+    ("base", "claude-3-sonnet-v1"), ("base+D", "claude-3-sonnet-v1_d"), ("base+I", "claude-3-sonnet-v1_p"),
+    ("base+S", "claude-3-sonnet-v1_s"), ("base+D+S", "claude-3-sonnet-v1_d_s"),
+    ("base+all", "claude-3-sonnet-v1_d_p_s"), ("vanilla", "claude-3-sonnet-v1_vanilla"),
+])
+def test_model_folder_names(setting, folder):
+    assert model_folder("claude-3-sonnet-v1", setting) == folder
+    assert parse_model_folder(folder) == ("claude-3-sonnet-v1", AssistantSetting.parse(setting))
+
+
+def test_export_then_import_gives_identical_records(simulated, bench, tmp_path):
+    records = simulated.records("dialogues")
+    paths = export_official(simulated, tmp_path, benchmark=bench)
+    assert len(paths) == len(records) == 12 * len(PAPER_SETTINGS)
+    sample = json.loads(paths[0].read_text())
+    assert list(sample)[: len(OFFICIAL_KEYS)] == list(OFFICIAL_KEYS)
+    scenario = bench.scenario(f"user{sample['user_id']}/{sample['task_id']}")
+    assert sample["task_description"] == scenario.user_intent
+    assert paths[0].relative_to(tmp_path).parts[:3] == ("output", "dialogue", f"user{sample['user_id']}")
+    back = import_official(tmp_path)
+    assert sorted(back, key=lambda r: r["id"]) == sorted(records, key=lambda r: r["id"])
+    assert sorted(map(json.dumps, back)) == sorted(map(json.dumps, records))  # same key order too
+
+
+def test_import_into_a_store_skips_what_it_already_holds(simulated, tmp_path):
+    export_official(simulated, tmp_path / "out")
+    store = RunStore(tmp_path / "run")
+    first = import_official(tmp_path / "out" / "output" / "dialogue", into=store)
+    import_official(tmp_path / "out", into=store)
+    assert len(store.records("dialogues")) == len(first)
+    path = dialogue_path(tmp_path / "out", first[0])
+    data = json.loads(path.read_text())
+    data[KIT_KEY]["n_turns"] = 99
+    path.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match="different dialogue"):
+        import_official(tmp_path / "out", into=store)
+
+
+def official_file(root, user=3, folder="claude-3-haiku-v1_p", task="SD-Movies-task-2", **changes):
+    data = {
+        "user_id": user, "task_id": task, "task_description": "Find a movie for the weekend.",
+        "user_model": "claude-3-haiku-v1", "assistant_model": "claude-3-haiku-v1",
+        "dialogue": [{"role": "user", "content": "Any good films on?"},
+                     {"role": "assistant", "content": "Sure! Do you like thrillers?"},
+                     {"role": "user", "content": "Yes, thrillers please."},
+                     {"role": "assistant", "content": "Then try the new Nolan film."}],
+    }
+    data.update(changes)
+    path = root / "output" / "dialogue" / f"user{user}" / folder / f"{task}_dialogue.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=4))
+    return path, data
+
+
+def test_files_from_other_tools_import_and_export_back_unchanged(tmp_path):
+    path, original = official_file(tmp_path)
+    official_file(tmp_path, task="MD-task-4", task_id="MD-task-4", folder="claude-3-haiku-v1",
+                  dialogue=original["dialogue"][:3])
+    records = import_official(tmp_path)
+    by_task = {r["task_id"]: r for r in records}
+    movie = by_task["SD-Movies-task-2"]
+    assert movie["status"] == "terminated" and movie["n_turns"] == 2
+    assert movie["assistant_setting"] == "base+I" and movie["domains"] == ["Movies"]
+    assert movie["backend"] == "imported" and movie["prompt_version"] == "official"
+    assert by_task["MD-task-4"]["status"] == "turn_cap"
+    assert by_task["MD-task-4"]["assistant_setting"] == "base"
+
+    # stands in for a benchmark: export only reads scenario ids and intents
+    intents = SimpleNamespace(scenarios={"scenario_id": ["user3/SD-Movies-task-2"],
+                                         "user_intent": [original["task_description"]]})
+    export_official(records, tmp_path / "again", benchmark=intents)
+    written = json.loads((tmp_path / "again" / path.relative_to(tmp_path)).read_text())
+    assert {k: written[k] for k in OFFICIAL_KEYS} == original
+    assert import_official(tmp_path / "again") == records
+
+
+@pytest.mark.parametrize(("changes", "message"), [
+    ({"user_id": 4}, "does not match folder user3"),
+    ({"task_id": "SD-Movies-task-9"}, "does not match the file name"),
+    ({"dialogue": []}, "non-empty list"),
+    ({"dialogue": [{"role": "assistant", "content": "hi"}]}, "expected 'user'"),
+    ({"dialogue": [{"role": "user", "content": 3}]}, "must be a string"),
+    ({"dialogue": [{"role": "user", "text": "hi"}]}, "'role' and 'content'"),
+])
+def test_malformed_files_are_named_in_the_error(tmp_path, changes, message):
+    path, _ = official_file(tmp_path, **changes)
+    with pytest.raises(OfficialLayoutError, match=message) as info:
+        import_official(tmp_path)
+    assert info.value.path == path
+
+
+def test_unreadable_json_and_bad_folders(tmp_path):
+    path, _ = official_file(tmp_path)
+    path.write_text("{not json")
+    with pytest.raises(OfficialLayoutError, match="not a readable JSON"):
+        import_official(tmp_path)
+    with pytest.raises(OfficialLayoutError, match="no such folder"):
+        import_official(tmp_path / "missing")
+
+
+def test_export_refuses_two_dialogues_for_one_file(simulated, tmp_path):
+    record = simulated.records("dialogues")[0]
+    twin = dict(record, id="other", user_model="another-user-model")
+    with pytest.raises(ValueError, match="would both be written"):
+        export_official([record, twin], tmp_path)
+    assert not (tmp_path / "output").exists()
+
+
+def test_export_leaves_out_errors_unless_asked(simulated, tmp_path):
+    record = dict(simulated.records("dialogues")[0], status="error", error="RetryableError: 529")
+    assert export_official([record], tmp_path) == []
+    assert len(export_official([record], tmp_path, include_errors=True)) == 1
