@@ -60,6 +60,7 @@ __all__ = [
     "Scenario",
     "TaskDefinition",
     "User",
+    "UsersArg",
     "benchmark_root",
     "load_benchmark",
     "md_task_id",
