@@ -1,0 +1,112 @@
+"""What the SDK backends share: sorting HTTP failures into retryable and fatal, and per-loop clients.
+
+The SDKs' own retries are switched off (max_retries=0) so the client's policy is the only one in
+force and every retry is counted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import threading
+import time
+import weakref
+from collections.abc import Callable, Mapping
+from typing import Generic, TypeVar
+
+from ..types import FatalError, RetryableError
+
+RETRYABLE_STATUS = frozenset({408, 409, 424, 429, 500, 502, 503, 504, 529})
+"""Timeouts, conflicts, throttling, server errors and Anthropic's 529 "overloaded"; any other 5xx too."""
+
+BILLING_MARKERS = ("spend_limit", "billing", "insufficient_quota", "credit balance", "payment")
+
+T = TypeVar("T")
+
+
+def parse_retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds the server asks us to wait: retry-after-ms, retry-after in seconds, or an HTTP date."""
+    millis = headers.get("retry-after-ms")
+    if millis:
+        try:
+            return max(0.0, float(millis) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(value) if value else None
+        return None if parsed is None else max(0.0, parsed.timestamp() - time.time())
+
+
+def classify_status(
+    status: int,
+    message: str,
+    headers: Mapping[str, str],
+    *,
+    backend: str,
+    model: str,
+    key_hint: str,
+    markers: str = "",
+) -> RetryableError | FatalError:
+    """Turn an HTTP error status into the error the client acts on, with what to do in the message.
+
+    `markers` is any error type or code the body carried (e.g. "billing_error",
+    "enforced_spend_limit_reached"): a 429 that means "out of money" must not be retried.
+    """
+    where = f"{backend} backend, model {model!r}"
+    text = f"{markers} {message}".lower()
+    if any(marker in text for marker in BILLING_MARKERS):
+        return FatalError(
+            f"{where}: the account hit a billing or spend limit (HTTP {status}): {message}. "
+            "Raise the limit or add credit in the provider's console, then resume the run.",
+            status=status,
+        )
+    if status == 401:
+        return FatalError(f"{where}: authentication failed (HTTP 401): {message}. {key_hint}", status=status)
+    if status == 403:
+        return FatalError(
+            f"{where}: permission denied (HTTP 403): {message}. "
+            f"Check that your credentials may call this model. {key_hint}",
+            status=status,
+        )
+    if status == 404:
+        return FatalError(
+            f"{where}: not found (HTTP 404): {message}. Check the model id and the base URL.", status=status
+        )
+    if status in RETRYABLE_STATUS or status >= 500:
+        return RetryableError(
+            f"{where}: HTTP {status}: {message}", status=status, retry_after=parse_retry_after(headers)
+        )
+    hint = ""
+    if "temperature" in text:
+        hint = (
+            " This model rejects a sampling temperature: mark it temperature=False in "
+            "personalens_utils.llm.registry or send requests with temperature=None."
+        )
+    return FatalError(f"{where}: request rejected (HTTP {status}): {message}.{hint}", status=status)
+
+
+class PerLoop(Generic[T]):
+    """One SDK client per event loop: an async HTTP pool must not be shared between loops."""
+
+    def __init__(self, factory: Callable[[], T]):
+        self._factory = factory
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, T] = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+
+    def get(self) -> T:
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            client = self._clients.get(loop)
+            if client is None:
+                client = self._clients[loop] = self._factory()
+        return client
+
+    def pop(self) -> T | None:
+        """Forget (and hand back for closing) the current loop's client."""
+        with self._lock:
+            return self._clients.pop(asyncio.get_running_loop(), None)

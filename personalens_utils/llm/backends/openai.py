@@ -1,0 +1,117 @@
+"""Any OpenAI-compatible chat-completions endpoint: vLLM, Ollama, llama.cpp server, OpenAI itself.
+
+The openai SDK (3.x, built on httpx2 like the anthropic SDK) reads OPENAI_API_KEY and
+OPENAI_BASE_URL. Local servers usually need no key; when the base URL is not OpenAI's and no key
+is set, a fixed placeholder is sent because the SDK refuses to run without one.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import httpx2
+import openai
+
+from ..types import FatalError, Request, Response, RetryableError, Usage
+from ._http import PerLoop, classify_status
+
+OPENAI_URL = "https://api.openai.com/v1"
+LOCAL_PLACEHOLDER_KEY = "no-key-needed"
+
+
+class OpenAIBackend:
+    name = "openai"
+    key_hint = (
+        "Set OPENAI_API_KEY in the environment, or point OPENAI_BASE_URL at a local server "
+        "(vLLM, Ollama, llama.cpp) that needs no key."
+    )
+
+    def __init__(
+        self,
+        *,
+        base_url: str | None = None,
+        timeout: float = 120.0,
+        http_client: httpx2.AsyncClient | None = None,
+        token_param: str = "max_tokens",
+    ):
+        """`token_param`: "max_tokens" (vLLM, Ollama, llama.cpp) or "max_completion_tokens" (newer OpenAI)."""
+        if token_param not in ("max_tokens", "max_completion_tokens"):
+            raise ValueError(
+                f"token_param must be 'max_tokens' or 'max_completion_tokens', got {token_param!r}"
+            )
+        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_URL
+        self.timeout = timeout
+        self.token_param = token_param
+        self._http_client = http_client
+        self._clients: PerLoop[openai.AsyncOpenAI] = PerLoop(self._new_client)
+
+    def __repr__(self) -> str:
+        return f"OpenAIBackend(base_url={self.base_url!r}, timeout={self.timeout})"
+
+    def _new_client(self) -> openai.AsyncOpenAI:
+        key = os.environ.get("OPENAI_API_KEY")
+        if not key:
+            if self.base_url.rstrip("/") == OPENAI_URL:
+                raise FatalError(f"openai backend has no key for {OPENAI_URL}. {self.key_hint}")
+            key = LOCAL_PLACEHOLDER_KEY
+        return openai.AsyncOpenAI(
+            api_key=key,
+            base_url=self.base_url,
+            timeout=self.timeout,
+            max_retries=0,
+            http_client=self._http_client,
+        )
+
+    async def acomplete(self, request: Request, model: str) -> Response:
+        client = self._clients.get()
+        messages = [{"role": "system", "content": request.system}] if request.system else []
+        messages += [m.as_dict() for m in request.messages]
+        kwargs: dict[str, Any] = {"model": model, "messages": messages, self.token_param: request.max_tokens}
+        if request.temperature is not None:
+            kwargs["temperature"] = request.temperature
+        if request.stop:
+            kwargs["stop"] = list(request.stop)
+        started = time.perf_counter()
+        try:
+            completion = await client.chat.completions.create(**kwargs)
+        except openai.APIStatusError as err:
+            body = err.body if isinstance(err.body, dict) else {}
+            markers = f"{body.get('type') or ''} {body.get('code') or ''}"
+            raise classify_status(
+                err.status_code,
+                str(body.get("message") or err.message),
+                err.response.headers,
+                backend=self.name,
+                model=model,
+                key_hint=self.key_hint,
+                markers=markers,
+            ) from err
+        except openai.APIConnectionError as err:
+            raise RetryableError(
+                f"openai backend, model {model!r} at {self.base_url}: connection failed: {err}"
+            ) from err
+        if not completion.choices:
+            raise RetryableError(f"openai backend, model {model!r}: the reply had no choices")
+        text = completion.choices[0].message.content or ""
+        usage = completion.usage
+        cached = 0
+        if usage is not None and usage.prompt_tokens_details is not None:
+            cached = usage.prompt_tokens_details.cached_tokens or 0
+        return Response(
+            text=text,
+            usage=Usage(
+                input_tokens=(usage.prompt_tokens - cached) if usage else 0,
+                output_tokens=usage.completion_tokens if usage else 0,
+                cache_read_tokens=cached,
+            ),
+            backend=self.name,
+            model=model,
+            latency_s=time.perf_counter() - started,
+        )
+
+    async def aclose(self) -> None:
+        client = self._clients.pop()
+        if client is not None and self._http_client is None:
+            await client.close()

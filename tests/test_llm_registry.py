@@ -1,0 +1,68 @@
+"""Model names resolve to each backend's id; prices follow Anthropic's cache and batch multipliers."""
+
+from __future__ import annotations
+
+import pytest
+
+from personalens_utils.llm import FatalError, Usage, registry
+
+
+@pytest.mark.parametrize(
+    ("name", "backend", "expected"),
+    [
+        ("Claude 3 Sonnet", "anthropic", "claude-3-sonnet-20240229"),
+        ("claude-3-sonnet", "anthropic", "claude-3-sonnet-20240229"),
+        ("claude-3.5-sonnet", "anthropic", "claude-3-5-sonnet-20241022"),
+        ("Claude 3.5 Haiku", "bedrock", "anthropic.claude-3-5-haiku-20241022-v1:0"),
+        ("claude-3-haiku-20240307", "bedrock", "anthropic.claude-3-haiku-20240307-v1:0"),
+        ("claude-sonnet-4-5", "anthropic", "claude-sonnet-4-5-20250929"),
+        ("claude-haiku-4-5", "bedrock", "anthropic.claude-haiku-4-5-20251001-v1:0"),
+        ("claude-opus-4-1", "anthropic", "claude-opus-4-1-20250805"),
+        ("Llama 3.1 70B Instruct", "openai", "meta-llama/Llama-3.1-70B-Instruct"),
+        ("llama3-1-8b-instruct", "openai", "meta-llama/Llama-3.1-8B-Instruct"),
+        ("Mixtral 8x7B Instruct", "openai", "mistralai/Mixtral-8x7B-Instruct-v0.1"),
+        ("mistral-7b-instruct-v0.2", "openai", "mistralai/Mistral-7B-Instruct-v0.2"),
+    ],
+)
+def test_names_resolve_per_backend(name: str, backend: str, expected: str) -> None:
+    assert registry.resolve(name, backend) == expected
+
+
+def test_unknown_ids_pass_through_unchanged() -> None:
+    assert registry.resolve("qwen2.5:7b-instruct", "openai") == "qwen2.5:7b-instruct"
+    assert registry.resolve("us.anthropic.claude-x-v1:0", "bedrock") == "us.anthropic.claude-x-v1:0"
+    assert registry.resolve("", "anthropic") == ""
+
+
+def test_open_model_on_bedrock_says_where_it_is_available() -> None:
+    with pytest.raises(FatalError, match="openai"):
+        registry.resolve("Llama 3.1 8B Instruct", "bedrock")
+
+
+def test_cost_uses_cache_multipliers_and_batch_discount() -> None:
+    usage = Usage(
+        input_tokens=1_000_000, output_tokens=1_000_000, cache_read_tokens=1_000_000, cache_write_tokens=0
+    )
+    # Sonnet 4.5: $3 in, $15 out, cache read 0.1 x input.
+    assert registry.cost_usd("claude-sonnet-4-5", usage) == pytest.approx(3 + 15 + 0.3)
+    assert registry.cost_usd("claude-sonnet-4-5", usage, batch=True) == pytest.approx((3 + 15 + 0.3) / 2)
+    writes = Usage(cache_write_tokens=2_000_000)
+    assert registry.cost_usd("Claude 3.5 Haiku", writes) == pytest.approx(2 * 0.80 * 1.25)
+    # A model row with its own cache-read price overrides the multiplier.
+    assert registry.cost_usd("claude-3-haiku", Usage(cache_read_tokens=1_000_000)) == pytest.approx(0.03)
+
+
+def test_unpriced_models_return_none() -> None:
+    assert registry.cost_usd("meta-llama/Llama-3.1-8B-Instruct", Usage(1000, 1000)) is None
+    assert registry.cost_usd("some-local-model", Usage(1000, 1000)) is None
+
+
+def test_temperature_support_flags() -> None:
+    assert registry.honours_temperature("claude-3-sonnet")
+    assert registry.honours_temperature("claude-sonnet-4-5")
+    assert not registry.honours_temperature("claude-opus-4-8")
+    assert registry.honours_temperature("an-unknown-model")
+
+
+def test_prices_carry_the_date_they_were_taken() -> None:
+    assert registry.PRICES_TAKEN.count("-") == 2
