@@ -8,13 +8,19 @@ for export. Anything made with the offline backend says so in its caption or tit
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from . import annotation
+from .data import Benchmark, load_benchmark, resolve_users
+from .judging import benchmark_contexts, judge_model_key, run_judging
+from .judging import dialogue_filter as judging_filter
 from .llm.offline import OFFLINE_LABEL
 from .metrics import agreement
 from .metrics.scores import (
@@ -24,21 +30,16 @@ from .metrics.scores import (
     aggregate,
     backends,
     explode_domains,
+    load_scores,
 )
 from .metrics.stats import bootstrap_ci, holm_adjust, paired_comparison
+from .simulation.settings import PAPER_SETTINGS as ABLATION_SETTINGS
+from .store import RunStore
 
-ABLATION_SETTINGS = ("vanilla", "base", "base+D", "base+I", "base+S", "base+all")
 MAIN_SETTING = "base"
 ASSISTANT_DIMENSIONS = (TASK_COMPLETION, PERSONALIZATION, "naturalness_assistant", "coherence_assistant")
 USER_DIMENSIONS = ("naturalness_user", "coherence_user")
-AGREEMENT_DIMENSIONS = (
-    TASK_COMPLETION,
-    PERSONALIZATION,
-    "naturalness_user",
-    "naturalness_assistant",
-    "coherence_user",
-    "coherence_assistant",
-)
+AGREEMENT_DIMENSIONS = annotation.RATED
 AGREEMENT_NAMES = {
     TASK_COMPLETION: "Task Completion",
     PERSONALIZATION: "Personalization",
@@ -351,8 +352,18 @@ def table5(
             "dialogues: Cohen's κ, Fleiss' κ and Krippendorff's α (ordinal for P, naturalness and coherence; "
             "nominal for TC). U: user agent, A: assistant."
         )
+        if _identical(judge, second_judge):
+            caption += " The two judges gave the same score on every dialogue and dimension."
+    if table.select_dtypes("number").isna().any().any():
+        caption += " A blank cell is undefined: every rating in it was the same value, or too few items."
     caption += provenance_note(backend_names)
     return TableResult(table, table, caption)
+
+
+def _identical(first: pd.DataFrame, second: pd.DataFrame) -> bool:
+    keys = ["dialogue_id", "dimension"]
+    both = first[[*keys, "score"]].merge(second[[*keys, "score"]], on=keys).dropna()
+    return bool(len(both)) and bool((both["score_x"] == both["score_y"]).all())
 
 
 def _title(text: str, backend_names: set[str] | Sequence[str]) -> str:
@@ -496,3 +507,77 @@ def radar_chart(
         pad=24,
     )
     return fig, per
+
+
+def choose_users(benchmark_dir: str | Path, users: Any, n: int | None) -> list[int]:
+    """The first `n` of `users` (a sample name, a list, or None for every user of the benchmark)."""
+    ids = resolve_users(users)
+    if ids is None:
+        ids = sorted(load_benchmark(benchmark_dir).users)
+    return ids if n is None else ids[:n]
+
+
+def ablation_filter(
+    assistant_model: str, settings: Sequence[str], users: Any = None, task_types: Sequence[str] | None = None
+) -> Callable[[Mapping[str, Any]], bool]:
+    """`select` for `run_judging`: one assistant's dialogues under some settings, users and task types."""
+    scope = judging_filter(users, task_types)
+    wanted = set(settings)
+
+    def keep(d: Mapping[str, Any]) -> bool:
+        return (
+            scope(d) and d.get("assistant_model") == assistant_model and d.get("assistant_setting") in wanted
+        )
+
+    return keep
+
+
+def agreement_for_run(
+    store: RunStore | str | Path,
+    benchmark: Benchmark,
+    client: Any,
+    *,
+    judge_model: str,
+    second_judge_model: str,
+    annotation_dir: str | Path,
+    sheets: Any = None,
+    n: int = 100,
+    seed: int = 0,
+) -> tuple[TableResult, dict[str, Path]]:
+    """Table 5 for a run: export the annotation sample, then compare the judge with the filled sheets,
+    or, with none, judge the sample again with `second_judge_model` and compare the two judges.
+    """
+    store = store if isinstance(store, RunStore) else RunStore(store)
+    paths = annotation.export_sheet(
+        store, benchmark, annotation_dir, n=n, seed=seed, where={"assistant_setting": MAIN_SETTING}
+    )
+    ids = set(annotation.read_manifest(paths["manifest"])["dialogue_ids"])
+
+    def sample(model: str) -> pd.DataFrame:
+        tidy = load_scores(store, judge_model=model)
+        return tidy[tidy["dialogue_id"].isin(ids) & tidy["dimension"].isin(AGREEMENT_DIMENSIONS)]
+
+    judge = sample(judge_model)
+    if sheets:
+        humans = annotation.read_sheets(sheets, manifest=paths["manifest"])
+        return table5(
+            judge, humans, judge_model=judge_model_key(judge_model), backend_names=backends(judge)
+        ), paths
+    run_judging(
+        store,
+        client,
+        benchmark_contexts(benchmark),
+        judge_model=second_judge_model,
+        dimensions=AGREEMENT_DIMENSIONS,
+        select=lambda d: d["id"] in ids,
+    )
+    second = sample(second_judge_model)
+    result = table5(
+        judge,
+        None,
+        judge_model=judge_model_key(judge_model),
+        second_judge=second,
+        second_judge_model=judge_model_key(second_judge_model),
+        backend_names=backends(judge) | backends(second),
+    )
+    return result, paths

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..judging import DIMENSIONS as JUDGE_DIMENSIONS
+from ..judging import judge_model_key
 from ..store import RunStore
 from .stats import bootstrap_ci
 
@@ -39,15 +41,20 @@ class Scale:
         return [float(v) for v in range(self.low, self.high + 1)]
 
 
-SCALES: dict[str, Scale] = {
-    TASK_COMPLETION: Scale(0, 1, "nominal", "TCR"),
-    PERSONALIZATION: Scale(1, 4, "ordinal", "P"),
-    "naturalness_assistant": Scale(1, 5, "ordinal", "Nat."),
-    "coherence_assistant": Scale(1, 5, "ordinal", "Coh."),
-    "naturalness_user": Scale(1, 5, "ordinal", "Nat. (U)"),
-    "coherence_user": Scale(1, 5, "ordinal", "Coh. (U)"),
-    TURN_PERSONALIZATION: Scale(1, 4, "ordinal", "P (turn)"),
+SHORT_NAMES = {
+    TASK_COMPLETION: "TCR",
+    PERSONALIZATION: "P",
+    "naturalness_assistant": "Nat.",
+    "coherence_assistant": "Coh.",
+    "naturalness_user": "Nat. (U)",
+    "coherence_user": "Coh. (U)",
+    TURN_PERSONALIZATION: "P (turn)",
 }
+SCALES: dict[str, Scale] = {
+    name: Scale(dim.low, dim.high, "nominal" if name == TASK_COMPLETION else "ordinal", SHORT_NAMES[name])
+    for name, dim in JUDGE_DIMENSIONS.items()
+}
+"""Each judge dimension's scale (from `judging.DIMENSIONS`) with its agreement level and table name."""
 
 DIALOGUE_FIELDS = (
     "id",
@@ -140,9 +147,11 @@ def load_scores(
     """The tidy frame: judgments of non-errored dialogues, joined to their dialogue's attributes.
 
     With several judge models (or judge prompt versions) in the store, name the one to score with;
-    the frame must end up with at most one judgment per dialogue and dimension.
+    the frame must end up with at most one judgment per dialogue and dimension. Judge model names
+    are matched the way judging stores them (any registry spelling of a model works).
     """
     store = store if isinstance(store, RunStore) else RunStore(store)
+    judge_model = judge_model_key(judge_model) if judge_model is not None else None
     dialogues = _only(load_dialogues(store), "user_model", user_model, "user model")
     dialogues = dialogues[dialogues["dialogue_status"] != "error"]
     judgments = load_judgments(store)
