@@ -9,6 +9,7 @@ only profiles that were read.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -29,9 +30,10 @@ from .prompts.validation import (
     WITHIN_LABEL,
 )
 from .schema import load_schema
-from .store import stable_id
+from .store import RunStore, stable_id
 
 TASK = "consistency"
+STORE_TABLE = "consistency"
 DEFAULT_MODEL = "claude-3-sonnet"
 MAX_ATTEMPTS = 3
 _LABELS = (WITHIN_LABEL, CROSS_LABEL, DOMAINS_LABEL, EXPLANATION_LABEL)
@@ -176,7 +178,7 @@ def _record(
     raw: str, attempts: int, problem: str | None = None,
 ) -> dict[str, Any]:
     return {
-        "id": consistency_id(profile.user_id, model),
+        "id": consistency_id(profile.user_id, model, backend),
         "user_id": profile.user_id,
         "model": model,
         "backend": backend,
@@ -193,8 +195,8 @@ def _record(
     }
 
 
-def consistency_id(user_id: int, model: str) -> str:
-    return stable_id(user_id, model, CONSISTENCY_PROMPT_VERSION)
+def consistency_id(user_id: int, model: str, backend: str) -> str:
+    return stable_id(user_id, model, backend, CONSISTENCY_PROMPT_VERSION)
 
 
 def check_profiles(
@@ -210,6 +212,42 @@ def check_profiles(
         return lambda: check_profile(client, p, model, max_attempts)
 
     return client.run_all([job(p) for p in profiles], desc="consistency", stage="validation")
+
+
+def benchmark_profiles(benchmark: Any, users: Iterable[int] | None = None) -> list[ProfileToCheck]:
+    """The profiles of a loaded benchmark to check: demographics and the preferences of kept domains."""
+    ids = sorted(benchmark.users) if users is None else list(users)
+    absent = [u for u in ids if u not in benchmark.users]
+    if absent:
+        raise KeyError(f"user(s) {absent} are not in the benchmark ({len(benchmark.users)} users)")
+    return [
+        ProfileToCheck(u, benchmark.users[u].demographics, benchmark.users[u].active_preferences())
+        for u in ids
+    ]
+
+
+def run_consistency(
+    client: LLMClient,
+    profiles: Sequence[ProfileToCheck],
+    model: str = DEFAULT_MODEL,
+    run_dir: str | os.PathLike[str] | None = None,
+    max_attempts: int = MAX_ATTEMPTS,
+) -> list[dict[str, Any]]:
+    """Check profiles, resuming from and appending to `<run_dir>/consistency.jsonl` when given.
+
+    A profile already checked there (same model, backend and prompt version) is not asked again.
+    """
+    store = RunStore(run_dir) if run_dir is not None else None
+    done = {r["id"]: r for r in store.records(STORE_TABLE)} if store else {}
+    todo = [p for p in profiles if consistency_id(p.user_id, model, client.backend_name) not in done]
+    fresh = check_profiles(client, todo, model, max_attempts) if todo else []
+    if store is not None:
+        store.extend(STORE_TABLE, fresh)
+    new = {r["id"]: r for r in fresh}
+    return [
+        new.get(key) or done[key]
+        for key in (consistency_id(p.user_id, model, client.backend_name) for p in profiles)
+    ]
 
 
 def flagged_summary(records: Iterable[Mapping[str, Any]]) -> pd.DataFrame:

@@ -100,3 +100,24 @@ def test_lexical_diversity_samples_self_bleu_and_names_bad_records():
         L.lexical_diversity([{"id": "d0", "task_type": "SD", "turns": [{"role": "user"}]}])
     with pytest.raises(L.LexicalInputError, match="no dialogues"):
         L.lexical_diversity([_dialogue(0, "SD", "x", status="error")])
+
+
+def test_run_store_lexical_diversity_reads_dialogues_and_reports_backends(tmp_path):
+    from personalens_utils.store import RunStore
+
+    store = RunStore(tmp_path)
+    store.extend(
+        "dialogues",
+        [
+            {**_dialogue(1, "SD", "a b", "c d"), "backend": "offline"},
+            {**_dialogue(2, "MD", "a b c d e"), "backend": "offline"},
+            {**_dialogue(3, "SD", "x"), "backend": "anthropic", "status": "error"},
+        ],
+    )
+    table, backends = L.run_store_lexical_diversity(tmp_path, ["SD"])
+    assert table["task_type"].tolist() == ["SD"] and table.loc[0, "# Dial"] == 1
+    assert table.loc[0, "Dist-1"] == pytest.approx(1.0)
+    assert backends == {"offline"}
+    assert L.run_store_lexical_diversity(tmp_path)[0]["task_type"].tolist() == ["SD", "MD"]
+    with pytest.raises(FileNotFoundError, match="run notebook 03"):
+        L.run_store_lexical_diversity(tmp_path / "empty")

@@ -147,3 +147,35 @@ def test_answer_never_readable_is_missing_not_consistent():
     summary = flagged_summary(records).set_index("Measure")
     assert summary.loc["Answers missing (unreadable)", "Count"] == 2
     assert summary["Rate"].isna().all()
+
+
+def test_run_consistency_resumes_from_the_run_store(tmp_path):
+    from personalens_utils.consistency import run_consistency
+
+    backend = _Scripted([GOOD])
+    with LLMClient(backend, progress=False, use_cache=False) as client:
+        first = run_consistency(client, [_profile(1), _profile(2)], run_dir=tmp_path)
+        again = run_consistency(client, [_profile(2), _profile(3)], run_dir=tmp_path)
+    assert len(backend.requests) == 3  # profile 2 was not asked twice
+    assert [r["user_id"] for r in again] == [2, 3] and again[0] == first[1]
+    assert len((tmp_path / "consistency.jsonl").read_text().splitlines()) == 3
+
+
+def test_benchmark_profiles_keep_only_masked_in_domains_and_name_absent_users():
+    from types import SimpleNamespace
+
+    from personalens_utils.consistency import benchmark_profiles
+    from personalens_utils.data import User
+
+    user = User(
+        user_id=5,
+        demographics={"age": "65+ years old"},
+        preferences={"Alarm": {"Alarm Sound Preference": "loud beeping"}, "Books": {"Genre": ["history"]}},
+        interests={"Alarm": True, "Books": False},
+        interactions={},
+    )
+    bench = SimpleNamespace(users={5: user})
+    [profile] = benchmark_profiles(bench)
+    assert profile.preferences == {"Alarm": {"Alarm Sound Preference": "loud beeping"}}
+    with pytest.raises(KeyError, match=r"\[7\]"):
+        benchmark_profiles(bench, [5, 7])

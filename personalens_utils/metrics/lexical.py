@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import bisect
 import math
+import os
 import random
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -26,7 +28,11 @@ from sacrebleu.metrics.bleu import BLEU
 from sacrebleu.metrics.helpers import extract_all_word_ngrams
 from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
 
+from ..store import RunStore
+
 BLEU_ORDER = 4
+GROUP_ORDER = ("SD", "MD")
+"""Groups listed first, in the paper's order; any others follow alphabetically."""
 SELF_BLEU_SAMPLE = 1000
 """Utterances per group Self-BLEU is computed over (each against the rest of the sample)."""
 
@@ -156,7 +162,8 @@ def lexical_diversity(
     if not groups:
         raise LexicalInputError("no dialogues to measure (all missing or failed)")
     rows = []
-    for name in sorted(groups):
+    known = {g: i for i, g in enumerate(GROUP_ORDER)}
+    for name in sorted(groups, key=lambda g: (known.get(g, len(known)), g)):
         dials = groups[name]
         utterances = [u for d in dials for u in d if tokenize(u)]
         sample = utterances
@@ -177,3 +184,22 @@ def lexical_diversity(
 def _mean(values: Iterable[float]) -> float:
     kept = [v for v in values if not math.isnan(v)]
     return sum(kept) / len(kept) if kept else math.nan
+
+
+def run_store_lexical_diversity(
+    run_dir: str | os.PathLike[str],
+    task_types: Sequence[str] = ("SD", "MD"),
+    *,
+    self_bleu_sample: int = SELF_BLEU_SAMPLE,
+    seed: int = 0,
+) -> tuple[pd.DataFrame, set[str]]:
+    """Table 10's measures over the dialogues of a run store, and the backends that made them.
+
+    Raises FileNotFoundError when the run folder holds no dialogues.jsonl (run simulation first).
+    """
+    path = Path(run_dir) / "dialogues.jsonl"
+    if not path.is_file():
+        raise FileNotFoundError(f"no dialogues to measure: {path} does not exist (run notebook 03 first)")
+    records = [r for r in RunStore(run_dir).records("dialogues") if r.get("task_type") in task_types]
+    table = lexical_diversity(records, self_bleu_sample=self_bleu_sample, seed=seed)
+    return table, {str(r.get("backend")) for r in records if r.get("status") != "error"}
