@@ -178,8 +178,9 @@ def _flatten_prism(row: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def read_demographics(path: str | os.PathLike[str]) -> list[dict[str, str]]:
-    """Demographic records from a CSV or JSONL file with the kit's field names (the PRISM survey's
-    `survey.jsonl` works as it is). Every row is validated; the error names the line."""
+    """Demographic records from a CSV or JSONL file with the kit's field names; PRISM-style nesting
+    (`location.birth_country`, `ethnicity.simplified`, ...) is flattened first. Every row is
+    validated against the Tables 6-7 categories; the error names the file and line."""
     path = Path(path)
     if not path.is_file():
         raise DemographicsError(f"demographics file not found: {path}")
