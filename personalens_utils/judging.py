@@ -18,7 +18,7 @@ from typing import Any
 
 import pandas as pd
 
-from .data import Benchmark
+from .data import Benchmark, UsersArg, resolve_users
 from .data_records import SITUATION_FIELDS
 from .judge_parsing import ParsedAnswer, parse_score, parse_verdict
 from .llm import CallKind, FatalError, LLMError, Message, Request
@@ -456,13 +456,13 @@ def check_dialogue(dialogue: Mapping[str, Any], store: RunStore) -> None:
 
 
 def missing_rate(store: RunStore | pd.DataFrame, judge_model: str | None = None) -> pd.DataFrame:
-    """Per judge model and dimension: judgments ok / missing / error and the missing rate.
+    """Per judge model and dimension: the backend(s), judgments ok / missing / error, the missing rate.
 
     The rate is missing / (ok + missing): errors are infrastructure failures, judged again on the
     next run, not answers. For turn-level personalization the turn columns count assistant turns.
     """
     frame = store.frame(JUDGMENTS) if isinstance(store, RunStore) else store
-    columns = ["judge_model", "dimension", "ok", "missing", "error", "missing_rate",
+    columns = ["judge_model", "dimension", "backend", "ok", "missing", "error", "missing_rate",
                "turns", "turns_missing", "turn_missing_rate"]
     if frame.empty:
         return pd.DataFrame(columns=columns)
@@ -474,7 +474,8 @@ def missing_rate(store: RunStore | pd.DataFrame, judge_model: str | None = None)
         ok, missing, error = (int(counts.get(s, 0)) for s in ("ok", "missing", "error"))
         answered = ok + missing
         row: dict[str, Any] = {
-            "judge_model": model, "dimension": dimension, "ok": ok, "missing": missing, "error": error,
+            "judge_model": model, "dimension": dimension, "backend": ", ".join(sorted(set(group["backend"]))),
+            "ok": ok, "missing": missing, "error": error,
             "missing_rate": missing / answered if answered else float("nan"),
             "turns": pd.NA, "turns_missing": pd.NA, "turn_missing_rate": float("nan"),
         }
@@ -489,3 +490,34 @@ def missing_rate(store: RunStore | pd.DataFrame, judge_model: str | None = None)
     out = pd.DataFrame(rows, columns=columns)
     out["_order"] = out["dimension"].map({name: i for i, name in enumerate(ALL_DIMENSIONS)})
     return out.sort_values(["judge_model", "_order"]).drop(columns="_order").reset_index(drop=True)
+
+
+# -- notebook helpers -----------------------------------------------------------------------------------
+
+
+def dialogue_filter(users: UsersArg = None, task_types: Iterable[str] | None = None) -> Callable[..., bool]:
+    """`select` for `run_judging`: dialogues of the given users (a sample name or indices) and task types."""
+    wanted_users = resolve_users(users)
+    user_set = set(wanted_users) if wanted_users is not None else None
+    type_set = set(task_types) if task_types is not None else None
+    unknown = sorted((type_set or set()) - {"SD", "MD"})
+    if unknown:
+        raise JudgingError(f"unknown task types {unknown}; use 'SD' and/or 'MD'")
+
+    def select(dialogue: Mapping[str, Any]) -> bool:
+        return (user_set is None or dialogue.get("user_id") in user_set) and (
+            type_set is None or dialogue.get("task_type") in type_set
+        )
+
+    return select
+
+
+def judged_users(store: RunStore, select: Callable[[Mapping[str, Any]], bool] | None = None) -> list[int]:
+    """User indices of the judgeable dialogues in the store: the profiles judging needs loaded."""
+    return sorted(
+        {
+            int(d["user_id"])
+            for d in store.records(DIALOGUES)
+            if d.get("status") in JUDGEABLE_STATUSES and (select is None or select(d))
+        }
+    )

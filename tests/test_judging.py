@@ -388,3 +388,24 @@ def test_contexts_from_the_official_benchmark(official_data: Path) -> None:
     assert str(ctx["preferences"]["Alarm"]["Alarm Sound Preference"]) in prompt
     with pytest.raises(JudgingError, match="does not hold"):
         context_of({**record, "scenario_id": "user7/SD-Alarm-task-99"})
+
+
+def test_task_completion_needs_every_relevant_preference_applied() -> None:
+    partial = [
+        {"role": "user", "content": OPENING},
+        {"role": "assistant", "content": "Set for 6:30 AM with gentle nature. Anything else?"},
+        {"role": "user", "content": "No, that's all, thanks."},
+        {"role": "assistant", "content": "You're welcome!"},
+    ]
+    answer = judge_answer({**context(partial), "dimension": "task_completion"})
+    assert DIMENSIONS["task_completion"].parse(answer).score == 0.0
+    assert "Alarm Recurring Preference" in answer
+
+
+def test_dialogue_filter_and_judged_users(tmp_path: Path) -> None:
+    store = store_with_dialogues(tmp_path)
+    assert judging.judged_users(store) == [1, 2, 3]  # the errored dialogue of user 4 needs no profile
+    assert judging.judged_users(store, judging.dialogue_filter([2, 3, 4], ["SD"])) == [2, 3]
+    assert judging.judged_users(store, judging.dialogue_filter(None, ["MD"])) == []
+    with pytest.raises(JudgingError, match="unknown task types"):
+        judging.dialogue_filter(None, ["XD"])

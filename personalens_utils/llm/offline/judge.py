@@ -15,11 +15,13 @@ import random
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from ..types import CallKind, FatalError, Request
 from . import register
 
+_NON_WORD = re.compile(r"[^a-z0-9]+")
 _NON_VALUES = {"no preference", "none", "n a", "any", "not applicable"}
 _STOPWORDS = frozenset(
     re.findall(
@@ -34,21 +36,22 @@ _CONFIRMATIONS = re.compile(r"\b(yes|yeah|yep|no|nope|sure|sounds good|perfect|g
 _ROBOTIC = ("as an ai", "language model", "i am an assistant", "terminate", "user:", "assistant:")
 
 
+@lru_cache(maxsize=65536)
 def _norm(text: str) -> str:
-    return " " + re.sub(r"[^a-z0-9]+", " ", text.lower()).strip() + " "
+    """Lower case words separated by single spaces, padded so " value " matches whole words only."""
+    return " " + _NON_WORD.sub(" ", text.lower()).strip() + " "
 
 
 def _atoms(value: Any) -> list[str]:
     """The normalized single values of one preference (a string or a list of strings)."""
-    values = value if isinstance(value, list | tuple) else [value]
-    atoms = []
-    for item in values:
-        if not isinstance(item, str):
-            continue
-        atom = _norm(item)
-        if atom.strip() and atom.strip() not in _NON_VALUES:
-            atoms.append(atom)
-    return atoms
+    values = tuple(value) if isinstance(value, list | tuple) else (value,)
+    return list(_atoms_of(tuple(v for v in values if isinstance(v, str))))
+
+
+@lru_cache(maxsize=65536)
+def _atoms_of(values: tuple[str, ...]) -> tuple[str, ...]:
+    atoms = (_norm(item) for item in values)
+    return tuple(a for a in atoms if a.strip() and a.strip() not in _NON_VALUES)
 
 
 def _first_mention(turns: Sequence[tuple[str, str]], role: str, atoms: Iterable[str]) -> int | None:
