@@ -6,6 +6,7 @@
 
 from .loop import TURN_CAPS, dialogue_id, simulate_dialogue, split_terminate
 from .prompting import ScenarioContext, assistant_request, assistant_system, user_request
+from .report import default_users, outcome_table, run_dialogues
 from .runner import (
     DEFAULT_MODEL,
     DIALOGUES,
@@ -29,9 +30,12 @@ __all__ = [
     "arun_simulation",
     "assistant_request",
     "assistant_system",
+    "default_users",
     "dialogue_frame",
     "dialogue_id",
+    "outcome_table",
     "plan_dialogues",
+    "run_dialogues",
     "run_simulation",
     "simulate_dialogue",
     "split_terminate",

@@ -27,7 +27,7 @@ from .settings import AssistantSetting
 
 DIALOGUES = "dialogues"
 STAGE = "simulation"
-DEFAULT_MODEL = "claude-3-sonnet"
+DEFAULT_MODEL = "Claude 3 Sonnet"
 """The paper's user agent and main assistant (Claude 3 Sonnet)."""
 
 log = logging.getLogger(__name__)

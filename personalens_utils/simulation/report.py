@@ -1,0 +1,62 @@
+"""What notebook 03 shows: which users to simulate by default, this run's dialogues, how they ended."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from personalens_utils.data import MD, SAMPLES, SD, Benchmark
+from personalens_utils.llm.offline import OFFLINE_LABEL
+from personalens_utils.store import RunStore
+
+from .loop import ERROR, TERMINATED, TURN_CAP, dialogue_id
+from .runner import DEFAULT_MODEL, DIALOGUES
+from .settings import AssistantSetting
+
+DEFAULT_SAMPLE = "sample_50"
+
+
+def default_users(benchmark_dir: str | os.PathLike[str]) -> str | None:
+    """The paper's sample_50 when the benchmark holds all of its users (the official data), else None
+    (every user: a generated benchmark numbers its own users)."""
+    profiles = Path(benchmark_dir) / "profile"
+    if not profiles.is_dir():
+        profiles = Path(benchmark_dir) / "data" / "profile"
+    return DEFAULT_SAMPLE if all((profiles / f"user{u}").is_dir() for u in SAMPLES[DEFAULT_SAMPLE]) else None
+
+
+def run_dialogues(store: RunStore, benchmark: Benchmark, *, settings: Sequence[str] = ("base",),
+                  task_types: Sequence[str] = (SD, MD), user_model: str = DEFAULT_MODEL,
+                  assistant_model: str = DEFAULT_MODEL) -> pd.DataFrame:
+    """The stored dialogues of these scenarios, settings and models (other runs in the store left out)."""
+    names = [AssistantSetting.parse(s).name for s in settings]
+    frame = benchmark.scenarios[benchmark.scenarios["task_type"].isin(list(task_types))]
+    wanted = {dialogue_id(sid, user_model, assistant_model, name)
+              for sid in frame["scenario_id"] for name in names}
+    records = [r for r in store.records(DIALOGUES) if r["id"] in wanted]
+    return pd.DataFrame.from_records(records)
+
+
+def outcome_table(dialogues: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """How the dialogues ended, per assistant setting and task type, with turns, retries and cost."""
+    columns = ["assistant_setting", "task_type", "dialogues", TERMINATED, TURN_CAP, ERROR, "mean_turns",
+               "retries", "cost_usd"]
+    if dialogues.empty:
+        return pd.DataFrame(columns=columns), "No dialogues stored for this selection."
+    counts = pd.crosstab([dialogues["assistant_setting"], dialogues["task_type"]], dialogues["status"])
+    counts = counts.reindex(columns=[TERMINATED, TURN_CAP, ERROR], fill_value=0)
+    grouped = dialogues.groupby(["assistant_setting", "task_type"])
+    table = counts.assign(dialogues=grouped.size(), mean_turns=grouped["n_turns"].mean(),
+                          retries=grouped["retries"].sum(), cost_usd=grouped["cost_usd"].sum())
+    table = table.reset_index()[columns]
+    backends = sorted(set(dialogues["backend"]))
+    caption = ("How the dialogues ended (terminated by the user, turn cap of 20 SD / 30 MD, or error), "
+               "mean turns, retried calls and cost per assistant setting and task type.")
+    if "offline" in backends:
+        caption += f" Made with the {OFFLINE_LABEL}."
+    else:
+        caption += f" Backend: {', '.join(backends)}."
+    return table, caption
