@@ -20,7 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import papermill
+
+from .metrics.scores import load_dialogues, load_judgments
 from .paths import find_official_data, project_root, runs_dir
+from .store import RunStore
 
 NOTEBOOKS = ("01_generation", "02_validation", "03_simulation", "04_judging", "05_ablation", "06_analysis")
 OFFLINE_ASSISTANTS = ("Claude 3 Haiku", "Claude 3 Sonnet", "Llama 3.1 8B Instruct", "Mixtral 8x7B Instruct")
@@ -90,6 +94,7 @@ class Settings:
     benchmark_dir: Path | None = None
     passes: tuple[str, ...] = ("generated", "official")
     annotations: str | None = None
+    argv: tuple[str, ...] = ()
     notebooks_dir: Path = field(default_factory=lambda: project_root() / "notebooks")
 
     @property
@@ -99,11 +104,14 @@ class Settings:
 
 @dataclass
 class StepResult:
+    """One notebook run: ok, failed (message says why), or skipped because the notebook does not exist."""
+
     notebook: str
     executed: Path | None
     seconds: float
     ok: bool
     message: str = ""
+    skipped: bool = False
 
 
 @dataclass
@@ -118,8 +126,6 @@ class PassResult:
 
 
 def _declared(notebook: Path) -> set[str]:
-    import papermill
-
     return set(papermill.inspect_notebook(str(notebook)))
 
 
@@ -127,13 +133,13 @@ def run_notebook(
     settings: Settings, name: str, out: Path, params: dict[str, Any], label: str = ""
 ) -> StepResult:
     """Execute one notebook with the parameters it declares; a failure is recorded, not raised."""
-    import papermill
-
     source = settings.notebooks_dir / f"{name}.ipynb"
     if not source.is_file():
-        return StepResult(name, None, 0.0, False, f"{source.relative_to(project_root())} does not exist yet")
+        print(f"[reproduce] {name}{label}: skipped, {source} does not exist", flush=True)
+        return StepResult(name + label, None, 0.0, False, f"{source.name} does not exist yet", skipped=True)
     declared = _declared(source)
     passed = {k: v for k, v in params.items() if k in declared}
+    out.mkdir(parents=True, exist_ok=True)
     executed = out / f"{name}{label}.ipynb"
     started = time.perf_counter()
     print(f"[reproduce] {name}{label}: {', '.join(f'{k}={v!r}' for k, v in passed.items())}", flush=True)
@@ -196,7 +202,9 @@ def run_pass(settings: Settings, name: str, benchmark_dir: Path | None) -> PassR
                 {
                     **common,
                     "n_users": settings.generated_users,
-                    "output_benchmark_dir": str(bench),
+                    "generated_dir": str(bench),
+                    "run_dir": str(folder / "generation"),
+                    "model": settings.user_model,
                 },
             )
         )
@@ -255,15 +263,23 @@ def _caption(files: Sequence[Path]) -> str:
     return first[0].lstrip("# ").strip() if first else ""
 
 
-def _models(settings: Settings, kind: str) -> str:
+def _models(settings: Settings, kind: str, generated: bool) -> str:
     if kind == "none":
-        return "none (computed from the benchmark data)"
+        source = (
+            f"a benchmark notebook 01 generated on the {settings.backend} backend"
+            if generated
+            else "the benchmark data as found"
+        )
+        return f"no model at analysis time; computed from {source}"
     if kind == "ablation":
         return (
             f"assistant {settings.ablation_model}; user {settings.user_model}; judge {settings.judge_model}"
         )
     if kind == "judges":
-        return f"judge {settings.judge_model}; second judge {settings.second_judge_model} when no annotations"
+        return (
+            f"judge {settings.judge_model}; annotators' sheets if given, else second judge "
+            f"{settings.second_judge_model}"
+        )
     return (
         f"assistants {', '.join(settings.assistant_models)}; user {settings.user_model}; "
         f"judge {settings.judge_model}"
@@ -273,30 +289,73 @@ def _models(settings: Settings, kind: str) -> str:
 def _reason(item: PaperItem, result: PassResult) -> str:
     steps = [s for s in result.steps if s.notebook.startswith(item.notebook)]
     if not steps:
-        return f"{item.notebook} was not run in this pass"
+        return f"{item.notebook} is not part of this pass"
+    skipped = [s for s in steps if s.skipped]
+    if skipped:
+        return f"notebooks/{skipped[0].message}"
     failed = [s for s in steps if not s.ok]
     if failed:
-        return f"{failed[0].notebook} did not finish: {failed[0].message}"
+        return f"{failed[0].notebook} failed: {failed[0].message}"
     return f"{item.notebook} ran but wrote no {item.stem}* file (see its executed copy)"
+
+
+def store_summary(folder: Path) -> list[str]:
+    """Markdown lines: a pass's stored dialogues per assistant, setting and task type, and its judgments."""
+    store = RunStore(folder / "store")
+    dialogues = load_dialogues(store)
+    if dialogues.empty:
+        return ["Run store: empty."]
+    counts = dialogues.groupby(
+        ["assistant_model", "assistant_setting", "task_type", "dialogue_status"]
+    ).size()
+    lines = ["Run store `store/` (dialogues by assistant, setting, task type and how they ended):", ""]
+    lines += ["| assistant | setting | type | status | dialogues |", "| --- | --- | --- | --- | --- |"]
+    lines += [f"| {m} | {st} | {t} | {status} | {n} |" for (m, st, t, status), n in counts.items()]
+    judgments = load_judgments(store)
+    if not judgments.empty:
+        per = judgments.groupby(["judge_model", "judgment_status"]).size()
+        lines += ["", "Judgments: " + "; ".join(f"{j} {status}: {n}" for (j, status), n in per.items())]
+    return [*lines, ""]
+
+
+def _item_lines(settings: Settings, res: PassResult, item: PaperItem, files: list[Path]) -> list[str]:
+    root = settings.root
+    shown = ", ".join(f"`{f.relative_to(root)}`" for f in files if f.suffix in (".md", ".png"))
+    step = next((s for s in res.steps if s.notebook.startswith(item.notebook) and s.executed), None)
+    made = f"`{step.executed.relative_to(root)}`" if step and step.executed else item.notebook
+    lines = [
+        f"- **{item.name}** ({item.what}): {shown}",
+        f"  - made by {made}; backend {settings.backend}; "
+        f"models: {_models(settings, item.models, res.name == 'generated')}",
+    ]
+    caption = _caption(files)
+    if caption:
+        lines.append(f"  - caption: {caption}")
+    return lines
 
 
 def write_index(settings: Settings, results: Sequence[PassResult], seconds: float) -> Path:
     """runs/<run>/INDEX.md: every paper table and figure, the file that reproduces it, or why not."""
     root = settings.root
+    offline = settings.backend == "offline"
     lines = [
         f"# Reproduction `{settings.run}`",
         "",
-        f"Backend: **{settings.backend}**"
+        f"Backend: **{settings.backend}**."
         + (
-            " — the offline backend is a rule-based simulation, not a language model; every table and "
-            "figure below says so in its caption or title."
-            if settings.backend == "offline"
+            " The offline backend is a rule-based simulation, not a language model: its numbers show the "
+            "pipeline at work, not findings about any model, and every table and figure says so."
+            if offline
             else ""
         ),
+        "",
         f"Models: user agent {settings.user_model}; assistants {', '.join(settings.assistant_models)}; "
-        f"ablation assistant {settings.ablation_model}; judge {settings.judge_model}; "
-        f"second judge {settings.second_judge_model}.",
-        f"Total time: {seconds / 60:.1f} min.",
+        f"ablation assistant {settings.ablation_model}; judge {settings.judge_model}; second judge "
+        f"(Table 5 without annotation sheets) {settings.second_judge_model}.",
+        "",
+        f"Total time: {seconds / 60:.1f} min. Command: `python -m personalens_utils.reproduce "
+        f"{' '.join(settings.argv)}`".rstrip()
+        + "",
         "",
     ]
     for res in results:
@@ -304,38 +363,43 @@ def write_index(settings: Settings, results: Sequence[PassResult], seconds: floa
             f"## Pass `{res.name}`",
             "",
             f"- benchmark: `{res.benchmark}`",
-            f"- users (Tables 3, 5, 12, 13, Figures 4, 5): {res.users}",
-            f"- users of the ablation (Table 4): {res.ablation_users}",
-            f"- folder: `{res.folder.relative_to(root)}/` (executed notebooks, `store/`, tables, figures)",
+            f"- users of Tables 3, 5, 12, 13 and Figures 4, 5: {res.users}",
+            f"- users of the six-setting ablation (Table 4): {res.ablation_users}",
+            f"- folder: `{res.folder.relative_to(root)}/` (executed notebooks, store, tables, figures)",
             "",
-            "| item | content | file(s) | models | caption |",
-            "| --- | --- | --- | --- | --- |",
+            "### Reproduced",
+            "",
         ]
-        missing = []
+        missing, matched = [], set()
         for item in PAPER_ITEMS:
             files = produced(res.folder, item.stem, res.started)
-            if not files:
+            matched.update(files)
+            if files:
+                lines += _item_lines(settings, res, item, files)
+            else:
                 missing.append((item, _reason(item, res)))
-                continue
-            shown = ", ".join(f"`{f.relative_to(root)}`" for f in files if f.suffix in (".md", ".png"))
-            caption = _caption(files).replace("|", "/")
-            lines.append(
-                f"| {item.name} | {item.what} | {shown} | {_models(settings, item.models)} | {caption} |"
-            )
         lines.append("")
         if missing:
-            lines += ["Not reproduced in this pass:", ""]
+            lines += ["### Not reproduced", ""]
             lines += [f"- **{item.name}** ({item.what}): {why}" for item, why in missing]
             lines.append("")
+        others = [
+            f
+            for f in produced(res.folder, "", res.started)
+            if f not in matched and f.suffix in (".md", ".png")
+        ]
+        if others:
+            lines += ["### Other outputs", ""] + [f"- `{f.relative_to(root)}`" for f in others] + [""]
+        lines += ["### Run store", "", *store_summary(res.folder)]
         lines += [
-            "Notebooks run:",
+            "### Notebooks",
             "",
             "| notebook | executed copy | time | result |",
             "| --- | --- | --- | --- |",
         ]
         for step in res.steps:
             copy = f"`{step.executed.relative_to(root)}`" if step.executed and step.executed.exists() else "-"
-            outcome = "ok" if step.ok else f"not run/failed: {step.message}"
+            outcome = "ok" if step.ok else ("skipped: " if step.skipped else "FAILED: ") + step.message
             lines.append(f"| {step.notebook} | {copy} | {step.seconds:.0f} s | {outcome} |")
         lines.append("")
     lines += ["## Not computational", ""] + [f"- {name}: {why}" for name, why in NOT_COMPUTED] + [""]
@@ -409,6 +473,7 @@ def parse_args(argv: Sequence[str] | None = None) -> Settings:
     parser.add_argument("--max-concurrency", type=int, default=16)
     args = parser.parse_args(argv)
     settings = Settings(
+        argv=tuple(sys.argv[1:] if argv is None else argv),
         run=args.run,
         backend=args.backend,
         benchmark_dir=args.benchmark_dir,
@@ -440,14 +505,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("[reproduce] backend anthropic needs ANTHROPIC_API_KEY in the environment", file=sys.stderr)
         return 2
     results, index = reproduce(settings)
-    ran = [s for r in results for s in r.steps]
-    failed = [s for s in ran if not s.ok]
+    steps = [s for r in results for s in r.steps]
+    failed = [s for s in steps if not s.ok and not s.skipped]
+    skipped = [s for s in steps if s.skipped]
     print(
-        f"[reproduce] ran {sum(s.ok for s in ran)} notebook(s); {len(failed)} not run or failed; "
-        f"index: {index}"
+        f"[reproduce] ran {sum(s.ok for s in steps)} notebook(s), {len(skipped)} skipped (not written yet), "
+        f"{len(failed)} failed; index: {index}"
     )
-    for step in failed:
-        print(f"[reproduce]   {step.notebook}: {step.message}")
+    for step in [*skipped, *failed]:
+        print(f"[reproduce]   {step.notebook}: {'skipped' if step.skipped else 'FAILED'}: {step.message}")
     return 1 if failed else 0
 
 

@@ -1,0 +1,159 @@
+"""The reproduction driver: arguments, notebook execution through papermill, and INDEX.md."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+import nbformat
+import pandas as pd
+import pytest
+from nbformat.v4 import new_code_cell, new_notebook
+
+from personalens_utils import reproduce
+from personalens_utils.plots import save_figure
+from personalens_utils.reproduce import PAPER_ITEMS, PassResult, Settings, StepResult
+from personalens_utils.tables import save_table
+
+
+def test_defaults_are_offline_and_anthropic_switches_to_current_models():
+    offline = reproduce.parse_args(["--run", "r"])
+    assert (offline.backend, offline.run, offline.passes) == ("offline", "r", ("generated", "official"))
+    assert offline.assistant_models == reproduce.OFFLINE_ASSISTANTS
+    claude = reproduce.parse_args(["--backend", "anthropic", "--ablation-model", "Claude Opus 4.5"])
+    assert claude.assistant_models == reproduce.ANTHROPIC_ASSISTANTS
+    assert claude.ablation_model == "Claude Opus 4.5" and claude.user_model == "Claude Sonnet 4.5"
+    custom = reproduce.parse_args(
+        ["--assistant-models", "a, b", "--passes", "official", "--users", "sample_50"]
+    )
+    assert custom.assistant_models == ("a", "b") and custom.passes == ("official",)
+    assert custom.official_users == "sample_50"
+    with pytest.raises(SystemExit):
+        reproduce.parse_args(["--passes", "everything"])
+
+
+def test_anthropic_without_a_key_stops_before_running(monkeypatch, capsys):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    assert reproduce.main(["--run", "nokey", "--backend", "anthropic"]) == 2
+    assert "ANTHROPIC_API_KEY" in capsys.readouterr().err
+
+
+def _notebook(path: Path, parameters: str, body: str) -> None:
+    params = new_code_cell(parameters)
+    params.metadata["tags"] = ["parameters"]
+    nb = new_notebook(cells=[params, new_code_cell(body)])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, path)
+
+
+@pytest.fixture(scope="module")
+def executed(tmp_path_factory):
+    """Three tiny notebooks run through `run_notebook`: one writes a table, one fails, one is absent."""
+    root = tmp_path_factory.mktemp("nb")
+    books = root / "notebooks"
+    books.mkdir()
+    _notebook(
+        books / "writer.ipynb",
+        'label = "default"\noutput_dir = None',
+        "import pandas as pd\nfrom personalens_utils.tables import save_table\n"
+        'save_table(pd.DataFrame({"x": [1]}), output_dir, 3, "tiny", f"caption {label}")',
+    )
+    _notebook(books / "broken.ipynb", "output_dir = None", 'raise RuntimeError("the data is bad")')
+    settings = Settings(run="t", notebooks_dir=books)
+    params = {"label": "passed", "output_dir": str(root / "out"), "undeclared": 1}
+    return root, {
+        "writer": reproduce.run_notebook(settings, "writer", root / "out", params),
+        "broken": reproduce.run_notebook(settings, "broken", root / "out", params, "-x"),
+        "absent": reproduce.run_notebook(settings, "absent", root / "out", params),
+    }
+
+
+def test_run_notebook_passes_declared_parameters_only(executed):
+    root, steps = executed
+    step = steps["writer"]
+    assert step.ok and step.executed == root / "out" / "writer.ipynb" and step.executed.is_file()
+    assert (root / "out" / "tables" / "table3_tiny.csv").read_text().startswith("# caption passed")
+    injected = nbformat.read(step.executed, 4).cells[1].source  # papermill's injected-parameters cell
+    assert "passed" in injected and "undeclared" not in injected
+
+
+def test_a_failing_notebook_is_recorded_and_a_missing_one_skipped(executed):
+    _, steps = executed
+    broken = steps["broken"]
+    assert not broken.ok and not broken.skipped and "the data is bad" in broken.message
+    assert broken.notebook == "broken-x" and broken.executed.is_file()  # the executed copy shows the error
+    absent = steps["absent"]
+    assert absent.skipped and not absent.ok and "does not exist" in absent.message
+
+
+def _pass(root: Path, started: float) -> PassResult:
+    folder = root / "runs" / "r" / "official"
+    tables = {
+        3: "assistant_models",
+        4: "ablation",
+        5: "agreement",
+        12: "user_agent",
+        13: "dialogue_stats",
+        6: "demographics_part1",
+        99: "extra",
+    }
+    for number, slug in tables.items():
+        save_table(pd.DataFrame({"a": [1.0]}), folder, number, slug, f"Caption of table {number} [offline]")
+    for number, slug in ((4, "domains"), (5, "turns")):
+        fig, ax = plt.subplots()
+        ax.plot([1, 2])
+        save_figure(fig, folder, number, slug)
+        plt.close(fig)
+    stale = folder / "figures" / "figure3_demographics.png"
+    stale.write_bytes(b"old")
+    os.utime(stale, (started - 3600, started - 3600))  # left over from an earlier run: not listed
+    result = PassResult("official", "/data/official", "sample_30", "first 10 users of sample_30", folder)
+    result.started = started
+    result.steps = [
+        StepResult("03_simulation-a", folder / "03_simulation-a.ipynb", 3.0, True),
+        StepResult("02_validation", folder / "02_validation.ipynb", 5.0, False, "KeyError: 'Gender'"),
+        StepResult("05_ablation", folder / "05_ablation.ipynb", 4.0, True),
+        StepResult("06_analysis", folder / "06_analysis.ipynb", 6.0, True),
+        StepResult("01_generation", None, 0.0, False, "01_generation.ipynb does not exist yet", skipped=True),
+    ]
+    return result
+
+
+def test_index_lists_every_paper_item_with_its_file_or_the_reason(tmp_path, monkeypatch):
+    monkeypatch.setattr(reproduce, "runs_dir", lambda: tmp_path / "runs")
+    settings = Settings(run="r", argv=("--run", "r"))
+    result = _pass(tmp_path, time.time())
+    text = reproduce.write_index(settings, [result], 125.0).read_text()
+    reproduced, missing = text.split("### Not reproduced")
+    for name in ("Table 3", "Table 4", "Table 5", "Table 6", "Table 12", "Table 13", "Figure 4", "Figure 5"):
+        assert f"**{name}**" in reproduced
+    assert "`official/tables/table3_assistant_models.md`" in reproduced
+    assert "`official/figures/figure5_turns.png`" in reproduced
+    assert "caption: Caption of table 3 [offline]" in reproduced
+    assert "made by `official/06_analysis.ipynb`; backend offline" in reproduced
+    assert "assistants " + ", ".join(reproduce.OFFLINE_ASSISTANTS) in reproduced
+    assert "**Figure 3** (demographic distribution): 02_validation failed: KeyError: 'Gender'" in missing
+    assert "**Table 1** (tasks and dialogues per domain): 02_validation failed" in missing
+    for item in PAPER_ITEMS:
+        assert f"**{item.name}**" in text
+    assert "`official/tables/table99_extra.md`" in text.split("### Other outputs")[1]
+    assert "rule-based simulation, not a language model" in text
+    assert "Total time: 2.1 min" in text and "--run r" in text
+    assert "| 01_generation | - | 0 s | skipped: 01_generation.ipynb does not exist yet |" in text
+    assert "Run store: empty." in text
+
+
+def test_publish_copies_only_this_runs_files(tmp_path, monkeypatch):
+    monkeypatch.setattr(reproduce, "project_root", lambda: tmp_path)
+    started = time.time()
+    result = _pass(tmp_path, started)
+    copied = {p.name for p in reproduce.publish(result)}
+    assert "table3_assistant_models.tex" in copied and "figure4_domains.pdf" in copied
+    assert "figure3_demographics.png" not in copied
+    assert (tmp_path / "tables" / "table3_assistant_models.md").is_file()
