@@ -54,7 +54,8 @@ def _lookup(canonical: Iterable[str]) -> dict[str, str]:
 
 
 def extract_json(text: str, expected: type[dict] | type[list]) -> Any:
-    """The JSON value of an answer, tolerating code fences, <response> tags and a short preamble."""
+    """The first JSON value of an answer, tolerating code fences, <response> tags, a short preamble
+    and remarks after the value; it must be an object (`dict`) or an array (`list`) as expected."""
     body = text.strip()
     tagged = _RESPONSE.search(body)
     if tagged:
@@ -62,20 +63,23 @@ def extract_json(text: str, expected: type[dict] | type[list]) -> Any:
     fenced = _FENCE.match(body)
     if fenced:
         body = fenced.group(1).strip()
-    opener = "{" if expected is dict else "["
-    start = body.find(opener)
-    if start < 0:
-        kind = "object" if expected is dict else "array"
+    kind = "object" if expected is dict else "array"
+    starts = sorted({i for i in (body.find("{"), body.find("[")) if i >= 0})
+    if not starts:
         raise AnswerError(f"no JSON {kind} found in the answer")
-    try:
-        value, end = json.JSONDecoder().raw_decode(body, start)
-    except json.JSONDecodeError as exc:
-        raise AnswerError(f"not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
-    if body[end:].strip():
-        raise AnswerError("unexpected text after the JSON value")
-    if not isinstance(value, expected):
-        raise AnswerError(f"expected a JSON {'object' if expected is dict else 'array'}")
-    return value
+    decoder = json.JSONDecoder()
+    errors: list[json.JSONDecodeError] = []
+    for start in starts:
+        try:
+            value, _ = decoder.raw_decode(body, start)
+        except json.JSONDecodeError as exc:
+            errors.append(exc)
+            continue
+        if not isinstance(value, expected):
+            raise AnswerError(f"expected a JSON {kind}, got {type(value).__name__}")
+        return value
+    error = errors[0]
+    raise AnswerError(f"not valid JSON ({error.msg} at line {error.lineno}, column {error.colno})")
 
 
 def _strings(value: Any, what: str, problems: list[str]) -> list[str] | None:

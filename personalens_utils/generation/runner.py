@@ -2,8 +2,8 @@
 
 Three concurrent phases, each through `LLMClient.run_all`: (1) task definitions and interest
 masks, (2) preferences of every kept domain, (3) past-interaction summaries and one situation per
-user x eligible task. Everything is stored step by step in a run store (see `steps`), so a rerun
-only does what is missing or failed. Users with a failed profile step and scenarios with a failed
+user x eligible task. Every step result is stored in a run store (see `steps`), so a rerun only
+does what is missing or failed. Users with a failed profile step and scenarios with a failed
 situation are left out of the written benchmark and listed in `GenerationResult.failures`.
 """
 
@@ -34,12 +34,13 @@ from ..data import (
 from ..demographics import read_demographics, sample_demographics
 from ..llm import LLMClient
 from ..llm.offline import OFFLINE_LABEL
+from ..llm.offline import generation as _offline_answers  # noqa: F401  (registers the responder)
 from ..prompts.generation import GENERATION_PROMPT_VERSION
 from ..schema import Schema, load_schema
 from ..store import RunStore, stable_id
 from . import requests as calls
 from .parsing import MD_DOMAIN_RANGE
-from .steps import ERROR, StepRunner, table_name
+from .steps import StepRunner
 
 MANIFEST = "generation.json"
 STAGE = "generation"
@@ -61,8 +62,6 @@ class GenerationConfig:
     max_attempts: int = 3
 
     def validate(self, schema: Schema) -> None:
-        if self.n_users is None and self.demographics_file is None:
-            raise ValueError("n_users=None means 'every row of demographics_file', but no file was given")
         if self.n_users is not None and self.n_users < 1:
             raise ValueError(f"n_users must be at least 1, got {self.n_users}")
         if self.sd_tasks_per_domain < 0 or self.md_tasks < 0:
@@ -96,7 +95,8 @@ def load_users(config: GenerationConfig) -> list[dict[str, str]]:
     """Demographic records with a `user_id` ("user<N>"): sampled from Tables 6-7, or read from a file
     (kept ids when the file names every user as user<N> without repeats, else numbered in order)."""
     if config.demographics_file is None:
-        assert config.n_users is not None
+        if config.n_users is None:
+            raise ValueError("n_users=None means 'every row of demographics_file', but no file was given")
         records = sample_demographics(config.n_users, seed=config.seed)
     else:
         records = read_demographics(config.demographics_file)
@@ -121,14 +121,15 @@ def _task_key(task: Mapping[str, Any]) -> str:
 class _Generation:
     """The state of one run: users, their results so far, and the task definitions."""
 
-    def __init__(self, config: GenerationConfig, client: LLMClient, store: RunStore, schema: Schema):
+    def __init__(self, config: GenerationConfig, users: list[dict[str, str]], client: LLMClient,
+                 store: RunStore, schema: Schema):
         self.config = config
         self.client = client
         self.schema = schema
         self.domains = [schema.domain(d) for d in (config.domains or schema.domain_names)]
         self.settings = calls.ModelSettings(model=config.model, temperature=config.temperature)
         self.runner = StepRunner(client, store, config.model, config.max_attempts)
-        self.users = load_users(config)
+        self.users = users
         self.masks: dict[str, dict[str, int]] = {}
         self.preferences: dict[str, dict[str, dict[str, Any]]] = {}
         self.interactions: dict[str, dict[str, str]] = {}
@@ -137,7 +138,10 @@ class _Generation:
         self.failed_users: set[str] = set()
 
     def _run(self, jobs: Sequence[Callable[[], Awaitable[Any]]], desc: str) -> None:
-        self.client.run_all(jobs, desc=f"generation: {desc}", stage=STAGE)
+        try:
+            self.client.run_all(jobs, desc=f"generation: {desc}", stage=STAGE)
+        finally:
+            self.runner.flush()
 
     def _job(self, call: calls.StepCall, key: tuple[Any, ...], about: dict[str, Any],
              done: Callable[[Any], None]) -> Callable[[], Awaitable[Any]]:
@@ -253,29 +257,22 @@ class _Generation:
         return Benchmark.from_records(users, definitions, scenarios)
 
 
-def failures_frame(store: RunStore, record_ids: set[str]) -> pd.DataFrame:
-    """The failed step records among `record_ids`, most useful columns first."""
-    columns = ["step", "user_id", "domain", "task_id", "attempts", "error", "raw"]
-    rows = []
-    for step in calls.STEPS:
-        for record in store.records(table_name(step)):
-            if record["status"] == ERROR and record["id"] in record_ids:
-                rows.append({c: record.get(c) for c in columns})
-    return pd.DataFrame(rows, columns=columns)
-
-
-def _write(benchmark: Benchmark, output_dir: Path, manifest: dict[str, Any]) -> None:
-    """Write into a fresh sibling folder, then swap it in; only a folder this kit generated (it holds
-    MANIFEST) is ever replaced, so official or hand-made data cannot be overwritten."""
+def _check_replaceable(output_dir: Path) -> None:
+    """Only a folder this kit generated (it holds MANIFEST) is ever replaced, so official or
+    hand-made data cannot be overwritten."""
     if output_dir.exists() and any(output_dir.iterdir()) and not (output_dir / MANIFEST).is_file():
         raise FileExistsError(f"{output_dir} holds data that generation did not write (no {MANIFEST}); "
                               "choose an empty or new output folder")
+
+
+def _write(benchmark: Benchmark, output_dir: Path, manifest: dict[str, Any]) -> None:
+    """Write into a fresh sibling folder (save_benchmark checks every record first), then swap it in."""
+    _check_replaceable(output_dir)
     output_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = output_dir.with_name(f".{output_dir.name}.writing-{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)
     save_benchmark(benchmark, staging)
     (staging / MANIFEST).write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2))
-    load_benchmark(staging)
     retired = output_dir.with_name(f".{output_dir.name}.old-{os.getpid()}")
     if output_dir.exists():
         output_dir.rename(retired)
@@ -293,16 +290,24 @@ def generate_benchmark(
     """Generate (or finish generating) a benchmark and write it to `output_dir` in the official layout.
 
     Defaults: the offline backend, `paths.generated_benchmark_dir()` and a run store under
-    runs/generation/. The written folder loads with `load_benchmark`.
+    runs/generation/<output folder name>. The written folder loads with `load_benchmark`.
     """
     config = config or GenerationConfig()
     schema = load_schema()
     config.validate(schema)
-    client = client or LLMClient("offline", stage=STAGE)
+    users = load_users(config)
     output = Path(output_dir) if output_dir is not None else paths.generated_benchmark_dir()
+    _check_replaceable(output)
     run_path = Path(run_dir) if run_dir is not None else paths.runs_dir() / "generation" / output.name
-    store = RunStore(run_path)
-    gen = _Generation(config, client, store, schema)
+    if client is not None:
+        return _generate(config, users, client, schema, output, run_path)
+    with LLMClient("offline", stage=STAGE) as own:
+        return _generate(config, users, own, schema, output, run_path)
+
+
+def _generate(config: GenerationConfig, users: list[dict[str, str]], client: LLMClient, schema: Schema,
+              output: Path, run_path: Path) -> GenerationResult:
+    gen = _Generation(config, users, client, RunStore(run_path), schema)
     gen.phase_tasks_and_masks()
     gen.phase_preferences()
     gen.phase_interactions_and_situations()
@@ -311,7 +316,8 @@ def generate_benchmark(
     steps = pd.DataFrame(
         [{"step": s, **{k: counts[s, k] for k in ("reused", "generated", "failed")}} for s in calls.STEPS]
     )
-    failures = failures_frame(store, gen.runner.failed_ids)
+    columns = ["step", "user_id", "domain", "task_id", "attempts", "error", "raw"]
+    failures = pd.DataFrame([{c: r.get(c) for c in columns} for r in gen.runner.failures], columns=columns)
     manifest = {
         "generated_by": "personalens_utils.generation",
         "label": OFFLINE_LABEL if client.backend_name == "offline" else None,

@@ -1,7 +1,9 @@
 """Running one generation step: reuse a stored result, or call the model, parse, retry, and store.
 
-Every step result is a run-store record keyed by a stable id, written as soon as it exists, so a
-killed run loses at most the calls in flight and a rerun skips what is done. An answer the parser
+Every step result is a run-store record keyed by a stable id. Records are written in small
+batches (every `flush_every` records or `flush_seconds`, and at the end of every phase): one
+fsync per record would dominate an offline run. A killed run loses at most that last batch, and a
+rerun skips what is done. An answer the parser
 rejects is sent back with the reasons (up to `max_attempts` answers in all); if none is usable the
 record is stored with status "error", the raw answer and the reasons, and nothing is invented.
 A later run retries errored steps with the cache bypassed, so it gets fresh answers.
@@ -9,6 +11,7 @@ A later run retries errored steps with the cache bypassed, so it gets fresh answ
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,9 +38,14 @@ class StepRunner:
     store: RunStore
     model: str
     max_attempts: int = 3
+    flush_every: int = 200
+    flush_seconds: float = 2.0
     counts: Counter[tuple[str, str]] = field(default_factory=Counter)
-    failed_ids: set[str] = field(default_factory=set)
+    failures: list[dict[str, Any]] = field(default_factory=list)
+    """The error records stored by this runner."""
     _known: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    _pending: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    _flushed_at: float = field(default_factory=time.monotonic)
 
     def __post_init__(self) -> None:
         if self.max_attempts < 1:
@@ -85,14 +93,25 @@ class StepRunner:
                                     "error": None, "attempts": attempts, **usage})
             self.counts[call.step, "generated"] += 1
             return value
-        self._store(call.step, {"id": record_id, "status": ERROR, **about, "value": None, "raw": raw,
-                                "error": " | ".join(problems), "attempts": attempts, **usage})
+        failure = {"id": record_id, "status": ERROR, **about, "value": None, "raw": raw,
+                   "error": " | ".join(problems), "attempts": attempts, **usage}
+        self.failures.append(self._store(call.step, failure))
         self.counts[call.step, "failed"] += 1
-        self.failed_ids.add(record_id)
         return None
 
-    def _store(self, step: str, record: dict[str, Any]) -> None:
+    def _store(self, step: str, record: dict[str, Any]) -> dict[str, Any]:
         record = {**record, "step": step, "backend": self.client.backend_name, "model": self.model,
                   "prompt_version": GENERATION_PROMPT_VERSION}
-        self.store.append(table_name(step), record)
+        self._pending.setdefault(table_name(step), []).append(record)
         self._known.setdefault(table_name(step), {})[record["id"]] = record
+        waiting = sum(len(v) for v in self._pending.values())
+        if waiting >= self.flush_every or time.monotonic() - self._flushed_at >= self.flush_seconds:
+            self.flush()
+        return record
+
+    def flush(self) -> None:
+        """Write the records not yet in the run store."""
+        pending, self._pending = self._pending, {}
+        for table, records in pending.items():
+            self.store.extend(table, records)
+        self._flushed_at = time.monotonic()

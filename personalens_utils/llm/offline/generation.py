@@ -2,9 +2,10 @@
 
 Answers come in exactly the format the generation prompts ask a real model for, so the same
 parsers read both. They are built from the request context with the seeded RNG: options are drawn
-with weights that depend on the demographics (stable per-attribute affinities from a hash, plus a
-few plain rules and country facts from resources/offline_generation.json), and prose is composed
-from templates. They are plausible stand-ins for testing the pipeline, not model output.
+with weights that depend on the demographics (stable per-attribute affinities from a hash, a
+spending level shared by all domains, a few plain rules and country facts from
+resources/offline_generation.json), and prose is composed from templates. They are plausible
+stand-ins for testing the pipeline, not model output.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ _WAKE_HOUR = {
     "Unemployed, not seeking work": 8.5,
 }
 _NO_PREFERENCE = "no preference"
+_SPENDING_TILT = {"budget": (4.0, 0.05), "mid": (0.6, 0.05), "premium": (0.05, 4.0)}
+"""Spending level -> weight factors of (budget options, premium options)."""
 _ORDINAL = re.compile(r"Duration|Price|Star Rating|Seat Class")
 _COUNTRY_NAMES = {
     "Korea, Republic of": "South Korea", "Tanzania, United Republic of": "Tanzania",
@@ -77,10 +80,25 @@ def _rule_factor(demo: Mapping[str, str], option: str) -> float:
     return factor
 
 
+def _spending(demo: Mapping[str, str]) -> str:
+    """The person's spending level, the same in every domain (it depends on the demographics only)."""
+    levels = _data()["spending"]["levels"]
+    budget, mid, _ = levels.get(demo.get("employment_status", ""), levels["other"])
+    u = _unit("spending", *demo.values())
+    return "budget" if u < budget else "mid" if u < budget + mid else "premium"
+
+
+def _spending_factor(demo: Mapping[str, str], option: str) -> float:
+    spec = _data()["spending"]
+    budget_tilt, premium_tilt = _SPENDING_TILT[_spending(demo)]
+    factor = budget_tilt if re.search(spec["budget"], option, re.IGNORECASE) else 1.0
+    return factor * (premium_tilt if re.search(spec["premium"], option, re.IGNORECASE) else 1.0)
+
+
 def _weight(demo: Mapping[str, str], domain: str, ptype: str, option: str) -> float:
-    affinity = 0.2 + sum(_unit(f, demo.get(f, ""), domain, ptype, option) ** 2 for f in _BIAS_FIELDS)
-    home = _data()["popular_in"].get(option, ())
-    return affinity * _rule_factor(demo, option) * (4.0 if _places(demo) & set(home) else 1.0)
+    affinity = 0.5 + sum(_unit(f, demo.get(f, ""), domain, ptype, option) ** 2 for f in _BIAS_FIELDS)
+    home = 4.0 if _places(demo) & set(_data()["popular_in"].get(option, ())) else 1.0
+    return affinity * _rule_factor(demo, option) * _spending_factor(demo, option) * home
 
 
 def _clock_weight(demo: Mapping[str, str], option: str) -> float:
