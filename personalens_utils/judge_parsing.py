@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 VERDICT_LABEL = "VERDICT:"
 
@@ -59,6 +60,7 @@ def normalize_answer(text: str) -> str:
     return _LINE_DECOR.sub("", body).strip()
 
 
+@lru_cache(maxsize=64)
 def _label_pattern(label: str, *, line_start: bool) -> re.Pattern[str]:
     words = r"\s+".join(re.escape(w) for w in label.rstrip(":").split())
     prefix = r"(?m)^" if line_start else r"(?<![a-z])"
