@@ -19,6 +19,10 @@ import pandas as pd
 
 from .judge_parsing import normalize_answer
 from .llm import CallKind, LLMClient, Message, Request
+
+# Imported for its side effect: it registers the offline VALIDATION responder, which the offline
+# backend's lazy loader skips once any other responder module has been imported.
+from .llm.offline import consistency as _offline_responder  # noqa: F401
 from .prompts.validation import (
     CONSISTENCY,
     CONSISTENCY_PROMPT_VERSION,
