@@ -7,7 +7,9 @@ so (see `OFFLINE_LABEL`). Responders for each call kind live in sibling modules 
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import importlib
 import random
 from collections.abc import Callable
 
@@ -58,15 +60,11 @@ class OfflineBackend:
         return self.respond(request, model)
 
 
-def _load_responders() -> None:
-    """Import the responder modules once, so registration happens without import cycles."""
-    if _RESPONDERS:
-        return
-    import importlib
+_RESPONDER_MODULES = ("dialogue", "judge", "generation", "consistency")
 
-    for module in ("dialogue", "judge", "generation", "consistency"):
-        try:
-            importlib.import_module(f"{__name__}.{module}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{__name__}.{module}":
-                raise
+
+@functools.cache
+def _load_responders() -> None:
+    """Import every responder module once, so registration happens without import cycles."""
+    for module in _RESPONDER_MODULES:
+        importlib.import_module(f"{__name__}.{module}")
