@@ -22,8 +22,13 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
+import pickle
+import subprocess
+import sys
 import threading
 import time
+import urllib.request
 import weakref
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
@@ -99,7 +104,23 @@ class FakeLLMServer:
         require_key: str | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
+        process: bool = False,
     ):
+        """`process=True` serves from a child process, so the server never competes with the client
+        for the GIL (use it for timing); `reply` and added routes must then be module-level functions."""
+        self._config = {
+            "latency_s": latency_s,
+            "fault_rate": fault_rate,
+            "fault_statuses": tuple(fault_statuses),
+            "max_faults_per_request": max_faults_per_request,
+            "retry_after_s": retry_after_s,
+            "seed": seed,
+            "reply": reply,
+            "require_key": require_key,
+            "host": host,
+            "port": port,
+        }
+        self.process = process
         if not 0.0 <= fault_rate <= 1.0:
             raise ValueError(f"fault_rate must be within [0, 1], got {fault_rate}")
         if isinstance(reply, str):
@@ -122,7 +143,8 @@ class FakeLLMServer:
         self._faults_in_a_row: Counter[str] = Counter()
         self.counters: defaultdict[str, Counter[str]] = defaultdict(Counter)
         self.in_flight = 0
-        self.peak_in_flight = 0
+        self._peak = 0
+        self._child: subprocess.Popen[bytes] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.Server | None = None
         self._thread: threading.Thread | None = None
@@ -137,9 +159,11 @@ class FakeLLMServer:
         return f"http://{self._address[0]}:{self._address[1]}"
 
     def start(self) -> str:
-        """Start serving on a background thread; returns the base URL."""
-        if self._loop is not None:
+        """Start serving on a background thread (or a child process); returns the base URL."""
+        if self._loop is not None or self._child is not None:
             raise RuntimeError("the fake server is already running")
+        if self.process:
+            return self._start_child()
         loop = asyncio.new_event_loop()
         self._server = loop.run_until_complete(
             asyncio.start_server(self._connection, self._host, self._port, backlog=1024)
@@ -150,7 +174,46 @@ class FakeLLMServer:
         self._thread.start()
         return self.url
 
+    def _start_child(self) -> str:
+        try:
+            payload = pickle.dumps((self._config, self._routes))
+        except (pickle.PicklingError, AttributeError, TypeError) as err:
+            raise ValueError(
+                f"a fake server in a child process needs module-level reply and route functions: {err}"
+            ) from err
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        child = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                "from personalens_utils.llm.fake_server import _serve_in_child; _serve_in_child()",
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+        )
+        assert child.stdin is not None and child.stdout is not None
+        child.stdin.write(payload.hex().encode() + b"\n")
+        child.stdin.flush()
+        line = child.stdout.readline().decode().strip()
+        if not line.startswith("http://"):
+            child.kill()
+            raise RuntimeError(f"the fake server's child process failed to start (exit code {child.wait()})")
+        self._child = child
+        self._address = _address_of(line)
+        return self.url
+
     def stop(self) -> None:
+        if self._child is not None:
+            assert self._child.stdin is not None
+            self._child.stdin.close()
+            try:
+                self._child.wait(10)
+            except subprocess.TimeoutExpired:
+                self._child.kill()
+                self._child.wait()
+            self._child = self._address = None
+            return
         loop, server, thread = self._loop, self._server, self._thread
         if loop is None or server is None or thread is None:
             return
@@ -179,24 +242,46 @@ class FakeLLMServer:
 
     def add_route(self, prefix: str, route: RouteFn) -> None:
         """Serve every request whose path starts with `prefix` with `route` (longest prefix wins)."""
+        if self._child is not None:
+            raise RuntimeError("add routes before starting a fake server that runs in a child process")
         self._routes[prefix] = route
+
+    def _remote(self, method: str, action: str) -> dict[str, Any]:
+        request = urllib.request.Request(
+            f"{self.url}/_fake/{action}", method=method, data=b"" if method == "POST" else None
+        )
+        with urllib.request.urlopen(request, timeout=30) as reply:
+            return json.loads(reply.read())
+
+    def _snapshot(self) -> dict[str, Any]:
+        with self._lock:
+            counters = {path: dict(counter) for path, counter in self.counters.items()}
+            return {"counters": counters, "peak_in_flight": self._peak}
 
     def stats(self) -> dict[str, dict[str, int]]:
         """Per path: requests, ok, faults (any error sent), injected (faults drawn), a count per status."""
-        with self._lock:
-            return {path: dict(counter) for path, counter in self.counters.items()}
+        return (self._remote("GET", "stats") if self._child is not None else self._snapshot())["counters"]
+
+    @property
+    def peak_in_flight(self) -> int:
+        """The most requests the server held at once (waiting out their latency) since start or reset."""
+        return (self._remote("GET", "stats") if self._child is not None else self._snapshot())[
+            "peak_in_flight"
+        ]
 
     def total(self, name: str) -> int:
         """One counter summed over every path, e.g. total("requests") or total("429")."""
-        with self._lock:
-            return sum(counter[name] for counter in self.counters.values())
+        return sum(counter.get(name, 0) for counter in self.stats().values())
 
     def reset(self) -> None:
+        if self._child is not None:
+            self._remote("POST", "reset")
+            return
         with self._lock:
             self.counters.clear()
             self._attempts.clear()
             self._faults_in_a_row.clear()
-            self.peak_in_flight = 0
+            self._peak = 0
 
     # -- HTTP -------------------------------------------------------------------------------------
 
@@ -227,9 +312,13 @@ class FakeLLMServer:
             return False
         raw = await reader.readexactly(length) if length else b""
         path = target.split("?", 1)[0]
+        close = headers.get("connection", "").lower() == "close"
+        if path.startswith("/_fake/"):
+            await self._send(writer, *self._control(method, path), close=close)
+            return not close
         with self._lock:
             self.in_flight += 1
-            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+            self._peak = max(self._peak, self.in_flight)
         try:
             if self.latency_s > 0:
                 await asyncio.sleep(self.latency_s)
@@ -242,7 +331,6 @@ class FakeLLMServer:
             counter["requests"] += 1
             counter[str(status)] += 1
             counter["ok" if status < 400 else "faults"] += 1
-        close = headers.get("connection", "").lower() == "close"
         await self._send(writer, status, payload, extra, close=close)
         return not close
 
@@ -267,6 +355,15 @@ class FakeLLMServer:
             head.append("connection: close")
         writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + data)
         await writer.drain()
+
+    def _control(self, method: str, path: str) -> RouteResult:
+        """The server's own endpoints: GET /_fake/stats and POST /_fake/reset (not counted)."""
+        if method == "GET" and path == "/_fake/stats":
+            return 200, self._snapshot(), {}
+        if method == "POST" and path == "/_fake/reset":
+            self.reset()
+            return 200, {"reset": True}, {}
+        return 404, {"error": f"no control endpoint {method} {path}"}, {}
 
     # -- answering --------------------------------------------------------------------------------
 
@@ -377,6 +474,22 @@ class FakeLLMServer:
         }
 
 
+def _serve_in_child() -> None:
+    """Child-process entry: read the pickled settings, print the URL, serve until stdin closes."""
+    config, routes = pickle.loads(bytes.fromhex(sys.stdin.readline().strip()))
+    server = FakeLLMServer(**config)
+    for prefix, route in routes.items():
+        server.add_route(prefix, route)
+    print(server.start(), flush=True)
+    sys.stdin.read()
+    server.stop()
+
+
+def _address_of(url: str) -> tuple[str, int]:
+    host, _, port = url.removeprefix("http://").rstrip("/").partition(":")
+    return host, int(port)
+
+
 class LoopbackModel:
     """A minimal `ChatModel` speaking the Anthropic Messages format to a fake server over bare sockets.
 
@@ -389,8 +502,7 @@ class LoopbackModel:
     name = "loopback"
 
     def __init__(self, url: str):
-        host, _, port = url.removeprefix("http://").rstrip("/").partition(":")
-        self.host, self.port = host, int(port)
+        self.host, self.port = _address_of(url)
         self._idle: weakref.WeakKeyDictionary[
             asyncio.AbstractEventLoop, list[tuple[asyncio.StreamReader, asyncio.StreamWriter]]
         ] = weakref.WeakKeyDictionary()
