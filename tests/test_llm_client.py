@@ -230,3 +230,13 @@ def test_repr_and_errors_for_bad_settings() -> None:
     with pytest.raises(TypeError, match="only apply"):
         LLMClient(Scripted(), base_url="http://x")
     assert "anthropic" in repr(LLMClient(Scripted(), use_cache=False))
+
+
+def test_blocking_calls_from_inside_the_pool_are_refused(make_client) -> None:
+    client = make_client(Scripted(), use_cache=False)
+
+    async def misuse() -> None:
+        client.complete(req())
+
+    with pytest.raises(RuntimeError, match="await acomplete"):
+        client.run_all([misuse()])

@@ -309,7 +309,14 @@ class LLMClient:
 
     def _run_sync(self, coro: Awaitable[Any]) -> Any:
         """Run `coro` on the client's own event loop thread, so it works under a running loop too."""
-        future: Future[Any] = asyncio.run_coroutine_threadsafe(_as_coroutine(coro), self._background_loop())
+        loop = self._background_loop()
+        if threading.current_thread() is self._loop_thread:
+            if asyncio.iscoroutine(coro):
+                coro.close()
+            raise RuntimeError(
+                "complete()/run_all() called from a coroutine the client runs; await acomplete()"
+            )
+        future: Future[Any] = asyncio.run_coroutine_threadsafe(_as_coroutine(coro), loop)
         try:
             return future.result()
         except BaseException:
