@@ -24,6 +24,8 @@ from personalens_utils.llm import (
 )
 from personalens_utils.llm.backends import make_backend
 
+pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
+
 SECRET = "sk-test-never-stored-0123456789"
 
 ANTHROPIC_OK = {

@@ -24,7 +24,16 @@ from tqdm.auto import tqdm
 from . import registry
 from .backends import make_backend
 from .cache import ResponseCache
-from .types import ChatModel, FatalError, LLMError, Request, Response, RetriesExhaustedError, RetryableError
+from .types import (
+    ChatModel,
+    FatalError,
+    LLMError,
+    Request,
+    Response,
+    RetriesExhaustedError,
+    RetryableError,
+    Usage,
+)
 
 Item = Request | Awaitable[Any] | Callable[[], Awaitable[Any]]
 
@@ -151,19 +160,23 @@ class LLMClient:
             hit = self.cache.get(key)
             if hit is not None:
                 response = replace(hit, cost_usd=0.0, retries=0)
-                self._book(stage, request, model, response, registry.cost_usd(model, hit.usage))
+                self._book(stage, request, model, response, self._list_price(model, hit.usage))
                 return response
         try:
             response, retries = await self._call_with_retries(request, model, stage)
         except LLMError:
             self._book_error(stage, request, model)
             raise
-        cost = registry.cost_usd(model, response.usage) if self.backend_name != "offline" else None
+        cost = self._list_price(model, response.usage)
         response = replace(response, retries=retries, cost_usd=cost or 0.0, cached=False)
         if key is not None:
             self.cache.put(key, response)
         self._book(stage, request, model, response, cost)
         return response
+
+    def _list_price(self, model: str, usage: Usage) -> float | None:
+        """What an answer costs at list price; None for unpriced models and for offline answers."""
+        return None if self.backend_name == "offline" else registry.cost_usd(model, usage)
 
     def complete(
         self, request: Request, *, stage: str | None = None, use_cache: bool | None = None
