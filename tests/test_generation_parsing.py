@@ -225,6 +225,12 @@ def test_invalid_md_tasks(task: list, expected: str) -> None:
     assert expected in _problem(excinfo)
 
 
+def test_md_tasks_may_not_repeat_earlier_chunks() -> None:
+    earlier = [_md()[0]["task_description"].upper()]
+    with pytest.raises(AnswerError, match="repeats the task_description of a task written earlier"):
+        parse_md_tasks(json.dumps(_md()), DOMAINS, 1, earlier=earlier)
+
+
 def test_repeated_domains_count_once() -> None:
     with pytest.raises(AnswerError, match="spans 2 domain"):
         parse_md_tasks(json.dumps(_md(relevant_domains=["Flights", "flights", "Hotels"])), DOMAINS, 1)

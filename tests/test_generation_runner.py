@@ -12,7 +12,7 @@ from personalens_utils.demographics import FIELDS, DemographicsError, sample_dem
 from personalens_utils.generation import GenerationConfig, generate_benchmark, load_users
 from personalens_utils.generation.parsing import DAYS_OF_WEEK, DEVICES, ENVIRONMENTS, TIMES_OF_DAY
 from personalens_utils.generation.runner import MANIFEST
-from personalens_utils.llm import LLMClient, Request, Response
+from personalens_utils.llm import FatalError, LLMClient, Request, Response, RetryableError
 from personalens_utils.llm.offline import OFFLINE_LABEL, OfflineBackend
 from personalens_utils.schema import load_schema
 
@@ -74,6 +74,19 @@ def test_generated_benchmark_loads_and_respects_masks(tmp_path: Path) -> None:
     assert frame["day_of_week"].isin(DAYS_OF_WEEK).all() and frame["environment"].isin(ENVIRONMENTS).all()
 
 
+def test_multi_domain_tasks_come_in_chunks_that_see_each_other(tmp_path: Path) -> None:
+    backend = ScriptedBackend(lambda request: None)
+    config = GenerationConfig(n_users=2, sd_tasks_per_domain=1, md_tasks=19)
+    bench = _generate(tmp_path, config, backend=backend).benchmark
+    md = [t for t in bench.tasks.values() if t.task_type == "MD"]
+    assert [t.task_id for t in md] == [f"MD-task-{n}" for n in range(1, 20)]
+    assert len({t.task_description for t in md}) == 19
+    chunks = [r for r in backend.calls if r.task == "md_tasks"]
+    assert [r.context["n_tasks"] for r in chunks] == [8, 8, 3]
+    assert [len(r.context["earlier"]) for r in chunks] == [0, 8, 16]
+    assert md[8].task_description in chunks[2].messages[0].content
+
+
 def test_rerun_reuses_every_step_and_rewrites_the_same_benchmark(tmp_path: Path) -> None:
     first = _generate(tmp_path, backend=ScriptedBackend(lambda request: None))
     backend = ScriptedBackend(lambda request: None)
@@ -117,6 +130,38 @@ def test_a_step_that_never_parses_is_reported_not_filled(tmp_path: Path) -> None
     fixed = _generate(tmp_path, backend=ScriptedBackend(lambda request: None))
     assert fixed.failures.empty and sorted(fixed.benchmark.users) == [0, 1, 2, 3]
     assert fixed.steps.set_index("step").loc["mask", "generated"] == 1
+
+
+class FailingBackend(ScriptedBackend):
+    """Raises `error` for calls `fails(request)` picks, answers the others offline."""
+
+    def __init__(self, fails, error):
+        super().__init__(lambda request: None)
+        self.fails, self.error = fails, error
+
+    async def acomplete(self, request: Request, model: str) -> Response:
+        if self.fails(request):
+            raise self.error
+        return await super().acomplete(request, model)
+
+
+def test_a_call_that_keeps_failing_drops_only_its_scenario(tmp_path: Path) -> None:
+    backend = FailingBackend(lambda r: r.task == "situation" and r.context["task"]["task_id"] == "MD-task-1",
+                             RetryableError("503 from the server"))
+    client = LLMClient(backend, progress=False, use_cache=False, max_retries=1, retry_base_s=0.001)
+    result = generate_benchmark(SMALL, client=client, output_dir=tmp_path / "bench", run_dir=tmp_path / "run")
+    assert len(result.benchmark.users) == 4
+    assert not result.failures.empty and set(result.failures["task_id"]) == {"MD-task-1"}
+    assert result.failures["error"].str.contains("model call failed").all()
+    assert "MD-task-1" not in set(result.benchmark.scenarios["task_id"])
+
+
+def test_a_fatal_error_stops_the_run_and_keeps_what_was_done(tmp_path: Path) -> None:
+    backend = FailingBackend(lambda r: r.task == "preferences", FatalError("401: bad key"))
+    with pytest.raises(FatalError, match="bad key"):
+        _generate(tmp_path, backend=backend)
+    masks = (tmp_path / "run" / "generation_mask.jsonl").read_text().splitlines()
+    assert len(masks) == 4 and not (tmp_path / "bench").exists()
 
 
 def test_only_generated_folders_are_replaced(tmp_path: Path) -> None:

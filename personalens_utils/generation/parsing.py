@@ -221,12 +221,14 @@ def _relevant_types(
     return list(dict.fromkeys(allowed[_key(n)] for n in names))
 
 
-def _check_count(tasks: list[Any], n_tasks: int, problems: list[str]) -> None:
+def _check_count(tasks: list[Any], n_tasks: int, problems: list[str], earlier: Sequence[str] = ()) -> None:
     if len(tasks) != n_tasks:
         problems.append(f"expected {n_tasks} tasks, got {len(tasks)}")
-    descriptions = [_key(t.get("task_description", "")) for t in tasks if isinstance(t, dict)]
+    descriptions = [_key(str(t.get("task_description", ""))) for t in tasks if isinstance(t, dict)]
     if len(set(descriptions)) != len(descriptions):
         problems.append("two tasks have the same task_description")
+    if set(descriptions) & {_key(d) for d in earlier}:
+        problems.append("a task repeats the task_description of a task written earlier")
 
 
 def parse_sd_tasks(text: str, domain: Domain, n_tasks: int) -> list[dict[str, Any]]:
@@ -250,12 +252,14 @@ def parse_sd_tasks(text: str, domain: Domain, n_tasks: int) -> list[dict[str, An
     return out
 
 
-def parse_md_tasks(text: str, domains: Mapping[str, Domain], n_tasks: int) -> list[dict[str, Any]]:
+def parse_md_tasks(
+    text: str, domains: Mapping[str, Domain], n_tasks: int, earlier: Sequence[str] = ()
+) -> list[dict[str, Any]]:
     """`n_tasks` multi-domain tasks, each over 3-5 distinct schema domains, with preference types
-    that belong to at least one of the task's domains."""
+    that belong to at least one of the task's domains, none repeating an `earlier` description."""
     tasks = extract_json(text, list)
     problems: list[str] = []
-    _check_count(tasks, n_tasks, problems)
+    _check_count(tasks, n_tasks, problems, earlier)
     domain_lookup = _lookup(domains)
     low, high = MD_DOMAIN_RANGE
     out = []

@@ -26,7 +26,10 @@ MD_TASKS = "md_tasks"
 SITUATION = "situation"
 STEPS = (SD_TASKS, MD_TASKS, MASK, PREFERENCES, INTERACTIONS, SITUATION)
 
-_MAX_TOKENS = {MASK: 400, PREFERENCES: 800, INTERACTIONS: 900, SD_TASKS: 2500, MD_TASKS: 8000, SITUATION: 400}
+_MAX_TOKENS = {MASK: 400, PREFERENCES: 800, INTERACTIONS: 900, SD_TASKS: 2500, MD_TASKS: 4000, SITUATION: 400}
+MD_TASKS_PER_CALL = 8
+"""Multi-domain tasks are asked for in chunks, so an answer fits the 4,096 output tokens of the
+paper's Claude 3 models; each chunk sees the tasks written before it."""
 
 
 @dataclass(frozen=True)
@@ -171,13 +174,21 @@ def sd_tasks_call(domain: Domain, n_tasks: int, settings: ModelSettings) -> Step
     return StepCall(SD_TASKS, request, partial(parsing.parse_sd_tasks, domain=domain, n_tasks=n_tasks))
 
 
-def md_tasks_call(domains: Sequence[Domain], n_tasks: int, settings: ModelSettings) -> StepCall:
+def md_tasks_call(
+    domains: Sequence[Domain],
+    n_tasks: int,
+    settings: ModelSettings,
+    earlier: Sequence[Mapping[str, Any]] = (),
+) -> StepCall:
+    """A chunk of at most `MD_TASKS_PER_CALL` multi-domain tasks, after the `earlier` ones."""
     low, high = parsing.MD_DOMAIN_RANGE
     domain_data = "\n".join(
         f"- {d.name}: {d.description} Preference types: {', '.join(d.preference_names)}" for d in domains
     )
+    listed = "\n".join(f"- {t['task_description']} ({', '.join(t['relevant_domains'])})" for t in earlier)
     prompt = prompts.MD_TASKS.format(
-        n_tasks=n_tasks, domain_data=domain_data, min_domains=low, max_domains=high
+        n_tasks=n_tasks, domain_data=domain_data, min_domains=low, max_domains=high,
+        earlier=prompts.MD_EARLIER.format(tasks=listed) if earlier else "",
     )
     context = {
         "domains": [
@@ -191,10 +202,13 @@ def md_tasks_call(domains: Sequence[Domain], n_tasks: int, settings: ModelSettin
         ],
         "n_tasks": n_tasks,
         "domain_range": [low, high],
+        "earlier": [list(t["relevant_domains"]) for t in earlier],
     }
     request = _request(MD_TASKS, settings, "", prompt, context)
     by_name = {d.name: d for d in domains}
-    return StepCall(MD_TASKS, request, partial(parsing.parse_md_tasks, domains=by_name, n_tasks=n_tasks))
+    descriptions = [t["task_description"] for t in earlier]
+    parse = partial(parsing.parse_md_tasks, domains=by_name, n_tasks=n_tasks, earlier=descriptions)
+    return StepCall(MD_TASKS, request, parse)
 
 
 def situation_call(

@@ -14,6 +14,7 @@ import re
 import shutil
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -143,37 +144,52 @@ class _Generation:
         finally:
             self.runner.flush()
 
-    def _job(self, call: calls.StepCall, key: tuple[Any, ...], about: dict[str, Any],
-             done: Callable[[Any], None]) -> Callable[[], Awaitable[Any]]:
+    def _job(
+        self, step: str, key: tuple[Any, ...], about: dict[str, Any],
+        build: Callable[[], calls.StepCall], done: Callable[[Any], None],
+    ) -> Callable[[], Awaitable[Any]]:
+        """One step as a pool item; `build` makes the request only if the run store lacks the result."""
         async def job() -> None:
-            value = await self.runner.run(call, self.runner.record_id(call.step, *key), about)
-            done(value)
+            done(await self.runner.run(step, self.runner.record_id(step, *key), about, build))
         return job
 
     def phase_tasks_and_masks(self) -> None:
         jobs = []
         sd: dict[str, list[dict[str, Any]] | None] = {}
-        md: list[list[dict[str, Any]] | None] = [None]
+        md: list[dict[str, Any]] = []
         if self.config.sd_tasks_per_domain:
             for domain in self.domains:
-                call = calls.sd_tasks_call(domain, self.config.sd_tasks_per_domain, self.settings)
-                jobs.append(self._job(call, (domain.name, self.config.sd_tasks_per_domain),
-                                      {"domain": domain.name}, lambda v, d=domain.name: sd.__setitem__(d, v)))
+                n = self.config.sd_tasks_per_domain
+                jobs.append(self._job(calls.SD_TASKS, (domain.name, n), {"domain": domain.name},
+                                      partial(calls.sd_tasks_call, domain, n, self.settings),
+                                      partial(sd.__setitem__, domain.name)))
         if self.config.md_tasks:
-            call = calls.md_tasks_call(self.domains, self.config.md_tasks, self.settings)
-            names = [d.name for d in self.domains]
-            jobs.append(self._job(call, (names, self.config.md_tasks), {"domains": names},
-                                  lambda v: md.__setitem__(0, v)))
+            jobs.append(lambda: self._md_tasks(md))
         for user in self.users:
-            call = calls.mask_call(user, self.schema, self.settings)
-            jobs.append(self._job(call, (_user_key(user),), {"user_id": user["user_id"]},
-                                  lambda v, u=user["user_id"]: self._set_mask(u, v)))
+            jobs.append(self._job(calls.MASK, (_user_key(user),), {"user_id": user["user_id"]},
+                                  partial(calls.mask_call, user, self.schema, self.settings),
+                                  partial(self._set_mask, user["user_id"])))
         self._run(jobs, "tasks and interest masks")
         for domain in self.domains:
             for number, task in enumerate(sd.get(domain.name) or [], 1):
                 self.tasks.append({"task_id": sd_task_id(domain.name, number), **task})
-        for number, task in enumerate(md[0] or [], 1):
+        for number, task in enumerate(md, 1):
             self.tasks.append({"task_id": md_task_id(number), **task})
+
+    async def _md_tasks(self, out: list[dict[str, Any]]) -> None:
+        """Multi-domain tasks chunk by chunk, each chunk shown the ones before it; all or none."""
+        names = [d.name for d in self.domains]
+        tasks: list[dict[str, Any]] = []
+        while len(tasks) < self.config.md_tasks:
+            size = min(calls.MD_TASKS_PER_CALL, self.config.md_tasks - len(tasks))
+            key = (names, size, [t["task_description"] for t in tasks])
+            build = partial(calls.md_tasks_call, self.domains, size, self.settings, earlier=list(tasks))
+            chunk = await self.runner.run(calls.MD_TASKS, self.runner.record_id(calls.MD_TASKS, *key),
+                                          {"domains": names, "first_task": len(tasks) + 1}, build)
+            if chunk is None:
+                return
+            tasks += chunk
+        out.extend(tasks)
 
     def _set_mask(self, user_id: str, mask: dict[str, int] | None) -> None:
         if mask is None:
@@ -190,9 +206,10 @@ class _Generation:
             uid = user["user_id"]
             self.preferences[uid] = {}
             for name in self._kept(uid):
-                call = calls.preferences_call(user, self.schema.domain(name), self.settings)
-                jobs.append(self._job(call, (_user_key(user), name), {"user_id": uid, "domain": name},
-                                      lambda v, u=uid, d=name: self._set(self.preferences, u, d, v)))
+                build = partial(calls.preferences_call, user, self.schema.domain(name), self.settings)
+                jobs.append(self._job(calls.PREFERENCES, (_user_key(user), name),
+                                      {"user_id": uid, "domain": name}, build,
+                                      partial(self._set, self.preferences, uid, name)))
         self._run(jobs, "preferences")
 
     def _set(self, table: dict[str, dict[str, Any]], user_id: str, key: str, value: Any) -> None:
@@ -213,16 +230,17 @@ class _Generation:
             prefs = self.preferences[uid]
             self.interactions[uid] = {}
             for name in self._kept(uid):
-                call = calls.interactions_call(user, self.schema.domain(name), prefs[name], self.settings)
-                about = {"user_id": uid, "domain": name}
-                jobs.append(self._job(call, (_user_key(user), name, prefs[name]), about,
-                                      lambda v, u=uid, d=name: self._set(self.interactions, u, d, v)))
+                domain = self.schema.domain(name)
+                build = partial(calls.interactions_call, user, domain, prefs[name], self.settings)
+                jobs.append(self._job(calls.INTERACTIONS, (_user_key(user), name, prefs[name]),
+                                      {"user_id": uid, "domain": name}, build,
+                                      partial(self._set, self.interactions, uid, name)))
             for task in self.eligible(uid):
                 task_prefs = {d: prefs[d] for d in task["relevant_domains"]}
-                call = calls.situation_call(user, task_prefs, task, self.settings)
-                jobs.append(self._job(call, (_user_key(user), _task_key(task), task_prefs),
+                jobs.append(self._job(calls.SITUATION, (_user_key(user), _task_key(task), task_prefs),
                                       {"user_id": uid, "task_id": task["task_id"]},
-                                      lambda v, u=uid, t=task["task_id"]: self._set_situation(u, t, v)))
+                                      partial(calls.situation_call, user, task_prefs, task, self.settings),
+                                      partial(self._set_situation, uid, task["task_id"])))
         self._run(jobs, "interactions and situations")
 
     def _set_situation(self, user_id: str, task_id: str, value: Sequence[Any] | None) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,12 +62,18 @@ class StepRunner:
             self._known[table] = {r["id"]: r for r in self.store.records(table)}
         return self._known[table].get(record_id)
 
-    async def run(self, call: StepCall, record_id: str, about: dict[str, Any]) -> Any | None:
-        """The parsed value of the step, or None if it failed (the failure is stored)."""
-        prior = self.stored(call.step, record_id)
+    async def run(
+        self, step: str, record_id: str, about: dict[str, Any], build: Callable[[], StepCall]
+    ) -> Any | None:
+        """The parsed value of the step, or None if it failed (the failure is stored).
+
+        `build` makes the request; it is called only when the run store has no usable result.
+        """
+        prior = self.stored(step, record_id)
         if prior is not None and prior["status"] == OK:
-            self.counts[call.step, "reused"] += 1
+            self.counts[step, "reused"] += 1
             return prior["value"]
+        call = build()
         fresh = False if prior is not None else None
         request, raw, problems, attempts = call.request, "", [], 0
         usage = {"input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}

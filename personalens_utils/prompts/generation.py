@@ -127,7 +127,7 @@ to personalize the task, names copied exactly.
 Each task must span {min_domains} to {max_domains} domains, be goal-driven, describe its \
 scenario broadly enough for users with different preferences, and use preference types from \
 several of its domains. Vary the domain combinations across tasks.
-
+{earlier}
 Reply at once, without preamble: a JSON array of {n_tasks} objects with exactly those five \
 keys, enclosed in <response></response> tags."""
 
@@ -156,6 +156,11 @@ Task description:
 {task_description}
 
 Situation:"""
+
+MD_EARLIER = """
+Tasks written already (write different ones, with other domain combinations where you can):
+{tasks}
+"""
 
 RETRY = """\
 That answer could not be used: {error}

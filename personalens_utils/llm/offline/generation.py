@@ -52,7 +52,7 @@ def _data() -> dict[str, Any]:
 
 def _unit(*parts: Any) -> float:
     """A stable number in [0, 1) for the given parts: the same person always leans the same way."""
-    digest = hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest()
+    digest = hashlib.blake2b("\x1f".join(map(str, parts)).encode(), digest_size=8).digest()
     return int.from_bytes(digest[:8], "big") / 2**64
 
 
@@ -68,14 +68,35 @@ def _places(demo: Mapping[str, str]) -> set[str]:
     return {country, _region(country)}
 
 
+@cache
+def _affinity(field: str, value: str, domain: str, ptype: str, option: str) -> float:
+    """How much people with this attribute value lean to an option, in [0, 1): the same for everyone
+    sharing the value, which is what ties choices to demographics."""
+    return _unit(field, value, domain, ptype, option) ** 2
+
+
+@cache
+def _rules_matching(option: str) -> tuple[int, ...]:
+    """Indices of the rules whose pattern an option matches (options repeat across calls)."""
+    rules = _data()["rules"]
+    return tuple(i for i, rule in enumerate(rules) if re.search(rule["pattern"], option, re.IGNORECASE))
+
+
+@cache
+def _spending_side(option: str) -> tuple[bool, bool]:
+    """Whether an option reads as a budget choice, a premium choice (or both, or neither)."""
+    spec = _data()["spending"]
+    return (bool(re.search(spec["budget"], option, re.IGNORECASE)),
+            bool(re.search(spec["premium"], option, re.IGNORECASE)))
+
+
 def _rule_factor(demo: Mapping[str, str], option: str) -> float:
     factor = 1.0
-    for rule in _data()["rules"]:
-        if not re.search(rule["pattern"], option, re.IGNORECASE):
-            continue
-        if any(demo.get(f) in values for f, values in rule["boost"].items()):
+    rules = _data()["rules"]
+    for i in _rules_matching(option):
+        if any(demo.get(f) in values for f, values in rules[i]["boost"].items()):
             factor *= 2.5
-        if any(demo.get(f) in values for f, values in rule["damp"].items()):
+        if any(demo.get(f) in values for f, values in rules[i]["damp"].items()):
             factor *= 0.4
     return factor
 
@@ -88,17 +109,19 @@ def _spending(demo: Mapping[str, str]) -> str:
     return "budget" if u < budget else "mid" if u < budget + mid else "premium"
 
 
-def _spending_factor(demo: Mapping[str, str], option: str) -> float:
-    spec = _data()["spending"]
+def _weights(demo: Mapping[str, str], domain: str, ptype: str, options: Sequence[str]) -> list[float]:
+    """Sampling weights of options: a stable per-attribute affinity, rules, spending level, home country."""
+    places = _places(demo)
     budget_tilt, premium_tilt = _SPENDING_TILT[_spending(demo)]
-    factor = budget_tilt if re.search(spec["budget"], option, re.IGNORECASE) else 1.0
-    return factor * (premium_tilt if re.search(spec["premium"], option, re.IGNORECASE) else 1.0)
-
-
-def _weight(demo: Mapping[str, str], domain: str, ptype: str, option: str) -> float:
-    affinity = 0.5 + sum(_unit(f, demo.get(f, ""), domain, ptype, option) ** 2 for f in _BIAS_FIELDS)
-    home = 4.0 if _places(demo) & set(_data()["popular_in"].get(option, ())) else 1.0
-    return affinity * _rule_factor(demo, option) * _spending_factor(demo, option) * home
+    popular = _data()["popular_in"]
+    weights = []
+    for option in options:
+        affinity = 0.5 + sum(_affinity(f, demo.get(f, ""), domain, ptype, option) for f in _BIAS_FIELDS)
+        cheap, dear = _spending_side(option)
+        factor = (budget_tilt if cheap else 1.0) * (premium_tilt if dear else 1.0)
+        home = 4.0 if places & set(popular.get(option, ())) else 1.0
+        weights.append(affinity * _rule_factor(demo, option) * factor * home)
+    return weights
 
 
 def _clock_weight(demo: Mapping[str, str], option: str) -> float:
@@ -149,7 +172,7 @@ def _categorical(
     if all(_CLOCK.match(o) for o in options):
         weights = [_clock_weight(demo, o) for o in options]
     else:
-        weights = [_weight(demo, domain, ptype["name"], o) for o in options]
+        weights = _weights(demo, domain, ptype["name"], options)
     k = _how_many(rng, len(options)) if ptype["multi_valued"] else 1
     if k > 1 and _ORDINAL.search(ptype["name"]):
         return _neighbours(rng, options, weights, k)
@@ -182,7 +205,7 @@ def _bank(demo: Mapping[str, str], ptype: Mapping[str, Any]) -> list[str]:
 
 def _open(rng: random.Random, demo: Mapping[str, str], domain: str, ptype: Mapping[str, Any]) -> list[str]:
     bank = _bank(demo, ptype)
-    weights = [_weight(demo, domain, ptype["name"], v) for v in bank]
+    weights = _weights(demo, domain, ptype["name"], bank)
     single = not ptype["multi_valued"] or "Frequency" in ptype["name"]
     k = 1 if single else rng.choices((1, 2, 3, 4), weights=(0.15, 0.35, 0.35, 0.15))[0]
     return _draw(rng, bank, weights, k)
@@ -372,8 +395,9 @@ def _md_tasks(ctx: Context, rng: random.Random) -> str:
     n = int(ctx["n_tasks"])
     low, high = ctx["domain_range"]
     domains = {d["name"]: d for d in ctx["domains"]}
-    tasks, seen = [], set()
-    for k in range(n):
+    earlier = [tuple(d) for d in ctx.get("earlier", ())]
+    tasks, seen = [], set(earlier)
+    for k in range(len(earlier), len(earlier) + n):
         pool, goal = _SCENARIOS[k % len(_SCENARIOS)]
         available = [d for d in pool if d in domains]
         if len(available) < low:
