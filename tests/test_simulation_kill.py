@@ -27,7 +27,7 @@ from personalens_utils.simulation import run_simulation
 
 class SlowOffline(OfflineBackend):
     async def acomplete(self, request, model):
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(0.02)
         return self.respond(request, model)
 
 bench_dir, run_dir, log_path = sys.argv[1:4]
