@@ -254,6 +254,12 @@ def _persona(demo: Mapping[str, str]) -> str:
     return f"{age_text}{noun}{where}"
 
 
+def _a(phrase: str) -> str:
+    """The phrase with its indefinite article: "an 18-24 year old ...", "a student ..."."""
+    article = "an" if phrase[:1].lower() in "aeiou" or re.match(r"(8|11|18)\b|8\d", phrase) else "a"
+    return f"{article} {phrase}"
+
+
 def _country(name: str) -> str:
     return _COUNTRY_NAMES.get(name, name)
 
@@ -283,8 +289,8 @@ def _value(value: str | Sequence[str]) -> str:
 
 
 _OPENINGS = (
-    "The user, a {who}, has relied on the assistant for {area} {period}.",
-    "As a {who}, the user has turned to the assistant for {area} {period}.",
+    "The user, {a_who}, has relied on the assistant for {area} {period}.",
+    "As {a_who}, the user has turned to the assistant for {area} {period}.",
     "This {who} has made a habit of asking the assistant about {area} {period}.",
 )
 _PERIODS = ("for about a year", "for several months", "since last spring", "for the past two years")
@@ -322,7 +328,8 @@ def _interactions(ctx: Context, rng: random.Random) -> str:
         lines[i % len(lines)].format(type=name.lower(), value=_value(value))
         for i, (name, value) in enumerate(prefs.items())
     )
-    opening = rng.choice(_OPENINGS).format(who=_persona(demo), area=area, period=rng.choice(_PERIODS))
+    who = _persona(demo)
+    opening = rng.choice(_OPENINGS).format(who=who, a_who=_a(who), area=area, period=rng.choice(_PERIODS))
     evolution = rng.choice(_EVOLUTION).format(
         first=first, second=second, rhythm=rng.choice(("weekly", "near-daily", "monthly"))
     )
@@ -492,7 +499,8 @@ def _situation(ctx: Context, rng: random.Random) -> str:
     environment = "Noisy" if rng.random() < noisy else "Quiet"
     setting = "while away from home" if away else "from home"
     justification = (
-        f"A {_persona(demo)} would plausibly deal with this {_join(domains)} task {setting} on a {day} "
+        f"{_a(_persona(demo)).replace('a', 'A', 1)} would plausibly deal with this {_join(domains)} task "
+        f"{setting} on a {day} "
         f"{time.lower()}, using a {device.lower()}; the surroundings are {environment.lower()}."
     )
     situation = {"Location": location, "Device": device, "Time of Day": time, "Day of the Week": day,
