@@ -35,7 +35,6 @@ from ..data import (
 from ..demographics import read_demographics, sample_demographics
 from ..llm import LLMClient
 from ..llm.offline import OFFLINE_LABEL
-from ..llm.offline import generation as _offline_answers  # noqa: F401  (registers the responder)
 from ..prompts.generation import GENERATION_PROMPT_VERSION
 from ..schema import Schema, load_schema
 from ..store import RunStore, stable_id
