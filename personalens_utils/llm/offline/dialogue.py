@@ -234,7 +234,7 @@ def user_turn(request: Request, rng: random.Random) -> str:
         return f"{rng.choice(_GIVE_UPS)} TERMINATE"
 
     domains = tuple(task.get("domains") or ())
-    sentences: list[str] = []
+    sentences: list[tuple[int, str]] = []  # (0 for a relevant preference, 1 otherwise; sentence)
     answered: set[tuple[str, str]] = set()
     corrected = False
     for sentence in _SENTENCE.split(last):
@@ -251,20 +251,22 @@ def user_turn(request: Request, rng: random.Random) -> str:
                 continue
             answered.add(key)
             if item is None:
-                sentences.append(DECLINE.format(topic=dict(_topics(domains)).get(pref, pref.name.lower())))
+                topic = dict(_topics(domains)).get(pref, pref.name.lower())
+                sentences.append((1, DECLINE.format(topic=topic)))
             elif asking:
-                sentences.append(item.reveal(rng))
+                sentences.append((0 if is_pending else 1, item.reveal(rng)))
             else:
                 lead = "" if corrected else rng.choice(_CORRECTIONS) + " "
                 corrected = True
-                sentences.append(lead + item.reveal(rng))
+                sentences.append((0, lead + item.reveal(rng)))
     if not any(_key(it.pref) in answered for it in pending):
         fresh = [it for it in pending if _key(it.pref) not in answered]
         for it in fresh[: rng.choice((1, 2))]:
             restated = any(it.seen_in(u) for u in said_by_user)
             lead = "As I mentioned, " if restated else rng.choice(_VOLUNTEER_LEADS)
-            sentences.append(_lead(lead, it.reveal(rng)))
-    return " ".join(sentences[:3])
+            sentences.append((0, _lead(lead, it.reveal(rng))))
+    kept = sorted(range(len(sentences)), key=lambda i: sentences[i][0])[:3]
+    return " ".join(sentences[i][1] for i in sorted(kept))
 
 
 # ---------------------------------------------------------------------------------------------
