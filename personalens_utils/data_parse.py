@@ -7,6 +7,7 @@ fixed by hand. Unknown keys are errors too: what the records cannot hold would b
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import Any, NoReturn
@@ -30,6 +31,8 @@ from personalens_utils.data_records import (
     user_folder,
 )
 from personalens_utils.schema import MULTI_DOMAIN, Schema
+
+log = logging.getLogger(__name__)
 
 PROFILE_KEYS = ("affinities", "demographics", "interests", "interactions")
 TASK_KEYS = {
@@ -112,7 +115,7 @@ def by_domain(obj: Any, schema: Schema, path: Path, field: str) -> list[tuple[st
     """(domain, key as written, value) for an object keyed by domain name.
 
     Stray markdown asterisks or spaces around a known name (one official profile has "Buses**")
-    are dropped; any other unknown name, or two keys naming one domain, is an error.
+    are dropped, with a logged warning; any other unknown name, or two keys naming one domain, is an error.
     """
     items = []
     seen: dict[str, str] = {}
@@ -120,6 +123,8 @@ def by_domain(obj: Any, schema: Schema, path: Path, field: str) -> list[tuple[st
         domain = key if schema.has_domain(key) else key.strip().strip("*").strip()
         if not schema.has_domain(domain):
             fail(path, f"{field}/{key}", f"domain {key!r} is not in the schema")
+        if domain != key:
+            log.warning("%s: %s/%s: read the domain key %r as %r", path, field, key, key, domain)
         if domain in seen:
             fail(path, f"{field}/{key}", f"names the same domain as {seen[domain]!r}")
         seen[domain] = key
