@@ -498,7 +498,7 @@ def radar_chart(
     ax.set_xticks(angles, domains)
     ax.set_ylim(1, 4)
     ax.set_yticks([1.5, 2, 2.5, 3, 3.5])
-    ax.legend(loc="upper right", bbox_to_anchor=(1.35, 1.1))
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=2, frameon=True)
     part = tidy[tidy["assistant_setting"] == setting]
     ax.set_title(
         _title(

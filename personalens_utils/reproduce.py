@@ -39,14 +39,12 @@ class PaperItem:
     stem: str
     notebook: str
     what: str
-    models: str  # which models made it: "none", "dialogues", "ablation", "judges"
+    models: str  # which models made it: see `_models`
 
 
 PAPER_ITEMS = (
     PaperItem("Table 1", "table1_", "02_validation", "tasks and dialogues per domain", "none"),
-    PaperItem(
-        "Table 3", "table3_", "06_analysis", "assistant models: TCR, P, Nat., Coh. (SD, MD)", "dialogues"
-    ),
+    PaperItem("Table 3", "table3_", "06_analysis", "assistant models: TCR, P, Nat., Coh. (SD, MD)", "judged"),
     PaperItem("Table 4", "table4_", "05_ablation", "ablation over assistant settings", "ablation"),
     PaperItem("Table 5", "table5_", "06_analysis", "agreement of the judge with annotators", "judges"),
     PaperItem("Table 6", "table6_", "02_validation", "demographics, part 1", "none"),
@@ -54,17 +52,17 @@ PAPER_ITEMS = (
     PaperItem("Table 8", "table8_", "02_validation", "preference types, part 1", "none"),
     PaperItem("Table 9", "table9_", "02_validation", "preference types, part 2", "none"),
     PaperItem("Table 10", "table10_", "02_validation", "lexical diversity of dialogues", "dialogues"),
-    PaperItem("Table 12", "table12_", "06_analysis", "user agent naturalness and coherence", "dialogues"),
-    PaperItem("Table 13", "table13_", "06_analysis", "dialogue statistics", "dialogues"),
+    PaperItem("Table 12", "table12_", "06_analysis", "user agent naturalness and coherence", "judged"),
+    PaperItem("Table 13", "table13_", "06_analysis", "dialogue statistics", "focus_dialogues"),
     PaperItem("Figure 3", "figure3_", "02_validation", "demographic distribution", "none"),
-    PaperItem("Figure 4", "figure4_", "06_analysis", "per-domain TCR and P of one assistant", "dialogues"),
-    PaperItem("Figure 5", "figure5_", "06_analysis", "turn-level personalization", "dialogues"),
+    PaperItem("Figure 4", "figure4_", "06_analysis", "per-domain TCR and P of one assistant", "focus"),
+    PaperItem("Figure 5", "figure5_", "06_analysis", "turn-level personalization", "focus"),
     PaperItem(
         "Radar chart",
         "figure_radar",
         "06_analysis",
         "per-domain P, one polygon per model (extra)",
-        "dialogues",
+        "judged",
     ),
 )
 NOT_COMPUTED = (
@@ -86,8 +84,8 @@ class Settings:
     ablation_model: str = "Claude 3 Sonnet"
     judge_model: str = "Claude 3.5 Sonnet"
     second_judge_model: str = "Claude 3.7 Sonnet"
-    official_users: str = "sample_30"
-    ablation_users: int = 10
+    official_users: str = "sample_50"
+    ablation_users: int = 20
     generated_users: int = 20
     task_types: tuple[str, ...] = ("SD", "MD")
     max_concurrency: int = 16
@@ -211,7 +209,11 @@ def run_pass(settings: Settings, name: str, benchmark_dir: Path | None) -> PassR
     for model in settings.assistant_models:
         result.steps.append(
             run_notebook(
-                settings, "03_simulation", folder, {**common, "assistant_model": model}, _slug(model)
+                settings,
+                "03_simulation",
+                folder,
+                {**common, "assistant_model": model, "output_dir": str(folder / f"simulation{_slug(model)}")},
+                _slug(model),
             )
         )
     for step in ("04_judging", "02_validation"):
@@ -264,26 +266,22 @@ def _caption(files: Sequence[Path]) -> str:
 
 
 def _models(settings: Settings, kind: str, generated: bool) -> str:
+    """Which models made an item: `kind` says whose dialogues and whose judgments it is computed from."""
     if kind == "none":
         source = (
-            f"a benchmark notebook 01 generated on the {settings.backend} backend"
-            if generated
-            else "the benchmark data as found"
+            f"a benchmark notebook 01 generated on the {settings.backend} backend" if generated else "data"
         )
-        return f"no model at analysis time; computed from {source}"
-    if kind == "ablation":
-        return (
-            f"assistant {settings.ablation_model}; user {settings.user_model}; judge {settings.judge_model}"
-        )
-    if kind == "judges":
-        return (
-            f"judge {settings.judge_model}; annotators' sheets if given, else second judge "
-            f"{settings.second_judge_model}"
-        )
-    return (
-        f"assistants {', '.join(settings.assistant_models)}; user {settings.user_model}; "
-        f"judge {settings.judge_model}"
-    )
+        return f"none at analysis time; computed from the benchmark ({source})"
+    assistants = ", ".join(settings.assistant_models)
+    user, judge = f"user {settings.user_model}", f"judge {settings.judge_model}"
+    return {
+        "dialogues": f"assistants {assistants}; {user}",
+        "judged": f"assistants {assistants}; {user}; {judge}",
+        "focus": f"assistant {settings.ablation_model}; {user}; {judge}",
+        "focus_dialogues": f"assistant {settings.ablation_model}; {user}",
+        "ablation": f"assistant {settings.ablation_model} in six settings; {user}; {judge}",
+        "judges": f"{judge}; annotators' sheets if given, else second judge {settings.second_judge_model}",
+    }[kind]
 
 
 def _reason(item: PaperItem, result: PassResult) -> str:
@@ -316,6 +314,12 @@ def store_summary(folder: Path) -> list[str]:
         per = judgments.groupby(["judge_model", "judgment_status"]).size()
         lines += ["", "Judgments: " + "; ".join(f"{j} {status}: {n}" for (j, status), n in per.items())]
     return [*lines, ""]
+
+
+def _all_outputs(res: PassResult) -> list[Path]:
+    """Every table (Markdown) and figure (PNG) this run wrote anywhere in a pass's folder."""
+    found = [*res.folder.rglob("tables/*.md"), *res.folder.rglob("figures/*.png")]
+    return sorted(f for f in found if f.stat().st_mtime >= res.started - 1)
 
 
 def _item_lines(settings: Settings, res: PassResult, item: PaperItem, files: list[Path]) -> list[str]:
@@ -383,11 +387,7 @@ def write_index(settings: Settings, results: Sequence[PassResult], seconds: floa
             lines += ["### Not reproduced", ""]
             lines += [f"- **{item.name}** ({item.what}): {why}" for item, why in missing]
             lines.append("")
-        others = [
-            f
-            for f in produced(res.folder, "", res.started)
-            if f not in matched and f.suffix in (".md", ".png")
-        ]
+        others = [f for f in _all_outputs(res) if f not in matched]
         if others:
             lines += ["### Other outputs", ""] + [f"- `{f.relative_to(root)}`" for f in others] + [""]
         lines += ["### Run store", "", *store_summary(res.folder)]
@@ -456,12 +456,12 @@ def parse_args(argv: Sequence[str] | None = None) -> Settings:
     parser.add_argument("--benchmark-dir", type=Path, help="official-layout benchmark for the official pass")
     parser.add_argument(
         "--passes",
-        default="generated,official",
-        help="comma list of passes: generated (a fresh small benchmark) and/or official",
+        help="comma list of passes: generated (a fresh small benchmark) and/or official (the data found). "
+        "Default: both on the offline backend; on a paid backend the official data if found, else generated",
     )
-    parser.add_argument("--users", default="sample_30", help="users of the official pass: sample_30/50/100")
+    parser.add_argument("--users", default="sample_50", help="users of the official pass: sample_30/50/100")
     parser.add_argument(
-        "--ablation-users", type=int, default=10, help="how many of those users the six-setting ablation uses"
+        "--ablation-users", type=int, default=20, help="how many of those users the six-setting ablation uses"
     )
     parser.add_argument("--generated-users", type=int, default=20, help="size of the generated benchmark")
     parser.add_argument("--assistant-models", help="comma list of assistant models for Table 3")
@@ -482,8 +482,11 @@ def parse_args(argv: Sequence[str] | None = None) -> Settings:
         generated_users=args.generated_users,
         max_concurrency=args.max_concurrency,
         annotations=args.annotations,
-        passes=tuple(p.strip() for p in args.passes.split(",") if p.strip()),
     )
+    if args.passes:
+        settings.passes = tuple(p.strip() for p in args.passes.split(",") if p.strip())
+    elif args.backend != "offline":
+        settings.passes = ("official",) if (args.benchmark_dir or find_official_data()) else ("generated",)
     if args.backend != "offline":
         settings.assistant_models = ANTHROPIC_ASSISTANTS
         settings.user_model = settings.judge_model = "Claude Sonnet 4.5"

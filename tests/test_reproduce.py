@@ -38,6 +38,14 @@ def test_defaults_are_offline_and_anthropic_switches_to_current_models():
         reproduce.parse_args(["--passes", "everything"])
 
 
+def test_a_paid_backend_runs_one_pass_by_default(monkeypatch, tmp_path):
+    monkeypatch.setattr(reproduce, "find_official_data", lambda: None)
+    assert reproduce.parse_args(["--backend", "anthropic"]).passes == ("generated",)
+    monkeypatch.setattr(reproduce, "find_official_data", lambda: tmp_path)
+    assert reproduce.parse_args(["--backend", "anthropic"]).passes == ("official",)
+    assert reproduce.parse_args([]).passes == ("generated", "official")
+
+
 def test_anthropic_without_a_key_stops_before_running(monkeypatch, capsys):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     assert reproduce.main(["--run", "nokey", "--backend", "anthropic"]) == 2
