@@ -8,7 +8,10 @@ It speaks just enough of three wire formats for the kit's backends:
 
 with a fixed latency, injected faults (429 with retry-after, 529, 500) decided deterministically
 from the seed and the request body, an optional required key (wrong key -> 401), counters per
-path, and the peak number of requests in flight. Other helpers add endpoints with `add_route`.
+path, and the peak number of requests in flight. Other helpers add endpoints with `add_route`;
+`FakeBatches` adds Anthropic's Message Batches endpoints. With `prompt_cache_min_tokens` set, the
+Anthropic format also plays prompt caching: the text up to a `cache_control` breakpoint is written
+on first sight and read afterwards, as the usage fields report.
 
 It is a small HTTP/1.1 server on its own asyncio loop in a daemon thread: latency is an
 `asyncio.sleep`, so hundreds of concurrent keep-alive connections cost no threads.
@@ -32,6 +35,7 @@ import urllib.request
 import weakref
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from http import HTTPStatus
 from typing import Any
 
@@ -82,6 +86,24 @@ def _tokens(text: str) -> int:
     return max(1, len(text.split()))
 
 
+def _text_of(content: Any) -> str:
+    """The text of a system or message content given as a string or as a list of blocks."""
+    if isinstance(content, list):
+        return " ".join(str(block.get("text", "")) for block in content if isinstance(block, dict))
+    return str(content or "")
+
+
+def _blocks(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """System and message content as one list of blocks, in the order a model reads them."""
+    out: list[dict[str, Any]] = []
+    for content in [body.get("system")] + [m.get("content") for m in body.get("messages") or []]:
+        if isinstance(content, list):
+            out.extend(block for block in content if isinstance(block, dict))
+        elif content:
+            out.append({"type": "text", "text": str(content)})
+    return out
+
+
 class FakeLLMServer:
     """A loopback HTTP server; use as a context manager, `url` is the base URL.
 
@@ -102,6 +124,7 @@ class FakeLLMServer:
         seed: int = 0,
         reply: ReplyFn | str = "generic",
         require_key: str | None = None,
+        prompt_cache_min_tokens: int | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
         process: bool = False,
@@ -117,6 +140,7 @@ class FakeLLMServer:
             "seed": seed,
             "reply": reply,
             "require_key": require_key,
+            "prompt_cache_min_tokens": prompt_cache_min_tokens,
             "host": host,
             "port": port,
         }
@@ -136,6 +160,8 @@ class FakeLLMServer:
         self.seed = seed
         self.reply = reply
         self.require_key = require_key
+        self.prompt_cache_min_tokens = prompt_cache_min_tokens
+        self._prompt_cache: set[str] = set()
         self._host, self._port = host, port
         self._routes: dict[str, RouteFn] = {}
         self._lock = threading.Lock()
@@ -279,6 +305,7 @@ class FakeLLMServer:
             return
         with self._lock:
             self.counters.clear()
+            self._prompt_cache.clear()
             self._attempts.clear()
             self._faults_in_a_row.clear()
             self._peak = 0
@@ -436,7 +463,7 @@ class FakeLLMServer:
 
     def _success(self, api: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
         text = self.reply(api, body)
-        prompt = " ".join(str(m.get("content", "")) for m in body.get("messages") or []) + str(
+        prompt = " ".join(_text_of(m.get("content")) for m in body.get("messages") or []) + _text_of(
             body.get("system", "")
         )
         usage_in, usage_out = _tokens(prompt), _tokens(text)
@@ -457,6 +484,7 @@ class FakeLLMServer:
                 },
             }
         model = body.get("model") or path.removeprefix("/model/").removesuffix("/invoke")
+        read, written = self._cache_use(model, body)
         return {
             "id": f"msg_{ident}",
             "type": "message",
@@ -466,12 +494,162 @@ class FakeLLMServer:
             "stop_reason": "end_turn",
             "stop_sequence": None,
             "usage": {
-                "input_tokens": usage_in,
+                "input_tokens": max(1, usage_in - read - written),
                 "output_tokens": usage_out,
-                "cache_read_input_tokens": 0,
-                "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": read,
+                "cache_creation_input_tokens": written,
             },
         }
+
+    def _cache_use(self, model: str, body: dict[str, Any]) -> tuple[int, int]:
+        """(tokens read from, tokens written to) the simulated prompt cache for one Anthropic body."""
+        if self.prompt_cache_min_tokens is None:
+            return 0, 0
+        blocks = _blocks(body)
+        marked = [i for i, block in enumerate(blocks) if block.get("cache_control")]
+        if not marked:
+            return 0, 0
+        prefix = " ".join(str(block.get("text", "")) for block in blocks[: marked[-1] + 1])
+        tokens = len(prefix.split())
+        if tokens < self.prompt_cache_min_tokens:
+            return 0, 0
+        key = hashlib.sha256(f"{model}\0{prefix}".encode()).hexdigest()
+        with self._lock:
+            if key in self._prompt_cache:
+                return tokens, 0
+            self._prompt_cache.add(key)
+        return 0, tokens
+
+
+class FakeBatches:
+    """Anthropic's Message Batches endpoints for a `FakeLLMServer`: create, retrieve, results (JSONL).
+
+    A batch reports `in_progress` for its first `polls_in_progress` retrievals (and for as long as
+    `hold` is True), then `ended`. Each entry's outcome is `outcome(custom_id, params)` if given
+    ("succeeded", "errored" as an api_error, "invalid" as an invalid_request_error, "expired" or
+    "canceled"), else drawn from the seed and the custom_id with `errored_rate` and `expired_rate`;
+    succeeded entries are answered as `POST /v1/messages` would answer their params. `created` lists batch
+    ids in order and `retrieved` counts retrievals per id, for tests to check what a client did.
+
+        batches = FakeBatches(polls_in_progress=1).install(server)
+    """
+
+    PREFIX = "/v1/messages/batches"
+
+    def __init__(
+        self,
+        *,
+        polls_in_progress: int = 1,
+        errored_rate: float = 0.0,
+        expired_rate: float = 0.0,
+        seed: int = 0,
+        outcome: Callable[[str, dict[str, Any]], str] | None = None,
+    ):
+        if errored_rate < 0 or expired_rate < 0 or errored_rate + expired_rate > 1:
+            raise ValueError("errored_rate and expired_rate must be non-negative and sum to at most 1")
+        self.polls_in_progress = polls_in_progress
+        self.errored_rate = errored_rate
+        self.expired_rate = expired_rate
+        self.seed = seed
+        self.outcome = outcome
+        self.hold = False
+        self.batches: dict[str, dict[str, Any]] = {}
+        self.created: list[str] = []
+        self.retrieved: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def install(self, server: FakeLLMServer) -> FakeBatches:
+        server.add_route(self.PREFIX, self.route)
+        return self
+
+    def route(
+        self, server: FakeLLMServer, method: str, path: str, body: dict[str, Any], headers: dict[str, str]
+    ) -> RouteResult:
+        if not server._authorised(headers):
+            return server._error("anthropic", 401, "invalid key")
+        parts = path.removeprefix(self.PREFIX).strip("/").split("/")
+        if method == "POST" and parts == [""]:
+            return self._create(server, body)
+        batch = self.batches.get(parts[0])
+        if batch is None:
+            return server._error("anthropic", 404, f"no message batch {parts[0]!r}")
+        if method == "GET" and len(parts) == 1:
+            return 200, self._retrieve(server, batch), {}
+        if method == "GET" and parts[1:] == ["results"] and batch["status"] == "ended":
+            lines = [json.dumps(result) for result in batch["results"]]
+            return 200, "\n".join(lines) + "\n", {"content-type": "application/binary"}
+        return server._error("anthropic", 404, f"no route {method} {path}")
+
+    def _create(self, server: FakeLLMServer, body: dict[str, Any]) -> RouteResult:
+        requests = body.get("requests")
+        if not isinstance(requests, list) or not requests:
+            return server._error("anthropic", 400, "requests: a non-empty list is required")
+        ids = [r.get("custom_id") for r in requests]
+        if len(set(ids)) != len(ids) or not all(isinstance(i, str) and 0 < len(i) <= 64 for i in ids):
+            return server._error("anthropic", 400, "custom_id values must be unique, of 1-64 characters")
+        with self._lock:
+            digest = hashlib.sha256(str(ids).encode()).hexdigest()[:8]
+            batch_id = f"msgbatch_{len(self.created) + 1:04d}_{digest}"
+            self.created.append(batch_id)
+            self.batches[batch_id] = {
+                "id": batch_id, "requests": requests, "status": "in_progress", "results": [],
+                "created_at": datetime.now(UTC).isoformat(),
+            }
+        return 200, self._retrieve(server, self.batches[batch_id], count=False), {}
+
+    def _retrieve(
+        self, server: FakeLLMServer, batch: dict[str, Any], *, count: bool = True
+    ) -> dict[str, Any]:
+        with self._lock:
+            if count:
+                self.retrieved[batch["id"]] += 1
+            due = not self.hold and self.retrieved[batch["id"]] > self.polls_in_progress
+            if batch["status"] == "in_progress" and due:
+                batch["results"] = [self._result(server, r) for r in batch["requests"]]
+                batch["status"] = "ended"
+                batch["ended_at"] = datetime.now(UTC).isoformat()
+        tally = Counter(r["result"]["type"] for r in batch["results"])
+        ended = batch["status"] == "ended"
+        return {
+            "id": batch["id"],
+            "type": "message_batch",
+            "processing_status": batch["status"],
+            "request_counts": {
+                "processing": 0 if ended else len(batch["requests"]),
+                **{kind: tally.get(kind, 0) for kind in ("succeeded", "errored", "canceled", "expired")},
+            },
+            "created_at": batch["created_at"],
+            "expires_at": batch["created_at"],
+            "ended_at": batch.get("ended_at"),
+            "archived_at": None,
+            "cancel_initiated_at": None,
+            "results_url": f"{server.url}{self.PREFIX}/{batch['id']}/results" if ended else None,
+        }
+
+    def _draw(self, custom_id: str, params: dict[str, Any]) -> str:
+        if self.outcome is not None:
+            return self.outcome(custom_id, params)
+        digest = hashlib.sha256(f"{self.seed}:{custom_id}".encode()).digest()
+        draw = int.from_bytes(digest[:8], "big") / 2**64
+        if draw < self.errored_rate:
+            return "errored"
+        return "expired" if draw < self.errored_rate + self.expired_rate else "succeeded"
+
+    def _result(self, server: FakeLLMServer, request: dict[str, Any]) -> dict[str, Any]:
+        custom_id, params = request["custom_id"], request.get("params") or {}
+        kind = self._draw(custom_id, params)
+        if kind == "succeeded":
+            message = server._success("anthropic", "/v1/messages", params)
+            result: dict[str, Any] = {"type": kind, "message": message}
+        elif kind == "errored":
+            error = {"type": "api_error", "message": "injected batch entry error"}
+            result = {"type": kind, "error": {"type": "error", "error": error}}
+        elif kind == "invalid":
+            error = {"type": "invalid_request_error", "message": "injected invalid request"}
+            result = {"type": "errored", "error": {"type": "error", "error": error}}
+        else:
+            result = {"type": kind}
+        return {"custom_id": custom_id, "result": result}
 
 
 def _serve_in_child() -> None:

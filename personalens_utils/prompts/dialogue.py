@@ -4,6 +4,10 @@ Written for this kit after the paper's Appendix A.3 (Figures 13-15): what each a
 asked for follows the paper; the wording is the kit's own. The assistant's system prompt is put
 together from parts (instructions + optional context sections) by `simulation.prompting`.
 Bump `DIALOGUE_PROMPT_VERSION` whenever a template changes: dialogue records are keyed by it.
+
+Order matters for prompt caching (docs/scale.md): what every call of a dialogue repeats comes first
+(the system prompt, then the user agent's profile; the assistant's instructions and context), what
+changes (the conversation so far and the request for the next message) comes after it.
 """
 
 from __future__ import annotations

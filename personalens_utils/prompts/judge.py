@@ -4,13 +4,19 @@ They follow the paper's judge (Appendix B, Figures 16-20) in what is asked and i
 labels a parser reads back (`VERDICT:`/`EXPLANATION:`, `Personalization Score:`, `Naturalness
 Score:`, `Coherence Score:`), so answers from any model and from the offline backend share one
 format. Bump `JUDGE_PROMPT_VERSION` whenever a template changes: judgments are keyed by it.
+
+Each template is a stable head (instructions, scale, the user's profile: the same for every call on
+one dimension and profile) followed by a changing tail (the conversation, the turn, the reply form),
+so a provider's prompt cache can serve the head (docs/scale.md). `<NAME>_HEAD + <NAME>_TAIL` is the
+whole template `<NAME>`.
 """
 
 from __future__ import annotations
 
-JUDGE_PROMPT_VERSION = "v1"
+JUDGE_PROMPT_VERSION = "v2"
+"""v2: v1's wording, reordered so that nothing that changes from call to call comes before the profile."""
 
-TASK_COMPLETION = """\
+TASK_COMPLETION_HEAD = """\
 You are reviewing a CONVERSATION in which a USER asked an ASSISTANT for help. Decide whether the \
 conversation reached the user's GOAL.
 
@@ -28,12 +34,17 @@ Reply in exactly this form:
 VERDICT: <True or False>
 EXPLANATION: <one or two sentences>
 
+"""
+
+TASK_COMPLETION_TAIL = """\
 CONVERSATION:
 {conversation}
 
 GOAL:
 {goal}
 """
+
+TASK_COMPLETION = TASK_COMPLETION_HEAD + TASK_COMPLETION_TAIL
 
 PERSONALIZATION_LEVELS = """\
 1 - POOR: no real personalization.
@@ -60,7 +71,10 @@ sound).
 suggestions.
 """
 
-_PERSONALIZATION_BODY = """\
+PERSONALIZATION_HEAD = """\
+Rate how well the ASSISTANT in the conversation below personalizes its help: how it learns from, \
+remembers and proactively applies the USER's preferences and patterns.
+
 Definitions:
 - Score: an integer from 1 (poor) to 4 (exceptional).
 - Demographic profile: who the user is.
@@ -95,15 +109,13 @@ Past interaction summary:
 Current situation:
 {situation}
 
+"""
+"""Shared by dialogue-level and turn-level personalization, so their calls share one cached head."""
+
+PERSONALIZATION_TAIL = """\
 Conversation:
 {conversation}
-"""
 
-PERSONALIZATION = (
-    "Rate how well the ASSISTANT in the conversation below personalizes its help: how it learns from, "
-    "remembers and proactively applies the USER's preferences and patterns.\n\n"
-    + _PERSONALIZATION_BODY
-    + """
 Reply inside <response></response> tags, with no preamble, in this form:
 <response>
 Personalization Score: <1-4>
@@ -112,29 +124,28 @@ Justification: <why this score, criterion by criterion>
 Improvement Suggestions: <how the assistant could have personalized better>
 </response>
 """
-)
 
-TURN_PERSONALIZATION = (
-    "The conversation below stops right after assistant turn {turn} of a longer dialogue. Rate how "
-    "well the ASSISTANT has personalized its help so far, judging only the turns shown: how it learns "
-    "from, remembers and proactively applies the USER's preferences and patterns.\n\n"
-    + _PERSONALIZATION_BODY
-    + """
+TURN_PERSONALIZATION_TAIL = """\
+The conversation below stops right after assistant turn {turn} of a longer dialogue. Rate how well \
+the ASSISTANT has personalized its help so far, judging only the turns shown.
+
+Conversation:
+{conversation}
+
 Reply inside <response></response> tags, with no preamble, in this form:
 <response>
 Personalization Score: <1-4>
 Justification: <why this score for the conversation so far>
 </response>
 """
-)
 
-NATURALNESS = """\
+PERSONALIZATION = PERSONALIZATION_HEAD + PERSONALIZATION_TAIL
+TURN_PERSONALIZATION = PERSONALIZATION_HEAD + TURN_PERSONALIZATION_TAIL
+
+NATURALNESS_HEAD = """\
 Rate how natural the {speaker_upper}'s messages in the conversation below are: how much they read \
 like a person talking rather than a machine. Judge only the {speaker}'s messages; the other side is \
 there for context.
-
-Conversation:
-{conversation}
 
 Use whole numbers from 1 to 5:
 1 - very unnatural; nothing like human conversation
@@ -143,6 +154,12 @@ Use whole numbers from 1 to 5:
 4 - mostly natural, with small unnatural touches
 5 - fully natural; reads like a person
 
+"""
+
+NATURALNESS_TAIL = """\
+Conversation:
+{conversation}
+
 Reply inside <response></response> tags, with no preamble, in this form:
 <response>
 Naturalness Score: <1-5>
@@ -150,13 +167,12 @@ Justification: <why this score>
 </response>
 """
 
-COHERENCE = """\
+NATURALNESS = NATURALNESS_HEAD + NATURALNESS_TAIL
+
+COHERENCE_HEAD = """\
 Rate how coherent the {speaker_upper}'s messages in the conversation below are: how logically each \
 one follows from what was said before it and how relevant and clear it is. Judge only the \
 {speaker}'s messages; the other side is there for context.
-
-Conversation:
-{conversation}
 
 Use whole numbers from 1 to 5:
 1 - very incoherent; no logical link or relevance to the conversation
@@ -165,12 +181,20 @@ Use whole numbers from 1 to 5:
 4 - mostly coherent, with small lapses of logic, relevance or clarity
 5 - fully coherent: logical, relevant and clear throughout
 
+"""
+
+COHERENCE_TAIL = """\
+Conversation:
+{conversation}
+
 Reply inside <response></response> tags, with no preamble, in this form:
 <response>
 Coherence Score: <1-5>
 Justification: <why this score>
 </response>
 """
+
+COHERENCE = COHERENCE_HEAD + COHERENCE_TAIL
 
 RETRY_REMINDER = """\
 Your answer could not be read: it must contain exactly one line of the form "{label} {form}". \

@@ -87,7 +87,11 @@ def _profile(ctx: ScenarioContext) -> str:
 
 
 def user_request(ctx: ScenarioContext, turns: Sequence[Turn], model: str) -> Request:
-    """The user agent's next message: the opening one when `turns` is empty."""
+    """The user agent's next message: the opening one when `turns` is empty.
+
+    The message starts with the profile, which every call of the dialogue repeats word for word;
+    `cache_prefix_chars` tells a caching backend where it ends (docs/scale.md).
+    """
     profile = _profile(ctx)
     if turns:
         prompt = P.USER_NEXT.format(profile=profile, history=render_history(turns))
@@ -101,6 +105,7 @@ def user_request(ctx: ScenarioContext, turns: Sequence[Turn], model: str) -> Req
         "task": ctx.scenario.task_context(),
         "turn": sum(t["role"] == "user" for t in turns),
         "dialogue": [dict(t) for t in turns],
+        "cache_prefix_chars": len(profile),
     }
     return Request(kind=CallKind.USER_TURN, system=P.USER_SYSTEM, messages=(Message("user", prompt),),
                    model=model, temperature=USER_TEMPERATURE, max_tokens=MAX_TOKENS, context=context)

@@ -5,6 +5,9 @@ API version it sends by default (2026-10-21) rejects sampling parameters on ever
 fixes temperatures (user 0.5, assistant and judge 0), so for models that still honour one the
 backend sends it through `extra_body` together with the `anthropic-version: 2023-06-01` header that
 accepts it. Models that reject a temperature (see `registry`) get none, and the log says so once.
+
+Prompt caching: a request whose stable prefix is long enough to be cached carries a `cache_control`
+breakpoint at the end of that prefix (docs/scale.md). The same request bodies go into Message Batches.
 """
 
 from __future__ import annotations
@@ -12,13 +15,15 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import anthropic
 import httpx2
 
 from .. import registry
-from ..types import FatalError, Request, Response, RetryableError, Usage
+from ..batch import BatchResult
+from ..types import FatalError, LLMError, Request, Response, RetryableError, Usage
 from ._http import PerLoop, classify_status
 
 log = logging.getLogger(__name__)
@@ -26,12 +31,90 @@ log = logging.getLogger(__name__)
 TEMPERATURE_API_VERSION = "2023-06-01"
 """The Messages API version under which `temperature` is still accepted."""
 
+CACHE_PREFIX_KEY = "cache_prefix_chars"
+"""Request-context key: how many leading characters of the first message every call of its kind repeats
+(set by the prompt builders). Without it the system prompt is the stable prefix."""
+
+MIN_CACHEABLE_TOKENS: dict[str, int] = {
+    "Claude 3 Haiku": 2048,
+    "Claude 3.5 Haiku": 2048,
+    "Claude Haiku 4.5": 4096,
+    "Claude Opus 4.5": 4096,
+    "Claude Opus 4.6": 4096,
+    "Claude Opus 4.7": 2048,
+    "Claude Opus 5": 512,
+}
+"""Shortest prefix (tokens) Anthropic caches, where it differs from `DEFAULT_MIN_CACHEABLE_TOKENS`; from
+Anthropic's prompt-caching documentation as quoted on 2026-11-21. A shorter prefix is simply not cached."""
+
+DEFAULT_MIN_CACHEABLE_TOKENS = 1024
+
+CHARS_PER_TOKEN_LOW = 3.0
+"""A low estimate of characters per token (English prose runs near 4), so a prefix is never judged too
+short to cache when it is not; marking one that is too short costs nothing."""
+
+_EPHEMERAL = {"type": "ephemeral"}
+_FINAL_ERRORS = frozenset(
+    {"invalid_request_error", "authentication_error", "permission_error", "not_found_error",
+     "request_too_large", "billing_error"}
+)
+"""Batch entry error types that a resubmission would meet again."""
+_UNPROCESSED = {
+    "expired": "the batch expired (24 hours) before this entry was processed",
+    "canceled": "the batch was canceled before this entry was processed",
+}
+
+
+def min_cacheable_tokens(model: str) -> int:
+    info = registry.lookup(model) if model else None
+    return MIN_CACHEABLE_TOKENS.get(info.name, DEFAULT_MIN_CACHEABLE_TOKENS) if info else (
+        DEFAULT_MIN_CACHEABLE_TOKENS
+    )
+
+
+def stable_prefix(request: Request) -> tuple[str, str]:
+    """(system text, leading text of the first message) that every call sharing this prefix repeats."""
+    chars = int(request.context.get(CACHE_PREFIX_KEY) or 0)
+    if chars <= 0 or not request.messages:
+        return request.system, ""
+    return request.system, request.messages[0].content[:chars]
+
+
+def cache_marked(
+    request: Request, model: str
+) -> tuple[str | list[dict[str, Any]], list[dict[str, Any]]]:
+    """The system and messages of a Messages body, with a cache breakpoint after the stable prefix.
+
+    The breakpoint goes on the system block, or on a first text block cut from the first message
+    when the prompt builder said how long its stable part is. A prefix too short for the model's
+    cache, or a cut that would leave an empty block, is sent unmarked.
+    """
+    system, prefix = stable_prefix(request)
+    messages: list[dict[str, Any]] = [m.as_dict() for m in request.messages]
+    if (len(system) + len(prefix)) / CHARS_PER_TOKEN_LOW < min_cacheable_tokens(model):
+        return system, messages
+    if not prefix:
+        marked = [{"type": "text", "text": system, "cache_control": _EPHEMERAL}] if system else system
+        return marked, messages
+    rest = request.messages[0].content[len(prefix):]
+    if not prefix.strip() or not rest.strip():
+        return system, messages
+    messages[0] = {
+        "role": request.messages[0].role,
+        "content": [
+            {"type": "text", "text": prefix, "cache_control": _EPHEMERAL},
+            {"type": "text", "text": rest},
+        ],
+    }
+    return system, messages
+
 
 class _ClaudeBackend:
     """Shared by the Anthropic API and Bedrock: both speak Messages through the anthropic SDK."""
 
     name = "anthropic"
     key_hint = "Set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) in the environment to a valid key."
+    prompt_caching = False
 
     def __init__(self, *, timeout: float = 120.0, http_client: httpx2.AsyncClient | None = None):
         self.timeout = timeout
@@ -66,41 +149,39 @@ class _ClaudeBackend:
         if client.api_key is None and client.auth_token is None and client.credentials is None:
             raise FatalError(f"{self.name} backend has no credentials. {self.key_hint}")
 
-    async def acomplete(self, request: Request, model: str) -> Response:
-        client = self._client()
-        self._check_credentials(client)
+    def message_params(
+        self, request: Request, model: str
+    ) -> tuple[dict[str, Any], dict[str, Any], dict[str, str]]:
+        """(Messages API arguments, extra body fields, extra headers) for one request."""
         extra_body, extra_headers = self._temperature_fields(request, model)
-        kwargs: dict[str, Any] = {
-            "model": model,
-            "max_tokens": request.max_tokens,
-            "messages": [m.as_dict() for m in request.messages],
-        }
-        if request.system:
-            kwargs["system"] = request.system
+        system, messages = cache_marked(request, model) if self.prompt_caching else (
+            request.system, [m.as_dict() for m in request.messages]
+        )
+        params: dict[str, Any] = {"model": model, "max_tokens": request.max_tokens, "messages": messages}
+        if system:
+            params["system"] = system
         if request.stop:
-            kwargs["stop_sequences"] = list(request.stop)
-        started = time.perf_counter()
-        try:
-            message = await client.messages.create(
-                **kwargs, extra_body=extra_body or None, extra_headers=extra_headers or None
-            )
-        except anthropic.APIStatusError as err:
-            markers = f"{err.type or ''} {err.error_code or ''}"
-            raise classify_status(
+            params["stop_sequences"] = list(request.stop)
+        return params, extra_body, extra_headers
+
+    def _error(self, err: Exception, model: str, doing: str = "") -> LLMError:
+        """An SDK failure as the error the client acts on (retry, or stop with what to do)."""
+        if isinstance(err, anthropic.APIStatusError):
+            return classify_status(
                 err.status_code,
-                err.api_message or str(err),
+                f"{doing}{err.api_message or err}",
                 err.response.headers,
                 backend=self.name,
                 model=model,
                 key_hint=self.key_hint,
-                markers=markers,
-            ) from err
-        except anthropic.APIConnectionError as err:
-            raise RetryableError(f"{self.name} backend, model {model!r}: connection failed: {err}") from err
-        text = "".join(block.text for block in message.content if block.type == "text")
+                markers=f"{err.type or ''} {err.error_code or ''}",
+            )
+        return RetryableError(f"{self.name} backend, model {model!r}: {doing}connection failed: {err}")
+
+    def _response(self, message: Any, model: str, latency_s: float) -> Response:
         usage = message.usage
         return Response(
-            text=text,
+            text="".join(block.text for block in message.content if block.type == "text"),
             usage=Usage(
                 input_tokens=usage.input_tokens,
                 output_tokens=usage.output_tokens,
@@ -109,8 +190,21 @@ class _ClaudeBackend:
             ),
             backend=self.name,
             model=model,
-            latency_s=time.perf_counter() - started,
+            latency_s=latency_s,
         )
+
+    async def acomplete(self, request: Request, model: str) -> Response:
+        client = self._client()
+        self._check_credentials(client)
+        params, extra_body, extra_headers = self.message_params(request, model)
+        started = time.perf_counter()
+        try:
+            message = await client.messages.create(
+                **params, extra_body=extra_body or None, extra_headers=extra_headers or None
+            )
+        except (anthropic.APIStatusError, anthropic.APIConnectionError) as err:
+            raise self._error(err, model) from err
+        return self._response(message, model, time.perf_counter() - started)
 
     async def aclose(self) -> None:
         client = self._clients.pop()
@@ -119,7 +213,11 @@ class _ClaudeBackend:
 
 
 class AnthropicBackend(_ClaudeBackend):
-    """The Anthropic API. Reads ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) and ANTHROPIC_BASE_URL."""
+    """The Anthropic API. Reads ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) and ANTHROPIC_BASE_URL.
+
+    `prompt_caching` (default on) marks each request's stable prefix cacheable; the Message Batches
+    methods (`create_batch`, `batch_status`, `batch_results`) serve `llm.batch`.
+    """
 
     name = "anthropic"
 
@@ -129,9 +227,11 @@ class AnthropicBackend(_ClaudeBackend):
         base_url: str | None = None,
         timeout: float = 120.0,
         http_client: httpx2.AsyncClient | None = None,
+        prompt_caching: bool = True,
     ):
         super().__init__(timeout=timeout, http_client=http_client)
         self.base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
+        self.prompt_caching = prompt_caching
 
     def __repr__(self) -> str:
         return f"AnthropicBackend(base_url={self.base_url!r}, timeout={self.timeout})"
@@ -143,3 +243,60 @@ class AnthropicBackend(_ClaudeBackend):
             max_retries=0,
             http_client=self._http_client,
         )
+
+    # -- Message Batches ----------------------------------------------------------------------------
+
+    async def create_batch(self, entries: Sequence[tuple[str, Request, str]]) -> str:
+        """Submit (custom_id, request, resolved model) entries as one Message Batch; its id.
+
+        Each entry's params are exactly what `acomplete` would send; the headers (the API version
+        that takes a temperature) apply to the whole batch.
+        """
+        client = self._client()
+        self._check_credentials(client)
+        requests, headers = [], {}
+        for custom_id, request, model in entries:
+            params, extra_body, extra_headers = self.message_params(request, model)
+            requests.append({"custom_id": custom_id, "params": {**params, **extra_body}})
+            headers.update(extra_headers)
+        model = entries[0][2] if entries else ""
+        try:
+            batch = await client.messages.batches.create(requests=requests, extra_headers=headers or None)
+        except (anthropic.APIStatusError, anthropic.APIConnectionError) as err:
+            raise self._error(err, model, "creating a message batch: ") from err
+        return batch.id
+
+    async def batch_status(self, batch_id: str) -> str:
+        """The batch's processing status: "in_progress", "canceling" or "ended"."""
+        client = self._client()
+        try:
+            batch = await client.messages.batches.retrieve(batch_id)
+        except (anthropic.APIStatusError, anthropic.APIConnectionError) as err:
+            raise self._error(err, "", f"polling message batch {batch_id}: ") from err
+        if batch.archived_at is not None:
+            raise FatalError(f"message batch {batch_id} was archived; its results are no longer available")
+        return batch.processing_status
+
+    async def batch_results(self, batch_id: str) -> list[BatchResult]:
+        """Every entry of an ended batch, matched by custom_id (the results file has no fixed order)."""
+        client = self._client()
+        out = []
+        try:
+            async for line in await client.messages.batches.results(batch_id):
+                out.append(self._batch_result(line))
+        except (anthropic.APIStatusError, anthropic.APIConnectionError) as err:
+            raise self._error(err, "", f"reading the results of message batch {batch_id}: ") from err
+        return out
+
+    def _batch_result(self, line: Any) -> BatchResult:
+        result = line.result
+        if result.type == "succeeded":
+            message = result.message
+            return BatchResult(line.custom_id, "succeeded", self._response(message, message.model, 0.0))
+        if result.type == "errored":
+            error = result.error.error
+            return BatchResult(
+                line.custom_id, "errored", error=f"{error.type}: {error.message}",
+                retryable=error.type not in _FINAL_ERRORS,
+            )
+        return BatchResult(line.custom_id, result.type, error=_UNPROCESSED.get(result.type, result.type))
