@@ -2,15 +2,18 @@
 
 Every stage writes its results here one record at a time, so a killed run loses at most the
 record being written and a rerun skips what is done. A torn last line (the process died mid-write)
-is ignored on read and cut off before the next append.
+is ignored on read and cut off before the next append. `merge_stores` joins the run folders of
+several shards (see `shards`) into one, refusing any record that two of them hold.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +22,8 @@ import pandas as pd
 from filelock import FileLock
 
 ERROR_STATUS = "error"
+MERGED_TABLES = ("dialogues", "judgments")
+_MERGE_BATCH = 5000
 
 
 class StoreError(Exception):
@@ -155,3 +160,127 @@ class RunStore:
                 return
             data = fh.seek(0) or fh.read()
             fh.truncate(data.rfind(b"\n") + 1)
+
+
+# -- merging shards ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Line:
+    """Where the current record of an id sits in a table file, and its status."""
+
+    offset: int
+    length: int
+    status: str | None
+
+
+def _scan(path: Path) -> dict[str, _Line]:
+    """id -> its current record's place in a JSONL table (a later record replaces an errored one)."""
+    current: dict[str, _Line] = {}
+    if not path.exists():
+        return current
+    offset = 0
+    with path.open("rb") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.endswith(b"\n"):
+                break  # torn tail from a killed writer
+            if line.strip():
+                try:
+                    rec = orjson.loads(line)
+                except orjson.JSONDecodeError as exc:
+                    raise StoreError(f"{path}:{lineno}: not valid JSON ({exc})") from exc
+                if not isinstance(rec, dict) or not rec.get("id"):
+                    raise StoreError(f"{path}:{lineno}: record has no 'id'")
+                current[rec["id"]] = _Line(offset, len(line), rec.get("status"))
+            offset += len(line)
+    return current
+
+
+def _read_at(fh: Any, line: _Line) -> dict[str, Any]:
+    fh.seek(line.offset)
+    return orjson.loads(fh.read(line.length))
+
+
+def merge_stores(
+    sources: Sequence[RunStore | str | os.PathLike[str]],
+    target: RunStore | str | os.PathLike[str],
+    *,
+    tables: Sequence[str] = MERGED_TABLES,
+) -> pd.DataFrame:
+    """Copy the records of several run folders (one per shard) into `target`; one row per table and source.
+
+    A record id held by two sources is refused with a `DuplicateRecordError` naming the id and both
+    files: shards own disjoint work, so two copies mean the same work ran twice and one must be
+    chosen by hand. Against `target`, a record stored there unchanged is skipped (merging again
+    after more progress is safe) and an errored one is replaced; any other difference is refused
+    the same way. Every check runs before the first write, so a refused merge writes nothing.
+    """
+    into = target if isinstance(target, RunStore) else RunStore(target)
+    stores = [s if isinstance(s, RunStore) else RunStore(_existing(s)) for s in sources]
+    roots = [store.root.resolve() for store in stores]
+    for root in roots:
+        if root == into.root.resolve():
+            raise StoreError(f"{root} is a source and the target of the merge; merge into a new folder")
+        if roots.count(root) > 1:
+            raise StoreError(f"{root} is given twice as a source of the merge")
+    plans = [_plan_table(table, stores, into) for table in tables]
+    rows = []
+    for table, copies, counts in plans:
+        for store in stores:
+            picked = copies.get(store.root, [])
+            _copy(store.path(table), picked, into, table)
+            rows.append({"table": table, "source": str(store.root), "records": counts[store.root],
+                         "appended": len(picked), "already_in_target": counts[store.root] - len(picked)})
+    return pd.DataFrame(rows, columns=["table", "source", "records", "appended", "already_in_target"])
+
+
+def _existing(path: str | os.PathLike[str]) -> Path:
+    folder = Path(path)
+    if not folder.is_dir():
+        raise StoreError(f"cannot merge {folder}: no such run folder")
+    return folder
+
+
+def _plan_table(
+    table: str, stores: list[RunStore], into: RunStore
+) -> tuple[str, dict[Path, list[_Line]], dict[Path, int]]:
+    """Which lines of which source to append to the target's table; raises on any conflict."""
+    owner: dict[str, Path] = {}
+    scans: dict[Path, dict[str, _Line]] = {}
+    for store in stores:
+        scan = scans[store.root] = _scan(store.path(table))
+        for rid in scan:
+            first = owner.setdefault(rid, store.root)
+            if first != store.root:
+                raise DuplicateRecordError(
+                    f"record id {rid!r} is in both {first / f'{table}.jsonl'} and {store.path(table)}; "
+                    "each shard's work must come from one run folder: remove the record (or the folder) "
+                    "you do not trust and merge again"
+                )
+    held = _scan(into.path(table))
+    copies: dict[Path, list[_Line]] = {}
+    with into.path(table).open("rb") if held else contextlib.nullcontext() as target_fh:
+        for root, scan in scans.items():
+            picked = copies[root] = []
+            with (root / f"{table}.jsonl").open("rb") if scan else contextlib.nullcontext() as source_fh:
+                for rid, line in scan.items():
+                    there = held.get(rid)
+                    if there is not None and _read_at(source_fh, line) == _read_at(target_fh, there):
+                        continue
+                    if there is None or there.status == ERROR_STATUS:
+                        picked.append(line)
+                        continue
+                    raise DuplicateRecordError(
+                        f"record id {rid!r} in {root / f'{table}.jsonl'} differs from the one already in "
+                        f"{into.path(table)} (status {line.status!r} vs {there.status!r}); the target keeps "
+                        "its record: remove one of them by hand if the other should win"
+                    )
+    return table, copies, {root: len(scan) for root, scan in scans.items()}
+
+
+def _copy(path: Path, lines: list[_Line], into: RunStore, table: str) -> None:
+    if not lines:
+        return
+    with path.open("rb") as fh:
+        for start in range(0, len(lines), _MERGE_BATCH):
+            into.extend(table, [_read_at(fh, line) for line in lines[start : start + _MERGE_BATCH]])

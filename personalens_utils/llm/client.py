@@ -23,6 +23,7 @@ from tqdm.auto import tqdm
 
 from . import registry
 from .backends import make_backend
+from .budget import BudgetReachedError
 from .cache import ResponseCache
 from .types import (
     ChatModel,
@@ -62,6 +63,7 @@ class LLMClient:
     keyword arguments go to the backend's constructor. `use_cache=None` means: on for network
     backends, off for the offline backend (it is deterministic and answers faster than a disk
     lookup). Keys and secrets are never taken as arguments; backends read them from the environment.
+    `max_cost_usd` caps what the client may spend over its life (see `spending_limit`).
     """
 
     def __init__(
@@ -77,6 +79,7 @@ class LLMClient:
         stage: str = "",
         progress: bool = True,
         seed: int = 0,
+        max_cost_usd: float | None = None,
         **backend_kwargs: Any,
     ):
         if max_concurrency < 1:
@@ -111,6 +114,8 @@ class LLMClient:
         self._jitter = random.Random()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: threading.Thread | None = None
+        self._ceiling = _check_limit(max_cost_usd)
+        self.refused_calls = 0
 
     def _cache_namespace(self, seed: int) -> str:
         """The backend part of cache keys; the offline backend's answers also depend on its seed."""
@@ -138,6 +143,44 @@ class LLMClient:
     def current_stage(self) -> str:
         return self._stage.get()
 
+    # -- spending limit ---------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def spending_limit(self, max_cost_usd: float | None) -> Iterator[LLMClient]:
+        """Refuse new calls in the block once `max_cost_usd` more has been spent (None: no limit).
+
+        The limit is checked when a call is about to start, so calls already in flight finish and
+        are paid for: the overshoot is at most `max_concurrency` calls. A refused call raises
+        `BudgetReachedError`; cache hits cost nothing and are still answered. The limit holds for
+        every call of this client while the block runs; the tighter of two nested limits wins.
+        """
+        limit = _check_limit(max_cost_usd)
+        previous = self._ceiling
+        if limit is not None:
+            with self._lock:
+                ceiling = self._totals.cost_usd + limit
+            self._ceiling = ceiling if previous is None else min(previous, ceiling)
+        try:
+            yield self
+        finally:
+            self._ceiling = previous
+
+    @property
+    def budget_reached(self) -> bool:
+        """True once the spending limit in force has been reached: new calls are refused."""
+        ceiling = self._ceiling
+        return ceiling is not None and self._totals.cost_usd >= ceiling
+
+    def _refuse(self, request: Request, model: str) -> BudgetReachedError:
+        with self._lock:
+            self.refused_calls += 1
+            spent = self._totals.cost_usd
+        return BudgetReachedError(
+            f"spending limit reached: ${spent:.4f} spent, limit ${self._ceiling:.4f}; refused a new "
+            f"{request.kind!s} call to {self.backend_name}/{model}. Finished work is kept; run again "
+            "with a higher max_cost_usd to continue."
+        )
+
     # -- single calls -----------------------------------------------------------------------------
 
     def resolve_model(self, model: str) -> str:
@@ -164,6 +207,8 @@ class LLMClient:
                 return response
         try:
             response, retries = await self._call_with_retries(request, model, stage)
+        except BudgetReachedError:
+            raise  # not a failed call: it was never made (counted in refused_calls)
         except LLMError:
             self._book_error(stage, request, model)
             raise
@@ -190,6 +235,8 @@ class LLMClient:
         attempt = 0
         while True:
             async with semaphore:
+                if attempt == 0 and self.budget_reached:
+                    raise self._refuse(request, model)
                 try:
                     return await self.backend.acomplete(request, model), attempt
                 except RetryableError as err:
@@ -438,6 +485,12 @@ class LLMClient:
         with self._lock:
             self._books.clear()
             self._totals = _Tally()
+
+
+def _check_limit(max_cost_usd: float | None) -> float | None:
+    if max_cost_usd is not None and not max_cost_usd >= 0:
+        raise ValueError(f"max_cost_usd must be 0 or more (or None for no limit), got {max_cost_usd}")
+    return max_cost_usd
 
 
 async def _as_coroutine(awaitable: Awaitable[Any]) -> Any:
