@@ -169,7 +169,7 @@ class BatchRunner:
         try:
             while True:
                 if to_submit:
-                    await self._submit(to_submit, requests, submissions, waiting, rounds)
+                    batch_keys |= await self._submit(to_submit, requests, submissions, waiting, rounds)
                     to_submit = []
                 bar.set_postfix_str(f"batches in flight={len(waiting)}")
                 for batch_id in list(waiting):
@@ -222,8 +222,12 @@ class BatchRunner:
         submissions: defaultdict[str, list[_Entry]],
         waiting: defaultdict[str, list[_Entry]],
         rounds: dict[str, int],
-    ) -> None:
-        """Send the keys' requests in as few batches as the API's limits allow; store each batch at once."""
+    ) -> dict[str, dict[str, str]]:
+        """Send the keys' requests in as few batches as the API's limits allow; store each batch at once.
+
+        Returns the new batches' entries (batch id -> custom_id -> key).
+        """
+        created: dict[str, dict[str, str]] = {}
         chunk: list[tuple[str, Request, str, str]] = []
         size = 0
         for index, key in enumerate(keys):
@@ -238,11 +242,12 @@ class BatchRunner:
                 MAX_BATCH_BYTES
             ):
                 batch_id = await self._call(self.backend.create_batch, [(c, r, m) for c, r, m, _ in chunk])
+                created[batch_id] = {custom_id: k for custom_id, _, _, k in chunk}
                 self.store.append(BATCHES, {
                     "id": batch_id,
                     "backend": self.backend.name,
                     "submitted_at": datetime.now(UTC).isoformat(timespec="seconds"),
-                    "entries": {custom_id: k for custom_id, _, _, k in chunk},
+                    "entries": created[batch_id],
                 })
                 log.info("submitted message batch %s with %d requests", batch_id, len(chunk))
                 for custom_id, _, _, k in chunk:
@@ -251,6 +256,7 @@ class BatchRunner:
                     waiting[batch_id].append(entry)
                     rounds[k] += 1
                 chunk, size = [], 0
+        return created
 
     async def _collect(
         self,

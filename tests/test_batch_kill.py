@@ -1,0 +1,85 @@
+"""A batch-judging process killed (SIGKILL) while its batch is in flight: the rerun polls the stored
+batch id instead of submitting again, and every judgment is stored once."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from test_batch_support import MODEL, context_for, dialogue, judge_reply
+
+from personalens_utils.judging import ALL_DIMENSIONS, JUDGMENTS, run_judging_batch
+from personalens_utils.llm import LLMClient
+from personalens_utils.llm.batch import BATCH_RESULTS, BATCHES
+from personalens_utils.llm.fake_server import FakeBatches, FakeLLMServer
+from personalens_utils.store import RunStore
+
+N_DIALOGUES = 5
+
+CHILD = """
+import sys
+sys.path.insert(0, {tests!r})
+from test_batch_support import MODEL, context_for
+from personalens_utils.judging import run_judging_batch
+from personalens_utils.llm import LLMClient
+from personalens_utils.store import RunStore
+
+client = LLMClient("anthropic", use_cache=False, progress=False)
+run_judging_batch(RunStore(sys.argv[1]), client, context_for, judge_model=MODEL, poll_interval_s=0.02)
+"""
+
+
+@pytest.mark.slow
+def test_killed_batch_judging_resumes_polling_and_does_not_resubmit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = RunStore(tmp_path / "run")
+    store.extend("dialogues", [dialogue(i) for i in range(N_DIALOGUES)])
+    script = tmp_path / "child.py"
+    script.write_text(textwrap.dedent(CHILD.format(tests=str(Path(__file__).parent))))
+    with FakeLLMServer(reply=judge_reply) as server:
+        batches = FakeBatches(polls_in_progress=0).install(server)
+        batches.hold = True
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key-not-secret")
+        child = subprocess.Popen([sys.executable, str(script), str(store.root)], start_new_session=True)
+        deadline = time.monotonic() + 60
+        try:
+            while not (batches.created and batches.retrieved[batches.created[0]] >= 3):
+                if child.poll() is not None:
+                    pytest.fail(f"the judging process ended (code {child.returncode}) before the kill")
+                if time.monotonic() > deadline:
+                    pytest.fail("the judging process never polled a batch")
+                time.sleep(0.01)
+            os.kill(child.pid, signal.SIGKILL)
+        finally:
+            child.wait(timeout=30)
+        assert child.returncode == -signal.SIGKILL
+
+        (batch_id,) = batches.created
+        stored = RunStore(store.root).records(BATCHES)
+        assert [b["id"] for b in stored] == [batch_id], "the batch id was stored before polling began"
+        assert not store.path(JUDGMENTS).exists()
+        polled_before = batches.retrieved[batch_id]
+
+        batches.hold = False
+        with LLMClient("anthropic", use_cache=False, progress=False) as client:
+            report = run_judging_batch(RunStore(store.root), client, context_for, judge_model=MODEL,
+                                       poll_interval_s=0.01)
+
+    assert batches.created == [batch_id], "nothing was submitted again"
+    assert batches.retrieved[batch_id] > polled_before, "the stored batch id was polled after the restart"
+    expected = N_DIALOGUES * len(ALL_DIMENSIONS)
+    assert report.judgments_written == expected and report.status_counts == {"ok": expected}
+    lines = [line for line in store.path(JUDGMENTS).read_bytes().splitlines() if line.strip()]
+    assert len(lines) == expected
+    results = RunStore(store.root).records(BATCH_RESULTS)
+    assert len(results) == len(stored[0]["entries"])
+    assert set(Counter(r["key"] for r in results).values()) == {1}, "every entry's result stored once"
