@@ -13,7 +13,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
@@ -23,8 +23,11 @@ from .data_records import SITUATION_FIELDS
 from .judge_parsing import ParsedAnswer, parse_score, parse_verdict
 from .llm import CallKind, FatalError, LLMError, Message, Request
 from .llm import registry as model_registry
+from .llm.batch import BatchRunner, Outcome
+from .llm.budget import CostEstimate, Tally
 from .llm.client import LLMClient
 from .prompts import judge as prompts
+from .shards import Shard
 from .simulation.loop import ABORTING_STATUSES
 from .simulation.prompting import (
     EMPTY_CLOSING,
@@ -44,6 +47,8 @@ DEFAULT_JUDGE_MODEL = "Claude 3.5 Sonnet"
 JUDGEABLE_STATUSES = ("terminated", "turn_cap")
 RETRY_SEPARATOR = "\n\n----- answer to the format reminder -----\n\n"
 TURN_SEPARATOR = "\n\n----- after assistant turn {turn} -----\n\n"
+ANSWER_TOKENS = 300
+"""Answer length assumed by `estimate_judging` (a score line and a few sentences of justification)."""
 
 
 @dataclass(frozen=True)
@@ -123,40 +128,53 @@ def _render_fields(values: Mapping[str, Any]) -> str:
     )
 
 
-def build_prompt(dimension: Dimension, context: Mapping[str, Any], turn: int | None = None) -> str:
-    """The judge prompt for one dimension, filled from a judge context (docs/architecture.md)."""
+def build_prompt(
+    dimension: Dimension, context: Mapping[str, Any], turn: int | None = None
+) -> tuple[str, str]:
+    """The judge prompt for one dimension, filled from a judge context (docs/architecture.md).
+
+    Returned as (head, tail): the head (instructions, scale, the user's profile) is the same for every
+    call on this dimension and profile, so a provider can serve it from its prompt cache.
+    """
     conversation = render_conversation(context["dialogue"])
     task = context["task"]
     if dimension.family == "task_completion":
-        return prompts.TASK_COMPLETION.format(conversation=conversation, goal=task["task_goal"])
+        return prompts.TASK_COMPLETION_HEAD, prompts.TASK_COMPLETION_TAIL.format(
+            conversation=conversation, goal=task["task_goal"]
+        )
     if dimension.family == "personalization":
-        template = prompts.TURN_PERSONALIZATION if dimension.turn_level else prompts.PERSONALIZATION
-        return template.format(
-            turn=turn,
+        head = prompts.PERSONALIZATION_HEAD.format(
             levels=prompts.PERSONALIZATION_LEVELS,
             demographics=_render_fields(context.get("demographics") or {}),
             preferences=render_preferences(context.get("preferences") or {}),
             task_description=task["task_description"],
             interactions=render_interactions(context.get("interactions") or {}),
             situation=_render_fields(context.get("situation") or {}),
-            conversation=conversation,
         )
-    template = prompts.NATURALNESS if dimension.family == "naturalness" else prompts.COHERENCE
+        tail = prompts.TURN_PERSONALIZATION_TAIL if dimension.turn_level else prompts.PERSONALIZATION_TAIL
+        return head, tail.format(turn=turn, conversation=conversation)
+    natural = dimension.family == "naturalness"
+    head = prompts.NATURALNESS_HEAD if natural else prompts.COHERENCE_HEAD
+    tail = prompts.NATURALNESS_TAIL if natural else prompts.COHERENCE_TAIL
     speaker = str(dimension.speaker)
-    return template.format(speaker=speaker, speaker_upper=speaker.upper(), conversation=conversation)
+    return head.format(speaker=speaker, speaker_upper=speaker.upper()), tail.format(conversation=conversation)
 
 
 def judge_request(
     dimension: Dimension, context: Mapping[str, Any], judge_model: str, turn: int | None = None
 ) -> Request:
-    """One judge call; the context travels along for the offline backend and the records."""
+    """One judge call; the context travels along for the offline backend and the records.
+
+    `cache_prefix_chars` tells a caching backend where the prompt's stable head ends (docs/scale.md).
+    """
     ctx = {**context, "dimension": dimension.name}
     if turn is not None:
         ctx["turn"] = turn
-    prompt = build_prompt(dimension, ctx, turn)
+    head, tail = build_prompt(dimension, ctx, turn)
+    ctx["cache_prefix_chars"] = len(head)
     return Request(
         kind=CallKind.JUDGE,
-        messages=(Message("user", prompt),),
+        messages=(Message("user", head + tail),),
         model=judge_model,
         temperature=JUDGE_TEMPERATURE,
         max_tokens=1024,
@@ -170,10 +188,7 @@ def _reminder(request: Request, answer: str, dimension: Dimension) -> Request:
     form = "True or False" if dimension.family == "task_completion" else f"<{dimension.low}-{dimension.high}>"
     note = prompts.RETRY_REMINDER.format(label=dimension.label, form=form)
     messages = (*request.messages, Message("assistant", answer or "(empty answer)"), Message("user", note))
-    return Request(
-        kind=request.kind, messages=messages, model=request.model, temperature=request.temperature,
-        max_tokens=request.max_tokens, task=request.task, context={**request.context, "retry": True},
-    )
+    return replace(request, messages=messages, context={**request.context, "retry": True})
 
 
 # -- one dialogue ------------------------------------------------------------------------------------
@@ -186,15 +201,22 @@ class _Answer:
     attempts: int
 
 
+def _combine(dimension: Dimension, first: str, second: str | None) -> _Answer:
+    """The answer behind a score: the first reply, or the first and the reply to the format reminder."""
+    parsed = dimension.parse(first)
+    if parsed.ok or second is None:
+        return _Answer(parsed, first, 1)
+    again = dimension.parse(second)
+    return _Answer(again if again.ok else parsed, first + RETRY_SEPARATOR + second, 2)
+
+
 async def _ask(client: LLMClient, request: Request, dimension: Dimension) -> _Answer:
     """Ask, and ask once more with a format reminder if the answer holds no valid score."""
     first = (await client.acomplete(request)).text
-    parsed = dimension.parse(first)
-    if parsed.ok:
-        return _Answer(parsed, first, 1)
+    if dimension.parse(first).ok:
+        return _combine(dimension, first, None)
     second = (await client.acomplete(_reminder(request, first, dimension))).text
-    again = dimension.parse(second)
-    return _Answer(again if again.ok else parsed, first + RETRY_SEPARATOR + second, 2)
+    return _combine(dimension, first, second)
 
 
 def assistant_turn_ends(turns: Sequence[Mapping[str, str]]) -> list[int]:
@@ -202,12 +224,21 @@ def assistant_turn_ends(turns: Sequence[Mapping[str, str]]) -> list[int]:
     return [i + 1 for i, t in enumerate(turns) if t.get("role") == "assistant"]
 
 
-async def _judge_one(
-    client: LLMClient, dimension: Dimension, context: Mapping[str, Any], judge_model: str
-) -> dict[str, Any]:
+def dimension_requests(dimension: Dimension, context: Mapping[str, Any], judge_model: str) -> list[Request]:
+    """The calls behind one judgment: one, or one per assistant turn for turn-level scoring."""
+    if not dimension.turn_level:
+        return [judge_request(dimension, context, judge_model)]
+    turns = context["dialogue"]
+    return [
+        judge_request(dimension, {**context, "dialogue": turns[:end]}, judge_model, k)
+        for k, end in enumerate(assistant_turn_ends(turns), start=1)
+    ]
+
+
+def _score_fields(dimension: Dimension, answers: Sequence[_Answer]) -> dict[str, Any]:
     """Score fields of one judgment record (status, score, turn_scores, explanation, raw, attempts)."""
     if not dimension.turn_level:
-        answer = await _ask(client, judge_request(dimension, context, judge_model), dimension)
+        (answer,) = answers
         ok = answer.parsed.ok
         return {
             "status": "ok" if ok else "missing",
@@ -217,13 +248,6 @@ async def _judge_one(
             "raw": answer.raw,
             "attempts": answer.attempts,
         }
-    turns = context["dialogue"]
-    ends = assistant_turn_ends(turns)
-    requests = [
-        judge_request(dimension, {**context, "dialogue": turns[:end]}, judge_model, k)
-        for k, end in enumerate(ends, start=1)
-    ]
-    answers = await asyncio.gather(*(_ask(client, r, dimension) for r in requests))
     scores = [a.parsed.score for a in answers]
     valid = [s for s in scores if s is not None]
     notes = [
@@ -238,6 +262,32 @@ async def _judge_one(
         "raw": "".join(TURN_SEPARATOR.format(turn=k) + a.raw for k, a in enumerate(answers, start=1)).strip(),
         "attempts": sum(a.attempts for a in answers),
     }
+
+
+def _error_fields(explanation: str) -> dict[str, Any]:
+    return {"status": "error", "score": None, "turn_scores": None, "explanation": explanation, "raw": "",
+            "attempts": 0}
+
+
+def _record(dialogue_id: str, dimension: Dimension, model_key: str, prompt_version: str, backend: str,
+            fields: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "id": judgment_id(dialogue_id, dimension.name, model_key, prompt_version),
+        "dialogue_id": dialogue_id,
+        "dimension": dimension.name,
+        "judge_model": model_key,
+        "prompt_version": prompt_version,
+        "backend": backend,
+        **fields,
+    }
+
+
+async def _judge_one(
+    client: LLMClient, dimension: Dimension, context: Mapping[str, Any], judge_model: str
+) -> dict[str, Any]:
+    requests = dimension_requests(dimension, context, judge_model)
+    answers = await asyncio.gather(*(_ask(client, r, dimension) for r in requests))
+    return _score_fields(dimension, answers)
 
 
 async def judge_dialogue(
@@ -259,20 +309,9 @@ async def judge_dialogue(
         if aborting or not isinstance(outcome, dict | LLMError):
             raise outcome  # a bad key fails every call alike (or it is a bug): stop, keep what is stored
         if isinstance(outcome, BaseException):
-            outcome = {
-                "status": "error", "score": None, "turn_scores": None,
-                "explanation": f"{type(outcome).__name__}: {outcome}", "raw": "", "attempts": 0,
-            }
+            outcome = _error_fields(f"{type(outcome).__name__}: {outcome}")
         records.append(
-            {
-                "id": judgment_id(dialogue["id"], dimension.name, model_key, prompt_version),
-                "dialogue_id": dialogue["id"],
-                "dimension": dimension.name,
-                "judge_model": model_key,
-                "prompt_version": prompt_version,
-                "backend": client.backend_name,
-                **outcome,
-            }
+            _record(dialogue["id"], dimension, model_key, prompt_version, client.backend_name, outcome)
         )
     return records
 
@@ -332,6 +371,14 @@ class JudgingReport:
     judgments_written: int
     status_counts: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
+    pending_in_batches: int = 0
+    shard: str | None = None
+    left_by_budget: int = 0
+    """Judgments not stored because `max_cost_usd` was reached; the next run makes them."""
+
+    @property
+    def status(self) -> str:
+        return "budget reached" if self.left_by_budget else "complete"
 
     def as_frame(self) -> pd.DataFrame:
         rows = {k: v for k, v in self.__dict__.items() if k not in ("dimensions", "status_counts")}
@@ -370,6 +417,9 @@ def run_judging(
     prompt_version: str = prompts.JUDGE_PROMPT_VERSION,
     select: Callable[[Mapping[str, Any]], bool] | None = None,
     flush_every: int = 2000,
+    batch: bool = False,
+    shard: str | Shard | None = None,
+    max_cost_usd: float | None = None,
 ) -> JudgingReport:
     """Judge every finished dialogue in `store` not yet judged by `judge_model` on `dimensions`.
 
@@ -377,7 +427,15 @@ def run_judging(
     `benchmark_contexts`). Records are appended in batches of `flush_every`, so a killed run loses
     at most one batch and the next run picks up the rest. A `FatalError` (bad key, bad request)
     stops the run after saving what was finished; other llm failures become error records.
+    `batch=True` sends the calls through the Message Batches API instead (`run_judging_batch`).
+    `shard="i/n"` judges only the dialogues of that shard (see `shards`); `max_cost_usd` refuses new
+    calls once this much is spent: judgments cut short are not stored, `report.status` says
+    "budget reached", and a rerun with a higher limit does only what is left.
     """
+    select = sharded(select, shard)
+    if batch:
+        return run_judging_batch(store, client, context_for, judge_model=judge_model, dimensions=dimensions,
+                                 prompt_version=prompt_version, select=select)
     started = time.perf_counter()
     dims = dimensions_from(dimensions)
     model_key = judge_model_key(judge_model)
@@ -414,7 +472,14 @@ def run_judging(
 
     def job(dialogue: Mapping[str, Any], todo: list[Dimension], context: Mapping[str, Any]) -> Callable:
         async def run() -> None:
+            if client.budget_reached:
+                report.left_by_budget += len(todo)
+                return
             records = await judge_dialogue(client, dialogue, context, todo, judge_model, prompt_version)
+            if client.budget_reached:  # calls refused by the limit came back as error records: leave them
+                kept = [r for r in records if r["status"] != "error"]
+                report.left_by_budget += len(records) - len(kept)
+                records = kept
             with lock:
                 buffer.extend(records)
             flush(at_least=flush_every)
@@ -422,13 +487,116 @@ def run_judging(
         return run
 
     jobs = [job(d, todo, ctx) for (d, todo), ctx in zip(work, contexts, strict=True)]
+    report.shard = str(shard) if shard else None
     try:
-        with client.stage("judging"):
+        with client.stage("judging"), client.spending_limit(max_cost_usd):
             client.run_all(jobs, desc=f"judging ({model_key})")
     finally:
         flush()
         report.seconds = time.perf_counter() - started
     return report
+
+
+# -- batch judging -----------------------------------------------------------------------------------
+
+
+def run_judging_batch(
+    store: RunStore,
+    client: LLMClient,
+    context_for: ContextFor,
+    *,
+    judge_model: str = DEFAULT_JUDGE_MODEL,
+    dimensions: Iterable[str] | None = None,
+    prompt_version: str = prompts.JUDGE_PROMPT_VERSION,
+    select: Callable[[Mapping[str, Any]], bool] | None = None,
+    poll_interval_s: float = 60.0,
+    max_rounds: int = 3,
+    max_wait_s: float | None = None,
+) -> JudgingReport:
+    """`run_judging` through the Anthropic Message Batches API, at batch prices (docs/scale.md).
+
+    The requests are those online judging sends. Batch ids and their custom_id -> request map are
+    kept in the run store (`batches`, `batch_results`, see `llm.batch`), so after a kill or a closed
+    notebook a rerun polls what was submitted instead of submitting it again. An unreadable answer
+    gets its format reminder in a next batch; entries that errored or expired are resubmitted up to
+    `max_rounds` times, then stored as error records with the reason. With `max_wait_s` the call
+    returns after that long; the `pending_in_batches` judgments are finished by a later call.
+    """
+    started = time.perf_counter()
+    dims = dimensions_from(dimensions)
+    model_key = judge_model_key(judge_model)
+    runner = BatchRunner(client, store, poll_interval_s=poll_interval_s, max_rounds=max_rounds,
+                         max_wait_s=max_wait_s)
+    dialogues = store.records(DIALOGUES)
+    judgeable = [
+        d for d in dialogues if d.get("status") in JUDGEABLE_STATUSES and (select is None or select(d))
+    ]
+    done = store.ids(JUDGMENTS, include_errors=False)
+    work = pending_work(judgeable, done, dims, judge_model, prompt_version)
+    report = JudgingReport(
+        judge_model=model_key, prompt_version=prompt_version, dimensions=[d.name for d in dims],
+        dialogues_in_store=len(dialogues), dialogues_judgeable=len(judgeable),
+        dialogues_skipped_error=sum(1 for d in dialogues if d.get("status") not in JUDGEABLE_STATUSES),
+        judgments_done_before=len(judgeable) * len(dims) - sum(len(todo) for _, todo in work),
+        judgments_written=0,
+    )
+    for dialogue, _ in work:
+        check_dialogue(dialogue, store)
+    planned = []  # (dialogue id, dimension, judgment id, its calls); keys "<judgment id>:<call>:<attempt>"
+    for dialogue, todo in work:
+        context = context_for(dialogue)
+        for dim in todo:
+            jid = judgment_id(dialogue["id"], dim.name, model_key, prompt_version)
+            planned.append((dialogue["id"], dim, jid, dimension_requests(dim, context, judge_model)))
+    firsts = {f"{jid}:{k}:1": (dim, r) for _, dim, jid, reqs in planned for k, r in enumerate(reqs)}
+    with client.stage("judging"):
+        got = runner.run({key: r for key, (_, r) in firsts.items()})
+        reminders = {
+            key[:-1] + "2": _reminder(firsts[key][1], outcome.response.text, firsts[key][0])
+            for key, outcome in got.items()
+            if outcome.response is not None and not firsts[key][0].parse(outcome.response.text).ok
+        }
+        if reminders:
+            got |= runner.run(reminders)
+    records = []
+    for dialogue_id, dim, jid, reqs in planned:
+        calls = [(got.get(f"{jid}:{k}:1"), got.get(f"{jid}:{k}:2")) for k in range(len(reqs))]
+        fields = _batch_fields(dim, calls)
+        if fields is None:
+            report.pending_in_batches += 1
+        else:
+            records.append(_record(dialogue_id, dim, model_key, prompt_version, client.backend_name, fields))
+    store.extend(JUDGMENTS, records)
+    report.judgments_written = len(records)
+    for rec in records:
+        report.status_counts[rec["status"]] = report.status_counts.get(rec["status"], 0) + 1
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _batch_fields(
+    dimension: Dimension, calls: Sequence[tuple[Outcome | None, Outcome | None]]
+) -> dict[str, Any] | None:
+    """Record fields from each call's (first, reminder) batch outcomes; None while one is still awaited."""
+    answers, errors = [], []
+    for k, (first, second) in enumerate(calls, start=1):
+        where = f"turn {k}: " if dimension.turn_level else ""
+        if first is None:
+            return None
+        if first.response is None:
+            errors.append(where + first.error)
+            continue
+        if dimension.parse(first.response.text).ok:
+            answers.append(_combine(dimension, first.response.text, None))
+        elif second is None:
+            return None
+        elif second.response is None:
+            errors.append(f"{where}format reminder: {second.error}")
+        else:
+            answers.append(_combine(dimension, first.response.text, second.response.text))
+    if errors:
+        return _error_fields("batch entry failed: " + "; ".join(errors))
+    return _score_fields(dimension, answers)
 
 
 def check_dialogue(dialogue: Mapping[str, Any], store: RunStore) -> None:
@@ -510,6 +678,60 @@ def dialogue_filter(users: UsersArg = None, task_types: Iterable[str] | None = N
         )
 
     return select
+
+
+def sharded(
+    select: Callable[[Mapping[str, Any]], bool] | None, shard: str | Shard | None
+) -> Callable[[Mapping[str, Any]], bool] | None:
+    """`select` narrowed to the dialogues of one shard ("i/n"); all judgments of a dialogue go together."""
+    part = Shard.parse(shard)
+    if part is None:
+        return select
+    return lambda dialogue: part.owns(dialogue["id"]) and (select is None or select(dialogue))
+
+
+def estimate_judging(
+    store: RunStore,
+    context_for: ContextFor,
+    *,
+    judge_model: str = DEFAULT_JUDGE_MODEL,
+    dimensions: Iterable[str] | None = None,
+    prompt_version: str = prompts.JUDGE_PROMPT_VERSION,
+    select: Callable[[Mapping[str, Any]], bool] | None = None,
+    shard: str | Shard | None = None,
+    backend: str = "",
+    batch: bool = False,
+    answer_tokens: int = ANSWER_TOKENS,
+    sample: int = 300,
+) -> CostEstimate:
+    """Calls, tokens and cost of the judgments `run_judging` with these arguments would still make.
+
+    The prompts are built for up to `sample` of the dialogues to judge and scaled up per dimension;
+    answers are assumed to be `answer_tokens` long and format reminders are not counted.
+    """
+    select = sharded(select, shard)
+    dims = dimensions_from(dimensions)
+    judgeable = [d for d in store.records(DIALOGUES)
+                 if d.get("status") in JUDGEABLE_STATUSES and (select is None or select(d))]
+    work = pending_work(judgeable, store.ids(JUDGMENTS, include_errors=False), dims, judge_model,
+                        prompt_version)
+    tally = Tally(backend, batch=batch)
+    contexts: dict[str, Mapping[str, Any]] = {}
+    for dim in dims:
+        wanted = [dialogue for dialogue, todo in work if dim in todo]
+        chosen = wanted[:: max(1, len(wanted) // sample)]
+        for dialogue in chosen:
+            if dialogue["id"] not in contexts:
+                contexts[dialogue["id"]] = context_for(dialogue)
+            context = contexts[dialogue["id"]]
+            tally.add_requests("judging", dimension_requests(dim, context, judge_model), answer_tokens,
+                               weight=len(wanted) / len(chosen))
+    judgments = sum(len(todo) for _, todo in work)
+    return tally.estimate([
+        f"{judgments} judgments of {len(work)} dialogues to make; prompts built for {len(contexts)} of them",
+        f"answers assumed {answer_tokens} tokens; the format reminder after an unreadable answer not counted",
+        "turn-level personalization: one call per assistant turn",
+    ])
 
 
 def judged_users(store: RunStore, select: Callable[[Mapping[str, Any]], bool] | None = None) -> list[int]:
