@@ -1,13 +1,22 @@
-"""Shared fixtures. The official archive is extracted once per test session into a temp folder."""
+"""Shared fixtures. The official archive is extracted once per test session into a temp folder.
+
+The archive is looked for in ../shared/data beside the checkout, or at $PERSONALENS_ARCHIVE.
+"""
 
 from __future__ import annotations
 
+import os
 import tarfile
 from pathlib import Path
 
 import pytest
 
-ARCHIVE = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "personalens-official.tar.xz"
+ARCHIVE = Path(
+    os.environ.get(
+        "PERSONALENS_ARCHIVE",
+        Path(__file__).resolve().parents[1].parent / "shared" / "data" / "personalens-official.tar.xz",
+    )
+)
 
 
 @pytest.fixture(scope="session")
