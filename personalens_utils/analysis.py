@@ -82,14 +82,13 @@ def _require(tidy: pd.DataFrame, column: str, values: Sequence[str], what: str) 
         raise ValueError(f"no dialogues for {what} {absent} in the scores; present: {sorted(present)}")
 
 
-def _wide(long: pd.DataFrame, index: str, digits: dict[str, int]) -> pd.DataFrame:
+def _wide(long: pd.DataFrame, index: str, dimensions: Sequence[str]) -> pd.DataFrame:
     """Long aggregates -> one row per `index` value, one "mean [low, high]" column per type x dimension."""
-    cells = {}
+    cells: dict[str, dict[str, str]] = {}
     for rec in long.itertuples(index=False):
         label = f"{rec.task_type} {SCALES[rec.dimension].short}"
-        cell = fmt_ci(rec.mean, rec.ci_low, rec.ci_high, digits.get(rec.dimension, 2))
-        cells.setdefault(getattr(rec, index), {})[label] = cell
-    order = [f"{t} {SCALES[d].short}" for t in ("SD", "MD") for d in digits]
+        cells.setdefault(getattr(rec, index), {})[label] = fmt_ci(rec.mean, rec.ci_low, rec.ci_high)
+    order = [f"{t} {SCALES[d].short}" for t in ("SD", "MD") for d in dimensions]
     frame = pd.DataFrame.from_dict(cells, orient="index")
     frame = frame[[c for c in order if c in frame.columns]]
     return frame.fillna("n/a")
@@ -106,7 +105,9 @@ def table3(
     if part.empty:
         raise ValueError(f"no judged dialogues under setting {setting!r}")
     long = aggregate(part, ["assistant_model", "task_type"], ASSISTANT_DIMENSIONS, seed=seed)
-    display = _wide(long, "assistant_model", dict.fromkeys(ASSISTANT_DIMENSIONS, 2))
+    display = _wide(long, "assistant_model", ASSISTANT_DIMENSIONS)
+    if models is not None:
+        display = display.reindex(list(models))
     display = display.rename_axis("Assistant model").reset_index()
     caption = (
         f"Assistant models under the {setting!r} setting: task completion rate (TCR, %), "
@@ -126,7 +127,7 @@ def table12(
     if part.empty:
         raise ValueError(f"no judged dialogues under setting {setting!r} for task types {list(task_types)}")
     long = aggregate(part, ["assistant_model", "task_type"], USER_DIMENSIONS, seed=seed)
-    display = _wide(long, "assistant_model", dict.fromkeys(USER_DIMENSIONS, 2))
+    display = _wide(long, "assistant_model", USER_DIMENSIONS)
     display = display.rename_axis("Assistant model").reset_index()
     caption = (
         f"The user agent's naturalness and coherence (1-5) when talking to each assistant model "
