@@ -1,0 +1,155 @@
+"""Notebooks 05 and 06 under papermill on a small generated benchmark (offline backend)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import papermill
+import pytest
+
+from personalens_utils import annotation
+from personalens_utils.data import load_benchmark
+from personalens_utils.generation import GenerationConfig, generate_benchmark
+from personalens_utils.judging import benchmark_contexts, run_judging
+from personalens_utils.llm import LLMClient
+from personalens_utils.llm.offline import OFFLINE_LABEL
+from personalens_utils.paths import project_root
+from personalens_utils.simulation.runner import run_simulation
+from personalens_utils.store import RunStore
+from personalens_utils.tables import read_table
+
+pytestmark = pytest.mark.slow
+NOTEBOOKS = project_root() / "notebooks"
+MODELS = ("model-x", "model-y")
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory):
+    """A 4-user benchmark with base dialogues of two assistants, judged on every dimension."""
+    root = tmp_path_factory.mktemp("nb56")
+    config = GenerationConfig(
+        n_users=4,
+        seed=1,
+        sd_tasks_per_domain=1,
+        md_tasks=2,
+        domains=("Alarm", "Movies", "Music", "Messaging", "Restaurants"),
+    )
+    with LLMClient("offline", progress=False, use_cache=False) as client:
+        generate_benchmark(config, client=client, output_dir=root / "bench", run_dir=root / "gen")
+        benchmark = load_benchmark(root / "bench")
+        store = RunStore(root / "store")
+        for model in MODELS:
+            run_simulation(benchmark, store, client, assistant_model=model, user_model="user-sim")
+        run_judging(store, client, benchmark_contexts(benchmark), judge_model="judge-1")
+    return root
+
+
+def _run(name: str, out: Path, root: Path, monkeypatch, **params) -> None:
+    monkeypatch.setenv("PERSONALENS_CACHE", str(root / "cache"))
+    out.mkdir(parents=True, exist_ok=True)
+    common = {
+        "benchmark_dir": str(root / "bench"),
+        "run_dir": str(root / "store"),
+        "output_dir": str(out),
+        "user_model": "user-sim",
+        "judge_model": "judge-1",
+        "max_concurrency": 4,
+    }
+    papermill.execute_notebook(
+        str(NOTEBOOKS / f"{name}.ipynb"),
+        str(out / f"{name}.ipynb"),
+        parameters={**common, **params},
+        kernel_name="python3",
+        progress_bar=False,
+        cwd=str(NOTEBOOKS),
+    )
+
+
+def _caption(path: Path) -> str:
+    return path.read_text(encoding="utf-8").splitlines()[0]
+
+
+def test_ablation_notebook_reuses_stored_dialogues_and_writes_table4(prepared, tmp_path, monkeypatch):
+    store = RunStore(prepared / "store")
+    base_before = {d["id"] for d in store.records("dialogues") if d["assistant_setting"] == "base"}
+    _run("05_ablation", tmp_path, prepared, monkeypatch, assistant_model="model-x", ablation_users=2)
+    dialogues = store.records("dialogues")
+    base_after = {d["id"] for d in dialogues if d["assistant_setting"] == "base"}
+    assert base_after == base_before  # the base dialogues of the first two users were reused
+    settings = {d["assistant_setting"] for d in dialogues if d["assistant_model"] == "model-x"}
+    assert settings == {"vanilla", "base", "base+D", "base+I", "base+S", "base+all"}
+    table = read_table(tmp_path / "tables" / "table4_ablation.csv")
+    assert list(table["Setting"]) == ["vanilla", "base", "base+D", "base+I", "base+S", "base+all"]
+    assert OFFLINE_LABEL in _caption(tmp_path / "tables" / "table4_ablation.csv")
+    data = read_table(tmp_path / "tables" / "table4_ablation_data.csv")
+    assert set(data.dropna(subset=["p_permutation"])["assistant_setting"]) == {
+        "vanilla",
+        "base+D",
+        "base+I",
+        "base+S",
+        "base+all",
+    }
+
+
+def test_analysis_notebook_without_annotations(prepared, tmp_path, monkeypatch):
+    _run(
+        "06_analysis",
+        tmp_path,
+        prepared,
+        monkeypatch,
+        focus_model="model-x",
+        annotation_size=12,
+        domains=["Movies", "Music"],
+    )
+    tables, figures = tmp_path / "tables", tmp_path / "figures"
+    for stem in (
+        "table3_assistant_models",
+        "table5_agreement",
+        "table12_user_agent",
+        "table13_dialogue_stats",
+    ):
+        assert OFFLINE_LABEL in _caption(tables / f"{stem}.csv"), stem
+    assert list(read_table(tables / "table3_assistant_models.csv")["Assistant model"]) == list(MODELS)
+    assert _caption(tables / "table5_agreement.csv").startswith("# NO HUMAN ANNOTATIONS WERE GIVEN")
+    for stem in ("figure4_domains", "figure5_turn_personalization", "figure_radar_personalization_by_domain"):
+        assert (figures / f"{stem}.png").stat().st_size > 10_000, stem
+    sheet = pd.read_csv(tmp_path / "annotation" / "annotation_sheet.csv")
+    assert len(sheet) == 12 and sheet["personalization"].isna().all()
+
+
+def test_analysis_notebook_with_filled_sheets(prepared, tmp_path, monkeypatch):
+    # export the sample where notebook 06 will look for it; the notebook finds it and keeps it
+    paths = annotation.export_sheet(
+        prepared / "store",
+        load_benchmark(prepared / "bench"),
+        tmp_path / "annotation",
+        n=12,
+        seed=0,
+        where={"assistant_setting": "base"},
+    )
+    sheet = pd.read_csv(paths["sheet"], dtype=str, keep_default_na=False)
+    filled = tmp_path / "filled"
+    filled.mkdir()
+    for k, value in enumerate(("2", "3")):
+        copy = sheet.assign(
+            annotator=f"ann{k}",
+            task_completion="True",
+            personalization=value,
+            naturalness_user="4",
+            naturalness_assistant="5",
+            coherence_user="4",
+            coherence_assistant="5",
+        )
+        copy.to_csv(filled / f"ann{k}.csv", index=False)
+    _run(
+        "06_analysis",
+        tmp_path,
+        prepared,
+        monkeypatch,
+        focus_model="model-x",
+        annotation_size=12,
+        annotation_sheets=str(filled / "*.csv"),
+    )
+    caption = _caption(tmp_path / "tables" / "table5_agreement.csv")
+    assert "2 human annotator(s) on 12 dialogues" in caption and "NO HUMAN" not in caption
