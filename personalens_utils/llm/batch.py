@@ -266,7 +266,10 @@ class BatchRunner:
         requests: Mapping[str, Request],
         stage: str,
     ) -> dict[str, dict[str, Any]]:
-        """Fetch an ended batch's results, store one record per entry not stored yet, book the new answers."""
+        """Fetch an ended batch's results, store one record per entry not stored yet, book the new answers.
+
+        Returns the result record of every entry of the batch, by custom_id.
+        """
         by_id = {r.custom_id: r for r in await self._call(self.backend.batch_results, batch_id)}
         unknown = sorted(set(by_id) - set(entries_of_batch))
         if unknown:
@@ -291,6 +294,8 @@ class BatchRunner:
                 request = requests[entry.key]
                 self.client._book(stage, request, self.client.resolve_model(request.model), response,
                                   record["cost_usd"])
+        if len(fresh) < len(entries_of_batch):  # some were stored meanwhile by another process
+            fresh |= {r["id"]: r for r in self.store.records(BATCH_RESULTS) if r["batch_id"] == batch_id}
         return fresh
 
     def _record(self, batch_id: str, key: str, result: BatchResult) -> dict[str, Any]:
