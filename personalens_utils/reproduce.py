@@ -27,7 +27,7 @@ from .paths import find_official_data, project_root, runs_dir
 from .store import RunStore
 
 NOTEBOOKS = ("01_generation", "02_validation", "03_simulation", "04_judging", "05_ablation", "06_analysis")
-OFFLINE_ASSISTANTS = ("Claude 3 Haiku", "Claude 3 Sonnet", "Llama 3.1 8B Instruct", "Mixtral 8x7B Instruct")
+OFFLINE_ASSISTANTS = ("Claude 3 Haiku", "Claude 3 Sonnet", "Llama 3.1 8B Instruct")
 ANTHROPIC_ASSISTANTS = ("Claude Haiku 4.5", "Claude Sonnet 4.5")
 
 
