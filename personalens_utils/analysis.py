@@ -33,6 +33,7 @@ from .metrics.scores import (
     load_scores,
 )
 from .metrics.stats import bootstrap_ci, holm_adjust, paired_comparison
+from .simulation.report import default_users
 from .simulation.settings import PAPER_SETTINGS as ABLATION_SETTINGS
 from .store import RunStore
 
@@ -511,8 +512,9 @@ def radar_chart(
 
 
 def choose_users(benchmark_dir: str | Path, users: Any, n: int | None) -> list[int]:
-    """The first `n` of `users` (a sample name, a list, or None for every user of the benchmark)."""
-    ids = resolve_users(users)
+    """The first `n` of `users`: a sample name, a list, or None for notebook 03's default (the paper's
+    sample_50 on the official data, every user of a generated benchmark)."""
+    ids = resolve_users(users if users is not None else default_users(benchmark_dir))
     if ids is None:
         ids = sorted(load_benchmark(benchmark_dir).users)
     return ids if n is None else ids[:n]
