@@ -13,6 +13,7 @@ from .runner import (
     SimulationSummary,
     arun_simulation,
     dialogue_frame,
+    estimate_simulation,
     plan_dialogues,
     run_simulation,
 )
@@ -33,6 +34,7 @@ __all__ = [
     "default_users",
     "dialogue_frame",
     "dialogue_id",
+    "estimate_simulation",
     "outcome_table",
     "plan_dialogues",
     "run_dialogues",
