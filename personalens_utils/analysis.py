@@ -495,7 +495,8 @@ def radar_chart(
     closed = np.append(angles, angles[0])
     for i, (model, row) in enumerate(wide.iterrows()):
         values = row.to_numpy(dtype=float)
-        ax.plot(closed, np.append(values, values[0]), color=f"C{i}", lw=1.5, label=model)
+        style = ("-", "--", ":", "-.")[i % 4]  # identical polygons stay visible on top of each other
+        ax.plot(closed, np.append(values, values[0]), color=f"C{i}", lw=1.6, ls=style, label=model)
         ax.fill(closed, np.append(values, values[0]), color=f"C{i}", alpha=0.08)
     ax.set_xticks(angles, domains)
     ax.set_ylim(1, 4)
