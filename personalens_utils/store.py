@@ -53,7 +53,11 @@ class RunStore:
     def path(self, table: str) -> Path:
         return self.root / f"{table}.jsonl"
 
-    def _read_lines(self, table: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    def iter_lines(self, table: str) -> Iterator[tuple[int, dict[str, Any]]]:
+        """Every record of a table as written, with its line number (a torn last line is skipped).
+
+        Streams the file, so a reader that keeps only a few fields never holds the whole table.
+        """
         path = self.path(table)
         if not path.exists():
             return
@@ -71,7 +75,7 @@ class RunStore:
     def records(self, table: str) -> list[dict[str, Any]]:
         """Current records of a table, one per id; a later record for an id replaces an errored one."""
         latest: dict[str, dict[str, Any]] = {}
-        for lineno, rec in self._read_lines(table):
+        for lineno, rec in self.iter_lines(table):
             if "id" not in rec:
                 raise StoreError(f"{self.path(table)}:{lineno}: record has no 'id'")
             latest[rec["id"]] = rec

@@ -43,7 +43,11 @@ def save_table(
         latex.to_latex(caption=caption, label=label, hrules=True, position_float="centering"),
         encoding="utf-8",
     )
-    markdown = f"**Table {number}.** {caption}\n\n{shown.to_markdown(index=index)}\n"
+    align = ["right" if pd.api.types.is_numeric_dtype(df[col]) else "left" for col in df.columns]
+    if index:
+        align.insert(0, "left")
+    body = shown.to_markdown(index=index, disable_numparse=True, colalign=align)
+    markdown = f"**Table {number}.** {caption}\n\n{body}\n"
     paths["md"].write_text(markdown, encoding="utf-8")
     return paths
 

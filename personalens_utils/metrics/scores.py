@@ -92,7 +92,7 @@ def _project(store: RunStore, table: str, fields: Sequence[str]) -> pd.DataFrame
     """Current records of a table keeping only `fields`, so dialogue texts never fill memory."""
     latest: dict[str, dict] = {}
     path = store.path(table)
-    for lineno, rec in store._read_lines(table):
+    for lineno, rec in store.iter_lines(table):
         missing = [f for f in ("id", "status") if f not in rec]
         if missing:
             raise ScoresError(f"{path}:{lineno}: record lacks {missing}")
