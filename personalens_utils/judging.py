@@ -433,6 +433,11 @@ def run_judging(
     "budget reached", and a rerun with a higher limit does only what is left.
     """
     select = sharded(select, shard)
+    if batch and max_cost_usd is not None:
+        raise ValueError(
+            "max_cost_usd cannot stop a Message Batch part-way (the whole batch is paid once submitted); "
+            "check estimate_judging(..., batch=True) first, or judge online with a budget"
+        )
     if batch:
         return run_judging_batch(store, client, context_for, judge_model=judge_model, dimensions=dimensions,
                                  prompt_version=prompt_version, select=select)

@@ -172,6 +172,18 @@ def test_judging_stops_at_the_budget_and_resumes(bench, tmp_path):
     assert len(ids) == len(store.records("dialogues")) * len(dims) and set(ids.values()) == {1}
 
 
+def test_a_budget_with_batch_judging_is_refused_before_anything_is_sent(bench, tmp_path):
+    simulate(bench, tmp_path / "run", OfflineBackend(), tmp_path / "cache")
+    store = RunStore(tmp_path / "run")
+    with (
+        LLMClient(Priced(), max_concurrency=4, use_cache=False, progress=False) as client,
+        pytest.raises(ValueError, match="max_cost_usd cannot stop a Message Batch"),
+    ):
+        judging.run_judging(store, client, judging.benchmark_contexts(bench), judge_model=MODEL,
+                            batch=True, max_cost_usd=1.0)
+    assert client.totals()["calls"] == 0 and not store.records("judgments")
+
+
 def test_simulation_estimate_counts_the_prompts_a_one_turn_run_sends(bench, tmp_path):
     estimate = estimate_simulation(bench, tmp_path / "run", settings=SETTINGS, user_model=MODEL,
                                    assistant_model=MODEL, max_turns=1, sample=10_000)
