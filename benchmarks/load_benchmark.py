@@ -13,16 +13,13 @@ import argparse
 import gc
 import resource
 import sys
-import tarfile
-import tempfile
 import time
 from pathlib import Path
 
 from personalens_utils.data import load_benchmark
-from personalens_utils.paths import find_official_data, project_root
+from personalens_utils.paths import official_data_for_script
 
 TARGET_SECONDS = 15.0
-SHARED_ARCHIVE = project_root().parent / "shared" / "data" / "personalens-official.tar.xz"
 
 
 def _rss_mb() -> float:
@@ -68,19 +65,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="timed loads (best and worst are printed)")
     parser.add_argument("--users", default=None, help="sample name (e.g. sample_50); default all users")
     args = parser.parse_args()
-    data_dir = args.data_dir or find_official_data()
-    archive = args.archive or (SHARED_ARCHIVE if data_dir is None and SHARED_ARCHIVE.is_file() else None)
-    if archive:
-        with tempfile.TemporaryDirectory() as tmp:
-            start = time.perf_counter()
-            with tarfile.open(archive) as tar:
-                tar.extractall(tmp, filter="data")
-            print(f"extracted {archive} in {time.perf_counter() - start:.1f} s")
-            _measure(Path(tmp), args.repeat, args.users)
-    elif data_dir is None:
-        print("SKIPPED: no official data found (pass DATA_DIR or --archive, or set PERSONALENS_DATA)")
-    else:
-        _measure(data_dir, args.repeat, args.users)
+    with official_data_for_script(args.data_dir, args.archive) as data_dir:
+        if data_dir is None:
+            print("SKIPPED: no official data found (pass DATA_DIR or --archive, or set PERSONALENS_DATA)")
+        else:
+            _measure(data_dir, args.repeat, args.users)
 
 
 if __name__ == "__main__":

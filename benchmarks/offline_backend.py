@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tarfile
 import tempfile
 import time
 from collections import Counter
@@ -25,11 +24,10 @@ from personalens_utils.data import load_benchmark
 from personalens_utils.llm.client import LLMClient
 from personalens_utils.llm.offline import OFFLINE_LABEL, OfflineBackend
 from personalens_utils.llm.types import Request, Response
-from personalens_utils.paths import find_official_data, project_root
+from personalens_utils.paths import official_data_for_script
 from personalens_utils.simulation import run_simulation
 
 TARGET_CALLS_PER_S = 1000.0
-SHARED_ARCHIVE = project_root().parent / "shared" / "data" / "personalens-official.tar.xz"
 
 
 class RecordingOffline(OfflineBackend):
@@ -87,17 +85,10 @@ def main() -> None:
     parser.add_argument("--settings", nargs="+", default=["base"], help="assistant settings (default base)")
     parser.add_argument("--limit", type=int, default=None, help="simulate at most this many dialogues")
     args = parser.parse_args()
-    data_dir = args.data_dir or find_official_data()
-    archive = args.archive or (SHARED_ARCHIVE if data_dir is None and SHARED_ARCHIVE.is_file() else None)
-    if archive:
-        with tempfile.TemporaryDirectory() as tmp:
-            with tarfile.open(archive) as tar:
-                tar.extractall(tmp, filter="data")
-            ok = _measure(Path(tmp), args.users, args.settings, args.limit)
-    elif data_dir is None:
-        print("SKIPPED: no official data found (pass DATA_DIR or --archive, or set PERSONALENS_DATA)")
-        return
-    else:
+    with official_data_for_script(args.data_dir, args.archive) as data_dir:
+        if data_dir is None:
+            print("SKIPPED: no official data found (pass DATA_DIR or --archive, or set PERSONALENS_DATA)")
+            return
         ok = _measure(data_dir, args.users, args.settings, args.limit)
     if not ok:
         sys.exit(1)

@@ -23,7 +23,6 @@ archive in ../shared/data, extracted to a temporary folder.
 from __future__ import annotations
 
 import argparse
-import tarfile
 import tempfile
 import time
 from collections import defaultdict
@@ -35,11 +34,9 @@ from personalens_utils.data import load_benchmark, resolve_users
 from personalens_utils.llm import LLMClient, Request, Response, registry
 from personalens_utils.llm.backends.anthropic import cache_marked, min_cacheable_tokens, stable_prefix
 from personalens_utils.llm.offline import OFFLINE_LABEL, OfflineBackend, count_tokens
-from personalens_utils.paths import find_official_data, project_root
+from personalens_utils.paths import official_data_for_script
 from personalens_utils.simulation import run_simulation
 from personalens_utils.store import RunStore
-
-SHARED_ARCHIVE = project_root().parent / "shared" / "data" / "personalens-official.tar.xz"
 
 
 @dataclass
@@ -132,18 +129,11 @@ def main() -> None:
     args = parser.parse_args()
     users = resolve_users(args.users) or []
     users = users[: args.limit] if args.limit else users
-    data_dir = args.data_dir or find_official_data()
-    archive = args.archive or (SHARED_ARCHIVE if data_dir is None and SHARED_ARCHIVE.is_file() else None)
-    if archive:
-        with tempfile.TemporaryDirectory() as tmp:
-            with tarfile.open(archive) as tar:
-                tar.extractall(tmp, filter="data")
-            found = next(p.parent for p in Path(tmp).rglob("profile") if (p.parent / "task").is_dir())
-            _measure(found, users, args.settings)
-    elif data_dir is None:
-        print("SKIPPED: no official data found (pass DATA_DIR or --archive, or set PERSONALENS_DATA)")
-    else:
-        _measure(data_dir, users, args.settings)
+    with official_data_for_script(args.data_dir, args.archive) as data_dir:
+        if data_dir is None:
+            print("SKIPPED: no official data found (pass DATA_DIR or --archive, or set PERSONALENS_DATA)")
+        else:
+            _measure(data_dir, users, args.settings)
 
 
 if __name__ == "__main__":
