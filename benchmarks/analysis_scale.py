@@ -41,7 +41,7 @@ DOMAINS = ("Alarm", "Books", "Calendar", "Events", "Hotels", "Media", "Movies", 
 
 CHILD = """
 import resource, sys, time
-from personalens_utils.metrics.scores import load_scores
+from personalens_utils.analysis.scores import load_scores
 start = time.perf_counter()
 tidy = load_scores(sys.argv[1])
 elapsed = time.perf_counter() - start

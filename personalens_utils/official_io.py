@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from personalens_utils.data import Benchmark
-from personalens_utils.data_records import parse_task_id, scenario_id
+from personalens_utils.data.types import parse_task_id, scenario_id
 from personalens_utils.simulation.loop import ERROR, TERMINATED, TURN_CAP, dialogue_id
 from personalens_utils.simulation.settings import AssistantSetting
 from personalens_utils.store import RunStore

@@ -22,7 +22,8 @@ from typing import Any
 
 import papermill
 
-from .metrics.scores import load_dialogues, load_judgments
+from personalens_utils.analysis.scores import load_dialogues, load_judgments
+
 from .paths import find_official_data, project_root, runs_dir
 from .store import RunStore
 

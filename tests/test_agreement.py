@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from personalens_utils.metrics.agreement import (
+from personalens_utils.analysis.agreement import (
     cohen_kappa,
     fleiss_kappa,
     krippendorff_alpha,

@@ -14,8 +14,8 @@ import pytest
 from test_analysis_support import JUDGE, SECOND_JUDGE, build_store
 
 from personalens_utils import analysis
+from personalens_utils.analysis import agreement, scores
 from personalens_utils.llm.offline import OFFLINE_LABEL
-from personalens_utils.metrics import agreement, scores
 from personalens_utils.store import RunStore
 
 

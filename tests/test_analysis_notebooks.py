@@ -8,7 +8,7 @@ import pandas as pd
 import papermill
 import pytest
 
-from personalens_utils import annotation
+from personalens_utils.analysis import annotation
 from personalens_utils.data import load_benchmark
 from personalens_utils.generation import GenerationConfig, generate_benchmark
 from personalens_utils.judging import benchmark_contexts, run_judging

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from personalens_utils.data import Benchmark
-from personalens_utils.data_records import TaskDefinition, User
+from personalens_utils.data.types import TaskDefinition, User
 from personalens_utils.store import RunStore, stable_id
 
 SD_DOMAINS = ("Movies", "Music", "Messaging", "Alarm", "Books")

@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 from test_analysis_support import JUDGE, build_benchmark, build_store
 
-from personalens_utils import analysis, annotation
-from personalens_utils.annotation import AnnotationError
-from personalens_utils.metrics import scores
+from personalens_utils import analysis
+from personalens_utils.analysis import annotation, scores
+from personalens_utils.analysis.annotation import AnnotationError
 from personalens_utils.prompts import judge as judge_prompts
 
 

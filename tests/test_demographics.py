@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from personalens_utils import demographics as demo
+from personalens_utils.data import demographics as demo
 
 
 def test_distributions_cover_tables_6_and_7_with_1500_each():

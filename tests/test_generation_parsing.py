@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from personalens_utils.data.schema import load_schema
 from personalens_utils.generation.parsing import (
     MIN_SUMMARY_WORDS,
     AnswerError,
@@ -18,7 +19,6 @@ from personalens_utils.generation.parsing import (
     parse_sd_tasks,
     parse_situation,
 )
-from personalens_utils.schema import load_schema
 
 SCHEMA = load_schema()
 ALARM = SCHEMA.domain("Alarm")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from personalens_utils.judge_parsing import normalize_answer, parse_score, parse_verdict
+from personalens_utils.judging.parsing import normalize_answer, parse_score, parse_verdict
 
 P = "Personalization Score:"
 N = "Naturalness Score:"

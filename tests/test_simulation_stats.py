@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from personalens_utils.analysis.dialogue_stats import dialogue_stats, table13
 from personalens_utils.llm.offline import OFFLINE_LABEL
-from personalens_utils.metrics.dialogue_stats import dialogue_stats, table13
 from personalens_utils.store import RunStore
 from personalens_utils.tables import read_table, save_table
 

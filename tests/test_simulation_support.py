@@ -10,8 +10,8 @@ from __future__ import annotations
 import random
 
 from personalens_utils.data import Benchmark
-from personalens_utils.data_records import TaskDefinition, User
-from personalens_utils.schema import load_schema
+from personalens_utils.data.schema import load_schema
+from personalens_utils.data.types import TaskDefinition, User
 
 DOMAINS = ("Alarm", "Movies", "Restaurants", "Hotels", "Events")
 TASKS = (

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from personalens_utils.metrics.stats import (
+from personalens_utils.analysis.stats import (
     bootstrap_ci,
     holm_adjust,
     paired_comparison,

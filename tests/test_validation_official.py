@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from personalens_utils.data import Benchmark, load_benchmark
-from personalens_utils.metrics import validation as V
+from personalens_utils.validation import metrics as V
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +59,7 @@ def test_table1_totals_match_and_differences_are_the_known_cells(official: Bench
 
 @pytest.mark.official
 def test_region_mapping_reproduces_table7_from_birth_country(official: Benchmark):
-    from personalens_utils import demographics as demo
+    from personalens_utils.data import demographics as demo
 
     regions = [demo.region_of(u.demographics["birth_country"]) for u in official.users.values()]
     expected = demo.variables()["region"].counts

@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from ..demographics import FIELDS
+from personalens_utils.data.demographics import FIELDS
+from personalens_utils.data.schema import Domain, PreferenceType, Schema
+
 from ..llm.types import CallKind, Message, Request
 from ..prompts import generation as prompts
-from ..schema import Domain, PreferenceType, Schema
 from . import parsing
 
 MASK = "mask"

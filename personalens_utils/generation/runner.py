@@ -21,6 +21,9 @@ from typing import Any
 import orjson
 import pandas as pd
 
+from personalens_utils.data.demographics import read_demographics, sample_demographics
+from personalens_utils.data.schema import Schema, load_schema
+
 from .. import paths
 from ..data import (
     SITUATION_FIELDS,
@@ -32,11 +35,9 @@ from ..data import (
     save_benchmark,
     sd_task_id,
 )
-from ..demographics import read_demographics, sample_demographics
 from ..llm import LLMClient
 from ..llm.offline import OFFLINE_LABEL
 from ..prompts.generation import GENERATION_PROMPT_VERSION
-from ..schema import Schema, load_schema
 from ..store import RunStore, stable_id
 from . import requests as calls
 from .parsing import MD_DOMAIN_RANGE

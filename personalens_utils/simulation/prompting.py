@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from personalens_utils.data_records import SITUATION_FIELDS, Scenario, User
+from personalens_utils.data.types import SITUATION_FIELDS, Scenario, User
 from personalens_utils.llm import CallKind, Message, Request
 from personalens_utils.prompts import dialogue as P
 

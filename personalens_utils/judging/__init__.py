@@ -18,25 +18,25 @@ from typing import Any
 
 import pandas as pd
 
-from .data import Benchmark, UsersArg, resolve_users
-from .data_records import SITUATION_FIELDS
-from .judge_parsing import ParsedAnswer, parse_score, parse_verdict
-from .llm import CallKind, FatalError, LLMError, Message, Request
-from .llm import registry as model_registry
-from .llm.batch import BatchRunner, Outcome
-from .llm.budget import CostEstimate, Tally
-from .llm.client import LLMClient
-from .prompts import judge as prompts
-from .shards import Shard
-from .simulation.loop import ABORTING_STATUSES
-from .simulation.prompting import (
+from personalens_utils.data import Benchmark, UsersArg, resolve_users
+from personalens_utils.data.types import SITUATION_FIELDS
+from personalens_utils.judging.parsing import ParsedAnswer, parse_score, parse_verdict
+from personalens_utils.llm import CallKind, FatalError, LLMError, Message, Request
+from personalens_utils.llm import registry as model_registry
+from personalens_utils.llm.batch import BatchRunner, Outcome
+from personalens_utils.llm.budget import CostEstimate, Tally
+from personalens_utils.llm.client import LLMClient
+from personalens_utils.prompts import judge as prompts
+from personalens_utils.shards import Shard
+from personalens_utils.simulation.loop import ABORTING_STATUSES
+from personalens_utils.simulation.prompting import (
     EMPTY_CLOSING,
     ScenarioContext,
     render_history,
     render_interactions,
     render_preferences,
 )
-from .store import RunStore, stable_id
+from personalens_utils.store import RunStore, stable_id
 
 ContextFor = Callable[[Mapping[str, Any]], Mapping[str, Any]]
 

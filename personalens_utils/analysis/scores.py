@@ -14,10 +14,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..judging import DIMENSIONS as JUDGE_DIMENSIONS
-from ..judging import judge_model_key
-from ..store import RunStore
-from .stats import bootstrap_ci
+from personalens_utils.analysis.stats import bootstrap_ci
+from personalens_utils.judging import DIMENSIONS as JUDGE_DIMENSIONS
+from personalens_utils.judging import judge_model_key
+from personalens_utils.store import RunStore
 
 DIALOGUES = "dialogues"
 JUDGMENTS = "judgments"

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from personalens_utils.data_parse import (
+from personalens_utils.data.parse import (
     TASK_KEYS,
     TASK_NUMBER,
     Interner,
@@ -23,7 +23,8 @@ from personalens_utils.data_parse import (
     parse_profile,
     parse_user_tasks,
 )
-from personalens_utils.data_records import (
+from personalens_utils.data.schema import MULTI_DOMAIN, Schema, load_schema
+from personalens_utils.data.types import (
     DEFINITIONS_FILE,
     MD,
     PROFILE_DIR,
@@ -38,7 +39,6 @@ from personalens_utils.data_records import (
     task_order,
     user_folder,
 )
-from personalens_utils.schema import MULTI_DOMAIN, Schema, load_schema
 
 if TYPE_CHECKING:
     from personalens_utils.data import Benchmark

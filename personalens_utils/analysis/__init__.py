@@ -17,13 +17,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from . import annotation
-from .data import Benchmark, load_benchmark, resolve_users
-from .judging import benchmark_contexts, judge_model_key, run_judging
-from .judging import dialogue_filter as judging_filter
-from .llm.offline import OFFLINE_LABEL
-from .metrics import agreement
-from .metrics.scores import (
+from personalens_utils.analysis import agreement, annotation
+from personalens_utils.analysis.scores import (
     PERSONALIZATION,
     SCALES,
     TASK_COMPLETION,
@@ -32,10 +27,14 @@ from .metrics.scores import (
     explode_domains,
     load_scores,
 )
-from .metrics.stats import bootstrap_ci, holm_adjust, paired_comparison
-from .simulation.report import default_users
-from .simulation.settings import PAPER_SETTINGS as ABLATION_SETTINGS
-from .store import RunStore
+from personalens_utils.analysis.stats import bootstrap_ci, holm_adjust, paired_comparison
+from personalens_utils.data import Benchmark, load_benchmark, resolve_users
+from personalens_utils.judging import benchmark_contexts, judge_model_key, run_judging
+from personalens_utils.judging import dialogue_filter as judging_filter
+from personalens_utils.llm.offline import OFFLINE_LABEL
+from personalens_utils.simulation.report import default_users
+from personalens_utils.simulation.settings import PAPER_SETTINGS as ABLATION_SETTINGS
+from personalens_utils.store import RunStore
 
 MAIN_SETTING = "base"
 ASSISTANT_DIMENSIONS = (TASK_COMPLETION, PERSONALIZATION, "naturalness_assistant", "coherence_assistant")

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from personalens_utils.schema import MULTI_DOMAIN, load_schema
+from personalens_utils.data.schema import MULTI_DOMAIN, load_schema
 
 PreferenceValue = str | list[str]
 

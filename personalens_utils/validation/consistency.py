@@ -17,13 +17,14 @@ from typing import Any
 
 import pandas as pd
 
-from .judge_parsing import normalize_answer
-from .llm import CallKind, LLMClient, Message, Request
+from personalens_utils.data.schema import load_schema
+from personalens_utils.judging.parsing import normalize_answer
+from personalens_utils.llm import CallKind, LLMClient, Message, Request
 
 # Imported for its side effect: it registers the offline VALIDATION responder, which the offline
 # backend's lazy loader skips once any other responder module has been imported.
-from .llm.offline import consistency as _offline_responder  # noqa: F401
-from .prompts.validation import (
+from personalens_utils.llm.offline import consistency as _offline_responder  # noqa: F401
+from personalens_utils.prompts.validation import (
     CONSISTENCY,
     CONSISTENCY_PROMPT_VERSION,
     CONSISTENCY_RETRY,
@@ -33,8 +34,7 @@ from .prompts.validation import (
     EXPLANATION_LABEL,
     WITHIN_LABEL,
 )
-from .schema import load_schema
-from .store import RunStore, stable_id
+from personalens_utils.store import RunStore, stable_id
 
 TASK = "consistency"
 STORE_TABLE = "consistency"

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from personalens_utils.data_parse import (
+from personalens_utils.data.parse import (
     Interner,
     fail,
     load_definitions,
@@ -26,7 +26,8 @@ from personalens_utils.data_parse import (
     parse_user_tasks,
     read_json,
 )
-from personalens_utils.data_records import (
+from personalens_utils.data.schema import Schema, load_schema
+from personalens_utils.data.types import (
     MD,
     PROFILE_DIR,
     PROFILE_FILE,
@@ -46,8 +47,7 @@ from personalens_utils.data_records import (
     sd_task_id,
     task_order,
 )
-from personalens_utils.data_write import save_benchmark, write_task_definitions, write_user
-from personalens_utils.schema import Schema, load_schema
+from personalens_utils.data.write import save_benchmark, write_task_definitions, write_user
 
 __all__ = [
     "MD",

@@ -14,7 +14,8 @@ from typing import Any, NoReturn
 
 import orjson
 
-from personalens_utils.data_records import (
+from personalens_utils.data.schema import MULTI_DOMAIN, Schema
+from personalens_utils.data.types import (
     DEFINITIONS_FILE,
     SITUATION_FIELDS,
     TASK_DIR,
@@ -30,7 +31,6 @@ from personalens_utils.data_records import (
     task_order,
     user_folder,
 )
-from personalens_utils.schema import MULTI_DOMAIN, Schema
 
 log = logging.getLogger(__name__)
 

@@ -25,8 +25,8 @@ from typing import Any
 
 import pandas as pd
 
-from .. import demographics as demo
-from ..schema import Schema, load_schema
+from personalens_utils.data import demographics as demo
+from personalens_utils.data.schema import Schema, load_schema
 
 PAPER_DOMAIN_SPLIT = "Media"
 """Tables 8 and 9 split the alphabetical domain list after this domain."""
@@ -370,7 +370,7 @@ def benchmark_source(root: str | os.PathLike[str]) -> tuple[str, bool]:
     A folder written by notebook 01 holds the generation manifest; its label (the offline-backend
     label for offline text) goes into every caption. Any other folder is taken as given data.
     """
-    from ..generation.runner import MANIFEST
+    from personalens_utils.generation.runner import MANIFEST
 
     manifest = Path(root) / MANIFEST
     if not manifest.is_file():

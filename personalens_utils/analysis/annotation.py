@@ -21,10 +21,10 @@ from typing import Any
 
 import pandas as pd
 
-from .judging import DIMENSIONS, JUDGEABLE_STATUSES, benchmark_contexts, render_conversation
-from .prompts import judge as judge_prompts
-from .simulation.prompting import render_interactions, render_preferences
-from .store import RunStore
+from personalens_utils.judging import DIMENSIONS, JUDGEABLE_STATUSES, benchmark_contexts, render_conversation
+from personalens_utils.prompts import judge as judge_prompts
+from personalens_utils.simulation.prompting import render_interactions, render_preferences
+from personalens_utils.store import RunStore
 
 RATED = (
     "task_completion",

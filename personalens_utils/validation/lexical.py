@@ -28,7 +28,7 @@ from sacrebleu.metrics.bleu import BLEU
 from sacrebleu.metrics.helpers import extract_all_word_ngrams
 from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
 
-from ..store import RunStore
+from personalens_utils.store import RunStore
 
 BLEU_ORDER = 4
 GROUP_ORDER = ("SD", "MD")

@@ -9,8 +9,8 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from . import plots
-from .metrics.validation import demographics_table
+from personalens_utils import plots
+from personalens_utils.validation.metrics import demographics_table
 
 FIGURE3_PANELS: tuple[tuple[str, str], ...] = (
     ("Gender", "Gender"),

@@ -1,1 +1,0 @@
-"""Measures over benchmark data, dialogues and judgments, one module a family."""
