@@ -16,8 +16,11 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the `support` package
+
+from support.official_data import official_data_for_script
+
 from personalens_utils.data import load_benchmark
-from personalens_utils.paths import official_data_for_script
 
 TARGET_SECONDS = 15.0
 
