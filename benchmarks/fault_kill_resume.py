@@ -34,10 +34,13 @@ from typing import Any
 
 import orjson
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the `support` package
+
+from support.fake_server import FakeLLMServer
+
 from personalens_utils.data import Benchmark, load_benchmark
 from personalens_utils.generation import GenerationConfig, generate_benchmark
 from personalens_utils.llm import LLMClient, Request
-from personalens_utils.llm.fake_server import FakeLLMServer
 from personalens_utils.prompts.dialogue import USER_SYSTEM
 from personalens_utils.simulation import AssistantSetting, ScenarioContext, assistant_request, user_request
 

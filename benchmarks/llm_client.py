@@ -19,11 +19,17 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import sys
 import tempfile
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the `support` package
+
+from support.fake_server import FakeLLMServer
+from support.loopback_model import LoopbackModel
 
 from personalens_utils.llm import CallKind, LLMClient, Message, Request, Response, Usage
-from personalens_utils.llm.fake_server import FakeLLMServer, LoopbackModel
 
 
 class NoOp:

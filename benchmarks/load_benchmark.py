@@ -16,18 +16,20 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the `support` package
+
+from support.official_data import official_data_for_script
+
 from personalens_utils.data import load_benchmark
-from personalens_utils.paths import official_data_for_script
 
 TARGET_SECONDS = 15.0
 
 
 def _rss_mb() -> float:
-    """Current resident memory of this process (Linux /proc), in MB."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    """Current resident memory of this process, in MB (psutil: the same on Linux, macOS and Windows)."""
+    return psutil.Process().memory_info().rss / 2**20
 
 
 def _measure(data_dir: Path, repeat: int, users: str | None) -> None:

@@ -20,11 +20,14 @@ import time
 from collections import Counter
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the `support` package
+
+from support.official_data import official_data_for_script
+
 from personalens_utils.data import load_benchmark
 from personalens_utils.llm.client import LLMClient
 from personalens_utils.llm.offline import OFFLINE_LABEL, OfflineBackend
 from personalens_utils.llm.types import Request, Response
-from personalens_utils.paths import official_data_for_script
 from personalens_utils.simulation import run_simulation
 
 TARGET_CALLS_PER_S = 1000.0

@@ -23,18 +23,22 @@ archive in ../shared/data, extracted to a temporary folder.
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 import time
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the `support` package
+
+from support.official_data import official_data_for_script
+
 from personalens_utils import judging
 from personalens_utils.data import load_benchmark, resolve_users
 from personalens_utils.llm import LLMClient, Request, Response, registry
 from personalens_utils.llm.backends.anthropic import cache_marked, min_cacheable_tokens, stable_prefix
 from personalens_utils.llm.offline import OFFLINE_LABEL, OfflineBackend, count_tokens
-from personalens_utils.paths import official_data_for_script
 from personalens_utils.simulation import run_simulation
 from personalens_utils.store import RunStore
 

@@ -30,6 +30,7 @@ import argparse
 import hashlib
 import importlib
 import os
+import sys
 import tempfile
 import time
 import warnings
@@ -37,10 +38,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the `support` package
+
+from support.fake_server import FakeLLMServer, last_user_text
+from support.loopback_model import LoopbackModel
+
 from personalens_utils.data import load_benchmark
 from personalens_utils.generation import GenerationConfig, generate_benchmark
 from personalens_utils.llm import CallKind, LLMClient, Message, Request
-from personalens_utils.llm.fake_server import FakeLLMServer, LoopbackModel, last_user_text
 from personalens_utils.simulation import run_simulation
 
 LATENCY_S = 0.1

@@ -10,13 +10,9 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from support.official_data import SHARED_ARCHIVE
 
-ARCHIVE = Path(
-    os.environ.get(
-        "PERSONALENS_ARCHIVE",
-        Path(__file__).resolve().parents[1].parent / "shared" / "data" / "personalens-official.tar.xz",
-    )
-)
+ARCHIVE = Path(os.environ.get("PERSONALENS_ARCHIVE", SHARED_ARCHIVE))
 
 
 @pytest.fixture(scope="session")

@@ -9,12 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.fake_batches import FakeBatches
+from support.fake_server import FakeLLMServer
 from test_batch_support import MODEL, context_for, dialogue, judge_reply
 
 from personalens_utils.judging import ALL_DIMENSIONS, JUDGMENTS, run_judging, run_judging_batch
 from personalens_utils.llm import FatalError, LLMClient, registry
 from personalens_utils.llm.batch import BATCH_RESULTS, BATCHES
-from personalens_utils.llm.fake_server import FakeBatches, FakeLLMServer
 from personalens_utils.store import RunStore
 
 FAST = {"poll_interval_s": 0.01}

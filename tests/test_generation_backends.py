@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.fake_server import FakeLLMServer, last_user_text
 
 from personalens_utils.generation import GenerationConfig, generate_benchmark
 from personalens_utils.llm import LLMClient, Request, Response
-from personalens_utils.llm.fake_server import FakeLLMServer, last_user_text
 from personalens_utils.llm.offline import OfflineBackend
 
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")

@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.fake_server import FakeLLMServer
+from support.loopback_model import LoopbackModel
 
 from personalens_utils.llm import CallKind, FatalError, LLMClient, Message, Request
-from personalens_utils.llm.fake_server import FakeLLMServer, LoopbackModel
 
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
 

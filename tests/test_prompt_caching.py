@@ -6,6 +6,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+from support.fake_server import FakeLLMServer, last_user_text
 from test_batch_support import MODEL, TASK, context_for, dialogue, judge_reply
 from test_simulation_support import tiny_benchmark
 
@@ -17,7 +18,6 @@ from personalens_utils.llm.backends.anthropic import (
     min_cacheable_tokens,
     stable_prefix,
 )
-from personalens_utils.llm.fake_server import FakeLLMServer, last_user_text
 from personalens_utils.llm.offline import OfflineBackend
 from personalens_utils.prompts.dialogue import USER_SYSTEM
 from personalens_utils.simulation import AssistantSetting, ScenarioContext, assistant_request, user_request

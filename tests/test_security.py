@@ -17,6 +17,8 @@ from typing import Any
 import diskcache
 import papermill
 import pytest
+from support.fake_batches import FakeBatches
+from support.fake_server import FakeLLMServer, last_user_text
 from test_batch_support import judge_reply
 from test_simulation_support import tiny_benchmark
 
@@ -24,7 +26,6 @@ from personalens_utils.data import load_benchmark, save_benchmark
 from personalens_utils.judging import JUDGMENTS, benchmark_contexts, run_judging_batch
 from personalens_utils.llm import LLMClient
 from personalens_utils.llm.batch import BATCH_RESULTS, BATCHES
-from personalens_utils.llm.fake_server import FakeBatches, FakeLLMServer, last_user_text
 from personalens_utils.prompts.dialogue import USER_SYSTEM
 from personalens_utils.store import RunStore
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from support.fake_server import FakeLLMServer, last_user_text
 from test_simulation_support import tiny_benchmark
 
 from personalens_utils.llm import LLMClient
-from personalens_utils.llm.fake_server import FakeLLMServer, last_user_text
 from personalens_utils.prompts.dialogue import USER_SYSTEM
 from personalens_utils.simulation import run_simulation
 from personalens_utils.store import RunStore

@@ -21,9 +21,9 @@ from typing import Any
 
 import pandas as pd
 
-from personalens_utils.judging import DIMENSIONS, JUDGEABLE_STATUSES, benchmark_contexts, render_conversation
+from personalens_utils.judging import DIMENSIONS, JUDGEABLE_STATUSES, benchmark_contexts
 from personalens_utils.prompts import judge as judge_prompts
-from personalens_utils.simulation.prompting import render_interactions, render_preferences
+from personalens_utils.prompts.render import render_conversation, render_interactions, render_preferences
 from personalens_utils.store import RunStore
 
 RATED = (

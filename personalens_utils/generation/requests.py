@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from personalens_utils.data.demographics import FIELDS
 from personalens_utils.data.schema import Domain, PreferenceType, Schema
 
 from ..llm.types import CallKind, Message, Request
 from ..prompts import generation as prompts
+from ..prompts.render import render_demographics, render_preferences_nested
 from . import parsing
 
 MASK = "mask"
@@ -46,33 +46,6 @@ class StepCall:
     step: str
     request: Request
     parse: Callable[[str], Any]
-
-
-def _label(field: str) -> str:
-    return field.replace("_", " ").capitalize()
-
-
-def render_demographics(demographics: Mapping[str, str]) -> str:
-    """The profile as a list; the user id comes first so two people with identical demographics still
-    get distinct prompts (and distinct cache entries)."""
-    fields = ("user_id", *FIELDS) if "user_id" in demographics else FIELDS
-    return "\n".join(f"- {_label(f)}: {demographics[f]}" for f in fields)
-
-
-def _value_text(value: str | Sequence[str]) -> str:
-    return value if isinstance(value, str) else ", ".join(value)
-
-
-def render_preferences(preferences: Mapping[str, Mapping[str, Any]]) -> str:
-    """Preferences by domain as an indented list (one domain alone is not headed)."""
-    if len(preferences) == 1:
-        (values,) = preferences.values()
-        return "\n".join(f"- {name}: {_value_text(v)}" for name, v in values.items())
-    blocks = []
-    for domain, values in preferences.items():
-        lines = "\n".join(f"  - {name}: {_value_text(v)}" for name, v in values.items())
-        blocks.append(f"{domain}:\n{lines}")
-    return "\n".join(blocks)
 
 
 def _type_line(ptype: PreferenceType) -> str:
@@ -144,7 +117,7 @@ def interactions_call(
     prompt = prompts.INTERACTIONS.format(
         domain=domain.name,
         demographics=render_demographics(demographics),
-        preferences=render_preferences({domain.name: preferences}),
+        preferences=render_preferences_nested({domain.name: preferences}),
     )
     context = {
         "demographics": dict(demographics),
@@ -225,7 +198,7 @@ def situation_call(
         days=" / ".join(parsing.DAYS_OF_WEEK),
         environments=" / ".join(parsing.ENVIRONMENTS),
         demographics=render_demographics(demographics),
-        preferences=render_preferences(preferences),
+        preferences=render_preferences_nested(preferences),
         task_description=task["task_description"],
     )
     context = {

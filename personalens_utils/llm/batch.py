@@ -17,17 +17,18 @@ run is submitted again. Answers are matched to requests by custom_id, never by o
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
+import orjson
 from tqdm.auto import tqdm
 
-from ..store import RunStore, stable_id
 from . import registry
 from .types import FatalError, Request, Response, RetriesExhaustedError, RetryableError, Usage
 
@@ -67,6 +68,29 @@ class Outcome:
     @property
     def ok(self) -> bool:
         return self.response is not None
+
+
+class BatchStore(Protocol):
+    """Where the batch state is kept: append-only tables of records with an `id` (`store.RunStore`).
+
+    A protocol rather than the run store itself, so the llm layer depends on no stage module.
+    """
+
+    def records(self, table: str) -> list[dict[str, Any]]: ...
+
+    def ids(self, table: str) -> set[str]: ...
+
+    def append(self, table: str, record: dict[str, Any]) -> None: ...
+
+    def extend(self, table: str, records: Iterable[dict[str, Any]]) -> None: ...
+
+
+def make_custom_id(key: str, submission: int) -> str:
+    """The custom_id of a key's n-th submission: the digest `store.stable_id(key, n)` gives.
+
+    It must not change: stores written earlier hold these ids, and a rerun matches answers by them.
+    """
+    return hashlib.sha256(orjson.dumps([key, str(submission)])).hexdigest()[:20]
 
 
 @runtime_checkable
@@ -117,7 +141,7 @@ class BatchRunner:
     def __init__(
         self,
         client: LLMClient,
-        store: RunStore,
+        store: BatchStore,
         *,
         poll_interval_s: float = 60.0,
         max_rounds: int = 3,
@@ -235,7 +259,7 @@ class BatchRunner:
             model = self.client.resolve_model(request.model)
             if not model:
                 raise FatalError(f"the request {key!r} names no model; set Request.model")
-            chunk.append((stable_id(key, len(submissions[key])), request, model, key))
+            chunk.append((make_custom_id(key, len(submissions[key])), request, model, key))
             size += _size(request)
             last = index == len(keys) - 1
             if last or len(chunk) >= self.max_batch_requests or size + _size(requests[keys[index + 1]]) > (

@@ -16,6 +16,9 @@ DIALOGUE_PROMPT_VERSION = "v1"
 
 TERMINATE = "TERMINATE"
 
+EMPTY_CLOSING = "(The user has nothing more to add.)"
+"""Sent to the assistant in place of a user message that was only the word TERMINATE."""
+
 USER_SYSTEM = """\
 You play a person who is chatting with a virtual assistant to get something done. You are the one \
 asking for help, never the one giving it; stay in that role for the whole conversation.

@@ -10,17 +10,21 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from personalens_utils.data.types import SITUATION_FIELDS, Scenario, User
+from personalens_utils.data.types import Scenario, User
 from personalens_utils.llm import CallKind, Message, Request
 from personalens_utils.prompts import dialogue as P
+from personalens_utils.prompts.render import (
+    render_fields,
+    render_history,
+    render_interactions,
+    render_preferences,
+)
 
 from .settings import AssistantSetting
 
 USER_TEMPERATURE = 0.5
 ASSISTANT_TEMPERATURE = 0.0
 MAX_TOKENS = 800
-EMPTY_CLOSING = "(The user has nothing more to add.)"
-"""Sent to the assistant in place of a user message that was only the word TERMINATE."""
 
 Turn = Mapping[str, str]
 
@@ -47,41 +51,12 @@ class ScenarioContext:
         return dict(self.scenario.situation)
 
 
-def _lines(mapping: Mapping[str, Any]) -> str:
-    return "\n".join(f"- {_label(k)}: {_value(v)}" for k, v in mapping.items()) or "- (none)"
-
-
-def _label(key: str) -> str:
-    return SITUATION_FIELDS.get(key) or key.replace("_", " ").capitalize()
-
-
-def _value(value: Any) -> str:
-    return ", ".join(map(str, value)) if isinstance(value, list | tuple) else str(value)
-
-
-def render_preferences(preferences: Mapping[str, Mapping[str, Any]]) -> str:
-    blocks = [f"{domain}:\n{_lines(prefs)}" for domain, prefs in preferences.items()]
-    return "\n\n".join(blocks) or "(none)"
-
-
-def render_interactions(interactions: Mapping[str, str]) -> str:
-    if len(interactions) == 1:
-        return next(iter(interactions.values()))
-    return "\n\n".join(f"{domain}:\n{text}" for domain, text in interactions.items()) or "(none)"
-
-
-def render_history(turns: Sequence[Turn]) -> str:
-    return "\n".join(
-        P.HISTORY_LINE.format(speaker=t["role"].upper(), content=t["content"]) for t in turns
-    )
-
-
 def _profile(ctx: ScenarioContext) -> str:
     return P.USER_PROFILE.format(
-        demographics=_lines(ctx.demographics),
+        demographics=render_fields(ctx.demographics),
         preferences=render_preferences(ctx.preferences),
         interactions=render_interactions(ctx.interactions),
-        situation=_lines(ctx.situation),
+        situation=render_fields(ctx.situation),
         task=ctx.scenario.user_intent,
     )
 
@@ -116,11 +91,11 @@ def assistant_system(setting: AssistantSetting, ctx: ScenarioContext) -> str:
     parts = [P.ASSISTANT_BASE if setting.instructions == "base" else P.ASSISTANT_VANILLA]
     sections = []
     if setting.sees("D"):
-        sections.append(P.ASSISTANT_DEMOGRAPHICS.format(demographics=_lines(ctx.demographics)))
+        sections.append(P.ASSISTANT_DEMOGRAPHICS.format(demographics=render_fields(ctx.demographics)))
     if setting.sees("I"):
         sections.append(P.ASSISTANT_INTERACTIONS.format(interactions=render_interactions(ctx.interactions)))
     if setting.sees("S"):
-        sections.append(P.ASSISTANT_SITUATION.format(situation=_lines(ctx.situation)))
+        sections.append(P.ASSISTANT_SITUATION.format(situation=render_fields(ctx.situation)))
     if sections:
         parts.append(P.ASSISTANT_CONTEXT_INTRO + "\n".join(sections))
     parts.append(P.ASSISTANT_CLOSING)
@@ -131,7 +106,7 @@ def assistant_request(
     setting: AssistantSetting, ctx: ScenarioContext, turns: Sequence[Turn], model: str
 ) -> Request:
     """The assistant's next reply; it sees the dialogue as chat messages and only its setting's context."""
-    messages = tuple(Message(t["role"], t["content"] or EMPTY_CLOSING) for t in turns)  # type: ignore[arg-type]
+    messages = tuple(Message(t["role"], t["content"] or P.EMPTY_CLOSING) for t in turns)  # type: ignore[arg-type]
     context: dict[str, Any] = {
         "setting": setting.name,
         "task_type": ctx.scenario.task_type,

@@ -9,9 +9,9 @@ It speaks just enough of three wire formats for the kit's backends:
 with a fixed latency, injected faults (429 with retry-after, 529, 500) decided deterministically
 from the seed and the request body, an optional required key (wrong key -> 401), counters per
 path, and the peak number of requests in flight. Other helpers add endpoints with `add_route`;
-`FakeBatches` adds Anthropic's Message Batches endpoints. With `prompt_cache_min_tokens` set, the
-Anthropic format also plays prompt caching: the text up to a `cache_control` breakpoint is written
-on first sight and read afterwards, as the usage fields report.
+`support.fake_batches.FakeBatches` adds Anthropic's Message Batches endpoints. With
+`prompt_cache_min_tokens` set, the Anthropic format also plays prompt caching: the text up to a
+`cache_control` breakpoint is written on first sight and read afterwards, as the usage fields report.
 
 It is a small HTTP/1.1 server on its own asyncio loop in a daemon thread: latency is an
 `asyncio.sleep`, so hundreds of concurrent keep-alive connections cost no threads.
@@ -32,15 +32,14 @@ import sys
 import threading
 import time
 import urllib.request
-import weakref
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
 from http import HTTPStatus
+from pathlib import Path
 from typing import Any
 
-from .backends._http import classify_status
-from .types import Request, Response, RetryableError, Usage
+TESTS_DIR = Path(__file__).resolve().parents[1]
+"""The folder holding the `support` package, put on a child server's import path."""
 
 ReplyFn = Callable[[str, dict[str, Any]], str]
 """`reply(api, body) -> text`, where api is "anthropic", "openai" or "bedrock" and body the parsed JSON."""
@@ -207,12 +206,13 @@ class FakeLLMServer:
             raise ValueError(
                 f"a fake server in a child process needs module-level reply and route functions: {err}"
             ) from err
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        importable = [str(TESTS_DIR), *(p for p in sys.path if p)]  # the child imports support.*
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(importable)}
         child = subprocess.Popen(
             [
                 sys.executable,
                 "-c",
-                "from personalens_utils.llm.fake_server import _serve_in_child; _serve_in_child()",
+                "from support.fake_server import _serve_in_child; _serve_in_child()",
             ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -226,7 +226,7 @@ class FakeLLMServer:
             child.kill()
             raise RuntimeError(f"the fake server's child process failed to start (exit code {child.wait()})")
         self._child = child
-        self._address = _address_of(line)
+        self._address = address_of(line)
         return self.url
 
     def stop(self) -> None:
@@ -521,137 +521,6 @@ class FakeLLMServer:
         return 0, tokens
 
 
-class FakeBatches:
-    """Anthropic's Message Batches endpoints for a `FakeLLMServer`: create, retrieve, results (JSONL).
-
-    A batch reports `in_progress` for its first `polls_in_progress` retrievals (and for as long as
-    `hold` is True), then `ended`. Each entry's outcome is `outcome(custom_id, params)` if given
-    ("succeeded", "errored" as an api_error, "invalid" as an invalid_request_error, "expired" or
-    "canceled"), else drawn from the seed and the custom_id with `errored_rate` and `expired_rate`;
-    succeeded entries are answered as `POST /v1/messages` would answer their params. `created` lists batch
-    ids in order and `retrieved` counts retrievals per id, for tests to check what a client did.
-
-        batches = FakeBatches(polls_in_progress=1).install(server)
-    """
-
-    PREFIX = "/v1/messages/batches"
-
-    def __init__(
-        self,
-        *,
-        polls_in_progress: int = 1,
-        errored_rate: float = 0.0,
-        expired_rate: float = 0.0,
-        seed: int = 0,
-        outcome: Callable[[str, dict[str, Any]], str] | None = None,
-    ):
-        if errored_rate < 0 or expired_rate < 0 or errored_rate + expired_rate > 1:
-            raise ValueError("errored_rate and expired_rate must be non-negative and sum to at most 1")
-        self.polls_in_progress = polls_in_progress
-        self.errored_rate = errored_rate
-        self.expired_rate = expired_rate
-        self.seed = seed
-        self.outcome = outcome
-        self.hold = False
-        self.batches: dict[str, dict[str, Any]] = {}
-        self.created: list[str] = []
-        self.retrieved: Counter[str] = Counter()
-        self._lock = threading.Lock()
-
-    def install(self, server: FakeLLMServer) -> FakeBatches:
-        server.add_route(self.PREFIX, self.route)
-        return self
-
-    def route(
-        self, server: FakeLLMServer, method: str, path: str, body: dict[str, Any], headers: dict[str, str]
-    ) -> RouteResult:
-        if not server._authorised(headers):
-            return server._error("anthropic", 401, "invalid key")
-        parts = path.removeprefix(self.PREFIX).strip("/").split("/")
-        if method == "POST" and parts == [""]:
-            return self._create(server, body)
-        batch = self.batches.get(parts[0])
-        if batch is None:
-            return server._error("anthropic", 404, f"no message batch {parts[0]!r}")
-        if method == "GET" and len(parts) == 1:
-            return 200, self._retrieve(server, batch), {}
-        if method == "GET" and parts[1:] == ["results"] and batch["status"] == "ended":
-            lines = [json.dumps(result) for result in batch["results"]]
-            return 200, "\n".join(lines) + "\n", {"content-type": "application/binary"}
-        return server._error("anthropic", 404, f"no route {method} {path}")
-
-    def _create(self, server: FakeLLMServer, body: dict[str, Any]) -> RouteResult:
-        requests = body.get("requests")
-        if not isinstance(requests, list) or not requests:
-            return server._error("anthropic", 400, "requests: a non-empty list is required")
-        ids = [r.get("custom_id") for r in requests]
-        if len(set(ids)) != len(ids) or not all(isinstance(i, str) and 0 < len(i) <= 64 for i in ids):
-            return server._error("anthropic", 400, "custom_id values must be unique, of 1-64 characters")
-        with self._lock:
-            digest = hashlib.sha256(str(ids).encode()).hexdigest()[:8]
-            batch_id = f"msgbatch_{len(self.created) + 1:04d}_{digest}"
-            self.created.append(batch_id)
-            self.batches[batch_id] = {
-                "id": batch_id, "requests": requests, "status": "in_progress", "results": [],
-                "created_at": datetime.now(UTC).isoformat(),
-            }
-        return 200, self._retrieve(server, self.batches[batch_id], count=False), {}
-
-    def _retrieve(
-        self, server: FakeLLMServer, batch: dict[str, Any], *, count: bool = True
-    ) -> dict[str, Any]:
-        with self._lock:
-            if count:
-                self.retrieved[batch["id"]] += 1
-            due = not self.hold and self.retrieved[batch["id"]] > self.polls_in_progress
-            if batch["status"] == "in_progress" and due:
-                batch["results"] = [self._result(server, r) for r in batch["requests"]]
-                batch["status"] = "ended"
-                batch["ended_at"] = datetime.now(UTC).isoformat()
-        tally = Counter(r["result"]["type"] for r in batch["results"])
-        ended = batch["status"] == "ended"
-        return {
-            "id": batch["id"],
-            "type": "message_batch",
-            "processing_status": batch["status"],
-            "request_counts": {
-                "processing": 0 if ended else len(batch["requests"]),
-                **{kind: tally.get(kind, 0) for kind in ("succeeded", "errored", "canceled", "expired")},
-            },
-            "created_at": batch["created_at"],
-            "expires_at": batch["created_at"],
-            "ended_at": batch.get("ended_at"),
-            "archived_at": None,
-            "cancel_initiated_at": None,
-            "results_url": f"{server.url}{self.PREFIX}/{batch['id']}/results" if ended else None,
-        }
-
-    def _draw(self, custom_id: str, params: dict[str, Any]) -> str:
-        if self.outcome is not None:
-            return self.outcome(custom_id, params)
-        digest = hashlib.sha256(f"{self.seed}:{custom_id}".encode()).digest()
-        draw = int.from_bytes(digest[:8], "big") / 2**64
-        if draw < self.errored_rate:
-            return "errored"
-        return "expired" if draw < self.errored_rate + self.expired_rate else "succeeded"
-
-    def _result(self, server: FakeLLMServer, request: dict[str, Any]) -> dict[str, Any]:
-        custom_id, params = request["custom_id"], request.get("params") or {}
-        kind = self._draw(custom_id, params)
-        if kind == "succeeded":
-            message = server._success("anthropic", "/v1/messages", params)
-            result: dict[str, Any] = {"type": kind, "message": message}
-        elif kind == "errored":
-            error = {"type": "api_error", "message": "injected batch entry error"}
-            result = {"type": kind, "error": {"type": "error", "error": error}}
-        elif kind == "invalid":
-            error = {"type": "invalid_request_error", "message": "injected invalid request"}
-            result = {"type": "errored", "error": {"type": "error", "error": error}}
-        else:
-            result = {"type": kind}
-        return {"custom_id": custom_id, "result": result}
-
-
 def _serve_in_child() -> None:
     """Child-process entry: read the pickled settings, print the URL, serve until stdin closes."""
     config, routes = pickle.loads(bytes.fromhex(sys.stdin.readline().strip()))
@@ -663,65 +532,7 @@ def _serve_in_child() -> None:
     server.stop()
 
 
-def _address_of(url: str) -> tuple[str, int]:
+def address_of(url: str) -> tuple[str, int]:
+    """(host, port) of a base URL such as `FakeLLMServer.url`."""
     host, _, port = url.removeprefix("http://").rstrip("/").partition(":")
     return host, int(port)
-
-
-class LoopbackModel:
-    """A minimal `ChatModel` speaking the Anthropic Messages format to a fake server over bare sockets.
-
-    For measuring the client itself: an SDK call costs 2-3 ms of CPU here (request building,
-    validation, and httpcore's pool bookkeeping, which grows with the number of open
-    connections), enough to hide the client's scheduling behind CPU time on a 2-core machine.
-    This model keeps one idle keep-alive connection per finished call and nothing else.
-    """
-
-    name = "loopback"
-
-    def __init__(self, url: str):
-        self.host, self.port = _address_of(url)
-        self._idle: weakref.WeakKeyDictionary[
-            asyncio.AbstractEventLoop, list[tuple[asyncio.StreamReader, asyncio.StreamWriter]]
-        ] = weakref.WeakKeyDictionary()
-
-    async def acomplete(self, request: Request, model: str) -> Response:
-        body = {
-            "model": model,
-            "max_tokens": request.max_tokens,
-            "messages": [m.as_dict() for m in request.messages],
-        }
-        if request.system:
-            body["system"] = request.system
-        raw = json.dumps(body).encode()
-        idle = self._idle.setdefault(asyncio.get_running_loop(), [])
-        started = time.perf_counter()
-        try:
-            reader, writer = idle.pop() if idle else await asyncio.open_connection(self.host, self.port)
-            writer.write(
-                b"POST /v1/messages HTTP/1.1\r\nhost: loopback\r\ncontent-type: application/json\r\n"
-                b"content-length: %d\r\n\r\n%s" % (len(raw), raw)
-            )
-            status_line = await reader.readline()
-            if not status_line:
-                raise ConnectionResetError("the server closed the connection")
-            headers: dict[str, str] = {}
-            while (line := await reader.readline()) not in (b"\r\n", b""):
-                name, _, value = line.decode("latin-1").partition(":")
-                headers[name.strip().lower()] = value.strip()
-            payload = json.loads(await reader.readexactly(int(headers.get("content-length") or 0)))
-        except (OSError, asyncio.IncompleteReadError) as err:
-            raise RetryableError(f"loopback model: connection failed: {err!r}") from err
-        idle.append((reader, writer))
-        status = int(status_line.split()[1])
-        if status != 200:
-            message = str(payload.get("error", {}).get("message", payload))
-            raise classify_status(status, message, headers, backend=self.name, model=model, key_hint="")
-        usage = payload["usage"]
-        return Response(
-            text="".join(block.get("text", "") for block in payload["content"]),
-            usage=Usage(input_tokens=usage["input_tokens"], output_tokens=usage["output_tokens"]),
-            backend=self.name,
-            model=model,
-            latency_s=time.perf_counter() - started,
-        )

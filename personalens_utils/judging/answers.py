@@ -1,0 +1,84 @@
+"""From judge answers to judgment records, the same for online and batch judging.
+
+An answer with no valid score is asked once more with a format reminder; the record keeps both
+replies (`raw`) and the better reading. Turn-level scoring averages the turns that have a score.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .dimensions import Dimension, judgment_id
+from .parsing import ParsedAnswer
+
+RETRY_SEPARATOR = "\n\n----- answer to the format reminder -----\n\n"
+TURN_SEPARATOR = "\n\n----- after assistant turn {turn} -----\n\n"
+
+
+@dataclass
+class Answer:
+    """The answer behind one score: its reading, the raw text of every reply and how many were asked."""
+
+    parsed: ParsedAnswer
+    raw: str
+    attempts: int
+
+
+def combine(dimension: Dimension, first: str, second: str | None) -> Answer:
+    """The answer behind a score: the first reply, or the first and the reply to the format reminder."""
+    parsed = dimension.parse(first)
+    if parsed.ok or second is None:
+        return Answer(parsed, first, 1)
+    again = dimension.parse(second)
+    return Answer(again if again.ok else parsed, first + RETRY_SEPARATOR + second, 2)
+
+
+def score_fields(dimension: Dimension, answers: Sequence[Answer]) -> dict[str, Any]:
+    """Score fields of one judgment record (status, score, turn_scores, explanation, raw, attempts)."""
+    if not dimension.turn_level:
+        (answer,) = answers
+        ok = answer.parsed.ok
+        return {
+            "status": "ok" if ok else "missing",
+            "score": answer.parsed.score,
+            "turn_scores": None,
+            "explanation": answer.parsed.explanation if ok else f"no valid score: {answer.parsed.problem}",
+            "raw": answer.raw,
+            "attempts": answer.attempts,
+        }
+    scores = [a.parsed.score for a in answers]
+    valid = [s for s in scores if s is not None]
+    notes = [
+        f"turn {k}: {a.parsed.explanation if a.parsed.ok else 'no valid score: ' + str(a.parsed.problem)}"
+        for k, a in enumerate(answers, start=1)
+    ]
+    return {
+        "status": "ok" if valid else "missing",
+        "score": sum(valid) / len(valid) if valid else None,
+        "turn_scores": scores,
+        "explanation": "\n".join(notes) if notes else "no assistant turn to score",
+        "raw": "".join(TURN_SEPARATOR.format(turn=k) + a.raw for k, a in enumerate(answers, start=1)).strip(),
+        "attempts": sum(a.attempts for a in answers),
+    }
+
+
+def error_fields(explanation: str) -> dict[str, Any]:
+    """Score fields of a judgment the llm layer could not make: judged again on the next run."""
+    return {"status": "error", "score": None, "turn_scores": None, "explanation": explanation, "raw": "",
+            "attempts": 0}
+
+
+def judgment_record(dialogue_id: str, dimension: Dimension, model_key: str, prompt_version: str, backend: str,
+                    fields: Mapping[str, Any]) -> dict[str, Any]:
+    """One judgment record: its identity fields and the score fields."""
+    return {
+        "id": judgment_id(dialogue_id, dimension.name, model_key, prompt_version),
+        "dialogue_id": dialogue_id,
+        "dimension": dimension.name,
+        "judge_model": model_key,
+        "prompt_version": prompt_version,
+        "backend": backend,
+        **fields,
+    }

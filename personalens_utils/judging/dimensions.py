@@ -1,0 +1,107 @@
+"""What the judge scores: each dimension with its prompt template, scale and answer parser.
+
+The templates live in `prompts.judge` (where to change a prompt); a dimension names the pair it
+uses, so the judge request builder and the parser never branch on dimension names. Judgments are
+keyed by dimension name, judge model (its registry name) and prompt version (`judgment_id`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from personalens_utils.llm import registry as model_registry
+from personalens_utils.prompts import judge as prompts
+from personalens_utils.store import stable_id
+
+from .parsing import ParsedAnswer, parse_score, parse_verdict
+
+DEFAULT_JUDGE_MODEL = "Claude 3.5 Sonnet"
+
+
+class JudgingError(ValueError):
+    """Judging cannot start as asked: unknown dimension, dialogue without its scenario, bad record."""
+
+
+@dataclass(frozen=True)
+class Dimension:
+    """One thing the judge scores: its template (head + tail), scale, answer label, whose turns.
+
+    `head` is the part of the prompt that stays the same for every call on one dimension and profile
+    (a provider can cache it), `tail` the part that changes (the conversation); both are filled by
+    `judging.requests.build_prompt`.
+    """
+
+    name: str
+    family: str
+    low: int
+    high: int
+    label: str
+    head: str
+    tail: str
+    speaker: str | None = None
+    turn_level: bool = False
+
+    @property
+    def answer_form(self) -> str:
+        """What follows the label in a valid answer, as the format reminder states it."""
+        return "True or False" if self.family == "task_completion" else f"<{self.low}-{self.high}>"
+
+    def parse(self, text: str) -> ParsedAnswer:
+        """The score in a judge answer, or why there is none (see `judging.parsing`)."""
+        if self.family == "task_completion":
+            return parse_verdict(text)
+        return parse_score(text, self.label, self.low, self.high)
+
+
+def _quality(family: str, speaker: str) -> Dimension:
+    natural = family == "naturalness"
+    return Dimension(
+        f"{family}_{speaker}", family, 1, 5, "Naturalness Score:" if natural else "Coherence Score:",
+        prompts.NATURALNESS_HEAD if natural else prompts.COHERENCE_HEAD,
+        prompts.NATURALNESS_TAIL if natural else prompts.COHERENCE_TAIL,
+        speaker,
+    )
+
+
+DIMENSIONS: dict[str, Dimension] = {
+    d.name: d
+    for d in (
+        Dimension("task_completion", "task_completion", 0, 1, "VERDICT:",
+                  prompts.TASK_COMPLETION_HEAD, prompts.TASK_COMPLETION_TAIL),
+        Dimension("personalization", "personalization", 1, 4, "Personalization Score:",
+                  prompts.PERSONALIZATION_HEAD, prompts.PERSONALIZATION_TAIL),
+        _quality("naturalness", "assistant"),
+        _quality("naturalness", "user"),
+        _quality("coherence", "assistant"),
+        _quality("coherence", "user"),
+        Dimension("turn_personalization", "personalization", 1, 4, "Personalization Score:",
+                  prompts.PERSONALIZATION_HEAD, prompts.TURN_PERSONALIZATION_TAIL, turn_level=True),
+    )
+}
+ALL_DIMENSIONS: tuple[str, ...] = tuple(DIMENSIONS)
+
+
+def dimensions_from(names: Iterable[str] | str | None) -> list[Dimension]:
+    """The named dimensions (all when None); a clear error names any unknown one."""
+    if names is None:
+        return list(DIMENSIONS.values())
+    names = [names] if isinstance(names, str) else list(names)
+    unknown = [n for n in names if n not in DIMENSIONS]
+    if unknown:
+        raise JudgingError(f"unknown judge dimensions {unknown}; known: {list(DIMENSIONS)}")
+    return [DIMENSIONS[n] for n in dict.fromkeys(names)]
+
+
+def judge_model_key(model: str) -> str:
+    """The name judgments are keyed by: the registry's display name, so aliases share records."""
+    if not model:
+        raise JudgingError("judge_model is empty; name the model that judges (e.g. 'Claude 3.5 Sonnet')")
+    info = model_registry.lookup(model)
+    return info.name if info is not None else model
+
+
+def judgment_id(dialogue_id: str, dimension: str, judge_model: str, prompt_version: str) -> str:
+    """The stable id of one judgment record (docs/architecture.md)."""
+    return stable_id(dialogue_id, dimension, judge_model, prompt_version)
+
