@@ -59,8 +59,8 @@ bench = Benchmark(full.users, full.tasks, full.scenarios.iloc[: int(n)].reset_in
 with LLMClient("anthropic", max_concurrency=int(concurrency), cache_dir=cache_dir, retry_base_s=0.1,
                retry_cap_s=2.0, progress=False) as client:
     summary = run_simulation(bench, run_dir, client, user_model=model, assistant_model=model)
-print(json.dumps({"planned": summary.planned, "skipped": summary.skipped, "statuses": dict(summary.statuses),
-                  "retries": summary.retries}))
+print(json.dumps({"planned": summary.planned, "skipped": summary.already_done,
+                  "statuses": dict(summary.statuses), "retries": summary.retries}))
 """
 
 

@@ -64,8 +64,9 @@ def _measure(data_dir: Path, users: str, settings: list[str], limit: int | None)
         summary = run_simulation(bench, run_dir, client, settings=settings, limit=limit)
         elapsed = time.perf_counter() - start
     calls = len(backend.requests)
-    print(f"simulation: {summary.ran} dialogues ({dict(summary.statuses)}), {calls} calls in {elapsed:.1f} s"
-          f" -> {calls / elapsed:,.0f} calls/s end to end, {summary.ran / elapsed:,.0f} dialogues/s")
+    print(f"simulation: {summary.stored} dialogues ({dict(summary.statuses)}), {calls} calls in "
+          f"{elapsed:.1f} s"
+          f" -> {calls / elapsed:,.0f} calls/s end to end, {summary.stored / elapsed:,.0f} dialogues/s")
     replay = OfflineBackend()
     kinds: Counter[str] = Counter()
     start = time.perf_counter()

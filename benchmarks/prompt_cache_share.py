@@ -99,7 +99,7 @@ def _measure(data_dir: Path, users: list[int], settings: list[str]) -> None:
         summary = run_simulation(bench, store, client, settings=settings)
         report = judging.run_judging(store, client, judging.benchmark_contexts(bench))
     print(f"{OFFLINE_LABEL}: {len(users)} users, {len(bench.scenarios)} scenarios x settings {settings} "
-          f"-> {summary.ran} dialogues, {report.judgments_written} judgments "
+          f"-> {summary.stored} dialogues, {report.stored} judgments "
           f"({time.perf_counter() - started:.0f} s)")
     minimum = [min_cacheable_tokens(m) for m in ("Claude 3 Sonnet", "Claude 3.5 Sonnet")]
     print("models: simulation Claude 3 Sonnet, judge Claude 3.5 Sonnet (minimum cacheable prefix "

@@ -19,13 +19,15 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from personalens_utils.data import Benchmark
 from personalens_utils.data.types import parse_task_id, scenario_id
-from personalens_utils.simulation.loop import ERROR, TERMINATED, TURN_CAP, dialogue_id
+from personalens_utils.llm import Message
+from personalens_utils.records import Dialogue, RecordError
+from personalens_utils.simulation.loop import TERMINATED, TURN_CAP
 from personalens_utils.simulation.settings import AssistantSetting
 from personalens_utils.store import RunStore
 
@@ -39,11 +41,8 @@ _TAGS = (("D", "_d"), ("I", "_p"), ("S", "_s"))
 _FOLDER = re.compile(r"^(?P<model>.+?)(?P<vanilla>_vanilla)?(?P<D>_d)?(?P<I>_p)?(?P<S>_s)?$")
 _USER_DIR = re.compile(r"^user(0|[1-9][0-9]*)$")
 _FILE_SUFFIX = "_dialogue.json"
-_RECORD_ORDER = (
-    "id", "scenario_id", "user_id", "task_id", "task_type", "domains", "user_model", "assistant_model",
-    "assistant_setting", "prompt_version", "backend", "status", "error", "turns", "n_turns", "usage",
-    "cost_usd", "retries",
-)
+_OFFICIAL_FIELDS = ("user_id", "task_id", "user_model", "assistant_model", "turns")
+"""Record fields the official file holds itself; the kit block carries the others."""
 
 
 class OfficialLayoutError(ValueError):
@@ -79,29 +78,34 @@ def dialogue_root(root: str | os.PathLike[str]) -> Path:
     return nested if nested.is_dir() else base
 
 
-def dialogue_path(root: str | os.PathLike[str], record: dict[str, Any]) -> Path:
+def dialogue_path(root: str | os.PathLike[str], record: Dialogue) -> Path:
     """Where a dialogue record goes under `<root>/output/dialogue/`."""
-    folder = model_folder(record["assistant_model"], record["assistant_setting"])
-    return (Path(root) / "output" / "dialogue" / f"user{record['user_id']}" / folder
-            / f"{record['task_id']}{_FILE_SUFFIX}")
+    folder = model_folder(record.assistant_model, record.assistant_setting)
+    return (Path(root) / "output" / "dialogue" / f"user{record.user_id}" / folder
+            / f"{record.task_id}{_FILE_SUFFIX}")
 
 
-def _records(source: RunStore | Iterable[dict[str, Any]] | str | os.PathLike[str]) -> list[dict[str, Any]]:
+DialogueSource = RunStore | Iterable[Dialogue | Mapping[str, Any]] | str | os.PathLike[str]
+
+
+def _records(source: DialogueSource) -> list[Dialogue]:
+    """Dialogue records from a run store or its folder, or records (typed, or rows in the stored layout)."""
     if isinstance(source, str | os.PathLike):
         source = RunStore(source)
     if isinstance(source, RunStore):
-        return source.records("dialogues")
-    return list(source)
+        return source.read(Dialogue)
+    return [r if isinstance(r, Dialogue) else Dialogue.from_json(r, "a dialogue row to export")
+            for r in source]
 
 
 def export_official(
-    source: RunStore | Iterable[dict[str, Any]] | str | os.PathLike[str],
+    source: DialogueSource,
     root: str | os.PathLike[str],
     *,
     benchmark: Benchmark | None = None,
     include_errors: bool = False,
 ) -> list[Path]:
-    """Write dialogue records (a run store, its folder, or records) under `<root>/output/dialogue/`.
+    """Write dialogue records (a run store, its folder, records or rows) under `<root>/output/dialogue/`.
 
     The official files carry the user intent as `task_description`; the kit's records do not, so it
     is taken from `benchmark` when given and left empty otherwise. Dialogues that ended
@@ -109,30 +113,30 @@ def export_official(
     (same user, task, model and setting, different user model or prompt version) raise, before
     anything is written.
     """
-    chosen = [r for r in _records(source) if include_errors or r.get("status") != ERROR]
+    chosen = [r for r in _records(source) if include_errors or not r.is_error]
     intents = {} if benchmark is None else dict(
         zip(benchmark.scenarios["scenario_id"], benchmark.scenarios["user_intent"], strict=True))
-    targets: dict[Path, dict[str, Any]] = {}
+    targets: dict[Path, Dialogue] = {}
     for record in chosen:
         path = dialogue_path(root, record)
         if path in targets:
             raise ValueError(
-                f"dialogues {targets[path]['id']} and {record['id']} would both be written to {path}; "
+                f"dialogues {targets[path].id} and {record.id} would both be written to {path}; "
                 "export them to different roots (e.g. one per user model or prompt version)"
             )
         targets[path] = record
     written = []
     for path, record in targets.items():
         path.parent.mkdir(parents=True, exist_ok=True)
+        stored = record.to_json()
         payload = {
-            "user_id": record["user_id"],
-            "task_id": record["task_id"],
-            "task_description": intents.get(record["scenario_id"], ""),
-            "user_model": record["user_model"],
-            "assistant_model": record["assistant_model"],
-            "dialogue": record["turns"],
-            KIT_KEY: {k: v for k, v in record.items() if k not in ("user_id", "task_id", "user_model",
-                                                                      "assistant_model", "turns")},
+            "user_id": record.user_id,
+            "task_id": record.task_id,
+            "task_description": intents.get(record.scenario_id, ""),
+            "user_model": record.user_model,
+            "assistant_model": record.assistant_model,
+            "dialogue": stored["turns"],
+            KIT_KEY: {k: v for k, v in stored.items() if k not in _OFFICIAL_FIELDS},
         }
         tmp = path.with_suffix(".json.tmp")
         tmp.write_text(json.dumps(payload, indent=4, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -141,7 +145,7 @@ def export_official(
     return written
 
 
-def _check_turns(path: Path, turns: Any) -> list[dict[str, str]]:
+def _check_turns(path: Path, turns: Any) -> tuple[Message, ...]:
     if not isinstance(turns, list) or not turns:
         raise OfficialLayoutError(path, "'dialogue' must be a non-empty list of messages")
     for index, turn in enumerate(turns):
@@ -153,11 +157,11 @@ def _check_turns(path: Path, turns: Any) -> list[dict[str, str]]:
                                             f"{expected!r} (messages alternate, the user first)")
         if not isinstance(turn["content"], str):
             raise OfficialLayoutError(path, f"dialogue[{index}].content must be a string")
-    return [{"role": t["role"], "content": t["content"]} for t in turns]
+    return tuple(Message(t["role"], t["content"]) for t in turns)
 
 
 def read_dialogue_file(path: str | os.PathLike[str], *, benchmark: Benchmark | None = None,
-                       prompt_version: str = OFFICIAL_PROMPT_VERSION) -> dict[str, Any]:
+                       prompt_version: str = OFFICIAL_PROMPT_VERSION) -> Dialogue:
     """One official-layout file as a run-store dialogue record.
 
     For files without a kit block, the domains of a multi-domain task come from `benchmark` (empty
@@ -193,34 +197,31 @@ def read_dialogue_file(path: str | os.PathLike[str], *, benchmark: Benchmark | N
         if not isinstance(kit, dict):
             raise OfficialLayoutError(path, f"'{KIT_KEY}' must be an object")
         record = {**kit, "user_id": user_id, "task_id": task_id, "user_model": data.get("user_model"),
-                  "assistant_model": data.get("assistant_model"), "turns": turns}
-        return {k: record[k] for k in _RECORD_ORDER if k in record} | {
-            k: v for k, v in record.items() if k not in _RECORD_ORDER}
+                  "assistant_model": data.get("assistant_model"), "turns": [t.as_dict() for t in turns]}
+        try:
+            return Dialogue.from_json(record, str(path))
+        except RecordError as exc:
+            problem = f"the '{KIT_KEY}' block does not make a dialogue record: {exc}"
+            raise OfficialLayoutError(path, problem) from exc
     assistant_model = data.get("assistant_model") or folder_model
     user_model = data.get("user_model") or ""
     sid = scenario_id(user_id, task_id)
     known = benchmark.tasks.get(task_id) if benchmark is not None else None
     task_domains = [sd_domain] if sd_domain else list(known.domains if known else [])
-    return {
-        "id": dialogue_id(sid, user_model, assistant_model, setting.name, prompt_version),
-        "scenario_id": sid,
-        "user_id": user_id,
-        "task_id": task_id,
-        "task_type": task_type,
-        "domains": task_domains,
-        "user_model": user_model,
-        "assistant_model": assistant_model,
-        "assistant_setting": setting.name,
-        "prompt_version": prompt_version,
-        "backend": IMPORTED_BACKEND,
-        "status": TERMINATED if turns[-1]["role"] == "assistant" else TURN_CAP,
-        "error": None,
-        "turns": turns,
-        "n_turns": sum(t["role"] == "user" for t in turns),
-        "usage": {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0, "cache_write_tokens": 0},
-        "cost_usd": 0.0,
-        "retries": 0,
-    }
+    return Dialogue(
+        scenario_id=sid,
+        user_id=user_id,
+        task_id=task_id,
+        task_type=task_type,
+        domains=tuple(task_domains),
+        user_model=user_model,
+        assistant_model=assistant_model,
+        assistant_setting=setting.name,
+        prompt_version=prompt_version,
+        backend=IMPORTED_BACKEND,
+        status=TERMINATED if turns[-1].role == "assistant" else TURN_CAP,
+        turns=turns,
+    )
 
 
 def iter_dialogue_files(root: str | os.PathLike[str]) -> Iterator[Path]:
@@ -239,7 +240,7 @@ def import_official(
     into: RunStore | str | os.PathLike[str] | None = None,
     benchmark: Benchmark | None = None,
     prompt_version: str = OFFICIAL_PROMPT_VERSION,
-) -> list[dict[str, Any]]:
+) -> list[Dialogue]:
     """Read every dialogue under `root` (a folder holding output/dialogue/, or that folder itself).
 
     With `into`, the records are also added to that run store; ones it already holds unchanged are
@@ -249,14 +250,14 @@ def import_official(
                for p in iter_dialogue_files(root)]
     if into is not None:
         store = into if isinstance(into, RunStore) else RunStore(into)
-        stored = {r["id"]: r for r in store.records("dialogues")}
+        stored = {r.id: r for r in store.read(Dialogue)}
         fresh = []
         for record in records:
-            old = stored.get(record["id"])
-            if old is None or old.get("status") == ERROR:
+            old = stored.get(record.id)
+            if old is None or old.is_error:
                 fresh.append(record)
             elif old != record:
-                raise ValueError(f"run store {store.root} already holds a different dialogue {record['id']} "
-                                 f"({record['scenario_id']}); import into another run folder")
-        store.extend("dialogues", fresh)
+                raise ValueError(f"run store {store.root} already holds a different dialogue {record.id} "
+                                 f"({record.scenario_id}); import into another run folder")
+        store.extend(fresh)
     return records

@@ -1,29 +1,36 @@
-"""The run store: append-only JSONL tables of records keyed by a stable id.
+"""The run store: append-only JSONL tables of typed records (`records`) keyed by a stable id.
 
-Every stage writes its results here one record at a time, so a killed run loses at most the
-record being written and a rerun skips what is done. A torn last line (the process died mid-write)
-is ignored on read and cut off before the next append. `merge_stores` joins the run folders of
-several shards (see `shards`) into one, refusing any record that two of them hold.
+Every table holds one record type and is named by it (`store.read(Dialogue)`,
+`store.append(judgment)`). Every stage writes its results here as they finish, so a killed run
+loses at most the records being written and a rerun skips what is done. A torn last line (the
+process died mid-write) is ignored on read and cut off before the next append. `merge_stores`
+joins the run folders of several shards (see `shards`) into one, refusing any record that two of
+them hold.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 import pandas as pd
 from filelock import FileLock
 
-ERROR_STATUS = "error"
-MERGED_TABLES = ("dialogues", "judgments")
+from personalens_utils.records import ERROR, Dialogue, Judgment, Record, stable_id
+
+ERROR_STATUS = ERROR
+MERGED_TYPES: tuple[type[Record], ...] = (Dialogue, Judgment)
 _MERGE_BATCH = 5000
+R = TypeVar("R", bound=Record)
+
+__all__ = ["ERROR_STATUS", "MERGED_TYPES", "DuplicateRecordError", "RunStore", "StoreError", "merge_stores",
+           "stable_id"]
 
 
 class StoreError(Exception):
@@ -34,10 +41,10 @@ class DuplicateRecordError(StoreError):
     pass
 
 
-def stable_id(*parts: Any) -> str:
-    """A short id that depends only on the given parts (order matters)."""
-    raw = orjson.dumps([str(p) for p in parts])
-    return hashlib.sha256(raw).hexdigest()[:20]
+def _table(kind: type[Record]) -> str:
+    if not (isinstance(kind, type) and issubclass(kind, Record)):
+        raise TypeError(f"run-store tables are named by record type (e.g. Dialogue), got {kind!r}")
+    return kind.table
 
 
 class RunStore:
@@ -50,15 +57,15 @@ class RunStore:
         self._status: dict[str, dict[str, str | None]] = {}
         self._offset: dict[str, int] = {}
 
-    def path(self, table: str) -> Path:
-        return self.root / f"{table}.jsonl"
+    def path(self, kind: type[Record]) -> Path:
+        return self.root / f"{_table(kind)}.jsonl"
 
-    def iter_lines(self, table: str) -> Iterator[tuple[int, dict[str, Any]]]:
-        """Every record of a table as written, with its line number (a torn last line is skipped).
+    def iter_lines(self, kind: type[Record]) -> Iterator[tuple[int, dict[str, Any]]]:
+        """Every stored JSON object of a table as written, with its line number (a torn last line is skipped).
 
         Streams the file, so a reader that keeps only a few fields never holds the whole table.
         """
-        path = self.path(table)
+        path = self.path(kind)
         if not path.exists():
             return
         with path.open("rb") as fh:
@@ -72,21 +79,32 @@ class RunStore:
                 except orjson.JSONDecodeError as exc:
                     raise StoreError(f"{path}:{lineno}: not valid JSON ({exc})") from exc
 
-    def records(self, table: str) -> list[dict[str, Any]]:
-        """Current records of a table, one per id; a later record for an id replaces an errored one."""
-        latest: dict[str, dict[str, Any]] = {}
-        for lineno, rec in self.iter_lines(table):
-            if "id" not in rec:
-                raise StoreError(f"{self.path(table)}:{lineno}: record has no 'id'")
-            latest[rec["id"]] = rec
-        return list(latest.values())
+    def _current(self, kind: type[Record]) -> dict[str, tuple[int, dict[str, Any]]]:
+        latest: dict[str, tuple[int, dict[str, Any]]] = {}
+        for lineno, rec in self.iter_lines(kind):
+            if not isinstance(rec, dict) or not rec.get("id"):
+                raise StoreError(f"{self.path(kind)}:{lineno}: record has no 'id'")
+            latest[rec["id"]] = lineno, rec
+        return latest
 
-    def frame(self, table: str) -> pd.DataFrame:
-        return pd.DataFrame.from_records(self.records(table))
+    def records(self, kind: type[Record]) -> list[dict[str, Any]]:
+        """The current records of a table as stored JSON objects, one per id (a later record for an id
+        replaces an errored one). For frames and tools; stage code reads typed records with `read`."""
+        return [rec for _, rec in self._current(kind).values()]
 
-    def _index(self, table: str) -> dict[str, str | None]:
+    def read(self, kind: type[R]) -> list[R]:
+        """The current records of a table as `kind`; a line that does not fit names its file and line."""
+        path = self.path(kind)
+        return [kind.from_json(rec, f"{path}:{lineno}") for lineno, rec in self._current(kind).values()]
+
+    def frame(self, kind: type[Record]) -> pd.DataFrame:
+        """The current records of a table, one row each, columns as stored."""
+        return pd.DataFrame.from_records(self.records(kind))
+
+    def _index(self, kind: type[Record]) -> dict[str, str | None]:
         """id -> status of every record, brought up to date by reading only what was appended since."""
-        path = self.path(table)
+        table = _table(kind)
+        path = self.path(kind)
         size = path.stat().st_size if path.exists() else 0
         offset = self._offset.get(table, 0)
         if table not in self._status or size < offset:  # first look, or the file was replaced
@@ -111,26 +129,44 @@ class RunStore:
             self._offset[table] = offset + end
         return index
 
-    def ids(self, table: str, *, include_errors: bool = True) -> set[str]:
+    def ids(self, kind: type[Record], *, include_errors: bool = True) -> set[str]:
+        """Ids stored in a table; without the errored ones when `include_errors` is False."""
         with self._lock:
-            index = self._index(table)
+            index = self._index(kind)
             return {k for k, s in index.items() if include_errors or s != ERROR_STATUS}
 
-    def has(self, table: str, record_id: str) -> bool:
+    def errored(self, kind: type[Record]) -> set[str]:
+        """Ids whose current record has status "error" (a rerun may replace them)."""
         with self._lock:
-            return record_id in self._index(table)
+            return {k for k, s in self._index(kind).items() if s == ERROR_STATUS}
 
-    def append(self, table: str, record: dict[str, Any]) -> None:
-        self.extend(table, [record])
+    def has(self, kind: type[Record], record_id: str) -> bool:
+        with self._lock:
+            return record_id in self._index(kind)
 
-    def extend(self, table: str, records: Iterable[dict[str, Any]]) -> None:
-        """Append records atomically per line. An id already stored is rejected unless that record errored."""
-        records = list(records)
+    def append(self, record: Record) -> None:
+        self.extend([record])
+
+    def extend(self, records: Iterable[Record]) -> None:
+        """Append records (of any types, each to its table) atomically per line.
+
+        An id already stored is rejected unless that record errored.
+        """
+        tables: dict[type[Record], list[dict[str, Any]]] = {}
+        for record in records:
+            if not isinstance(record, Record):
+                raise TypeError(f"the run store takes records (e.g. Dialogue), got {type(record).__name__}")
+            tables.setdefault(type(record), []).append(record.to_json())
+        for kind, rows in tables.items():
+            self._extend_json(kind, rows)
+
+    def _extend_json(self, kind: type[Record], records: list[dict[str, Any]]) -> None:
         if not records:
             return
-        path = self.path(table)
+        table = _table(kind)
+        path = self.path(kind)
         with self._lock, FileLock(str(path) + ".lock"):
-            index = self._index(table)  # catches up with what other processes appended
+            index = self._index(kind)  # catches up with what other processes appended
             seen: set[str] = set()
             for rec in records:
                 rid = rec.get("id")
@@ -209,9 +245,11 @@ def merge_stores(
     sources: Sequence[RunStore | str | os.PathLike[str]],
     target: RunStore | str | os.PathLike[str],
     *,
-    tables: Sequence[str] = MERGED_TABLES,
+    kinds: Sequence[type[Record]] = MERGED_TYPES,
 ) -> pd.DataFrame:
     """Copy the records of several run folders (one per shard) into `target`; one row per table and source.
+
+    `kinds` names the tables to merge by record type (dialogues and judgments by default).
 
     A record id held by two sources is refused with a `DuplicateRecordError` naming the id and both
     files: shards own disjoint work, so two copies mean the same work ran twice and one must be
@@ -227,13 +265,13 @@ def merge_stores(
             raise StoreError(f"{root} is a source and the target of the merge; merge into a new folder")
         if roots.count(root) > 1:
             raise StoreError(f"{root} is given twice as a source of the merge")
-    plans = [_plan_table(table, stores, into) for table in tables]
+    plans = [_plan_table(kind, stores, into) for kind in kinds]
     rows = []
-    for table, copies, counts in plans:
+    for kind, copies, counts in plans:
         for store in stores:
             picked = copies.get(store.root, [])
-            _copy(store.path(table), picked, into, table)
-            rows.append({"table": table, "source": str(store.root), "records": counts[store.root],
+            _copy(store.path(kind), picked, into, kind)
+            rows.append({"table": kind.table, "source": str(store.root), "records": counts[store.root],
                          "appended": len(picked), "already_in_target": counts[store.root] - len(picked)})
     return pd.DataFrame(rows, columns=["table", "source", "records", "appended", "already_in_target"])
 
@@ -246,27 +284,27 @@ def _existing(path: str | os.PathLike[str]) -> Path:
 
 
 def _plan_table(
-    table: str, stores: list[RunStore], into: RunStore
-) -> tuple[str, dict[Path, list[_Line]], dict[Path, int]]:
+    kind: type[Record], stores: list[RunStore], into: RunStore
+) -> tuple[type[Record], dict[Path, list[_Line]], dict[Path, int]]:
     """Which lines of which source to append to the target's table; raises on any conflict."""
     owner: dict[str, Path] = {}
     scans: dict[Path, dict[str, _Line]] = {}
     for store in stores:
-        scan = scans[store.root] = _scan(store.path(table))
+        scan = scans[store.root] = _scan(store.path(kind))
         for rid in scan:
             first = owner.setdefault(rid, store.root)
             if first != store.root:
                 raise DuplicateRecordError(
-                    f"record id {rid!r} is in both {first / f'{table}.jsonl'} and {store.path(table)}; "
+                    f"record id {rid!r} is in both {first / store.path(kind).name} and {store.path(kind)}; "
                     "each shard's work must come from one run folder: remove the record (or the folder) "
                     "you do not trust and merge again"
                 )
-    held = _scan(into.path(table))
+    held = _scan(into.path(kind))
     copies: dict[Path, list[_Line]] = {}
-    with into.path(table).open("rb") if held else contextlib.nullcontext() as target_fh:
+    with into.path(kind).open("rb") if held else contextlib.nullcontext() as target_fh:
         for root, scan in scans.items():
             picked = copies[root] = []
-            with (root / f"{table}.jsonl").open("rb") if scan else contextlib.nullcontext() as source_fh:
+            with (root / into.path(kind).name).open("rb") if scan else contextlib.nullcontext() as source_fh:
                 for rid, line in scan.items():
                     there = held.get(rid)
                     if there is not None and _read_at(source_fh, line) == _read_at(target_fh, there):
@@ -275,16 +313,20 @@ def _plan_table(
                         picked.append(line)
                         continue
                     raise DuplicateRecordError(
-                        f"record id {rid!r} in {root / f'{table}.jsonl'} differs from the one already in "
-                        f"{into.path(table)} (status {line.status!r} vs {there.status!r}); the target keeps "
+                        f"record id {rid!r} in {root / into.path(kind).name} differs from the one already in "
+                        f"{into.path(kind)} (status {line.status!r} vs {there.status!r}); the target keeps "
                         "its record: remove one of them by hand if the other should win"
                     )
-    return table, copies, {root: len(scan) for root, scan in scans.items()}
+    return kind, copies, {root: len(scan) for root, scan in scans.items()}
 
 
-def _copy(path: Path, lines: list[_Line], into: RunStore, table: str) -> None:
+def _copy(path: Path, lines: list[_Line], into: RunStore, kind: type[Record]) -> None:
+    """Append the lines as stored, each checked to read as `kind` first."""
     if not lines:
         return
     with path.open("rb") as fh:
         for start in range(0, len(lines), _MERGE_BATCH):
-            into.extend(table, [_read_at(fh, line) for line in lines[start : start + _MERGE_BATCH]])
+            rows = [_read_at(fh, line) for line in lines[start : start + _MERGE_BATCH]]
+            for row in rows:
+                kind.from_json(row, f"{path}: record {row.get('id')!r}")
+            into._extend_json(kind, rows)

@@ -11,11 +11,13 @@ matplotlib.use("Agg")
 import numpy as np
 import pandas as pd
 import pytest
+from support.records import put
 from test_analysis_support import JUDGE, SECOND_JUDGE, build_store
 
 from personalens_utils import analysis
 from personalens_utils.analysis import agreement, scores
 from personalens_utils.llm.offline import OFFLINE_LABEL
+from personalens_utils.records import Dialogue, Judgment, Record
 from personalens_utils.store import RunStore
 
 
@@ -29,8 +31,8 @@ def tidy(store) -> pd.DataFrame:
     return scores.load_scores(store, judge_model=JUDGE)
 
 
-def _raw(store: RunStore, table: str) -> list[dict]:
-    return [json.loads(line) for line in store.path(table).read_text().splitlines()]
+def _raw(store: RunStore, kind: type[Record]) -> list[dict]:
+    return [json.loads(line) for line in store.path(kind).read_text().splitlines()]
 
 
 def test_two_judges_must_be_told_apart(store):
@@ -41,7 +43,7 @@ def test_two_judges_must_be_told_apart(store):
 
 
 def test_errored_dialogues_are_left_out_and_missing_scores_stay_missing(store, tidy):
-    errored = {d["id"] for d in _raw(store, "dialogues") if d["status"] == "error"}
+    errored = {d["id"] for d in _raw(store, Dialogue) if d["status"] == "error"}
     assert errored and not set(tidy["dialogue_id"]) & errored
     pers = tidy[tidy["dimension"] == "personalization"]
     missing = pers[pers["judgment_status"] == "missing"]
@@ -52,10 +54,10 @@ def test_errored_dialogues_are_left_out_and_missing_scores_stay_missing(store, t
 
 
 def test_task_completion_rate_matches_a_count_from_the_raw_files(store, tidy):
-    dialogues = {d["id"]: d for d in _raw(store, "dialogues")}
+    dialogues = {d["id"]: d for d in _raw(store, Dialogue)}
     hits = [
         j["score"]
-        for j in _raw(store, "judgments")
+        for j in _raw(store, Judgment)
         if j["dimension"] == "task_completion"
         and j["judge_model"] == JUDGE
         and dialogues[j["dialogue_id"]]["assistant_model"] == "model-b"
@@ -71,8 +73,8 @@ def test_task_completion_rate_matches_a_count_from_the_raw_files(store, tidy):
 
 def test_duplicate_scenarios_are_refused(tmp_path):
     store = build_store(tmp_path, users=2, second_judge=False)
-    dup = dict(store.records("dialogues")[0], id="another-id", user_model="other-user-sim")
-    store.append("dialogues", dup)
+    dup = dict(store.records(Dialogue)[0], id="another-id", user_model="other-user-sim")
+    put(store, Dialogue, [dup])
     with pytest.raises(scores.ScoresError, match="user_model="):
         scores.load_scores(store)
     assert len(scores.load_scores(store, user_model="other-user-sim")) == 0

@@ -15,6 +15,7 @@ from personalens_utils.judging import benchmark_contexts, run_judging
 from personalens_utils.llm import LLMClient
 from personalens_utils.llm.offline import OFFLINE_LABEL
 from personalens_utils.paths import project_root
+from personalens_utils.records import Dialogue
 from personalens_utils.simulation.runner import run_simulation
 from personalens_utils.store import RunStore
 from personalens_utils.tables import read_table
@@ -72,9 +73,9 @@ def _caption(path: Path) -> str:
 
 def test_ablation_notebook_reuses_stored_dialogues_and_writes_table4(prepared, tmp_path, monkeypatch):
     store = RunStore(prepared / "store")
-    base_before = {d["id"] for d in store.records("dialogues") if d["assistant_setting"] == "base"}
+    base_before = {d["id"] for d in store.records(Dialogue) if d["assistant_setting"] == "base"}
     _run("05_ablation", tmp_path, prepared, monkeypatch, assistant_model="model-x", ablation_users=2)
-    dialogues = store.records("dialogues")
+    dialogues = store.records(Dialogue)
     base_after = {d["id"] for d in dialogues if d["assistant_setting"] == "base"}
     assert base_after == base_before  # the base dialogues of the first two users were reused
     settings = {d["assistant_setting"] for d in dialogues if d["assistant_model"] == "model-x"}

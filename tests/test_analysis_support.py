@@ -10,9 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from support.records import put
 
 from personalens_utils.data import Benchmark
 from personalens_utils.data.types import TaskDefinition, User
+from personalens_utils.records import Dialogue, Judgment
 from personalens_utils.store import RunStore, stable_id
 
 SD_DOMAINS = ("Movies", "Music", "Messaging", "Alarm", "Books")
@@ -44,7 +46,7 @@ def _dialogue(
 ) -> dict:
     scenario = f"user{user}/{task_id}"
     turns = []
-    for i in range(n_turns):
+    for i in range(2 * n_turns):  # n_turns user messages, each answered
         role = "user" if i % 2 == 0 else "assistant"
         turns.append({"role": role, "content": f"{role} message {i} about {domains[0]} for user {user}"})
     return {
@@ -145,8 +147,8 @@ def build_store(root: Path, *, users: int = 24, seed: int = 0, second_judge: boo
                         )
                         noisy = float(rng.integers(low, high + 1))
                     judgments.append(_judgment(dlg["id"], dim, noisy, judge=SECOND_JUDGE))
-    store.extend("dialogues", dialogues)
-    store.extend("judgments", judgments)
+    put(store, Dialogue, dialogues)
+    put(store, Judgment, judgments)
     return store
 
 
@@ -190,10 +192,10 @@ def build_benchmark(users: int = 24) -> Benchmark:
 
 def test_synthetic_store_is_well_formed(tmp_path):
     store = build_store(tmp_path)
-    dialogues = store.records("dialogues")
+    dialogues = store.records(Dialogue)
     assert len(dialogues) == 8 * 24 * 12  # 8 model x setting runs, 24 users, 12 tasks
     assert sum(d["status"] == "error" for d in dialogues) == 1
     ids = {d["id"] for d in dialogues}
-    assert all(j["dialogue_id"] in ids for j in store.records("judgments"))
+    assert all(j["dialogue_id"] in ids for j in store.records(Judgment))
     bench = build_benchmark()
     assert {d["scenario_id"] for d in dialogues} == set(bench.scenarios["scenario_id"])

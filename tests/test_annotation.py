@@ -13,6 +13,7 @@ from personalens_utils import analysis
 from personalens_utils.analysis import annotation, scores
 from personalens_utils.analysis.annotation import AnnotationError
 from personalens_utils.prompts import judge as judge_prompts
+from personalens_utils.records import Dialogue
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +56,7 @@ def test_export_writes_sheet_guidelines_and_manifest(exported):
     assert sheet["task_goal"].str.startswith("Finish").all()
     manifest = json.loads(paths["manifest"].read_text())
     assert manifest["dialogue_ids"] == list(sheet["dialogue_id"])
-    finished = {d["id"] for d in store.records("dialogues") if d["status"] != "error"}
+    finished = {d["id"] for d in store.records(Dialogue) if d["status"] != "error"}
     assert set(manifest["dialogue_ids"]) <= finished
     guide = paths["guidelines"].read_text()
     assert judge_prompts.PERSONALIZATION_LEVELS.strip() in guide

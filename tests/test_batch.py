@@ -11,11 +11,12 @@ from typing import Any
 import pytest
 from support.fake_batches import FakeBatches
 from support.fake_server import FakeLLMServer
+from support.records import put
 from test_batch_support import MODEL, context_for, dialogue, judge_reply
 
-from personalens_utils.judging import ALL_DIMENSIONS, JUDGMENTS, run_judging, run_judging_batch
+from personalens_utils.judging import ALL_DIMENSIONS, run_judging, run_judging_batch
 from personalens_utils.llm import FatalError, LLMClient, registry
-from personalens_utils.llm.batch import BATCH_RESULTS, BATCHES
+from personalens_utils.records import Batch, BatchEntry, Dialogue, Judgment
 from personalens_utils.store import RunStore
 
 FAST = {"poll_interval_s": 0.01}
@@ -35,7 +36,7 @@ def client() -> LLMClient:
 
 def store_with(path: Path, dialogues: list[dict[str, Any]]) -> RunStore:
     store = RunStore(path)
-    store.extend("dialogues", dialogues)
+    put(store, Dialogue, dialogues)
     return store
 
 
@@ -66,9 +67,9 @@ def test_batch_judging_sends_the_online_requests_and_stores_the_same_records_at_
         batch_books = llm.usage_frame()
 
     assert sent_params(batches) == online_bodies, "every batch entry is exactly an online request"
-    by_id = {r["id"]: r for r in online.records(JUDGMENTS)}
-    records = batched.records(JUDGMENTS)
-    assert len(records) == 3 * len(ALL_DIMENSIONS) == report.judgments_written
+    by_id = {r["id"]: r for r in online.records(Judgment)}
+    records = batched.records(Judgment)
+    assert len(records) == 3 * len(ALL_DIMENSIONS) == report.stored
     assert {r["id"]: r for r in records} == by_id
     mumbled = next(r for r in records if r["dialogue_id"] == "d001" and r["dimension"] == "coherence_user")
     assert mumbled["status"] == "ok" and mumbled["attempts"] == 2 and mumbled["score"] == 5
@@ -76,7 +77,7 @@ def test_batch_judging_sends_the_online_requests_and_stores_the_same_records_at_
     assert silent["status"] == "missing" and silent["score"] is None and silent["attempts"] == 2
     assert len(batches.created) == 2, "one batch of first questions, one of format reminders"
 
-    results = batched.records(BATCH_RESULTS)
+    results = batched.records(BatchEntry)
     assert len(results) == sum(online_bodies.values()) and {r["outcome"] for r in results} == {"succeeded"}
     for r in results:
         usage = registry.Usage(**r["usage"])
@@ -85,7 +86,7 @@ def test_batch_judging_sends_the_online_requests_and_stores_the_same_records_at_
     assert batch_books["cost_usd"].sum() == pytest.approx(online_books["cost_usd"].sum() / 2)
     assert batch_books["cost_usd"].sum() == pytest.approx(sum(r["cost_usd"] for r in results))
 
-    stored = batched.records(BATCHES)
+    stored = batched.records(Batch)
     assert [b["id"] for b in stored] == batches.created
     keys = [key for b in stored for key in b["entries"].values()]
     assert all(key.split(":")[0] in by_id for key in keys), "custom_id -> judgment id:call:attempt"
@@ -97,8 +98,8 @@ def test_run_judging_batch_flag_and_rerun_does_nothing(server, tmp_path):
     with client() as llm:
         first = run_judging(store, llm, context_for, judge_model=MODEL, batch=True)
         again = run_judging(store, llm, context_for, judge_model=MODEL, batch=True)
-    assert first.judgments_written == 3 * len(ALL_DIMENSIONS) and first.status_counts == {"ok": 21}
-    assert again.judgments_written == 0 and again.judgments_done_before == 21
+    assert first.stored == 3 * len(ALL_DIMENSIONS) and first.statuses == {"ok": 21}
+    assert again.stored == 0 and again.details["judgments_done_before"] == 21
     assert len(batches.created) == 1
 
 
@@ -107,8 +108,8 @@ def test_errored_and_expired_entries_are_resubmitted_until_they_succeed(server, 
     store = store_with(tmp_path / "run", [dialogue(i) for i in range(6)])
     with client() as llm:
         report = run_judging_batch(store, llm, context_for, judge_model=MODEL, max_rounds=8, **FAST)
-    assert report.status_counts == {"ok": 6 * len(ALL_DIMENSIONS)} and report.pending_in_batches == 0
-    results = store.records(BATCH_RESULTS)
+    assert report.statuses == {"ok": 6 * len(ALL_DIMENSIONS)} and report.pending == 0
+    results = store.records(BatchEntry)
     outcomes = Counter(r["outcome"] for r in results)
     assert outcomes["errored"] > 0 and outcomes["expired"] > 0 and len(batches.created) > 1
     succeeded = Counter(r["key"] for r in results if r["outcome"] == "succeeded")
@@ -127,16 +128,16 @@ def test_entries_that_keep_failing_become_error_records_with_the_reason_and_a_re
     store = store_with(tmp_path / "run", [dialogue(0), dialogue(1, "STUCK"), dialogue(2, "BROKEN")])
     with client() as llm:
         report = run_judging_batch(store, llm, context_for, judge_model=MODEL, max_rounds=3, **FAST)
-    records = {(r["dialogue_id"], r["dimension"]): r for r in store.records(JUDGMENTS)}
+    records = {(r["dialogue_id"], r["dimension"]): r for r in store.records(Judgment)}
     assert len(records) == 3 * len(ALL_DIMENSIONS), "nothing is dropped"
-    assert report.status_counts == {"ok": 7, "error": 14}
+    assert report.statuses == {"ok": 7, "error": 14}
     stuck = records["d001", "personalization"]
     assert stuck["status"] == "error" and stuck["score"] is None
     assert "api_error" in stuck["explanation"] and "submitted 3 time(s)" in stuck["explanation"]
     assert records["d001", "turn_personalization"]["explanation"].startswith("batch entry failed: turn 1:")
     broken = records["d002", "task_completion"]
     assert "invalid_request_error" in broken["explanation"] and "submitted 1 time(s)" in broken["explanation"]
-    submissions = Counter(key for b in store.records(BATCHES) for key in b["entries"].values())
+    submissions = Counter(key for b in store.records(Batch) for key in b["entries"].values())
     dialogue_of = {r["id"]: r["dialogue_id"] for r in records.values()}
     times: dict[str, set[int]] = {}
     for key, n in submissions.items():
@@ -146,8 +147,8 @@ def test_entries_that_keep_failing_become_error_records_with_the_reason_and_a_re
     batches.outcome = None
     with client() as llm:
         rerun = run_judging_batch(store, llm, context_for, judge_model=MODEL, **FAST)
-    assert rerun.judgments_written == 14 and rerun.status_counts == {"ok": 14}
-    assert {r["status"] for r in store.records(JUDGMENTS)} == {"ok"}
+    assert rerun.stored == 14 and rerun.statuses == {"ok": 14}
+    assert {r["status"] for r in store.records(Judgment)} == {"ok"}
 
 
 def test_max_wait_returns_early_and_a_later_call_collects_without_resubmitting(server, tmp_path):
@@ -156,13 +157,13 @@ def test_max_wait_returns_early_and_a_later_call_collects_without_resubmitting(s
     store = store_with(tmp_path / "run", [dialogue(i) for i in range(2)])
     with client() as llm:
         waiting = run_judging_batch(store, llm, context_for, judge_model=MODEL, max_wait_s=0, **FAST)
-    assert waiting.judgments_written == 0 and waiting.pending_in_batches == 2 * len(ALL_DIMENSIONS)
-    assert len(batches.created) == 1 and not store.path(JUDGMENTS).exists()
+    assert waiting.stored == 0 and waiting.pending == 2 * len(ALL_DIMENSIONS)
+    assert len(batches.created) == 1 and not store.path(Judgment).exists()
 
     batches.hold = False
     with client() as llm:
         done = run_judging_batch(store, llm, context_for, judge_model=MODEL, **FAST)
-    assert done.judgments_written == 2 * len(ALL_DIMENSIONS) and done.pending_in_batches == 0
+    assert done.stored == 2 * len(ALL_DIMENSIONS) and done.pending == 0
     assert len(batches.created) == 1 and batches.retrieved[batches.created[0]] >= 2
 
 
@@ -177,12 +178,12 @@ def test_stored_batch_results_are_used_again_without_any_call(server, tmp_path):
     store = store_with(tmp_path / "run", [dialogue(0), dialogue(1, "MUMBLE")])
     with client() as llm:
         run_judging_batch(store, llm, context_for, judge_model=MODEL, **FAST)
-    first = sorted(store.records(JUDGMENTS), key=lambda r: r["id"])
-    store.path(JUDGMENTS).unlink()  # as if the process died after storing the results, before the judgments
+    first = sorted(store.records(Judgment), key=lambda r: r["id"])
+    store.path(Judgment).unlink()  # as if the process died after storing the results, before the judgments
     calls_before = server.total("requests")
     with client() as llm:
         report = run_judging_batch(RunStore(store.root), llm, context_for, judge_model=MODEL, **FAST)
         assert llm.totals()["calls"] == 0, "answers read back from the store are not booked again"
     assert server.total("requests") == calls_before
-    assert report.judgments_written == len(first)
-    assert sorted(RunStore(store.root).records(JUDGMENTS), key=lambda r: r["id"]) == first
+    assert report.stored == len(first)
+    assert sorted(RunStore(store.root).records(Judgment), key=lambda r: r["id"]) == first

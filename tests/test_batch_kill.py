@@ -15,11 +15,12 @@ from pathlib import Path
 import pytest
 from support.fake_batches import FakeBatches
 from support.fake_server import FakeLLMServer
+from support.records import put
 from test_batch_support import MODEL, context_for, dialogue, judge_reply
 
-from personalens_utils.judging import ALL_DIMENSIONS, JUDGMENTS, run_judging_batch
+from personalens_utils.judging import ALL_DIMENSIONS, run_judging_batch
 from personalens_utils.llm import LLMClient
-from personalens_utils.llm.batch import BATCH_RESULTS, BATCHES
+from personalens_utils.records import Batch, BatchEntry, Dialogue, Judgment
 from personalens_utils.store import RunStore
 
 N_DIALOGUES = 5
@@ -42,7 +43,7 @@ def test_killed_batch_judging_resumes_polling_and_does_not_resubmit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = RunStore(tmp_path / "run")
-    store.extend("dialogues", [dialogue(i) for i in range(N_DIALOGUES)])
+    put(store, Dialogue, [dialogue(i) for i in range(N_DIALOGUES)])
     script = tmp_path / "child.py"
     script.write_text(textwrap.dedent(CHILD.format(tests=str(Path(__file__).parent))))
     with FakeLLMServer(reply=judge_reply) as server:
@@ -65,9 +66,9 @@ def test_killed_batch_judging_resumes_polling_and_does_not_resubmit(
         assert child.returncode == -signal.SIGKILL
 
         (batch_id,) = batches.created
-        stored = RunStore(store.root).records(BATCHES)
+        stored = RunStore(store.root).records(Batch)
         assert [b["id"] for b in stored] == [batch_id], "the batch id was stored before polling began"
-        assert not store.path(JUDGMENTS).exists()
+        assert not store.path(Judgment).exists()
         polled_before = batches.retrieved[batch_id]
 
         batches.hold = False
@@ -78,9 +79,9 @@ def test_killed_batch_judging_resumes_polling_and_does_not_resubmit(
     assert batches.created == [batch_id], "nothing was submitted again"
     assert batches.retrieved[batch_id] > polled_before, "the stored batch id was polled after the restart"
     expected = N_DIALOGUES * len(ALL_DIMENSIONS)
-    assert report.judgments_written == expected and report.status_counts == {"ok": expected}
-    lines = [line for line in store.path(JUDGMENTS).read_bytes().splitlines() if line.strip()]
+    assert report.stored == expected and report.statuses == {"ok": expected}
+    lines = [line for line in store.path(Judgment).read_bytes().splitlines() if line.strip()]
     assert len(lines) == expected
-    results = RunStore(store.root).records(BATCH_RESULTS)
+    results = RunStore(store.root).records(BatchEntry)
     assert len(results) == len(stored[0]["entries"])
     assert set(Counter(r["key"] for r in results).values()) == {1}, "every entry's result stored once"

@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from support.records import dialogue_json
+
+from personalens_utils.records import Dialogue
+
 MODEL = "Claude Sonnet 4.6"
 
 TASK = {
@@ -21,10 +25,11 @@ PREFERENCES = {"Music": {"Preferred Genres": ["jazz", "blues"], "Platform Prefer
 LABELS = (("Personalization Score:", 3), ("Naturalness Score:", 4), ("Coherence Score:", 5))
 
 
-def context_for(dialogue: dict[str, Any]) -> dict[str, Any]:
+def context_for(dialogue: Dialogue) -> dict[str, Any]:
     return {"task": TASK, "demographics": {"age": "35-44 years old"}, "preferences": PREFERENCES,
             "interactions": {"Music": "The user mostly streams jazz on Spotify."},
-            "situation": {"device": "Laptop"}, "dialogue": dialogue["turns"], "ended": dialogue["status"]}
+            "situation": {"device": "Laptop"}, "dialogue": [t.as_dict() for t in dialogue.turns],
+            "ended": dialogue.status}
 
 
 def dialogue(index: int, marker: str = "") -> dict[str, Any]:
@@ -34,9 +39,9 @@ def dialogue(index: int, marker: str = "") -> dict[str, Any]:
         {"role": "user", "content": "Yes, exactly that."},
         {"role": "assistant", "content": "Done: a jazz and blues playlist on Spotify."},
     ]
-    return {"id": f"d{index:03d}", "scenario_id": f"user{index}/SD-Music-task-1", "user_id": index,
-            "task_id": "SD-Music-task-1", "task_type": "SD", "domains": ["Music"], "status": "terminated",
-            "turns": turns}
+    return dialogue_json(f"d{index:03d}", scenario_id=f"user{index}/SD-Music-task-1", user_id=index,
+                         task_id="SD-Music-task-1", task_type="SD", domains=["Music"], status="terminated",
+                         turns=turns, n_turns=2)
 
 
 def _text(content: Any) -> str:

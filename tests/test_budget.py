@@ -15,6 +15,7 @@ from personalens_utils.llm import CallKind, Message, Request, Response, Usage, r
 from personalens_utils.llm.budget import BudgetReachedError, request_tokens
 from personalens_utils.llm.client import LLMClient
 from personalens_utils.llm.offline import OfflineBackend, count_tokens
+from personalens_utils.records import Dialogue, Judgment
 from personalens_utils.simulation import run_simulation
 from personalens_utils.simulation.runner import PAPER_TOKENS_PER_TURN, USER_SHARE, estimate_simulation
 from personalens_utils.store import RunStore
@@ -137,17 +138,17 @@ def test_simulation_stops_at_the_budget_and_a_rerun_finishes_without_repeating_a
     first_backend = Priced(delay_s=0.002)
     first = simulate(bench, tmp_path / "run", first_backend, tmp_path / "cache", concurrency=2,
                      max_cost_usd=0.03)
-    stored = RunStore(tmp_path / "run").records("dialogues")
+    stored = RunStore(tmp_path / "run").records(Dialogue)
     assert first.status == "budget reached" and first.left_by_budget > 0
-    assert 0 < first.ran == len(stored) < total and first.ran + first.left_by_budget == total
+    assert 0 < first.stored == len(stored) < total and first.stored + first.left_by_budget == total
     assert all(r["status"] != "error" for r in stored)  # cut dialogues are left out, not stored as errors
     assert "budget reached" in first.message() and first.frame()["status"].iloc[0] == "budget reached"
 
     second_backend = Priced()
     second = simulate(bench, tmp_path / "run", second_backend, tmp_path / "cache", max_cost_usd=100.0)
-    assert second.status == "complete" and second.skipped == first.ran
-    assert second.planned == total - first.ran == second.ran
-    counts = Counter(r["id"] for r in RunStore(tmp_path / "run").records("dialogues"))
+    assert second.status == "complete" and second.already_done == first.stored
+    assert second.planned == total - first.stored == second.stored
+    counts = Counter(r["id"] for r in RunStore(tmp_path / "run").records(Dialogue))
     assert len(counts) == total and set(counts.values()) == {1}
     # every call the cut dialogues had made came from the response cache: nothing was asked again
     assert first_backend.keys and second_backend.keys
@@ -163,13 +164,13 @@ def test_judging_stops_at_the_budget_and_resumes(bench, tmp_path):
         first = judging.run_judging(store, client, contexts, judge_model=MODEL, dimensions=dims,
                                     max_cost_usd=0.01)
     assert first.status == "budget reached" and first.left_by_budget > 0
-    stored = store.records("judgments")
+    stored = store.records(Judgment)
     assert stored and all(r["status"] != "error" for r in stored)
     with LLMClient(Priced(), max_concurrency=4, use_cache=False, progress=False) as client:
         second = judging.run_judging(store, client, contexts, judge_model=MODEL, dimensions=dims)
-    assert second.status == "complete" and second.judgments_done_before == len(stored)
-    ids = Counter(r["id"] for r in store.records("judgments"))
-    assert len(ids) == len(store.records("dialogues")) * len(dims) and set(ids.values()) == {1}
+    assert second.status == "complete" and second.details["judgments_done_before"] == len(stored)
+    ids = Counter(r["id"] for r in store.records(Judgment))
+    assert len(ids) == len(store.records(Dialogue)) * len(dims) and set(ids.values()) == {1}
 
 
 def test_a_budget_with_batch_judging_is_refused_before_anything_is_sent(bench, tmp_path):
@@ -181,7 +182,7 @@ def test_a_budget_with_batch_judging_is_refused_before_anything_is_sent(bench, t
     ):
         judging.run_judging(store, client, judging.benchmark_contexts(bench), judge_model=MODEL,
                             batch=True, max_cost_usd=1.0)
-    assert client.totals()["calls"] == 0 and not store.records("judgments")
+    assert client.totals()["calls"] == 0 and not store.records(Judgment)
 
 
 def test_simulation_estimate_counts_the_prompts_a_one_turn_run_sends(bench, tmp_path):

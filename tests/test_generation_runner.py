@@ -156,12 +156,22 @@ def test_a_call_that_keeps_failing_drops_only_its_scenario(tmp_path: Path) -> No
     assert "MD-task-1" not in set(result.benchmark.scenarios["task_id"])
 
 
-def test_a_fatal_error_stops_the_run_and_keeps_what_was_done(tmp_path: Path) -> None:
-    backend = FailingBackend(lambda r: r.task == "preferences", FatalError("401: bad key"))
+def test_an_authentication_failure_stops_the_run_and_keeps_what_was_done(tmp_path: Path) -> None:
+    backend = FailingBackend(lambda r: r.task == "preferences", FatalError("bad key", status=401))
     with pytest.raises(FatalError, match="bad key"):
         _generate(tmp_path, backend=backend)
     masks = (tmp_path / "run" / "generation_mask.jsonl").read_text().splitlines()
     assert len(masks) == 4 and not (tmp_path / "bench").exists()
+
+
+def test_another_fatal_error_is_stored_as_a_failed_step(tmp_path: Path) -> None:
+    def fails(request: Request) -> bool:
+        return request.task == "preferences" and request.context["demographics"]["user_id"] == "user0"
+
+    result = _generate(tmp_path, backend=FailingBackend(fails, FatalError("request too large", status=400)))
+    assert set(result.failures["step"]) == {"preferences"} and set(result.failures["user_id"]) == {"user0"}
+    assert 0 not in result.benchmark.users and result.benchmark.users
+    assert result.failures["error"].str.contains("model call failed: FatalError: request too large").all()
 
 
 def test_only_generated_folders_are_replaced(tmp_path: Path) -> None:

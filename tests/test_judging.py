@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support.records import dialogue_json, put, write_lines
 
 from personalens_utils import judging
 from personalens_utils.judging import (
     ALL_DIMENSIONS,
     DIMENSIONS,
-    JUDGMENTS,
     JudgingError,
     judge_request,
     missing_rate,
@@ -23,6 +24,7 @@ from personalens_utils.llm import CallKind, FatalError, Request, Response, Retry
 from personalens_utils.llm.client import LLMClient
 from personalens_utils.llm.offline import OfflineBackend
 from personalens_utils.llm.offline.judge import judge_answer
+from personalens_utils.records import Dialogue, Judgment, RecordError
 from personalens_utils.store import RunStore
 
 TASK = {
@@ -163,23 +165,23 @@ def test_unknown_dimension_is_named() -> None:
 
 def dialogue_record(index: int, turns: list[dict[str, str]], status: str = "terminated",
                     setting: str = "base") -> dict[str, Any]:
-    return {"id": f"dlg{index}", "scenario_id": f"user{index}/SD-Alarm-task-1", "user_id": index,
-            "task_id": "SD-Alarm-task-1", "task_type": "SD", "domains": ["Alarm"], "user_model": "u",
-            "assistant_model": "a", "assistant_setting": setting, "prompt_version": "v1",
-            "backend": "offline", "status": status, "error": None if status != "error" else "boom",
-            "turns": turns, "n_turns": sum(t["role"] == "user" for t in turns)}
+    return dialogue_json(f"dlg{index}", scenario_id=f"user{index}/SD-Alarm-task-1", user_id=index,
+                         task_id="SD-Alarm-task-1", task_type="SD", domains=["Alarm"], user_model="u",
+                         assistant_model="a", assistant_setting=setting, status=status,
+                         error=None if status != "error" else "boom", turns=turns,
+                         n_turns=sum(t["role"] == "user" for t in turns))
 
 
 def store_with_dialogues(tmp_path: Path) -> RunStore:
     store = RunStore(tmp_path / "run")
-    store.extend("dialogues", [dialogue_record(1, PROACTIVE), dialogue_record(2, REACTIVE),
+    put(store, Dialogue, [dialogue_record(1, PROACTIVE), dialogue_record(2, REACTIVE),
                                dialogue_record(3, IGNORING, status="turn_cap"),
                                dialogue_record(4, PROACTIVE[:1], status="error")])
     return store
 
 
-def context_for(dialogue: dict[str, Any]) -> dict[str, Any]:
-    return context(dialogue["turns"], ended=dialogue["status"])
+def context_for(dialogue: Dialogue) -> dict[str, Any]:
+    return context([t.as_dict() for t in dialogue.turns], ended=dialogue.status)
 
 
 def offline_client() -> LLMClient:
@@ -189,10 +191,10 @@ def offline_client() -> LLMClient:
 def test_run_judging_writes_one_record_per_dimension_and_resumes(tmp_path: Path) -> None:
     store = store_with_dialogues(tmp_path)
     report = run_judging(store, offline_client(), context_for)
-    assert report.dialogues_in_store == 4 and report.dialogues_judgeable == 3
-    assert report.dialogues_skipped_error == 1
-    assert report.judgments_written == 3 * len(ALL_DIMENSIONS)
-    records = store.records(JUDGMENTS)
+    assert report.details["dialogues_in_store"] == 4 and report.details["dialogues_judgeable"] == 3
+    assert report.details["dialogues_skipped_error"] == 1
+    assert report.stored == 3 * len(ALL_DIMENSIONS)
+    records = store.records(Judgment)
     assert len(records) == 3 * len(ALL_DIMENSIONS)
     assert {r["status"] for r in records} == {"ok"}
     by = {(r["dialogue_id"], r["dimension"]): r for r in records}
@@ -206,23 +208,23 @@ def test_run_judging_writes_one_record_per_dimension_and_resumes(tmp_path: Path)
     assert records[0]["judge_model"] == "Claude 3.5 Sonnet" and records[0]["backend"] == "offline"
 
     again = run_judging(store, offline_client(), context_for)
-    assert again.judgments_written == 0 and again.judgments_done_before == 3 * len(ALL_DIMENSIONS)
+    assert again.stored == 0 and again.details["judgments_done_before"] == 3 * len(ALL_DIMENSIONS)
 
     alias = run_judging(store, offline_client(), context_for, judge_model="claude-3-5-sonnet-20241022")
-    assert alias.judgments_written == 0, "an alias of the same judge model must find its records"
+    assert alias.stored == 0, "an alias of the same judge model must find its records"
 
     second = run_judging(store, offline_client(), context_for, judge_model="Claude Sonnet 4.5",
                          dimensions=["personalization"])
-    assert second.judgments_written == 3
-    assert len(store.records(JUDGMENTS)) == 3 * len(ALL_DIMENSIONS) + 3
+    assert second.stored == 3
+    assert len(store.records(Judgment)) == 3 * len(ALL_DIMENSIONS) + 3
 
 
 def test_select_limits_which_dialogues_are_judged(tmp_path: Path) -> None:
     store = store_with_dialogues(tmp_path)
     report = run_judging(store, offline_client(), context_for, dimensions=["task_completion"],
-                         select=lambda d: d["user_id"] == 2)
-    assert report.judgments_written == 1
-    assert store.records(JUDGMENTS)[0]["dialogue_id"] == "dlg2"
+                         select=lambda d: d.user_id == 2)
+    assert report.stored == 1
+    assert store.records(Judgment)[0]["dialogue_id"] == "dlg2"
 
 
 class Scripted:
@@ -251,8 +253,8 @@ def test_unreadable_answer_is_retried_once_then_stored_as_missing(tmp_path: Path
     store = store_with_dialogues(tmp_path)
     client, backend = scripted_client(lambda r, n: "The assistant did a fine job overall.")
     run_judging(store, client, context_for, dimensions=["personalization", "task_completion"],
-                select=lambda d: d["id"] == "dlg1")
-    records = {r["dimension"]: r for r in store.records(JUDGMENTS)}
+                select=lambda d: d.id == "dlg1")
+    records = {r["dimension"]: r for r in store.records(Judgment)}
     for rec in records.values():
         assert rec["status"] == "missing" and rec["score"] is None and rec["attempts"] == 2
         assert rec["raw"].count("The assistant did a fine job overall.") == 2
@@ -274,8 +276,8 @@ def test_retry_that_succeeds_is_ok_with_two_attempts(tmp_path: Path) -> None:
 
     client, _ = scripted_client(answer)
     run_judging(store, client, context_for, dimensions=["personalization"],
-                select=lambda d: d["id"] == "dlg1")
-    (rec,) = store.records(JUDGMENTS)
+                select=lambda d: d.id == "dlg1")
+    (rec,) = store.records(Judgment)
     assert (rec["status"], rec["score"], rec["attempts"]) == ("ok", 3.0, 2)
     assert "Personalization Score: 9" in rec["raw"] and "Personalization Score: 3" in rec["raw"]
 
@@ -289,8 +291,8 @@ def test_turn_level_keeps_unreadable_turns_as_null(tmp_path: Path) -> None:
 
     client, _ = scripted_client(answer)
     run_judging(store, client, context_for, dimensions=["turn_personalization"],
-                select=lambda d: d["id"] == "dlg2")
-    (rec,) = store.records(JUDGMENTS)
+                select=lambda d: d.id == "dlg2")
+    (rec,) = store.records(Judgment)
     assert rec["status"] == "ok" and rec["turn_scores"] == [1.0, None, 3.0]
     assert rec["score"] == 2.0 and rec["attempts"] == 4
     rates = missing_rate(store).set_index("dimension")
@@ -307,7 +309,7 @@ def test_missing_is_never_counted_as_a_score(tmp_path: Path) -> None:
 
     client, _ = scripted_client(answer)
     run_judging(store, client, context_for, dimensions=["task_completion"])
-    frame = store.frame(JUDGMENTS)
+    frame = store.frame(Judgment)
     assert sorted(frame["status"]) == ["missing", "missing", "ok"]
     assert frame.loc[frame["status"] == "missing", "score"].isna().all()
     assert frame["score"].mean() == 1.0  # the mean over valid scores only
@@ -319,15 +321,15 @@ def test_llm_errors_become_error_records_that_a_rerun_replaces(tmp_path: Path) -
     store = store_with_dialogues(tmp_path)
     client, _ = scripted_client(lambda r, n: RetryableError("overloaded", status=529))
     report = run_judging(store, client, context_for, dimensions=["coherence_user"])
-    assert report.status_counts == {"error": 3}
-    assert all("overloaded" in r["explanation"] for r in store.records(JUDGMENTS))
+    assert report.statuses == {"error": 3}
+    assert all("overloaded" in r["explanation"] for r in store.records(Judgment))
     rates = missing_rate(store).iloc[0]
     assert rates["error"] == 3 and math.isnan(rates["missing_rate"])
 
     fixed = run_judging(store, offline_client(), context_for, dimensions=["coherence_user"])
-    assert fixed.judgments_written == 3
-    assert {r["status"] for r in store.records(JUDGMENTS)} == {"ok"}
-    assert len(store.records(JUDGMENTS)) == 3
+    assert fixed.stored == 3
+    assert {r["status"] for r in store.records(Judgment)} == {"ok"}
+    assert len(store.records(Judgment)) == 3
 
 
 def test_bad_key_stops_the_run_and_keeps_finished_records(tmp_path: Path) -> None:
@@ -340,25 +342,48 @@ def test_bad_key_stops_the_run_and_keeps_finished_records(tmp_path: Path) -> Non
 
     client = LLMClient(Scripted(answer), progress=False, use_cache=False, max_concurrency=1)
     with pytest.raises(FatalError, match="invalid x-api-key"):
-        run_judging(store, client, context_for, dimensions=["coherence_user"], flush_every=1)
-    kept = store.records(JUDGMENTS)
+        run_judging(store, client, context_for, dimensions=["coherence_user"])
+    kept = store.records(Judgment)
     assert kept and all(r["status"] == "ok" for r in kept)
     rerun = run_judging(store, offline_client(), context_for, dimensions=["coherence_user"])
-    assert rerun.judgments_written == 3 - len(kept)
+    assert rerun.stored == 3 - len(kept)
 
 
 def test_malformed_dialogue_record_is_named(tmp_path: Path) -> None:
     store = RunStore(tmp_path / "run")
-    store.append("dialogues", dialogue_record(1, [{"role": "narrator", "content": "x"}]))
-    with pytest.raises(JudgingError, match=r"dialogue 'dlg1': turns\[0\]"):
+    write_lines(store, Dialogue, [dialogue_record(1, PROACTIVE),
+                                  dialogue_record(2, [{"role": "narrator", "content": "x"}])])
+    with pytest.raises(RecordError, match=r"dialogues.jsonl:2: Dialogue record field 'turns' item 0"):
         run_judging(store, offline_client(), context_for)
-    assert not store.path(JUDGMENTS).exists()
+    assert not store.path(Judgment).exists()
+
+
+def test_llm_errors_are_kept_when_retry_errors_is_false(tmp_path: Path) -> None:
+    store = store_with_dialogues(tmp_path)
+    client, _ = scripted_client(lambda r, n: RetryableError("overloaded", status=529))
+    run_judging(store, client, context_for, dimensions=["coherence_user"])
+    kept = run_judging(store, offline_client(), context_for, dimensions=["coherence_user"],
+                       retry_errors=False)
+    assert kept.planned == 0 and kept.already_done == 3
+    assert {r.status for r in store.read(Judgment)} == {"error"}
+
+
+def test_a_bug_in_a_parser_stops_the_run_and_stores_nothing_for_it(tmp_path: Path, monkeypatch) -> None:
+    store = store_with_dialogues(tmp_path)
+
+    def broken(self: Any, text: str) -> Any:
+        raise KeyError("label")
+
+    monkeypatch.setattr(judging.Dimension, "parse", broken)
+    with pytest.raises(KeyError, match="label"):
+        run_judging(store, offline_client(), context_for, dimensions=["coherence_user"])
+    assert store.read(Judgment) == []
 
 
 def test_empty_store_judges_nothing(tmp_path: Path) -> None:
     store = RunStore(tmp_path / "run")
     report = run_judging(store, offline_client(), context_for)
-    assert report.dialogues_in_store == 0 and report.judgments_written == 0
+    assert report.details["dialogues_in_store"] == 0 and report.stored == 0
     assert missing_rate(store).empty
 
 
@@ -378,7 +403,7 @@ def test_contexts_from_the_official_benchmark(official_data: Path) -> None:
 
     benchmark = load_benchmark(official_data, users=[7])
     context_of = judging.benchmark_contexts(benchmark)
-    record = dialogue_record(7, PROACTIVE)
+    record = Dialogue.from_json(dialogue_record(7, PROACTIVE))
     ctx = context_of(record)
     assert ctx["task"]["task_id"] == "SD-Alarm-task-1"
     assert set(ctx["preferences"]) == {"Alarm"} and set(ctx["interactions"]) == {"Alarm"}
@@ -387,7 +412,7 @@ def test_contexts_from_the_official_benchmark(official_data: Path) -> None:
     prompt = judge_request(DIMENSIONS["personalization"], ctx, "m").messages[0].content
     assert str(ctx["preferences"]["Alarm"]["Alarm Sound Preference"]) in prompt
     with pytest.raises(JudgingError, match="does not hold"):
-        context_of({**record, "scenario_id": "user7/SD-Alarm-task-99"})
+        context_of(dataclasses.replace(record, scenario_id="user7/SD-Alarm-task-99"))
 
 
 def test_task_completion_needs_every_relevant_preference_applied() -> None:

@@ -12,11 +12,13 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from support.records import dialogue_json, put
 
-from personalens_utils.judging import ALL_DIMENSIONS, JUDGMENTS, run_judging
+from personalens_utils.judging import ALL_DIMENSIONS, run_judging
 from personalens_utils.llm import Request, Response
 from personalens_utils.llm.client import LLMClient
 from personalens_utils.llm.offline import OfflineBackend
+from personalens_utils.records import Dialogue, Judgment
 from personalens_utils.store import RunStore
 
 N_DIALOGUES = 40
@@ -29,7 +31,8 @@ PREFS = {"Music": {"Preferred Genres": ["jazz", "blues"], "Platform Preference":
 
 def context_for(dialogue):
     return {"task": TASK, "demographics": {}, "preferences": PREFS, "interactions": {},
-            "situation": {"device": "Laptop"}, "dialogue": dialogue["turns"], "ended": dialogue["status"]}
+            "situation": {"device": "Laptop"}, "dialogue": [t.as_dict() for t in dialogue.turns],
+            "ended": dialogue.status}
 """
 namespace: dict = {}
 exec(CONTEXT_CODE, namespace)
@@ -49,7 +52,7 @@ class Slow(OfflineBackend):
         return self.respond(request, model)
 
 client = LLMClient(Slow(), max_concurrency=2, progress=False, use_cache=False)
-run_judging(RunStore(sys.argv[1]), client, context_for, flush_every=7)
+run_judging(RunStore(sys.argv[1]), client, context_for)
 """
 
 
@@ -62,9 +65,9 @@ def dialogues() -> list[dict]:
             {"role": "user", "content": "Yes, jazz and blues on Spotify please."},
             {"role": "assistant", "content": "Done: a jazz and blues playlist on Spotify."},
         ]
-        out.append({"id": f"d{i:03d}", "scenario_id": f"user{i}/SD-Music-task-1", "user_id": i,
-                    "task_id": "SD-Music-task-1", "task_type": "SD", "domains": ["Music"],
-                    "status": "terminated", "turns": turns})
+        out.append(dialogue_json(f"d{i:03d}", scenario_id=f"user{i}/SD-Music-task-1", user_id=i,
+                                 task_id="SD-Music-task-1", task_type="SD", domains=["Music"],
+                                 status="terminated", turns=turns, n_turns=2))
     return out
 
 
@@ -81,11 +84,11 @@ class Counting(OfflineBackend):
 @pytest.mark.slow
 def test_killed_judging_resumes_without_duplicates(tmp_path: Path) -> None:
     store = RunStore(tmp_path / "run")
-    store.extend("dialogues", dialogues())
+    put(store, Dialogue, dialogues())
     script = tmp_path / "child.py"
     script.write_text(CHILD.format(context_code=textwrap.dedent(CONTEXT_CODE)))
     child = subprocess.Popen([sys.executable, str(script), str(store.root)], start_new_session=True)
-    path = store.path(JUDGMENTS)
+    path = store.path(Judgment)
     deadline = time.monotonic() + 60
     try:
         while time.monotonic() < deadline:
@@ -101,13 +104,13 @@ def test_killed_judging_resumes_without_duplicates(tmp_path: Path) -> None:
         child.wait(timeout=30)
     assert child.returncode == -signal.SIGKILL
 
-    stored_before = {(r["dialogue_id"], r["dimension"]) for r in RunStore(store.root).records(JUDGMENTS)}
+    stored_before = {(r["dialogue_id"], r["dimension"]) for r in RunStore(store.root).records(Judgment)}
     expected = N_DIALOGUES * len(ALL_DIMENSIONS)
     assert 14 <= len(stored_before) < expected
 
     backend = Counting()
     run_judging(RunStore(store.root), LLMClient(backend, progress=False, use_cache=False), context_for)
-    records = RunStore(store.root).records(JUDGMENTS)
+    records = RunStore(store.root).records(Judgment)
     lines = [line for line in path.read_bytes().splitlines() if line.strip()]
     assert len(records) == expected and len(lines) == expected, "every judgment stored exactly once"
     assert Counter((r["dialogue_id"], r["dimension"]) for r in records).most_common(1)[0][1] == 1

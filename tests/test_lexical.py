@@ -103,17 +103,21 @@ def test_lexical_diversity_samples_self_bleu_and_names_bad_records():
 
 
 def test_run_store_lexical_diversity_reads_dialogues_and_reports_backends(tmp_path):
+    from support.records import dialogue_json, put
+
+    from personalens_utils.records import Dialogue
     from personalens_utils.store import RunStore
 
-    store = RunStore(tmp_path)
-    store.extend(
-        "dialogues",
-        [
-            {**_dialogue(1, "SD", "a b", "c d"), "backend": "offline"},
-            {**_dialogue(2, "MD", "a b c d e"), "backend": "offline"},
-            {**_dialogue(3, "SD", "x"), "backend": "anthropic", "status": "error"},
-        ],
-    )
+    def stored(i: int, task_type: str, *utterances: str, **fields: str) -> dict:
+        row = _dialogue(i, task_type, *utterances)
+        return dialogue_json(row["id"], task_type=task_type, turns=row["turns"],
+                             n_turns=sum(t["role"] == "user" for t in row["turns"]), **fields)
+
+    put(RunStore(tmp_path), Dialogue, [
+        stored(1, "SD", "a b", "c d", backend="offline"),
+        stored(2, "MD", "a b c d e", backend="offline"),
+        stored(3, "SD", "x", backend="anthropic", status="error"),
+    ])
     table, backends = L.run_store_lexical_diversity(tmp_path, ["SD"])
     assert table["task_type"].tolist() == ["SD"] and table.loc[0, "# Dial"] == 1
     assert table.loc[0, "Dist-1"] == pytest.approx(1.0)

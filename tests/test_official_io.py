@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from types import SimpleNamespace
 
@@ -19,6 +20,7 @@ from personalens_utils.official_io import (
     model_folder,
     parse_model_folder,
 )
+from personalens_utils.records import Dialogue
 from personalens_utils.simulation import PAPER_SETTINGS, AssistantSetting, run_simulation
 from personalens_utils.store import RunStore
 
@@ -46,7 +48,7 @@ def test_model_folder_names(setting, folder):
 
 
 def test_export_then_import_gives_identical_records(simulated, bench, tmp_path):
-    records = simulated.records("dialogues")
+    records = simulated.read(Dialogue)
     paths = export_official(simulated, tmp_path, benchmark=bench)
     assert len(paths) == len(records) == 12 * len(PAPER_SETTINGS)
     sample = json.loads(paths[0].read_text())
@@ -55,8 +57,9 @@ def test_export_then_import_gives_identical_records(simulated, bench, tmp_path):
     assert sample["task_description"] == scenario.user_intent
     assert paths[0].relative_to(tmp_path).parts[:3] == ("output", "dialogue", f"user{sample['user_id']}")
     back = import_official(tmp_path)
-    assert sorted(back, key=lambda r: r["id"]) == sorted(records, key=lambda r: r["id"])
-    assert sorted(map(json.dumps, back)) == sorted(map(json.dumps, records))  # same key order too
+    assert sorted(back, key=lambda r: r.id) == sorted(records, key=lambda r: r.id)
+    assert sorted(json.dumps(r.to_json()) for r in back) == sorted(
+        json.dumps(r.to_json()) for r in records)  # same key order too
 
 
 def test_import_into_a_store_skips_what_it_already_holds(simulated, tmp_path):
@@ -64,12 +67,16 @@ def test_import_into_a_store_skips_what_it_already_holds(simulated, tmp_path):
     store = RunStore(tmp_path / "run")
     first = import_official(tmp_path / "out" / "output" / "dialogue", into=store)
     import_official(tmp_path / "out", into=store)
-    assert len(store.records("dialogues")) == len(first)
+    assert len(store.records(Dialogue)) == len(first)
     path = dialogue_path(tmp_path / "out", first[0])
     data = json.loads(path.read_text())
-    data[KIT_KEY]["n_turns"] = 99
+    data[KIT_KEY]["retries"] = 99
     path.write_text(json.dumps(data))
     with pytest.raises(ValueError, match="different dialogue"):
+        import_official(tmp_path / "out", into=store)
+    data[KIT_KEY]["n_turns"] = 99
+    path.write_text(json.dumps(data))
+    with pytest.raises(OfficialLayoutError, match="'n_turns' is 99 but the turns hold"):
         import_official(tmp_path / "out", into=store)
 
 
@@ -94,7 +101,7 @@ def test_files_from_other_tools_import_and_export_back_unchanged(tmp_path):
     official_file(tmp_path, task="MD-task-4", task_id="MD-task-4", folder="claude-3-haiku-v1",
                   dialogue=original["dialogue"][:3])
     records = import_official(tmp_path)
-    by_task = {r["task_id"]: r for r in records}
+    by_task = {r.task_id: r.to_json() for r in records}
     movie = by_task["SD-Movies-task-2"]
     assert movie["status"] == "terminated" and movie["n_turns"] == 2
     assert movie["assistant_setting"] == "base+I" and movie["domains"] == ["Movies"]
@@ -136,14 +143,14 @@ def test_unreadable_json_and_bad_folders(tmp_path):
 
 
 def test_export_refuses_two_dialogues_for_one_file(simulated, tmp_path):
-    record = simulated.records("dialogues")[0]
-    twin = dict(record, id="other", user_model="another-user-model")
+    record = simulated.read(Dialogue)[0]
+    twin = dataclasses.replace(record, id="", user_model="another-user-model")
     with pytest.raises(ValueError, match="would both be written"):
         export_official([record, twin], tmp_path)
     assert not (tmp_path / "output").exists()
 
 
 def test_export_leaves_out_errors_unless_asked(simulated, tmp_path):
-    record = dict(simulated.records("dialogues")[0], status="error", error="RetryableError: 529")
+    record = dataclasses.replace(simulated.read(Dialogue)[0], status="error", error="RetryableError: 529")
     assert export_official([record], tmp_path) == []
     assert len(export_official([record], tmp_path, include_errors=True)) == 1

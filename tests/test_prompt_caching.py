@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from support.fake_server import FakeLLMServer, last_user_text
+from support.records import dialogue_json, put
 from test_batch_support import MODEL, TASK, context_for, dialogue, judge_reply
 from test_simulation_support import tiny_benchmark
 
@@ -20,6 +21,7 @@ from personalens_utils.llm.backends.anthropic import (
 )
 from personalens_utils.llm.offline import OfflineBackend
 from personalens_utils.prompts.dialogue import USER_SYSTEM
+from personalens_utils.records import Dialogue
 from personalens_utils.simulation import AssistantSetting, ScenarioContext, assistant_request, user_request
 from personalens_utils.simulation.loop import simulate_dialogue
 from personalens_utils.store import RunStore
@@ -39,12 +41,13 @@ def head(request: Request) -> str:
     return prefix
 
 
-def rich_context_for(dialogue_record: dict[str, Any]) -> dict[str, Any]:
+def rich_context_for(dialogue_record: Dialogue) -> dict[str, Any]:
     return context_for(dialogue_record) | {"interactions": {"Music": HISTORY}}
 
 
 def judge_context(turns: list[dict[str, str]]) -> dict[str, Any]:
-    return rich_context_for({"turns": turns, "status": "terminated"})
+    users = sum(t["role"] == "user" for t in turns)
+    return rich_context_for(Dialogue.from_json(dialogue_json("d", turns=turns, n_turns=users)))
 
 
 def rich_scenario(task_type: str) -> ScenarioContext:
@@ -151,7 +154,7 @@ def caching_server(monkeypatch: pytest.MonkeyPatch):
 
 def test_cache_reads_and_writes_reach_the_usage_books_and_the_cost(caching_server, tmp_path) -> None:
     store = RunStore(tmp_path / "run")
-    store.extend("dialogues", [dialogue(0), dialogue(1)])
+    put(store, Dialogue, [dialogue(0), dialogue(1)])
     shared = head(dimension_requests(DIMENSIONS["personalization"], judge_context(TWO_TURNS), MODEL)[0])
     with LLMClient("anthropic", use_cache=False, progress=False) as client:
         run_judging(store, client, rich_context_for, judge_model=MODEL,
@@ -175,7 +178,8 @@ def test_cache_reads_and_writes_reach_the_usage_books_and_the_cost(caching_serve
 def test_dialogue_records_carry_the_cache_usage_of_their_calls(caching_server) -> None:
     with LLMClient("anthropic", use_cache=False, progress=False) as client:
         ctx, setting = rich_scenario("SD"), AssistantSetting.parse("base")
-        (record,) = client.run_all([simulate_dialogue(client, ctx, setting, user_model=MODEL,
-                                                      assistant_model=MODEL)])
+        (dialogue,) = client.run_all([simulate_dialogue(client, ctx, setting, user_model=MODEL,
+                                                        assistant_model=MODEL)])
+    record = dialogue.to_json()
     assert record["status"] == "terminated" and record["n_turns"] == 2
     assert record["usage"]["cache_write_tokens"] > 0 and record["usage"]["cache_read_tokens"] > 0

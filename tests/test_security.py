@@ -23,10 +23,10 @@ from test_batch_support import judge_reply
 from test_simulation_support import tiny_benchmark
 
 from personalens_utils.data import load_benchmark, save_benchmark
-from personalens_utils.judging import JUDGMENTS, benchmark_contexts, run_judging_batch
+from personalens_utils.judging import benchmark_contexts, run_judging_batch
 from personalens_utils.llm import LLMClient
-from personalens_utils.llm.batch import BATCH_RESULTS, BATCHES
 from personalens_utils.prompts.dialogue import USER_SYSTEM
+from personalens_utils.records import Batch, BatchEntry, Dialogue, Judgment
 from personalens_utils.store import RunStore
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
@@ -99,11 +99,11 @@ def test_the_api_key_is_in_no_notebook_log_cache_entry_run_file_or_output(tmp_pa
         assert server.total("401") == 0 and server.total("requests") > 0
 
     store = RunStore(run)
-    dialogues = store.records("dialogues")
+    dialogues = store.records(Dialogue)
     assert len(dialogues) == 8 and {d["status"] for d in dialogues} == {"terminated"}
-    judged_by = {r["judge_model"] for r in store.records(JUDGMENTS) if r["status"] == "ok"}
-    assert judged_by == {MODEL, "Claude Opus 4.6"} and report.judgments_written > 0
-    assert store.records(BATCHES) and store.records(BATCH_RESULTS) and batches.created
+    judged_by = {r["judge_model"] for r in store.records(Judgment) if r["status"] == "ok"}
+    assert judged_by == {MODEL, "Claude Opus 4.6"} and report.stored > 0
+    assert store.records(Batch) and store.records(BatchEntry) and batches.created
     with diskcache.Cache(str(cache)) as entries:
         assert len(entries) > 0, "the notebooks' answers were cached"
     assert "Sending HTTP Request" in (logs / "03_simulation.stderr").read_text(), "SDK debug log captured"

@@ -8,10 +8,12 @@ from collections import Counter
 
 import orjson
 import pytest
+from support.records import dialogue_json
 from test_simulation_support import tiny_benchmark
 
 from personalens_utils import judging
 from personalens_utils.llm.client import LLMClient
+from personalens_utils.records import Dialogue, Judgment
 from personalens_utils.shards import Shard, ShardError
 from personalens_utils.simulation import plan_dialogues, run_simulation
 from personalens_utils.store import DuplicateRecordError, RunStore, StoreError, merge_stores
@@ -58,16 +60,16 @@ def run(bench, run_dir, shard=None):
 
 
 def records(path):
-    return sorted(RunStore(path).records("dialogues"), key=lambda r: r["id"]), sorted(
-        RunStore(path).records("judgments"), key=lambda r: r["id"])
+    return sorted(RunStore(path).records(Dialogue), key=lambda r: r["id"]), sorted(
+        RunStore(path).records(Judgment), key=lambda r: r["id"])
 
 
 def test_shards_split_the_run_and_merge_into_the_unsplit_result(bench, tmp_path):
     total = len(bench.scenarios) * len(SETTINGS)
     parts = [run(bench, tmp_path / f"shard{i}", f"{i}/3") for i in (1, 2, 3)]
-    assert sum(p.ran for p in parts) == total and all(p.ran > 0 for p in parts)
+    assert sum(p.stored for p in parts) == total and all(p.stored > 0 for p in parts)
     assert [p.shard for p in parts] == ["1/3", "2/3", "3/3"]
-    ids = [{r["id"] for r in RunStore(tmp_path / f"shard{i}").records("dialogues")} for i in (1, 2, 3)]
+    ids = [{r["id"] for r in RunStore(tmp_path / f"shard{i}").records(Dialogue)} for i in (1, 2, 3)]
     assert not (ids[0] & ids[1] or ids[0] & ids[2] or ids[1] & ids[2])
 
     report = merge_stores([tmp_path / f"shard{i}" for i in (1, 2, 3)], tmp_path / "merged")
@@ -80,12 +82,14 @@ def test_shards_split_the_run_and_merge_into_the_unsplit_result(bench, tmp_path)
     again = merge_stores([tmp_path / f"shard{i}" for i in (1, 2, 3)], tmp_path / "merged")
     assert again["appended"].sum() == 0 and again["already_in_target"].sum() == report["records"].sum()
     # the planner agrees: nothing of any shard is left to run in the merged store
-    assert plan_dialogues(bench, RunStore(tmp_path / "merged"), settings=SETTINGS)[0] == []
+    assert plan_dialogues(bench, RunStore(tmp_path / "merged"), settings=SETTINGS).items == []
 
 
 def write(path, recs):
+    """Dialogues with the given ids and fields, written as lines (as another shard's run would)."""
     path.mkdir(parents=True, exist_ok=True)
-    (path / "dialogues.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in recs))
+    rows = [dialogue_json(r.pop("id"), **r) for r in map(dict, recs)]
+    (path / "dialogues.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
 
 
 def test_a_record_in_two_shards_is_refused_naming_the_id_and_both_files(tmp_path):
@@ -100,19 +104,19 @@ def test_a_record_in_two_shards_is_refused_naming_the_id_and_both_files(tmp_path
 
 
 def test_merging_against_a_filled_target(tmp_path):
-    done = {"id": "d1", "status": "terminated", "n": 1}
+    done = {"id": "d1", "status": "terminated", "retries": 1}
     write(tmp_path / "a", [done, {"id": "d2", "status": "terminated"}])
     write(tmp_path / "target", [done, {"id": "d2", "status": "error"}])
-    report = merge_stores([tmp_path / "a"], tmp_path / "target", tables=["dialogues"])
+    report = merge_stores([tmp_path / "a"], tmp_path / "target", kinds=[Dialogue])
     # d1 is there unchanged (skipped); the errored d2 is replaced
     assert report.loc[0, "appended"] == 1 and report.loc[0, "already_in_target"] == 1
-    assert {r["id"]: r["status"] for r in RunStore(tmp_path / "target").records("dialogues")} == {
+    assert {r["id"]: r["status"] for r in RunStore(tmp_path / "target").records(Dialogue)} == {
         "d1": "terminated", "d2": "terminated"}
 
-    write(tmp_path / "c", [{"id": "d1", "status": "terminated", "n": 2}])
+    write(tmp_path / "c", [{"id": "d1", "status": "terminated", "retries": 2}])
     before = (tmp_path / "target" / "dialogues.jsonl").read_bytes()
     with pytest.raises(DuplicateRecordError, match="'d1'") as err:
-        merge_stores([tmp_path / "c"], tmp_path / "target", tables=["dialogues"])
+        merge_stores([tmp_path / "c"], tmp_path / "target", kinds=[Dialogue])
     assert str(tmp_path / "c" / "dialogues.jsonl") in str(err.value)
     assert str(tmp_path / "target" / "dialogues.jsonl") in str(err.value)
     assert (tmp_path / "target" / "dialogues.jsonl").read_bytes() == before

@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from test_simulation_support import tiny_benchmark
 
 from personalens_utils.llm import CallKind, FatalError, Request, Response, RetryableError, Usage
 from personalens_utils.llm.client import LLMClient
+from personalens_utils.records import Dialogue
 from personalens_utils.simulation import (
     PAPER_SETTINGS,
     AssistantSetting,
@@ -140,9 +142,14 @@ def test_split_terminate(text, clean, done):
 # -- the loop --------------------------------------------------------------------------------------
 
 
+def stored(dialogue: Any) -> dict[str, Any]:
+    """A simulated dialogue as the run store keeps it."""
+    return asyncio.run(dialogue).to_json()
+
+
 def test_terminate_is_removed_and_the_assistant_answers_once_more(bench):
     client, backend = client_for(polite)
-    record = asyncio.run(simulate_dialogue(client, ctx_of(bench), AssistantSetting.parse("base"),
+    record = stored(simulate_dialogue(client, ctx_of(bench), AssistantSetting.parse("base"),
                                            user_model="u", assistant_model="a"))
     assert record["status"] == "terminated" and record["error"] is None
     assert [t["role"] for t in record["turns"]] == ["user", "assistant"] * 3
@@ -157,7 +164,7 @@ def test_terminate_is_removed_and_the_assistant_answers_once_more(bench):
 def test_turn_cap_by_task_type(bench, index, cap):
     client, _ = client_for(lambda r: "ok" if r.kind == CallKind.ASSISTANT_TURN else "Go on.")
     ctx = ctx_of(bench, index)
-    record = asyncio.run(simulate_dialogue(client, ctx, AssistantSetting(), user_model="u",
+    record = stored(simulate_dialogue(client, ctx, AssistantSetting(), user_model="u",
                                            assistant_model="a"))
     assert record["status"] == "turn_cap"
     assert record["n_turns"] == cap and len(record["turns"]) == 2 * cap
@@ -170,7 +177,7 @@ def test_terminate_in_the_opening_does_not_end_the_dialogue(bench):
         return "Hi, help me TERMINATE" if request.context["turn"] == 0 else "Done, thanks TERMINATE"
 
     client, _ = client_for(answer)
-    record = asyncio.run(simulate_dialogue(client, ctx_of(bench), AssistantSetting(), user_model="u",
+    record = stored(simulate_dialogue(client, ctx_of(bench), AssistantSetting(), user_model="u",
                                            assistant_model="a"))
     assert record["turns"][0]["content"] == "Hi, help me"
     assert record["status"] == "terminated" and record["n_turns"] == 2
@@ -185,7 +192,7 @@ def test_rerun_skips_finished_dialogues(bench, tmp_path):
     assert first.planned == 24 and first.statuses == {"terminated": 24}
     calls = sum(backend.calls.values())
     again = run_simulation(bench, tmp_path, client, settings=["base", "base+I"])
-    assert again.planned == 0 and again.skipped == 24
+    assert again.planned == 0 and again.already_done == 24
     assert sum(backend.calls.values()) == calls
     frame = dialogue_frame(tmp_path)
     assert len(frame) == 24 and frame["id"].is_unique
@@ -204,14 +211,14 @@ def test_a_failing_dialogue_is_stored_as_error_and_retried_on_demand(bench, tmp_
     client, _ = client_for(answer)
     summary = run_simulation(bench, tmp_path, client)
     assert summary.statuses == {"terminated": 9, "error": 3}
-    errors = [r for r in RunStore(tmp_path).records("dialogues") if r["status"] == "error"]
+    errors = [r for r in RunStore(tmp_path).records(Dialogue) if r["status"] == "error"]
     assert {r["task_id"] for r in errors} == {"SD-Movies-task-1"}
     assert all("529" in r["error"] or "overloaded" in r["error"] for r in errors)
     assert run_simulation(bench, tmp_path, client).planned == 0
     broken["on"] = False
     retried = run_simulation(bench, tmp_path, client, retry_errors=True)
     assert retried.planned == 3 and retried.statuses == {"terminated": 3}
-    records = RunStore(tmp_path).records("dialogues")
+    records = RunStore(tmp_path).records(Dialogue)
     assert len(records) == 12 and all(r["status"] == "terminated" for r in records)
 
 
@@ -222,7 +229,7 @@ def test_an_authentication_failure_stops_the_run(bench, tmp_path):
     client, _ = client_for(answer)
     with pytest.raises(FatalError, match="ANTHROPIC_API_KEY"):
         run_simulation(bench, tmp_path, client)
-    assert RunStore(tmp_path).records("dialogues") == []
+    assert RunStore(tmp_path).records(Dialogue) == []
 
 
 def test_plan_rejects_unknown_task_types(bench, tmp_path):
@@ -235,7 +242,7 @@ def test_offline_runs_repeat_exactly_for_a_seed(bench, tmp_path):
     for name, seed in (("a", 0), ("b", 0), ("c", 7)):
         client = LLMClient("offline", progress=False, seed=seed)
         run_simulation(bench, tmp_path / name, client, settings=["base", "base+I"])
-        runs.append(sorted(RunStore(tmp_path / name).records("dialogues"), key=lambda r: r["id"]))
+        runs.append(sorted(RunStore(tmp_path / name).records(Dialogue), key=lambda r: r["id"]))
     assert runs[0] == runs[1]
     assert [r["turns"] for r in runs[0]] != [r["turns"] for r in runs[2]]
     assert {r["status"] for r in runs[0]} == {"terminated"}

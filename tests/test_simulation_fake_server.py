@@ -11,6 +11,7 @@ from test_simulation_support import tiny_benchmark
 
 from personalens_utils.llm import LLMClient
 from personalens_utils.prompts.dialogue import USER_SYSTEM
+from personalens_utils.records import Dialogue
 from personalens_utils.simulation import run_simulation
 from personalens_utils.store import RunStore
 
@@ -43,7 +44,7 @@ def test_two_hundred_dialogues_survive_injected_server_errors(tmp_path, monkeypa
         injected = server.total("injected")
         requests = server.total("requests")
 
-    records = RunStore(tmp_path).records("dialogues")
+    records = RunStore(tmp_path).records(Dialogue)
     assert len(records) == 200 and len({r["scenario_id"] for r in records}) == 200
     assert summary.statuses == {"terminated": 200}
     assert all(r["n_turns"] == 2 and r["backend"] == "anthropic" for r in records)

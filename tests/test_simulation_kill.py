@@ -37,7 +37,7 @@ log.addHandler(handler)
 log.setLevel(logging.DEBUG)
 client = LLMClient(SlowOffline(), max_concurrency=4, progress=False)
 summary = run_simulation(load_benchmark(bench_dir), run_dir, client, settings=SETTINGS)
-print(summary.planned, summary.skipped, dict(summary.statuses))
+print(summary.planned, summary.already_done, dict(summary.statuses))
 """.replace("SETTINGS", repr(SETTINGS))
 
 START = re.compile(r"^dialogue start (\w+) ", re.MULTILINE)

@@ -11,6 +11,7 @@ from test_simulation_support import tiny_benchmark
 from personalens_utils.data import save_benchmark
 from personalens_utils.llm.offline import OFFLINE_LABEL
 from personalens_utils.official_io import import_official
+from personalens_utils.records import Dialogue
 from personalens_utils.store import RunStore
 from personalens_utils.tables import read_table
 
@@ -26,13 +27,13 @@ def test_notebook_03_simulates_and_writes_table13(tmp_path):
                     "output_dir": str(tmp_path / "out"), "settings": ["base", "base+I"],
                     "official_export_dir": str(tmp_path / "official")},
     )
-    records = RunStore(tmp_path / "run").records("dialogues")
-    assert len(records) == 4 * 4 * 2 and {r["status"] for r in records} == {"terminated"}
+    records = RunStore(tmp_path / "run").read(Dialogue)
+    assert len(records) == 4 * 4 * 2 and {r.status for r in records} == {"terminated"}
     tables = tmp_path / "out" / "tables"
     for name in ("table13_dialogue_stats", "table13_dialogue_stats_base_I", "tableS1_dialogue_outcomes"):
         caption = (tables / f"{name}.csv").read_text().splitlines()[0]
         assert OFFLINE_LABEL in caption
     stats = read_table(tables / "table13_dialogue_stats.csv")
     assert stats["# Dialogues"].tolist() == [12, 4]
-    assert sorted(import_official(tmp_path / "official"), key=lambda r: r["id"]) == sorted(
-        records, key=lambda r: r["id"])
+    assert sorted(import_official(tmp_path / "official"), key=lambda r: r.id) == sorted(
+        records, key=lambda r: r.id)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from support.records import put
 
 from personalens_utils.analysis.dialogue_stats import dialogue_stats, table13
 from personalens_utils.llm.offline import OFFLINE_LABEL
+from personalens_utils.records import Dialogue
 from personalens_utils.store import RunStore
 from personalens_utils.tables import read_table, save_table
 
@@ -27,7 +29,7 @@ def record(rid: str, task_type: str, n_turns: int, output_tokens: int, *, status
 @pytest.fixture
 def store(tmp_path):
     run = RunStore(tmp_path / "run")
-    run.extend("dialogues", [
+    put(run, Dialogue, [
         record("SD-1", "SD", 4, 400), record("SD-2", "SD", 2, 100),
         record("SD-3", "SD", 9, 999, status="error"),
         record("MD-1", "MD", 5, 1000), record("MD-2", "MD", 7, 200), record("MD-3", "MD", 6, 300),
@@ -58,7 +60,7 @@ def test_several_settings_must_be_chosen(store):
 
 def test_records_without_usage_are_counted_from_their_text(tmp_path):
     run = RunStore(tmp_path)
-    run.extend("dialogues", [record("SD-1", "SD", 2, 0, backend="imported", words=6)])
+    put(run, Dialogue, [record("SD-1", "SD", 2, 0, backend="imported", words=6)])
     table, caption = table13(run)
     assert "estimated tokens" in caption and OFFLINE_LABEL not in caption
     # 6 words -> 8 tokens per message, two messages per turn
@@ -68,6 +70,6 @@ def test_records_without_usage_are_counted_from_their_text(tmp_path):
 
 def test_no_finished_dialogue_is_an_error(tmp_path):
     run = RunStore(tmp_path)
-    run.extend("dialogues", [record("SD-1", "SD", 2, 10, status="error")])
+    put(run, Dialogue, [record("SD-1", "SD", 2, 10, status="error")])
     with pytest.raises(ValueError, match="no finished dialogues"):
         table13(run)

@@ -104,9 +104,9 @@ def test_check_profiles_offline_and_flagged_rate():
     ]
     with LLMClient("offline", progress=False) as client:
         records = check_profiles(client, profiles)
-    assert [r["user_id"] for r in records] == [1, 2, 3, 4]
-    assert [r["label"] for r in records] == [0, 1, 1, 0]
-    assert all(r["status"] == "ok" and r["attempts"] == 1 and r["backend"] == "offline" for r in records)
+    assert [r.user_id for r in records] == [1, 2, 3, 4]
+    assert [r.label for r in records] == [0, 1, 1, 0]
+    assert all(r.status == "ok" and r.attempts == 1 and r.backend == "offline" for r in records)
     summary = flagged_summary(records).set_index("Measure")
     assert summary.loc["Flagged (any conflict)", "Rate"] == pytest.approx(0.5)
     assert summary.loc["Within-domain conflict", "Count"] == 1
@@ -132,7 +132,7 @@ def test_unreadable_answer_is_retried_with_the_problem_named():
     backend = _Scripted(["I think it is fine.", GOOD])
     with LLMClient(backend, progress=False, use_cache=False) as client:
         [record] = check_profiles(client, [_profile()])
-    assert record["status"] == "ok" and record["attempts"] == 2 and record["label"] == 1
+    assert record.status == "ok" and record.attempts == 2 and record.label == 1
     retry = backend.requests[1]
     assert retry.messages[1].content == "I think it is fine."
     assert "found 0" in retry.messages[2].content
@@ -142,8 +142,8 @@ def test_answer_never_readable_is_missing_not_consistent():
     backend = _Scripted(["LABEL: 0"])
     with LLMClient(backend, progress=False, use_cache=False) as client:
         records = check_profiles(client, [_profile(1), _profile(2)], max_attempts=2)
-    assert all(r["status"] == "missing" and r["label"] is None and r["raw"] == "LABEL: 0" for r in records)
-    assert all(r["attempts"] == 2 and "WITHIN-DOMAIN" in r["problem"] for r in records)
+    assert all(r.status == "missing" and r.label is None and r.raw == "LABEL: 0" for r in records)
+    assert all(r.attempts == 2 and "WITHIN-DOMAIN" in r.problem for r in records)
     summary = flagged_summary(records).set_index("Measure")
     assert summary.loc["Answers missing (unreadable)", "Count"] == 2
     assert summary["Rate"].isna().all()
@@ -157,7 +157,7 @@ def test_run_consistency_resumes_from_the_run_store(tmp_path):
         first = run_consistency(client, [_profile(1), _profile(2)], run_dir=tmp_path)
         again = run_consistency(client, [_profile(2), _profile(3)], run_dir=tmp_path)
     assert len(backend.requests) == 3  # profile 2 was not asked twice
-    assert [r["user_id"] for r in again] == [2, 3] and again[0] == first[1]
+    assert [r.user_id for r in again] == [2, 3] and again[0] == first[1]
     assert len((tmp_path / "consistency.jsonl").read_text().splitlines()) == 3
 
 

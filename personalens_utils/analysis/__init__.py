@@ -8,7 +8,7 @@ for export. Anything made with the offline backend says so in its caption or tit
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,7 @@ from personalens_utils.data import Benchmark, load_benchmark, resolve_users
 from personalens_utils.judging import benchmark_contexts, judge_model_key, run_judging
 from personalens_utils.judging import dialogue_filter as judging_filter
 from personalens_utils.llm.offline import OFFLINE_LABEL
+from personalens_utils.records import Dialogue
 from personalens_utils.simulation.report import default_users
 from personalens_utils.simulation.settings import PAPER_SETTINGS as ABLATION_SETTINGS
 from personalens_utils.store import RunStore
@@ -522,15 +523,13 @@ def choose_users(benchmark_dir: str | Path, users: Any, n: int | None) -> list[i
 
 def ablation_filter(
     assistant_model: str, settings: Sequence[str], users: Any = None, task_types: Sequence[str] | None = None
-) -> Callable[[Mapping[str, Any]], bool]:
+) -> Callable[[Dialogue], bool]:
     """`select` for `run_judging`: one assistant's dialogues under some settings, users and task types."""
     scope = judging_filter(users, task_types)
     wanted = set(settings)
 
-    def keep(d: Mapping[str, Any]) -> bool:
-        return (
-            scope(d) and d.get("assistant_model") == assistant_model and d.get("assistant_setting") in wanted
-        )
+    def keep(d: Dialogue) -> bool:
+        return scope(d) and d.assistant_model == assistant_model and d.assistant_setting in wanted
 
     return keep
 
@@ -572,7 +571,7 @@ def agreement_for_run(
         benchmark_contexts(benchmark),
         judge_model=second_judge_model,
         dimensions=AGREEMENT_DIMENSIONS,
-        select=lambda d: d["id"] in ids,
+        select=lambda d: d.id in ids,
     )
     second = sample(second_judge_model)
     result = table5(

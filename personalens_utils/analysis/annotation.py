@@ -24,6 +24,7 @@ import pandas as pd
 from personalens_utils.judging import DIMENSIONS, JUDGEABLE_STATUSES, benchmark_contexts
 from personalens_utils.prompts import judge as judge_prompts
 from personalens_utils.prompts.render import render_conversation, render_interactions, render_preferences
+from personalens_utils.records import Dialogue
 from personalens_utils.store import RunStore
 
 RATED = (
@@ -65,7 +66,7 @@ def sample_dialogues(
 
     `where` keeps only dialogues whose fields equal the given values (e.g. one assistant model).
     """
-    pool = [d for d in store.records("dialogues") if d.get("status") in JUDGEABLE_STATUSES]
+    pool = [d for d in store.records(Dialogue) if d.get("status") in JUDGEABLE_STATUSES]
     for key, value in (where or {}).items():
         pool = [d for d in pool if d.get(key) == value]
     pool.sort(key=lambda d: d["id"])
@@ -81,7 +82,7 @@ def sheet_rows(dialogues: Iterable[Mapping[str, Any]], benchmark: Any) -> list[d
     context_for = benchmark_contexts(benchmark)
     rows = []
     for dialogue in dialogues:
-        ctx = context_for(dialogue)
+        ctx = context_for(Dialogue.from_json(dialogue, f"dialogue {dialogue.get('id')!r} to annotate"))
         task = ctx["task"]
         rows.append(
             {

@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from personalens_utils.llm.offline import OFFLINE_LABEL, count_tokens
+from personalens_utils.records import Dialogue
 from personalens_utils.store import ERROR_STATUS, RunStore
 
 GROUP = ("assistant_model", "assistant_setting", "task_type")
@@ -31,7 +32,7 @@ def dialogues_frame(source: RunStore | str | os.PathLike[str] | pd.DataFrame | I
     if isinstance(source, str | os.PathLike):
         source = RunStore(source)
     if isinstance(source, RunStore):
-        return source.frame("dialogues")
+        return source.frame(Dialogue)
     return pd.DataFrame.from_records(list(source))
 
 

@@ -17,10 +17,8 @@ import pandas as pd
 from personalens_utils.analysis.stats import bootstrap_ci
 from personalens_utils.judging import DIMENSIONS as JUDGE_DIMENSIONS
 from personalens_utils.judging import judge_model_key
+from personalens_utils.records import Dialogue, Judgment, Record
 from personalens_utils.store import RunStore
-
-DIALOGUES = "dialogues"
-JUDGMENTS = "judgments"
 
 TASK_COMPLETION = "task_completion"
 PERSONALIZATION = "personalization"
@@ -56,43 +54,15 @@ SCALES: dict[str, Scale] = {
 }
 """Each judge dimension's scale (from `judging.DIMENSIONS`) with its agreement level and table name."""
 
-DIALOGUE_FIELDS = (
-    "id",
-    "scenario_id",
-    "user_id",
-    "task_id",
-    "task_type",
-    "domains",
-    "user_model",
-    "assistant_model",
-    "assistant_setting",
-    "prompt_version",
-    "backend",
-    "status",
-    "n_turns",
-)
-JUDGMENT_FIELDS = (
-    "id",
-    "dialogue_id",
-    "dimension",
-    "judge_model",
-    "prompt_version",
-    "backend",
-    "status",
-    "score",
-    "turn_scores",
-)
-
-
 class ScoresError(ValueError):
     """The run store cannot be turned into one score per dialogue and dimension as asked."""
 
 
-def _project(store: RunStore, table: str, fields: Sequence[str]) -> pd.DataFrame:
+def _project(store: RunStore, kind: type[Record], fields: Sequence[str]) -> pd.DataFrame:
     """Current records of a table keeping only `fields`, so dialogue texts never fill memory."""
     latest: dict[str, dict] = {}
-    path = store.path(table)
-    for lineno, rec in store.iter_lines(table):
+    path = store.path(kind)
+    for lineno, rec in store.iter_lines(kind):
         missing = [f for f in ("id", "status") if f not in rec]
         if missing:
             raise ScoresError(f"{path}:{lineno}: record lacks {missing}")
@@ -102,7 +72,7 @@ def _project(store: RunStore, table: str, fields: Sequence[str]) -> pd.DataFrame
 
 def load_dialogues(store: RunStore) -> pd.DataFrame:
     """One row per dialogue (texts left out); `domains` as a tuple; `dialogue_id` names the record id."""
-    frame = _project(store, DIALOGUES, DIALOGUE_FIELDS).rename(
+    frame = _project(store, Dialogue, Dialogue.summary_fields).rename(
         columns={
             "id": "dialogue_id",
             "prompt_version": "dialogue_prompt_version",
@@ -115,7 +85,7 @@ def load_dialogues(store: RunStore) -> pd.DataFrame:
 
 
 def load_judgments(store: RunStore) -> pd.DataFrame:
-    frame = _project(store, JUDGMENTS, JUDGMENT_FIELDS).rename(
+    frame = _project(store, Judgment, Judgment.summary_fields).rename(
         columns={
             "id": "judgment_id",
             "prompt_version": "judge_prompt_version",

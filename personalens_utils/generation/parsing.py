@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from personalens_utils.data.schema import Domain, PreferenceType
+from personalens_utils.engine import UnreadableAnswer
 
 DEVICES = ("Smartphone", "Laptop", "Smart speaker", "Tablet", "Smartwatch")
 TIMES_OF_DAY = ("Morning", "Afternoon", "Evening", "Night")
@@ -36,7 +37,7 @@ _FENCE = re.compile(r"^```[a-zA-Z]*\s*\n?(.*?)\n?```$", re.DOTALL)
 _RESPONSE = re.compile(r"<response>(.*?)</response>", re.DOTALL | re.IGNORECASE)
 
 
-class AnswerError(ValueError):
+class AnswerError(UnreadableAnswer):
     """A generation answer that does not fit its step's format or the schema."""
 
     def __init__(self, problems: str | Sequence[str]):

@@ -1,10 +1,11 @@
 """Generate a whole benchmark (paper §2.1-2.2) and write it in the official layout.
 
-Three concurrent phases, each through `LLMClient.run_all`: (1) task definitions and interest
-masks, (2) preferences of every kept domain, (3) past-interaction summaries and one situation per
-user x eligible task. Every step result is stored in a run store (see `steps`), so a rerun only
-does what is missing or failed. Users with a failed profile step and scenarios with a failed
-situation are left out of the written benchmark and listed in `GenerationResult.failures`.
+Three concurrent phases, each through the stage engine: (1) task definitions and interest masks
+(multi-domain tasks chunk by chunk after it), (2) preferences of every kept domain, (3)
+past-interaction summaries and one situation per user x eligible task. Every step result is
+stored in a run store (see `steps`), so a rerun only does what is missing or failed. Users with
+a failed profile step and scenarios with a failed situation are left out of the written benchmark
+and listed in `GenerationResult.failures`.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
@@ -38,13 +39,13 @@ from ..data import (
 from ..llm import LLMClient
 from ..llm.offline import OFFLINE_LABEL
 from ..prompts.generation import GENERATION_PROMPT_VERSION
-from ..store import RunStore, stable_id
+from ..records import stable_id
+from ..store import RunStore
 from . import requests as calls
 from .parsing import MD_DOMAIN_RANGE
-from .steps import StepRunner
+from .steps import STAGE, StepRunner, StepSpec
 
 MANIFEST = "generation.json"
-STAGE = "generation"
 _USER_ID = re.compile(r"^user(0|[1-9][0-9]*)$")
 
 
@@ -138,45 +139,35 @@ class _Generation:
         self.tasks: list[dict[str, Any]] = []
         self.failed_users: set[str] = set()
 
-    def _run(self, jobs: Sequence[Callable[[], Awaitable[Any]]], desc: str) -> None:
-        try:
-            self.client.run_all(jobs, desc=f"generation: {desc}", stage=STAGE)
-        finally:
-            self.runner.flush()
-
-    def _job(
+    def _spec(
         self, step: str, key: tuple[Any, ...], about: dict[str, Any],
         build: Callable[[], calls.StepCall], done: Callable[[Any], None],
-    ) -> Callable[[], Awaitable[Any]]:
-        """One step as a pool item; `build` makes the request only if the run store lacks the result."""
-        async def job() -> None:
-            done(await self.runner.run(step, self.runner.record_id(step, *key), about, build))
-        return job
+    ) -> StepSpec:
+        """One step; `build` makes the request only if the run store lacks the result."""
+        return StepSpec(step, self.runner.record_id(step, *key), about, build, done)
 
     def phase_tasks_and_masks(self) -> None:
-        jobs = []
+        specs = []
         sd: dict[str, list[dict[str, Any]] | None] = {}
-        md: list[dict[str, Any]] = []
         if self.config.sd_tasks_per_domain:
             for domain in self.domains:
                 n = self.config.sd_tasks_per_domain
-                jobs.append(self._job(calls.SD_TASKS, (domain.name, n), {"domain": domain.name},
-                                      partial(calls.sd_tasks_call, domain, n, self.settings),
-                                      partial(sd.__setitem__, domain.name)))
-        if self.config.md_tasks:
-            jobs.append(lambda: self._md_tasks(md))
+                specs.append(self._spec(calls.SD_TASKS, (domain.name, n), {"domain": domain.name},
+                                        partial(calls.sd_tasks_call, domain, n, self.settings),
+                                        partial(sd.__setitem__, domain.name)))
         for user in self.users:
-            jobs.append(self._job(calls.MASK, (_user_key(user),), {"user_id": user["user_id"]},
-                                  partial(calls.mask_call, user, self.schema, self.settings),
-                                  partial(self._set_mask, user["user_id"])))
-        self._run(jobs, "tasks and interest masks")
+            specs.append(self._spec(calls.MASK, (_user_key(user),), {"user_id": user["user_id"]},
+                                    partial(calls.mask_call, user, self.schema, self.settings),
+                                    partial(self._set_mask, user["user_id"])))
+        self.runner.run(specs, "tasks and interest masks")
+        md = self._md_tasks() if self.config.md_tasks else []
         for domain in self.domains:
             for number, task in enumerate(sd.get(domain.name) or [], 1):
                 self.tasks.append({"task_id": sd_task_id(domain.name, number), **task})
         for number, task in enumerate(md, 1):
             self.tasks.append({"task_id": md_task_id(number), **task})
 
-    async def _md_tasks(self, out: list[dict[str, Any]]) -> None:
+    def _md_tasks(self) -> list[dict[str, Any]]:
         """Multi-domain tasks chunk by chunk, each chunk shown the ones before it; all or none."""
         names = [d.name for d in self.domains]
         tasks: list[dict[str, Any]] = []
@@ -184,12 +175,13 @@ class _Generation:
             size = min(calls.MD_TASKS_PER_CALL, self.config.md_tasks - len(tasks))
             key = (names, size, [t["task_description"] for t in tasks])
             build = partial(calls.md_tasks_call, self.domains, size, self.settings, earlier=list(tasks))
-            chunk = await self.runner.run(calls.MD_TASKS, self.runner.record_id(calls.MD_TASKS, *key),
-                                          {"domains": names, "first_task": len(tasks) + 1}, build)
-            if chunk is None:
-                return
-            tasks += chunk
-        out.extend(tasks)
+            chunk: list[list[dict[str, Any]] | None] = []
+            self.runner.run([self._spec(calls.MD_TASKS, key, {"domains": names, "first_task": len(tasks) + 1},
+                                        build, chunk.append)], "multi-domain tasks")
+            if chunk[0] is None:
+                return []
+            tasks += chunk[0]
+        return tasks
 
     def _set_mask(self, user_id: str, mask: dict[str, int] | None) -> None:
         if mask is None:
@@ -201,16 +193,16 @@ class _Generation:
         return [d for d, on in self.masks[user_id].items() if on]
 
     def phase_preferences(self) -> None:
-        jobs = []
+        specs = []
         for user in self._live():
             uid = user["user_id"]
             self.preferences[uid] = {}
             for name in self._kept(uid):
                 build = partial(calls.preferences_call, user, self.schema.domain(name), self.settings)
-                jobs.append(self._job(calls.PREFERENCES, (_user_key(user), name),
-                                      {"user_id": uid, "domain": name}, build,
-                                      partial(self._set, self.preferences, uid, name)))
-        self._run(jobs, "preferences")
+                specs.append(self._spec(calls.PREFERENCES, (_user_key(user), name),
+                                        {"user_id": uid, "domain": name}, build,
+                                        partial(self._set, self.preferences, uid, name)))
+        self.runner.run(specs, "preferences")
 
     def _set(self, table: dict[str, dict[str, Any]], user_id: str, key: str, value: Any) -> None:
         if value is None:
@@ -224,7 +216,7 @@ class _Generation:
         return [t for t in self.tasks if set(t["relevant_domains"]) <= kept]
 
     def phase_interactions_and_situations(self) -> None:
-        jobs = []
+        specs = []
         for user in self._live():
             uid = user["user_id"]
             prefs = self.preferences[uid]
@@ -232,16 +224,16 @@ class _Generation:
             for name in self._kept(uid):
                 domain = self.schema.domain(name)
                 build = partial(calls.interactions_call, user, domain, prefs[name], self.settings)
-                jobs.append(self._job(calls.INTERACTIONS, (_user_key(user), name, prefs[name]),
-                                      {"user_id": uid, "domain": name}, build,
-                                      partial(self._set, self.interactions, uid, name)))
+                specs.append(self._spec(calls.INTERACTIONS, (_user_key(user), name, prefs[name]),
+                                        {"user_id": uid, "domain": name}, build,
+                                        partial(self._set, self.interactions, uid, name)))
             for task in self.eligible(uid):
                 task_prefs = {d: prefs[d] for d in task["relevant_domains"]}
-                jobs.append(self._job(calls.SITUATION, (_user_key(user), _task_key(task), task_prefs),
-                                      {"user_id": uid, "task_id": task["task_id"]},
-                                      partial(calls.situation_call, user, task_prefs, task, self.settings),
-                                      partial(self._set_situation, uid, task["task_id"])))
-        self._run(jobs, "interactions and situations")
+                specs.append(self._spec(calls.SITUATION, (_user_key(user), _task_key(task), task_prefs),
+                                        {"user_id": uid, "task_id": task["task_id"]},
+                                        partial(calls.situation_call, user, task_prefs, task, self.settings),
+                                        partial(self._set_situation, uid, task["task_id"])))
+        self.runner.run(specs, "interactions and situations")
 
     def _set_situation(self, user_id: str, task_id: str, value: Sequence[Any] | None) -> None:
         """A situation result is (situation, justification); the store gives it back as a list."""
@@ -335,7 +327,8 @@ def _generate(config: GenerationConfig, users: list[dict[str, str]], client: LLM
         [{"step": s, **{k: counts[s, k] for k in ("reused", "generated", "failed")}} for s in calls.STEPS]
     )
     columns = ["step", "user_id", "domain", "task_id", "attempts", "error", "raw"]
-    failures = pd.DataFrame([{c: r.get(c) for c in columns} for r in gen.runner.failures], columns=columns)
+    failures = pd.DataFrame([{c: r.to_json().get(c) for c in columns} for r in gen.runner.failures],
+                            columns=columns)
     manifest = {
         "generated_by": "personalens_utils.generation",
         "label": OFFLINE_LABEL if client.backend_name == "offline" else None,

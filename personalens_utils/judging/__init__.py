@@ -18,28 +18,23 @@ from .dimensions import (
     judgment_id,
 )
 from .plan import (
-    DIALOGUES,
     JUDGEABLE_STATUSES,
-    JUDGMENTS,
     dialogue_filter,
     estimate_judging,
     judged_users,
     sharded,
 )
-from .report import JudgingReport, missing_rate
+from .report import missing_rate
 from .requests import benchmark_contexts, build_prompt, dimension_requests, judge_context, judge_request
 from .runner import judge_dialogue, run_judging
 
 __all__ = [
     "ALL_DIMENSIONS",
     "DEFAULT_JUDGE_MODEL",
-    "DIALOGUES",
     "DIMENSIONS",
     "JUDGEABLE_STATUSES",
-    "JUDGMENTS",
     "Dimension",
     "JudgingError",
-    "JudgingReport",
     "benchmark_contexts",
     "build_prompt",
     "dialogue_filter",

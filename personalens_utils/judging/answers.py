@@ -10,7 +10,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .dimensions import Dimension, judgment_id
+from personalens_utils.records import Judgment
+
+from .dimensions import Dimension
 from .parsing import ParsedAnswer
 
 RETRY_SEPARATOR = "\n\n----- answer to the format reminder -----\n\n"
@@ -71,14 +73,12 @@ def error_fields(explanation: str) -> dict[str, Any]:
 
 
 def judgment_record(dialogue_id: str, dimension: Dimension, model_key: str, prompt_version: str, backend: str,
-                    fields: Mapping[str, Any]) -> dict[str, Any]:
+                    fields: Mapping[str, Any]) -> Judgment:
     """One judgment record: its identity fields and the score fields."""
-    return {
-        "id": judgment_id(dialogue_id, dimension.name, model_key, prompt_version),
-        "dialogue_id": dialogue_id,
-        "dimension": dimension.name,
-        "judge_model": model_key,
-        "prompt_version": prompt_version,
-        "backend": backend,
-        **fields,
-    }
+    turn_scores = fields["turn_scores"]
+    return Judgment(
+        dialogue_id=dialogue_id, dimension=dimension.name, judge_model=model_key,
+        prompt_version=prompt_version, backend=backend, status=fields["status"], score=fields["score"],
+        turn_scores=None if turn_scores is None else tuple(turn_scores), explanation=fields["explanation"],
+        raw=fields["raw"], attempts=fields["attempts"],
+    )

@@ -1,25 +1,54 @@
 """Judging through the Anthropic Message Batches API, at batch prices (docs/scale.md).
 
-The requests and records are those of online judging (`judging.runner`); what differs is that the
-calls go out in batches whose ids are kept in the run store, so a rerun polls instead of resubmitting.
+The plan, requests and records are those of online judging (`judging.plan`, `judging.runner`);
+what differs is that the calls go out in batches whose ids are kept in the run store
+(`StoredBatches`), so a rerun polls instead of resubmitting.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from personalens_utils import engine
+from personalens_utils.engine import StageReport
 from personalens_utils.llm.batch import BatchRunner, Outcome
 from personalens_utils.llm.client import LLMClient
 from personalens_utils.prompts import judge as prompts
+from personalens_utils.records import Batch, BatchEntry, Judgment
 from personalens_utils.store import RunStore
 
 from .answers import combine, error_fields, judgment_record, score_fields
-from .dimensions import DEFAULT_JUDGE_MODEL, Dimension, dimensions_from, judge_model_key, judgment_id
-from .plan import DIALOGUES, JUDGMENTS, Select, check_dialogue, judgeable, pending_work
-from .report import JudgingReport
+from .dimensions import DEFAULT_JUDGE_MODEL, Dimension, judgment_id
+from .plan import Select, plan_judging
 from .requests import ContextFor, dimension_requests, reminder_request
+
+STAGE = "judging"
+
+
+@dataclass(frozen=True)
+class StoredBatches:
+    """The `llm.batch.BatchStore` of a run store: its `Batch` and `BatchEntry` tables, each line
+    checked against its record type on the way in and out."""
+
+    store: RunStore
+
+    def batches(self) -> list[dict[str, Any]]:
+        return [b.to_json() for b in self.store.read(Batch)]
+
+    def results(self) -> list[dict[str, Any]]:
+        return [r.to_json() for r in self.store.read(BatchEntry)]
+
+    def result_ids(self) -> set[str]:
+        return self.store.ids(BatchEntry)
+
+    def add_batch(self, record: dict[str, Any]) -> None:
+        self.store.append(Batch.from_json(record, "a batch the API accepted"))
+
+    def add_results(self, records: list[dict[str, Any]]) -> None:
+        self.store.extend([BatchEntry.from_json(r, "an entry of an ended batch") for r in records])
 
 
 def run_judging_batch(
@@ -34,36 +63,34 @@ def run_judging_batch(
     poll_interval_s: float = 60.0,
     max_rounds: int = 3,
     max_wait_s: float | None = None,
-) -> JudgingReport:
+    retry_errors: bool = True,
+) -> StageReport:
     """`run_judging` through the Anthropic Message Batches API, at batch prices (docs/scale.md).
 
     The requests are those online judging sends. Batch ids and their custom_id -> request map are
-    kept in the run store (`batches`, `batch_results`, see `llm.batch`), so after a kill or a closed
+    kept in the run store (`records.Batch`, `records.BatchEntry`), so after a kill or a closed
     notebook a rerun polls what was submitted instead of submitting it again. An unreadable answer
     gets its format reminder in a next batch; entries that errored or expired are resubmitted up to
     `max_rounds` times, then stored as error records with the reason. With `max_wait_s` the call
-    returns after that long; the `pending_in_batches` judgments are finished by a later call.
+    returns after that long; the report's `pending` judgments are finished by a later call.
     """
     started = time.perf_counter()
-    dims = dimensions_from(dimensions)
-    model_key = judge_model_key(judge_model)
-    runner = BatchRunner(client, store, poll_interval_s=poll_interval_s, max_rounds=max_rounds,
-                         max_wait_s=max_wait_s)
-    dialogues = store.records(DIALOGUES)
-    to_judge = judgeable(dialogues, select)
-    done = store.ids(JUDGMENTS, include_errors=False)
-    work = pending_work(to_judge, done, dims, judge_model, prompt_version)
-    report = JudgingReport.planned(model_key, prompt_version, dims, dialogues, to_judge, work)
-    for dialogue, _ in work:
-        check_dialogue(dialogue, store)
-    planned = []  # (dialogue id, dimension, judgment id, its calls); keys "<judgment id>:<call>:<attempt>"
-    for dialogue, todo in work:
-        context = context_for(dialogue)
-        for dim in todo:
-            jid = judgment_id(dialogue["id"], dim.name, model_key, prompt_version)
-            planned.append((dialogue["id"], dim, jid, dimension_requests(dim, context, judge_model)))
-    firsts = {f"{jid}:{k}:1": (dim, r) for _, dim, jid, reqs in planned for k, r in enumerate(reqs)}
-    with client.stage("judging"):
+    runner = BatchRunner(client, StoredBatches(store), poll_interval_s=poll_interval_s,
+                         max_rounds=max_rounds, max_wait_s=max_wait_s)
+    planned = plan_judging(store, judge_model=judge_model, dimensions=dimensions,
+                           prompt_version=prompt_version, select=select, retry_errors=retry_errors)
+    report = StageReport(STAGE, details=planned.details())
+    report.start(planned.plan)
+    model_key = planned.model_key
+    calls = []  # (dialogue id, dimension, judgment id, its calls); keys "<judgment id>:<call>:<attempt>"
+    for item in planned.plan.items:
+        context = context_for(item.payload)
+        for dim in planned.todo(item.payload.id, item.ids):
+            jid = judgment_id(item.payload.id, dim.name, model_key, prompt_version)
+            calls.append((item.payload.id, dim, jid, dimension_requests(dim, context, judge_model)))
+    firsts = {f"{jid}:{k}:1": (dim, r) for _, dim, jid, reqs in calls for k, r in enumerate(reqs)}
+    before = client.totals()
+    with client.stage(STAGE):
         got = runner.run({key: r for key, (_, r) in firsts.items()})
         reminders = {
             key[:-1] + "2": reminder_request(firsts[key][1], outcome.response.text, firsts[key][0])
@@ -72,19 +99,18 @@ def run_judging_batch(
         }
         if reminders:
             got |= runner.run(reminders)
-    records = []
-    for dialogue_id, dim, jid, reqs in planned:
-        calls = [(got.get(f"{jid}:{k}:1"), got.get(f"{jid}:{k}:2")) for k in range(len(reqs))]
-        fields = _batch_fields(dim, calls)
+    records: list[Judgment] = []
+    for dialogue_id, dim, jid, reqs in calls:
+        outcomes = [(got.get(f"{jid}:{k}:1"), got.get(f"{jid}:{k}:2")) for k in range(len(reqs))]
+        fields = _batch_fields(dim, outcomes)
         if fields is None:
-            report.pending_in_batches += 1
+            report.pending += 1
         else:
-            records.append(
-                judgment_record(dialogue_id, dim, model_key, prompt_version, client.backend_name, fields)
-            )
-    store.extend(JUDGMENTS, records)
-    report.count_written(records)
-    report.seconds = time.perf_counter() - started
+            backend = client.backend_name
+            records.append(judgment_record(dialogue_id, dim, model_key, prompt_version, backend, fields))
+    engine.store_finished(store, report, records)
+    report.spent(before, client.totals())
+    report.elapsed_s = time.perf_counter() - started
     return report
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from personalens_utils.llm import registry as model_registry
 from personalens_utils.prompts import judge as prompts
-from personalens_utils.store import stable_id
+from personalens_utils.records import Judgment
 
 from .parsing import ParsedAnswer, parse_score, parse_verdict
 
@@ -103,5 +103,5 @@ def judge_model_key(model: str) -> str:
 
 def judgment_id(dialogue_id: str, dimension: str, judge_model: str, prompt_version: str) -> str:
     """The stable id of one judgment record (docs/architecture.md)."""
-    return stable_id(dialogue_id, dimension, judge_model, prompt_version)
+    return Judgment.make_id(dialogue_id, dimension, judge_model, prompt_version)
 

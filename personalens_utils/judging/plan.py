@@ -1,17 +1,22 @@
 """What judging has left to do: which dialogues, which of their dimensions, and at what cost.
 
-Both runners (online and batch) and the cost estimate plan from the same functions, so an
+Both runners (online and batch) and the cost estimate plan with `plan_judging` (the stage engine's
+planning: a work item is one dialogue, its record ids the judgments still to make), so an
 estimate counts exactly the judgments a run with the same arguments would make.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from personalens_utils import engine
 from personalens_utils.data import UsersArg, resolve_users
+from personalens_utils.engine import Plan
 from personalens_utils.llm.budget import CostEstimate, Tally
 from personalens_utils.prompts import judge as prompts
+from personalens_utils.records import Dialogue, Judgment
 from personalens_utils.shards import Shard
 from personalens_utils.store import RunStore
 
@@ -25,59 +30,70 @@ from .dimensions import (
 )
 from .requests import ContextFor, dimension_requests
 
-DIALOGUES = "dialogues"
-JUDGMENTS = "judgments"
 JUDGEABLE_STATUSES = ("terminated", "turn_cap")
 ANSWER_TOKENS = 300
 """Answer length assumed by `estimate_judging` (a score line and a few sentences of justification)."""
 
-Select = Callable[[Mapping[str, Any]], bool]
+Select = Callable[[Dialogue], bool]
 
 
-def judgeable(dialogues: Iterable[Mapping[str, Any]], select: Select | None) -> list[Mapping[str, Any]]:
+def judgeable(dialogues: Iterable[Dialogue], select: Select | None) -> list[Dialogue]:
     """The finished dialogues `select` keeps (all finished ones when it is None)."""
-    return [d for d in dialogues if d.get("status") in JUDGEABLE_STATUSES and (select is None or select(d))]
+    return [d for d in dialogues if d.status in JUDGEABLE_STATUSES and (select is None or select(d))]
 
 
-def pending_work(
-    dialogues: Iterable[Mapping[str, Any]],
-    done: set[str],
-    dimensions: Sequence[Dimension],
+@dataclass
+class JudgingPlan:
+    """The dialogues in the store, those to judge, and the engine's plan over them."""
+
+    dialogues: list[Dialogue]
+    to_judge: list[Dialogue]
+    dimensions: list[Dimension]
+    model_key: str
+    prompt_version: str
+    plan: Plan[Dialogue]
+
+    def todo(self, dialogue_id: str, ids: Sequence[str]) -> list[Dimension]:
+        """The dimensions of a dialogue whose judgment ids are among `ids`."""
+        wanted = set(ids)
+        return [d for d in self.dimensions
+                if judgment_id(dialogue_id, d.name, self.model_key, self.prompt_version) in wanted]
+
+    @property
+    def judgments(self) -> int:
+        return sum(len(item.ids) for item in self.plan.items)
+
+    def details(self) -> dict[str, Any]:
+        """What a judging report shows beside the engine's counts."""
+        return {
+            "judge_model": self.model_key, "prompt_version": self.prompt_version,
+            "dimensions": ", ".join(d.name for d in self.dimensions),
+            "dialogues_in_store": len(self.dialogues),
+            "dialogues_judgeable": len(self.to_judge),
+            "dialogues_skipped_error": sum(d.status not in JUDGEABLE_STATUSES for d in self.dialogues),
+            "judgments_done_before": len(self.to_judge) * len(self.dimensions) - self.judgments,
+        }
+
+
+def plan_judging(
+    store: RunStore,
+    *,
     judge_model: str,
+    dimensions: Iterable[str] | None,
     prompt_version: str,
-) -> list[tuple[Mapping[str, Any], list[Dimension]]]:
-    """(dialogue, dimensions still to judge) for every dialogue with something left to do."""
+    select: Select | None,
+    retry_errors: bool,
+) -> JudgingPlan:
+    """Every judgeable dialogue with a judgment still to make on `dimensions` (errored ones when asked)."""
+    dims = dimensions_from(dimensions)
     model_key = judge_model_key(judge_model)
-    work = []
-    for dialogue in dialogues:
-        todo = [
-            d for d in dimensions
-            if judgment_id(dialogue["id"], d.name, model_key, prompt_version) not in done
-        ]
-        if todo:
-            work.append((dialogue, todo))
-    return work
-
-
-def check_dialogue(dialogue: Mapping[str, Any], store: RunStore) -> None:
-    """A dialogue record has what judging reads; otherwise a JudgingError names the record and field."""
-    where = f"{store.path(DIALOGUES)}: dialogue {dialogue.get('id')!r}"
-    for key in ("id", "scenario_id", "turns"):
-        if key not in dialogue:
-            raise JudgingError(f"{where} has no {key!r}")
-    turns = dialogue["turns"]
-    if not isinstance(turns, list):
-        raise JudgingError(f"{where}: 'turns' must be a list, got {type(turns).__name__}")
-    for index, turn in enumerate(turns):
-        if not (
-            isinstance(turn, Mapping)
-            and turn.get("role") in ("user", "assistant")
-            and isinstance(turn.get("content"), str)
-        ):
-            raise JudgingError(
-                f"{where}: turns[{index}] must be {{'role': 'user' or 'assistant', 'content': str}}, "
-                f"got {turn!r}"
-            )
+    dialogues = store.read(Dialogue)
+    to_judge = judgeable(dialogues, select)
+    candidates = [
+        ([judgment_id(d.id, dim.name, model_key, prompt_version) for dim in dims], d) for d in to_judge
+    ]
+    planned = engine.plan(store, Judgment, candidates, retry_errors=retry_errors)
+    return JudgingPlan(dialogues, to_judge, dims, model_key, prompt_version, planned)
 
 
 def dialogue_filter(users: UsersArg = None, task_types: Iterable[str] | None = None) -> Select:
@@ -89,9 +105,12 @@ def dialogue_filter(users: UsersArg = None, task_types: Iterable[str] | None = N
     if unknown:
         raise JudgingError(f"unknown task types {unknown}; use 'SD' and/or 'MD'")
 
-    def select(dialogue: Mapping[str, Any]) -> bool:
-        return (user_set is None or dialogue.get("user_id") in user_set) and (
-            type_set is None or dialogue.get("task_type") in type_set
+    def select(dialogue: Dialogue | Mapping[str, Any]) -> bool:
+        """Also takes a row with `user_id` and `task_type` (notebook 04 filters score frames with it)."""
+        row = dialogue if isinstance(dialogue, Mapping) else {"user_id": dialogue.user_id,
+                                                               "task_type": dialogue.task_type}
+        return (user_set is None or row["user_id"] in user_set) and (
+            type_set is None or row["task_type"] in type_set
         )
 
     return select
@@ -102,12 +121,12 @@ def sharded(select: Select | None, shard: str | Shard | None) -> Select | None:
     part = Shard.parse(shard)
     if part is None:
         return select
-    return lambda dialogue: part.owns(dialogue["id"]) and (select is None or select(dialogue))
+    return lambda dialogue: part.owns(dialogue.id) and (select is None or select(dialogue))
 
 
 def judged_users(store: RunStore, select: Select | None = None) -> list[int]:
     """User indices of the judgeable dialogues in the store: the profiles judging needs loaded."""
-    return sorted({int(d["user_id"]) for d in judgeable(store.records(DIALOGUES), select)})
+    return sorted({d.user_id for d in judgeable(store.read(Dialogue), select)})
 
 
 def estimate_judging(
@@ -123,30 +142,31 @@ def estimate_judging(
     batch: bool = False,
     answer_tokens: int = ANSWER_TOKENS,
     sample: int = 300,
+    retry_errors: bool = True,
 ) -> CostEstimate:
     """Calls, tokens and cost of the judgments `run_judging` with these arguments would still make.
 
     The prompts are built for up to `sample` of the dialogues to judge and scaled up per dimension;
     answers are assumed to be `answer_tokens` long and format reminders are not counted.
     """
-    select = sharded(select, shard)
-    dims = dimensions_from(dimensions)
-    done = store.ids(JUDGMENTS, include_errors=False)
-    work = pending_work(judgeable(store.records(DIALOGUES), select), done, dims, judge_model, prompt_version)
+    planned = plan_judging(store, judge_model=judge_model, dimensions=dimensions,
+                           prompt_version=prompt_version, select=sharded(select, shard),
+                           retry_errors=retry_errors)
+    work = [(item.payload, planned.todo(item.payload.id, item.ids)) for item in planned.plan.items]
     tally = Tally(backend, batch=batch)
     contexts: dict[str, Mapping[str, Any]] = {}
-    for dim in dims:
+    for dim in planned.dimensions:
         wanted = [dialogue for dialogue, todo in work if dim in todo]
         chosen = wanted[:: max(1, len(wanted) // sample)]
         for dialogue in chosen:
-            if dialogue["id"] not in contexts:
-                contexts[dialogue["id"]] = context_for(dialogue)
-            context = contexts[dialogue["id"]]
+            if dialogue.id not in contexts:
+                contexts[dialogue.id] = context_for(dialogue)
+            context = contexts[dialogue.id]
             tally.add_requests("judging", dimension_requests(dim, context, judge_model), answer_tokens,
                                weight=len(wanted) / len(chosen))
-    judgments = sum(len(todo) for _, todo in work)
     return tally.estimate([
-        f"{judgments} judgments of {len(work)} dialogues to make; prompts built for {len(contexts)} of them",
+        f"{planned.judgments} judgments of {len(work)} dialogues to make; prompts built for {len(contexts)} "
+        "of them",
         f"answers assumed {answer_tokens} tokens; the format reminder after an unreadable answer not counted",
         "turn-level personalization: one call per assistant turn",
     ])

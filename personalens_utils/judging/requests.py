@@ -20,11 +20,13 @@ from personalens_utils.prompts.render import (
     render_interactions,
     render_preferences,
 )
+from personalens_utils.records import Dialogue
 from personalens_utils.simulation.prompting import ScenarioContext
 
 from .dimensions import Dimension, JudgingError
 
-ContextFor = Callable[[Mapping[str, Any]], Mapping[str, Any]]
+ContextFor = Callable[[Dialogue], Mapping[str, Any]]
+"""Gives a stored dialogue's judge context (`benchmark_contexts`, or any function of the record)."""
 
 JUDGE_TEMPERATURE = 0.0
 
@@ -113,7 +115,7 @@ def dimension_requests(dimension: Dimension, context: Mapping[str, Any], judge_m
     ]
 
 
-def judge_context(ctx: ScenarioContext, dialogue: Mapping[str, Any]) -> dict[str, Any]:
+def judge_context(ctx: ScenarioContext, dialogue: Dialogue) -> dict[str, Any]:
     """The judge's view of one dialogue: the user's profile for the task's domains, and the text.
 
     Besides the keys of the architecture contract, `ended` carries how the dialogue stopped (the
@@ -125,21 +127,21 @@ def judge_context(ctx: ScenarioContext, dialogue: Mapping[str, Any]) -> dict[str
         "preferences": ctx.preferences,
         "interactions": ctx.interactions,
         "situation": ctx.situation,
-        "dialogue": [{"role": t["role"], "content": t["content"]} for t in dialogue["turns"]],
-        "ended": dialogue.get("status"),
+        "dialogue": [t.as_dict() for t in dialogue.turns],
+        "ended": dialogue.status,
     }
 
 
 def benchmark_contexts(benchmark: Benchmark) -> ContextFor:
     """`context_for` of `run_judging` over a loaded benchmark; unknown scenarios raise JudgingError."""
 
-    def context_for(dialogue: Mapping[str, Any]) -> dict[str, Any]:
+    def context_for(dialogue: Dialogue) -> dict[str, Any]:
         try:
-            scenario = benchmark.scenario(dialogue["scenario_id"])
+            scenario = benchmark.scenario(dialogue.scenario_id)
             user = benchmark.user(scenario.user_id)
         except KeyError as exc:
             raise JudgingError(
-                f"dialogue {dialogue['id']} is about scenario {dialogue['scenario_id']!r}, which the "
+                f"dialogue {dialogue.id} is about scenario {dialogue.scenario_id!r}, which the "
                 f"benchmark at {benchmark.root} does not hold ({exc.args[0]}); judge it against the "
                 "benchmark it was simulated on"
             ) from None

@@ -1,12 +1,13 @@
 """Many requests through a provider's batch API (Anthropic's Message Batches): half price, answers in a day.
 
-The state lives in two run-store tables, so a closed notebook or a killed process polls the batches it
-already submitted instead of submitting them again:
+The state lives in two run-store tables (`records.Batch`, `records.BatchEntry`, reached through a
+`BatchStore`), so a closed notebook or a killed process polls the batches it already submitted
+instead of submitting them again:
 
-- `batches`: one record per batch, written the moment the API accepted it: its id and `entries`, the
-  map custom_id -> the caller's key for that request.
-- `batch_results`: one record per answered entry (id = custom_id): the text, usage and cost at batch
-  prices when it succeeded; the reason when it errored, expired or was canceled.
+- one record per batch, written the moment the API accepted it: its id and `entries`, the map
+  custom_id -> the caller's key for that request;
+- one record per answered entry (id = custom_id): the text, usage and cost at batch prices when it
+  succeeded; the reason when it errored, expired or was canceled.
 
 A key whose entry failed is submitted again in a new batch, at most `max_rounds` submissions per key
 in one run (a failure that a resubmission would meet again, such as an invalid request, is final at
@@ -21,7 +22,7 @@ import hashlib
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
@@ -35,8 +36,6 @@ from .types import FatalError, Request, Response, RetriesExhaustedError, Retryab
 if TYPE_CHECKING:
     from .client import LLMClient
 
-BATCHES = "batches"
-BATCH_RESULTS = "batch_results"
 MAX_BATCH_REQUESTS = 100_000
 """The Message Batches API takes at most 100,000 requests..."""
 MAX_BATCH_BYTES = 200 * 2**20
@@ -71,18 +70,20 @@ class Outcome:
 
 
 class BatchStore(Protocol):
-    """Where the batch state is kept: append-only tables of records with an `id` (`store.RunStore`).
-
-    A protocol rather than the run store itself, so the llm layer depends on no stage module.
+    """Where the batch state is kept: the batches submitted and the entries answered, as JSON objects in
+    the run store's layout (docs/architecture.md). `judging.batch.StoredBatches` keeps them in a
+    `RunStore`; a protocol rather than the store itself, so the llm layer depends on no stage module.
     """
 
-    def records(self, table: str) -> list[dict[str, Any]]: ...
+    def batches(self) -> list[dict[str, Any]]: ...
 
-    def ids(self, table: str) -> set[str]: ...
+    def results(self) -> list[dict[str, Any]]: ...
 
-    def append(self, table: str, record: dict[str, Any]) -> None: ...
+    def result_ids(self) -> set[str]: ...
 
-    def extend(self, table: str, records: Iterable[dict[str, Any]]) -> None: ...
+    def add_batch(self, record: dict[str, Any]) -> None: ...
+
+    def add_results(self, records: list[dict[str, Any]]) -> None: ...
 
 
 def make_custom_id(key: str, submission: int) -> str:
@@ -118,7 +119,7 @@ def _outcome(record: Mapping[str, Any]) -> Outcome:
         return Outcome(error=f"{record['outcome']}: {record['error']}")
     response = Response(
         text=record["text"],
-        usage=Usage(**record["usage"]),
+        usage=Usage.from_dict(record["usage"]),
         backend=record["backend"],
         model=record["model"],
         latency_s=0.0,
@@ -231,12 +232,12 @@ class BatchRunner:
         """Submissions per key (oldest first), stored results by custom_id, and every batch's entries."""
         submissions: defaultdict[str, list[_Entry]] = defaultdict(list)
         batch_keys: dict[str, dict[str, str]] = {}
-        for batch in self.store.records(BATCHES):
+        for batch in self.store.batches():
             batch_keys[batch["id"]] = batch["entries"]
             for custom_id, key in batch["entries"].items():
                 if key in keys:
                     submissions[key].append(_Entry(custom_id, key, batch["id"]))
-        results = {r["id"]: r for r in self.store.records(BATCH_RESULTS)}
+        results = {r["id"]: r for r in self.store.results()}
         return submissions, results, batch_keys
 
     async def _submit(
@@ -267,7 +268,7 @@ class BatchRunner:
             ):
                 batch_id = await self._call(self.backend.create_batch, [(c, r, m) for c, r, m, _ in chunk])
                 created[batch_id] = {custom_id: k for custom_id, _, _, k in chunk}
-                self.store.append(BATCHES, {
+                self.store.add_batch({
                     "id": batch_id,
                     "backend": self.backend.name,
                     "submitted_at": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -299,7 +300,7 @@ class BatchRunner:
         if unknown:
             log.warning("message batch %s returned %d unknown custom_id(s), ignored: %s", batch_id,
                         len(unknown), ", ".join(unknown[:5]))
-        stored = self.store.ids(BATCH_RESULTS)
+        stored = self.store.result_ids()
         records = []
         for custom_id, key in entries_of_batch.items():
             if custom_id in stored:
@@ -308,7 +309,7 @@ class BatchRunner:
                 custom_id, "errored", error="the entry is missing from the batch's results file"
             )
             records.append(self._record(batch_id, key, result))
-        self.store.extend(BATCH_RESULTS, records)
+        self.store.add_results(records)
         fresh = {r["id"]: r for r in records}
         for entry in waited:
             record = fresh.get(entry.custom_id)
@@ -319,7 +320,7 @@ class BatchRunner:
                 self.client._book(stage, request, self.client.resolve_model(request.model), response,
                                   record["cost_usd"])
         if len(fresh) < len(entries_of_batch):  # some were stored meanwhile by another process
-            fresh |= {r["id"]: r for r in self.store.records(BATCH_RESULTS) if r["batch_id"] == batch_id}
+            fresh |= {r["id"]: r for r in self.store.results() if r["batch_id"] == batch_id}
         return fresh
 
     def _record(self, batch_id: str, key: str, result: BatchResult) -> dict[str, Any]:
@@ -332,12 +333,7 @@ class BatchRunner:
             usage = response.usage
             record.update(
                 text=response.text, model=response.model,
-                usage={
-                    "input_tokens": usage.input_tokens,
-                    "output_tokens": usage.output_tokens,
-                    "cache_read_tokens": usage.cache_read_tokens,
-                    "cache_write_tokens": usage.cache_write_tokens,
-                },
+                usage=usage.to_dict(),
                 cost_usd=registry.cost_usd(response.model, usage, batch=True),
             )
         elif result.outcome == "succeeded":

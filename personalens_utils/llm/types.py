@@ -85,6 +85,20 @@ class Usage:
             self.cache_write_tokens + other.cache_write_tokens,
         )
 
+    def to_dict(self) -> dict[str, int]:
+        """The one stored form of token usage (run-store records, batch results)."""
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cache_read_tokens": self.cache_read_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Usage:
+        """Read `to_dict`'s form back; a key it does not write raises TypeError, a non-number ValueError."""
+        return cls(**{key: int(value) for key, value in data.items()})
+
 
 @dataclass(frozen=True)
 class Response:

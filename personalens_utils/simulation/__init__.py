@@ -9,8 +9,6 @@ from .prompting import ScenarioContext, assistant_request, assistant_system, use
 from .report import default_users, outcome_table, run_dialogues
 from .runner import (
     DEFAULT_MODEL,
-    DIALOGUES,
-    SimulationSummary,
     arun_simulation,
     dialogue_frame,
     estimate_simulation,
@@ -21,13 +19,11 @@ from .settings import PAPER_SETTINGS, AssistantSetting, SettingError
 
 __all__ = [
     "DEFAULT_MODEL",
-    "DIALOGUES",
     "PAPER_SETTINGS",
     "TURN_CAPS",
     "AssistantSetting",
     "ScenarioContext",
     "SettingError",
-    "SimulationSummary",
     "arun_simulation",
     "assistant_request",
     "assistant_system",

@@ -12,9 +12,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from personalens_utils.llm import FatalError, Response, Usage
+from personalens_utils.engine import error_message
+from personalens_utils.llm import Message, Response, Usage
 from personalens_utils.prompts.dialogue import DIALOGUE_PROMPT_VERSION, TERMINATE
-from personalens_utils.store import stable_id
+from personalens_utils.records import Dialogue
 
 from .prompting import ScenarioContext, assistant_request, user_request
 from .settings import AssistantSetting
@@ -23,10 +24,6 @@ TURN_CAPS = {"SD": 20, "MD": 30}
 """At most this many turns per dialogue (paper, section 2.3)."""
 
 TERMINATED, TURN_CAP, ERROR = "terminated", "turn_cap", "error"
-
-ABORTING_STATUSES = (401, 403)
-"""A fatal error with one of these statuses (bad or missing key) would fail every dialogue alike, so it
-stops the run instead of being stored once per dialogue."""
 
 _TERMINATE = re.compile(r"""[\s"'`*_\[(<{]*\b""" + TERMINATE + r"""\b[\s"'`*_\])>}.!]*""")
 
@@ -42,7 +39,7 @@ def split_terminate(text: str) -> tuple[str, bool]:
 def dialogue_id(scenario_id: str, user_model: str, assistant_model: str, setting: str,
                 prompt_version: str = DIALOGUE_PROMPT_VERSION) -> str:
     """The run-store id of a dialogue record (docs/architecture.md)."""
-    return stable_id(scenario_id, user_model, assistant_model, setting, prompt_version)
+    return Dialogue.make_id(scenario_id, user_model, assistant_model, setting, prompt_version)
 
 
 @dataclass
@@ -68,11 +65,12 @@ async def simulate_dialogue(
     user_model: str,
     assistant_model: str,
     max_turns: int | None = None,
-) -> dict[str, Any]:
+) -> Dialogue:
     """Run one dialogue through `client` (an `LLMClient`) and return its run-store record.
 
-    A failing call does not raise (except an authentication failure, see `ABORTING_STATUSES`): the
-    record comes back with status "error", the error message and the turns made so far.
+    A call failing in the llm layer does not raise (except an authentication failure, see
+    `engine.error_message`): the record comes back with status "error", the error message and the
+    turns made so far. Any other exception is a bug and propagates.
     """
     scenario = ctx.scenario
     cap = max_turns if max_turns is not None else TURN_CAPS[scenario.task_type]
@@ -89,34 +87,23 @@ async def simulate_dialogue(
             if done and index > 0:
                 status = TERMINATED
                 break
-    except FatalError as exc:
-        if exc.status in ABORTING_STATUSES:
-            raise
-        status, error = ERROR, f"{type(exc).__name__}: {exc}"
     except Exception as exc:
-        status, error = ERROR, f"{type(exc).__name__}: {exc}"
-    return {
-        "id": dialogue_id(scenario.scenario_id, user_model, assistant_model, setting.name),
-        "scenario_id": scenario.scenario_id,
-        "user_id": scenario.user_id,
-        "task_id": scenario.task_id,
-        "task_type": scenario.task_type,
-        "domains": list(scenario.domains),
-        "user_model": user_model,
-        "assistant_model": assistant_model,
-        "assistant_setting": setting.name,
-        "prompt_version": DIALOGUE_PROMPT_VERSION,
-        "backend": books.backend,
-        "status": status,
-        "error": error,
-        "turns": turns,
-        "n_turns": sum(t["role"] == "user" for t in turns),
-        "usage": {
-            "input_tokens": books.usage.input_tokens,
-            "output_tokens": books.usage.output_tokens,
-            "cache_read_tokens": books.usage.cache_read_tokens,
-            "cache_write_tokens": books.usage.cache_write_tokens,
-        },
-        "cost_usd": books.cost_usd,
-        "retries": books.retries,
-    }
+        status, error = ERROR, error_message(exc)
+    return Dialogue(
+        scenario_id=scenario.scenario_id,
+        user_id=scenario.user_id,
+        task_id=scenario.task_id,
+        task_type=scenario.task_type,
+        domains=tuple(scenario.domains),
+        user_model=user_model,
+        assistant_model=assistant_model,
+        assistant_setting=setting.name,
+        prompt_version=DIALOGUE_PROMPT_VERSION,
+        backend=books.backend,
+        status=status,
+        error=error,
+        turns=tuple(Message(t["role"], t["content"]) for t in turns),  # type: ignore[arg-type]
+        usage=books.usage,
+        cost_usd=books.cost_usd,
+        retries=books.retries,
+    )

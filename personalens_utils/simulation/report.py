@@ -10,10 +10,11 @@ import pandas as pd
 
 from personalens_utils.data import MD, SAMPLES, SD, Benchmark
 from personalens_utils.llm.offline import OFFLINE_LABEL
+from personalens_utils.records import Dialogue
 from personalens_utils.store import RunStore
 
 from .loop import ERROR, TERMINATED, TURN_CAP, dialogue_id
-from .runner import DEFAULT_MODEL, DIALOGUES
+from .runner import DEFAULT_MODEL
 from .settings import AssistantSetting
 
 DEFAULT_SAMPLE = "sample_50"
@@ -36,7 +37,7 @@ def run_dialogues(store: RunStore, benchmark: Benchmark, *, settings: Sequence[s
     frame = benchmark.scenarios[benchmark.scenarios["task_type"].isin(list(task_types))]
     wanted = {dialogue_id(sid, user_model, assistant_model, name)
               for sid in frame["scenario_id"] for name in names}
-    records = [r for r in store.records(DIALOGUES) if r["id"] in wanted]
+    records = [r for r in store.records(Dialogue) if r["id"] in wanted]
     return pd.DataFrame.from_records(records)
 
 

@@ -2,22 +2,27 @@
 
 Each profile (demographics and the preferences of its kept domains) goes to a model through
 `LLMClient` with call kind VALIDATION and task "consistency". The answer is read strictly; an
-unreadable answer is sent back once more with the problem named, and after `max_attempts` the
+unreadable answer is sent back with the problem named, and after `max_attempts` answers the
 profile is recorded as `missing` with its raw text, never as "no conflict". The flagged rate counts
-only profiles that were read.
+only profiles that were read. Checks run through the stage engine: one `ConsistencyCheck` record
+per profile is appended to the run store as it finishes, a rerun skips finished profiles, and a
+check that failed in the llm layer is stored as an error and asked again on the next run.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import tempfile
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pandas as pd
 
+from personalens_utils import engine
 from personalens_utils.data.schema import load_schema
+from personalens_utils.engine import Item, UnreadableAnswer
 from personalens_utils.judging.parsing import normalize_answer
 from personalens_utils.llm import CallKind, LLMClient, Message, Request
 
@@ -34,16 +39,17 @@ from personalens_utils.prompts.validation import (
     EXPLANATION_LABEL,
     WITHIN_LABEL,
 )
-from personalens_utils.store import RunStore, stable_id
+from personalens_utils.records import ERROR, ConsistencyCheck, Record
+from personalens_utils.store import RunStore
 
 TASK = "consistency"
-STORE_TABLE = "consistency"
+STAGE = "validation"
 DEFAULT_MODEL = "claude-3-sonnet"
 MAX_ATTEMPTS = 3
 _LABELS = (WITHIN_LABEL, CROSS_LABEL, DOMAINS_LABEL, EXPLANATION_LABEL)
 
 
-class ConsistencyParseError(ValueError):
+class ConsistencyParseError(UnreadableAnswer):
     """An answer that does not follow the requested four-line form; the message says what is wrong."""
 
 
@@ -157,50 +163,34 @@ def build_request(
     )
 
 
+def _again(request: Request, answer: str, problem: str, attempt: int) -> Request:
+    """The same check with the unreadable answer and its problem appended (as `build_request` would)."""
+    return replace(request, messages=(*request.messages, Message("assistant", answer),
+                                      Message("user", CONSISTENCY_RETRY.format(problem=problem))))
+
+
 async def check_profile(
     client: LLMClient, profile: ProfileToCheck, model: str = DEFAULT_MODEL, max_attempts: int = MAX_ATTEMPTS
-) -> dict[str, Any]:
-    """Check one profile; returns a run-store record (status "ok" or "missing")."""
+) -> ConsistencyCheck:
+    """Check one profile: status "ok", "missing" (never readable) or "error" (the llm layer failed)."""
     if max_attempts < 1:
         raise ValueError(f"max_attempts must be at least 1, got {max_attempts}")
-    retries: list[tuple[str, str]] = []
-    for _ in range(max_attempts):
-        response = await client.acomplete(build_request(profile, model, retries))
-        try:
-            verdict = parse_consistency_answer(response.text)
-        except ConsistencyParseError as exc:
-            retries.append((response.text, str(exc)))
-            continue
-        return _record(profile, model, client.backend_name, "ok", verdict, response.text, len(retries) + 1)
-    last_answer, problem = retries[-1]
-    return _record(profile, model, client.backend_name, "missing", None, last_answer, len(retries),
-                   problem=problem)
-
-
-def _record(
-    profile: ProfileToCheck, model: str, backend: str, status: str, verdict: ConsistencyVerdict | None,
-    raw: str, attempts: int, problem: str | None = None,
-) -> dict[str, Any]:
-    return {
-        "id": consistency_id(profile.user_id, model, backend),
-        "user_id": profile.user_id,
-        "model": model,
-        "backend": backend,
-        "prompt_version": CONSISTENCY_PROMPT_VERSION,
-        "status": status,
-        "label": verdict.label if verdict else None,
-        "within_domain": verdict.within if verdict else None,
-        "cross_domain": verdict.cross if verdict else None,
-        "domains": list(verdict.domains) if verdict else None,
-        "explanation": verdict.explanation if verdict else None,
-        "problem": problem,
-        "raw": raw,
-        "attempts": attempts,
-    }
+    asked = await engine.ask_parsed(client, build_request(profile, model), parse_consistency_answer, _again,
+                                    attempts=max_attempts)
+    check = ConsistencyCheck(user_id=profile.user_id, model=model, backend=client.backend_name,
+                             prompt_version=CONSISTENCY_PROMPT_VERSION, status="missing",
+                             raw=asked.answers[-1] if asked.answers else "", attempts=len(asked.answers))
+    verdict = asked.value
+    if verdict is not None:
+        return replace(check, status="ok", within_domain=verdict.within, cross_domain=verdict.cross,
+                       domains=verdict.domains, explanation=verdict.explanation)
+    if asked.error is not None:
+        return replace(check, status=ERROR, problem=asked.error)
+    return replace(check, problem=asked.problems[-1])
 
 
 def consistency_id(user_id: int, model: str, backend: str) -> str:
-    return stable_id(user_id, model, backend, CONSISTENCY_PROMPT_VERSION)
+    return ConsistencyCheck.make_id(user_id, model, backend, CONSISTENCY_PROMPT_VERSION)
 
 
 def check_profiles(
@@ -208,14 +198,9 @@ def check_profiles(
     profiles: Iterable[ProfileToCheck],
     model: str = DEFAULT_MODEL,
     max_attempts: int = MAX_ATTEMPTS,
-) -> list[dict[str, Any]]:
-    """Check many profiles concurrently (bounded by the client); records keep the input order."""
-    profiles = list(profiles)
-
-    def job(p: ProfileToCheck):
-        return lambda: check_profile(client, p, model, max_attempts)
-
-    return client.run_all([job(p) for p in profiles], desc="consistency", stage="validation")
+) -> list[ConsistencyCheck]:
+    """Check many profiles concurrently (bounded by the client), keeping no run store; input order."""
+    return run_consistency(client, list(profiles), model, None, max_attempts)
 
 
 def benchmark_profiles(benchmark: Any, users: Iterable[int] | None = None) -> list[ProfileToCheck]:
@@ -236,39 +221,56 @@ def run_consistency(
     model: str = DEFAULT_MODEL,
     run_dir: str | os.PathLike[str] | None = None,
     max_attempts: int = MAX_ATTEMPTS,
-) -> list[dict[str, Any]]:
-    """Check profiles, resuming from and appending to `<run_dir>/consistency.jsonl` when given.
+    *,
+    retry_errors: bool = True,
+) -> list[ConsistencyCheck]:
+    """Check profiles into `<run_dir>/consistency.jsonl` (a throwaway store when None); one record per
+    profile, in the order given.
 
-    A profile already checked there (same model, backend and prompt version) is not asked again.
+    A profile already checked there (same model, backend and prompt version) is not asked again;
+    one whose check errored in the llm layer is, unless `retry_errors=False`.
     """
-    store = RunStore(run_dir) if run_dir is not None else None
-    done = {r["id"]: r for r in store.records(STORE_TABLE)} if store else {}
-    todo = [p for p in profiles if consistency_id(p.user_id, model, client.backend_name) not in done]
-    fresh = check_profiles(client, todo, model, max_attempts) if todo else []
-    if store is not None:
-        store.extend(STORE_TABLE, fresh)
-    new = {r["id"]: r for r in fresh}
-    return [
-        new.get(key) or done[key]
-        for key in (consistency_id(p.user_id, model, client.backend_name) for p in profiles)
-    ]
+    if run_dir is None:
+        with tempfile.TemporaryDirectory(prefix="consistency-") as scratch:
+            return _run(client, profiles, model, RunStore(scratch), max_attempts, retry_errors)
+    return _run(client, profiles, model, RunStore(run_dir), max_attempts, retry_errors)
 
 
-def flagged_summary(records: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+def _run(
+    client: LLMClient, profiles: Sequence[ProfileToCheck], model: str, store: RunStore, max_attempts: int,
+    retry_errors: bool,
+) -> list[ConsistencyCheck]:
+    if max_attempts < 1:
+        raise ValueError(f"max_attempts must be at least 1, got {max_attempts}")
+    ids = [consistency_id(p.user_id, model, client.backend_name) for p in profiles]
+    planned = engine.plan(store, ConsistencyCheck, [((i,), p) for i, p in zip(ids, profiles, strict=True)],
+                          retry_errors=retry_errors)
+
+    async def work(llm: LLMClient, item: Item[ProfileToCheck]) -> list[Record]:
+        return [await check_profile(llm, item.payload, model, max_attempts)]
+
+    stage = engine.Stage(STAGE, ConsistencyCheck, work)
+    engine.run_stage(stage, store, client, planned, desc="consistency")
+    stored = {r.id: r for r in store.read(ConsistencyCheck)}
+    return [stored[i] for i in ids]
+
+
+def flagged_summary(records: Iterable[ConsistencyCheck]) -> pd.DataFrame:
     """Profiles checked, read, missing and flagged (any, within-domain, cross-domain) with rates.
 
-    Rates are over profiles whose answer was read; missing ones are reported, not counted as 0.
+    Rates are over profiles whose answer was read; missing (and errored) ones are reported, not
+    counted as 0.
     """
     rows = list(records)
-    read = [r for r in rows if r["status"] == "ok"]
+    read = [r for r in rows if r.status == "ok"]
     n = len(read)
 
     def rate(k: int) -> float:
         return k / n if n else float("nan")
 
-    flagged = sum(r["label"] for r in read)
-    within = sum(r["within_domain"] for r in read)
-    cross = sum(r["cross_domain"] for r in read)
+    flagged = sum(r.label or 0 for r in read)
+    within = sum(r.within_domain or 0 for r in read)
+    cross = sum(r.cross_domain or 0 for r in read)
     return pd.DataFrame(
         [
             ["Profiles checked", len(rows), None],
@@ -282,9 +284,9 @@ def flagged_summary(records: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     )
 
 
-def records_frame(records: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+def records_frame(records: Iterable[ConsistencyCheck]) -> pd.DataFrame:
     """Per-profile results for display (the raw answer left out; it stays in the run store)."""
-    df = pd.DataFrame([{k: v for k, v in r.items() if k != "raw"} for r in records])
+    df = pd.DataFrame([{k: v for k, v in r.to_json().items() if k != "raw"} for r in records])
     if "domains" in df:
         df["domains"] = df["domains"].map(lambda d: ", ".join(d) if isinstance(d, list) else "")
     return df

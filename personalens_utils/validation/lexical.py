@@ -28,6 +28,7 @@ from sacrebleu.metrics.bleu import BLEU
 from sacrebleu.metrics.helpers import extract_all_word_ngrams
 from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
 
+from personalens_utils.records import Dialogue
 from personalens_utils.store import RunStore
 
 BLEU_ORDER = 4
@@ -197,9 +198,9 @@ def run_store_lexical_diversity(
 
     Raises FileNotFoundError when the run folder holds no dialogues.jsonl (run simulation first).
     """
-    path = Path(run_dir) / "dialogues.jsonl"
+    path = Path(run_dir) / f"{Dialogue.table}.jsonl"
     if not path.is_file():
         raise FileNotFoundError(f"no dialogues to measure: {path} does not exist (run notebook 03 first)")
-    records = [r for r in RunStore(run_dir).records("dialogues") if r.get("task_type") in task_types]
+    records = [r for r in RunStore(run_dir).records(Dialogue) if r.get("task_type") in task_types]
     table = lexical_diversity(records, self_bleu_sample=self_bleu_sample, seed=seed)
     return table, {str(r.get("backend")) for r in records if r.get("status") != "error"}

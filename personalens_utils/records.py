@@ -1,0 +1,673 @@
+"""The record types of the run store, one per table, and their JSON layout.
+
+Each type names its table (`table`), computes its id from its identity fields with the same
+`stable_id` recipe the kit has always used (so stores written before these types existed keep
+their ids), and turns into / reads back from the JSON object stored on one line of the table
+(docs/architecture.md, "Run store records"). `to_json(from_json(line))` gives back the stored
+object, key order included. A line that does not fit its type raises `RecordError` naming the file,
+the line and the field, and how to repair the store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, NoReturn, Self
+
+import orjson
+
+from personalens_utils.llm.types import Message, Usage
+
+ERROR = "error"
+"""The status of a record whose work failed in the llm layer; a rerun may replace it."""
+
+LAYOUT_HINT = (
+    "the run store layout is described in docs/architecture.md ('Run store records'); fix or delete "
+    "that line (a deleted record is simply redone by the next run), or move the folder aside and "
+    "run the stage again"
+)
+
+
+class RecordError(ValueError):
+    """A stored line that does not fit its record type; the message names where and what."""
+
+
+def stable_id(*parts: Any) -> str:
+    """A short id that depends only on the given parts (order matters)."""
+    raw = orjson.dumps([str(p) for p in parts])
+    return hashlib.sha256(raw).hexdigest()[:20]
+
+
+class _Reader:
+    """Typed access to one stored JSON object; every failure names the place and the field."""
+
+    def __init__(self, data: Any, kind: type[Record], where: str):
+        self.kind, self.where = kind, where or f"a {kind.table} record"
+        if not isinstance(data, Mapping):
+            self.fail("", f"must be a JSON object, got {type(data).__name__}")
+        self.data: Mapping[str, Any] = data
+
+    def fail(self, key: str, problem: str) -> NoReturn:
+        what = f"field {key!r} " if key else ""
+        raise RecordError(f"{self.where}: {self.kind.__name__} record {what}{problem}; {LAYOUT_HINT}")
+
+    def get(self, key: str, types: type | tuple[type, ...], *, optional: bool = False) -> Any:
+        if key not in self.data:
+            self.fail(key, "is missing")
+        value = self.data[key]
+        if value is None and optional:
+            return None
+        group = types if isinstance(types, tuple) else (types,)
+        if isinstance(value, bool) and bool not in group and object not in group:
+            self.fail(key, f"must be {_names(types)}, got a boolean")
+        if not isinstance(value, types):
+            self.fail(key, f"must be {_names(types)}{' or null' if optional else ''}, got {value!r:.80}")
+        return value
+
+    def str(self, key: str, *, optional: bool = False) -> Any:
+        return self.get(key, str, optional=optional)
+
+    def int(self, key: str, *, optional: bool = False) -> Any:
+        return self.get(key, int, optional=optional)
+
+    def number(self, key: str, *, optional: bool = False) -> Any:
+        value = self.get(key, (int, float), optional=optional)
+        return None if value is None else float(value)
+
+    def strings(self, key: str, *, optional: bool = False) -> tuple[str, ...] | None:
+        value = self.get(key, list, optional=optional)
+        if value is None:
+            return None
+        if not all(isinstance(v, str) for v in value):
+            self.fail(key, f"must be a list of strings, got {value!r:.80}")
+        return tuple(value)
+
+    def usage(self, key: str) -> Usage:
+        value = self.get(key, dict)
+        try:
+            return Usage.from_dict(value)
+        except (TypeError, ValueError):
+            self.fail(key, f"must hold the four token counts of docs/architecture.md, got {value!r:.120}")
+
+    def turns(self, key: str) -> tuple[Message, ...]:
+        value = self.get(key, list)
+        out = []
+        for index, turn in enumerate(value):
+            if not (
+                isinstance(turn, Mapping)
+                and turn.get("role") in ("user", "assistant")
+                and isinstance(turn.get("content"), str)
+            ):
+                self.fail(
+                    key,
+                    f"item {index} must be {{'role': 'user' or 'assistant', 'content': str}}, "
+                    f"got {turn!r:.80}",
+                )
+            out.append(Message(turn["role"], turn["content"]))
+        return tuple(out)
+
+
+def _names(types: type | tuple[type, ...]) -> str:
+    names = {
+        "str": "a string",
+        "int": "an integer",
+        "float": "a number",
+        "list": "a list",
+        "dict": "an object",
+        "bool": "true or false",
+    }
+    group = types if isinstance(types, tuple) else (types,)
+    return " or ".join(dict.fromkeys(names.get(t.__name__, t.__name__) for t in group))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Record:
+    """One line of a run-store table. Subclasses set `table` and define the identity of `id`."""
+
+    table: ClassVar[str]
+    id: str = ""
+    status: str
+
+    def __post_init__(self) -> None:
+        if not self.id:
+            object.__setattr__(self, "id", self.identity())
+
+    def identity(self) -> str:
+        """The id computed from the identity fields; types whose ids come from elsewhere need one given."""
+        raise RecordError(f"a {type(self).__name__} record needs its id given")
+
+    @property
+    def is_error(self) -> bool:
+        return self.status == ERROR
+
+    @property
+    def failure(self) -> str:
+        """Why an error record failed (the stored message)."""
+        return str(getattr(self, "error", None) or self.status)
+
+    def to_json(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    @classmethod
+    def from_json(cls, data: Any, where: str = "") -> Self:
+        raise NotImplementedError
+
+    @classmethod
+    def read_id(cls, data: Any, where: str = "") -> str:
+        """The id of a stored line, checked to be a non-empty string."""
+        rid = _Reader(data, cls, where).str("id")
+        if not rid:
+            _Reader(data, cls, where).fail("id", "is empty")
+        return rid
+
+
+# -- simulation ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Dialogue(Record):
+    """One simulated (or imported) dialogue. Status "terminated", "turn_cap" or "error"."""
+
+    table: ClassVar[str] = "dialogues"
+    summary_fields: ClassVar[tuple[str, ...]] = (
+        "id", "scenario_id", "user_id", "task_id", "task_type", "domains", "user_model", "assistant_model",
+        "assistant_setting", "prompt_version", "backend", "status", "n_turns",
+    )
+    """The fields analysis reads: everything but the texts and the costs."""
+    scenario_id: str
+    user_id: int
+    task_id: str
+    task_type: str
+    domains: tuple[str, ...]
+    user_model: str
+    assistant_model: str
+    assistant_setting: str
+    prompt_version: str
+    backend: str
+    error: str | None = None
+    turns: tuple[Message, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float = 0.0
+    retries: int = 0
+
+    @staticmethod
+    def make_id(
+        scenario_id: str, user_model: str, assistant_model: str, setting: str, prompt_version: str
+    ) -> str:
+        return stable_id(scenario_id, user_model, assistant_model, setting, prompt_version)
+
+    def identity(self) -> str:
+        return self.make_id(
+            self.scenario_id,
+            self.user_model,
+            self.assistant_model,
+            self.assistant_setting,
+            self.prompt_version,
+        )
+
+    @property
+    def n_turns(self) -> int:
+        """Turns as the paper counts them: user messages."""
+        return sum(t.role == "user" for t in self.turns)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "scenario_id": self.scenario_id,
+            "user_id": self.user_id,
+            "task_id": self.task_id,
+            "task_type": self.task_type,
+            "domains": list(self.domains),
+            "user_model": self.user_model,
+            "assistant_model": self.assistant_model,
+            "assistant_setting": self.assistant_setting,
+            "prompt_version": self.prompt_version,
+            "backend": self.backend,
+            "status": self.status,
+            "error": self.error,
+            "turns": [t.as_dict() for t in self.turns],
+            "n_turns": self.n_turns,
+            "usage": self.usage.to_dict(),
+            "cost_usd": self.cost_usd,
+            "retries": self.retries,
+        }
+
+    @classmethod
+    def from_json(cls, data: Any, where: str = "") -> Self:
+        r = _Reader(data, cls, where)
+        turns = r.turns("turns")
+        counted = sum(t.role == "user" for t in turns)
+        if r.int("n_turns") != counted:
+            r.fail("n_turns", f"is {data['n_turns']} but the turns hold {counted} user messages")
+        return cls(
+            id=cls.read_id(data, where),
+            scenario_id=r.str("scenario_id"),
+            user_id=r.int("user_id"),
+            task_id=r.str("task_id"),
+            task_type=r.str("task_type"),
+            domains=r.strings("domains") or (),
+            user_model=r.str("user_model"),
+            assistant_model=r.str("assistant_model"),
+            assistant_setting=r.str("assistant_setting"),
+            prompt_version=r.str("prompt_version"),
+            backend=r.str("backend"),
+            status=r.str("status"),
+            error=r.str("error", optional=True),
+            turns=turns,
+            usage=r.usage("usage"),
+            cost_usd=r.number("cost_usd"),
+            retries=r.int("retries"),
+        )
+
+
+# -- judging ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Judgment(Record):
+    """One dimension's judgment of one dialogue. Status "ok", "missing" (no valid score) or "error"."""
+
+    table: ClassVar[str] = "judgments"
+    summary_fields: ClassVar[tuple[str, ...]] = (
+        "id", "dialogue_id", "dimension", "judge_model", "prompt_version", "backend", "status", "score",
+        "turn_scores",
+    )
+    """The fields analysis reads: everything but the judge's texts."""
+    dialogue_id: str
+    dimension: str
+    judge_model: str
+    prompt_version: str
+    backend: str
+    score: float | None = None
+    turn_scores: tuple[float | None, ...] | None = None
+    explanation: str = ""
+    raw: str = ""
+    attempts: int = 0
+
+    @property
+    def failure(self) -> str:
+        return self.explanation
+
+    @staticmethod
+    def make_id(dialogue_id: str, dimension: str, judge_model: str, prompt_version: str) -> str:
+        return stable_id(dialogue_id, dimension, judge_model, prompt_version)
+
+    def identity(self) -> str:
+        return self.make_id(self.dialogue_id, self.dimension, self.judge_model, self.prompt_version)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "dialogue_id": self.dialogue_id,
+            "dimension": self.dimension,
+            "judge_model": self.judge_model,
+            "prompt_version": self.prompt_version,
+            "backend": self.backend,
+            "status": self.status,
+            "score": self.score,
+            "turn_scores": None if self.turn_scores is None else list(self.turn_scores),
+            "explanation": self.explanation,
+            "raw": self.raw,
+            "attempts": self.attempts,
+        }
+
+    @classmethod
+    def from_json(cls, data: Any, where: str = "") -> Self:
+        r = _Reader(data, cls, where)
+        turns = r.get("turn_scores", list, optional=True)
+        if turns is not None and not all(s is None or isinstance(s, int | float) for s in turns):
+            r.fail("turn_scores", f"must be a list of numbers or nulls, got {turns!r:.80}")
+        return cls(
+            id=cls.read_id(data, where),
+            dialogue_id=r.str("dialogue_id"),
+            dimension=r.str("dimension"),
+            judge_model=r.str("judge_model"),
+            prompt_version=r.str("prompt_version"),
+            backend=r.str("backend"),
+            status=r.str("status"),
+            score=r.number("score", optional=True),
+            turn_scores=None if turns is None else tuple(None if s is None else float(s) for s in turns),
+            explanation=r.str("explanation"),
+            raw=r.str("raw"),
+            attempts=r.int("attempts"),
+        )
+
+
+# -- validation --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConsistencyCheck(Record):
+    """The consistency check of one profile. Status "ok", "missing" (answer never read) or "error"."""
+
+    table: ClassVar[str] = "consistency"
+    user_id: int
+    model: str
+    backend: str
+    prompt_version: str
+    within_domain: int | None = None
+    cross_domain: int | None = None
+    domains: tuple[str, ...] | None = None
+    explanation: str | None = None
+    problem: str | None = None
+    raw: str = ""
+    attempts: int = 0
+
+    @property
+    def failure(self) -> str:
+        return self.problem or self.status
+
+    @staticmethod
+    def make_id(user_id: int, model: str, backend: str, prompt_version: str) -> str:
+        return stable_id(user_id, model, backend, prompt_version)
+
+    def identity(self) -> str:
+        return self.make_id(self.user_id, self.model, self.backend, self.prompt_version)
+
+    @property
+    def label(self) -> int | None:
+        """1 when the profile has a conflict of either kind; None when the answer was not read."""
+        if self.within_domain is None or self.cross_domain is None:
+            return None
+        return max(self.within_domain, self.cross_domain)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "user_id": self.user_id,
+            "model": self.model,
+            "backend": self.backend,
+            "prompt_version": self.prompt_version,
+            "status": self.status,
+            "label": self.label,
+            "within_domain": self.within_domain,
+            "cross_domain": self.cross_domain,
+            "domains": None if self.domains is None else list(self.domains),
+            "explanation": self.explanation,
+            "problem": self.problem,
+            "raw": self.raw,
+            "attempts": self.attempts,
+        }
+
+    @classmethod
+    def from_json(cls, data: Any, where: str = "") -> Self:
+        r = _Reader(data, cls, where)
+        return cls(
+            id=cls.read_id(data, where),
+            user_id=r.int("user_id"),
+            model=r.str("model"),
+            backend=r.str("backend"),
+            prompt_version=r.str("prompt_version"),
+            status=r.str("status"),
+            within_domain=r.int("within_domain", optional=True),
+            cross_domain=r.int("cross_domain", optional=True),
+            domains=r.strings("domains", optional=True),
+            explanation=r.str("explanation", optional=True),
+            problem=r.str("problem", optional=True),
+            raw=r.str("raw"),
+            attempts=r.int("attempts"),
+        )
+
+
+# -- generation ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class GenerationStep(Record):
+    """One generation step's result (status "ok" with its parsed `value`, or "error" with the reasons).
+
+    Each step has its own table; `about` holds what the step is about (user, domain, task), under
+    the keys `about_keys` of its type. The id mixes everything that changes the answer, some of it
+    not kept in the record, so it is made by the caller (`make_id`).
+    """
+
+    table: ClassVar[str]
+    step: ClassVar[str]
+    about_keys: ClassVar[tuple[str, ...]]
+    about: Mapping[str, Any]
+    value: Any = None
+    raw: str | None = None
+    error: str | None = None
+    attempts: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    backend: str
+    model: str
+    prompt_version: str
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if sorted(self.about) != sorted(self.about_keys):
+            raise RecordError(
+                f"a {self.step} step is about {list(self.about_keys)}, got {sorted(self.about)}"
+            )
+
+    @staticmethod
+    def make_id(step: str, key: Sequence[Any], backend: str, model: str, prompt_version: str) -> str:
+        return stable_id(step, *key, backend, model, prompt_version)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "status": self.status,
+            **{k: self.about[k] for k in self.about_keys},
+            "value": self.value,
+            "raw": self.raw,
+            "error": self.error,
+            "attempts": self.attempts,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cost_usd": self.cost_usd,
+            "step": self.step,
+            "backend": self.backend,
+            "model": self.model,
+            "prompt_version": self.prompt_version,
+        }
+
+    @classmethod
+    def from_json(cls, data: Any, where: str = "") -> Self:
+        r = _Reader(data, cls, where)
+        if r.str("step") != cls.step:
+            r.fail("step", f"is {data['step']!r} in the table of step {cls.step!r}")
+        for key in cls.about_keys:
+            r.get(key, object)
+        return cls(
+            id=cls.read_id(data, where),
+            status=r.str("status"),
+            about={k: data[k] for k in cls.about_keys},
+            value=r.get("value", object, optional=True),
+            raw=r.str("raw", optional=True),
+            error=r.str("error", optional=True),
+            attempts=r.int("attempts"),
+            input_tokens=r.int("input_tokens"),
+            output_tokens=r.int("output_tokens"),
+            cost_usd=r.number("cost_usd"),
+            backend=r.str("backend"),
+            model=r.str("model"),
+            prompt_version=r.str("prompt_version"),
+        )
+
+
+class MaskStep(GenerationStep):
+    table = "generation_mask"
+    step = "mask"
+    about_keys = ("user_id",)
+
+
+class PreferencesStep(GenerationStep):
+    table = "generation_preferences"
+    step = "preferences"
+    about_keys = ("user_id", "domain")
+
+
+class InteractionsStep(GenerationStep):
+    table = "generation_interactions"
+    step = "interactions"
+    about_keys = ("user_id", "domain")
+
+
+class SdTasksStep(GenerationStep):
+    table = "generation_sd_tasks"
+    step = "sd_tasks"
+    about_keys = ("domain",)
+
+
+class MdTasksStep(GenerationStep):
+    table = "generation_md_tasks"
+    step = "md_tasks"
+    about_keys = ("domains", "first_task")
+
+
+class SituationStep(GenerationStep):
+    table = "generation_situation"
+    step = "situation"
+    about_keys = ("user_id", "task_id")
+
+
+GENERATION_STEPS: dict[str, type[GenerationStep]] = {
+    t.step: t for t in (SdTasksStep, MdTasksStep, MaskStep, PreferencesStep, InteractionsStep, SituationStep)
+}
+
+
+# -- Message Batches -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Batch(Record):
+    """A batch the provider accepted: its id (the provider's) and custom_id -> the caller's key."""
+
+    table: ClassVar[str] = "batches"
+    status: str = "submitted"
+    backend: str
+    submitted_at: str
+    entries: Mapping[str, str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "backend": self.backend,
+            "submitted_at": self.submitted_at,
+            "entries": dict(self.entries),
+        }
+
+    @classmethod
+    def from_json(cls, data: Any, where: str = "") -> Self:
+        r = _Reader(data, cls, where)
+        entries = r.get("entries", dict)
+        if not all(isinstance(k, str) and isinstance(v, str) for k, v in entries.items()):
+            r.fail("entries", "must map custom_id strings to key strings")
+        return cls(
+            id=cls.read_id(data, where),
+            backend=r.str("backend"),
+            submitted_at=r.str("submitted_at"),
+            entries=dict(entries),
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class BatchEntry(Record):
+    """One answered entry of an ended batch (id = its custom_id). `status` is the entry's outcome:
+    "succeeded" (with text, model, usage and cost at batch prices), "errored", "expired" or "canceled"."""
+
+    table: ClassVar[str] = "batch_results"
+    key: str
+    batch_id: str
+    backend: str
+    error: str | None = None
+    retryable: bool = True
+    text: str | None = None
+    model: str | None = None
+    usage: Usage | None = None
+    cost_usd: float | None = None
+
+    @property
+    def succeeded(self) -> bool:
+        return self.status == "succeeded"
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "id": self.id,
+            "key": self.key,
+            "batch_id": self.batch_id,
+            "outcome": self.status,
+            "backend": self.backend,
+            "error": self.error,
+            "retryable": self.retryable,
+        }
+        if self.succeeded:
+            out.update(
+                text=self.text,
+                model=self.model,
+                usage=(self.usage or Usage()).to_dict(),
+                cost_usd=self.cost_usd,
+            )
+        return out
+
+    @classmethod
+    def from_json(cls, data: Any, where: str = "") -> Self:
+        r = _Reader(data, cls, where)
+        outcome = r.str("outcome")
+        answer: dict[str, Any] = {}
+        if outcome == "succeeded":
+            answer = {
+                "text": r.str("text"),
+                "model": r.str("model"),
+                "usage": r.usage("usage"),
+                "cost_usd": r.number("cost_usd", optional=True),
+            }
+        return cls(
+            id=cls.read_id(data, where),
+            key=r.str("key"),
+            batch_id=r.str("batch_id"),
+            status=outcome,
+            backend=r.str("backend"),
+            error=r.str("error", optional=True),
+            retryable=r.get("retryable", bool),
+            **answer,
+        )
+
+
+RECORD_TYPES: tuple[type[Record], ...] = (
+    Dialogue,
+    Judgment,
+    ConsistencyCheck,
+    *GENERATION_STEPS.values(),
+    Batch,
+    BatchEntry,
+)
+"""Every record type, so tools can find a table's type by name (`record_type`)."""
+
+
+def record_type(table: str) -> type[Record]:
+    """The record type stored in a table, by the table's name."""
+    for kind in RECORD_TYPES:
+        if kind.table == table:
+            return kind
+    raise RecordError(
+        f"no record type is stored in a table named {table!r}; known: {[k.table for k in RECORD_TYPES]}"
+    )
+
+
+__all__ = [
+    "ERROR",
+    "GENERATION_STEPS",
+    "RECORD_TYPES",
+    "Batch",
+    "BatchEntry",
+    "ConsistencyCheck",
+    "Dialogue",
+    "GenerationStep",
+    "InteractionsStep",
+    "Judgment",
+    "MaskStep",
+    "MdTasksStep",
+    "PreferencesStep",
+    "Record",
+    "RecordError",
+    "SdTasksStep",
+    "SituationStep",
+    "record_type",
+    "stable_id",
+]
