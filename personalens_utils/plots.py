@@ -10,6 +10,8 @@ import seaborn as sns
 
 PALETTE = "colorblind"
 FONT_SIZE = 9
+PDF_METADATA = {"CreationDate": None}
+"""PDF document info without the timestamp matplotlib would otherwise write."""
 
 
 def apply_style() -> None:
@@ -39,11 +41,14 @@ def figure_paths(output_dir: str | os.PathLike[str], number: int | str, slug: st
 def save_figure(
     fig: plt.Figure, output_dir: str | os.PathLike[str], number: int | str, slug: str
 ) -> dict[str, Path]:
-    """Write `fig` as `<output_dir>/figures/figure<number>_<slug>.{pdf,png}` with a tight bounding box."""
+    """Write `fig` as `<output_dir>/figures/figure<number>_<slug>.{pdf,png}` with a tight bounding box.
+
+    The PDF carries no creation date, so the same figure gives the same bytes on every run.
+    """
     paths = figure_paths(output_dir, number, slug)
     paths["pdf"].parent.mkdir(parents=True, exist_ok=True)
-    for path in paths.values():
-        fig.savefig(path, bbox_inches="tight")
+    fig.savefig(paths["pdf"], bbox_inches="tight", metadata=PDF_METADATA)
+    fig.savefig(paths["png"], bbox_inches="tight")
     return paths
 
 

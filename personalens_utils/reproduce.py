@@ -90,6 +90,12 @@ class Settings:
     generated_users: int = 20
     task_types: tuple[str, ...] = ("SD", "MD")
     max_concurrency: int = 16
+    seed: int = 0
+    """Sampling and resampling seed: bootstrap, permutation, Self-BLEU and annotation samples."""
+    backend_seed: int = 0
+    """Seed of the offline backend in every notebook that calls a model."""
+    demographics_seed: int = 0
+    """Seed of the demographics notebook 01 samples for the generated benchmark."""
     benchmark_dir: Path | None = None
     passes: tuple[str, ...] = ("generated", "official")
     annotations: str | None = None
@@ -189,6 +195,8 @@ def run_pass(settings: Settings, name: str, benchmark_dir: Path | None) -> PassR
         "run_dir": str(folder / "store"),
         "output_dir": str(folder),
         "max_concurrency": settings.max_concurrency,
+        "seed": settings.seed,
+        "backend_seed": settings.backend_seed,
         "user_model": settings.user_model,
         "judge_model": settings.judge_model,
     }
@@ -201,6 +209,7 @@ def run_pass(settings: Settings, name: str, benchmark_dir: Path | None) -> PassR
                 {
                     **common,
                     "n_users": settings.generated_users,
+                    "demographics_seed": settings.demographics_seed,
                     "generated_dir": str(bench),
                     "run_dir": str(folder / "generation"),
                     "model": settings.user_model,
@@ -472,6 +481,13 @@ def parse_args(argv: Sequence[str] | None = None) -> Settings:
     parser.add_argument("--second-judge-model", help="judge for judge-judge agreement when no annotations")
     parser.add_argument("--annotations", help="glob of filled annotation sheets (CSV) for Table 5")
     parser.add_argument("--max-concurrency", type=int, default=16)
+    parser.add_argument(
+        "--seed", type=int, default=0, help="seed of bootstrap, permutation, Self-BLEU and annotation samples"
+    )
+    parser.add_argument("--backend-seed", type=int, default=0, help="seed of the offline backend")
+    parser.add_argument(
+        "--demographics-seed", type=int, default=0, help="seed of the generated benchmark's demographics"
+    )
     args = parser.parse_args(argv)
     settings = Settings(
         argv=tuple(sys.argv[1:] if argv is None else argv),
@@ -482,6 +498,9 @@ def parse_args(argv: Sequence[str] | None = None) -> Settings:
         ablation_users=args.ablation_users,
         generated_users=args.generated_users,
         max_concurrency=args.max_concurrency,
+        seed=args.seed,
+        backend_seed=args.backend_seed,
+        demographics_seed=args.demographics_seed,
         annotations=args.annotations,
     )
     if args.passes:

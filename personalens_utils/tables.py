@@ -1,11 +1,84 @@
-"""Export of tables as CSV, LaTeX (booktabs) and Markdown under one naming convention."""
+"""The one result type of every table-making function, and export of tables as CSV, LaTeX
+(booktabs) and Markdown under one naming convention."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a table's numbers come from, so a reader can tell which run and which models made them.
+
+    `origin` names the run store or benchmark by folder name only (never a full path), so two runs
+    in different folders write the same bytes.
+    """
+
+    origin: str
+    n: int
+    unit: str
+    backends: tuple[str, ...] = ()
+    models: tuple[str, ...] = ()
+
+    @classmethod
+    def of(
+        cls, origin: str, n: int, unit: str, backends: Iterable[str] = (), models: Iterable[str] = ()
+    ) -> Source:
+        """A source with backends and models sorted and deduplicated (they often come from sets)."""
+        return cls(origin, int(n), unit, tuple(sorted(set(backends))), tuple(sorted(set(models))))
+
+    def describe(self) -> str:
+        """One sentence naming the source (the caption itself carries the offline label)."""
+        parts = [f"Source: {self.origin}, {self.n} {self.unit}"]
+        if self.models:
+            parts.append(f"models {', '.join(self.models)}")
+        if self.backends:
+            parts.append(f"backend {', '.join(self.backends)}")
+        return "; ".join(parts) + "."
+
+
+@dataclass(frozen=True)
+class TableResult:
+    """A table to show (`frame`), its caption, where its numbers come from, and optionally the long
+    numeric frame behind a formatted display (`data`, e.g. means and interval bounds as floats)."""
+
+    frame: pd.DataFrame
+    caption: str
+    source: Source
+    data: pd.DataFrame | None = None
+
+    def save(
+        self,
+        output_dir: str | os.PathLike[str],
+        number: int | str,
+        slug: str,
+        *,
+        float_format: str = "{:.2f}",
+    ) -> dict[str, Path]:
+        """`save_table` of the frame with the caption."""
+        return save_table(self.frame, output_dir, number, slug, self.caption, float_format=float_format)
+
+    def save_data(
+        self,
+        output_dir: str | os.PathLike[str],
+        number: int | str,
+        slug: str,
+        *,
+        note: str = " Long form.",
+        float_format: str = "{:.4f}",
+    ) -> dict[str, Path]:
+        """`save_table` of the long numeric frame (the frame itself when there is none)."""
+        frame = self.frame if self.data is None else self.data
+        return save_table(frame, output_dir, number, slug, self.caption + note, float_format=float_format)
+
+    def describe(self) -> str:
+        """Caption and source, for showing above the table in a notebook."""
+        return f"{self.caption} {self.source.describe()}"
 
 
 def table_paths(output_dir: str | os.PathLike[str], number: int | str, slug: str) -> dict[str, Path]:

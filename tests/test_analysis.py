@@ -97,15 +97,15 @@ def test_turn_frame_drops_unscored_turns(tidy):
 
 def test_table3_rows_captions_and_offline_label(tidy):
     result = analysis.table3(tidy)
-    assert list(result.display["Assistant model"]) == ["model-a", "model-b", "model-c"]
-    assert {"SD TCR", "SD P", "SD Nat.", "SD Coh.", "MD TCR", "MD P"} <= set(result.display.columns)
+    assert list(result.frame["Assistant model"]) == ["model-a", "model-b", "model-c"]
+    assert {"SD TCR", "SD P", "SD Nat.", "SD Coh.", "MD TCR", "MD P"} <= set(result.frame.columns)
     assert OFFLINE_LABEL in result.caption
     assert "not counted as zero" in result.caption  # one P judgment is missing per setting
     means = result.data.query("task_type == 'SD' and dimension == 'task_completion'").set_index(
         "assistant_model"
     )
     assert means.loc["model-a", "mean"] > means.loc["model-c", "mean"]  # the synthetic model effect
-    cell = result.display.set_index("Assistant model").loc["model-b", "SD TCR"]
+    cell = result.frame.set_index("Assistant model").loc["model-b", "SD TCR"]
     row = means.loc["model-b"]
     assert cell == f"{row['mean']:.2f} [{row['ci_low']:.2f}, {row['ci_high']:.2f}]"
 
@@ -118,13 +118,13 @@ def test_caption_names_a_real_backend_without_the_offline_label(tidy):
 
 def test_table12_reports_the_user_agent(tidy):
     result = analysis.table12(tidy)
-    assert list(result.display.columns) == ["Assistant model", "SD Nat. (U)", "SD Coh. (U)"]
+    assert list(result.frame.columns) == ["Assistant model", "SD Nat. (U)", "SD Coh. (U)"]
     assert set(result.data["dimension"]) == {"naturalness_user", "coherence_user"}
 
 
 def test_table4_paired_differences_match_a_hand_computation(tidy):
     result = analysis.table4(tidy, assistant_model="model-a")
-    assert list(result.display["Setting"]) == list(analysis.ABLATION_SETTINGS)
+    assert list(result.frame["Setting"]) == list(analysis.ABLATION_SETTINGS)
     data = result.data.set_index(["assistant_setting", "task_type", "dimension"])
     pers = tidy[
         (tidy["dimension"] == "personalization")
@@ -141,7 +141,7 @@ def test_table4_paired_differences_match_a_hand_computation(tidy):
     assert vanilla["diff_vs_base"] == 0 and vanilla["p_permutation"] == 1.0
     assert (data["p_holm"].dropna() >= data["p_permutation"].dropna()).all()
     assert OFFLINE_LABEL in result.caption
-    assert result.display.set_index("Setting").loc["base", "SD ΔP"] == "(reference)"
+    assert result.frame.set_index("Setting").loc["base", "SD ΔP"] == "(reference)"
 
 
 def test_table4_requires_the_base_setting(tidy):
@@ -174,7 +174,7 @@ def test_table5_with_annotators_matches_the_agreement_functions(tidy):
     judge = tidy[tidy["dialogue_id"].isin(sample_ids) & tidy["dimension"].isin(analysis.AGREEMENT_DIMENSIONS)]
     annotations = _annotators(judge, 3, 0.25, seed=1)
     result = analysis.table5(judge, annotations, judge_model=JUDGE, backend_names={"offline"})
-    row = result.display.set_index("Metric").loc["Personalization"]
+    row = result.frame.set_index("Metric").loc["Personalization"]
     items = sorted(judge.loc[judge["dimension"] == "personalization", "dialogue_id"])
     ref = (
         judge[judge["dimension"] == "personalization"].set_index("dialogue_id").loc[items, "score"].to_numpy()
@@ -194,7 +194,7 @@ def test_table5_with_annotators_matches_the_agreement_functions(tidy):
     )
     assert row["raters"] == 3 and row["items"] == 100
     assert "NO HUMAN" not in result.caption and OFFLINE_LABEL in result.caption
-    tc = result.display.set_index("Metric").loc["Task Completion"]
+    tc = result.frame.set_index("Metric").loc["Task Completion"]
     assert tc["α level"] == "nominal"
 
 
@@ -210,7 +210,7 @@ def test_table5_without_annotations_says_so_and_uses_the_second_judge(store, tid
         backend_names={"offline"},
     )
     assert result.caption.startswith("NO HUMAN ANNOTATIONS WERE GIVEN")
-    kappas = result.display["Cohen's κ (judge vs second judge)"]
+    kappas = result.frame["Cohen's κ (judge vs second judge)"]
     assert ((kappas > 0.3) & (kappas < 1)).all()  # the second judge re-scored 20% of items at random
     with pytest.raises(ValueError, match="no human annotations and no second judge"):
         analysis.table5(first, None, judge_model=JUDGE)

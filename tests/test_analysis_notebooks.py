@@ -101,7 +101,7 @@ def test_analysis_notebook_without_annotations(prepared, tmp_path, monkeypatch):
         monkeypatch,
         focus_model="model-x",
         annotation_size=12,
-        domains=["Movies", "Music"],
+        figure5_domains=["Movies", "Music"],
     )
     tables, figures = tmp_path / "tables", tmp_path / "figures"
     for stem in (

@@ -146,4 +146,4 @@ def test_sheets_feed_table5(exported, tmp_path):
     judge = tidy[tidy["dialogue_id"].isin(ratings["dialogue_id"])]
     result = analysis.table5(judge, ratings, judge_model=JUDGE, backend_names={"offline"})
     assert "2 human annotator(s) on 20 dialogues" in result.caption
-    assert (result.display["items"] == 20).all() and (result.display["raters"] == 2).all()
+    assert (result.frame["items"] == 20).all() and (result.frame["raters"] == 2).all()

@@ -124,8 +124,10 @@ def _string_constants(path: Path) -> list[tuple[int, str]]:
 OTHER_MEANINGS = {
     ("analysis/dialogue_stats.py", "dialogues"): "Table 13's row and column for the number of dialogues",
     ("analysis/scores.py", "judgments"): "the column counting judgments per group",
+    ("analysis/tables.py", "judgments"): "the unit a table's source counts",
     ("simulation/report.py", "dialogues"): "the outcome table's column counting dialogues",
     ("validation/metrics.py", "dialogues"): "Table 1's label for the number of dialogues",
+    ("validation/tables.py", "dialogues"): "the unit Table 10's source counts",
     ("validation/consistency.py", "consistency"): "the call's task name (Request.task)",
     ("llm/offline/__init__.py", "consistency"): "the name of the offline responder module",
     ("llm/offline/consistency.py", "consistency"): "the call's task name the responder answers",

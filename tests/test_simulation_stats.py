@@ -39,7 +39,8 @@ def store(tmp_path):
 
 
 def test_table13_counts_turns_and_tokens_per_turn(store, tmp_path):
-    table, caption = table13(store, assistant_setting="base")
+    result = table13(store, assistant_setting="base")
+    table, caption = result.frame, result.caption
     rows = table.set_index("Task type")
     assert rows.loc["SD", "# Dialogues"] == 2 and rows.loc["MD", "# Dialogues"] == 3
     assert rows.loc["SD", "Avg. turns per dialogue"] == pytest.approx(3.0)
@@ -47,6 +48,8 @@ def test_table13_counts_turns_and_tokens_per_turn(store, tmp_path):
     assert rows.loc["MD", "Avg. turns per dialogue"] == pytest.approx(6.0)
     assert rows.loc["MD", "Avg. tokens per turn"] == pytest.approx(1500 / 18)
     assert OFFLINE_LABEL in caption and "booked output tokens" in caption
+    assert result.source.n == 5 and result.source.unit == "finished dialogues"
+    assert result.source.backends == ("offline",) and result.source.origin == f"run store {store.root.name}/"
     paths = save_table(table, tmp_path / "out", 13, "dialogue_stats", caption)
     assert read_table(paths["csv"])["# Dialogues"].tolist() == [2, 3]
 
@@ -61,7 +64,8 @@ def test_several_settings_must_be_chosen(store):
 def test_records_without_usage_are_counted_from_their_text(tmp_path):
     run = RunStore(tmp_path)
     put(run, Dialogue, [record("SD-1", "SD", 2, 0, backend="imported", words=6)])
-    table, caption = table13(run)
+    result = table13(run)
+    table, caption = result.frame, result.caption
     assert "estimated tokens" in caption and OFFLINE_LABEL not in caption
     # 6 words -> 8 tokens per message, two messages per turn
     assert table.set_index("Task type").loc["SD", "Avg. tokens per turn"] == pytest.approx(16.0)

@@ -17,6 +17,7 @@ import pandas as pd
 from personalens_utils.llm.offline import OFFLINE_LABEL, count_tokens
 from personalens_utils.records import Dialogue
 from personalens_utils.store import ERROR_STATUS, RunStore
+from personalens_utils.tables import Source, TableResult
 
 GROUP = ("assistant_model", "assistant_setting", "task_type")
 TASK_TYPES = ("SD", "MD")
@@ -26,13 +27,19 @@ ROWS = {"dialogues": "# Dialogues", "avg_turns": "Avg. turns per dialogue",
 
 def dialogues_frame(source: RunStore | str | os.PathLike[str] | pd.DataFrame | Iterable[dict[str, Any]]
                     ) -> pd.DataFrame:
-    """Dialogue records as a DataFrame, from a run store, its folder, a frame or records."""
+    """Dialogue records as a DataFrame, from a run store, its folder, a frame or records.
+
+    A store's records come sorted by id (not in completion order) and the frame remembers the
+    store's folder name for the table's source.
+    """
     if isinstance(source, pd.DataFrame):
         return source
     if isinstance(source, str | os.PathLike):
         source = RunStore(source)
     if isinstance(source, RunStore):
-        return source.frame(Dialogue)
+        frame = pd.DataFrame.from_records(sorted(source.records(Dialogue), key=lambda r: r["id"]))
+        frame.attrs["origin"] = f"run store {source.root.name}/"
+        return frame
     return pd.DataFrame.from_records(list(source))
 
 
@@ -73,9 +80,10 @@ def dialogue_stats(source: Any, *, tokens: str = "auto") -> tuple[pd.DataFrame, 
 
 
 def table13(source: Any, *, assistant_model: str | None = None, assistant_setting: str | None = None,
-            tokens: str = "auto", task_types: Sequence[str] = TASK_TYPES) -> tuple[pd.DataFrame, str]:
-    """Table 13 (one row per task type: dialogues, avg. turns per dialogue, avg. tokens per turn)
-    and its caption. With several assistant models or settings in the store, name the one to report.
+            tokens: str = "auto", task_types: Sequence[str] = TASK_TYPES) -> TableResult:
+    """Table 13: one row per task type (dialogues, avg. turns per dialogue, avg. tokens per turn).
+
+    With several assistant models or settings in the store, name the one to report.
     """
     frame = dialogues_frame(source)
     for column, wanted in (("assistant_model", assistant_model), ("assistant_setting", assistant_setting)):
@@ -96,6 +104,15 @@ def table13(source: Any, *, assistant_model: str | None = None, assistant_settin
     how = "booked output tokens" if method == "usage" else "estimated tokens (words x 4/3)"
     caption = (f"Dialogue statistics (Table 13): assistant {model}, setting {setting}; a turn is a user "
                f"message and the assistant's reply; tokens per turn from {how}.")
-    if "offline" in set(frame.get("backend", ())):
+    used = set(frame.get("backend", ()))
+    if "offline" in used:
         caption += f" Made with the {OFFLINE_LABEL}."
-    return out, caption
+    counted = frame[frame["status"] != ERROR_STATUS]
+    source = Source.of(
+        frame.attrs.get("origin", "dialogue records"),
+        len(counted),
+        "finished dialogues",
+        used,
+        [*counted["assistant_model"], *counted.get("user_model", ())],
+    )
+    return TableResult(out, caption, source)

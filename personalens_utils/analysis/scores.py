@@ -59,7 +59,11 @@ class ScoresError(ValueError):
 
 
 def _project(store: RunStore, kind: type[Record], fields: Sequence[str]) -> pd.DataFrame:
-    """Current records of a table keeping only `fields`, so dialogue texts never fill memory."""
+    """Current records of a table keeping only `fields`, so dialogue texts never fill memory.
+
+    Rows come sorted by record id, not in the order records were appended (which follows thread
+    completion), so everything computed from them is the same for the same store contents.
+    """
     latest: dict[str, dict] = {}
     path = store.path(kind)
     for lineno, rec in store.iter_lines(kind):
@@ -67,7 +71,7 @@ def _project(store: RunStore, kind: type[Record], fields: Sequence[str]) -> pd.D
         if missing:
             raise ScoresError(f"{path}:{lineno}: record lacks {missing}")
         latest[rec["id"]] = {f: rec.get(f) for f in fields}
-    return pd.DataFrame.from_records(list(latest.values()), columns=list(fields))
+    return pd.DataFrame.from_records([latest[rid] for rid in sorted(latest)], columns=list(fields))
 
 
 def load_dialogues(store: RunStore) -> pd.DataFrame:
@@ -145,7 +149,9 @@ def load_scores(
             f"{sorted(dialogues['dialogue_prompt_version'].unique())}); pass user_model= or use one run "
             "folder per prompt version"
         )
-    return tidy.reset_index(drop=True)
+    tidy = tidy.sort_values(["dialogue_id", "dimension", "judgment_id"]).reset_index(drop=True)
+    tidy.attrs["origin"] = f"run store {store.root.name}/"
+    return tidy
 
 
 def explode_domains(tidy: pd.DataFrame) -> pd.DataFrame:

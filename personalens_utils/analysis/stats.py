@@ -2,7 +2,8 @@
 
 Scores per dialogue are binary (task completion) or small ordinal scales, and the samples are a
 few hundred to a few thousand dialogues, so resampling methods fit better than normal theory.
-Every function is seeded: the same inputs give the same interval on every run.
+Every function is seeded and sorts its sample before resampling, so the same values give the same
+interval on every run whatever order they arrive in (records are stored in completion order).
 """
 
 from __future__ import annotations
@@ -57,6 +58,11 @@ def _clean(values: ArrayLike, name: str = "values") -> np.ndarray:
     return arr
 
 
+def _sample(values: ArrayLike, name: str = "values") -> np.ndarray:
+    """The values sorted: resampling picks by position, so it must not see the order they came in."""
+    return np.sort(_clean(values, name))
+
+
 def _check_confidence(confidence: float) -> None:
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence}")
@@ -82,7 +88,7 @@ def bootstrap_ci(
 ) -> Interval:
     """Percentile bootstrap interval for the mean. An empty sample gives NaN bounds and n=0."""
     _check_confidence(confidence)
-    arr = _clean(values)
+    arr = _sample(values)
     if len(arr) == 0:
         return Interval(float("nan"), float("nan"), float("nan"), 0, confidence)
     means = bootstrap_means(arr, n_resamples, np.random.default_rng(seed))
@@ -92,6 +98,7 @@ def bootstrap_ci(
 
 
 def _paired(treatment: ArrayLike, control: ArrayLike) -> np.ndarray:
+    """Per-pair differences, sorted: the pairing lives in each difference, so their order is free."""
     a = _clean(treatment, "treatment")
     b = _clean(control, "control")
     if a.shape != b.shape:
@@ -99,7 +106,7 @@ def _paired(treatment: ArrayLike, control: ArrayLike) -> np.ndarray:
             f"paired samples must have the same length (treatment {len(a)}, control {len(b)}); "
             "match them on the scenario first"
         )
-    return a - b
+    return np.sort(a - b)
 
 
 def sign_flip_pvalue(differences: ArrayLike, *, n_resamples: int = 10_000, seed: int = 0) -> float:
@@ -108,7 +115,7 @@ def sign_flip_pvalue(differences: ArrayLike, *, n_resamples: int = 10_000, seed:
     Exact (all 2^n sign patterns) when n <= EXACT_PERMUTATION_MAX_N; otherwise Monte Carlo with
     the observed pattern counted, p = (1 + hits) / (1 + n_resamples), so p is never 0.
     """
-    d = _clean(differences, "differences")
+    d = _sample(differences, "differences")
     n = len(d)
     if n == 0:
         return float("nan")

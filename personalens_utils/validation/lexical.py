@@ -9,6 +9,9 @@ measures were taken; the kit's choice, documented in docs/validation.md:
   dialogues, since corpus-wide ratios shrink with corpus size and would not compare across runs;
 - Self-BLEU takes every utterance of a (seeded) sample as hypothesis against all other utterances
   of the sample as references, since BLEU needs other texts to be redundant with.
+
+The sample is drawn from the utterances sorted by text and every mean is an exact sum (`math.fsum`),
+so the table does not depend on the order the dialogues were stored in.
 """
 
 from __future__ import annotations
@@ -71,7 +74,7 @@ def ngram_entropy(texts: Iterable[str], n: int = 4) -> float:
     total = sum(counts.values())
     if not total:
         return math.nan
-    return -sum(c / total * math.log(c / total) for c in counts.values())
+    return -math.fsum(c / total * math.log(c / total) for c in counts.values())
 
 
 def self_bleu(texts: Sequence[str]) -> float:
@@ -114,7 +117,7 @@ def self_bleu(texts: Sequence[str]) -> float:
         score = BLEU.compute_bleu(correct, total, lengths[i], ref_len, smooth_method="exp",
                                   effective_order=True, max_ngram_order=BLEU_ORDER)
         scores.append(score.score / 100.0)
-    return sum(scores) / len(scores)
+    return math.fsum(scores) / len(scores)
 
 
 def _closest_other_length(sorted_lengths: list[int], own: int) -> int:
@@ -166,7 +169,7 @@ def lexical_diversity(
     known = {g: i for i, g in enumerate(GROUP_ORDER)}
     for name in sorted(groups, key=lambda g: (known.get(g, len(known)), g)):
         dials = groups[name]
-        utterances = [u for d in dials for u in d if tokenize(u)]
+        utterances = sorted(u for d in dials for u in d if tokenize(u))
         sample = utterances
         if len(utterances) > self_bleu_sample:
             sample = random.Random(seed).sample(utterances, self_bleu_sample)
@@ -184,7 +187,7 @@ def lexical_diversity(
 
 def _mean(values: Iterable[float]) -> float:
     kept = [v for v in values if not math.isnan(v)]
-    return sum(kept) / len(kept) if kept else math.nan
+    return math.fsum(kept) / len(kept) if kept else math.nan
 
 
 def run_store_lexical_diversity(
@@ -201,6 +204,9 @@ def run_store_lexical_diversity(
     path = Path(run_dir) / f"{Dialogue.table}.jsonl"
     if not path.is_file():
         raise FileNotFoundError(f"no dialogues to measure: {path} does not exist (run notebook 03 first)")
-    records = [r for r in RunStore(run_dir).records(Dialogue) if r.get("task_type") in task_types]
+    records = sorted(
+        (r for r in RunStore(run_dir).records(Dialogue) if r.get("task_type") in task_types),
+        key=lambda r: r["id"],
+    )
     table = lexical_diversity(records, self_bleu_sample=self_bleu_sample, seed=seed)
     return table, {str(r.get("backend")) for r in records if r.get("status") != "error"}

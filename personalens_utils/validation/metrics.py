@@ -58,7 +58,7 @@ def shannon_evenness(counts: Mapping[Any, int] | Iterable[int], n: int | None = 
     if k < 2:
         return math.nan
     total = sum(positive)
-    entropy = -sum(c / total * math.log(c / total) for c in positive)
+    entropy = -math.fsum(c / total * math.log(c / total) for c in positive)  # exact: order-free
     return entropy / math.log(k)
 
 

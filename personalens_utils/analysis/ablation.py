@@ -1,0 +1,152 @@
+"""Table 4: the ablation over the assistant's instructions and context.
+
+Each setting gets TCR and P with bootstrap intervals; each setting other than `base` is compared
+with `base` on the scenarios both hold (paired bootstrap interval, sign-flip permutation p-value,
+Holm-adjusted p-values in the long frame).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pandas as pd
+
+from personalens_utils.analysis.scores import PERSONALIZATION, SCALES, TASK_COMPLETION, aggregate, backends
+from personalens_utils.analysis.stats import holm_adjust, paired_comparison
+from personalens_utils.analysis.tables import (
+    MAIN_SETTING,
+    fmt_ci,
+    missing_note,
+    provenance_note,
+    require,
+    score_source,
+)
+from personalens_utils.judging import dialogue_filter as judging_filter
+from personalens_utils.records import Dialogue
+from personalens_utils.simulation.settings import PAPER_SETTINGS as ABLATION_SETTINGS
+from personalens_utils.tables import TableResult
+
+__all__ = ["ABLATION_SETTINGS", "ablation_filter", "first_users", "paired_scores", "table4"]
+
+
+def paired_scores(
+    tidy: pd.DataFrame, dimension: str, task_type: str, treatment: str, control: str
+) -> pd.DataFrame:
+    """Per-scenario scores of two settings side by side, only where both have a valid score."""
+    part = tidy[(tidy["dimension"] == dimension) & (tidy["task_type"] == task_type)]
+    part = part[part["assistant_setting"].isin([treatment, control])].dropna(subset=["score"])
+    wide = part.pivot_table(index="scenario_id", columns="assistant_setting", values="score", aggfunc="first")
+    if treatment not in wide or control not in wide:
+        return pd.DataFrame(columns=[treatment, control])
+    return wide[[treatment, control]].dropna()
+
+
+def table4(
+    tidy: pd.DataFrame,
+    *,
+    assistant_model: str,
+    settings: Sequence[str] = ABLATION_SETTINGS,
+    base: str = MAIN_SETTING,
+    seed: int = 0,
+) -> TableResult:
+    """Ablation: TCR and P per setting with intervals, and each setting minus `base` on shared scenarios."""
+    part = tidy[tidy["assistant_model"] == assistant_model]
+    require(part, "assistant_setting", [base], f"{assistant_model!r} under the setting")
+    settings = [s for s in settings if s in set(part["assistant_setting"])]
+    dims = (TASK_COMPLETION, PERSONALIZATION)
+    long = aggregate(part, ["assistant_setting", "task_type"], dims, seed=seed)
+    comparisons = []
+    for setting in settings:
+        if setting == base:
+            continue
+        for task_type in sorted(part["task_type"].unique()):
+            for dim in dims:
+                pairs = paired_scores(part, dim, task_type, setting, base)
+                factor = 100.0 if dim == TASK_COMPLETION else 1.0
+                result = paired_comparison(pairs[setting] * factor, pairs[base] * factor, seed=seed)
+                comparisons.append(
+                    {
+                        "assistant_setting": setting,
+                        "task_type": task_type,
+                        "dimension": dim,
+                        "diff_vs_base": result.difference.estimate,
+                        "diff_ci_low": result.difference.low,
+                        "diff_ci_high": result.difference.high,
+                        "n_pairs": result.difference.n,
+                        "p_permutation": result.p_permutation,
+                        "p_bootstrap": result.p_bootstrap,
+                    }
+                )
+    comp = pd.DataFrame(comparisons)
+    if not comp.empty:
+        comp["p_holm"] = holm_adjust(comp["p_permutation"].tolist())
+    data = (
+        long.merge(comp, on=["assistant_setting", "task_type", "dimension"], how="left")
+        if len(comp)
+        else long
+    )
+    display = _ablation_display(data, settings, base)
+    caption = (
+        f"Ablation of the assistant's instructions and context ({assistant_model}): vanilla (minimal "
+        "instructions), base (asks for personalization), and base plus demographics (D), past-interaction "
+        "summaries (I), situational context (S), or all three. TCR in %, P on 1-4, with 95% bootstrap "
+        f"intervals. Δ columns: setting minus {base} on the same scenarios, paired bootstrap interval and "
+        "two-sided sign-flip permutation p-value (Holm-adjusted values in the CSV)."
+        + missing_note(long)
+        + provenance_note(backends(part))
+    )
+    return TableResult(display, caption, score_source(part), data)
+
+
+def _ablation_display(data: pd.DataFrame, settings: Sequence[str], base: str) -> pd.DataFrame:
+    rows = []
+    for setting in settings:
+        row: dict[str, str] = {"Setting": setting}
+        for task_type in ("SD", "MD"):
+            for dim in (TASK_COMPLETION, PERSONALIZATION):
+                sel = data[
+                    (data["assistant_setting"] == setting)
+                    & (data["task_type"] == task_type)
+                    & (data["dimension"] == dim)
+                ]
+                if sel.empty:
+                    continue
+                rec = sel.iloc[0]
+                short = SCALES[dim].short
+                row[f"{task_type} {short}"] = fmt_ci(rec["mean"], rec["ci_low"], rec["ci_high"])
+                if setting == base:
+                    row[f"{task_type} Δ{short}"] = "(reference)"
+                elif "diff_vs_base" in rec and not pd.isna(rec["diff_vs_base"]):
+                    row[f"{task_type} Δ{short}"] = (
+                        f"{rec['diff_vs_base']:+.2f} "
+                        f"[{rec['diff_ci_low']:+.2f}, {rec['diff_ci_high']:+.2f}], "
+                        f"{_fmt_p(rec['p_permutation'])}"
+                    )
+                else:
+                    row[f"{task_type} Δ{short}"] = "no shared scenarios"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _fmt_p(p: float) -> str:
+    return "p<0.001" if p < 0.001 else f"p={p:.3f}"
+
+
+def first_users(users: Sequence[int], n: int | None) -> list[int]:
+    """The first `n` of the (sorted) users, or all of them when `n` is None: the ablation's users."""
+    ordered = sorted(users)
+    return ordered if n is None else ordered[:n]
+
+
+def ablation_filter(
+    assistant_model: str, settings: Sequence[str], users: Any = None, task_types: Sequence[str] | None = None
+) -> Callable[[Dialogue], bool]:
+    """`select` for `run_judging`: one assistant's dialogues under some settings, users and task types."""
+    scope = judging_filter(users, task_types)
+    wanted = set(settings)
+
+    def keep(d: Dialogue) -> bool:
+        return scope(d) and d.assistant_model == assistant_model and d.assistant_setting in wanted
+
+    return keep

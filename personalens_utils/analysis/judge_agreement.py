@@ -1,0 +1,215 @@
+"""Table 5: agreement of the judge with human annotators, or with a second judge when there are none.
+
+Cohen's kappa compares the judge with each other rater; Fleiss' kappa and Krippendorff's alpha
+are computed among the raters (ordinal alpha for the rating scales, nominal for task completion).
+Without annotation sheets the table compares two judge models and its caption says so plainly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from personalens_utils.analysis import agreement, annotation
+from personalens_utils.analysis.scores import PERSONALIZATION, SCALES, TASK_COMPLETION, backends, load_scores
+from personalens_utils.analysis.tables import MAIN_SETTING, provenance_note
+from personalens_utils.data import Benchmark
+from personalens_utils.judging import benchmark_contexts, judge_model_key, run_judging
+from personalens_utils.store import RunStore
+from personalens_utils.tables import Source, TableResult
+
+AGREEMENT_DIMENSIONS = annotation.RATED
+AGREEMENT_NAMES = {
+    TASK_COMPLETION: "Task Completion",
+    PERSONALIZATION: "Personalization",
+    "naturalness_user": "Naturalness (U)",
+    "naturalness_assistant": "Naturalness (A)",
+    "coherence_user": "Coherence (U)",
+    "coherence_assistant": "Coherence (A)",
+}
+
+
+def ratings_matrix(ratings: pd.DataFrame, items: Sequence[str]) -> tuple[list[str], np.ndarray]:
+    """Long ratings (rater, dialogue_id, score) -> rater names and a raters x items matrix (NaN: unrated)."""
+    wide = ratings.pivot_table(index="rater", columns="dialogue_id", values="score", aggfunc="first")
+    wide = wide.reindex(columns=list(items))
+    return list(wide.index), wide.to_numpy(dtype=float)
+
+
+def agreement_table(
+    reference: pd.DataFrame,
+    raters: pd.DataFrame,
+    *,
+    pool_reference: bool,
+    dimensions: Sequence[str] = AGREEMENT_DIMENSIONS,
+) -> pd.DataFrame:
+    """Agreement per dimension between a reference (the judge) and other raters.
+
+    Inputs are long frames with columns rater, dialogue_id, dimension, score. Cohen's kappa is the
+    reference against each rater, averaged. Fleiss' kappa and Krippendorff's alpha are computed among
+    the raters, or among raters and reference together when `pool_reference` (used when the only
+    other rater is a second judge). Alpha is ordinal for the rating scales and nominal for TC.
+    """
+    rows = []
+    for dim in dimensions:
+        ref = reference[reference["dimension"] == dim]
+        oth = raters[raters["dimension"] == dim]
+        items = sorted(set(oth["dialogue_id"]) & set(ref["dialogue_id"]))
+        scale = SCALES[dim]
+        _, ref_matrix = ratings_matrix(ref, items)
+        names, matrix = ratings_matrix(oth, items)
+        pooled = np.vstack([ref_matrix, matrix]) if pool_reference else matrix
+        rows.append(
+            {
+                "Metric": AGREEMENT_NAMES.get(dim, dim),
+                "Cohen's κ": agreement.mean_pairwise_cohen(ref_matrix[0], matrix, categories=scale.categories)
+                if len(names) and len(ref_matrix)
+                else float("nan"),
+                "Fleiss' κ": agreement.fleiss_kappa(pooled, categories=scale.categories),
+                "Krippendorff's α": agreement.krippendorff_alpha(
+                    pooled,
+                    level=scale.level,
+                    categories=scale.categories,  # type: ignore[arg-type]
+                ),
+                "α level": scale.level,
+                "items": len(items),
+                "raters": len(names),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def table5(
+    judge: pd.DataFrame,
+    annotations: pd.DataFrame | None,
+    *,
+    judge_model: str,
+    second_judge: pd.DataFrame | None = None,
+    second_judge_model: str | None = None,
+    backend_names: set[str] | Sequence[str] = (),
+    origin: str = "a score frame",
+) -> TableResult:
+    """Judge-human agreement when annotations exist; otherwise judge-judge agreement, said plainly.
+
+    `judge` and `second_judge` are tidy score frames (one judge each); `annotations` is the long
+    frame from `annotation.read_sheets` (annotator, dialogue_id, dimension, score) or None.
+    """
+    reference = judge.assign(rater=judge_model)[["rater", "dialogue_id", "dimension", "score"]]
+    if annotations is not None and not annotations.empty:
+        humans = annotations.rename(columns={"annotator": "rater"})
+        table = agreement_table(reference, humans, pool_reference=False)
+        table = table.rename(
+            columns={
+                "Cohen's κ": "Cohen's κ (judge vs annotator, mean)",
+                "Fleiss' κ": "Fleiss' κ (annotators)",
+                "Krippendorff's α": "Krippendorff's α (annotators)",
+            }
+        )
+        n_annot, n_items = annotations["annotator"].nunique(), annotations["dialogue_id"].nunique()
+        raters = [judge_model, *(f"annotator {a}" for a in annotations["annotator"].unique())]
+        caption = (
+            f"Agreement with {n_annot} human annotator(s) on {n_items} dialogues: "
+            f"Cohen's κ between the judge ({judge_model}) and each annotator, averaged; Fleiss' κ and "
+            "Krippendorff's α among the annotators (α ordinal for P, naturalness and coherence; nominal for "
+            "TC). U: user agent, A: assistant."
+        )
+    else:
+        if second_judge is None or second_judge.empty:
+            raise ValueError(
+                "no human annotations and no second judge: give filled annotation sheets, or judge the "
+                "sample with a second judge model to report judge-judge agreement"
+            )
+        other = second_judge.assign(rater=second_judge_model or "second judge")
+        table = agreement_table(
+            reference, other[["rater", "dialogue_id", "dimension", "score"]], pool_reference=True
+        )
+        table = table.rename(
+            columns={
+                "Cohen's κ": "Cohen's κ (judge vs second judge)",
+                "Fleiss' κ": "Fleiss' κ (both judges)",
+                "Krippendorff's α": "Krippendorff's α (both judges)",
+            }
+        ).drop(columns=["raters"])
+        n_items = judge["dialogue_id"].nunique()
+        raters = [judge_model, second_judge_model or "second judge"]
+        caption = (
+            "NO HUMAN ANNOTATIONS WERE GIVEN: this table is not the paper's judge-human comparison. It shows "
+            f"agreement between two judge models, {judge_model} and {second_judge_model}, on the same "
+            "dialogues: Cohen's κ, Fleiss' κ and Krippendorff's α (ordinal for P, naturalness and coherence; "
+            "nominal for TC). U: user agent, A: assistant."
+        )
+        if _identical(judge, second_judge):
+            caption += " The two judges gave the same score on every dialogue and dimension."
+    if table.select_dtypes("number").isna().any().any():
+        caption += " A blank cell is undefined: every rating in it was the same value, or too few items."
+    caption += provenance_note(backend_names)
+    source = Source.of(origin, n_items, "rated dialogues", backend_names, raters)
+    return TableResult(table, caption, source)
+
+
+def _identical(first: pd.DataFrame, second: pd.DataFrame) -> bool:
+    keys = ["dialogue_id", "dimension"]
+    both = first[[*keys, "score"]].merge(second[[*keys, "score"]], on=keys).dropna()
+    return bool(len(both)) and bool((both["score_x"] == both["score_y"]).all())
+
+
+def agreement_for_run(
+    store: RunStore | str | Path,
+    benchmark: Benchmark,
+    client: Any,
+    *,
+    judge_model: str,
+    second_judge_model: str,
+    annotation_dir: str | Path,
+    sheets: Any = None,
+    n: int = 100,
+    seed: int = 0,
+) -> tuple[TableResult, dict[str, Path]]:
+    """Table 5 for a run: export the annotation sample, then compare the judge with the filled sheets,
+    or, with none, judge the sample again with `second_judge_model` and compare the two judges.
+    """
+    store = store if isinstance(store, RunStore) else RunStore(store)
+    origin = f"run store {store.root.name}/"
+    paths = annotation.export_sheet(
+        store, benchmark, annotation_dir, n=n, seed=seed, where={"assistant_setting": MAIN_SETTING}
+    )
+    ids = set(annotation.read_manifest(paths["manifest"])["dialogue_ids"])
+
+    def sample(model: str) -> pd.DataFrame:
+        tidy = load_scores(store, judge_model=model)
+        return tidy[tidy["dialogue_id"].isin(ids) & tidy["dimension"].isin(AGREEMENT_DIMENSIONS)]
+
+    judge = sample(judge_model)
+    if sheets:
+        humans = annotation.read_sheets(sheets, manifest=paths["manifest"])
+        result = table5(
+            judge,
+            humans,
+            judge_model=judge_model_key(judge_model),
+            backend_names=backends(judge),
+            origin=origin,
+        )
+        return result, paths
+    run_judging(
+        store,
+        client,
+        benchmark_contexts(benchmark),
+        judge_model=second_judge_model,
+        dimensions=AGREEMENT_DIMENSIONS,
+        select=lambda d: d.id in ids,
+    )
+    second = sample(second_judge_model)
+    result = table5(
+        judge,
+        None,
+        judge_model=judge_model_key(judge_model),
+        second_judge=second,
+        second_judge_model=judge_model_key(second_judge_model),
+        backend_names=backends(judge) | backends(second),
+        origin=origin,
+    )
+    return result, paths

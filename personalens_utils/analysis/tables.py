@@ -1,0 +1,155 @@
+"""Score tables of a run: Table 3 (assistant models), Table 12 (the user agent), and the judging
+checks J1 (missing judgments) and J2 (scores per model, setting and task type).
+
+Every builder takes the tidy score frame of `analysis.scores` and returns a `TableResult`:
+display cells read "mean [low, high]" with 95% bootstrap intervals, and the numbers behind them
+come back as the long `data` frame for export. Anything made with the offline backend says so in
+its caption.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from personalens_utils import judging
+from personalens_utils.analysis.scores import (
+    PERSONALIZATION,
+    SCALES,
+    TASK_COMPLETION,
+    aggregate,
+    backends,
+)
+from personalens_utils.llm.offline import OFFLINE_LABEL
+from personalens_utils.store import RunStore
+from personalens_utils.tables import Source, TableResult
+
+MAIN_SETTING = "base"
+ASSISTANT_DIMENSIONS = (TASK_COMPLETION, PERSONALIZATION, "naturalness_assistant", "coherence_assistant")
+USER_DIMENSIONS = ("naturalness_user", "coherence_user")
+
+
+def provenance_note(backend_names: set[str] | Sequence[str]) -> str:
+    """Caption suffix naming the backend(s); the offline one is always spelled out."""
+    names = sorted(set(backend_names))
+    if "offline" in names:
+        return f" Made with the {OFFLINE_LABEL}."
+    return f" Backend: {', '.join(names)}." if names else ""
+
+
+def score_source(tidy: pd.DataFrame) -> Source:
+    """The source of a table computed from a tidy score frame: its store, dialogues, backends, models."""
+    models = [
+        *tidy["assistant_model"].dropna(),
+        *tidy["user_model"].dropna(),
+        *tidy["judge_model"].dropna(),
+    ]
+    return Source.of(
+        tidy.attrs.get("origin", "a score frame"),
+        tidy["dialogue_id"].nunique(),
+        "judged dialogues",
+        backends(tidy),
+        models,
+    )
+
+
+def fmt_ci(mean: float, low: float, high: float, digits: int = 2) -> str:
+    if np.isnan(mean):
+        return "n/a"
+    return f"{mean:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
+
+
+def require(tidy: pd.DataFrame, column: str, values: Sequence[str], what: str) -> None:
+    """Raise naming the `values` of `column` that the frame does not hold."""
+    present = set(tidy[column].unique())
+    absent = [v for v in values if v not in present]
+    if absent:
+        raise ValueError(f"no dialogues for {what} {absent} in the scores; present: {sorted(present)}")
+
+
+def missing_note(long: pd.DataFrame) -> str:
+    missing = int(long["n_missing"].sum())
+    if not missing:
+        return ""
+    return f" {missing} judgments had no valid score and are left out (not counted as zero)."
+
+
+def _wide(long: pd.DataFrame, index: str, dimensions: Sequence[str]) -> pd.DataFrame:
+    """Long aggregates -> one row per `index` value, one "mean [low, high]" column per type x dimension."""
+    cells: dict[str, dict[str, str]] = {}
+    for rec in long.itertuples(index=False):
+        label = f"{rec.task_type} {SCALES[rec.dimension].short}"
+        cells.setdefault(getattr(rec, index), {})[label] = fmt_ci(rec.mean, rec.ci_low, rec.ci_high)
+    order = [f"{t} {SCALES[d].short}" for t in ("SD", "MD") for d in dimensions]
+    frame = pd.DataFrame.from_dict(cells, orient="index")
+    frame = frame[[c for c in order if c in frame.columns]]
+    return frame.fillna("n/a")
+
+
+def table3(
+    tidy: pd.DataFrame, *, setting: str = MAIN_SETTING, models: Sequence[str] | None = None, seed: int = 0
+) -> TableResult:
+    """Assistant TCR, P, naturalness and coherence per assistant model, SD and MD, under one setting."""
+    part = tidy[tidy["assistant_setting"] == setting]
+    if models is not None:
+        require(part, "assistant_model", models, "assistant models")
+        part = part[part["assistant_model"].isin(models)]
+    if part.empty:
+        raise ValueError(f"no judged dialogues under setting {setting!r}")
+    long = aggregate(part, ["assistant_model", "task_type"], ASSISTANT_DIMENSIONS, seed=seed)
+    display = _wide(long, "assistant_model", ASSISTANT_DIMENSIONS)
+    if models is not None:
+        display = display.reindex(list(models))
+    display = display.rename_axis("Assistant model").reset_index()
+    caption = (
+        f"Assistant models under the {setting!r} setting: task completion rate (TCR, %), "
+        "personalization (P, 1-4), and the assistant's naturalness and coherence (1-5), "
+        "on single-domain (SD) and multi-domain (MD) tasks; 95% bootstrap intervals in brackets."
+        + missing_note(long)
+        + provenance_note(backends(part))
+    )
+    return TableResult(display, caption, score_source(part), long)
+
+
+def table12(
+    tidy: pd.DataFrame, *, setting: str = MAIN_SETTING, task_types: Sequence[str] = ("SD",), seed: int = 0
+) -> TableResult:
+    """The user agent's naturalness and coherence, per assistant model it talked to."""
+    part = tidy[(tidy["assistant_setting"] == setting) & tidy["task_type"].isin(task_types)]
+    if part.empty:
+        raise ValueError(f"no judged dialogues under setting {setting!r} for task types {list(task_types)}")
+    long = aggregate(part, ["assistant_model", "task_type"], USER_DIMENSIONS, seed=seed)
+    display = _wide(long, "assistant_model", USER_DIMENSIONS)
+    display = display.rename_axis("Assistant model").reset_index()
+    caption = (
+        f"The user agent's naturalness and coherence (1-5) when talking to each assistant model "
+        f"({'/'.join(task_types)} tasks, {setting!r} setting); 95% bootstrap intervals in brackets."
+        + missing_note(long)
+        + provenance_note(backends(part))
+    )
+    return TableResult(display, caption, score_source(part), long)
+
+
+def judge_missing(store: RunStore, judge_model: str, prompt_version: str) -> TableResult:
+    """Table J1: judge answers without a valid score, per judge model and dimension."""
+    missing = judging.missing_rate(store, judge_model)
+    used = sorted({b for names in missing["backend"] for b in names.split(", ")})
+    caption = (
+        f"Judge answers without a valid score per dimension (judge {judging.judge_model_key(judge_model)}, "
+        f"prompt {prompt_version})." + provenance_note(used)
+    )
+    answered = int((missing["ok"] + missing["missing"] + missing["error"]).sum()) if len(missing) else 0
+    source = Source.of(f"run store {store.root.name}/", answered, "judgments", used, [judge_model])
+    return TableResult(missing, caption, source)
+
+
+def judge_scores(tidy: pd.DataFrame, *, seed: int = 0) -> TableResult:
+    """Table J2: mean scores with intervals per assistant model, setting and task type."""
+    scores = aggregate(tidy, ["assistant_model", "assistant_setting", "task_type"], seed=seed)
+    judges = ", ".join(sorted(tidy["judge_model"].unique()))
+    caption = f"Judge scores per assistant model, setting and task type (judge {judges})." + provenance_note(
+        backends(tidy)
+    )
+    return TableResult(scores, caption, score_source(tidy))

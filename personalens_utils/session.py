@@ -1,0 +1,164 @@
+"""The setup cell of every notebook: one `Session` resolves the parameters the same way everywhere.
+
+A notebook's parameters cell names what to work on; `Session.open(...)` turns those names into
+things: the benchmark folder, the users, the run store, the output folder and (on first use) the
+LLM client, which `session.close()` (or leaving a `with` block) closes again. Each parameter has
+one meaning in every notebook (docs/parameters.md):
+
+- `users`: None is the benchmark's default users (the paper's sample_50 when the benchmark holds
+  the official users, every user of a generated benchmark); "all" is every user; a sample name
+  ("sample_30", "sample_50", "sample_100") or a list of user indices is exactly those users.
+- `seed` seeds sampling and resampling (bootstrap, permutation, Self-BLEU and annotation samples);
+  `backend_seed` seeds the offline backend; `demographics_seed` seeds notebook 01's demographics.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from personalens_utils import paths
+from personalens_utils.data import Benchmark, load_benchmark, resolve_users
+from personalens_utils.llm import LLMClient
+from personalens_utils.records import Dialogue
+from personalens_utils.simulation.report import default_users
+from personalens_utils.store import RunStore
+
+ALL_USERS = "all"
+DEFAULT_RUN = "simulation"
+"""The run store under runs/ that notebooks 03-06 share when `run_dir` is None."""
+
+
+class SessionError(ValueError):
+    """A notebook parameter that cannot be resolved; the message names it."""
+
+
+def resolve_session_users(benchmark_dir: str | os.PathLike[str], users: Any) -> list[int] | None:
+    """The one meaning of `users`: sorted user indices, or None for every user of the benchmark."""
+    if users is None:
+        users = default_users(benchmark_dir)
+    if users == ALL_USERS:
+        return None
+    try:
+        return resolve_users(users)
+    except (TypeError, ValueError) as exc:
+        raise SessionError(f"parameter users={users!r}: {exc}; or use None or {ALL_USERS!r}") from exc
+
+
+@dataclass
+class Session:
+    """What a notebook works on, resolved from its parameters. Close it in the last cell."""
+
+    benchmark_dir: Path
+    users: list[int] | None
+    store: RunStore | None
+    output_dir: Path
+    backend: str = "offline"
+    max_concurrency: int = 8
+    backend_seed: int = 0
+    stage: str = ""
+    task_types: tuple[str, ...] = ("SD", "MD")
+    started: float = field(default_factory=time.perf_counter)
+    _client: LLMClient | None = field(default=None, repr=False)
+    _benchmark: Benchmark | None = field(default=None, repr=False)
+
+    @classmethod
+    def open(
+        cls,
+        *,
+        benchmark_dir: str | os.PathLike[str] | None = None,
+        users: Any = None,
+        run_dir: str | os.PathLike[str] | None = None,
+        output_dir: str | os.PathLike[str] | None = None,
+        default_output: str = "analysis",
+        backend: str = "offline",
+        max_concurrency: int = 8,
+        backend_seed: int = 0,
+        stage: str = "",
+        task_types: Sequence[str] = ("SD", "MD"),
+        store: bool = True,
+    ) -> Session:
+        """Resolve a notebook's parameters; `store=False` when the notebook keeps nothing in a store
+        unless `run_dir` is given (notebook 02). Outputs go to `output_dir` or runs/<default_output>/."""
+        unknown = sorted(set(task_types) - {"SD", "MD"})
+        if unknown:
+            raise SessionError(f"parameter task_types: unknown {unknown}; use 'SD' and/or 'MD'")
+        bench = paths.resolve_benchmark_dir(benchmark_dir)
+        if store or run_dir:
+            run_store: RunStore | None = RunStore(run_dir or paths.runs_dir() / DEFAULT_RUN)
+        else:
+            run_store = None
+        return cls(
+            benchmark_dir=bench,
+            users=resolve_session_users(bench, users),
+            store=run_store,
+            output_dir=Path(output_dir) if output_dir else paths.runs_dir() / default_output,
+            backend=backend,
+            max_concurrency=max_concurrency,
+            backend_seed=backend_seed,
+            stage=stage,
+            task_types=tuple(task_types),
+        )
+
+    @property
+    def run_store(self) -> RunStore:
+        """The run store; an error names `run_dir` when the notebook was opened without one."""
+        if self.store is None:
+            raise SessionError("this notebook was opened without a run store: pass run_dir")
+        return self.store
+
+    @property
+    def benchmark(self) -> Benchmark:
+        """The benchmark restricted to the session's users, loaded once."""
+        if self._benchmark is None:
+            self._benchmark = load_benchmark(self.benchmark_dir, users=self.users)
+        return self._benchmark
+
+    def load_benchmark(self, users: Sequence[int] | None) -> Benchmark:
+        """The benchmark for other users than the session's (e.g. those a run store holds)."""
+        return load_benchmark(self.benchmark_dir, users=users)
+
+    def user_ids(self) -> list[int]:
+        """The session's users as indices; every user of the benchmark when `users` means all."""
+        return list(self.users) if self.users is not None else sorted(self.benchmark.users)
+
+    @property
+    def client(self) -> LLMClient:
+        """The LLM client, made on first use with the session's backend, bound and backend seed."""
+        if self._client is None:
+            self._client = LLMClient(
+                self.backend, max_concurrency=self.max_concurrency, stage=self.stage, seed=self.backend_seed
+            )
+        return self._client
+
+    def in_scope(self) -> Callable[[Dialogue], bool]:
+        """`select` for the runners: a dialogue record of the session's users and task types."""
+        wanted = set(self.users) if self.users is not None else None
+        types = set(self.task_types)
+        return lambda d: (wanted is None or d.user_id in wanted) and d.task_type in types
+
+    def scope(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """Rows of a frame with `user_id` and `task_type` columns that belong to the session."""
+        keep = frame["task_type"].isin(self.task_types)
+        if self.users is not None:
+            keep &= frame["user_id"].isin(self.users)
+        return frame[keep]
+
+    def close(self) -> str:
+        """Close the client (if one was made); returns a line saying how long the notebook took."""
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        return f"finished in {time.perf_counter() - self.started:.1f} s; outputs under {self.output_dir}"
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

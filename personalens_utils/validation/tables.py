@@ -1,0 +1,114 @@
+"""The validation tables of notebook 02 as `TableResult`s: Table 1, Tables 6-9, Table 10, the
+comparison with the printed paper, and the profile-consistency summary.
+
+The measures live in `metrics`, `lexical` and `consistency`; this module gives each table its
+caption and source, worded once, so notebooks only call and show.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from personalens_utils.llm.offline import OFFLINE_LABEL
+from personalens_utils.tables import Source, TableResult
+from personalens_utils.validation import consistency, lexical
+from personalens_utils.validation import metrics as V
+
+
+def benchmark_label(benchmark: Any) -> tuple[str, bool]:
+    """How captions name the benchmark, and whether the kit generated it (see `metrics.benchmark_source`)."""
+    return V.benchmark_source(benchmark.root)
+
+
+def _source(benchmark: Any, n: int, unit: str) -> Source:
+    return Source.of(f"benchmark {Path(benchmark.root).name}/", n, unit)
+
+
+def table1(benchmark: Any) -> tuple[TableResult, TableResult]:
+    """Table 1 (tasks and dialogues per domain) and its totals by task type."""
+    label, _ = benchmark_label(benchmark)
+    per_domain, totals = V.benchmark_table1(benchmark)
+    source = _source(benchmark, len(benchmark.scenarios), "user x task scenarios")
+    return (
+        TableResult(
+            per_domain,
+            "Tasks and dialogues per domain (SD, MD, both); a multi-domain task counts toward each of its "
+            f"domains. Source: {label}.",
+            source,
+        ),
+        TableResult(totals, f"Tasks and dialogues by task type. Source: {label}.", source),
+    )
+
+
+def tables6_7(benchmark: Any) -> tuple[pd.DataFrame, dict[int, TableResult]]:
+    """The stacked demographics frame (Figure 3 draws it) and Tables 6 and 7 cut from it."""
+    label, _ = benchmark_label(benchmark)
+    demographics = V.benchmark_demographics(benchmark)
+    source = _source(benchmark, len(benchmark.users), "users")
+    tables = {}
+    for number, part in ((6, 1), (7, 2)):
+        table = demographics[demographics["Table"] == number].drop(columns="Table").reset_index(drop=True)
+        caption = f"Demographic breakdown, part {part}: counts and percentages of users. Source: {label}."
+        tables[number] = TableResult(table, caption, source)
+    return demographics, tables
+
+
+def tables8_9(benchmark: Any) -> dict[int, TableResult]:
+    """Tables 8 and 9: preference characteristics and evenness per domain and preference type."""
+    label, _ = benchmark_label(benchmark)
+    source = _source(benchmark, len(benchmark.users), "users")
+    caption = (
+        "User preference characteristics per domain: categorical or not, # possible values, # generated "
+        "values (capped at # possible, as printed in the paper), Shannon evenness E = H / log n over the "
+        "n distinct generated values; # Distinct and # Off-list show what the cap hides. "
+        f"Source: {label}."
+    )
+    halves = V.split_tables_8_9(V.benchmark_preferences(benchmark))
+    return {number: TableResult(table, caption, source) for number, table in zip((8, 9), halves, strict=True)}
+
+
+def paper_comparison(benchmark: Any, comparisons: Mapping[str, pd.DataFrame]) -> TableResult:
+    """How many printed cells of Tables 1 and 6-9 the data reproduces, table by table."""
+    label, _ = benchmark_label(benchmark)
+    summary = V.comparison_summary(comparisons)
+    caption = f"Cells of Tables 1 and 6-9 measured on the data vs. printed in the paper. Source: {label}."
+    return TableResult(summary, caption, _source(benchmark, int(summary["Cells"].sum()), "cells compared"))
+
+
+def table10(
+    run_dir: str | os.PathLike[str],
+    task_types: Sequence[str] = ("SD", "MD"),
+    *,
+    self_bleu_sample: int = lexical.SELF_BLEU_SAMPLE,
+    seed: int = 0,
+) -> TableResult:
+    """Table 10: lexical diversity of the dialogues of a run store (Self-BLEU over a seeded sample)."""
+    table, used = lexical.run_store_lexical_diversity(
+        run_dir, task_types, self_bleu_sample=self_bleu_sample, seed=seed
+    )
+    made_by = OFFLINE_LABEL if "offline" in used else f"dialogues from backend(s) {', '.join(sorted(used))}"
+    caption = (
+        "Lexical diversity: Dist-1/2 and Ent-4 per dialogue, averaged; Self-BLEU of sampled utterances "
+        f"against the rest of the sample (lower is more diverse). {made_by}."
+    )
+    source = Source.of(f"run store {Path(run_dir).name}/", int(table["# Dial"].sum()), "dialogues", used)
+    return TableResult(table, caption, source)
+
+
+def consistency_table(
+    records: Iterable[Mapping[str, Any]], benchmark: Any, *, checker: str, backend: str, model: str
+) -> TableResult:
+    """The profile-consistency summary (Appendix A.4): profiles flagged by the checker, with rates."""
+    label, _ = benchmark_label(benchmark)
+    rows = list(records)
+    flagged = consistency.flagged_summary(rows)
+    caption = (
+        f"Profiles flagged by the consistency checker ({checker}); rates over answers read. Source: {label}."
+    )
+    source = _source(benchmark, len(rows), "profiles checked")
+    return TableResult(flagged, caption, Source.of(source.origin, source.n, source.unit, [backend], [model]))

@@ -1,0 +1,113 @@
+"""The notebook session: one meaning per parameter, every notebook set up and closed through it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import nbformat
+import pandas as pd
+import papermill
+import pytest
+from support.records import dialogue
+
+from personalens_utils import reproduce, session
+from personalens_utils.data import SAMPLES
+from personalens_utils.paths import project_root
+from personalens_utils.reproduce import Settings
+from personalens_utils.session import Session, SessionError, resolve_session_users
+
+NOTEBOOKS = sorted((project_root() / "notebooks").glob("0*.ipynb"))
+PARAMETERS_DOC = project_root() / "docs" / "parameters.md"
+
+
+def _official_like(root: Path, users: list[int]) -> Path:
+    for u in users:
+        (root / "profile" / f"user{u}").mkdir(parents=True)
+    (root / "task").mkdir()
+    return root
+
+
+def test_users_has_one_meaning(tmp_path):
+    official = _official_like(tmp_path / "official", sorted(SAMPLES["sample_50"]))
+    generated = _official_like(tmp_path / "generated", [0, 1, 2])
+    assert resolve_session_users(official, None) == sorted(SAMPLES["sample_50"])
+    assert resolve_session_users(generated, None) is None  # every user of a generated benchmark
+    assert resolve_session_users(official, "all") is None
+    assert resolve_session_users(official, "sample_30") == sorted(SAMPLES["sample_30"])
+    assert resolve_session_users(generated, [2, 0, 2]) == [0, 2]
+    with pytest.raises(SessionError, match="users='sample_7'"):
+        resolve_session_users(generated, "sample_7")
+    with pytest.raises(SessionError, match=r"users=3\.5"):
+        resolve_session_users(generated, 3.5)
+
+
+def test_open_resolves_folders_and_closes_the_client(tmp_path, monkeypatch):
+    bench = _official_like(tmp_path / "bench", [0, 1])
+    monkeypatch.setattr(session.paths, "runs_dir", lambda: tmp_path / "runs")
+    closed = []
+    real_close = session.LLMClient.close
+    monkeypatch.setattr(session.LLMClient, "close", lambda self: closed.append(self) or real_close(self))
+    with Session.open(benchmark_dir=bench, users=[1], task_types=["SD"]) as s:
+        assert s.store is not None and s.store.root == tmp_path / "runs" / session.DEFAULT_RUN
+        assert s.output_dir == tmp_path / "runs" / "analysis" and s.users == [1]
+        client = s.client
+        assert s.client is client and client.backend_name == "offline"
+        frame = pd.DataFrame({"user_id": [0, 1, 1], "task_type": ["SD", "SD", "MD"]})
+        assert s.scope(frame).index.tolist() == [1]
+        keep = s.in_scope()
+        assert keep(dialogue("a", user_id=1, task_type="SD"))
+        assert not keep(dialogue("b", user_id=0, task_type="SD"))
+    assert closed == [client]  # closed on leaving the block
+    no_store = Session.open(benchmark_dir=bench, store=False, output_dir=tmp_path / "o")
+    with pytest.raises(SessionError, match="run_dir"):
+        _ = no_store.run_store
+    with pytest.raises(SessionError, match="task_types"):
+        Session.open(benchmark_dir=bench, task_types=["XD"])
+
+
+def _declared(notebook: Path) -> dict[str, str]:
+    return {name: info["help"] for name, info in papermill.inspect_notebook(str(notebook)).items()}
+
+
+def test_every_notebook_opens_a_session_and_closes_it():
+    for notebook in NOTEBOOKS:
+        cells = [c for c in nbformat.read(notebook, as_version=4).cells if c.cell_type == "code"]
+        assert "Session.open(" in cells[1].source, f"{notebook.name}: the setup cell opens no Session"
+        assert "session.close()" in cells[-1].source, f"{notebook.name}: the last cell does not close it"
+        assert not any("LLMClient(" in c.source for c in cells), f"{notebook.name} makes its own client"
+
+
+def test_seed_means_sampling_everywhere_and_the_other_seeds_have_their_own_names():
+    for notebook in NOTEBOOKS:
+        declared = _declared(notebook)
+        if "seed" in declared:
+            assert re.search(r"bootstrap|sample", declared["seed"]), f"{notebook.name}: {declared['seed']}"
+        if "backend" in declared:
+            assert "backend_seed" in declared, f"{notebook.name} calls a model but has no backend_seed"
+    assert "demographics_seed" in _declared(NOTEBOOKS[0]) and "seed" not in _declared(NOTEBOOKS[0])
+    assert "seed" not in _declared(NOTEBOOKS[2])  # 03 samples nothing; its backend has backend_seed
+
+
+def test_parameters_doc_lists_every_notebook_parameter():
+    text = PARAMETERS_DOC.read_text(encoding="utf-8")
+    for notebook in NOTEBOOKS:
+        for name in _declared(notebook):
+            assert re.search(rf"^\| `{name}` \|.*{notebook.name[:2]}", text, re.M), (notebook.name, name)
+
+
+def test_reproduce_passes_each_seed_under_its_own_name(monkeypatch, tmp_path):
+    calls: dict[str, dict] = {}
+
+    def record(settings, name, out, params, label=""):
+        calls[name + label] = params
+        return reproduce.StepResult(name + label, None, 0.0, True)
+
+    monkeypatch.setattr(reproduce, "run_notebook", record)
+    monkeypatch.setattr(reproduce, "runs_dir", lambda: tmp_path)
+    settings = Settings(run="r", seed=4, backend_seed=5, demographics_seed=6, assistant_models=("m",))
+    reproduce.run_pass(settings, "generated", None)
+    assert calls["01_generation"]["demographics_seed"] == 6
+    for name, params in calls.items():
+        assert params["seed"] == 4 and params["backend_seed"] == 5, name
+    assert reproduce.parse_args(["--seed", "2", "--backend-seed", "3"]).backend_seed == 3
