@@ -250,8 +250,8 @@ class StageReport:
         return pd.DataFrame([row])
 
     def __repr__(self) -> str:
-        return f"StageReport({self.message()}; planned {self.planned}, retried {self.retried}, " \
-               f"${self.cost_usd:.4f}, {self.elapsed_s:.1f}s)"
+        return (f"StageReport({self.message()}; planned {self.planned}, retried {self.retried}, "
+                f"${self.cost_usd:.4f}, {self.elapsed_s:.1f}s)")
 
     def count(self, records: Iterable[Record]) -> None:
         """Book records just stored."""
@@ -260,7 +260,7 @@ class StageReport:
             if record.is_error:
                 self.errors += 1
                 if len(self.first_errors) < 5:
-                    self.first_errors.append(f"{record.id}: {record.failure}")
+                    self.first_errors.append(record.failure)
             else:
                 self.finished += 1
 

@@ -143,8 +143,8 @@ class Record:
 
     @property
     def failure(self) -> str:
-        """Why an error record failed (the stored message)."""
-        return str(getattr(self, "error", None) or self.status)
+        """What an error record is about and why it failed, for a report's first errors."""
+        return f"{self.id}: {getattr(self, 'error', None) or self.status}"
 
     def to_json(self) -> dict[str, Any]:
         raise NotImplementedError
@@ -190,6 +190,10 @@ class Dialogue(Record):
     usage: Usage = field(default_factory=Usage)
     cost_usd: float = 0.0
     retries: int = 0
+
+    @property
+    def failure(self) -> str:
+        return f"{self.scenario_id} ({self.assistant_setting}): {self.error or self.status}"
 
     @staticmethod
     def make_id(
@@ -287,7 +291,7 @@ class Judgment(Record):
 
     @property
     def failure(self) -> str:
-        return self.explanation
+        return f"dialogue {self.dialogue_id}, {self.dimension}: {self.explanation}"
 
     @staticmethod
     def make_id(dialogue_id: str, dimension: str, judge_model: str, prompt_version: str) -> str:
@@ -356,7 +360,7 @@ class ConsistencyCheck(Record):
 
     @property
     def failure(self) -> str:
-        return self.problem or self.status
+        return f"user {self.user_id}: {self.problem or self.status}"
 
     @staticmethod
     def make_id(user_id: int, model: str, backend: str, prompt_version: str) -> str:
@@ -443,6 +447,11 @@ class GenerationStep(Record):
             raise RecordError(
                 f"a {self.step} step is about {list(self.about_keys)}, got {sorted(self.about)}"
             )
+
+    @property
+    def failure(self) -> str:
+        about = ", ".join(f"{k} {self.about[k]}" for k in self.about_keys)
+        return f"{self.step} ({about}): {self.error or self.status}"
 
     @staticmethod
     def make_id(step: str, key: Sequence[Any], backend: str, model: str, prompt_version: str) -> str:

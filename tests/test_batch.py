@@ -14,7 +14,7 @@ from support.fake_server import FakeLLMServer
 from support.records import put
 from test_batch_support import MODEL, context_for, dialogue, judge_reply
 
-from personalens_utils.judging import ALL_DIMENSIONS, run_judging, run_judging_batch
+from personalens_utils.judging import ALL_DIMENSIONS, Dimension, run_judging, run_judging_batch
 from personalens_utils.llm import FatalError, LLMClient, registry
 from personalens_utils.records import Batch, BatchEntry, Dialogue, Judgment
 from personalens_utils.store import RunStore
@@ -187,3 +187,17 @@ def test_stored_batch_results_are_used_again_without_any_call(server, tmp_path):
     assert server.total("requests") == calls_before
     assert report.stored == len(first)
     assert sorted(RunStore(store.root).records(Judgment), key=lambda r: r["id"]) == first
+
+
+def test_a_parser_bug_stops_batch_judging_and_stores_no_judgment(server, tmp_path, monkeypatch):
+    FakeBatches(polls_in_progress=0).install(server)
+    store = store_with(tmp_path / "run", [dialogue(0)])
+
+    def broken(self: Dimension, text: str) -> Any:
+        raise KeyError("a bug in the parser")
+
+    monkeypatch.setattr(Dimension, "parse", broken)
+    with client() as llm, pytest.raises(KeyError, match="a bug in the parser"):
+        run_judging_batch(store, llm, context_for, judge_model=MODEL, dimensions=["coherence_user"], **FAST)
+    assert store.read(Judgment) == []
+    assert store.read(BatchEntry), "the answers are kept: a rerun after the fix does not pay for them again"

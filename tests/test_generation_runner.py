@@ -171,6 +171,9 @@ def test_another_fatal_error_is_stored_as_a_failed_step(tmp_path: Path) -> None:
     result = _generate(tmp_path, backend=FailingBackend(fails, FatalError("request too large", status=400)))
     assert set(result.failures["step"]) == {"preferences"} and set(result.failures["user_id"]) == {"user0"}
     assert 0 not in result.benchmark.users and result.benchmark.users
+    fixed = _generate(tmp_path)  # the errored steps are asked again (the others are reused)
+    assert fixed.failures.empty and 0 in fixed.benchmark.users
+    assert fixed.steps.set_index("step").loc["preferences", "generated"] > 0
     assert result.failures["error"].str.contains("model call failed: FatalError: request too large").all()
 
 

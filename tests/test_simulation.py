@@ -210,7 +210,9 @@ def test_a_failing_dialogue_is_stored_as_error_and_retried_on_demand(bench, tmp_
 
     client, _ = client_for(answer)
     summary = run_simulation(bench, tmp_path, client)
-    assert summary.statuses == {"terminated": 9, "error": 3}
+    assert summary.statuses == {"terminated": 9, "error": 3} and summary.errors == 3
+    assert len(summary.first_errors) == 3 and all(
+        "SD-Movies-task-1 (base): RetriesExhaustedError" in e for e in summary.first_errors)
     errors = [r for r in RunStore(tmp_path).records(Dialogue) if r["status"] == "error"]
     assert {r["task_id"] for r in errors} == {"SD-Movies-task-1"}
     assert all("529" in r["error"] or "overloaded" in r["error"] for r in errors)

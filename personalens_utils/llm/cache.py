@@ -45,7 +45,7 @@ class ResponseCache:
             return None
         return Response(
             text=record["text"],
-            usage=Usage(**record["usage"]),
+            usage=Usage.from_dict(record["usage"]),
             backend=record["backend"],
             model=record["model"],
             latency_s=record["latency_s"],
@@ -53,17 +53,11 @@ class ResponseCache:
         )
 
     def put(self, key: str, response: Response) -> None:
-        usage = response.usage
         self._open().set(
             key,
             {
                 "text": response.text,
-                "usage": {
-                    "input_tokens": usage.input_tokens,
-                    "output_tokens": usage.output_tokens,
-                    "cache_read_tokens": usage.cache_read_tokens,
-                    "cache_write_tokens": usage.cache_write_tokens,
-                },
+                "usage": response.usage.to_dict(),
                 "backend": response.backend,
                 "model": response.model,
                 "latency_s": response.latency_s,
