@@ -2,7 +2,10 @@
 
 A stage offers candidate work items, each naming the record ids it writes. `plan` checks them
 against the run store: an item whose records are all stored is already done; an item with an
-errored record is redone only when `retry_errors=True`; anything else is to do. `run_stage` runs
+errored record is redone only when `retry_errors=True`; anything else is to do. The runners'
+defaults keep each stage's behaviour from before the engine: simulation False (a dialogue is many
+calls; notebook 03 exposes the switch), judging and consistency checks True (a call or two each),
+generation always True (the benchmark needs every step). `run_stage` runs
 the items through the client's pool (its concurrency bound, a progress bar) and appends each
 item's records the moment it finishes, so a killed run loses only the items in flight and a rerun
 picks up the rest. Every stage reports with one `StageReport`.
