@@ -17,7 +17,6 @@ from typing import Any
 
 import pandas as pd
 
-from personalens_utils.data.schema import load_schema
 from personalens_utils.judging.parsing import normalize_answer
 from personalens_utils.llm import CallKind, LLMClient, Message, Request
 
@@ -34,6 +33,7 @@ from personalens_utils.prompts.validation import (
     EXPLANATION_LABEL,
     WITHIN_LABEL,
 )
+from personalens_utils.reference.schema import load_schema
 from personalens_utils.store import RunStore, stable_id
 
 TASK = "consistency"
