@@ -17,7 +17,7 @@ from personalens_utils.data import (
     load_benchmark,
     resolve_users,
 )
-from personalens_utils.data.schema import load_schema
+from personalens_utils.reference.schema import load_schema
 
 DOMAINS = ("Alarm", "Music", "Rental Cars", "Restaurants")
 DEFINITIONS: dict[str, list[dict[str, Any]]] = {

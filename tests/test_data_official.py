@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from personalens_utils.data import SAMPLES, Benchmark, load_benchmark, save_benchmark
-from personalens_utils.data.schema import DOMAINS, MULTI_DOMAIN
+from personalens_utils.reference.schema import DOMAINS, MULTI_DOMAIN
 
 pytestmark = pytest.mark.official
 

@@ -26,9 +26,9 @@ from personalens_utils import analysis
 from personalens_utils.analysis import annotation, dialogue_stats, scores
 from personalens_utils.analysis.stats import bootstrap_ci, paired_comparison, sign_flip_pvalue
 from personalens_utils.data.demographics import sample_demographics
-from personalens_utils.data.schema import load_schema
 from personalens_utils.plots import save_figure
 from personalens_utils.records import Dialogue, Judgment
+from personalens_utils.reference.schema import load_schema
 from personalens_utils.store import RunStore
 from personalens_utils.tables import save_table
 from personalens_utils.validation import lexical

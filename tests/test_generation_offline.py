@@ -7,11 +7,11 @@ from collections import Counter
 import pytest
 
 from personalens_utils.data.demographics import sample_demographics
-from personalens_utils.data.schema import load_schema
 from personalens_utils.generation import requests as calls
 from personalens_utils.generation.parsing import DEVICES, ENVIRONMENTS, TIMES_OF_DAY
 from personalens_utils.llm import CallKind, FatalError, Message, Request
 from personalens_utils.llm.offline import OfflineBackend
+from personalens_utils.reference.schema import load_schema
 
 SCHEMA = load_schema()
 SETTINGS = calls.ModelSettings()

@@ -7,7 +7,6 @@ import json
 
 import pytest
 
-from personalens_utils.data.schema import load_schema
 from personalens_utils.generation.parsing import (
     MIN_SUMMARY_WORDS,
     AnswerError,
@@ -19,6 +18,7 @@ from personalens_utils.generation.parsing import (
     parse_sd_tasks,
     parse_situation,
 )
+from personalens_utils.reference.schema import load_schema
 
 SCHEMA = load_schema()
 ALARM = SCHEMA.domain("Alarm")

@@ -8,13 +8,14 @@ from pathlib import Path
 import pytest
 
 from personalens_utils.data import load_benchmark
-from personalens_utils.data.demographics import FIELDS, DemographicsError, sample_demographics
-from personalens_utils.data.schema import load_schema
+from personalens_utils.data.demographics import sample_demographics
 from personalens_utils.generation import GenerationConfig, generate_benchmark, load_users
 from personalens_utils.generation.parsing import DAYS_OF_WEEK, DEVICES, ENVIRONMENTS, TIMES_OF_DAY
 from personalens_utils.generation.runner import MANIFEST
 from personalens_utils.llm import FatalError, LLMClient, Request, Response, RetryableError
 from personalens_utils.llm.offline import OFFLINE_LABEL, OfflineBackend
+from personalens_utils.reference.demographics import FIELDS, DemographicsError
+from personalens_utils.reference.schema import load_schema
 
 SMALL = GenerationConfig(n_users=4, seed=2, sd_tasks_per_domain=2, md_tasks=3,
                          domains=("Alarm", "Flights", "Hotels", "Restaurants", "Travel"))

@@ -10,11 +10,11 @@ import pytest
 from test_simulation_support import tiny_benchmark
 
 from personalens_utils.data import load_benchmark
-from personalens_utils.data.schema import load_schema
 from personalens_utils.llm import CallKind, Request
 from personalens_utils.llm.client import LLMClient
 from personalens_utils.llm.offline import OfflineBackend
 from personalens_utils.llm.offline.dialogue import assistant_turn, user_turn
+from personalens_utils.reference.schema import load_schema
 from personalens_utils.simulation import (
     AssistantSetting,
     ScenarioContext,

@@ -1,4 +1,5 @@
-"""The installed package's imports: no test support in it, every module imports alone, llm/ at the bottom."""
+"""The installed package's imports: no test support in it, every module imports alone, llm/ and the
+layers it reads (prompts/, reference/, paths) at the bottom."""
 
 from __future__ import annotations
 
@@ -18,19 +19,15 @@ PACKAGE_DIR = Path(personalens_utils.__file__).resolve().parent
 PACKAGE = PACKAGE_DIR.name
 TEST_SUPPORT = ("support", "tests", "conftest", "pytest")
 """Top-level names of test infrastructure (besides the tests' own `test_*` helper modules)."""
-STAGES = (
-    "data", "generation", "validation", "simulation", "judging", "analysis", "store", "records", "engine",
-)
-"""Modules and packages above the llm layer: llm/ may import none of them."""
-
-KNOWN_LLM_STAGE_IMPORTS = {
-    ("llm/offline/consistency.py", "personalens_utils.data.schema"),
-    ("llm/offline/dialogue.py", "personalens_utils.data.schema"),
-    ("llm/offline/generation.py", "personalens_utils.data.demographics"),
+BOTTOM_LAYERS = {
+    "reference": {"reference"},
+    "paths": set(),
+    "prompts": {"prompts", "reference"},
+    "llm": {"llm", "prompts", "reference", "paths"},
 }
-"""Not fixed yet: the offline backend reads the schema and demographic reference tables, which live in
-data/. They belong in a leaf package that data/ and llm/ both import; until they move, this list names
-them exactly, so a new dependency fails and a removed one must be struck from the list."""
+"""The layers under every stage, each with the parts of the package it may import (itself included).
+llm/ reads prompt labels, the reference schema and regions, and the cache folder; none of those
+reaches back into data/, a stage, the store or the records."""
 
 
 def module_name(path: Path) -> str:
@@ -61,7 +58,7 @@ def imported(path: Path) -> set[str]:
 def test_the_scan_sees_relative_and_nested_imports() -> None:
     assert "personalens_utils.llm.types.Request" in imported(PACKAGE_DIR / "llm" / "budget.py")
     assert "personalens_utils.llm.offline.count_tokens" in imported(PACKAGE_DIR / "llm" / "budget.py")
-    assert "personalens_utils.data.schema" in imported(PACKAGE_DIR / "llm" / "offline" / "dialogue.py")
+    assert "personalens_utils.reference.schema" in imported(PACKAGE_DIR / "llm" / "offline" / "dialogue.py")
 
 
 def test_no_module_of_the_package_imports_test_support() -> None:
@@ -74,16 +71,31 @@ def test_no_module_of_the_package_imports_test_support() -> None:
     assert offenders == []
 
 
-def test_llm_imports_no_stage_module() -> None:
-    found = {
-        (path.relative_to(PACKAGE_DIR).as_posix(), name)
-        for path in (PACKAGE_DIR / "llm").rglob("*.py")
-        for name in imported(path)
-        if name.split(".")[:2] in ([PACKAGE, stage] for stage in STAGES)
+def package_parts_imported(layer: str) -> dict[str, set[str]]:
+    """For each file of `layer` (a module or a package), the top-level parts of the package it imports."""
+    root = PACKAGE_DIR / layer
+    files = sorted(root.rglob("*.py")) if root.is_dir() else [root.with_suffix(".py")]
+    return {
+        path.relative_to(PACKAGE_DIR).as_posix(): {
+            name.split(".")[1] for name in imported(path) if name.startswith(f"{PACKAGE}.")
+        }
+        for path in files
     }
-    modules = {(where, ".".join(name.split(".")[:3])) for where, name in found}
-    assert modules - KNOWN_LLM_STAGE_IMPORTS == set(), "llm/ must not depend on the stages above it"
-    assert KNOWN_LLM_STAGE_IMPORTS - modules == set(), "a known exception is gone: strike it from the list"
+
+
+def test_the_layer_scan_names_what_a_file_reaches_into() -> None:
+    assert package_parts_imported("data")["data/types.py"] == {"reference"}
+    assert "paths" in package_parts_imported("llm")["llm/cache.py"]
+
+
+@pytest.mark.parametrize("layer", sorted(BOTTOM_LAYERS))
+def test_the_bottom_layers_import_only_what_is_below_them(layer: str) -> None:
+    offenders = {
+        where: sorted(parts - BOTTOM_LAYERS[layer])
+        for where, parts in package_parts_imported(layer).items()
+        if parts - BOTTOM_LAYERS[layer]
+    }
+    assert offenders == {}, f"{layer} must not depend on the layers above it"
 
 
 FRESH_IMPORTS = """

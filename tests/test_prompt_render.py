@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from personalens_utils.data.demographics import FIELDS
 from personalens_utils.prompts.dialogue import EMPTY_CLOSING
 from personalens_utils.prompts.render import (
     render_conversation,
@@ -14,6 +13,7 @@ from personalens_utils.prompts.render import (
     render_preferences,
     render_preferences_nested,
 )
+from personalens_utils.reference.demographics import FIELDS
 
 ALARM = {"Alarm Time Preference": "6:30 AM", "Alarm Sound": ["birds", "rain"]}
 MUSIC = {"Preferred Genres": ["jazz", "blues"]}

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from personalens_utils.data.schema import DOMAINS, SchemaError, load_schema
+from personalens_utils.reference.schema import DOMAINS, SchemaError, load_schema
 
 
 def test_twenty_domains_with_unique_preference_names() -> None:

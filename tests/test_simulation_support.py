@@ -10,8 +10,8 @@ from __future__ import annotations
 import random
 
 from personalens_utils.data import Benchmark
-from personalens_utils.data.schema import load_schema
 from personalens_utils.data.types import TaskDefinition, User
+from personalens_utils.reference.schema import load_schema
 
 DOMAINS = ("Alarm", "Movies", "Restaurants", "Hotels", "Events")
 TASKS = (

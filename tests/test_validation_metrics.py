@@ -170,7 +170,7 @@ def test_printed_form_rounds_like_the_paper():
 
 
 def test_paper_tables_resource_is_consistent_with_demographics_resource():
-    from personalens_utils.data import demographics as demo
+    from personalens_utils.reference import demographics as demo
 
     for number in (6, 7):
         printed = V.paper_table(number)

@@ -60,9 +60,10 @@ def test_table1_totals_match_and_differences_are_the_known_cells(official: Bench
 @pytest.mark.official
 def test_region_mapping_reproduces_table7_from_birth_country(official: Benchmark):
     from personalens_utils.data import demographics as demo
+    from personalens_utils.reference import demographics as ref
 
-    regions = [demo.region_of(u.demographics["birth_country"]) for u in official.users.values()]
-    expected = demo.variables()["region"].counts
+    regions = [ref.region_of(u.demographics["birth_country"]) for u in official.users.values()]
+    expected = ref.variables()["region"].counts
     assert {r: regions.count(r) for r in expected} == dict(expected)
     for user in official.users.values():
         demo.validate_demographics(user.demographics, f"user{user.user_id}")

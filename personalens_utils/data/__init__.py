@@ -26,7 +26,6 @@ from personalens_utils.data.parse import (
     parse_user_tasks,
     read_json,
 )
-from personalens_utils.data.schema import Schema, load_schema
 from personalens_utils.data.types import (
     MD,
     PROFILE_DIR,
@@ -34,7 +33,6 @@ from personalens_utils.data.types import (
     SAMPLES,
     SCENARIO_COLUMNS,
     SD,
-    SITUATION_FIELDS,
     TASK_DIR,
     TASK_FILES,
     BenchmarkDataError,
@@ -48,13 +46,13 @@ from personalens_utils.data.types import (
     task_order,
 )
 from personalens_utils.data.write import save_benchmark, write_task_definitions, write_user
+from personalens_utils.reference.schema import Schema, load_schema
 
 __all__ = [
     "MD",
     "SAMPLES",
     "SCENARIO_COLUMNS",
     "SD",
-    "SITUATION_FIELDS",
     "Benchmark",
     "BenchmarkDataError",
     "Scenario",

@@ -1,9 +1,8 @@
-"""Demographic variables of PersonaLens users: the paper's distributions, sampling, reading and regions.
+"""Users' demographic records: sampled from the paper's marginals or read from a survey file.
 
-The built-in distributions are the marginal counts of the paper's Tables 6 and 7 (the 1,500 PRISM
-survey participants). Users are sampled from those marginals independently, so a generated benchmark
-matches the paper's breakdown per variable, not the joint structure of the real survey; give a survey
-file to `read_demographics` when the joint structure matters.
+Users are sampled from the Tables 6-7 marginals (personalens_utils.reference.demographics)
+independently, so a generated benchmark matches the paper's breakdown per variable, not the joint
+structure of the real survey; give a survey file to `read_demographics` when the joint structure matters.
 """
 
 from __future__ import annotations
@@ -13,103 +12,18 @@ import json
 import os
 import random
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-FIELDS: tuple[str, ...] = (
-    "age",
-    "gender",
-    "employment_status",
-    "education",
-    "marital_status",
-    "english_proficiency",
-    "ethnicity",
-    "religion",
-    "birth_country",
-    "reside_country",
+from personalens_utils.reference.demographics import (
+    FIELDS,
+    DemographicsError,
+    region_members,
+    region_of,
+    to_category,
+    to_stored,
+    variables,
 )
-"""The demographic fields of a profile, in the official data's order (plus `user_id` there)."""
-
-PREFER_NOT = "Prefer not to say"
-
-
-class DemographicsError(ValueError):
-    """A demographic record or file that does not fit the kit's fields and categories."""
-
-
-@dataclass(frozen=True)
-class Variable:
-    """One breakdown of Tables 6-7: its printed name, the profile field it reads, and printed counts."""
-
-    table: int
-    name: str
-    field: str
-    counts: Mapping[str, int]
-
-    @property
-    def categories(self) -> tuple[str, ...]:
-        return tuple(self.counts)
-
-    @property
-    def total(self) -> int:
-        return sum(self.counts.values())
-
-
-def _resource(name: str) -> Any:
-    return json.loads(resources.files("personalens_utils.resources").joinpath(name).read_text("utf-8"))
-
-
-@cache
-def variables() -> dict[str, Variable]:
-    """The variables of Tables 6 and 7 keyed by profile field (`region` is derived from birth country)."""
-    raw = _resource("demographics.json")
-    return {
-        v["field"]: Variable(table=v["table"], name=v["name"], field=v["field"], counts=dict(v["counts"]))
-        for v in raw["variables"]
-    }
-
-
-@cache
-def _stored_as() -> dict[str, dict[str, str]]:
-    return _resource("demographics.json")["stored_as"]
-
-
-@cache
-def region_members() -> dict[str, tuple[str, ...]]:
-    """Region of Table 7 -> the country names (as the data spells them) that belong to it."""
-    return {region: tuple(countries) for region, countries in _resource("regions.json")["regions"].items()}
-
-
-@cache
-def _country_region() -> dict[str, str]:
-    return {country: region for region, members in region_members().items() for country in members}
-
-
-def region_of(country: str) -> str:
-    """The Table 7 region of a country name; unknown names raise rather than fall into "Other"."""
-    try:
-        return _country_region()[country]
-    except KeyError:
-        raise DemographicsError(
-            f"country {country!r} is not in personalens_utils/resources/regions.json; add it to a region"
-        ) from None
-
-
-def to_category(field: str, value: str) -> str:
-    """A stored value as the tables print it: the data writes "N/A" where the paper prints
-    "Prefer not to say" for ethnicity and religion."""
-    for printed, stored in _stored_as().get(field, {}).items():
-        if value == stored:
-            return printed
-    return value
-
-
-def to_stored(field: str, category: str) -> str:
-    """The inverse of `to_category`: how a printed category is written into a profile."""
-    return _stored_as().get(field, {}).get(category, category)
 
 
 def sample_demographics(n: int, seed: int | random.Random = 0) -> list[dict[str, str]]:

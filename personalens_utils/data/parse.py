@@ -14,10 +14,8 @@ from typing import Any, NoReturn
 
 import orjson
 
-from personalens_utils.data.schema import MULTI_DOMAIN, Schema
 from personalens_utils.data.types import (
     DEFINITIONS_FILE,
-    SITUATION_FIELDS,
     TASK_DIR,
     BenchmarkDataError,
     PreferenceValue,
@@ -31,6 +29,8 @@ from personalens_utils.data.types import (
     task_order,
     user_folder,
 )
+from personalens_utils.reference.schema import MULTI_DOMAIN, Schema
+from personalens_utils.reference.situation import SITUATION_FIELDS
 
 log = logging.getLogger(__name__)
 

@@ -12,18 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from personalens_utils.data.schema import MULTI_DOMAIN, load_schema
+from personalens_utils.reference.schema import MULTI_DOMAIN, load_schema
+from personalens_utils.reference.situation import SITUATION_FIELDS
 
 PreferenceValue = str | list[str]
-
-SITUATION_FIELDS: dict[str, str] = {
-    "location": "Location",
-    "device": "Device",
-    "time_of_day": "Time of Day",
-    "day_of_week": "Day of the Week",
-    "environment": "Environment",
-}
-"""Situation field (DataFrame column) -> key in the official task files."""
 
 SD, MD = "SD", "MD"
 

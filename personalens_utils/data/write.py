@@ -23,14 +23,12 @@ from personalens_utils.data.parse import (
     parse_profile,
     parse_user_tasks,
 )
-from personalens_utils.data.schema import MULTI_DOMAIN, Schema, load_schema
 from personalens_utils.data.types import (
     DEFINITIONS_FILE,
     MD,
     PROFILE_DIR,
     PROFILE_FILE,
     SCENARIO_COLUMNS,
-    SITUATION_FIELDS,
     TASK_DIR,
     TASK_FILES,
     Scenario,
@@ -39,6 +37,8 @@ from personalens_utils.data.types import (
     task_order,
     user_folder,
 )
+from personalens_utils.reference.schema import MULTI_DOMAIN, Schema, load_schema
+from personalens_utils.reference.situation import SITUATION_FIELDS
 
 if TYPE_CHECKING:
     from personalens_utils.data import Benchmark

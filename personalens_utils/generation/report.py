@@ -9,7 +9,8 @@ from __future__ import annotations
 import pandas as pd
 from pandas.io.formats.style import Styler
 
-from ..data import SITUATION_FIELDS, Benchmark
+from ..data import Benchmark
+from ..reference.situation import SITUATION_FIELDS
 from .runner import GenerationResult
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from personalens_utils.data.schema import Domain, PreferenceType, Schema
+from personalens_utils.reference.schema import Domain, PreferenceType, Schema
 
 from ..llm.types import CallKind, Message, Request
 from ..prompts import generation as prompts

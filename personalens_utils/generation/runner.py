@@ -23,11 +23,10 @@ import orjson
 import pandas as pd
 
 from personalens_utils.data.demographics import read_demographics, sample_demographics
-from personalens_utils.data.schema import Schema, load_schema
+from personalens_utils.reference.schema import Schema, load_schema
 
 from .. import paths
 from ..data import (
-    SITUATION_FIELDS,
     Benchmark,
     TaskDefinition,
     User,
@@ -40,6 +39,7 @@ from ..llm import LLMClient
 from ..llm.offline import OFFLINE_LABEL
 from ..prompts.generation import GENERATION_PROMPT_VERSION
 from ..records import stable_id
+from ..reference.situation import SITUATION_FIELDS
 from ..store import RunStore
 from . import requests as calls
 from .parsing import MD_DOMAIN_RANGE

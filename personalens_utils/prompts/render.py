@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from personalens_utils.data.demographics import FIELDS
-from personalens_utils.data.types import SITUATION_FIELDS
+from personalens_utils.reference.demographics import FIELDS
+from personalens_utils.reference.situation import SITUATION_FIELDS
 
 from .dialogue import EMPTY_CLOSING, HISTORY_LINE
 

@@ -21,7 +21,6 @@ from typing import Any
 import pandas as pd
 
 from personalens_utils import engine
-from personalens_utils.data.schema import load_schema
 from personalens_utils.engine import Item, UnreadableAnswer
 from personalens_utils.judging.parsing import normalize_answer
 from personalens_utils.llm import CallKind, LLMClient, Message, Request
@@ -40,6 +39,7 @@ from personalens_utils.prompts.validation import (
     WITHIN_LABEL,
 )
 from personalens_utils.records import ERROR, ConsistencyCheck, Record
+from personalens_utils.reference.schema import load_schema
 from personalens_utils.store import RunStore
 
 TASK = "consistency"

@@ -25,8 +25,8 @@ from typing import Any
 
 import pandas as pd
 
-from personalens_utils.data import demographics as demo
-from personalens_utils.data.schema import Schema, load_schema
+from personalens_utils.reference import demographics as demo
+from personalens_utils.reference.schema import Schema, load_schema
 
 PAPER_DOMAIN_SPLIT = "Media"
 """Tables 8 and 9 split the alphabetical domain list after this domain."""

@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from personalens_utils.llm.offline import OFFLINE_LABEL
+from personalens_utils.records import ConsistencyCheck
 from personalens_utils.tables import Source, TableResult
 from personalens_utils.validation import consistency, lexical
 from personalens_utils.validation import metrics as V
@@ -101,7 +102,7 @@ def table10(
 
 
 def consistency_table(
-    records: Iterable[Mapping[str, Any]], benchmark: Any, *, checker: str, backend: str, model: str
+    records: Iterable[ConsistencyCheck], benchmark: Any, *, checker: str, backend: str, model: str
 ) -> TableResult:
     """The profile-consistency summary (Appendix A.4): profiles flagged by the checker, with rates."""
     label, _ = benchmark_label(benchmark)

@@ -17,7 +17,7 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from personalens_utils.data.schema import load_schema
+from personalens_utils.reference.schema import load_schema
 
 from ...prompts.validation import CROSS_LABEL, DOMAINS_LABEL, EXPLANATION_LABEL, WITHIN_LABEL
 from ..types import CallKind, FatalError, Request

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import Any
 
-from personalens_utils.data.schema import PreferenceType, load_schema
+from personalens_utils.reference.schema import PreferenceType, load_schema
 
 from ..types import CallKind, Request
 from . import register

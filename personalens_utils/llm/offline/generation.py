@@ -20,7 +20,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from personalens_utils.data.demographics import DemographicsError, region_of
+from personalens_utils.reference.demographics import DemographicsError, region_of
 
 from ..types import CallKind, FatalError, Request
 from . import register

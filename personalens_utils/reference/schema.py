@@ -1,8 +1,8 @@
-"""The 20 PersonaLens domains and their preference types, read from the package's resources/schema.json.
+"""The 20 PersonaLens domains and their preference types, read from schema.json beside this module.
 
-Kept as data rather than code so generation prompts, validation and the data loader all read one
-source. Preference names repeat across domains (e.g. "Preferred Genres" in Media, Movies and Music),
-so a preference type is always addressed by (domain, name).
+Kept as data rather than code so generation prompts, validation, the data loader and the offline
+backend all read one source. Preference names repeat across domains (e.g. "Preferred Genres" in
+Media, Movies and Music), so a preference type is always addressed by (domain, name).
 """
 
 from __future__ import annotations
@@ -133,7 +133,7 @@ def _parse(raw: dict) -> Schema:
 @cache
 def load_schema() -> Schema:
     """The packaged schema (parsed once per process)."""
-    text = resources.files("personalens_utils").joinpath("resources/schema.json").read_text("utf-8")
+    text = resources.files("personalens_utils.reference").joinpath("schema.json").read_text("utf-8")
     return _parse(json.loads(text))
 
 
