@@ -18,6 +18,7 @@ from test_simulation_support import tiny_benchmark
 
 from personalens_utils import analysis, judging
 from personalens_utils.analysis import scores
+from personalens_utils.analysis.dialogue_stats import table13
 from personalens_utils.data import Benchmark
 from personalens_utils.llm import LLMClient, registry
 from personalens_utils.prompts.dialogue import USER_SYSTEM
@@ -142,6 +143,11 @@ def test_after_an_offline_run_a_real_backend_simulates_and_judges_everything_aga
     with pytest.raises(scores.ScoresError, match=r"user agent offline:.* and user agent anthropic:|"
                                                  r"user agent anthropic:.* and user agent offline:"):
         scores.aggregate(tidy, ["assistant_model", "task_type"])
+    with pytest.raises(scores.ScoresError, match=r"Table 13 .*assistant_backend=.*(offline|anthropic):"):
+        table13(store)
+    real = table13(store, assistant_backend="anthropic")
+    assert real.source.backends == ("anthropic",) and real.source.n == n
+    assert real.source.models == (registry.resolve(MODEL, "anthropic"),)
 
 
 def test_one_judge_on_two_backends_is_told_apart_by_judge_backend(bench, tmp_path):

@@ -71,7 +71,7 @@ class ScoresError(ValueError):
     """The run store cannot be turned into one score per dialogue and dimension as asked."""
 
 
-def _fill_ids(frame: pd.DataFrame, backend: str, pairs: Sequence[tuple[str, str, str]]) -> None:
+def fill_identity(frame: pd.DataFrame, backend: str, pairs: Sequence[tuple[str, str, str]]) -> None:
     """Give rows of records written before run identity the identity they read as: made on the backend
     they stored (`backend` column), with the model id the registry resolves there."""
     for model, role_backend, model_id in pairs:
@@ -154,7 +154,7 @@ def load_dialogues(store: RunStore) -> pd.DataFrame:
         }
     )
     frame["domains"] = frame["domains"].map(lambda d: tuple(d) if isinstance(d, list | tuple) else ())
-    _fill_ids(frame, "dialogue_backend", [("user_model", "user_backend", "user_model_id"),
+    fill_identity(frame, "dialogue_backend", [("user_model", "user_backend", "user_model_id"),
                                           ("assistant_model", "assistant_backend", "assistant_model_id")])
     return frame
 
@@ -169,7 +169,7 @@ def load_judgments(store: RunStore) -> pd.DataFrame:
             "status": "judgment_status",
         }
     )
-    _fill_ids(frame, "judge_backend", [("judge_model", "judge_backend", "judge_model_id")])
+    fill_identity(frame, "judge_backend", [("judge_model", "judge_backend", "judge_model_id")])
     frame["score"] = pd.to_numeric(frame["score"], errors="raise").astype(float)
     frame.loc[frame["judgment_status"] != "ok", "score"] = np.nan
     return frame
