@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import papermill
 import pytest
 from support.fake_server import FakeLLMServer, last_user_text
 from support.records import write_lines
@@ -19,17 +20,19 @@ from test_simulation_support import tiny_benchmark
 from personalens_utils import analysis, judging
 from personalens_utils.analysis import scores
 from personalens_utils.analysis.dialogue_stats import table13
-from personalens_utils.data import Benchmark
+from personalens_utils.data import Benchmark, save_benchmark
 from personalens_utils.llm import LLMClient, registry
 from personalens_utils.prompts.dialogue import USER_SYSTEM
 from personalens_utils.records import Dialogue, Judgment
 from personalens_utils.simulation import plan_dialogues, run_simulation
 from personalens_utils.store import RunStore
+from personalens_utils.tables import read_table
 
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
 
 MODEL = "claude-3-5-haiku"
 JUDGE = "Claude 3.5 Sonnet"
+NOTEBOOK_03 = Path(__file__).resolve().parents[1] / "notebooks" / "03_simulation.ipynb"
 JUDGE_ANSWER = "VERDICT: True\nPersonalization Score: 3\nNaturalness Score: 4\nCoherence Score: 4"
 
 
@@ -219,3 +222,34 @@ def test_a_store_from_before_run_identity_loads_as_it_was_and_resumes_on_its_bac
     sources = [analysis.table3(t).source for t in (before, after)]
     assert sources[0].models == sources[1].models
     assert sources[0].backends == sources[1].backends == ("offline",)
+
+
+@pytest.mark.slow
+def test_notebook_03_on_a_real_backend_after_an_offline_run_simulates_again(tmp_path, monkeypatch):
+    save_benchmark(tiny_benchmark(n_users=2, seed=3), tmp_path / "bench")
+    monkeypatch.setenv("PERSONALENS_CACHE", str(tmp_path / "cache"))  # every answer from the server
+    n = 2 * 4
+
+    def notebook(backend: str) -> None:
+        papermill.execute_notebook(
+            str(NOTEBOOK_03), str(tmp_path / f"{backend}.ipynb"), kernel_name="python3", progress_bar=False,
+            parameters={"benchmark_dir": str(tmp_path / "bench"), "run_dir": str(tmp_path / "run"),
+                        "output_dir": str(tmp_path / backend), "backend": backend, "user_model": MODEL,
+                        "assistant_model": MODEL},
+        )
+
+    notebook("offline")
+    with FakeLLMServer(reply=scripted_reply) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key-not-secret")
+        notebook("anthropic")
+        calls = server.total("requests")
+    dialogues = RunStore(tmp_path / "run").read(Dialogue)
+    by_backend = {b: [d for d in dialogues if d.assistant_backend == b] for b in ("offline", "anthropic")}
+    assert [len(v) for v in by_backend.values()] == [n, n]
+    assert {d.status for d in by_backend["anthropic"]} == {"terminated"}
+    assert calls == sum(2 * d.n_turns for d in by_backend["anthropic"])  # every dialogue asked the server
+    outcome = read_table(tmp_path / "anthropic" / "tables" / "tableS1_dialogue_outcomes.csv")
+    assert outcome["n_dialogues"].sum() == n  # the real run's report shows its own dialogues only
+    stats = read_table(tmp_path / "anthropic" / "tables" / "table13_dialogue_stats.csv")
+    assert stats["# Dialogues"].sum() == n
