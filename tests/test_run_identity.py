@@ -131,6 +131,9 @@ def test_after_an_offline_run_a_real_backend_simulates_and_judges_everything_aga
 
     tidy = scores.load_scores(store, judge_model=JUDGE)
     table = analysis.table3(tidy)
+    missing = analysis.judge_missing(store, JUDGE, "v1")
+    assert sorted(set(missing.frame["backend"])) == ["anthropic", "offline"]
+    assert set(missing.source.models) == {registry.resolve(JUDGE, b) for b in ("offline", "anthropic")}
     rows = list(table.frame["Assistant model"])
     assert len(rows) == 2 and sum("offline" in r for r in rows) == sum("anthropic" in r for r in rows) == 1
     assert all(r.startswith(MODEL) for r in rows)

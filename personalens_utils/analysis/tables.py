@@ -27,6 +27,7 @@ from personalens_utils.analysis.scores import (
     run_label,
 )
 from personalens_utils.llm.offline import OFFLINE_LABEL
+from personalens_utils.records import resolved_model
 from personalens_utils.store import RunStore
 from personalens_utils.tables import Source, TableResult
 
@@ -147,15 +148,17 @@ def table12(
 
 
 def judge_missing(store: RunStore, judge_model: str, prompt_version: str) -> TableResult:
-    """Table J1: judge answers without a valid score, per judge model and dimension."""
+    """Table J1: judge answers without a valid score, per judge model, backend and dimension."""
     missing = judging.missing_rate(store, judge_model)
-    used = sorted({b for names in missing["backend"] for b in names.split(", ")})
+    used = sorted(set(missing["backend"]))
     caption = (
         f"Judge answers without a valid score per dimension (judge {judging.judge_model_key(judge_model)}, "
         f"prompt {prompt_version})." + provenance_note(used)
     )
     answered = int((missing["ok"] + missing["missing"] + missing["error"]).sum()) if len(missing) else 0
-    source = Source.of(f"run store {store.root.name}/", answered, "answered judgments", used, [judge_model])
+    key = judging.judge_model_key(judge_model)
+    source = Source.of(f"run store {store.root.name}/", answered, "answered judgments", used,
+                       [resolved_model(key, backend) for backend in used])
     return TableResult(missing, caption, source)
 
 
