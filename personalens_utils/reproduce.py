@@ -53,6 +53,7 @@ PAPER_ITEMS = (
     PaperItem("Table 8", "table8_", "02_validation", "preference types, part 1", "none"),
     PaperItem("Table 9", "table9_", "02_validation", "preference types, part 2", "none"),
     PaperItem("Table 10", "table10_", "02_validation", "lexical diversity of dialogues", "simulated"),
+    PaperItem("Table 11", "table11_", "06_analysis", "models: roles, backend ids, prices", "registry"),
     PaperItem("Table 12", "table12_", "06_analysis", "user agent naturalness and coherence", "judged"),
     PaperItem("Table 13", "table13_", "06_analysis", "dialogue statistics", "focus_dialogues"),
     PaperItem("Figure 3", "figure3_", "02_validation", "demographic distribution", "none"),
@@ -68,7 +69,6 @@ PAPER_ITEMS = (
 )
 NOT_COMPUTED = (
     ("Table 2", "a comparison with other benchmarks taken from the literature; nothing to compute"),
-    ("Table 11", "model versions; see personalens_utils/llm/registry.py"),
     ("Figures 1, 2", "illustrations of the benchmark"),
     ("Figures 6-21", "prompts; the kit's own wording lives in personalens_utils/prompts"),
 )
@@ -277,6 +277,8 @@ def _caption(files: Sequence[Path]) -> str:
 
 def _models(settings: Settings, kind: str, generated: bool) -> str:
     """Which models made an item: `kind` says whose dialogues and whose judgments it is computed from."""
+    if kind == "registry":
+        return "none called; written from personalens_utils/llm/registry.py"
     if kind == "none":
         source = (
             f"a benchmark notebook 01 generated on the {settings.backend} backend" if generated else "data"
