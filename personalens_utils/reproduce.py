@@ -24,6 +24,7 @@ import papermill
 
 from personalens_utils.analysis.scores import load_dialogues, load_judgments
 
+from .llm import registry
 from .paths import find_official_data, project_root, runs_dir
 from .store import RunStore
 
@@ -350,6 +351,21 @@ def _item_lines(settings: Settings, res: PassResult, item: PaperItem, files: lis
     return lines
 
 
+def _called_lines(settings: Settings) -> list[str]:
+    """On a real backend, the id each role calls, so a retired paper model's successor is on record."""
+    if settings.backend == "offline":
+        return []
+    roles = {
+        "user agent": settings.user_model,
+        **{f"assistant {model}": model for model in settings.assistant_models},
+        "ablation assistant": settings.ablation_model,
+        "judge": settings.judge_model,
+        "second judge": settings.second_judge_model,
+    }
+    lines = registry.role_lines(roles, settings.backend)
+    return ["Called (see Table 11 for the paper's models):", "", *(f"- {line}" for line in lines), ""]
+
+
 def write_index(settings: Settings, results: Sequence[PassResult], seconds: float) -> Path:
     """runs/<run>/INDEX.md: every paper table and figure, the file that reproduces it, or why not."""
     root = settings.root
@@ -369,6 +385,7 @@ def write_index(settings: Settings, results: Sequence[PassResult], seconds: floa
         f"ablation assistant {settings.ablation_model}; judge {settings.judge_model}; second judge "
         f"(Table 5 without annotation sheets) {settings.second_judge_model}.",
         "",
+        *_called_lines(settings),
         f"Total time: {seconds / 60:.1f} min. Command: `python -m personalens_utils.reproduce "
         f"{' '.join(settings.argv)}`".rstrip()
         + "",
