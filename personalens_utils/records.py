@@ -10,7 +10,7 @@ Run identity: a dialogue's id includes the backend and the resolved model id (`r
 of the user agent and of the assistant, a judgment's those of the judge, so an offline run and a
 real model's run of the same scenarios are different records. Records written before these fields
 existed ("legacy" records, `legacy=True`) lack them: they read as made on the backend they
-stored, with the model ids the registry resolves for it, and keep their old ids (the recipe
+stored, with the model ids the registry gives for it (`legacy_model_id`), and keep their old ids (the recipe
 without the identity fields) and their stored layout; `legacy_id` gives that recipe so planners
 can accept an old record as finished work when its backend is the one asked for (`current_id`).
 """
@@ -57,6 +57,13 @@ def resolved_model(model: str, backend: str) -> str:
         return registry.resolve(model, backend)
     except FatalError:
         return model
+
+
+def legacy_model_id(model: str, backend: str) -> str:
+    """The id a record written before run identity was made with: the registry's id for `backend`
+    without today's retirement substitutions (the kit named no successors then)."""
+    info = registry.lookup(model) if model else None
+    return info.ids.get(backend, model) if info else model
 
 
 class _Reader:
@@ -222,11 +229,12 @@ class Dialogue(Record):
 
     def __post_init__(self) -> None:
         fill = object.__setattr__
+        model_id = legacy_model_id if self.legacy else resolved_model
         fill(self, "user_backend", self.user_backend or self.backend)
         fill(self, "assistant_backend", self.assistant_backend or self.backend)
-        fill(self, "user_model_id", self.user_model_id or resolved_model(self.user_model, self.user_backend))
+        fill(self, "user_model_id", self.user_model_id or model_id(self.user_model, self.user_backend))
         fill(self, "assistant_model_id",
-             self.assistant_model_id or resolved_model(self.assistant_model, self.assistant_backend))
+             self.assistant_model_id or model_id(self.assistant_model, self.assistant_backend))
         super().__post_init__()
 
     @property
@@ -335,11 +343,13 @@ class Dialogue(Record):
         )
 
 
-def current_id(new_id: str, legacy_id: str, stored: set[str], legacy: Mapping[str, str], backend: str) -> str:
+def current_id(
+    new_id: str, legacy_id: str, stored: set[str], legacy: Mapping[str, Any], identity: Any
+) -> str:
     """The id that stands for one piece of work in a store: `new_id`, unless only a legacy record
-    (`legacy` maps their ids to the backend they stored) made on the same `backend` holds it, so a
-    rerun over a store written before run identity skips its finished work."""
-    if new_id not in stored and legacy.get(legacy_id) == backend:
+    (`legacy` maps their ids to their run identity as read) of the same `identity` holds it, so a
+    rerun over a store written before run identity skips its finished work, and only that."""
+    if new_id not in stored and legacy.get(legacy_id) == identity:
         return legacy_id
     return new_id
 
@@ -375,7 +385,8 @@ class Judgment(Record):
 
     def __post_init__(self) -> None:
         if not self.judge_model_id:
-            object.__setattr__(self, "judge_model_id", resolved_model(self.judge_model, self.backend))
+            model_id = legacy_model_id if self.legacy else resolved_model
+            object.__setattr__(self, "judge_model_id", model_id(self.judge_model, self.backend))
         super().__post_init__()
 
     @property
@@ -785,6 +796,7 @@ __all__ = [
     "SdTasksStep",
     "SituationStep",
     "current_id",
+    "legacy_model_id",
     "record_type",
     "resolved_model",
     "stable_id",

@@ -14,7 +14,7 @@ from typing import Any
 import papermill
 import pytest
 from support.fake_server import FakeLLMServer, last_user_text
-from support.records import write_lines
+from support.records import dialogue_json, write_lines
 from test_simulation_support import tiny_benchmark
 
 from personalens_utils import analysis, judging
@@ -256,3 +256,25 @@ def test_notebook_03_on_a_real_backend_after_an_offline_run_simulates_again(tmp_
     assert outcome["n_dialogues"].sum() == n  # the real run's report shows its own dialogues only
     stats = read_table(tmp_path / "anthropic" / "tables" / "table13_dialogue_stats.csv")
     assert stats["# Dialogues"].sum() == n
+
+
+def test_an_old_record_of_a_model_now_retired_reads_as_what_it_was_and_is_not_reused(bench, tmp_path):
+    paper_model = "Claude 3 Sonnet"  # retired on the Anthropic API: today's runs call its successor
+    successor = registry.resolve(paper_model, "anthropic")
+    original = registry.lookup(paper_model).ids["anthropic"]
+    assert successor != original
+    store = RunStore(tmp_path)
+    scenario = bench.scenarios.iloc[0]
+    old_id = Dialogue.legacy_id(scenario["scenario_id"], paper_model, paper_model, "base", "v1")
+    write_lines(store, Dialogue, [dialogue_json(
+        old_id, scenario_id=scenario["scenario_id"], user_id=int(scenario["user_id"]),
+        task_id=scenario["task_id"], task_type=scenario["task_type"], user_model=paper_model,
+        assistant_model=paper_model, backend="anthropic")])
+    (old,) = store.read(Dialogue)
+    assert old.legacy and old.user == old.assistant == ("anthropic", original)
+    planned = plan_dialogues(bench, store, backend="anthropic", user_model=paper_model,
+                             assistant_model=paper_model)
+    assert planned.already_done == 0 and len(planned.items) == len(bench.scenarios)
+    assert old_id not in {i for item in planned.items for i in item.ids}
+    tidy_dialogues = scores.load_dialogues(store)
+    assert tidy_dialogues.loc[0, "assistant_model_id"] == original

@@ -22,7 +22,7 @@ import pandas as pd
 from personalens_utils.analysis.stats import bootstrap_ci
 from personalens_utils.judging import DIMENSIONS as JUDGE_DIMENSIONS
 from personalens_utils.judging import judge_model_key
-from personalens_utils.records import Dialogue, Judgment, Record, resolved_model
+from personalens_utils.records import Dialogue, Judgment, Record, legacy_model_id
 from personalens_utils.store import RunStore
 
 TASK_COMPLETION = "task_completion"
@@ -73,13 +73,13 @@ class ScoresError(ValueError):
 
 def fill_identity(frame: pd.DataFrame, backend: str, pairs: Sequence[tuple[str, str, str]]) -> None:
     """Give rows of records written before run identity the identity they read as: made on the backend
-    they stored (`backend` column), with the model id the registry resolves there."""
+    they stored (`backend` column), with the model id they were made with (`records.legacy_model_id`)."""
     for model, role_backend, model_id in pairs:
         frame[role_backend] = frame[role_backend].fillna(frame[backend])
         gaps = frame[model_id].isna()
         if gaps.any():
             frame.loc[gaps, model_id] = [
-                resolved_model(m, b) for m, b in zip(frame.loc[gaps, model], frame.loc[gaps, role_backend],
+                legacy_model_id(m, b) for m, b in zip(frame.loc[gaps, model], frame.loc[gaps, role_backend],
                                                      strict=True)
             ]
 

@@ -18,7 +18,7 @@ from personalens_utils.data import UsersArg, resolve_users
 from personalens_utils.engine import Plan
 from personalens_utils.llm.budget import CostEstimate, Tally
 from personalens_utils.prompts import judge as prompts
-from personalens_utils.records import Dialogue, Judgment, current_id
+from personalens_utils.records import Dialogue, Judgment, current_id, resolved_model
 from personalens_utils.shards import Shard
 from personalens_utils.store import RunStore
 
@@ -97,11 +97,12 @@ def plan_judging(
     dialogues = store.read(Dialogue)
     to_judge = judgeable(dialogues, select)
     stored = store.ids(Judgment)
-    legacy = {j.id: j.backend for j in store.read(Judgment) if j.legacy}
+    legacy = {j.id: j.judge for j in store.read(Judgment) if j.legacy}
+    judge = (backend, resolved_model(model_key, backend))
     ids = {
         (d.id, dim.name): current_id(
             judgment_id(d.id, dim.name, model_key, prompt_version, backend=backend),
-            Judgment.legacy_id(d.id, dim.name, model_key, prompt_version), stored, legacy, backend,
+            Judgment.legacy_id(d.id, dim.name, model_key, prompt_version), stored, legacy, judge,
         )
         for d in to_judge for dim in dims
     }

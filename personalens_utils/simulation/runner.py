@@ -26,7 +26,7 @@ from personalens_utils.engine import Item, Plan, StageReport
 from personalens_utils.llm import CallKind, LLMClient
 from personalens_utils.llm.budget import CostEstimate, Tally, request_tokens
 from personalens_utils.prompts.dialogue import DIALOGUE_PROMPT_VERSION
-from personalens_utils.records import Dialogue, Record, current_id
+from personalens_utils.records import Dialogue, Record, current_id, resolved_model
 from personalens_utils.shards import Shard
 from personalens_utils.store import RunStore
 
@@ -62,15 +62,17 @@ def planned_ids(
 ) -> dict[tuple[str, str], str]:
     """(scenario id, setting name) -> the id of the dialogue that stands for it in `store` when the user
     agent and the assistant run on `backend`: its run-identity id, or the id of a dialogue stored before
-    run identity on that same backend."""
+    run identity with the same backend and model ids."""
     stored = store.ids(Dialogue)
-    legacy = {d.id: d.backend for d in store.read(Dialogue) if d.legacy}
+    legacy = {d.id: (d.user, d.assistant) for d in store.read(Dialogue) if d.legacy}
+    identity = ((backend, resolved_model(user_model, backend)),
+                (backend, resolved_model(assistant_model, backend)))
     out = {}
     for sid in scenario_ids:
         for name in settings:
             new = dialogue_id(sid, user_model, assistant_model, name, backend=backend)
             old = Dialogue.legacy_id(sid, user_model, assistant_model, name, DIALOGUE_PROMPT_VERSION)
-            out[sid, name] = current_id(new, old, stored, legacy, backend)
+            out[sid, name] = current_id(new, old, stored, legacy, identity)
     return out
 
 
