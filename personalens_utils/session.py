@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -181,6 +181,11 @@ class Session:
                 self.backend, max_concurrency=self.max_concurrency, stage=self.stage, seed=self.backend_seed
             )
         return self._client
+
+    def preflight(self, roles: Mapping[str, str]) -> str:
+        """Check each role's model on the session's backend once, before any work is planned or stored
+        (`LLMClient.preflight`); a failure stops the notebook with one message. The lines to show."""
+        return "\n".join(self.client.preflight(roles))
 
     def in_scope(self) -> Callable[[Dialogue], bool]:
         """`select` for the runners: a dialogue record of the session's users and task types."""
