@@ -52,7 +52,7 @@ PAPER_ITEMS = (
     PaperItem("Table 7", "table7_", "02_validation", "demographics, part 2", "none"),
     PaperItem("Table 8", "table8_", "02_validation", "preference types, part 1", "none"),
     PaperItem("Table 9", "table9_", "02_validation", "preference types, part 2", "none"),
-    PaperItem("Table 10", "table10_", "02_validation", "lexical diversity of dialogues", "dialogues"),
+    PaperItem("Table 10", "table10_", "02_validation", "lexical diversity of dialogues", "simulated"),
     PaperItem("Table 12", "table12_", "06_analysis", "user agent naturalness and coherence", "judged"),
     PaperItem("Table 13", "table13_", "06_analysis", "dialogue statistics", "focus_dialogues"),
     PaperItem("Figure 3", "figure3_", "02_validation", "demographic distribution", "none"),
@@ -285,7 +285,7 @@ def _models(settings: Settings, kind: str, generated: bool) -> str:
     assistants = ", ".join(settings.assistant_models)
     user, judge = f"user {settings.user_model}", f"judge {settings.judge_model}"
     return {
-        "dialogues": f"assistants {assistants}; {user}",
+        "simulated": f"assistants {assistants}; {user}",
         "judged": f"assistants {assistants}; {user}; {judge}",
         "focus": f"assistant {settings.ablation_model}; {user}; {judge}",
         "focus_dialogues": f"assistant {settings.ablation_model}; {user}",

@@ -53,9 +53,3 @@ def slot(record_id: str, count: int) -> int:
     """0-based slot of an id among `count` shards: the first 8 bytes of its SHA-256, modulo `count`."""
     digest = hashlib.sha256(record_id.encode()).digest()
     return int.from_bytes(digest[:8], "big") % count
-
-
-def owned(shard: str | Shard | None, record_id: str) -> bool:
-    """True when there is no sharding or the shard owns the id."""
-    parsed = Shard.parse(shard)
-    return parsed is None or parsed.owns(record_id)

@@ -121,29 +121,13 @@ def _string_constants(path: Path) -> list[tuple[int, str]]:
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings]
 
 
-OTHER_MEANINGS = {
-    ("analysis/dialogue_stats.py", "dialogues"): "Table 13's row and column for the number of dialogues",
-    ("analysis/scores.py", "judgments"): "the column counting judgments per group",
-    ("analysis/tables.py", "judgments"): "the unit a table's source counts",
-    ("simulation/report.py", "dialogues"): "the outcome table's column counting dialogues",
-    ("validation/metrics.py", "dialogues"): "Table 1's label for the number of dialogues",
-    ("validation/tables.py", "dialogues"): "the unit Table 10's source counts",
-    ("validation/consistency.py", "consistency"): "the call's task name (Request.task)",
-    ("llm/offline/__init__.py", "consistency"): "the name of the offline responder module",
-    ("llm/offline/consistency.py", "consistency"): "the call's task name the responder answers",
-    ("reproduce.py", "dialogues"): "what a paper item is made from, as the run index shows it",
-}
-"""Where a word that names a table means something else; each is a (module, literal) pair, so a new
-use of the word in another module, or of another table name, still fails the check."""
-
-
 def test_no_table_name_is_a_string_literal_outside_the_records_module():
     tables = {kind.table for kind in RECORD_TYPES}
     found = [
         f"{path.relative_to(PACKAGE)}:{line}: {value!r}"
         for path in sorted(PACKAGE.rglob("*.py")) if path.name != "records.py" or path.parent != PACKAGE
         for line, value in _string_constants(path)
-        if value in tables and (path.relative_to(PACKAGE).as_posix(), value) not in OTHER_MEANINGS
+        if value in tables
     ]
     assert found == []
 

@@ -8,7 +8,7 @@ import pytest
 
 from personalens_utils.llm import CallKind, FatalError, Request, Response, Usage
 from personalens_utils.llm.client import LLMClient
-from personalens_utils.llm.offline.consistency import respond_consistency
+from personalens_utils.llm.offline.profile_consistency import respond_consistency
 from personalens_utils.validation.consistency import (
     ConsistencyParseError,
     ProfileToCheck,

@@ -21,7 +21,7 @@ from personalens_utils.tables import Source, TableResult
 
 GROUP = ("assistant_model", "assistant_setting", "task_type")
 TASK_TYPES = ("SD", "MD")
-ROWS = {"dialogues": "# Dialogues", "avg_turns": "Avg. turns per dialogue",
+ROWS = {"n_dialogues": "# Dialogues", "avg_turns": "Avg. turns per dialogue",
         "avg_tokens_per_turn": "Avg. tokens per turn"}
 
 
@@ -59,7 +59,7 @@ def dialogue_stats(source: Any, *, tokens: str = "auto") -> tuple[pd.DataFrame, 
     if tokens not in ("auto", "usage", "estimate"):
         raise ValueError(f"tokens must be 'auto', 'usage' or 'estimate', got {tokens!r}")
     frame = dialogues_frame(source)
-    columns = [*GROUP, "dialogues", "avg_turns", "avg_tokens_per_turn"]
+    columns = [*GROUP, "n_dialogues", "avg_turns", "avg_tokens_per_turn"]
     if frame.empty:
         return pd.DataFrame(columns=columns), tokens
     missing = [c for c in (*GROUP, "status", "turns", "n_turns", "usage") if c not in frame.columns]
@@ -73,8 +73,8 @@ def dialogue_stats(source: Any, *, tokens: str = "auto") -> tuple[pd.DataFrame, 
         return pd.DataFrame(columns=columns), tokens
     done = done.assign(tokens=done.apply(_tokens, axis=1, method=tokens))
     grouped = done.groupby(list(GROUP), sort=True)
-    table = grouped.agg(dialogues=("id", "size"), turns=("n_turns", "sum"), tokens=("tokens", "sum"))
-    table["avg_turns"] = table["turns"] / table["dialogues"]
+    table = grouped.agg(n_dialogues=("id", "size"), turns=("n_turns", "sum"), tokens=("tokens", "sum"))
+    table["avg_turns"] = table["turns"] / table["n_dialogues"]
     table["avg_tokens_per_turn"] = table["tokens"] / table["turns"].where(table["turns"] > 0)
     return table.reset_index()[columns], tokens
 
@@ -100,7 +100,7 @@ def table13(source: Any, *, assistant_model: str | None = None, assistant_settin
     model, setting = stats["assistant_model"].iloc[0], stats["assistant_setting"].iloc[0]
     shaped = stats.set_index("task_type").reindex(list(task_types)).reset_index()
     out = shaped[["task_type", *ROWS]].rename(columns={"task_type": "Task type", **ROWS})
-    out[ROWS["dialogues"]] = out[ROWS["dialogues"]].fillna(0).astype(int)
+    out[ROWS["n_dialogues"]] = out[ROWS["n_dialogues"]].fillna(0).astype(int)
     how = "booked output tokens" if method == "usage" else "estimated tokens (words x 4/3)"
     caption = (f"Dialogue statistics (Table 13): assistant {model}, setting {setting}; a turn is a user "
                f"message and the assistant's reply; tokens per turn from {how}.")

@@ -215,8 +215,9 @@ def turn_frame(tidy: pd.DataFrame) -> pd.DataFrame:
 def missing_rates(tidy: pd.DataFrame) -> pd.DataFrame:
     """Share of judgments without a valid score, per dimension and judge model."""
     grouped = tidy.groupby(["judge_model", "dimension"])["score"]
-    out = pd.DataFrame({"judgments": grouped.size(), "missing": grouped.apply(lambda s: int(s.isna().sum()))})
-    out["missing_rate"] = out["missing"] / out["judgments"]
+    missing = grouped.apply(lambda s: int(s.isna().sum()))
+    out = pd.DataFrame({"n_judgments": grouped.size(), "missing": missing})
+    out["missing_rate"] = out["missing"] / out["n_judgments"]
     return out.reset_index()
 
 

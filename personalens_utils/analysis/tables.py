@@ -141,7 +141,7 @@ def judge_missing(store: RunStore, judge_model: str, prompt_version: str) -> Tab
         f"prompt {prompt_version})." + provenance_note(used)
     )
     answered = int((missing["ok"] + missing["missing"] + missing["error"]).sum()) if len(missing) else 0
-    source = Source.of(f"run store {store.root.name}/", answered, "judgments", used, [judge_model])
+    source = Source.of(f"run store {store.root.name}/", answered, "answered judgments", used, [judge_model])
     return TableResult(missing, caption, source)
 
 

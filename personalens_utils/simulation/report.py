@@ -43,14 +43,14 @@ def run_dialogues(store: RunStore, benchmark: Benchmark, *, settings: Sequence[s
 
 def outcome_table(dialogues: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     """How the dialogues ended, per assistant setting and task type, with turns, retries and cost."""
-    columns = ["assistant_setting", "task_type", "dialogues", TERMINATED, TURN_CAP, ERROR, "mean_turns",
+    columns = ["assistant_setting", "task_type", "n_dialogues", TERMINATED, TURN_CAP, ERROR, "mean_turns",
                "retries", "cost_usd"]
     if dialogues.empty:
         return pd.DataFrame(columns=columns), "No dialogues stored for this selection."
     counts = pd.crosstab([dialogues["assistant_setting"], dialogues["task_type"]], dialogues["status"])
     counts = counts.reindex(columns=[TERMINATED, TURN_CAP, ERROR], fill_value=0)
     grouped = dialogues.groupby(["assistant_setting", "task_type"])
-    table = counts.assign(dialogues=grouped.size(), mean_turns=grouped["n_turns"].mean(),
+    table = counts.assign(n_dialogues=grouped.size(), mean_turns=grouped["n_turns"].mean(),
                           retries=grouped["retries"].sum(), cost_usd=grouped["cost_usd"].sum())
     table = table.reset_index()[columns]
     backends = sorted(set(dialogues["backend"]))

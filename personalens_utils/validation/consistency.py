@@ -1,7 +1,7 @@
 """The profile consistency checker (paper §2.4, Appendix A.4): does a profile contradict itself?
 
 Each profile (demographics and the preferences of its kept domains) goes to a model through
-`LLMClient` with call kind VALIDATION and task "consistency". The answer is read strictly; an
+`LLMClient` with call kind VALIDATION and task "profile_consistency". The answer is read strictly; an
 unreadable answer is sent back with the problem named, and after `max_attempts` answers the
 profile is recorded as `missing` with its raw text, never as "no conflict". The flagged rate counts
 only profiles that were read. Checks run through the stage engine: one `ConsistencyCheck` record
@@ -24,10 +24,6 @@ from personalens_utils import engine
 from personalens_utils.engine import Item, UnreadableAnswer
 from personalens_utils.judging.parsing import normalize_answer
 from personalens_utils.llm import CallKind, LLMClient, Message, Request
-
-# Imported for its side effect: it registers the offline VALIDATION responder, which the offline
-# backend's lazy loader skips once any other responder module has been imported.
-from personalens_utils.llm.offline import consistency as _offline_responder  # noqa: F401
 from personalens_utils.prompts.validation import (
     CONSISTENCY,
     CONSISTENCY_PROMPT_VERSION,
@@ -42,7 +38,7 @@ from personalens_utils.records import ERROR, ConsistencyCheck, Record
 from personalens_utils.reference.schema import load_schema
 from personalens_utils.store import RunStore
 
-TASK = "consistency"
+TASK = "profile_consistency"
 STAGE = "validation"
 DEFAULT_MODEL = "claude-3-sonnet"
 MAX_ATTEMPTS = 3
@@ -250,7 +246,7 @@ def _run(
         return [await check_profile(llm, item.payload, model, max_attempts)]
 
     stage = engine.Stage(STAGE, ConsistencyCheck, work)
-    engine.run_stage(stage, store, client, planned, desc="consistency")
+    engine.run_stage(stage, store, client, planned, desc="profile checks")
     stored = {r.id: r for r in store.read(ConsistencyCheck)}
     return [stored[i] for i in ids]
 

@@ -304,7 +304,8 @@ def compare_table1_totals(totals: pd.DataFrame) -> pd.DataFrame:
     printed = paper_table1_totals()
     names = {
         ("SD", "# Tasks"): "SD tasks", ("MD", "# Tasks"): "MD tasks", ("All", "# Tasks"): "tasks",
-        ("SD", "# Dial"): "SD dialogues", ("MD", "# Dial"): "MD dialogues", ("All", "# Dial"): "dialogues",
+        ("SD", "# Dial"): "SD dialogues", ("MD", "# Dial"): "MD dialogues",
+        ("All", "# Dial"): "all_dialogues",
     }
     by_type = totals.set_index("Task type")
     rows = [

@@ -97,7 +97,8 @@ def table10(
         "Lexical diversity: Dist-1/2 and Ent-4 per dialogue, averaged; Self-BLEU of sampled utterances "
         f"against the rest of the sample (lower is more diverse). {made_by}."
     )
-    source = Source.of(f"run store {Path(run_dir).name}/", int(table["# Dial"].sum()), "dialogues", used)
+    n_dialogues = int(table["# Dial"].sum())
+    source = Source.of(f"run store {Path(run_dir).name}/", n_dialogues, "stored dialogues", used)
     return TableResult(table, caption, source)
 
 

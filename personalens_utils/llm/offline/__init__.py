@@ -60,7 +60,7 @@ class OfflineBackend:
         return self.respond(request, model)
 
 
-_RESPONDER_MODULES = ("dialogue", "judge", "generation", "consistency")
+_RESPONDER_MODULES = ("dialogue", "judge", "generation", "profile_consistency")
 
 
 @functools.cache

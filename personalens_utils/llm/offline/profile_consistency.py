@@ -1,4 +1,4 @@
-"""Offline answers to the profile consistency check (call kind VALIDATION, task "consistency").
+"""Offline answers to the profile consistency check (call kind VALIDATION, task "profile_consistency").
 
 A few explicit rules stand in for a model's judgement, applied to the request context's
 `preferences` ({domain: {type: value}}):
@@ -76,7 +76,7 @@ def spending_levels(preferences: Mapping[str, Mapping[str, Any]]) -> dict[str, s
 @register(CallKind.VALIDATION)
 def respond_consistency(request: Request, rng: random.Random) -> str:
     """The four-line consistency answer for the profile in `request.context`."""
-    if request.task != "consistency":
+    if request.task != "profile_consistency":
         raise FatalError(f"the offline backend has no VALIDATION responder for task {request.task!r}")
     preferences = request.context.get("preferences")
     if not isinstance(preferences, Mapping):
