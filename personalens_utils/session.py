@@ -59,7 +59,7 @@ def list_param(name: str, value: Any, *, item: type[str] | type[int] = str) -> l
         return list(value)
     if isinstance(value, str):
         text = value.strip()
-        if text[:1] in "[({" or text[-1:] in "])}":
+        if text and (text[0] in "[({" or text[-1] in "])}"):
             raise _use_yaml(name, value, "looks like a list written as text")
         parts = [part.strip() for part in text.split(",")]
         if not all(parts):

@@ -53,7 +53,7 @@ def test_list_parameters_from_papermill_p_are_read_or_refused_with_a_pointer_to_
     assert resolve_session_users(generated, 7) == [7]
     assert resolve_session_users(generated, "sample_50") == sorted(SAMPLES["sample_50"])
     refused = [("users", "[7, 66]", int), ("users", "7,x", int), ("settings", "base,,base+I", str),
-               ("task_types", 3, str), ("users", True, int)]
+               ("task_types", 3, str), ("users", True, int), ("settings", "", str)]
     for name, value, item in refused:
         with pytest.raises(SessionError, match=rf"parameter {name}=.*-y '{name}: \[a, b\]'"):
             list_param(name, value, item=item)

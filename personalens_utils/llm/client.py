@@ -285,11 +285,12 @@ class LLMClient:
             attempt += 1
             await asyncio.sleep(delay)
 
-    def _preflight_failed(self, who: str, err: LLMError) -> PreflightError:
+    def _preflight_failed(self, who: str, err: RetryableError | FatalError) -> PreflightError:
         return PreflightError(
             f"preflight check failed for the {who} on the {self.backend_name} backend: {err} "
             "Nothing was run or stored; fix this and run again.",
-            status=getattr(err, "status", None),
+            status=err.status,
+            role=who,
         )
 
     async def _call_with_retries(self, request: Request, model: str, stage: str) -> tuple[Response, int]:
