@@ -24,6 +24,7 @@ import papermill
 
 from personalens_utils.analysis.scores import load_dialogues, load_judgments
 
+from .llm import registry
 from .paths import find_official_data, project_root, runs_dir
 from .store import RunStore
 
@@ -53,6 +54,7 @@ PAPER_ITEMS = (
     PaperItem("Table 8", "table8_", "02_validation", "preference types, part 1", "none"),
     PaperItem("Table 9", "table9_", "02_validation", "preference types, part 2", "none"),
     PaperItem("Table 10", "table10_", "02_validation", "lexical diversity of dialogues", "simulated"),
+    PaperItem("Table 11", "table11_", "06_analysis", "models: roles, backend ids, prices", "registry"),
     PaperItem("Table 12", "table12_", "06_analysis", "user agent naturalness and coherence", "judged"),
     PaperItem("Table 13", "table13_", "06_analysis", "dialogue statistics", "focus_dialogues"),
     PaperItem("Figure 3", "figure3_", "02_validation", "demographic distribution", "none"),
@@ -68,7 +70,6 @@ PAPER_ITEMS = (
 )
 NOT_COMPUTED = (
     ("Table 2", "a comparison with other benchmarks taken from the literature; nothing to compute"),
-    ("Table 11", "model versions; see personalens_utils/llm/registry.py"),
     ("Figures 1, 2", "illustrations of the benchmark"),
     ("Figures 6-21", "prompts; the kit's own wording lives in personalens_utils/prompts"),
 )
@@ -277,6 +278,8 @@ def _caption(files: Sequence[Path]) -> str:
 
 def _models(settings: Settings, kind: str, generated: bool) -> str:
     """Which models made an item: `kind` says whose dialogues and whose judgments it is computed from."""
+    if kind == "registry":
+        return "none called; written from personalens_utils/llm/registry.py"
     if kind == "none":
         source = (
             f"a benchmark notebook 01 generated on the {settings.backend} backend" if generated else "data"
@@ -348,6 +351,21 @@ def _item_lines(settings: Settings, res: PassResult, item: PaperItem, files: lis
     return lines
 
 
+def _called_lines(settings: Settings) -> list[str]:
+    """On a real backend, the id each role calls, so a retired paper model's successor is on record."""
+    if settings.backend == "offline":
+        return []
+    roles = {
+        "user agent": settings.user_model,
+        **{f"assistant {model}": model for model in settings.assistant_models},
+        "ablation assistant": settings.ablation_model,
+        "judge": settings.judge_model,
+        "second judge": settings.second_judge_model,
+    }
+    lines = registry.role_lines(roles, settings.backend)
+    return ["Called (see Table 11 for the paper's models):", "", *(f"- {line}" for line in lines), ""]
+
+
 def write_index(settings: Settings, results: Sequence[PassResult], seconds: float) -> Path:
     """runs/<run>/INDEX.md: every paper table and figure, the file that reproduces it, or why not."""
     root = settings.root
@@ -367,6 +385,7 @@ def write_index(settings: Settings, results: Sequence[PassResult], seconds: floa
         f"ablation assistant {settings.ablation_model}; judge {settings.judge_model}; second judge "
         f"(Table 5 without annotation sheets) {settings.second_judge_model}.",
         "",
+        *_called_lines(settings),
         f"Total time: {seconds / 60:.1f} min. Command: `python -m personalens_utils.reproduce "
         f"{' '.join(settings.argv)}`".rstrip()
         + "",

@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
+
+from personalens_utils.latex import label_for, table_latex
 
 
 @dataclass(frozen=True)
@@ -59,9 +61,12 @@ class TableResult:
         slug: str,
         *,
         float_format: str = "{:.2f}",
+        best: Mapping[str, str] | None = None,
     ) -> dict[str, Path]:
-        """`save_table` of the frame with the caption."""
-        return save_table(self.frame, output_dir, number, slug, self.caption, float_format=float_format)
+        """`save_table` of the frame with the caption; `best` bolds the best value of those columns."""
+        return save_table(
+            self.frame, output_dir, number, slug, self.caption, float_format=float_format, best=best
+        )
 
     def save_data(
         self,
@@ -95,11 +100,14 @@ def save_table(
     *,
     index: bool = False,
     float_format: str = "{:.2f}",
+    best: Mapping[str, str] | None = None,
 ) -> dict[str, Path]:
     """Write `df` as `<output_dir>/tables/table<number>_<slug>.{csv,tex,md}`; the caption goes in all three.
 
     The CSV keeps full precision (caption as a leading `#` comment line); LaTeX and Markdown are
-    rounded with `float_format` for reading.
+    rounded with `float_format` for reading. The LaTeX compiles as it is in a paper (`latex`), with
+    a label made from the table's number and slug and, where `best` names columns ("max"/"min"),
+    their best values in bold.
     """
     paths = table_paths(output_dir, number, slug)
     paths["csv"].parent.mkdir(parents=True, exist_ok=True)
@@ -110,12 +118,9 @@ def save_table(
     for col in shown.columns:
         if pd.api.types.is_float_dtype(shown[col]):
             shown[col] = shown[col].map(lambda v: "" if pd.isna(v) else float_format.format(v))
-    label = f"tab:{slug}"
-    latex = shown.style.hide(axis="index") if not index else shown.style
-    paths["tex"].write_text(
-        latex.to_latex(caption=caption, label=label, hrules=True, position_float="centering"),
-        encoding="utf-8",
-    )
+    latex_frame = shown.reset_index() if index else shown
+    latex = table_latex(latex_frame, caption, label_for(number, slug), best=best)
+    paths["tex"].write_text(latex, encoding="utf-8")
     align = ["right" if pd.api.types.is_numeric_dtype(df[col]) else "left" for col in df.columns]
     if index:
         align.insert(0, "left")

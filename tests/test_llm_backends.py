@@ -32,7 +32,7 @@ ANTHROPIC_OK = {
     "id": "msg_1",
     "type": "message",
     "role": "assistant",
-    "model": "claude-3-sonnet-20240229",
+    "model": "claude-sonnet-4-5-20250929",
     "content": [{"type": "text", "text": "Sure, booked."}],
     "stop_reason": "end_turn",
     "stop_sequence": None,
@@ -123,7 +123,7 @@ def clients(tmp_path: Path) -> Iterator:
 
 
 def request(**kw: Any) -> Request:
-    kw.setdefault("model", "Claude 3 Sonnet")
+    kw.setdefault("model", "Claude Sonnet 4.5")
     kw.setdefault("system", "You are a helpful assistant.")
     kw.setdefault("messages", (Message("user", "Book me a table for two."),))
     return Request(kind=kw.pop("kind", CallKind.ASSISTANT_TURN), **kw)
@@ -147,11 +147,11 @@ def test_anthropic_reply_and_request_shape(clients) -> None:
     assert response.text == "Sure, booked."
     assert response.usage.input_tokens == 12 and response.usage.output_tokens == 3
     assert response.usage.cache_read_tokens == 4 and response.usage.cache_write_tokens == 2
-    assert response.model == "claude-3-sonnet-20240229" and response.cost_usd > 0
+    assert response.model == "claude-sonnet-4-5-20250929" and response.cost_usd > 0
     sent = script.requests[0]
     assert sent.url.path == "/v1/messages"
     body = script.body()
-    assert body["model"] == "claude-3-sonnet-20240229"
+    assert body["model"] == "claude-sonnet-4-5-20250929"
     assert body["system"] == "You are a helpful assistant."
     assert body["messages"] == [{"role": "user", "content": "Book me a table for two."}]
     assert body["temperature"] == 0.0 and body["stop_sequences"] == ["END"] and body["max_tokens"] == 1024

@@ -52,7 +52,7 @@ class Scripted:
 
 
 def req(text: str = "hello", **kw) -> Request:
-    kw.setdefault("model", "claude-3-sonnet")
+    kw.setdefault("model", "claude-sonnet-4-5")
     return Request(kind=kw.pop("kind", CallKind.ASSISTANT_TURN), messages=(Message("user", text),), **kw)
 
 
@@ -79,7 +79,7 @@ def test_retries_are_counted_on_the_response_and_in_the_books(make_client) -> No
     response = client.complete(req())
     assert response.retries == 2
     assert backend.calls == 3
-    assert response.text == "claude-3-sonnet-20240229|hello|None"
+    assert response.text == "claude-sonnet-4-5-20250929|hello|None"
     frame = client.usage_frame()
     assert frame.loc[0, "retries"] == 2 and frame.loc[0, "calls"] == 1
     assert client.totals()["retries"] == 2
@@ -209,7 +209,9 @@ def test_complete_works_inside_a_running_event_loop(make_client) -> None:
 
 def test_models_resolve_and_unknown_ids_pass_through(make_client) -> None:
     client = make_client(Scripted(), use_cache=False)
-    assert client.complete(req(model="Claude 3.5 Haiku")).model == "claude-3-5-haiku-20241022"
+    assert client.complete(req(model="Claude Haiku 4.5")).model == "claude-haiku-4-5-20251001"
+    # A retired paper model is called through its successor on a real backend.
+    assert client.complete(req(model="Claude 3.5 Haiku")).model == "claude-haiku-4-5-20251001"
     assert client.complete(req(model="my-finetune")).model == "my-finetune"
     with pytest.raises(FatalError, match="names no model"):
         client.complete(req(model=""))

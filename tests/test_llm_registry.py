@@ -1,4 +1,5 @@
-"""Model names resolve to each backend's id; prices follow Anthropic's cache and batch multipliers."""
+"""Model names resolve to each backend's id, retired models to a named successor with a reason;
+prices follow Anthropic's cache and batch multipliers."""
 
 from __future__ import annotations
 
@@ -10,14 +11,18 @@ from personalens_utils.llm import FatalError, Usage, registry
 @pytest.mark.parametrize(
     ("name", "backend", "expected"),
     [
-        ("Claude 3 Sonnet", "anthropic", "claude-3-sonnet-20240229"),
-        ("claude-3-sonnet", "anthropic", "claude-3-sonnet-20240229"),
-        ("claude-3.5-sonnet", "anthropic", "claude-3-5-sonnet-20241022"),
+        ("Claude 3 Sonnet", "offline", "claude-3-sonnet-20240229"),
+        ("claude-3-sonnet", "offline", "claude-3-sonnet-20240229"),
+        ("claude-3.5-sonnet", "offline", "claude-3-5-sonnet-20241022"),
         ("Claude 3.5 Haiku", "bedrock", "anthropic.claude-3-5-haiku-20241022-v1:0"),
         ("claude-3-haiku-20240307", "bedrock", "anthropic.claude-3-haiku-20240307-v1:0"),
         ("claude-sonnet-4-5", "anthropic", "claude-sonnet-4-5-20250929"),
         ("claude-haiku-4-5", "bedrock", "anthropic.claude-haiku-4-5-20251001-v1:0"),
-        ("claude-opus-4-1", "anthropic", "claude-opus-4-1-20250805"),
+        ("claude-opus-4-5", "anthropic", "claude-opus-4-5-20251101"),
+        ("Claude 3 Sonnet", "anthropic", "claude-sonnet-4-5-20250929"),
+        ("claude-3-5-sonnet-20241022", "bedrock", "anthropic.claude-sonnet-4-5-20250929-v1:0"),
+        ("Claude 3 Haiku", "anthropic", "claude-haiku-4-5-20251001"),
+        ("claude-opus-4-1", "anthropic", "claude-opus-4-5-20251101"),
         ("Llama 3.1 70B Instruct", "openai", "meta-llama/Llama-3.1-70B-Instruct"),
         ("llama3-1-8b-instruct", "openai", "meta-llama/Llama-3.1-8B-Instruct"),
         ("Mixtral 8x7B Instruct", "openai", "mistralai/Mixtral-8x7B-Instruct-v0.1"),
@@ -32,6 +37,50 @@ def test_unknown_ids_pass_through_unchanged() -> None:
     assert registry.resolve("qwen2.5:7b-instruct", "openai") == "qwen2.5:7b-instruct"
     assert registry.resolve("us.anthropic.claude-x-v1:0", "bedrock") == "us.anthropic.claude-x-v1:0"
     assert registry.resolve("", "anthropic") == ""
+
+
+def test_current_model_resolves_without_substitution() -> None:
+    found = registry.resolve_model("Claude Sonnet 4.5", "anthropic")
+    assert (found.model_id, found.name, found.successor, found.reason) == (
+        "claude-sonnet-4-5-20250929", "Claude Sonnet 4.5", None, ""
+    )
+    assert found.describe("judge") == "judge: anthropic:claude-sonnet-4-5-20250929 (Claude Sonnet 4.5)"
+
+
+def test_retired_paper_model_names_its_successor_and_why() -> None:
+    found = registry.resolve_model("Claude 3 Sonnet", "anthropic")
+    assert found.model_id == "claude-sonnet-4-5-20250929"
+    assert (found.name, found.successor) == ("Claude 3 Sonnet", "Claude Sonnet 4.5")
+    assert "retired on the Anthropic API on 2025-07-21" in found.reason
+    assert "successor Claude Sonnet 4.5" in found.reason and "\n" not in found.reason
+    line = found.describe("user agent")
+    assert line.startswith("user agent: anthropic:claude-sonnet-4-5-20250929 (Claude Sonnet 4.5) - ")
+    assert "Claude 3 Sonnet was retired" in line
+
+
+def test_offline_backend_never_substitutes() -> None:
+    found = registry.resolve_model("Claude 3 Sonnet", "offline")
+    assert (found.model_id, found.successor, found.reason) == ("claude-3-sonnet-20240229", None, "")
+
+
+def test_every_retired_model_has_a_successor_that_is_not_retired_there() -> None:
+    for info in registry.MODELS:
+        for backend in info.retired:
+            successor = registry.lookup(info.successor)
+            assert successor is not None, info.name
+            assert backend in successor.ids and backend not in successor.retired, (info.name, backend)
+
+
+def test_unknown_model_name_is_an_error_listing_the_known_names() -> None:
+    with pytest.raises(FatalError, match="unknown model name 'Claude 3 Sonet'") as caught:
+        registry.resolve_model("Claude 3 Sonet", "anthropic")
+    assert "Claude 3 Sonnet" in str(caught.value) and "Claude Haiku 4.5" in str(caught.value)
+
+
+def test_role_lines_name_each_role() -> None:
+    lines = registry.role_lines({"user agent": "Claude 3 Sonnet", "assistant": "my-model"}, "openai")
+    assert lines[0].startswith("user agent: openai:claude-sonnet-4-5-20250929 (Claude Sonnet 4.5) - ")
+    assert lines[1] == "assistant: openai:my-model"
 
 
 def test_open_model_on_bedrock_says_where_it_is_available() -> None:

@@ -157,6 +157,17 @@ def test_index_lists_every_paper_item_with_its_file_or_the_reason(tmp_path, monk
     assert "Run store: empty." in text
 
 
+def test_index_names_the_successor_called_for_a_retired_paper_model(tmp_path, monkeypatch):
+    monkeypatch.setattr(reproduce, "runs_dir", lambda: tmp_path / "runs")
+    settings = Settings(run="r", backend="anthropic", assistant_models=("Claude Haiku 4.5",))
+    text = reproduce.write_index(settings, [_pass(tmp_path, time.time())], 60.0).read_text()
+    assert "- user agent: anthropic:claude-sonnet-4-5-20250929 (Claude Sonnet 4.5) - Claude 3 Sonnet was " \
+        "retired on the Anthropic API" in text
+    assert "- assistant Claude Haiku 4.5: anthropic:claude-haiku-4-5-20251001 (Claude Haiku 4.5)\n" in text
+    offline = reproduce.write_index(Settings(run="r"), [_pass(tmp_path, time.time())], 60.0).read_text()
+    assert "Called (see Table 11" not in offline
+
+
 def test_publish_copies_only_this_runs_files(tmp_path, monkeypatch):
     monkeypatch.setattr(reproduce, "project_root", lambda: tmp_path)
     started = time.time()

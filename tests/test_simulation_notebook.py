@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import papermill
@@ -9,6 +10,7 @@ import pytest
 from test_simulation_support import tiny_benchmark
 
 from personalens_utils.data import save_benchmark
+from personalens_utils.llm import registry
 from personalens_utils.llm.offline import OFFLINE_LABEL
 from personalens_utils.official_io import import_official
 from personalens_utils.records import Dialogue
@@ -27,6 +29,16 @@ def test_notebook_03_simulates_and_writes_table13(tmp_path):
                     "output_dir": str(tmp_path / "out"), "settings": ["base", "base+I"],
                     "official_export_dir": str(tmp_path / "official")},
     )
+    cells = json.loads((tmp_path / "out.ipynb").read_text())["cells"]
+    printed = ["".join(o.get("text", "")) for c in cells if c["cell_type"] == "code" for o in c["outputs"]]
+    roles = printed.index(
+        "user agent: offline:claude-3-sonnet-20240229 (Claude 3 Sonnet)\n"
+        "assistant: offline:claude-3-sonnet-20240229 (Claude 3 Sonnet)\n"
+    )
+    run_cell = next(i for i, c in enumerate(cells) if "run_simulation(" in "".join(c["source"]))
+    assert roles < sum(1 for c in cells[:run_cell] if c["cell_type"] == "code" for _ in c["outputs"])
+    assert registry.role_lines({"user agent": "Claude 3 Sonnet"}, "anthropic")[0].endswith(
+        "calling its successor Claude Sonnet 4.5 instead")
     records = RunStore(tmp_path / "run").read(Dialogue)
     assert len(records) == 4 * 4 * 2 and {r.status for r in records} == {"terminated"}
     tables = tmp_path / "out" / "tables"

@@ -3,7 +3,8 @@
 - `scores`: the tidy frame of judgments and aggregates with bootstrap intervals; `stats`: the
   resampling methods; `agreement`: kappa and alpha; `annotation`: sheets for human raters;
 - `tables`: Tables 3 and 12, and the judging checks J1 and J2; `ablation`: Table 4;
-  `judge_agreement`: Table 5; `dialogue_stats`: Table 13; `figures`: Figures 4, 5, the radar chart.
+  `judge_agreement`: Table 5; `dialogue_stats`: Table 13;
+  `models`: Table 11 (from the registry); `figures`: Figures 4, 5, the radar chart.
 
 Every table-making function returns a `personalens_utils.tables.TableResult`. The names below are
 re-exported so `from personalens_utils import analysis; analysis.table3(...)` works.
@@ -33,6 +34,7 @@ from personalens_utils.analysis.judge_agreement import (
     ratings_matrix,
     table5,
 )
+from personalens_utils.analysis.models import table11
 from personalens_utils.analysis.tables import (
     ASSISTANT_DIMENSIONS,
     MAIN_SETTING,
@@ -76,6 +78,7 @@ __all__ = [
     "table3",
     "table4",
     "table5",
+    "table11",
     "table12",
     "turn_curves",
 ]

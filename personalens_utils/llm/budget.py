@@ -92,7 +92,8 @@ class Tally:
     def _cost(self, model: str, group: _Group) -> float:
         if self.backend == "offline":
             return 0.0
-        cost = registry.cost_usd(model, Usage(round(group.input_tokens), round(group.output_tokens)),
+        called = registry.resolve(model, self.backend) if self.backend else model  # successor if retired
+        cost = registry.cost_usd(called, Usage(round(group.input_tokens), round(group.output_tokens)),
                                  batch=self.batch)
         return math.nan if cost is None else cost
 

@@ -5,16 +5,25 @@ The paper names its models in prose ("Claude 3 Sonnet", Table 11); each backend 
 Bedrock, a Hugging Face id on a vLLM server). `resolve` turns any known spelling into the id for
 the chosen backend; an id the registry does not know passes through unchanged, so new models work
 without editing this file.
+
+Some of the paper's models no longer answer on a platform (retired on the Anthropic API, end of
+life on Bedrock). `resolve_model` then names the model's successor and says why in one line, and
+`resolve` (what the client calls) returns the successor's id, so a run asking for a paper model
+still works and the notebooks can print what will really be called. The offline backend never
+substitutes: its names stay the paper's.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .types import FatalError, Usage
 
 PRICES_TAKEN = "2026-11-21"
+LIFECYCLE_TAKEN = "2026-11-23"
+"""The day the retirement dates below were checked (Anthropic's model-deprecations page, AWS Bedrock's
+model-lifecycle page and their release notes)."""
 """The day the prices below were read from Anthropic's public pricing pages (USD per million tokens)."""
 
 CACHE_WRITE_MULTIPLIER = 1.25
@@ -27,6 +36,12 @@ BATCH_DISCOUNT = 0.50
 """The Message Batches API bills input and output at half price."""
 
 KNOWN_BACKENDS = ("offline", "anthropic", "openai", "bedrock")
+PLATFORMS = {
+    "anthropic": "the Anthropic API",
+    "openai": "the Anthropic API (its OpenAI-compatible endpoint)",
+    "bedrock": "Amazon Bedrock",
+}
+"""Where a backend's Claude calls land, for retirement messages."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,23 +80,50 @@ class ModelInfo:
     temperature: bool = True
     notes: str = ""
     extra_ids: tuple[str, ...] = ()
+    retired: dict[str, str] = field(default_factory=dict)
+    """Backend -> the date the model stopped answering there."""
+    successor: str = ""
+    """The registry name called instead where the model is retired."""
+    paper_roles: tuple[str, ...] = ()
+    """Its roles in the paper (Table 11); empty for models the paper did not use."""
+    paper_version: str = ""
+    """How Table 11 of the paper spells its version."""
 
 
-def _claude(name: str, api_id: str, bedrock: str | None, price: Price, *aliases: str, **kw) -> ModelInfo:
+def _claude(
+    name: str,
+    api_id: str,
+    bedrock: str | None,
+    price: Price,
+    *aliases: str,
+    api_retired: str = "",
+    bedrock_retired: str = "",
+    **kw,
+) -> ModelInfo:
+    """A Claude model; `api_retired` is the date it left the Anthropic API (and its OpenAI-compatible
+    endpoint), `bedrock_retired` the date it reached end of life on Bedrock."""
     ids = {"anthropic": api_id, "openai": api_id, "offline": api_id}
     if bedrock:
         ids["bedrock"] = bedrock
-    return ModelInfo(name=name, ids=ids, aliases=aliases, price=price, **kw)
+    retired = dict.fromkeys(("anthropic", "openai"), api_retired) if api_retired else {}
+    if bedrock_retired:
+        retired["bedrock"] = bedrock_retired
+    version = api_id if kw.get("paper_roles") else ""
+    return ModelInfo(
+        name=name, ids=ids, aliases=aliases, price=price, retired=retired, paper_version=version, **kw
+    )
 
 
-def _open(name: str, hf_id: str, bedrock_id: str, *aliases: str) -> ModelInfo:
-    """An open-weights model: served by an OpenAI-compatible server (vLLM takes the HF id)."""
+def _open(name: str, hf_id: str, bedrock_id: str, paper_version: str, *aliases: str) -> ModelInfo:
+    """A paper assistant with open weights: served by an OpenAI-compatible server (vLLM takes the HF id)."""
     return ModelInfo(
         name=name,
         ids={"openai": hf_id, "offline": hf_id},
-        aliases=aliases,
+        aliases=(paper_version, *aliases),
+        paper_version=paper_version,
         extra_ids=(bedrock_id,),
         notes="self-hosted: no price (cost counted as 0); Ollama or llama.cpp users pass their own tag",
+        paper_roles=("assistant",),
     )
 
 
@@ -92,22 +134,40 @@ _OPUS_OLD = Price(15.0, 75.0)
 _OPUS_NEW = Price(5.0, 25.0)
 _HAIKU45 = Price(1.0, 5.0)
 
+_SONNET_NOW = "Claude Sonnet 4.5"
+_HAIKU_NOW = "Claude Haiku 4.5"
+_OPUS_NOW = "Claude Opus 4.5"
+
 MODELS: tuple[ModelInfo, ...] = (
     # The paper's models (Table 11).
-    _claude("Claude 3 Haiku", "claude-3-haiku-20240307", "anthropic.claude-3-haiku-20240307-v1:0", _HAIKU3),
+    _claude(
+        "Claude 3 Haiku",
+        "claude-3-haiku-20240307",
+        "anthropic.claude-3-haiku-20240307-v1:0",
+        _HAIKU3,
+        api_retired="2026-04-20",
+        successor=_HAIKU_NOW,
+        paper_roles=("assistant",),
+    ),
     _claude(
         "Claude 3.5 Haiku",
         "claude-3-5-haiku-20241022",
         "anthropic.claude-3-5-haiku-20241022-v1:0",
         _HAIKU35,
         "claude-3-5-haiku-latest",
+        api_retired="2026-02-19",
+        successor=_HAIKU_NOW,
+        paper_roles=("assistant",),
     ),
     _claude(
         "Claude 3 Sonnet",
         "claude-3-sonnet-20240229",
         "anthropic.claude-3-sonnet-20240229-v1:0",
         _SONNET,
-        notes="retired on the Anthropic API; still listed on some Bedrock regions",
+        api_retired="2025-07-21",
+        bedrock_retired="2025-07-21",
+        successor=_SONNET_NOW,
+        paper_roles=("user agent", "assistant"),
     ),
     _claude(
         "Claude 3.5 Sonnet",
@@ -115,6 +175,10 @@ MODELS: tuple[ModelInfo, ...] = (
         "anthropic.claude-3-5-sonnet-20241022-v2:0",
         _SONNET,
         "claude-3-5-sonnet-latest",
+        api_retired="2025-10-22",
+        bedrock_retired="2026-03-01",
+        successor=_SONNET_NOW,
+        paper_roles=("judge",),
     ),
     _open(
         "Llama 3.1 8B Instruct",
@@ -151,6 +215,9 @@ MODELS: tuple[ModelInfo, ...] = (
         "anthropic.claude-3-7-sonnet-20250219-v1:0",
         _SONNET,
         "claude-3-7-sonnet-latest",
+        api_retired="2026-02-19",
+        bedrock_retired="2026-04-28",
+        successor=_SONNET_NOW,
     ),
     _claude(
         "Claude Sonnet 4",
@@ -158,6 +225,8 @@ MODELS: tuple[ModelInfo, ...] = (
         "anthropic.claude-sonnet-4-20250514-v1:0",
         _SONNET,
         "claude-sonnet-4-0",
+        api_retired="2026-06-15",
+        successor=_SONNET_NOW,
     ),
     _claude(
         "Claude Opus 4",
@@ -166,6 +235,8 @@ MODELS: tuple[ModelInfo, ...] = (
         _OPUS_OLD,
         "claude-opus-4-0",
         "claude-4-opus-20250514",
+        api_retired="2026-06-15",
+        successor=_OPUS_NOW,
     ),
     _claude(
         "Claude Opus 4.1",
@@ -173,6 +244,8 @@ MODELS: tuple[ModelInfo, ...] = (
         "anthropic.claude-opus-4-1-20250805-v1:0",
         _OPUS_OLD,
         "claude-opus-4-1",
+        api_retired="2026-08-05",
+        successor=_OPUS_NOW,
     ),
     _claude(
         "Claude Sonnet 4.5",
@@ -238,11 +311,31 @@ def lookup(model: str) -> ModelInfo | None:
     return _INDEX.get(model) or _INDEX.get(normalise(model))
 
 
-def resolve(model: str, backend: str) -> str:
-    """The id to send to `backend` for `model`; unknown ids pass through unchanged."""
-    info = lookup(model) if model else None
-    if info is None:
-        return model
+@dataclass(frozen=True, slots=True)
+class Resolution:
+    """What a role's model name becomes on a backend: the id that will be called and, when the
+    model asked for is retired there, the successor called instead and why."""
+
+    requested: str
+    backend: str
+    model_id: str
+    name: str | None = None
+    successor: str | None = None
+    reason: str = ""
+
+    def describe(self, role: str) -> str:
+        """One line for a notebook: the role, the backend, the id called, and any substitution."""
+        line = f"{role}: {self.backend}:{self.model_id}"
+        if self.name and self.name != self.model_id:
+            line += f" ({self.successor or self.name})"
+        return f"{line} - {self.reason}" if self.reason else line
+
+
+def _known_names() -> str:
+    return ", ".join(info.name for info in MODELS)
+
+
+def _id_on(info: ModelInfo, model: str, backend: str) -> str:
     if backend in info.ids:
         return info.ids[backend]
     if backend not in KNOWN_BACKENDS:
@@ -252,6 +345,42 @@ def resolve(model: str, backend: str) -> str:
         f"it is available on: {', '.join(sorted(info.ids))}. "
         "Serve open-weights models with vLLM/Ollama and use backend='openai', or pass a raw model id."
     )
+
+
+def resolve_model(model: str, backend: str) -> Resolution:
+    """The id `backend` will be called with for `model`, with the successor used if it is retired there.
+
+    A raw id the registry does not know passes through unchanged (new models, local tags); a prose
+    name it does not know (one with a space, such as "Claude 3 Sonet") is an error listing the
+    known names, since no backend would accept it. The offline backend never substitutes.
+    """
+    info = lookup(model) if model else None
+    if info is None:
+        if " " in model.strip():
+            raise FatalError(f"unknown model name {model!r}; the registry knows: {_known_names()}")
+        return Resolution(model, backend, model)
+    retired = info.retired.get(backend) if backend != "offline" else None
+    if not retired:
+        return Resolution(model, backend, _id_on(info, model, backend), info.name)
+    successor = lookup(info.successor)
+    if successor is None:
+        raise FatalError(f"{info.name} was retired on {backend} on {retired} and has no successor listed")
+    where = PLATFORMS.get(backend, backend)
+    reason = (
+        f"{info.name} was retired on {where} on {retired} (checked {LIFECYCLE_TAKEN}); "
+        f"calling its successor {successor.name} instead"
+    )
+    return Resolution(model, backend, _id_on(successor, model, backend), info.name, successor.name, reason)
+
+
+def resolve(model: str, backend: str) -> str:
+    """The id to send to `backend` for `model` (a retired model's successor); unknown ids pass through."""
+    return resolve_model(model, backend).model_id
+
+
+def role_lines(roles: dict[str, str], backend: str) -> list[str]:
+    """One line per role (e.g. {"user agent": "Claude 3 Sonnet"}) naming what will be called on `backend`."""
+    return [resolve_model(model, backend).describe(role) for role, model in roles.items()]
 
 
 def price_for(model: str) -> Price | None:
