@@ -16,7 +16,15 @@ from support.fake_server import FakeLLMServer
 from test_simulation_support import tiny_benchmark
 
 from personalens_utils.data import save_benchmark
-from personalens_utils.llm import FatalError, LLMClient, PreflightError, Request, Response, make_backend
+from personalens_utils.llm import (
+    FatalError,
+    LLMClient,
+    PreflightError,
+    Request,
+    Response,
+    make_backend,
+    registry,
+)
 from personalens_utils.llm.backends._http import classify_status
 from personalens_utils.records import Dialogue
 from personalens_utils.simulation import run_simulation
@@ -88,9 +96,10 @@ def test_a_refused_key_is_a_401_naming_the_variable_and_one_call_checks_a_shared
         check("anthropic", {"user agent": "claude-sonnet-4-6", "assistant": "claude-sonnet-4-6"})
     assert server.total("requests") == 1
     no_keys.setenv("ANTHROPIC_API_KEY", "the-right-key")
-    lines = check("anthropic", {"user agent": "claude-sonnet-4-6", "judge": "Claude 3.5 Sonnet"})
+    lines = check("anthropic", {"user agent": "claude-sonnet-4-6", "judge": "Claude Haiku 4.5"})
+    judge = registry.resolve("Claude Haiku 4.5", "anthropic")
     assert lines == ["user agent: anthropic backend, model 'claude-sonnet-4-6' answered",
-                     "judge: anthropic backend, model 'claude-3-5-sonnet-20241022' answered"]
+                     f"judge: anthropic backend, model '{judge}' answered"]
     no_keys.setenv("OPENAI_API_KEY", "the-right-key")
     no_keys.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
     assert check("openai", {"assistant": "Qwen/Qwen2.5-7B-Instruct"}) == [
