@@ -64,6 +64,10 @@ class _Tally:
     unpriced_calls: int = 0
 
 
+USAGE_COLUMNS = (*_GROUP, *(f.name for f in fields(_Tally)))
+"""The columns of `LLMClient.usage_frame`."""
+
+
 class LLMClient:
     """Calls a backend with caching, bounded concurrency, retries and accounting.
 
@@ -538,8 +542,7 @@ class LLMClient:
                 }
                 for key, t in self._books.items()
             ]
-        columns = [*_GROUP, *(f.name for f in fields(_Tally))]
-        frame = pd.DataFrame(rows, columns=columns)
+        frame = pd.DataFrame(rows, columns=list(USAGE_COLUMNS))
         if stage is not None:
             frame = frame[frame["stage"] == stage]
         return frame.sort_values(list(_GROUP), ignore_index=True)

@@ -37,11 +37,13 @@ def split_terminate(text: str) -> tuple[str, bool]:
 
 
 def dialogue_id(scenario_id: str, user_model: str, assistant_model: str, setting: str, *, backend: str,
-                prompt_version: str = DIALOGUE_PROMPT_VERSION) -> str:
-    """The run-store id of a dialogue whose user agent and assistant both run on `backend`
-    (docs/architecture.md): the models' ids are the ones that backend is called with."""
+                assistant_backend: str | None = None, prompt_version: str = DIALOGUE_PROMPT_VERSION) -> str:
+    """The run-store id of a dialogue whose user agent runs on `backend` and assistant on
+    `assistant_backend` (default: the same; docs/architecture.md): the models' ids are the ones each
+    backend is called with."""
+    assistant_backend = assistant_backend or backend
     user = (backend, resolved_model(user_model, backend))
-    assistant = (backend, resolved_model(assistant_model, backend))
+    assistant = (assistant_backend, resolved_model(assistant_model, assistant_backend))
     names = (scenario_id, user_model, assistant_model, setting, prompt_version)
     return Dialogue.make_id(*names, user, assistant)
 
@@ -69,8 +71,10 @@ async def simulate_dialogue(
     user_model: str,
     assistant_model: str,
     max_turns: int | None = None,
+    assistant_client: Any = None,
 ) -> Dialogue:
-    """Run one dialogue through `client` (an `LLMClient`) and return its run-store record.
+    """Run one dialogue and return its run-store record: the user agent speaks through `client` (an
+    `LLMClient`), the assistant through `assistant_client` (default: the same client).
 
     A call failing in the llm layer does not raise (except an authentication failure, see
     `engine.error_message`): the record comes back with status "error", the error message and the
@@ -79,15 +83,18 @@ async def simulate_dialogue(
     scenario = ctx.scenario
     cap = max_turns if max_turns is not None else TURN_CAPS[scenario.task_type]
     turns: list[dict[str, str]] = []
+    assistant_client = assistant_client or client
     backend = getattr(client, "backend_name", "")
-    books = _Books(backend=backend)
+    assistant_backend = getattr(assistant_client, "backend_name", "")
+    books = _Books(backend=assistant_backend)
     status, error = TURN_CAP, None
     try:
         for index in range(cap):
             text = books.add(await client.acomplete(user_request(ctx, turns, user_model)))
             text, done = split_terminate(text)
             turns.append({"role": "user", "content": text})
-            reply = books.add(await client.acomplete(assistant_request(setting, ctx, turns, assistant_model)))
+            request = assistant_request(setting, ctx, turns, assistant_model)
+            reply = books.add(await assistant_client.acomplete(request))
             turns.append({"role": "assistant", "content": reply.strip()})
             if done and index > 0:
                 status = TERMINATED
@@ -104,11 +111,11 @@ async def simulate_dialogue(
         assistant_model=assistant_model,
         assistant_setting=setting.name,
         prompt_version=DIALOGUE_PROMPT_VERSION,
-        backend=books.backend,
+        backend=assistant_backend or books.backend,
         user_backend=backend,
         user_model_id=resolved_model(user_model, backend),
-        assistant_backend=backend,
-        assistant_model_id=resolved_model(assistant_model, backend),
+        assistant_backend=assistant_backend,
+        assistant_model_id=resolved_model(assistant_model, assistant_backend),
         status=status,
         error=error,
         turns=tuple(Message(t["role"], t["content"]) for t in turns),  # type: ignore[arg-type]

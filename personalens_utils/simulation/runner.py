@@ -58,19 +58,22 @@ def _store(run: RunStore | str | os.PathLike[str]) -> RunStore:
 
 def planned_ids(
     store: RunStore, scenario_ids: Sequence[str], settings: Sequence[str], *, backend: str, user_model: str,
-    assistant_model: str,
+    assistant_model: str, assistant_backend: str | None = None,
 ) -> dict[tuple[str, str], str]:
     """(scenario id, setting name) -> the id of the dialogue that stands for it in `store` when the user
-    agent and the assistant run on `backend`: its run-identity id, or the id of a dialogue stored before
-    run identity with the same backend and model ids."""
+    agent runs on `backend` and the assistant on `assistant_backend` (default: the same): its
+    run-identity id, or the id of a dialogue stored before run identity with the same backends and
+    model ids."""
+    assistant_backend = assistant_backend or backend
     stored = store.ids(Dialogue)
     legacy = {d.id: (d.user, d.assistant) for d in store.read(Dialogue) if d.legacy}
     identity = ((backend, resolved_model(user_model, backend)),
-                (backend, resolved_model(assistant_model, backend)))
+                (assistant_backend, resolved_model(assistant_model, assistant_backend)))
     out = {}
     for sid in scenario_ids:
         for name in settings:
-            new = dialogue_id(sid, user_model, assistant_model, name, backend=backend)
+            new = dialogue_id(sid, user_model, assistant_model, name, backend=backend,
+                              assistant_backend=assistant_backend)
             old = Dialogue.legacy_id(sid, user_model, assistant_model, name, DIALOGUE_PROMPT_VERSION)
             out[sid, name] = current_id(new, old, stored, legacy, identity)
     return out
@@ -88,9 +91,11 @@ def plan_dialogues(
     retry_errors: bool = False,
     shard: str | Shard | None = None,
     limit: int | None = None,
+    assistant_backend: str | None = None,
 ) -> Plan[PlannedDialogue]:
     """The dialogues still to run (scenario x setting, in benchmark order) and how many are stored,
-    for a user agent and an assistant on `backend` (dialogues of other backends are not this work).
+    for a user agent on `backend` and an assistant on `assistant_backend` (default: the same);
+    dialogues of other backends are not this work.
 
     With `shard="i/n"` only that shard's dialogues are planned (and counted as already done).
     Stored dialogues with status "error" are redone only with `retry_errors=True`.
@@ -104,7 +109,8 @@ def plan_dialogues(
         raise ValueError("settings is empty: give at least one assistant setting, e.g. ['base']")
     scenarios = list(benchmark.iter_scenarios(task_types))
     ids = planned_ids(store, [s.scenario_id for s in scenarios], [s.name for s in parsed], backend=backend,
-                      user_model=user_model, assistant_model=assistant_model)
+                      user_model=user_model, assistant_model=assistant_model,
+                      assistant_backend=assistant_backend)
     candidates = []
     for scenario in scenarios:
         ctx = ScenarioContext.of(scenario, benchmark.user(scenario.user_id))
@@ -115,58 +121,82 @@ def plan_dialogues(
     return engine.plan(store, Dialogue, candidates, retry_errors=retry_errors, limit=limit)
 
 
-def _stage(user_model: str, assistant_model: str, max_turns: int | None) -> engine.Stage[PlannedDialogue]:
+def _stage(user_model: str, assistant_model: str, max_turns: int | None,
+           assistant_client: LLMClient | None) -> engine.Stage[PlannedDialogue]:
     async def work(client: LLMClient, item: Item[PlannedDialogue]) -> list[Record]:
-        return [await simulate_dialogue(client, item.payload.ctx, item.payload.setting, user_model=user_model,
-                                        assistant_model=assistant_model, max_turns=max_turns)]
+        assistant = assistant_client or client
+        with assistant.stage(client.current_stage):  # the assistant's calls are booked under this stage too
+            return [await simulate_dialogue(client, item.payload.ctx, item.payload.setting,
+                                            user_model=user_model, assistant_model=assistant_model,
+                                            max_turns=max_turns, assistant_client=assistant)]
 
     return engine.Stage(STAGE, Dialogue, work)
 
 
-def _prepare(benchmark: Benchmark, run: RunStore | str | os.PathLike[str], backend: str, *,
+def _prepare(benchmark: Benchmark, run: RunStore | str | os.PathLike[str], client: LLMClient, *,
+             assistant_client: LLMClient | None = None,
              settings: Sequence[str | AssistantSetting] = ("base",), task_types: Sequence[str] = (SD, MD),
              user_model: str = DEFAULT_MODEL, assistant_model: str = DEFAULT_MODEL,
              retry_errors: bool = False, max_turns: int | None = None,
              limit: int | None = None, shard: str | Shard | None = None,
              max_cost_usd: float | None = None) -> tuple[RunStore, engine.Stage[PlannedDialogue],
                                                          Plan[PlannedDialogue], StageReport]:
+    if assistant_client is client:
+        assistant_client = None
+    if assistant_client is not None and max_cost_usd is not None:
+        raise ValueError("max_cost_usd is not supported yet with the assistant on its own client: "
+                         "the limit would count only the user agent's spending; leave it None")
     store = _store(run)
-    planned = plan_dialogues(benchmark, store, backend=backend, settings=settings, task_types=task_types,
-                             user_model=user_model, assistant_model=assistant_model,
-                             retry_errors=retry_errors, shard=shard, limit=limit)
+    planned = plan_dialogues(benchmark, store, backend=client.backend_name, settings=settings,
+                             task_types=task_types, user_model=user_model, assistant_model=assistant_model,
+                             retry_errors=retry_errors, shard=shard, limit=limit,
+                             assistant_backend=(assistant_client or client).backend_name)
     report = StageReport(STAGE, shard=str(shard) if shard else None, max_cost_usd=max_cost_usd)
-    return store, _stage(user_model, assistant_model, max_turns), planned, report
+    return store, _stage(user_model, assistant_model, max_turns, assistant_client), planned, report
 
 
-def _pool_size(client: Any) -> int:
-    """Dialogues in progress at once: a dialogue makes one call at a time, so twice the call bound keeps
-    every slot busy (also while some dialogues wait out a retry) without spreading the calls over more
-    dialogues than needed; fewer dialogues in flight means less lost to a kill or cut by a budget."""
-    return 2 * client.max_concurrency
+def _pool_size(client: LLMClient, assistant: LLMClient | None) -> int:
+    """Dialogues in progress at once: a dialogue makes one call at a time, alternating between the user
+    agent's and the assistant's client, so the sum of their call bounds keeps every slot busy (also
+    while some dialogues wait out a retry) without spreading the calls over more dialogues than
+    needed; fewer dialogues in flight means less lost to a kill or cut by a budget."""
+    return client.max_concurrency + (assistant or client).max_concurrency
 
 
 async def arun_simulation(benchmark: Benchmark, run: RunStore | str | os.PathLike[str], client: LLMClient,
                           **options: Any) -> StageReport:
-    """Simulate every planned dialogue through `client` into the run store; see `run_simulation`."""
-    store, stage, planned, report = _prepare(benchmark, run, client.backend_name, **options)
-    return await engine.arun_stage(stage, store, client, planned, report=report, desc=Dialogue.table,
-                                   max_cost_usd=report.max_cost_usd, pool_size=_pool_size(client))
+    """Simulate every planned dialogue into the run store; see `run_simulation`."""
+    store, stage, planned, report = _prepare(benchmark, run, client, **options)
+    assistant = options.get("assistant_client")
+    before = assistant.totals() if assistant not in (None, client) else None
+    await engine.arun_stage(stage, store, client, planned, report=report, desc=Dialogue.table,
+                            max_cost_usd=report.max_cost_usd, pool_size=_pool_size(client, assistant))
+    if before is not None:
+        report.spent(before, assistant.totals())
+    return report
 
 
 def run_simulation(benchmark: Benchmark, run: RunStore | str | os.PathLike[str], client: LLMClient,
                    **options: Any) -> StageReport:
-    """Simulate every planned dialogue through `client` (an `LLMClient`) into the run store.
+    """Simulate every planned dialogue into the run store: the user agent through `client` (an
+    `LLMClient`), the assistant through `assistant_client` (another `LLMClient`; default: `client`).
 
-    Options: `settings` (assistant settings, default ["base"]), `task_types`, `user_model`,
-    `assistant_model`, `retry_errors` (redo dialogues stored as errors), `max_turns` (overrides the
-    20/30 caps), `limit` (run at most that many of the planned dialogues; the rest stay for a later
-    call), `shard` ("i/n": this machine's share) and `max_cost_usd` (stop new calls once this much
-    is spent in this call; the report's `status` is then "budget reached" and a rerun continues
-    where it stopped). Works in scripts and in notebooks with a running event loop.
+    Options: `assistant_client`, `settings` (assistant settings, default ["base"]), `task_types`,
+    `user_model`, `assistant_model`, `retry_errors` (redo dialogues stored as errors), `max_turns`
+    (overrides the 20/30 caps), `limit` (run at most that many of the planned dialogues; the rest stay
+    for a later call), `shard` ("i/n": this machine's share) and `max_cost_usd` (stop new calls once
+    this much is spent in this call; the report's `status` is then "budget reached" and a rerun
+    continues where it stopped; not yet with an `assistant_client` of its own). The report counts the
+    calls of both clients. Works in scripts and in notebooks with a running event loop.
     """
-    store, stage, planned, report = _prepare(benchmark, run, client.backend_name, **options)
-    return engine.run_stage(stage, store, client, planned, report=report, desc=Dialogue.table,
-                            max_cost_usd=report.max_cost_usd, pool_size=_pool_size(client))
+    store, stage, planned, report = _prepare(benchmark, run, client, **options)
+    assistant = options.get("assistant_client")
+    before = assistant.totals() if assistant not in (None, client) else None
+    engine.run_stage(stage, store, client, planned, report=report, desc=Dialogue.table,
+                     max_cost_usd=report.max_cost_usd, pool_size=_pool_size(client, assistant))
+    if before is not None:
+        report.spent(before, assistant.totals())
+    return report
 
 
 def estimate_simulation(benchmark: Benchmark, run: RunStore | str | os.PathLike[str], *,

@@ -32,16 +32,19 @@ class OpenAIBackend:
         self,
         *,
         base_url: str | None = None,
+        base_url_var: str = "OPENAI_BASE_URL",
         timeout: float = 120.0,
         http_client: httpx2.AsyncClient | None = None,
         token_param: str = "max_tokens",
     ):
-        """`token_param`: "max_tokens" (vLLM, Ollama, llama.cpp) or "max_completion_tokens" (newer OpenAI)."""
+        """`token_param`: "max_tokens" (vLLM, Ollama, llama.cpp) or "max_completion_tokens" (newer OpenAI).
+        `base_url_var`: the environment variable holding the endpoint (a spec `openai@VAR:model` names it)."""
         if token_param not in ("max_tokens", "max_completion_tokens"):
             raise ValueError(
                 f"token_param must be 'max_tokens' or 'max_completion_tokens', got {token_param!r}"
             )
-        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_URL
+        self.base_url_var = base_url_var
+        self.base_url = base_url or os.environ.get(base_url_var) or OPENAI_URL
         self.timeout = timeout
         self.token_param = token_param
         self._http_client = http_client
@@ -51,7 +54,7 @@ class OpenAIBackend:
         return f"OpenAIBackend(base_url={self.base_url!r}, timeout={self.timeout})"
 
     def endpoint(self) -> str:
-        return f"{self.base_url} (set by OPENAI_BASE_URL)"
+        return f"{self.base_url} (set by {self.base_url_var})"
 
     def _new_client(self) -> openai.AsyncOpenAI:
         key = os.environ.get("OPENAI_API_KEY")

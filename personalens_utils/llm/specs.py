@@ -1,0 +1,94 @@
+"""Model specs: which backend plays a role, and which model it calls there.
+
+A spec is `backend:model` (`anthropic:claude-sonnet-4-5`, `openai:Qwen/Qwen2.5-7B-Instruct`,
+`bedrock:anthropic.claude-3-sonnet-20240229-v1:0`, `offline:Claude 3 Sonnet`), a backend alone
+(`offline`: the role's default model on that backend) or a bare model name (`Claude 3 Sonnet`,
+`llama3:8b`), which runs on the notebook's `backend`. Only the text before the first colon can name
+a backend, so model ids with colons of their own stay whole.
+
+An OpenAI-compatible endpoint other than OPENAI_BASE_URL is named by the environment variable that
+holds its URL: `openai@VLLM_URL:Qwen/Qwen2.5-7B-Instruct` calls the server at $VLLM_URL. Specs never
+carry URLs or keys themselves; those come from the environment only (the key from OPENAI_API_KEY).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from .registry import KNOWN_BACKENDS
+
+DEFAULT_BASE_URL_VAR = "OPENAI_BASE_URL"
+
+
+class SpecError(ValueError):
+    """A model spec that cannot be read; the message names the spec and the fix."""
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A role's backend and model; `base_url_var` names the endpoint's variable (openai only)."""
+
+    backend: str
+    model: str
+    base_url_var: str | None = None
+
+    @classmethod
+    def parse(cls, text: str, default_backend: str, *, default_model: str = "",
+              what: str = "model") -> ModelSpec:
+        """Read `text` (see the module doc); `what` names the parameter in error messages."""
+        if default_backend not in KNOWN_BACKENDS:
+            raise SpecError(f"{what}: unknown default backend {default_backend!r}; "
+                            f"use one of {KNOWN_BACKENDS}")
+        if not isinstance(text, str) or not text.strip():
+            raise SpecError(f"{what}={text!r}: give a model spec such as 'anthropic:claude-sonnet-4-5' "
+                            "or a model name")
+        text = text.strip()
+        head, colon, model = text.partition(":")
+        backend, at, var = head.partition("@")
+        backend = backend.strip().lower()
+        if backend not in KNOWN_BACKENDS:
+            if at:
+                raise SpecError(f"{what}={text!r}: unknown backend {backend!r} before '@'; "
+                                f"use one of {KNOWN_BACKENDS}")
+            return cls(default_backend, text)
+        model = model.strip()
+        if colon and not model:
+            raise SpecError(f"{what}={text!r}: no model after '{head}:'; "
+                            f"write '{head}:<model>' or just '{head}'")
+        if at:
+            cls._check_var(text, backend, var.strip(), model, what)
+        if not model:
+            if not default_model:
+                raise SpecError(f"{what}={text!r} names no model and this role has no default: "
+                                f"write '{backend}:<model>'")
+            model = default_model
+        return cls(backend, model, var.strip() or None)
+
+    @staticmethod
+    def _check_var(text: str, backend: str, var: str, model: str, what: str) -> None:
+        if backend != "openai":
+            raise SpecError(f"{what}={text!r}: only an openai spec names an endpoint variable "
+                            f"('openai@VAR:model'); {backend} reads its endpoint from its usual variables")
+        if model.startswith("//") or not var.isidentifier():
+            raise SpecError(f"{what}={text!r}: after '@' name the environment variable that holds the "
+                            "endpoint, not the URL: export MY_URL=http://host:port/v1 and write "
+                            "'openai@MY_URL:<model>'")
+
+    @property
+    def client_key(self) -> str:
+        """Specs with the same key share one client: the backend, plus the endpoint variable if named."""
+        return f"{self.backend}@{self.base_url_var}" if self.base_url_var else self.backend
+
+    def backend_options(self) -> dict[str, Any]:
+        """Constructor options for the backend; an unset endpoint variable is an error naming it."""
+        if self.base_url_var is None:
+            return {}
+        if not os.environ.get(self.base_url_var):
+            raise SpecError(f"model spec {self}: the endpoint variable {self.base_url_var} is not set; "
+                            f"export {self.base_url_var}=http://host:port/v1")
+        return {"base_url_var": self.base_url_var}
+
+    def __str__(self) -> str:
+        return f"{self.client_key}:{self.model}"
