@@ -29,6 +29,7 @@ from test_determinism import write_outputs
 from personalens_utils import analysis, plots
 from personalens_utils.analysis import scores
 from personalens_utils.data.demographics import sample_demographics
+from personalens_utils.reference.schema import load_schema
 from personalens_utils.validation.figures import figure3
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("determinism")]
@@ -174,15 +175,28 @@ def figures(tmp_path_factory) -> dict[str, Figure]:
     store = build_store(tmp_path_factory.mktemp("figure_text") / "store")
     tidy = scores.load_scores(store, judge_model=JUDGE)
     turns = scores.turn_frame(tidy)
+    names = load_schema().domain_names  # the official benchmark's 20 domains, as on a full run
+    every_domain = tidy.assign(
+        domains=[
+            [names[zlib.crc32(scenario.encode()) % len(names)]] if kind == "SD" else list(domains)
+            for scenario, kind, domains in zip(
+                tidy["scenario_id"], tidy["task_type"], tidy["domains"], strict=True
+            )
+        ]
+    )
     return {
         "figure3": figure3(sample_demographics(300, seed=2)).figure,
         "figure4": analysis.figure4(tidy, assistant_model="model-a").figure,
         "figure5": analysis.figure5(turns, assistant_model="model-a", backend_names={"offline"}).figure,
         "radar": analysis.radar_chart(tidy).figure,
+        "figure4_20_domains": analysis.figure4(every_domain, assistant_model="model-a").figure,
+        "radar_20_domains": analysis.radar_chart(every_domain).figure,
     }
 
 
-@pytest.mark.parametrize("name", ["figure3", "figure4", "figure5", "radar"])
+@pytest.mark.parametrize(
+    "name", ["figure3", "figure4", "figure5", "radar", "figure4_20_domains", "radar_20_domains"]
+)
 def test_no_text_overlaps_or_leaves_the_figure(figures, name):
     fig = figures[name]
     assert round(fig.get_figwidth(), 2) in {round(w, 2) for w in plots.current_style().widths}

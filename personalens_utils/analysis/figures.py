@@ -110,7 +110,7 @@ def figure4(
         ax.set_xlim(-0.6, len(domains) - 0.4)
         ax.legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), borderaxespad=0.2, frameon=False)
         ax.grid(axis="x", visible=False)
-    axes[-1].set_xticks(x, domains, rotation=45, ha="right", rotation_mode="anchor")
+    axes[-1].set_xticks(x, domains, rotation=90)  # vertical labels never overlap their neighbours
     kinds = "/".join(task_types)
     caption = (
         f"Task completion rate (TCR) and personalization (P) of {assistant_model} per domain "
@@ -214,6 +214,8 @@ def radar_chart(
         )
     between = float(angles[1] / 2) if len(angles) > 1 else np.pi / 2
     ax.set_rlabel_position(np.degrees(between))
+    for label in ax.get_yticklabels():  # readable where a polygon crosses it
+        label.set_bbox({"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 0.6})
     ax.text(
         between,
         scale.high + 0.12 * (scale.high - scale.low),
