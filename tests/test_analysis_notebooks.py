@@ -118,10 +118,10 @@ def test_analysis_notebook_without_annotations(prepared, tmp_path, monkeypatch):
     for stem in ("figure4_domains", "figure5_turn_personalization", "figure_radar_personalization_by_domain"):
         assert (figures / f"{stem}.png").stat().st_size > 10_000, stem
         caption = (figures / f"{stem}.txt").read_text(encoding="utf-8")
-        assert re.search(r"Source: .+, \d+ judged", caption), stem
+        assert re.search(r"Source: run store store/, \d+ judged", caption), stem
     executed = nbformat.read(tmp_path / "06_analysis.ipynb", as_version=4)
-    outputs = [out for cell in executed.cells for out in cell.get("outputs", [])]
-    images = [out for out in outputs if "image/png" in out.get("data", {})]
+    outputs = [output for cell in executed.cells for output in cell.get("outputs", [])]
+    images = [output for output in outputs if "image/png" in output.get("data", {})]
     assert len(images) == 3  # Figures 4, 5 and the radar chart, each shown once
     sheet = pd.read_csv(tmp_path / "annotation" / "annotation_sheet.csv")
     assert len(sheet) == 12 and sheet["personalization"].isna().all()

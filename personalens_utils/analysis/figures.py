@@ -175,7 +175,7 @@ def figure5(
         f"than {MIN_DIALOGUES_PER_TURN} dialogues are left out." + provenance_note(backend_names)
     )
     source = Source.of(
-        "turn-level scores",
+        part.attrs.get("origin", "turn-level scores"),
         part["dialogue_id"].nunique(),
         "judged SD and MD dialogues",
         backend_names,
