@@ -35,6 +35,7 @@ from personalens_utils.reference.schema import PreferenceType, load_schema
 
 from ..types import CallKind, Request
 from . import register
+from .judge import words_of
 from .reference import view_of
 
 # ---------------------------------------------------------------------------------------------
@@ -124,8 +125,10 @@ class _Item:
     topic: str
     values: tuple[str, ...]
 
-    def seen_in(self, lowered: str) -> bool:
-        return any(v.lower() in lowered for v in self.values)
+    def seen_in(self, text: str) -> bool:
+        """Whether `text` holds one of the values as whole words (as the offline judge reads it)."""
+        padded = words_of(text)
+        return any(words_of(v) in padded for v in self.values)
 
     def reveal(self, rng: random.Random) -> str:
         return rng.choice(REVEALS).format(topic=self.topic, values=_join(self.values))

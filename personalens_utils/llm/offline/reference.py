@@ -10,6 +10,10 @@ rank them in `DESIGNED_ORDER` on personalization and task completion:
 - `ref-past-interactions` also reads preference values off the past-interaction summaries;
 - `ref-all-preferences` also knows every relevant preference value of the task and the situation.
 
+On personalization the order is strict. On task completion the first is far below the rest, and
+the other three almost always finish (they all apply what the user says), so a sound judge shows
+them level or rising, never confidently falling.
+
 `ref-follows-setting` (and any name that is not a reference assistant) sees exactly what its
 setting gives, which is what the six-setting ablation needs. The wider view comes from the assistant
 request's `oracle` context entry (docs/architecture.md); nothing else reads it.
