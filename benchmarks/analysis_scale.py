@@ -77,7 +77,7 @@ def build(root: Path, n_dialogues: int, seed: int = 0) -> None:
             domains = rng.sample(DOMAINS, 3) if task_type == "MD" else [rng.choice(DOMAINS)]
             task_id = f"MD-task-{i % 25 + 1}" if task_type == "MD" else f"SD-{domains[0]}-task-{i % 9 + 1}"
             scenario = f"user{i // 82}/{task_id}-{i}"
-            did = dialogue_id(scenario, MODEL, MODEL, "base")
+            did = dialogue_id(scenario, MODEL, MODEL, "base", backend="synthetic")
             n_turns = _turns(rng, task_type)
             turns = []
             for _ in range(n_turns):
@@ -87,7 +87,9 @@ def build(root: Path, n_dialogues: int, seed: int = 0) -> None:
             dfh.write(orjson.dumps({
                 "id": did, "scenario_id": scenario, "user_id": i // 82, "task_id": task_id,
                 "task_type": task_type, "domains": domains, "user_model": MODEL, "assistant_model": MODEL,
-                "assistant_setting": "base", "prompt_version": "v1", "backend": "synthetic", "status": status,
+                "assistant_setting": "base", "prompt_version": "v1", "backend": "synthetic",
+                "user_backend": "synthetic", "user_model_id": MODEL, "assistant_backend": "synthetic",
+                "assistant_model_id": MODEL, "status": status,
                 "error": "RetriesExhaustedError: synthetic" if status == "error" else None, "turns": turns,
                 "n_turns": n_turns, "usage": USAGE, "cost_usd": 0.04, "retries": 0}) + b"\n")
             if status == "error":
@@ -108,8 +110,10 @@ def _judgment(rng: random.Random, pool: list[str], did: str, name: str, n_turns:
         score = float(rng.randint(dim.low, dim.high))
         raw = _text(rng, pool, RAW_CHARS.get(name, 600))
     ok = status == "ok"
-    return {"id": judgment_id(did, name, JUDGE, "v2"), "dialogue_id": did, "dimension": name,
-            "judge_model": JUDGE, "prompt_version": "v2", "backend": "synthetic", "status": status,
+    return {"id": judgment_id(did, name, JUDGE, "v2", backend="synthetic"), "dialogue_id": did,
+            "dimension": name,
+            "judge_model": JUDGE, "prompt_version": "v2", "backend": "synthetic", "judge_model_id": JUDGE,
+            "status": status,
             "score": score if ok else None, "turn_scores": turn_scores if ok else None,
             "explanation": raw[: len(raw) * 3 // 5], "raw": "" if status == "error" else raw,
             "attempts": 2 if status == "missing" else 1}

@@ -334,7 +334,9 @@ def _jobs(stage: Stage[P], client: LLMClient, items: Sequence[Item[P]], report: 
         try:
             records = list(await stage.work(client, item))
         except Exception as exc:
-            message = error_message(exc)  # re-raises bugs and aborting failures
+            if isinstance(exc, FatalError) and exc.status in ABORTING_STATUSES:
+                raise _stopped(stage.name, writer.store, exc) from exc
+            message = error_message(exc)  # re-raises bugs
             if stage.failed is None:
                 raise
             records = list(stage.failed(item, message))
@@ -345,6 +347,17 @@ def _jobs(stage: Stage[P], client: LLMClient, items: Sequence[Item[P]], report: 
         await writer.put(records)
 
     return [lambda item=item: run_one(item) for item in items]
+
+
+def _stopped(stage: str, store: RunStore, exc: FatalError) -> FatalError:
+    """An aborting failure as the run's last word: what failed, that finished work is kept, what next."""
+    whose = f"the {exc.role}'s call failed: " if exc.role else ""
+    return FatalError(
+        f"{stage} stopped: {whose}{exc} Everything finished before this is kept in the run store "
+        f"{store.root}; fix the credentials and run again to go on from there.",
+        status=exc.status,
+        role=exc.role,
+    )
 
 
 def run_stage(

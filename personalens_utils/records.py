@@ -1,11 +1,18 @@
 """The record types of the run store, one per table, and their JSON layout.
 
 Each type names its table (`table`), computes its id from its identity fields with the same
-`stable_id` recipe the kit has always used (so stores written before these types existed keep
-their ids), and turns into / reads back from the JSON object stored on one line of the table
+`stable_id` recipe, and turns into / reads back from the JSON object stored on one line of the table
 (docs/architecture.md, "Run store records"). `to_json(from_json(line))` gives back the stored
-object, key order included. A line that does not fit its type raises `RecordError` naming the file,
-the line and the field, and how to repair the store.
+object, key order included. A line that does not fit its type raises `RecordError` naming the
+file, the line and the field, and how to repair the store.
+
+Run identity: a dialogue's id includes the backend and the resolved model id (`resolved_model`)
+of the user agent and of the assistant, a judgment's those of the judge, so an offline run and a
+real model's run of the same scenarios are different records. Records written before these fields
+existed ("legacy" records, `legacy=True`) lack them: they read as made on the backend they
+stored, with the model ids the registry gives for it (`legacy_model_id`), and keep their old ids (the recipe
+without the identity fields) and their stored layout; `legacy_id` gives that recipe so planners
+can accept an old record as finished work when its backend is the one asked for (`current_id`).
 """
 
 from __future__ import annotations
@@ -17,7 +24,8 @@ from typing import Any, ClassVar, NoReturn, Self
 
 import orjson
 
-from personalens_utils.llm.types import Message, Usage
+from personalens_utils.llm import registry
+from personalens_utils.llm.types import FatalError, Message, Usage
 
 ERROR = "error"
 """The status of a record whose work failed in the llm layer; a rerun may replace it."""
@@ -37,6 +45,25 @@ def stable_id(*parts: Any) -> str:
     """A short id that depends only on the given parts (order matters)."""
     raw = orjson.dumps([str(p) for p in parts])
     return hashlib.sha256(raw).hexdigest()[:20]
+
+
+def resolved_model(model: str, backend: str) -> str:
+    """The id `backend` is called with for `model` (the registry's id; for offline, its offline id).
+
+    A model the registry cannot place on that backend keeps its given name: such calls fail, and the
+    error record still needs an identity.
+    """
+    try:
+        return registry.resolve(model, backend)
+    except FatalError:
+        return model
+
+
+def legacy_model_id(model: str, backend: str) -> str:
+    """The id a record written before run identity was made with: the registry's id for `backend`
+    without today's retirement substitutions (the kit named no successors then)."""
+    info = registry.lookup(model) if model else None
+    return info.ids.get(backend, model) if info else model
 
 
 class _Reader:
@@ -172,7 +199,8 @@ class Dialogue(Record):
     table: ClassVar[str] = "dialogues"
     summary_fields: ClassVar[tuple[str, ...]] = (
         "id", "scenario_id", "user_id", "task_id", "task_type", "domains", "user_model", "assistant_model",
-        "assistant_setting", "prompt_version", "backend", "status", "n_turns",
+        "assistant_setting", "prompt_version", "backend", "user_backend", "user_model_id",
+        "assistant_backend", "assistant_model_id", "status", "n_turns",
     )
     """The fields analysis reads: everything but the texts and the costs."""
     scenario_id: str
@@ -185,11 +213,29 @@ class Dialogue(Record):
     assistant_setting: str
     prompt_version: str
     backend: str
+    user_backend: str = ""
+    """The user agent's backend; empty: `backend`."""
+    user_model_id: str = ""
+    """The id the user agent's backend is called with; empty: resolved from `user_model`."""
+    assistant_backend: str = ""
+    assistant_model_id: str = ""
     error: str | None = None
     turns: tuple[Message, ...] = ()
     usage: Usage = field(default_factory=Usage)
     cost_usd: float = 0.0
     retries: int = 0
+    legacy: bool = False
+    """Written before run identity: id by `legacy_id`, stored without the identity fields."""
+
+    def __post_init__(self) -> None:
+        fill = object.__setattr__
+        model_id = legacy_model_id if self.legacy else resolved_model
+        fill(self, "user_backend", self.user_backend or self.backend)
+        fill(self, "assistant_backend", self.assistant_backend or self.backend)
+        fill(self, "user_model_id", self.user_model_id or model_id(self.user_model, self.user_backend))
+        fill(self, "assistant_model_id",
+             self.assistant_model_id or model_id(self.assistant_model, self.assistant_backend))
+        super().__post_init__()
 
     @property
     def failure(self) -> str:
@@ -197,18 +243,38 @@ class Dialogue(Record):
 
     @staticmethod
     def make_id(
+        scenario_id: str,
+        user_model: str,
+        assistant_model: str,
+        setting: str,
+        prompt_version: str,
+        user: tuple[str, str],
+        assistant: tuple[str, str],
+    ) -> str:
+        """The id of a dialogue; `user` and `assistant` are each (backend, resolved model id)."""
+        return stable_id(scenario_id, user_model, assistant_model, setting, prompt_version, *user, *assistant)
+
+    @staticmethod
+    def legacy_id(
         scenario_id: str, user_model: str, assistant_model: str, setting: str, prompt_version: str
     ) -> str:
+        """The id a dialogue got before run identity (no backends, no model ids)."""
         return stable_id(scenario_id, user_model, assistant_model, setting, prompt_version)
 
+    @property
+    def user(self) -> tuple[str, str]:
+        """The user agent's (backend, resolved model id)."""
+        return self.user_backend, self.user_model_id
+
+    @property
+    def assistant(self) -> tuple[str, str]:
+        """The assistant's (backend, resolved model id)."""
+        return self.assistant_backend, self.assistant_model_id
+
     def identity(self) -> str:
-        return self.make_id(
-            self.scenario_id,
-            self.user_model,
-            self.assistant_model,
-            self.assistant_setting,
-            self.prompt_version,
-        )
+        names = (self.scenario_id, self.user_model, self.assistant_model, self.assistant_setting,
+                 self.prompt_version)
+        return self.legacy_id(*names) if self.legacy else self.make_id(*names, self.user, self.assistant)
 
     @property
     def n_turns(self) -> int:
@@ -216,6 +282,12 @@ class Dialogue(Record):
         return sum(t.role == "user" for t in self.turns)
 
     def to_json(self) -> dict[str, Any]:
+        identity = {} if self.legacy else {
+            "user_backend": self.user_backend,
+            "user_model_id": self.user_model_id,
+            "assistant_backend": self.assistant_backend,
+            "assistant_model_id": self.assistant_model_id,
+        }
         return {
             "id": self.id,
             "scenario_id": self.scenario_id,
@@ -228,6 +300,7 @@ class Dialogue(Record):
             "assistant_setting": self.assistant_setting,
             "prompt_version": self.prompt_version,
             "backend": self.backend,
+            **identity,
             "status": self.status,
             "error": self.error,
             "turns": [t.as_dict() for t in self.turns],
@@ -244,6 +317,9 @@ class Dialogue(Record):
         counted = sum(t.role == "user" for t in turns)
         if r.int("n_turns") != counted:
             r.fail("n_turns", f"is {data['n_turns']} but the turns hold {counted} user messages")
+        legacy = "user_backend" not in data
+        keys = ("user_backend", "user_model_id", "assistant_backend", "assistant_model_id")
+        identity = {} if legacy else {key: r.str(key) for key in keys}
         return cls(
             id=cls.read_id(data, where),
             scenario_id=r.str("scenario_id"),
@@ -256,13 +332,26 @@ class Dialogue(Record):
             assistant_setting=r.str("assistant_setting"),
             prompt_version=r.str("prompt_version"),
             backend=r.str("backend"),
+            **identity,
             status=r.str("status"),
             error=r.str("error", optional=True),
             turns=turns,
             usage=r.usage("usage"),
             cost_usd=r.number("cost_usd"),
             retries=r.int("retries"),
+            legacy=legacy,
         )
+
+
+def current_id(
+    new_id: str, legacy_id: str, stored: set[str], legacy: Mapping[str, Any], identity: Any
+) -> str:
+    """The id that stands for one piece of work in a store: `new_id`, unless only a legacy record
+    (`legacy` maps their ids to their run identity as read) of the same `identity` holds it, so a
+    rerun over a store written before run identity skips its finished work, and only that."""
+    if new_id not in stored and legacy.get(legacy_id) == identity:
+        return legacy_id
+    return new_id
 
 
 # -- judging ---------------------------------------------------------------------------------------------
@@ -274,8 +363,8 @@ class Judgment(Record):
 
     table: ClassVar[str] = "judgments"
     summary_fields: ClassVar[tuple[str, ...]] = (
-        "id", "dialogue_id", "dimension", "judge_model", "prompt_version", "backend", "status", "score",
-        "turn_scores",
+        "id", "dialogue_id", "dimension", "judge_model", "prompt_version", "backend", "judge_model_id",
+        "status", "score", "turn_scores",
     )
     """The fields analysis reads: everything but the judge's texts."""
     dialogue_id: str
@@ -283,22 +372,47 @@ class Judgment(Record):
     judge_model: str
     prompt_version: str
     backend: str
+    """The judge's backend."""
+    judge_model_id: str = ""
+    """The id the judge's backend is called with; empty: resolved from `judge_model`."""
     score: float | None = None
     turn_scores: tuple[float | None, ...] | None = None
     explanation: str = ""
     raw: str = ""
     attempts: int = 0
+    legacy: bool = False
+    """Written before run identity: id by `legacy_id`, stored without `judge_model_id`."""
+
+    def __post_init__(self) -> None:
+        if not self.judge_model_id:
+            model_id = legacy_model_id if self.legacy else resolved_model
+            object.__setattr__(self, "judge_model_id", model_id(self.judge_model, self.backend))
+        super().__post_init__()
 
     @property
     def failure(self) -> str:
         return f"dialogue {self.dialogue_id}, {self.dimension}: {self.explanation}"
 
     @staticmethod
-    def make_id(dialogue_id: str, dimension: str, judge_model: str, prompt_version: str) -> str:
+    def make_id(
+        dialogue_id: str, dimension: str, judge_model: str, prompt_version: str, judge: tuple[str, str]
+    ) -> str:
+        """The id of a judgment; `judge` is the judge's (backend, resolved model id)."""
+        return stable_id(dialogue_id, dimension, judge_model, prompt_version, *judge)
+
+    @staticmethod
+    def legacy_id(dialogue_id: str, dimension: str, judge_model: str, prompt_version: str) -> str:
+        """The id a judgment got before run identity (no backend, no model id)."""
         return stable_id(dialogue_id, dimension, judge_model, prompt_version)
 
+    @property
+    def judge(self) -> tuple[str, str]:
+        """The judge's (backend, resolved model id)."""
+        return self.backend, self.judge_model_id
+
     def identity(self) -> str:
-        return self.make_id(self.dialogue_id, self.dimension, self.judge_model, self.prompt_version)
+        names = (self.dialogue_id, self.dimension, self.judge_model, self.prompt_version)
+        return self.legacy_id(*names) if self.legacy else self.make_id(*names, self.judge)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -308,6 +422,7 @@ class Judgment(Record):
             "judge_model": self.judge_model,
             "prompt_version": self.prompt_version,
             "backend": self.backend,
+            **({} if self.legacy else {"judge_model_id": self.judge_model_id}),
             "status": self.status,
             "score": self.score,
             "turn_scores": None if self.turn_scores is None else list(self.turn_scores),
@@ -322,6 +437,7 @@ class Judgment(Record):
         turns = r.get("turn_scores", list, optional=True)
         if turns is not None and not all(s is None or isinstance(s, int | float) for s in turns):
             r.fail("turn_scores", f"must be a list of numbers or nulls, got {turns!r:.80}")
+        legacy = "judge_model_id" not in data
         return cls(
             id=cls.read_id(data, where),
             dialogue_id=r.str("dialogue_id"),
@@ -329,12 +445,14 @@ class Judgment(Record):
             judge_model=r.str("judge_model"),
             prompt_version=r.str("prompt_version"),
             backend=r.str("backend"),
+            judge_model_id="" if legacy else r.str("judge_model_id"),
             status=r.str("status"),
             score=r.number("score", optional=True),
             turn_scores=None if turns is None else tuple(None if s is None else float(s) for s in turns),
             explanation=r.str("explanation"),
             raw=r.str("raw"),
             attempts=r.int("attempts"),
+            legacy=legacy,
         )
 
 
@@ -677,6 +795,9 @@ __all__ = [
     "RecordError",
     "SdTasksStep",
     "SituationStep",
+    "current_id",
+    "legacy_model_id",
     "record_type",
+    "resolved_model",
     "stable_id",
 ]

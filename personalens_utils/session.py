@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,8 +39,52 @@ class SessionError(ValueError):
     """A notebook parameter that cannot be resolved; the message names it."""
 
 
+def _use_yaml(name: str, value: Any, why: str) -> SessionError:
+    return SessionError(
+        f"parameter {name}={value!r}: {why}. papermill -p passes text: write a comma list "
+        f"(-p {name} a,b) or give a real list with -y, e.g. -y '{name}: [a, b]'"
+    )
+
+
+def list_param(name: str, value: Any, *, item: type[str] | type[int] = str) -> list[Any] | None:
+    """A list-valued notebook parameter as a list; None stays None.
+
+    `papermill -p` sends text, so "SD,MD" or "7,66" is split at commas (and "SD" is ["SD"], not
+    "S" and "D"); a single number from `-p users 7` is [7]. Anything else is refused with a message
+    pointing at `-y`.
+    """
+    if value is None:
+        return None
+    if isinstance(value, list | tuple):
+        return list(value)
+    if isinstance(value, str):
+        text = value.strip()
+        if text and (text[0] in "[({" or text[-1] in "])}"):
+            raise _use_yaml(name, value, "looks like a list written as text")
+        parts = [part.strip() for part in text.split(",")]
+        if not all(parts):
+            raise _use_yaml(name, value, "has an empty item")
+        try:
+            return [item(part) for part in parts]
+        except ValueError:
+            kind = "a whole number" if item is int else "text"
+            raise _use_yaml(name, value, f"every item must be {kind}") from None
+    if isinstance(value, item) and not isinstance(value, bool):
+        return [value]
+    raise _use_yaml(name, value, f"expected a list, got {type(value).__name__}")
+
+
+def users_param(users: Any) -> Any:
+    """`users` with text from `papermill -p` read: "7,66" is [7, 66]; other text without a comma ("all",
+    a sample name, a typo) stays text, so the error for a typo lists the known samples."""
+    if users is None or (isinstance(users, str) and "," not in users and not users.strip().isdigit()):
+        return users
+    return list_param("users", users, item=int)
+
+
 def resolve_session_users(benchmark_dir: str | os.PathLike[str], users: Any) -> list[int] | None:
     """The one meaning of `users`: sorted user indices, or None for every user of the benchmark."""
+    users = users_param(users)
     if users is None:
         users = default_users(benchmark_dir)
     if users == ALL_USERS:
@@ -81,11 +125,12 @@ class Session:
         max_concurrency: int = 8,
         backend_seed: int = 0,
         stage: str = "",
-        task_types: Sequence[str] = ("SD", "MD"),
+        task_types: Sequence[str] | str = ("SD", "MD"),
         store: bool = True,
     ) -> Session:
         """Resolve a notebook's parameters; `store=False` when the notebook keeps nothing in a store
         unless `run_dir` is given (notebook 02). Outputs go to `output_dir` or runs/<default_output>/."""
+        task_types = list_param("task_types", task_types) or []
         unknown = sorted(set(task_types) - {"SD", "MD"})
         if unknown:
             raise SessionError(f"parameter task_types: unknown {unknown}; use 'SD' and/or 'MD'")
@@ -136,6 +181,11 @@ class Session:
                 self.backend, max_concurrency=self.max_concurrency, stage=self.stage, seed=self.backend_seed
             )
         return self._client
+
+    def preflight(self, roles: Mapping[str, str]) -> str:
+        """Check each role's model on the session's backend once, before any work is planned or stored
+        (`LLMClient.preflight`); a failure stops the notebook with one message. The lines to show."""
+        return "\n".join(self.client.preflight(roles))
 
     def in_scope(self) -> Callable[[Dialogue], bool]:
         """`select` for the runners: a dialogue record of the session's users and task types."""

@@ -111,7 +111,8 @@ def test_table3_rows_captions_and_offline_label(tidy):
 
 
 def test_caption_names_a_real_backend_without_the_offline_label(tidy):
-    relabelled = tidy.assign(dialogue_backend="anthropic", judge_backend="anthropic")
+    relabelled = tidy.assign(user_backend="anthropic", assistant_backend="anthropic",
+                             judge_backend="anthropic")
     caption = analysis.table3(relabelled).caption
     assert OFFLINE_LABEL not in caption and "Backend: anthropic." in caption
 

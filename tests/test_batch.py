@@ -104,7 +104,7 @@ def test_run_judging_batch_flag_and_rerun_does_nothing(server, tmp_path):
 
 
 def test_errored_and_expired_entries_are_resubmitted_until_they_succeed(server, tmp_path):
-    batches = FakeBatches(polls_in_progress=1, errored_rate=0.25, expired_rate=0.15, seed=3).install(server)
+    batches = FakeBatches(polls_in_progress=1, errored_rate=0.25, expired_rate=0.15, seed=4).install(server)
     store = store_with(tmp_path / "run", [dialogue(i) for i in range(6)])
     with client() as llm:
         report = run_judging_batch(store, llm, context_for, judge_model=MODEL, max_rounds=8, **FAST)

@@ -205,8 +205,8 @@ def test_simulation_estimate_counts_the_prompts_a_one_turn_run_sends(bench, tmp_
     assert estimate.total_cost_usd == pytest.approx(table["cost_usd"].iloc[:-1].sum())
     assert any("Table 13" in note for note in estimate.assumptions)
     # once stored, nothing is left to pay for
-    again = estimate_simulation(bench, tmp_path / "run", settings=SETTINGS, user_model=MODEL,
-                                assistant_model=MODEL, max_turns=1)
+    again = estimate_simulation(bench, tmp_path / "run", backend=backend.name, settings=SETTINGS,
+                                user_model=MODEL, assistant_model=MODEL, max_turns=1)
     assert again.calls == 0
 
 
@@ -239,7 +239,7 @@ def test_judging_estimate_counts_the_calls_judging_makes(bench, tmp_path):
     assert estimate.calls == len(firsts)
     assert estimate.table["input_tokens"].iloc[-1] == sum(request_tokens(r) for r in firsts)
     assert batch.total_cost_usd == pytest.approx(estimate.total_cost_usd * registry.BATCH_DISCOUNT, rel=0.01)
-    assert judging.estimate_judging(store, contexts, judge_model=MODEL).calls == 0
+    assert judging.estimate_judging(store, contexts, judge_model=MODEL, backend=backend.name).calls == 0
 
 
 def test_estimate_prices_the_successor_of_a_retired_model() -> None:

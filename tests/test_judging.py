@@ -204,7 +204,8 @@ def test_run_judging_writes_one_record_per_dimension_and_resumes(tmp_path: Path)
     assert turn["turn_scores"] == [1.0, 2.0, 2.0] and turn["attempts"] == 3
     assert turn["score"] == pytest.approx(5 / 3)
     assert set(records[0]) == {"id", "dialogue_id", "dimension", "judge_model", "prompt_version", "backend",
-                               "status", "score", "turn_scores", "explanation", "raw", "attempts"}
+                               "judge_model_id", "status", "score", "turn_scores", "explanation", "raw",
+                               "attempts"}
     assert records[0]["judge_model"] == "Claude 3.5 Sonnet" and records[0]["backend"] == "offline"
 
     again = run_judging(store, offline_client(), context_for)
@@ -247,6 +248,12 @@ class Scripted:
 def scripted_client(fn: Callable[[Request, int], str | Exception]) -> tuple[LLMClient, Scripted]:
     backend = Scripted(fn)
     return LLMClient(backend, progress=False, use_cache=False, max_retries=0, retry_base_s=0.0), backend
+
+
+def same_backend_answering(text: str) -> LLMClient:
+    """A client of the scripted backend (the judge's run identity) that answers every call with `text`:
+    a rerun on the backend that stored the errors."""
+    return scripted_client(lambda r, n: text)[0]
 
 
 def test_unreadable_answer_is_retried_once_then_stored_as_missing(tmp_path: Path) -> None:
@@ -326,7 +333,8 @@ def test_llm_errors_become_error_records_that_a_rerun_replaces(tmp_path: Path) -
     rates = missing_rate(store).iloc[0]
     assert rates["error"] == 3 and math.isnan(rates["missing_rate"])
 
-    fixed = run_judging(store, offline_client(), context_for, dimensions=["coherence_user"])
+    fixed = run_judging(store, same_backend_answering("Coherence Score: 4"), context_for,
+                        dimensions=["coherence_user"])
     assert fixed.stored == 3
     assert {r["status"] for r in store.records(Judgment)} == {"ok"}
     assert len(store.records(Judgment)) == 3
@@ -345,7 +353,8 @@ def test_bad_key_stops_the_run_and_keeps_finished_records(tmp_path: Path) -> Non
         run_judging(store, client, context_for, dimensions=["coherence_user"])
     kept = store.records(Judgment)
     assert kept and all(r["status"] == "ok" for r in kept)
-    rerun = run_judging(store, offline_client(), context_for, dimensions=["coherence_user"])
+    rerun = run_judging(store, same_backend_answering("Coherence Score: 4"), context_for,
+                        dimensions=["coherence_user"])
     assert rerun.stored == 3 - len(kept)
 
 
@@ -362,8 +371,8 @@ def test_llm_errors_are_kept_when_retry_errors_is_false(tmp_path: Path) -> None:
     store = store_with_dialogues(tmp_path)
     client, _ = scripted_client(lambda r, n: RetryableError("overloaded", status=529))
     run_judging(store, client, context_for, dimensions=["coherence_user"])
-    kept = run_judging(store, offline_client(), context_for, dimensions=["coherence_user"],
-                       retry_errors=False)
+    kept = run_judging(store, same_backend_answering("Coherence Score: 4"), context_for,
+                       dimensions=["coherence_user"], retry_errors=False)
     assert kept.planned == 0 and kept.already_done == 3
     assert {r.status for r in store.read(Judgment)} == {"error"}
 

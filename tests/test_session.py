@@ -15,7 +15,7 @@ from personalens_utils import reproduce, session
 from personalens_utils.data import SAMPLES
 from personalens_utils.paths import project_root
 from personalens_utils.reproduce import Settings
-from personalens_utils.session import Session, SessionError, resolve_session_users
+from personalens_utils.session import Session, SessionError, list_param, resolve_session_users
 
 NOTEBOOKS = sorted((project_root() / "notebooks").glob("0*.ipynb"))
 PARAMETERS_DOC = project_root() / "docs" / "parameters.md"
@@ -42,6 +42,25 @@ def test_users_has_one_meaning(tmp_path):
         resolve_session_users(generated, 3.5)
 
 
+def test_list_parameters_from_papermill_p_are_read_or_refused_with_a_pointer_to_y(tmp_path):
+    generated = _official_like(tmp_path / "generated", [0, 1, 2, 7, 66])
+    assert list_param("task_types", "SD,MD") == ["SD", "MD"]
+    assert list_param("task_types", "SD") == ["SD"]  # not "S" and "D"
+    assert list_param("settings", " base , base+I ") == ["base", "base+I"]
+    assert list_param("users", 7, item=int) == [7]
+    assert list_param("settings", ("base",)) == ["base"] and list_param("dimensions", None) is None
+    assert resolve_session_users(generated, "66,7") == [7, 66]
+    assert resolve_session_users(generated, 7) == [7]
+    assert resolve_session_users(generated, "sample_50") == sorted(SAMPLES["sample_50"])
+    refused = [("users", "[7, 66]", int), ("users", "7,x", int), ("settings", "base,,base+I", str),
+               ("task_types", 3, str), ("users", True, int), ("settings", "", str)]
+    for name, value, item in refused:
+        with pytest.raises(SessionError, match=rf"parameter {name}=.*-y '{name}: \[a, b\]'"):
+            list_param(name, value, item=item)
+    with pytest.raises(SessionError, match=r"users='7,x'.*-y"):
+        resolve_session_users(generated, "7,x")
+
+
 def test_open_resolves_folders_and_closes_the_client(tmp_path, monkeypatch):
     bench = _official_like(tmp_path / "bench", [0, 1])
     monkeypatch.setattr(session.paths, "runs_dir", lambda: tmp_path / "runs")
@@ -64,6 +83,8 @@ def test_open_resolves_folders_and_closes_the_client(tmp_path, monkeypatch):
         _ = no_store.run_store
     with pytest.raises(SessionError, match="task_types"):
         Session.open(benchmark_dir=bench, task_types=["XD"])
+    assert Session.open(benchmark_dir=bench, task_types="MD,SD", output_dir=tmp_path / "o").task_types == (
+        "MD", "SD")
 
 
 def _declared(notebook: Path) -> dict[str, str]:

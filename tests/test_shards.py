@@ -82,7 +82,8 @@ def test_shards_split_the_run_and_merge_into_the_unsplit_result(bench, tmp_path)
     again = merge_stores([tmp_path / f"shard{i}" for i in (1, 2, 3)], tmp_path / "merged")
     assert again["appended"].sum() == 0 and again["already_in_target"].sum() == report["records"].sum()
     # the planner agrees: nothing of any shard is left to run in the merged store
-    assert plan_dialogues(bench, RunStore(tmp_path / "merged"), settings=SETTINGS).items == []
+    merged = RunStore(tmp_path / "merged")
+    assert plan_dialogues(bench, merged, backend="offline", settings=SETTINGS).items == []
 
 
 def write(path, recs):

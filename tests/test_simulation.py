@@ -238,7 +238,7 @@ def test_an_authentication_failure_stops_the_run(bench, tmp_path):
 
 def test_plan_rejects_unknown_task_types(bench, tmp_path):
     with pytest.raises(ValueError, match="task type"):
-        plan_dialogues(bench, RunStore(tmp_path), task_types=["XD"])
+        plan_dialogues(bench, RunStore(tmp_path), backend="offline", task_types=["XD"])
 
 
 def test_offline_runs_repeat_exactly_for_a_seed(bench, tmp_path):

@@ -3,7 +3,8 @@
 A turn is one user message with the assistant's reply. Dialogues that ended in an error are left
 out: they are incomplete and would shorten the averages. Tokens are what the models generated as
 booked in each record's usage; records without usage (imported from files) are counted with the
-offline backend's word-based estimate, and the caption says which was used.
+offline backend's word-based estimate, and the caption says which was used. The table describes
+one run: dialogues of one assistant model made on different backends or model ids are never pooled.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from personalens_utils.analysis.scores import check_one_identity, fill_identity
 from personalens_utils.llm.offline import OFFLINE_LABEL, count_tokens
 from personalens_utils.records import Dialogue
 from personalens_utils.store import ERROR_STATUS, RunStore
@@ -79,14 +81,30 @@ def dialogue_stats(source: Any, *, tokens: str = "auto") -> tuple[pd.DataFrame, 
     return table.reset_index()[columns], tokens
 
 
+def _identity(frame: pd.DataFrame) -> pd.DataFrame:
+    """The frame with each role's backend and model id (records from before run identity filled in)."""
+    frame = frame.copy()
+    for column in ("user_backend", "user_model_id", "assistant_backend", "assistant_model_id"):
+        if column not in frame.columns:
+            frame[column] = None
+    fill_identity(frame, "backend", [("user_model", "user_backend", "user_model_id"),
+                                     ("assistant_model", "assistant_backend", "assistant_model_id")])
+    return frame
+
+
 def table13(source: Any, *, assistant_model: str | None = None, assistant_setting: str | None = None,
-            tokens: str = "auto", task_types: Sequence[str] = TASK_TYPES) -> TableResult:
+            assistant_backend: str | None = None, tokens: str = "auto",
+            task_types: Sequence[str] = TASK_TYPES) -> TableResult:
     """Table 13: one row per task type (dialogues, avg. turns per dialogue, avg. tokens per turn).
 
-    With several assistant models or settings in the store, name the one to report.
+    With several assistant models, settings or backends in the store, name the one to report.
     """
     frame = dialogues_frame(source)
-    for column, wanted in (("assistant_model", assistant_model), ("assistant_setting", assistant_setting)):
+    origin = frame.attrs.get("origin", "dialogue records")
+    if not frame.empty:
+        frame = _identity(frame)
+    for column, wanted in (("assistant_model", assistant_model), ("assistant_setting", assistant_setting),
+                           ("assistant_backend", assistant_backend)):
         if wanted is not None and not frame.empty:
             frame = frame[frame[column] == wanted]
     stats, method = dialogue_stats(frame, tokens=tokens)
@@ -97,6 +115,8 @@ def table13(source: Any, *, assistant_model: str | None = None, assistant_settin
                              f"{column}=... to choose the one Table 13 reports")
     if stats.empty:
         raise ValueError("no finished dialogues to describe (all errored, or none match the filters)")
+    counted = frame[frame["status"] != ERROR_STATUS]
+    check_one_identity(counted, [], "Table 13 (pass assistant_backend=... to choose one)")
     model, setting = stats["assistant_model"].iloc[0], stats["assistant_setting"].iloc[0]
     shaped = stats.set_index("task_type").reindex(list(task_types)).reset_index()
     out = shaped[["task_type", *ROWS]].rename(columns={"task_type": "Task type", **ROWS})
@@ -104,15 +124,9 @@ def table13(source: Any, *, assistant_model: str | None = None, assistant_settin
     how = "booked output tokens" if method == "usage" else "estimated tokens (words x 4/3)"
     caption = (f"Dialogue statistics (Table 13): assistant {model}, setting {setting}; a turn is a user "
                f"message and the assistant's reply; tokens per turn from {how}.")
-    used = set(frame.get("backend", ()))
+    used = {*counted["user_backend"], *counted["assistant_backend"]}
     if "offline" in used:
         caption += f" Made with the {OFFLINE_LABEL}."
-    counted = frame[frame["status"] != ERROR_STATUS]
-    source = Source.of(
-        frame.attrs.get("origin", "dialogue records"),
-        len(counted),
-        "finished dialogues",
-        used,
-        [*counted["assistant_model"], *counted.get("user_model", ())],
-    )
+    source = Source.of(origin, len(counted), "finished dialogues", used,
+                       [*counted["assistant_model_id"], *counted["user_model_id"]])
     return TableResult(out, caption, source)

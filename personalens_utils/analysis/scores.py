@@ -4,6 +4,11 @@ The tidy frame has one row per judgment, carrying the attributes of its dialogue
 task type, domains). A dialogue that errored is an infrastructure failure, not a model failure, so
 it is left out; a judgment that is missing (no parseable answer) keeps its row with a NaN score and
 is excluded from every mean, never counted as zero. Aggregates report how many were left out.
+
+Each row also carries its run identity (`IDENTITY`): the backend and resolved model id of the user
+agent, the assistant and the judge (records written before run identity read as made on the backend
+they stored). Offline results are never counted as a model's: `aggregate` refuses a group that pools
+rows of two identities, naming both, and the tables keep them apart as rows (`run_label`).
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import pandas as pd
 from personalens_utils.analysis.stats import bootstrap_ci
 from personalens_utils.judging import DIMENSIONS as JUDGE_DIMENSIONS
 from personalens_utils.judging import judge_model_key
-from personalens_utils.records import Dialogue, Judgment, Record
+from personalens_utils.records import Dialogue, Judgment, Record, legacy_model_id
 from personalens_utils.store import RunStore
 
 TASK_COMPLETION = "task_completion"
@@ -54,8 +59,72 @@ SCALES: dict[str, Scale] = {
 }
 """Each judge dimension's scale (from `judging.DIMENSIONS`) with its agreement level and table name."""
 
+IDENTITY = (
+    "user_backend", "user_model_id", "assistant_backend", "assistant_model_id", "judge_backend",
+    "judge_model_id",
+)
+"""The columns of a row's run identity: which backend and model id played each role."""
+ROLES = (("user agent", "user"), ("assistant", "assistant"), ("judge", "judge"))
+
+
 class ScoresError(ValueError):
     """The run store cannot be turned into one score per dialogue and dimension as asked."""
+
+
+def fill_identity(frame: pd.DataFrame, backend: str, pairs: Sequence[tuple[str, str, str]]) -> None:
+    """Give rows of records written before run identity the identity they read as: made on the backend
+    they stored (`backend` column), with the model id they were made with (`records.legacy_model_id`)."""
+    for model, role_backend, model_id in pairs:
+        frame[role_backend] = frame[role_backend].fillna(frame[backend])
+        gaps = frame[model_id].isna()
+        if gaps.any():
+            frame.loc[gaps, model_id] = [
+                legacy_model_id(m, b) for m, b in zip(frame.loc[gaps, model], frame.loc[gaps, role_backend],
+                                                     strict=True)
+            ]
+
+
+def describe_identity(row: pd.Series | dict) -> str:
+    """One run identity in words, e.g. "user agent offline:claude-3-sonnet-20240229, assistant ..."."""
+    return ", ".join(
+        f"{name} {row[f'{key}_backend']}:{row[f'{key}_model_id']}"
+        for name, key in ROLES if f"{key}_backend" in row and f"{key}_model_id" in row
+    )
+
+
+def check_one_identity(frame: pd.DataFrame, by: Sequence[str], what: str) -> None:
+    """Raise naming two of them when a group of `frame` (by `by`) pools rows of different run identities."""
+    cols = [c for c in IDENTITY if c in frame.columns]
+    if not cols or frame.empty:
+        return
+    identities = frame[[*by, *cols]].drop_duplicates()
+    mixed = identities.duplicated(list(by), keep=False) if by else pd.Series(len(identities) > 1,
+                                                                                  index=identities.index)
+    if mixed.any():
+        first, second = identities[mixed].head(2).to_dict("records")
+        where = ", ".join(f"{k}={first[k]!r}" for k in by) or "the frame"
+        raise ScoresError(
+            f"{what} would pool records of different runs ({where}): {describe_identity(first)} and "
+            f"{describe_identity(second)}; offline results are never counted as a model's. Keep them apart "
+            f"(group by the identity columns {list(IDENTITY)}) or select one run, e.g. "
+            f"tidy[tidy['assistant_backend'] == {first['assistant_backend']!r}]"
+        )
+
+
+def run_label(frame: pd.DataFrame, column: str) -> pd.Series:
+    """`column`'s value, with the run identity added where one value stands for rows of several runs,
+    so a table keyed on it shows e.g. an offline and a real model's results as separate rows."""
+    cols = [c for c in IDENTITY if c in frame.columns]
+    if not cols:
+        return frame[column]
+    runs = frame[[column, *cols]].drop_duplicates()
+    shared = set(runs.loc[runs.duplicated(column, keep=False), column])
+    return pd.Series(
+        [f"{v} ({describe_identity(row)})" if v in shared else v
+         for v, (_, row) in zip(frame[column], frame[cols].iterrows(), strict=True)],
+        index=frame.index,
+        dtype=object,
+    )
 
 
 def _project(store: RunStore, kind: type[Record], fields: Sequence[str]) -> pd.DataFrame:
@@ -85,10 +154,13 @@ def load_dialogues(store: RunStore) -> pd.DataFrame:
         }
     )
     frame["domains"] = frame["domains"].map(lambda d: tuple(d) if isinstance(d, list | tuple) else ())
+    fill_identity(frame, "dialogue_backend", [("user_model", "user_backend", "user_model_id"),
+                                          ("assistant_model", "assistant_backend", "assistant_model_id")])
     return frame
 
 
 def load_judgments(store: RunStore) -> pd.DataFrame:
+    """One row per judgment (texts left out); `judge_backend` and `judge_model_id` name the judge's run."""
     frame = _project(store, Judgment, Judgment.summary_fields).rename(
         columns={
             "id": "judgment_id",
@@ -97,6 +169,7 @@ def load_judgments(store: RunStore) -> pd.DataFrame:
             "status": "judgment_status",
         }
     )
+    fill_identity(frame, "judge_backend", [("judge_model", "judge_backend", "judge_model_id")])
     frame["score"] = pd.to_numeric(frame["score"], errors="raise").astype(float)
     frame.loc[frame["judgment_status"] != "ok", "score"] = np.nan
     return frame
@@ -117,12 +190,14 @@ def load_scores(
     judge_model: str | None = None,
     judge_prompt_version: str | None = None,
     user_model: str | None = None,
+    judge_backend: str | None = None,
 ) -> pd.DataFrame:
     """The tidy frame: judgments of non-errored dialogues, joined to their dialogue's attributes.
 
     With several judge models (or judge prompt versions) in the store, name the one to score with;
     the frame must end up with at most one judgment per dialogue and dimension. Judge model names
-    are matched the way judging stores them (any registry spelling of a model works).
+    are matched the way judging stores them (any registry spelling of a model works). With one judge
+    run on several backends (e.g. offline and a real one), name its `judge_backend`.
     """
     store = store if isinstance(store, RunStore) else RunStore(store)
     judge_model = judge_model_key(judge_model) if judge_model is not None else None
@@ -131,17 +206,24 @@ def load_scores(
     judgments = load_judgments(store)
     judgments = _only(judgments, "judge_model", judge_model, "judge model")
     judgments = _only(judgments, "judge_prompt_version", judge_prompt_version, "judge prompt version")
+    judgments = _only(judgments, "judge_backend", judge_backend, "judge backend")
     judgments = judgments[judgments["judgment_status"] != "error"]
     tidy = judgments.merge(dialogues, on="dialogue_id", how="inner", validate="many_to_one")
     dup = tidy.duplicated(["dialogue_id", "dimension"], keep=False)
     if dup.any():
-        judges = sorted(tidy.loc[dup, "judge_model"].unique())
+        judges = sorted(set(tidy.loc[dup, "judge_model"] + " on " + tidy.loc[dup, "judge_backend"] + ":"
+                            + tidy.loc[dup, "judge_model_id"]))
         versions = sorted(tidy.loc[dup, "judge_prompt_version"].unique())
         raise ScoresError(
-            f"{int(dup.sum())} judgments share a dialogue and dimension (judge models {judges}, "
-            f"prompt versions {versions}); pass judge_model= and/or judge_prompt_version= to pick one"
+            f"{int(dup.sum())} judgments share a dialogue and dimension (judges {judges}, "
+            f"prompt versions {versions}); pass judge_model=, judge_prompt_version= and/or judge_backend= "
+            "to pick one"
         )
-    scenario_dup = dialogues.duplicated(["scenario_id", "assistant_model", "assistant_setting"], keep=False)
+    scenario_dup = dialogues.duplicated(
+        ["scenario_id", "assistant_model", "assistant_setting", "user_backend", "assistant_backend",
+         "assistant_model_id"],
+        keep=False,
+    )
     if scenario_dup.any():
         raise ScoresError(
             f"{int(scenario_dup.sum())} dialogues repeat a scenario for the same assistant and setting "
@@ -171,6 +253,7 @@ def aggregate(
     """Long frame: one row per group and dimension with mean, bootstrap interval, n and n_missing.
 
     Task completion is reported as a rate in percent (TCR); the other dimensions on their scale.
+    A group holding rows of two run identities (`IDENTITY`) is refused (`check_one_identity`).
     """
     dims = (
         list(dimensions)
@@ -182,6 +265,7 @@ def aggregate(
         raise ScoresError(f"unknown dimensions {unknown}; known: {sorted(SCALES)}")
     rows = []
     part = tidy[tidy["dimension"].isin(dims)]
+    check_one_identity(part, list(by), "a mean")
     for keys, group in part.groupby([*by, "dimension"], sort=True, dropna=False):
         keys = keys if isinstance(keys, tuple) else (keys,)
         dimension = keys[-1]
@@ -222,5 +306,12 @@ def missing_rates(tidy: pd.DataFrame) -> pd.DataFrame:
 
 
 def backends(tidy: pd.DataFrame) -> set[str]:
-    """Every backend that produced a dialogue or a judgment in the frame."""
-    return set(tidy["dialogue_backend"].dropna()) | set(tidy["judge_backend"].dropna())
+    """Every backend that played a role (user agent, assistant, judge) in the frame."""
+    roles = [c for c in ("user_backend", "assistant_backend", "judge_backend") if c in tidy.columns]
+    return set().union(*(set(tidy[c].dropna()) for c in roles)) if roles else set()
+
+
+def model_ids(tidy: pd.DataFrame) -> set[str]:
+    """Every resolved model id that played a role in the frame."""
+    roles = [c for c in ("user_model_id", "assistant_model_id", "judge_model_id") if c in tidy.columns]
+    return set().union(*(set(tidy[c].dropna()) for c in roles)) if roles else set()

@@ -4,7 +4,9 @@ checks J1 (missing judgments) and J2 (scores per model, setting and task type).
 Every builder takes the tidy score frame of `analysis.scores` and returns a `TableResult`:
 display cells read "mean [low, high]" with 95% bootstrap intervals, and the numbers behind them
 come back as the long `data` frame for export. Anything made with the offline backend says so in
-its caption.
+its caption, and every source names the backends and resolved model ids its rows came from. A row
+stands for one assistant model in one run: where a model was run on several backends (or with other
+model ids), each run is its own row, labelled with its identity (`scores.run_label`).
 """
 
 from __future__ import annotations
@@ -21,8 +23,11 @@ from personalens_utils.analysis.scores import (
     TASK_COMPLETION,
     aggregate,
     backends,
+    model_ids,
+    run_label,
 )
 from personalens_utils.llm.offline import OFFLINE_LABEL
+from personalens_utils.records import resolved_model
 from personalens_utils.store import RunStore
 from personalens_utils.tables import Source, TableResult
 
@@ -40,19 +45,28 @@ def provenance_note(backend_names: set[str] | Sequence[str]) -> str:
 
 
 def score_source(tidy: pd.DataFrame) -> Source:
-    """The source of a table computed from a tidy score frame: its store, dialogues, backends, models."""
-    models = [
-        *tidy["assistant_model"].dropna(),
-        *tidy["user_model"].dropna(),
-        *tidy["judge_model"].dropna(),
-    ]
+    """The source of a table computed from a tidy score frame: its store, dialogues, and the backends and
+    resolved model ids of every role."""
     return Source.of(
         tidy.attrs.get("origin", "a score frame"),
         tidy["dialogue_id"].nunique(),
         "judged dialogues",
         backends(tidy),
-        models,
+        model_ids(tidy),
     )
+
+
+def by_run(
+    part: pd.DataFrame, models: Sequence[str] | None = None
+) -> tuple[pd.DataFrame, list[str] | None]:
+    """`part` with `assistant_model` relabelled per run (`run_label`), and the row order for `models`."""
+    labelled = part.assign(assistant_model=run_label(part, "assistant_model"))
+    if models is None:
+        return labelled, None
+    pairs = labelled[["assistant_model"]].assign(name=part["assistant_model"]).drop_duplicates()
+    order = [label for name in models
+             for label in sorted(pairs.loc[pairs["name"] == name, "assistant_model"])]
+    return labelled, order
 
 
 def fmt_ci(mean: float, low: float, high: float, digits: int = 2) -> str:
@@ -98,10 +112,11 @@ def table3(
         part = part[part["assistant_model"].isin(models)]
     if part.empty:
         raise ValueError(f"no judged dialogues under setting {setting!r}")
-    long = aggregate(part, ["assistant_model", "task_type"], ASSISTANT_DIMENSIONS, seed=seed)
+    labelled, order = by_run(part, models)
+    long = aggregate(labelled, ["assistant_model", "task_type"], ASSISTANT_DIMENSIONS, seed=seed)
     display = _wide(long, "assistant_model", ASSISTANT_DIMENSIONS)
-    if models is not None:
-        display = display.reindex(list(models))
+    if order is not None:
+        display = display.reindex(order)
     display = display.rename_axis("Assistant model").reset_index()
     caption = (
         f"Assistant models under the {setting!r} setting: task completion rate (TCR, %), "
@@ -120,7 +135,7 @@ def table12(
     part = tidy[(tidy["assistant_setting"] == setting) & tidy["task_type"].isin(task_types)]
     if part.empty:
         raise ValueError(f"no judged dialogues under setting {setting!r} for task types {list(task_types)}")
-    long = aggregate(part, ["assistant_model", "task_type"], USER_DIMENSIONS, seed=seed)
+    long = aggregate(by_run(part)[0], ["assistant_model", "task_type"], USER_DIMENSIONS, seed=seed)
     display = _wide(long, "assistant_model", USER_DIMENSIONS)
     display = display.rename_axis("Assistant model").reset_index()
     caption = (
@@ -133,21 +148,23 @@ def table12(
 
 
 def judge_missing(store: RunStore, judge_model: str, prompt_version: str) -> TableResult:
-    """Table J1: judge answers without a valid score, per judge model and dimension."""
+    """Table J1: judge answers without a valid score, per judge model, backend and dimension."""
     missing = judging.missing_rate(store, judge_model)
-    used = sorted({b for names in missing["backend"] for b in names.split(", ")})
+    used = sorted(set(missing["backend"]))
     caption = (
         f"Judge answers without a valid score per dimension (judge {judging.judge_model_key(judge_model)}, "
         f"prompt {prompt_version})." + provenance_note(used)
     )
     answered = int((missing["ok"] + missing["missing"] + missing["error"]).sum()) if len(missing) else 0
-    source = Source.of(f"run store {store.root.name}/", answered, "answered judgments", used, [judge_model])
+    key = judging.judge_model_key(judge_model)
+    source = Source.of(f"run store {store.root.name}/", answered, "answered judgments", used,
+                       [resolved_model(key, backend) for backend in used])
     return TableResult(missing, caption, source)
 
 
 def judge_scores(tidy: pd.DataFrame, *, seed: int = 0) -> TableResult:
-    """Table J2: mean scores with intervals per assistant model, setting and task type."""
-    scores = aggregate(tidy, ["assistant_model", "assistant_setting", "task_type"], seed=seed)
+    """Table J2: mean scores with intervals per assistant model (per run), setting and task type."""
+    scores = aggregate(by_run(tidy)[0], ["assistant_model", "assistant_setting", "task_type"], seed=seed)
     judges = ", ".join(sorted(tidy["judge_model"].unique()))
     caption = f"Judge scores per assistant model, setting and task type (judge {judges})." + provenance_note(
         backends(tidy)

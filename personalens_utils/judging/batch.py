@@ -21,7 +21,7 @@ from personalens_utils.records import Batch, BatchEntry, Judgment
 from personalens_utils.store import RunStore
 
 from .answers import combine, error_fields, judgment_record, score_fields
-from .dimensions import DEFAULT_JUDGE_MODEL, Dimension, judgment_id
+from .dimensions import DEFAULT_JUDGE_MODEL, Dimension
 from .plan import Select, plan_judging
 from .requests import ContextFor, dimension_requests, reminder_request
 
@@ -77,7 +77,7 @@ def run_judging_batch(
     started = time.perf_counter()
     runner = BatchRunner(client, StoredBatches(store), poll_interval_s=poll_interval_s,
                          max_rounds=max_rounds, max_wait_s=max_wait_s)
-    planned = plan_judging(store, judge_model=judge_model, dimensions=dimensions,
+    planned = plan_judging(store, judge_model=judge_model, backend=client.backend_name, dimensions=dimensions,
                            prompt_version=prompt_version, select=select, retry_errors=retry_errors)
     report = StageReport(STAGE, details=planned.details())
     report.start(planned.plan)
@@ -86,7 +86,7 @@ def run_judging_batch(
     for item in planned.plan.items:
         context = context_for(item.payload)
         for dim in planned.todo(item.payload.id, item.ids):
-            jid = judgment_id(item.payload.id, dim.name, model_key, prompt_version)
+            jid = planned.ids[item.payload.id, dim.name]
             calls.append((item.payload.id, dim, jid, dimension_requests(dim, context, judge_model)))
     firsts = {f"{jid}:{k}:1": (dim, r) for _, dim, jid, reqs in calls for k, r in enumerate(reqs)}
     before = client.totals()

@@ -2,7 +2,8 @@
 
 The templates live in `prompts.judge` (where to change a prompt); a dimension names the pair it
 uses, so the judge request builder and the parser never branch on dimension names. Judgments are
-keyed by dimension name, judge model (its registry name) and prompt version (`judgment_id`).
+keyed by dimension name, judge model (its registry name), prompt version and the judge's run identity:
+its backend and the model id that backend is called with (`judgment_id`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 
 from personalens_utils.llm import registry as model_registry
 from personalens_utils.prompts import judge as prompts
-from personalens_utils.records import Judgment
+from personalens_utils.records import Judgment, resolved_model
 
 from .parsing import ParsedAnswer, parse_score, parse_verdict
 
@@ -101,7 +102,10 @@ def judge_model_key(model: str) -> str:
     return info.name if info is not None else model
 
 
-def judgment_id(dialogue_id: str, dimension: str, judge_model: str, prompt_version: str) -> str:
-    """The stable id of one judgment record (docs/architecture.md)."""
-    return Judgment.make_id(dialogue_id, dimension, judge_model, prompt_version)
+def judgment_id(
+    dialogue_id: str, dimension: str, judge_model: str, prompt_version: str, *, backend: str
+) -> str:
+    """The stable id of one judgment by `judge_model` (its key) on `backend` (docs/architecture.md)."""
+    judge = (backend, resolved_model(judge_model, backend))
+    return Judgment.make_id(dialogue_id, dimension, judge_model, prompt_version, judge)
 

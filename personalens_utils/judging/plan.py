@@ -2,7 +2,9 @@
 
 Both runners (online and batch) and the cost estimate plan with `plan_judging` (the stage engine's
 planning: a work item is one dialogue, its record ids the judgments still to make), so an
-estimate counts exactly the judgments a run with the same arguments would make.
+estimate counts exactly the judgments a run with the same arguments would make. A judgment belongs
+to its judge's backend: judging on another backend makes new records; a judgment stored before run
+identity counts as done when it was made on the backend asked for.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from personalens_utils.data import UsersArg, resolve_users
 from personalens_utils.engine import Plan
 from personalens_utils.llm.budget import CostEstimate, Tally
 from personalens_utils.prompts import judge as prompts
-from personalens_utils.records import Dialogue, Judgment
+from personalens_utils.records import Dialogue, Judgment, current_id, resolved_model
 from personalens_utils.shards import Shard
 from personalens_utils.store import RunStore
 
@@ -51,13 +53,15 @@ class JudgingPlan:
     dimensions: list[Dimension]
     model_key: str
     prompt_version: str
+    backend: str
     plan: Plan[Dialogue]
+    ids: dict[tuple[str, str], str]
+    """(dialogue id, dimension name) -> the id of its judgment in the store."""
 
     def todo(self, dialogue_id: str, ids: Sequence[str]) -> list[Dimension]:
         """The dimensions of a dialogue whose judgment ids are among `ids`."""
         wanted = set(ids)
-        return [d for d in self.dimensions
-                if judgment_id(dialogue_id, d.name, self.model_key, self.prompt_version) in wanted]
+        return [d for d in self.dimensions if self.ids[dialogue_id, d.name] in wanted]
 
     @property
     def judgments(self) -> int:
@@ -66,7 +70,8 @@ class JudgingPlan:
     def details(self) -> dict[str, Any]:
         """What a judging report shows beside the engine's counts."""
         return {
-            "judge_model": self.model_key, "prompt_version": self.prompt_version,
+            "judge_model": self.model_key, "judge_backend": self.backend,
+            "prompt_version": self.prompt_version,
             "dimensions": ", ".join(d.name for d in self.dimensions),
             "dialogues_in_store": len(self.dialogues),
             "dialogues_judgeable": len(self.to_judge),
@@ -79,21 +84,31 @@ def plan_judging(
     store: RunStore,
     *,
     judge_model: str,
+    backend: str,
     dimensions: Iterable[str] | None,
     prompt_version: str,
     select: Select | None,
     retry_errors: bool,
 ) -> JudgingPlan:
-    """Every judgeable dialogue with a judgment still to make on `dimensions` (errored ones when asked)."""
+    """Every judgeable dialogue with a judgment by `judge_model` on `backend` still to make on
+    `dimensions` (errored ones when asked)."""
     dims = dimensions_from(dimensions)
     model_key = judge_model_key(judge_model)
     dialogues = store.read(Dialogue)
     to_judge = judgeable(dialogues, select)
-    candidates = [
-        ([judgment_id(d.id, dim.name, model_key, prompt_version) for dim in dims], d) for d in to_judge
-    ]
+    stored = store.ids(Judgment)
+    legacy = {j.id: j.judge for j in store.read(Judgment) if j.legacy}
+    judge = (backend, resolved_model(model_key, backend))
+    ids = {
+        (d.id, dim.name): current_id(
+            judgment_id(d.id, dim.name, model_key, prompt_version, backend=backend),
+            Judgment.legacy_id(d.id, dim.name, model_key, prompt_version), stored, legacy, judge,
+        )
+        for d in to_judge for dim in dims
+    }
+    candidates = [([ids[d.id, dim.name] for dim in dims], d) for d in to_judge]
     planned = engine.plan(store, Judgment, candidates, retry_errors=retry_errors)
-    return JudgingPlan(dialogues, to_judge, dims, model_key, prompt_version, planned)
+    return JudgingPlan(dialogues, to_judge, dims, model_key, prompt_version, backend, planned, ids)
 
 
 def dialogue_filter(users: UsersArg = None, task_types: Iterable[str] | None = None) -> Select:
@@ -146,10 +161,11 @@ def estimate_judging(
 ) -> CostEstimate:
     """Calls, tokens and cost of the judgments `run_judging` with these arguments would still make.
 
+    `backend` is the judge's: it decides which judgments are already stored and prices the calls.
     The prompts are built for up to `sample` of the dialogues to judge and scaled up per dimension;
     answers are assumed to be `answer_tokens` long and format reminders are not counted.
     """
-    planned = plan_judging(store, judge_model=judge_model, dimensions=dimensions,
+    planned = plan_judging(store, judge_model=judge_model, backend=backend, dimensions=dimensions,
                            prompt_version=prompt_version, select=sharded(select, shard),
                            retry_errors=retry_errors)
     work = [(item.payload, planned.todo(item.payload.id, item.ids)) for item in planned.plan.items]

@@ -14,7 +14,8 @@ from .dimensions import ALL_DIMENSIONS, DIMENSIONS, judge_model_key
 
 
 def missing_rate(store: RunStore | pd.DataFrame, judge_model: str | None = None) -> pd.DataFrame:
-    """Per judge model and dimension: the backend(s), judgments ok / missing / error, the missing rate.
+    """Per judge model, backend and dimension: judgments ok / missing / error, the missing rate (one
+    judge on two backends, e.g. offline and a real one, gets a row per backend, never a pooled rate).
 
     The rate is missing / (ok + missing): errors are infrastructure failures, judged again on the
     next run, not answers. For turn-level personalization the turn columns count assistant turns.
@@ -27,12 +28,13 @@ def missing_rate(store: RunStore | pd.DataFrame, judge_model: str | None = None)
     if judge_model is not None:
         frame = frame[frame["judge_model"] == judge_model_key(judge_model)]
     rows = []
-    for (model, dimension), group in frame.groupby(["judge_model", "dimension"], sort=False):
+    for (model, backend, dimension), group in frame.groupby(["judge_model", "backend", "dimension"],
+                                                             sort=False):
         counts = group["status"].value_counts()
         ok, missing, error = (int(counts.get(s, 0)) for s in ("ok", "missing", "error"))
         answered = ok + missing
         row: dict[str, Any] = {
-            "judge_model": model, "dimension": dimension, "backend": ", ".join(sorted(set(group["backend"]))),
+            "judge_model": model, "dimension": dimension, "backend": backend,
             "ok": ok, "missing": missing, "error": error,
             "missing_rate": missing / answered if answered else float("nan"),
             "turns": pd.NA, "turns_missing": pd.NA, "turn_missing_rate": float("nan"),
@@ -47,4 +49,4 @@ def missing_rate(store: RunStore | pd.DataFrame, judge_model: str | None = None)
         rows.append(row)
     out = pd.DataFrame(rows, columns=columns)
     out["_order"] = out["dimension"].map({name: i for i, name in enumerate(ALL_DIMENSIONS)})
-    return out.sort_values(["judge_model", "_order"]).drop(columns="_order").reset_index(drop=True)
+    return out.sort_values(["judge_model", "backend", "_order"]).drop(columns="_order").reset_index(drop=True)

@@ -1,9 +1,10 @@
 """The online judging run: judge every finished dialogue not yet judged, storing as it goes.
 
-Each (dialogue, dimension, judge model, prompt version) gets exactly one judgment record in the
-run store, so a rerun skips what is done, an interrupted run resumes, and a second judge model
-adds records beside the first. The run goes through the stage engine: one work item per
-dialogue, its judgments appended the moment they are made. A call that fails in the llm layer
+Each (dialogue, dimension, judge model, prompt version, judge backend and model id) gets exactly
+one judgment record in the run store, so a rerun skips what is done, an interrupted run resumes,
+and a second judge model (or the same judge on another backend) adds records beside the first.
+The run goes through the stage engine: one work item per dialogue, its judgments appended the
+moment they are made. A call that fails in the llm layer
 is stored as `error` and is judged again on the next run (unless `retry_errors=False`); any
 other exception is a bug and stops the run.
 """
@@ -107,7 +108,7 @@ def run_judging(
     if batch:
         return run_judging_batch(store, client, context_for, judge_model=judge_model, dimensions=dimensions,
                                  prompt_version=prompt_version, select=select, retry_errors=retry_errors)
-    planned = plan_judging(store, judge_model=judge_model, dimensions=dimensions,
+    planned = plan_judging(store, judge_model=judge_model, backend=client.backend_name, dimensions=dimensions,
                            prompt_version=prompt_version, select=select, retry_errors=retry_errors)
     contexts = {item.payload.id: context_for(item.payload) for item in planned.plan.items}
 

@@ -15,7 +15,7 @@ import queue
 import random
 import threading
 import weakref
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future
 from contextvars import ContextVar
 from dataclasses import dataclass, fields, replace
@@ -30,9 +30,11 @@ from .backends import make_backend
 from .budget import BudgetReachedError
 from .cache import ResponseCache
 from .types import (
+    ROLES,
     ChatModel,
     FatalError,
     LLMError,
+    PreflightError,
     Request,
     Response,
     RetriesExhaustedError,
@@ -217,6 +219,10 @@ class LLMClient:
             response, retries = await self._call_with_retries(request, model, stage)
         except BudgetReachedError:
             raise  # not a failed call: it was never made (counted in refused_calls)
+        except FatalError as err:
+            self._book_error(stage, request, model)
+            err.role = err.role or ROLES[request.kind]
+            raise
         except LLMError:
             self._book_error(stage, request, model)
             raise
@@ -237,6 +243,55 @@ class LLMClient:
         """Blocking `acomplete`, usable from scripts and from notebooks with a running loop."""
         stage = self._stage.get() if stage is None else stage
         return self._run_sync(self.acomplete(request, stage=stage, use_cache=use_cache))
+
+    def preflight(self, roles: Mapping[str, str]) -> list[str]:
+        """Check, before any work, that each role's model answers on this backend; a line per model checked.
+
+        `roles` maps a role ("user agent", "assistant", "judge") to its model name; roles sharing a
+        model share one check. The backend's `preflight` makes one minimal call (not cached, not
+        booked); a backend without one (offline, test doubles) has nothing to check. A failure raises
+        `PreflightError` naming the roles, the backend, the setting to fix and that nothing was stored.
+        """
+        return self._run_sync(self.apreflight(roles))
+
+    async def apreflight(self, roles: Mapping[str, str]) -> list[str]:
+        """`preflight` from a coroutine."""
+        by_model: dict[str, list[str]] = {}
+        for role, name in roles.items():
+            by_model.setdefault(self.resolve_model(name), []).append(role)
+        check = getattr(self.backend, "preflight", None)
+        lines = []
+        for model, names in by_model.items():
+            who = " and ".join(names)
+            if check is None:
+                lines.append(f"{who}: {self.backend_name} backend, nothing to check")
+                continue
+            await self._preflight_one(check, model, who)
+            lines.append(f"{who}: {self.backend_name} backend, model {model!r} answered")
+        return lines
+
+    async def _preflight_one(self, check: Callable[[str], Awaitable[None]], model: str, who: str) -> None:
+        """Throttling and server errors are retried like any call; no connection or a fatal answer stops."""
+        attempt = 0
+        while True:
+            try:
+                return await check(model)
+            except RetryableError as err:
+                if err.status is None or attempt >= self.max_retries:
+                    raise self._preflight_failed(who, err) from err
+                delay = self._backoff(attempt, err.retry_after)
+            except FatalError as err:
+                raise self._preflight_failed(who, err) from err
+            attempt += 1
+            await asyncio.sleep(delay)
+
+    def _preflight_failed(self, who: str, err: RetryableError | FatalError) -> PreflightError:
+        return PreflightError(
+            f"preflight check failed for the {who} on the {self.backend_name} backend: {err} "
+            "Nothing was run or stored; fix this and run again.",
+            status=err.status,
+            role=who,
+        )
 
     async def _call_with_retries(self, request: Request, model: str, stage: str) -> tuple[Response, int]:
         semaphore = self._semaphore()

@@ -27,6 +27,16 @@ class CallKind(StrEnum):
     VALIDATION = "validation"
 
 
+ROLES: Mapping[CallKind, str] = {
+    CallKind.USER_TURN: "user agent",
+    CallKind.ASSISTANT_TURN: "assistant",
+    CallKind.JUDGE: "judge",
+    CallKind.GENERATION: "benchmark generator",
+    CallKind.VALIDATION: "consistency checker",
+}
+"""The role each kind of call plays, as messages about a failed call name it."""
+
+
 @dataclass(frozen=True, slots=True)
 class Message:
     role: Role
@@ -135,11 +145,15 @@ class RetryableError(LLMError):
 
 
 class FatalError(LLMError):
-    """A failure retrying cannot fix (bad key, bad request, spend limit); the message says what to do."""
+    """A failure retrying cannot fix (bad key, bad request, spend limit); the message says what to do.
 
-    def __init__(self, message: str, *, status: int | None = None):
+    `role` is the role of the failed call ("user agent", "judge", ...), set by the client, so a run
+    that stops on it can say whose call it was."""
+
+    def __init__(self, message: str, *, status: int | None = None, role: str | None = None):
         super().__init__(message)
         self.status = status
+        self.role = role
 
 
 class RetriesExhaustedError(LLMError):
@@ -149,3 +163,7 @@ class RetriesExhaustedError(LLMError):
         super().__init__(message)
         self.attempts = attempts
         self.last_error = last_error
+
+
+class PreflightError(FatalError):
+    """A role's backend failed its check before any work started; nothing was run or stored."""

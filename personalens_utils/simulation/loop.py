@@ -15,7 +15,7 @@ from typing import Any
 from personalens_utils.engine import error_message
 from personalens_utils.llm import Message, Response, Usage
 from personalens_utils.prompts.dialogue import DIALOGUE_PROMPT_VERSION, TERMINATE
-from personalens_utils.records import Dialogue
+from personalens_utils.records import Dialogue, resolved_model
 
 from .prompting import ScenarioContext, assistant_request, user_request
 from .settings import AssistantSetting
@@ -36,10 +36,14 @@ def split_terminate(text: str) -> tuple[str, bool]:
     return re.sub(r"[ \t]{2,}", " ", cleaned).strip(), True
 
 
-def dialogue_id(scenario_id: str, user_model: str, assistant_model: str, setting: str,
+def dialogue_id(scenario_id: str, user_model: str, assistant_model: str, setting: str, *, backend: str,
                 prompt_version: str = DIALOGUE_PROMPT_VERSION) -> str:
-    """The run-store id of a dialogue record (docs/architecture.md)."""
-    return Dialogue.make_id(scenario_id, user_model, assistant_model, setting, prompt_version)
+    """The run-store id of a dialogue whose user agent and assistant both run on `backend`
+    (docs/architecture.md): the models' ids are the ones that backend is called with."""
+    user = (backend, resolved_model(user_model, backend))
+    assistant = (backend, resolved_model(assistant_model, backend))
+    names = (scenario_id, user_model, assistant_model, setting, prompt_version)
+    return Dialogue.make_id(*names, user, assistant)
 
 
 @dataclass
@@ -75,7 +79,8 @@ async def simulate_dialogue(
     scenario = ctx.scenario
     cap = max_turns if max_turns is not None else TURN_CAPS[scenario.task_type]
     turns: list[dict[str, str]] = []
-    books = _Books(backend=getattr(client, "backend_name", ""))
+    backend = getattr(client, "backend_name", "")
+    books = _Books(backend=backend)
     status, error = TURN_CAP, None
     try:
         for index in range(cap):
@@ -100,6 +105,10 @@ async def simulate_dialogue(
         assistant_setting=setting.name,
         prompt_version=DIALOGUE_PROMPT_VERSION,
         backend=books.backend,
+        user_backend=backend,
+        user_model_id=resolved_model(user_model, backend),
+        assistant_backend=backend,
+        assistant_model_id=resolved_model(assistant_model, backend),
         status=status,
         error=error,
         turns=tuple(Message(t["role"], t["content"]) for t in turns),  # type: ignore[arg-type]

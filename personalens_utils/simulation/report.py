@@ -13,8 +13,8 @@ from personalens_utils.llm.offline import OFFLINE_LABEL
 from personalens_utils.records import Dialogue
 from personalens_utils.store import RunStore
 
-from .loop import ERROR, TERMINATED, TURN_CAP, dialogue_id
-from .runner import DEFAULT_MODEL
+from .loop import ERROR, TERMINATED, TURN_CAP
+from .runner import DEFAULT_MODEL, planned_ids
 from .settings import AssistantSetting
 
 DEFAULT_SAMPLE = "sample_50"
@@ -29,14 +29,15 @@ def default_users(benchmark_dir: str | os.PathLike[str]) -> str | None:
     return DEFAULT_SAMPLE if all((profiles / f"user{u}").is_dir() for u in SAMPLES[DEFAULT_SAMPLE]) else None
 
 
-def run_dialogues(store: RunStore, benchmark: Benchmark, *, settings: Sequence[str] = ("base",),
+def run_dialogues(store: RunStore, benchmark: Benchmark, *, backend: str, settings: Sequence[str] = ("base",),
                   task_types: Sequence[str] = (SD, MD), user_model: str = DEFAULT_MODEL,
                   assistant_model: str = DEFAULT_MODEL) -> pd.DataFrame:
-    """The stored dialogues of these scenarios, settings and models (other runs in the store left out)."""
+    """The stored dialogues of these scenarios, settings and models on `backend` (other runs in the store,
+    other backends included, left out)."""
     names = [AssistantSetting.parse(s).name for s in settings]
     frame = benchmark.scenarios[benchmark.scenarios["task_type"].isin(list(task_types))]
-    wanted = {dialogue_id(sid, user_model, assistant_model, name)
-              for sid in frame["scenario_id"] for name in names}
+    wanted = set(planned_ids(store, list(frame["scenario_id"]), names, backend=backend, user_model=user_model,
+                             assistant_model=assistant_model).values())
     records = [r for r in store.records(Dialogue) if r["id"] in wanted]
     return pd.DataFrame.from_records(records)
 

@@ -3,6 +3,9 @@
 Each finished dialogue is appended to `dialogues.jsonl` the moment it ends, so a killed run loses
 only the dialogues in flight; a rerun plans again from the store and skips every stored dialogue.
 Dialogues stored with status "error" are redone only when asked (`retry_errors=True`).
+A dialogue is keyed by its run identity (`records.Dialogue`): the same scenarios simulated on
+another backend or model id are new dialogues, so an offline run is never reused for a real model.
+A dialogue stored before run identity counts as done when it was made on the backend asked for.
 `shard="i/n"` runs one machine's share of the dialogues; `max_cost_usd` stops new calls once that
 much is spent, stores nothing for the dialogues it cut short, and leaves them for the next run.
 `estimate_simulation` shows the calls, tokens and cost of a run before it starts.
@@ -22,7 +25,8 @@ from personalens_utils.data import MD, SD, Benchmark
 from personalens_utils.engine import Item, Plan, StageReport
 from personalens_utils.llm import CallKind, LLMClient
 from personalens_utils.llm.budget import CostEstimate, Tally, request_tokens
-from personalens_utils.records import Dialogue, Record
+from personalens_utils.prompts.dialogue import DIALOGUE_PROMPT_VERSION
+from personalens_utils.records import Dialogue, Record, current_id, resolved_model
 from personalens_utils.shards import Shard
 from personalens_utils.store import RunStore
 
@@ -52,10 +56,31 @@ def _store(run: RunStore | str | os.PathLike[str]) -> RunStore:
     return run if isinstance(run, RunStore) else RunStore(run)
 
 
+def planned_ids(
+    store: RunStore, scenario_ids: Sequence[str], settings: Sequence[str], *, backend: str, user_model: str,
+    assistant_model: str,
+) -> dict[tuple[str, str], str]:
+    """(scenario id, setting name) -> the id of the dialogue that stands for it in `store` when the user
+    agent and the assistant run on `backend`: its run-identity id, or the id of a dialogue stored before
+    run identity with the same backend and model ids."""
+    stored = store.ids(Dialogue)
+    legacy = {d.id: (d.user, d.assistant) for d in store.read(Dialogue) if d.legacy}
+    identity = ((backend, resolved_model(user_model, backend)),
+                (backend, resolved_model(assistant_model, backend)))
+    out = {}
+    for sid in scenario_ids:
+        for name in settings:
+            new = dialogue_id(sid, user_model, assistant_model, name, backend=backend)
+            old = Dialogue.legacy_id(sid, user_model, assistant_model, name, DIALOGUE_PROMPT_VERSION)
+            out[sid, name] = current_id(new, old, stored, legacy, identity)
+    return out
+
+
 def plan_dialogues(
     benchmark: Benchmark,
     store: RunStore,
     *,
+    backend: str,
     settings: Sequence[str | AssistantSetting] = ("base",),
     task_types: Sequence[str] = (SD, MD),
     user_model: str = DEFAULT_MODEL,
@@ -64,7 +89,8 @@ def plan_dialogues(
     shard: str | Shard | None = None,
     limit: int | None = None,
 ) -> Plan[PlannedDialogue]:
-    """The dialogues still to run (scenario x setting, in benchmark order) and how many are stored.
+    """The dialogues still to run (scenario x setting, in benchmark order) and how many are stored,
+    for a user agent and an assistant on `backend` (dialogues of other backends are not this work).
 
     With `shard="i/n"` only that shard's dialogues are planned (and counted as already done).
     Stored dialogues with status "error" are redone only with `retry_errors=True`.
@@ -76,11 +102,14 @@ def plan_dialogues(
     parsed = list(dict.fromkeys(AssistantSetting.parse(s) for s in settings))
     if not parsed:
         raise ValueError("settings is empty: give at least one assistant setting, e.g. ['base']")
+    scenarios = list(benchmark.iter_scenarios(task_types))
+    ids = planned_ids(store, [s.scenario_id for s in scenarios], [s.name for s in parsed], backend=backend,
+                      user_model=user_model, assistant_model=assistant_model)
     candidates = []
-    for scenario in benchmark.iter_scenarios(task_types):
+    for scenario in scenarios:
         ctx = ScenarioContext.of(scenario, benchmark.user(scenario.user_id))
         for setting in parsed:
-            did = dialogue_id(scenario.scenario_id, user_model, assistant_model, setting.name)
+            did = ids[scenario.scenario_id, setting.name]
             if part is None or part.owns(did):
                 candidates.append(((did,), PlannedDialogue(ctx, setting)))
     return engine.plan(store, Dialogue, candidates, retry_errors=retry_errors, limit=limit)
@@ -94,7 +123,7 @@ def _stage(user_model: str, assistant_model: str, max_turns: int | None) -> engi
     return engine.Stage(STAGE, Dialogue, work)
 
 
-def _prepare(benchmark: Benchmark, run: RunStore | str | os.PathLike[str], *,
+def _prepare(benchmark: Benchmark, run: RunStore | str | os.PathLike[str], backend: str, *,
              settings: Sequence[str | AssistantSetting] = ("base",), task_types: Sequence[str] = (SD, MD),
              user_model: str = DEFAULT_MODEL, assistant_model: str = DEFAULT_MODEL,
              retry_errors: bool = False, max_turns: int | None = None,
@@ -102,7 +131,7 @@ def _prepare(benchmark: Benchmark, run: RunStore | str | os.PathLike[str], *,
              max_cost_usd: float | None = None) -> tuple[RunStore, engine.Stage[PlannedDialogue],
                                                          Plan[PlannedDialogue], StageReport]:
     store = _store(run)
-    planned = plan_dialogues(benchmark, store, settings=settings, task_types=task_types,
+    planned = plan_dialogues(benchmark, store, backend=backend, settings=settings, task_types=task_types,
                              user_model=user_model, assistant_model=assistant_model,
                              retry_errors=retry_errors, shard=shard, limit=limit)
     report = StageReport(STAGE, shard=str(shard) if shard else None, max_cost_usd=max_cost_usd)
@@ -119,7 +148,7 @@ def _pool_size(client: Any) -> int:
 async def arun_simulation(benchmark: Benchmark, run: RunStore | str | os.PathLike[str], client: LLMClient,
                           **options: Any) -> StageReport:
     """Simulate every planned dialogue through `client` into the run store; see `run_simulation`."""
-    store, stage, planned, report = _prepare(benchmark, run, **options)
+    store, stage, planned, report = _prepare(benchmark, run, client.backend_name, **options)
     return await engine.arun_stage(stage, store, client, planned, report=report, desc=Dialogue.table,
                                    max_cost_usd=report.max_cost_usd, pool_size=_pool_size(client))
 
@@ -135,7 +164,7 @@ def run_simulation(benchmark: Benchmark, run: RunStore | str | os.PathLike[str],
     is spent in this call; the report's `status` is then "budget reached" and a rerun continues
     where it stopped). Works in scripts and in notebooks with a running event loop.
     """
-    store, stage, planned, report = _prepare(benchmark, run, **options)
+    store, stage, planned, report = _prepare(benchmark, run, client.backend_name, **options)
     return engine.run_stage(stage, store, client, planned, report=report, desc=Dialogue.table,
                             max_cost_usd=report.max_cost_usd, pool_size=_pool_size(client))
 
@@ -148,14 +177,16 @@ def estimate_simulation(benchmark: Benchmark, run: RunStore | str | os.PathLike[
     dialogue and tokens per turn are the paper's Table 13 averages (`PAPER_TURNS`,
     `PAPER_TOKENS_PER_TURN`), capped by `max_turns`; the fixed part of each prompt (instructions,
     profile, assistant context) is rendered for up to `sample` dialogues per task type and setting
-    and scaled up. `backend` prices the calls ("offline": nothing is spent).
+    and scaled up. `backend` is the one the run will use: it decides which dialogues are already stored
+    and prices the calls ("offline": nothing is spent).
     """
     max_turns = options.pop("max_turns", None)
     limit = options.pop("limit", None)
     options.pop("max_cost_usd", None)
     user_model = options.get("user_model", DEFAULT_MODEL)
     assistant_model = options.get("assistant_model", DEFAULT_MODEL)
-    todo = [item.payload for item in plan_dialogues(benchmark, _store(run), limit=limit, **options).items]
+    todo = [item.payload
+            for item in plan_dialogues(benchmark, _store(run), backend=backend, limit=limit, **options).items]
     groups: dict[tuple[str, str], list[PlannedDialogue]] = {}
     for item in todo:
         groups.setdefault((item.ctx.scenario.task_type, item.setting.name), []).append(item)

@@ -90,6 +90,18 @@ def classify_status(
     return FatalError(f"{where}: request rejected (HTTP {status}): {message}.{hint}", status=status)
 
 
+PING = ({"role": "user", "content": "Say OK."},)
+"""The one message of a preflight call (answered with at most one token)."""
+
+
+def unreachable(backend: str, endpoint: str, err: Exception) -> FatalError:
+    """A preflight that found no server: name where it looked and what sets that address."""
+    return FatalError(
+        f"{backend} backend cannot reach {endpoint}: {err}. Check the address and that the server is "
+        "running and reachable from this machine."
+    )
+
+
 class PerLoop(Generic[T]):
     """One SDK client per event loop: an async HTTP pool must not be shared between loops."""
 

@@ -24,9 +24,12 @@ import httpx2
 from .. import registry
 from ..batch import BatchResult
 from ..types import FatalError, LLMError, Request, Response, RetryableError, Usage
-from ._http import PerLoop, classify_status
+from ._http import PING, PerLoop, classify_status, unreachable
 
 log = logging.getLogger(__name__)
+
+ANTHROPIC_URL = "https://api.anthropic.com"
+"""Where the SDK sends calls when ANTHROPIC_BASE_URL is not set."""
 
 TEMPERATURE_API_VERSION = "2023-06-01"
 """The Messages API version under which `temperature` is still accepted."""
@@ -125,6 +128,10 @@ class _ClaudeBackend:
     def __repr__(self) -> str:
         return f"{type(self).__name__}(timeout={self.timeout})"
 
+    def endpoint(self) -> str:
+        """Where calls go and which setting chose that, for the message when nothing answers there."""
+        raise NotImplementedError
+
     def _new_client(self) -> Any:
         raise NotImplementedError
 
@@ -206,6 +213,18 @@ class _ClaudeBackend:
             raise self._error(err, model) from err
         return self._response(message, model, time.perf_counter() - started)
 
+    async def preflight(self, model: str) -> None:
+        """One call answered with at most one token: credentials present and accepted, endpoint
+        reachable, model id known. Raises the error the client acts on, without retrying."""
+        client = self._client()
+        self._check_credentials(client)
+        try:
+            await client.messages.create(model=model, max_tokens=1, messages=list(PING))
+        except anthropic.APIStatusError as err:
+            raise self._error(err, model) from err
+        except anthropic.APIConnectionError as err:
+            raise unreachable(self.name, self.endpoint(), err) from err
+
     async def aclose(self) -> None:
         client = self._clients.pop()
         if client is not None and self._http_client is None:
@@ -235,6 +254,9 @@ class AnthropicBackend(_ClaudeBackend):
 
     def __repr__(self) -> str:
         return f"AnthropicBackend(base_url={self.base_url!r}, timeout={self.timeout})"
+
+    def endpoint(self) -> str:
+        return f"{self.base_url or ANTHROPIC_URL} (set by ANTHROPIC_BASE_URL)"
 
     def _new_client(self) -> anthropic.AsyncAnthropic:
         return anthropic.AsyncAnthropic(

@@ -42,6 +42,9 @@ class BedrockBackend(_ClaudeBackend):
     def __repr__(self) -> str:
         return f"BedrockBackend(region={self.region!r}, timeout={self.timeout})"
 
+    def endpoint(self) -> str:
+        return self.base_url or f"Bedrock runtime in region {self.region!r} (set by AWS_REGION)"
+
     def _new_client(self) -> anthropic.AsyncAnthropicBedrock:
         return anthropic.AsyncAnthropicBedrock(
             aws_region=self.region,
@@ -64,6 +67,22 @@ class BedrockBackend(_ClaudeBackend):
         try:
             return await super().acomplete(request, model)
         except RuntimeError as err:
-            if "credentials" not in str(err).lower():
+            if not _about_credentials(err):
                 raise
-            raise FatalError(f"bedrock backend: {err}. {self.key_hint}") from err
+            raise self._no_credentials(err) from err
+
+    async def preflight(self, model: str) -> None:
+        try:
+            await super().preflight(model)
+        except RuntimeError as err:
+            if not _about_credentials(err):
+                raise
+            raise self._no_credentials(err) from err
+
+    def _no_credentials(self, err: RuntimeError) -> FatalError:
+        return FatalError(f"bedrock backend: {err}. {self.key_hint}")
+
+
+def _about_credentials(err: RuntimeError) -> bool:
+    """The SDK's signer fails with a RuntimeError when the AWS chain finds no credentials."""
+    return "credentials" in str(err).lower()

@@ -15,7 +15,7 @@ import httpx2
 import openai
 
 from ..types import FatalError, Request, Response, RetryableError, Usage
-from ._http import PerLoop, classify_status
+from ._http import PING, PerLoop, classify_status, unreachable
 
 OPENAI_URL = "https://api.openai.com/v1"
 LOCAL_PLACEHOLDER_KEY = "no-key-needed"
@@ -50,6 +50,9 @@ class OpenAIBackend:
     def __repr__(self) -> str:
         return f"OpenAIBackend(base_url={self.base_url!r}, timeout={self.timeout})"
 
+    def endpoint(self) -> str:
+        return f"{self.base_url} (set by OPENAI_BASE_URL)"
+
     def _new_client(self) -> openai.AsyncOpenAI:
         key = os.environ.get("OPENAI_API_KEY")
         if not key:
@@ -77,17 +80,7 @@ class OpenAIBackend:
         try:
             completion = await client.chat.completions.create(**kwargs)
         except openai.APIStatusError as err:
-            body = err.body if isinstance(err.body, dict) else {}
-            markers = f"{body.get('type') or ''} {body.get('code') or ''}"
-            raise classify_status(
-                err.status_code,
-                str(body.get("message") or err.message),
-                err.response.headers,
-                backend=self.name,
-                model=model,
-                key_hint=self.key_hint,
-                markers=markers,
-            ) from err
+            raise self._status_error(err, model) from err
         except openai.APIConnectionError as err:
             raise RetryableError(
                 f"openai backend, model {model!r} at {self.base_url}: connection failed: {err}"
@@ -110,6 +103,29 @@ class OpenAIBackend:
             model=model,
             latency_s=time.perf_counter() - started,
         )
+
+    def _status_error(self, err: openai.APIStatusError, model: str) -> FatalError | RetryableError:
+        body = err.body if isinstance(err.body, dict) else {}
+        return classify_status(
+            err.status_code,
+            str(body.get("message") or err.message),
+            err.response.headers,
+            backend=self.name,
+            model=model,
+            key_hint=self.key_hint,
+            markers=f"{body.get('type') or ''} {body.get('code') or ''}",
+        )
+
+    async def preflight(self, model: str) -> None:
+        """One call answered with at most one token: key (if the endpoint needs one) accepted, endpoint
+        reachable, model id served. Raises the error the client acts on, without retrying."""
+        client = self._clients.get()
+        try:
+            await client.chat.completions.create(model=model, messages=list(PING), **{self.token_param: 1})
+        except openai.APIStatusError as err:
+            raise self._status_error(err, model) from err
+        except openai.APIConnectionError as err:
+            raise unreachable(self.name, self.endpoint(), err) from err
 
     async def aclose(self) -> None:
         client = self._clients.pop()

@@ -1,0 +1,280 @@
+"""Run identity: dialogues and judgments are keyed by the backend and resolved model id of each role.
+
+An offline run is never reused for a real model (the planner simulates and judges again), a store
+holding both keeps them apart in the tables, and a store written before run identity still loads
+and is resumed on the backend it was made with.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import papermill
+import pytest
+from support.fake_server import FakeLLMServer, last_user_text
+from support.records import dialogue_json, write_lines
+from test_simulation_support import tiny_benchmark
+
+from personalens_utils import analysis, judging
+from personalens_utils.analysis import scores
+from personalens_utils.analysis.dialogue_stats import table13
+from personalens_utils.data import Benchmark, save_benchmark
+from personalens_utils.llm import LLMClient, registry
+from personalens_utils.prompts.dialogue import USER_SYSTEM
+from personalens_utils.records import Dialogue, Judgment
+from personalens_utils.simulation import plan_dialogues, run_simulation
+from personalens_utils.store import RunStore
+from personalens_utils.tables import read_table
+
+pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
+
+MODEL = "claude-3-5-haiku"
+JUDGE = "Claude 3.5 Sonnet"
+NOTEBOOK_03 = Path(__file__).resolve().parents[1] / "notebooks" / "03_simulation.ipynb"
+JUDGE_ANSWER = "VERDICT: True\nPersonalization Score: 3\nNaturalness Score: 4\nCoherence Score: 4"
+
+
+def scripted_reply(api: str, body: dict[str, Any]) -> str:
+    """User agent: ask, then end after one reply; judge: every label with a score; assistant: fixed."""
+    prompt = last_user_text(api, body)
+    if body.get("system") == USER_SYSTEM:
+        seen = prompt.split("# The conversation so far")[-1].count("ASSISTANT:")
+        return "Could you help me with this?" if seen < 1 else "That's great, thanks! TERMINATE"
+    if "VERDICT" in prompt or "Score" in prompt:
+        return JUDGE_ANSWER
+    return "Here is what I found for you."
+
+
+def offline_client() -> LLMClient:
+    return LLMClient("offline", max_concurrency=4, progress=False)
+
+
+def anthropic_client(server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> LLMClient:
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key-not-secret")
+    return LLMClient("anthropic", max_concurrency=8, use_cache=False, progress=False, retry_base_s=0.01,
+                     retry_cap_s=0.05)
+
+
+def only(backend: str):
+    """`select` for judging: the dialogues whose assistant ran on `backend`."""
+    return lambda dialogue: dialogue.assistant_backend == backend
+
+
+@pytest.fixture
+def bench() -> Benchmark:
+    return tiny_benchmark(n_users=2, seed=3)
+
+
+def simulate_and_judge(bench: Benchmark, store: RunStore, client: LLMClient) -> None:
+    with client:
+        run_simulation(bench, store, client, user_model=MODEL, assistant_model=MODEL)
+        judging.run_judging(store, client, judging.benchmark_contexts(bench), judge_model=JUDGE,
+                            select=only(client.backend_name))
+
+
+def test_records_carry_each_roles_backend_and_model_id_and_ids_depend_on_them(bench, tmp_path):
+    store = RunStore(tmp_path)
+    simulate_and_judge(bench, store, offline_client())
+    dialogue = store.read(Dialogue)[0]
+    offline_id = registry.resolve(MODEL, "offline")
+    assert dialogue.user == dialogue.assistant == ("offline", offline_id)
+    stored = store.records(Dialogue)[0]
+    assert stored["user_backend"] == "offline" and stored["assistant_model_id"] == offline_id
+    judgment = store.read(Judgment)[0]
+    assert judgment.judge == ("offline", registry.resolve(JUDGE, "offline"))
+    assert store.records(Judgment)[0]["judge_model_id"] == judgment.judge_model_id
+    # the same dialogue on another backend is another record
+    moved = replace(dialogue, id="", user_backend="anthropic", assistant_backend="anthropic")
+    assert moved.id and moved.id != dialogue.id
+    assert moved.id != replace(dialogue, id="", assistant_model_id="another-id").id != dialogue.id
+    assert replace(judgment, id="", backend="anthropic").id != judgment.id
+    assert replace(judgment, id="").id == judgment.id
+
+
+def test_after_an_offline_run_a_real_backend_simulates_and_judges_everything_again(
+    bench, tmp_path, monkeypatch
+):
+    store = RunStore(tmp_path)
+    simulate_and_judge(bench, store, offline_client())
+    n = len(bench.scenarios)
+    assert len(store.records(Dialogue)) == n
+    faults = dict(fault_rate=0.1, fault_statuses=(429, 529, 500), seed=5)
+    with FakeLLMServer(reply=scripted_reply, **faults) as server:
+        client = anthropic_client(server, monkeypatch)
+        with client:
+            report = run_simulation(bench, store, client, user_model=MODEL, assistant_model=MODEL)
+            judged = judging.run_judging(store, client, judging.benchmark_contexts(bench), judge_model=JUDGE,
+                                         select=only("anthropic"))
+        served = server.total("requests") - server.total("injected")
+    assert report.already_done == 0 and report.statuses == {"terminated": n}
+    assert judged.details["judgments_done_before"] == 0 and judged.statuses == {"ok": n * 7}
+    dialogues = store.read(Dialogue)
+    assert len(dialogues) == 2 * n
+    for backend in ("offline", "anthropic"):
+        mine = [d for d in dialogues if d.assistant_backend == backend]
+        assert len(mine) == n and {d.user_backend for d in mine} == {backend}
+        assert {d.scenario_id for d in mine} == set(bench.scenarios["scenario_id"])
+    real = [d for d in dialogues if d.assistant_backend == "anthropic"]
+    assert {d.assistant_model_id for d in real} == {registry.resolve(MODEL, "anthropic")}
+    turns = sum(2 * d.n_turns for d in real)  # a user and an assistant call per turn
+    judge_calls = served - turns
+    assert judge_calls >= n * 7 and {j.backend for j in store.read(Judgment)} == {"offline", "anthropic"}
+    # a second real run finds everything done
+    with FakeLLMServer(reply=scripted_reply) as server:
+        with anthropic_client(server, monkeypatch) as client:
+            again = run_simulation(bench, store, client, user_model=MODEL, assistant_model=MODEL)
+        assert server.total("requests") == 0
+    assert again.already_done == n and again.stored == 0
+
+    tidy = scores.load_scores(store, judge_model=JUDGE)
+    table = analysis.table3(tidy)
+    missing = analysis.judge_missing(store, JUDGE, "v1")
+    assert sorted(set(missing.frame["backend"])) == ["anthropic", "offline"]
+    assert set(missing.source.models) == {registry.resolve(JUDGE, b) for b in ("offline", "anthropic")}
+    rows = list(table.frame["Assistant model"])
+    assert len(rows) == 2 and sum("offline" in r for r in rows) == sum("anthropic" in r for r in rows) == 1
+    assert all(r.startswith(MODEL) for r in rows)
+    long = table.data
+    assert set(long.groupby("assistant_model")["n"].sum()) == {
+        (tidy[tidy["assistant_backend"] == b]["dimension"].isin(analysis.ASSISTANT_DIMENSIONS)).sum()
+        for b in ("offline", "anthropic")
+    }
+    assert table.source.backends == ("anthropic", "offline")
+    assert set(table.source.models) == {registry.resolve(m, b) for m in (MODEL, JUDGE)
+                                        for b in ("offline", "anthropic")}
+    assert "anthropic" in table.describe() and "offline" in table.describe()
+    with pytest.raises(scores.ScoresError, match=r"user agent offline:.* and user agent anthropic:|"
+                                                 r"user agent anthropic:.* and user agent offline:"):
+        scores.aggregate(tidy, ["assistant_model", "task_type"])
+    with pytest.raises(scores.ScoresError, match=r"Table 13 .*assistant_backend=.*(offline|anthropic):"):
+        table13(store)
+    real = table13(store, assistant_backend="anthropic")
+    assert real.source.backends == ("anthropic",) and real.source.n == n
+    assert real.source.models == (registry.resolve(MODEL, "anthropic"),)
+
+
+def test_one_judge_on_two_backends_is_told_apart_by_judge_backend(bench, tmp_path):
+    store = RunStore(tmp_path)
+    simulate_and_judge(bench, store, offline_client())
+    legacy_copy = [{**j, "id": j["id"][::-1], "backend": "elsewhere", "judge_model_id": "x"}
+                   for j in store.records(Judgment)]
+    write_lines(store, Judgment, legacy_copy)
+    with pytest.raises(scores.ScoresError, match=r"Claude 3\.5 Sonnet on elsewhere:x.*judge_backend="):
+        scores.load_scores(store, judge_model=JUDGE)
+    tidy = scores.load_scores(store, judge_model=JUDGE, judge_backend="offline")
+    assert set(tidy["judge_backend"]) == {"offline"}
+
+
+def _as_before_run_identity(store: RunStore, old: Path) -> RunStore:
+    """A copy of `store` written the way the kit wrote it before run identity: no identity fields and
+    ids by the old recipe."""
+    target = RunStore(old)
+    new_to_old = {}
+    dialogues = []
+    for rec in store.records(Dialogue):
+        row = {k: v for k, v in rec.items()
+               if k not in ("user_backend", "user_model_id", "assistant_backend", "assistant_model_id")}
+        row["id"] = Dialogue.legacy_id(rec["scenario_id"], rec["user_model"], rec["assistant_model"],
+                                       rec["assistant_setting"], rec["prompt_version"])
+        new_to_old[rec["id"]] = row["id"]
+        dialogues.append(row)
+    judgments = []
+    for rec in store.records(Judgment):
+        row = {k: v for k, v in rec.items() if k != "judge_model_id"}
+        row["dialogue_id"] = new_to_old[rec["dialogue_id"]]
+        row["id"] = Judgment.legacy_id(row["dialogue_id"], rec["dimension"], rec["judge_model"],
+                                       rec["prompt_version"])
+        judgments.append(row)
+    write_lines(target, Dialogue, dialogues)
+    write_lines(target, Judgment, judgments)
+    return target
+
+
+def test_a_store_from_before_run_identity_loads_as_it_was_and_resumes_on_its_backend(bench, tmp_path):
+    fresh = RunStore(tmp_path / "new")
+    simulate_and_judge(bench, fresh, offline_client())
+    old = _as_before_run_identity(fresh, tmp_path / "old")
+    raw = old.records(Dialogue)
+    dialogues = old.read(Dialogue)
+    assert all(d.legacy for d in dialogues) and all(j.legacy for j in old.read(Judgment))
+    assert [d.id for d in dialogues] == [r["id"] for r in raw]
+    assert [d.to_json() for d in dialogues] == raw  # read and written back unchanged
+    offline_id = registry.resolve(MODEL, "offline")
+    assert {(d.user, d.assistant) for d in dialogues} == {(("offline", offline_id), ("offline", offline_id))}
+    assert {d.id for d in dialogues} == {Dialogue.legacy_id(d.scenario_id, MODEL, MODEL, "base", "v1")
+                                         for d in dialogues}
+
+    n = len(bench.scenarios)
+    same = plan_dialogues(bench, old, backend="offline", user_model=MODEL, assistant_model=MODEL)
+    assert same.items == [] and same.already_done == n
+    other = plan_dialogues(bench, old, backend="anthropic", user_model=MODEL, assistant_model=MODEL)
+    assert len(other.items) == n
+    with offline_client() as client:
+        rerun = run_simulation(bench, old, client, user_model=MODEL, assistant_model=MODEL)
+        rejudged = judging.run_judging(old, client, judging.benchmark_contexts(bench), judge_model=JUDGE)
+    assert rerun.stored == 0 and rerun.already_done == n
+    assert rejudged.stored == 0 and rejudged.details["judgments_done_before"] == n * 7
+
+    before, after = (scores.load_scores(s, judge_model=JUDGE) for s in (fresh, old))
+    for column in (*scores.IDENTITY, "score", "scenario_id", "dimension"):
+        assert sorted(before[column].astype(str)) == sorted(after[column].astype(str)), column
+    assert list(analysis.table3(after).frame["Assistant model"]) == [MODEL]
+    sources = [analysis.table3(t).source for t in (before, after)]
+    assert sources[0].models == sources[1].models
+    assert sources[0].backends == sources[1].backends == ("offline",)
+
+
+@pytest.mark.slow
+def test_notebook_03_on_a_real_backend_after_an_offline_run_simulates_again(tmp_path, monkeypatch):
+    save_benchmark(tiny_benchmark(n_users=2, seed=3), tmp_path / "bench")
+    monkeypatch.setenv("PERSONALENS_CACHE", str(tmp_path / "cache"))  # every answer from the server
+    n = 2 * 4
+
+    def notebook(backend: str) -> None:
+        papermill.execute_notebook(
+            str(NOTEBOOK_03), str(tmp_path / f"{backend}.ipynb"), kernel_name="python3", progress_bar=False,
+            parameters={"benchmark_dir": str(tmp_path / "bench"), "run_dir": str(tmp_path / "run"),
+                        "output_dir": str(tmp_path / backend), "backend": backend, "user_model": MODEL,
+                        "assistant_model": MODEL},
+        )
+
+    notebook("offline")
+    with FakeLLMServer(reply=scripted_reply) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key-not-secret")
+        notebook("anthropic")
+        calls = server.total("requests")
+    dialogues = RunStore(tmp_path / "run").read(Dialogue)
+    by_backend = {b: [d for d in dialogues if d.assistant_backend == b] for b in ("offline", "anthropic")}
+    assert [len(v) for v in by_backend.values()] == [n, n]
+    assert {d.status for d in by_backend["anthropic"]} == {"terminated"}
+    assert calls >= n  # the dialogues were made by the server (identical prompts may come from the cache)
+    outcome = read_table(tmp_path / "anthropic" / "tables" / "tableS1_dialogue_outcomes.csv")
+    assert outcome["n_dialogues"].sum() == n  # the real run's report shows its own dialogues only
+    stats = read_table(tmp_path / "anthropic" / "tables" / "table13_dialogue_stats.csv")
+    assert stats["# Dialogues"].sum() == n
+
+
+def test_an_old_record_of_a_model_now_retired_reads_as_what_it_was_and_is_not_reused(bench, tmp_path):
+    paper_model = "Claude 3 Sonnet"  # retired on the Anthropic API: today's runs call its successor
+    successor = registry.resolve(paper_model, "anthropic")
+    original = registry.lookup(paper_model).ids["anthropic"]
+    assert successor != original
+    store = RunStore(tmp_path)
+    scenario = bench.scenarios.iloc[0]
+    old_id = Dialogue.legacy_id(scenario["scenario_id"], paper_model, paper_model, "base", "v1")
+    write_lines(store, Dialogue, [dialogue_json(
+        old_id, scenario_id=scenario["scenario_id"], user_id=int(scenario["user_id"]),
+        task_id=scenario["task_id"], task_type=scenario["task_type"], user_model=paper_model,
+        assistant_model=paper_model, backend="anthropic")])
+    (old,) = store.read(Dialogue)
+    assert old.legacy and old.user == old.assistant == ("anthropic", original)
+    planned = plan_dialogues(bench, store, backend="anthropic", user_model=paper_model,
+                             assistant_model=paper_model)
+    assert planned.already_done == 0 and len(planned.items) == len(bench.scenarios)
+    assert old_id not in {i for item in planned.items for i in item.ids}
+    tidy_dialogues = scores.load_dialogues(store)
+    assert tidy_dialogues.loc[0, "assistant_model_id"] == original
