@@ -1,55 +1,202 @@
-"""One figure style for the whole kit, and export of figures as PDF and PNG."""
+"""One figure style for the whole kit, figures sized for the page, and their export (PDF, PNG, caption).
+
+A paper's figure is included at one of two widths, the column or the full text width, so every
+figure of the kit is drawn at one of them (`new_figure`) and saved at exactly that width (no tight
+bounding box): the fonts then print at the size set here, never below `MIN_FONT_PT`. Titles stay out
+of the figure; the caption, with the provenance and N, goes in a text file beside it.
+"""
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any, Literal
 
-import matplotlib.pyplot as plt
+import matplotlib as mpl
+import pandas as pd
 import seaborn as sns
+from matplotlib.figure import Figure
+
+from personalens_utils.tables import Source
 
 PALETTE = "colorblind"
-FONT_SIZE = 9
+COLUMN_WIDTH_IN = 3.03
+TEXT_WIDTH_IN = 6.30
+"""ACL's one-column and two-column text widths, in inches."""
+MIN_FONT_PT = 7.0
+"""The smallest text a figure may print at its width."""
+SERIF_FONTS = ("STIXGeneral", "DejaVu Serif")
+"""Shipped with matplotlib; STIX is drawn after Times, so it matches a Times body."""
 PDF_METADATA = {"CreationDate": None}
 """PDF document info without the timestamp matplotlib would otherwise write."""
+CAPTION_SUFFIX = ".txt"
+
+Span = Literal["column", "text"]
 
 
-def apply_style() -> None:
-    """Paper-ready defaults: white grid, colour-blind palette, small serif-free fonts, tight layout."""
+@dataclass(frozen=True)
+class FigureStyle:
+    """The page the figures are made for: its two widths (inches), the body font size (pt), serif or not."""
+
+    column_width: float = COLUMN_WIDTH_IN
+    text_width: float = TEXT_WIDTH_IN
+    font_size: float = 8.0
+    serif: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("column_width", "text_width"):
+            if not 0 < getattr(self, name) <= 20:
+                raise ValueError(f"figure style: {name}={getattr(self, name)!r} inches is not a page width")
+        if self.column_width > self.text_width:
+            raise ValueError(
+                f"figure style: column_width={self.column_width} is wider than text_width={self.text_width}"
+            )
+        if self.font_size - 1 < MIN_FONT_PT:
+            raise ValueError(
+                f"figure style: font_size={self.font_size} pt prints tick labels below {MIN_FONT_PT} pt; "
+                f"use at least {MIN_FONT_PT + 1}"
+            )
+
+    @property
+    def small(self) -> float:
+        """Tick labels, legends and bar labels: one point below the body size."""
+        return self.font_size - 1
+
+    def width(self, span: Span) -> float:
+        if span == "column":
+            return self.column_width
+        if span == "text":
+            return self.text_width
+        raise ValueError(f"figure span {span!r}: expected 'column' or 'text'")
+
+    @property
+    def widths(self) -> tuple[float, float]:
+        return (self.column_width, self.text_width)
+
+
+_style = FigureStyle()
+
+
+def current_style() -> FigureStyle:
+    """The style the next figure is drawn with."""
+    return _style
+
+
+def apply_style(**changes: Any) -> FigureStyle:
+    """Set the figure style (any `FigureStyle` field, e.g. `serif=True`, `column_width=3.3`) and rcParams.
+
+    Fields not given keep their current value; fonts are embedded in PDFs as TrueType (fonttype 42).
+    """
+    global _style
+    unknown = set(changes) - set(FigureStyle.__dataclass_fields__)
+    if unknown:
+        raise TypeError(f"apply_style: unknown figure style field(s) {sorted(unknown)}")
+    _style = replace(_style, **changes)
     sns.set_theme(context="paper", style="whitegrid", palette=PALETTE)
-    plt.rcParams.update(
+    family = "serif" if _style.serif else "sans-serif"
+    mpl.rcParams.update(
         {
-            "font.size": FONT_SIZE,
-            "axes.titlesize": FONT_SIZE + 1,
-            "axes.labelsize": FONT_SIZE,
-            "legend.fontsize": FONT_SIZE - 1,
-            "xtick.labelsize": FONT_SIZE - 1,
-            "ytick.labelsize": FONT_SIZE - 1,
+            "font.family": family,
+            "font.serif": [*SERIF_FONTS, *mpl.rcParamsDefault["font.serif"]],
+            "mathtext.fontset": "stix" if _style.serif else "dejavusans",
+            "font.size": _style.font_size,
+            "axes.titlesize": _style.font_size,
+            "axes.labelsize": _style.font_size,
+            "legend.fontsize": _style.small,
+            "legend.title_fontsize": _style.small,
+            "xtick.labelsize": _style.small,
+            "ytick.labelsize": _style.small,
+            "figure.titlesize": _style.font_size,
+            "axes.linewidth": 0.6,
+            "grid.linewidth": 0.4,
+            "lines.linewidth": 1.2,
+            "lines.markersize": 3.5,
             "figure.dpi": 110,
-            "savefig.dpi": 200,
-            "savefig.bbox": "tight",
+            "savefig.dpi": 300,
+            "savefig.bbox": None,
             "pdf.fonttype": 42,
         }
     )
+    return _style
+
+
+def new_figure(span: Span, height: float, **subplots: Any) -> tuple[Figure, Any]:
+    """A figure `span` wide (column or text width of the current style) and `height` inches tall.
+
+    Laid out by matplotlib's constrained layout so nothing is clipped at that size, and not
+    registered with pyplot: a notebook shows it once, when it displays it.
+    """
+    if height <= 0:
+        raise ValueError(f"figure height {height!r}: expected a positive number of inches")
+    fig = Figure(figsize=(_style.width(span), height), layout="constrained")
+    return fig, fig.subplots(**subplots)
+
+
+@dataclass(frozen=True)
+class FigureResult:
+    """A figure, its caption (what it shows, with the offline label where it applies), where its
+    numbers come from, and optionally the numbers drawn."""
+
+    figure: Figure
+    caption: str
+    source: Source
+    data: pd.DataFrame | None = None
+
+    def describe(self) -> str:
+        """The caption file's text: caption, then the source sentence (provenance and N)."""
+        return f"{self.caption} {self.source.describe()}"
+
+    def save(self, output_dir: str | os.PathLike[str], number: int | str, slug: str) -> dict[str, Path]:
+        """`save_figure` with this figure's caption."""
+        return save_figure(self.figure, output_dir, number, slug, caption=self.describe())
 
 
 def figure_paths(output_dir: str | os.PathLike[str], number: int | str, slug: str) -> dict[str, Path]:
     stem = Path(output_dir) / "figures" / f"figure{number}_{slug}"
-    return {ext: stem.with_suffix(f".{ext}") for ext in ("pdf", "png")}
+    return {ext: stem.with_suffix(f".{ext}") for ext in ("pdf", "png", CAPTION_SUFFIX.lstrip("."))}
 
 
 def save_figure(
-    fig: plt.Figure, output_dir: str | os.PathLike[str], number: int | str, slug: str
+    fig: Figure,
+    output_dir: str | os.PathLike[str],
+    number: int | str,
+    slug: str,
+    *,
+    caption: str | None = None,
 ) -> dict[str, Path]:
-    """Write `fig` as `<output_dir>/figures/figure<number>_<slug>.{pdf,png}` with a tight bounding box.
+    """Write `fig` as `<output_dir>/figures/figure<number>_<slug>.{pdf,png}` at its own size, and the
+    caption (when given) as `figure<number>_<slug>.txt` beside them.
 
-    The PDF carries no creation date, so the same figure gives the same bytes on every run.
+    The page is the figure's size, so a figure drawn at a column or text width keeps it. The PDF
+    carries no creation date, so the same figure gives the same bytes on every run.
     """
     paths = figure_paths(output_dir, number, slug)
     paths["pdf"].parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(paths["pdf"], bbox_inches="tight", metadata=PDF_METADATA)
-    fig.savefig(paths["png"], bbox_inches="tight")
+    fig.savefig(paths["pdf"], metadata=PDF_METADATA)
+    fig.savefig(paths["png"])
+    text = paths.pop(CAPTION_SUFFIX.lstrip("."))
+    if caption is not None:
+        text.write_text(caption.strip() + "\n", encoding="utf-8")
+        paths["caption"] = text
     return paths
+
+
+def greyscale_styles(n: int) -> list[dict[str, Any]]:
+    """`n` line styles that differ in colour, dash pattern and marker, so they stay apart in greyscale."""
+    colors = sns.color_palette(PALETTE, max(n, 1))
+    dashes = ("-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)))
+    markers = ("o", "s", "^", "D", "v", "P", "X")
+    return [
+        {"color": colors[i], "ls": dashes[i % len(dashes)], "marker": markers[i % len(markers)]}
+        for i in range(n)
+    ]
+
+
+def scale_limits(low: float, high: float, margin: float = 0.04) -> tuple[float, float]:
+    """Axis limits covering a score scale, with a little room so values at its ends stay visible."""
+    pad = (high - low) * margin
+    return (low - pad, high + pad)
 
 
 apply_style()

@@ -25,11 +25,17 @@ import papermill
 from personalens_utils.analysis.scores import load_dialogues, load_judgments
 
 from .llm import registry
+from .llm.offline.reference import DESIGNED_ORDER
 from .paths import find_official_data, project_root, runs_dir
 from .store import RunStore
 
 NOTEBOOKS = ("01_generation", "02_validation", "03_simulation", "04_judging", "05_ablation", "06_analysis")
-OFFLINE_ASSISTANTS = ("Claude 3 Haiku", "Claude 3 Sonnet", "Llama 3.1 8B Instruct")
+OFFLINE_ASSISTANTS = DESIGNED_ORDER
+"""Offline, Table 3 compares reference assistants of a known order (llm/offline/reference.py)."""
+OFFLINE_ABLATION = "ref-follows-setting"
+"""The offline ablation assistant: it uses exactly the context each setting gives."""
+OFFLINE_FOCUS = "ref-past-interactions"
+"""The offline assistant of Figures 4, 5 and Table 13: its per-domain scores vary with the summaries."""
 ANTHROPIC_ASSISTANTS = ("Claude Haiku 4.5", "Claude Sonnet 4.5")
 
 
@@ -83,7 +89,9 @@ class Settings:
     backend: str = "offline"
     user_model: str = "Claude 3 Sonnet"
     assistant_models: tuple[str, ...] = OFFLINE_ASSISTANTS
-    ablation_model: str = "Claude 3 Sonnet"
+    ablation_model: str = OFFLINE_ABLATION
+    focus_model: str | None = OFFLINE_FOCUS
+    """The assistant of Figures 4, 5 and Table 13; None: the ablation assistant."""
     judge_model: str = "Claude 3.5 Sonnet"
     second_judge_model: str = "Claude 3.7 Sonnet"
     official_users: str = "sample_50"
@@ -102,6 +110,10 @@ class Settings:
     annotations: str | None = None
     argv: tuple[str, ...] = ()
     notebooks_dir: Path = field(default_factory=lambda: project_root() / "notebooks")
+
+    @property
+    def focus(self) -> str:
+        return self.focus_model or self.ablation_model
 
     @property
     def root(self) -> Path:
@@ -249,7 +261,7 @@ def run_pass(settings: Settings, name: str, benchmark_dir: Path | None) -> PassR
             {
                 **common,
                 "assistant_models": list(settings.assistant_models),
-                "focus_model": settings.ablation_model,
+                "focus_model": settings.focus,
                 "second_judge_model": settings.second_judge_model,
                 "annotation_sheets": settings.annotations,
             },
@@ -290,8 +302,8 @@ def _models(settings: Settings, kind: str, generated: bool) -> str:
     return {
         "simulated": f"assistants {assistants}; {user}",
         "judged": f"assistants {assistants}; {user}; {judge}",
-        "focus": f"assistant {settings.ablation_model}; {user}; {judge}",
-        "focus_dialogues": f"assistant {settings.ablation_model}; {user}",
+        "focus": f"assistant {settings.focus}; {user}; {judge}",
+        "focus_dialogues": f"assistant {settings.focus}; {user}",
         "ablation": f"assistant {settings.ablation_model} in six settings; {user}; {judge}",
         "judges": f"{judge}; annotators' sheets if given, else second judge {settings.second_judge_model}",
     }[kind]
@@ -376,13 +388,17 @@ def write_index(settings: Settings, results: Sequence[PassResult], seconds: floa
         f"Backend: **{settings.backend}**."
         + (
             " The offline backend is a rule-based simulation, not a language model: its numbers show the "
-            "pipeline at work, not findings about any model, and every table and figure says so."
+            "pipeline at work, not findings about any model, and every table and figure says so. Its "
+            "assistants are reference assistants built to rank in a known order on personalization and "
+            f"task completion ({' < '.join(DESIGNED_ORDER)}; llm/offline/reference.py): a judge that "
+            "does not recover that order in Table 3 is broken."
             if offline
             else ""
         ),
         "",
         f"Models: user agent {settings.user_model}; assistants {', '.join(settings.assistant_models)}; "
-        f"ablation assistant {settings.ablation_model}; judge {settings.judge_model}; second judge "
+        f"ablation assistant {settings.ablation_model}; Figures 4, 5 assistant {settings.focus}; "
+        f"judge {settings.judge_model}; second judge "
         f"(Table 5 without annotation sheets) {settings.second_judge_model}.",
         "",
         *_called_lines(settings),
@@ -494,7 +510,10 @@ def parse_args(argv: Sequence[str] | None = None) -> Settings:
     )
     parser.add_argument("--generated-users", type=int, default=20, help="size of the generated benchmark")
     parser.add_argument("--assistant-models", help="comma list of assistant models for Table 3")
-    parser.add_argument("--ablation-model", help="the assistant of the ablation (Table 4) and Figures 4, 5")
+    parser.add_argument("--ablation-model", help="the assistant of the ablation (Table 4)")
+    parser.add_argument(
+        "--focus-model", help="assistant of Figures 4, 5 and Table 13 (offline: ref-past-interactions)"
+    )
     parser.add_argument("--user-model", help="the user agent's model")
     parser.add_argument("--judge-model", help="the judge's model")
     parser.add_argument("--second-judge-model", help="judge for judge-judge agreement when no annotations")
@@ -530,9 +549,12 @@ def parse_args(argv: Sequence[str] | None = None) -> Settings:
         settings.assistant_models = ANTHROPIC_ASSISTANTS
         settings.user_model = settings.judge_model = "Claude Sonnet 4.5"
         settings.ablation_model, settings.second_judge_model = "Claude Haiku 4.5", "Claude Haiku 4.5"
+        settings.focus_model = None
     if args.assistant_models:
         settings.assistant_models = tuple(m.strip() for m in args.assistant_models.split(",") if m.strip())
-    for name in ("ablation_model", "user_model", "judge_model", "second_judge_model"):
+        if settings.focus_model not in settings.assistant_models:
+            settings.focus_model = None
+    for name in ("ablation_model", "focus_model", "user_model", "judge_model", "second_judge_model"):
         if getattr(args, name):
             setattr(settings, name, getattr(args, name))
     unknown = set(settings.passes) - {"generated", "official"}

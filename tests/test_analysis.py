@@ -219,19 +219,22 @@ def test_table5_without_annotations_says_so_and_uses_the_second_judge(store, tid
 
 def test_figures_carry_the_offline_label_and_show_the_turn_trends(tidy):
     fig4 = analysis.figure4(tidy, assistant_model="model-a")
-    assert OFFLINE_LABEL in fig4._suptitle.get_text()
-    assert [t.get_text() for t in fig4.axes[1].get_xticklabels()] == sorted(
+    assert OFFLINE_LABEL in fig4.caption and fig4.figure.get_suptitle() == ""
+    assert [t.get_text() for t in fig4.figure.axes[1].get_xticklabels()] == sorted(
         ["Alarm", "Books", "Messaging", "Movies", "Music"]
     )
-    fig5, curves = analysis.figure5(
+    fig5 = analysis.figure5(
         scores.turn_frame(tidy), assistant_model="model-a", backend_names=scores.backends(tidy)
     )
-    assert OFFLINE_LABEL in fig5.axes[0].get_title()
+    assert OFFLINE_LABEL in fig5.caption and fig5.figure.axes[0].get_title() == ""
+    curves = fig5.data
     movies = curves[curves["series"] == "Movies"].sort_values("turn")["mean"].to_numpy()
     messaging = curves[curves["series"] == "Messaging"].sort_values("turn")["mean"].to_numpy()
     assert movies[-1] > movies[0] and messaging[-1] < messaging[0]
     assert (curves["n"] >= analysis.MIN_DIALOGUES_PER_TURN).all()
-    radar, per = analysis.radar_chart(tidy)
-    assert len(per) == 5 * 3  # five domains, three models
-    assert len(radar.axes[0].get_lines()) == 3  # one polygon per assistant model
-    assert OFFLINE_LABEL in radar.axes[0].get_title()
+    radar = analysis.radar_chart(tidy)
+    assert len(radar.data) == 5 * 3  # five domains, three models
+    assert len(radar.figure.axes[0].get_lines()) == 3  # one polygon per assistant model
+    assert OFFLINE_LABEL in radar.caption and radar.figure.axes[0].get_title() == ""
+    drawn = tidy[(tidy["assistant_setting"] == "base") & (tidy["task_type"] == "SD")]
+    assert f"{drawn['dialogue_id'].nunique()} judged dialogues" in radar.describe()

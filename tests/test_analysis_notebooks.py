@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+import nbformat
 import pandas as pd
 import papermill
 import pytest
@@ -115,6 +117,12 @@ def test_analysis_notebook_without_annotations(prepared, tmp_path, monkeypatch):
     assert _caption(tables / "table5_agreement.csv").startswith("# NO HUMAN ANNOTATIONS WERE GIVEN")
     for stem in ("figure4_domains", "figure5_turn_personalization", "figure_radar_personalization_by_domain"):
         assert (figures / f"{stem}.png").stat().st_size > 10_000, stem
+        caption = (figures / f"{stem}.txt").read_text(encoding="utf-8")
+        assert re.search(r"Source: run store store/, \d+ judged", caption), stem
+    executed = nbformat.read(tmp_path / "06_analysis.ipynb", as_version=4)
+    outputs = [output for cell in executed.cells for output in cell.get("outputs", [])]
+    images = [output for output in outputs if "image/png" in output.get("data", {})]
+    assert len(images) == 3  # Figures 4, 5 and the radar chart, each shown once
     sheet = pd.read_csv(tmp_path / "annotation" / "annotation_sheet.csv")
     assert len(sheet) == 12 and sheet["personalization"].isna().all()
 

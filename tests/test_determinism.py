@@ -18,7 +18,6 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt
 import pytest
 from test_analysis_support import JUDGE, SECOND_JUDGE, build_benchmark, build_store
 
@@ -26,7 +25,6 @@ from personalens_utils import analysis
 from personalens_utils.analysis import annotation, dialogue_stats, scores
 from personalens_utils.analysis.stats import bootstrap_ci, paired_comparison, sign_flip_pvalue
 from personalens_utils.data.demographics import sample_demographics
-from personalens_utils.plots import save_figure
 from personalens_utils.records import Dialogue, Judgment
 from personalens_utils.reference.schema import load_schema
 from personalens_utils.store import RunStore
@@ -104,12 +102,11 @@ def write_outputs(store_dir: Path, out: Path, order_seed: int | None = None) -> 
     )
     VT.table10(store_dir, self_bleu_sample=SELF_BLEU_SAMPLE).save(out, 10, "lexical_diversity")
     annotation.export_sheet(store, build_benchmark(), out / "annotation", n=20, seed=3)
-    save_figure(analysis.figure4(tidy, assistant_model="model-a"), out, 4, "domains")
-    fig5, curves = analysis.figure5(scores.turn_frame(tidy), assistant_model="model-a")
-    save_figure(fig5, out, 5, "turns")
-    save_table(curves, out, "F5", "curves", "Figure 5 curves.")
-    radar, _ = analysis.radar_chart(tidy)
-    save_figure(radar, out, "_radar", "personalization")
+    analysis.figure4(tidy, assistant_model="model-a").save(out, 4, "domains")
+    fig5 = analysis.figure5(scores.turn_frame(tidy), assistant_model="model-a")
+    fig5.save(out, 5, "turns")
+    save_table(fig5.data, out, "F5", "curves", "Figure 5 curves.")
+    analysis.radar_chart(tidy).save(out, "_radar", "personalization")
     people, prefs, tasks = _benchmark_records(order_seed)
     for number in (6, 7):
         save_table(V.demographics_table(people, number), out, number, "demographics", "Demographics.")
@@ -117,8 +114,7 @@ def write_outputs(store_dir: Path, out: Path, order_seed: int | None = None) -> 
     per_domain, totals = V.task_table(tasks, tasks)
     save_table(per_domain, out, 1, "tasks", "Tasks.")
     save_table(totals, out, 1, "totals", "Totals.")
-    save_figure(figure3(people), out, 3, "demographics")
-    plt.close("all")
+    figure3(people).save(out, 3, "demographics")
 
 
 def _files(out: Path) -> dict[str, bytes]:

@@ -247,3 +247,12 @@ def test_more_context_means_more_proactive_personalization_on_official_users(off
     assert mean["base+all"] >= mean["base+I"] - 0.02
     assert mean["base+D"] < mean["base+I"] and mean["base+S"] < mean["base+I"]
     assert sum(turns["base+I"]) < sum(turns["base"])
+
+
+def test_user_reads_applied_values_as_whole_words_like_the_judge():
+    from personalens_utils.llm.offline.dialogue import _Item
+
+    pref = load_schema().domain("Travel").preferences[0]
+    item = _Item(pref, "destination", ("Europe", "1-2 weeks"))
+    assert not item.seen_in("I picked European cities for you.")
+    assert item.seen_in("I picked Europe.") and item.seen_in("Set for 1-2 weeks, as you like.")

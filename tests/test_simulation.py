@@ -101,8 +101,10 @@ def test_assistant_prompt_is_composed_from_the_setting_parts(bench):
         assert ("25-34 years old" in request.system) == setting.sees("D")
         assert (alarm_summary in request.system) == setting.sees("I")
         assert ("Lyon, France" in request.system) == setting.sees("S")
-        expected = {"setting", "task_type", "domains", *setting.context_keys}
+        expected = {"setting", "task_type", "domains", "oracle", *setting.context_keys}
         assert set(request.context) == expected
+        assert request.context["oracle"]["interactions"] == ctx.interactions  # reference assistants only
+        assert request.context["oracle"]["task"]["task_id"] == ctx.scenario.task_id
         assert request.temperature == 0.0
         assert request.kind == CallKind.ASSISTANT_TURN
     assert systems["vanilla"] != systems["base"]

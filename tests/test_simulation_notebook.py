@@ -33,7 +33,7 @@ def test_notebook_03_simulates_and_writes_table13(tmp_path):
     printed = ["".join(o.get("text", "")) for c in cells if c["cell_type"] == "code" for o in c["outputs"]]
     roles = printed.index(
         "user agent: offline:claude-3-sonnet-20240229 (Claude 3 Sonnet)\n"
-        "assistant: offline:claude-3-sonnet-20240229 (Claude 3 Sonnet)\n"
+        "assistant: offline:ref-follows-setting\n"
     )
     run_cell = next(i for i, c in enumerate(cells) if "run_simulation(" in "".join(c["source"]))
     assert roles < sum(1 for c in cells[:run_cell] if c["cell_type"] == "code" for _ in c["outputs"])

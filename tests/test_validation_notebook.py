@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import nbformat
 import papermill
 import pytest
 
@@ -43,6 +44,11 @@ def test_notebook_02_on_official_data(official_data: Path, tmp_path: Path):
             assert (out / "tables" / f"{stem}.{ext}").is_file(), f"{stem}.{ext} not written"
     for ext in ("pdf", "png"):
         assert (out / "figures" / f"figure3_demographics.{ext}").stat().st_size > 10_000
+    caption = (out / "figures" / "figure3_demographics.txt").read_text(encoding="utf-8")
+    assert "1500 users" in caption  # Figure 3 describes the whole benchmark
+    executed = nbformat.read(tmp_path / "02.ipynb", as_version=4)
+    outputs = [output for cell in executed.cells for output in cell.get("outputs", [])]
+    assert sum("image/png" in output.get("data", {}) for output in outputs) == 1  # Figure 3, shown once
     summary = read_table(out / "tables" / "tableS1_paper_comparison.csv").set_index("Table")
     for table in ("Table 6", "Table 7", "Table 8", "Table 9", "Table 1 totals"):
         assert summary.loc[table, "Cells"] == summary.loc[table, "Matching"] > 0

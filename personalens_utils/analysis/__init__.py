@@ -3,7 +3,8 @@
 - `scores`: the tidy frame of judgments and aggregates with bootstrap intervals; `stats`: the
   resampling methods; `agreement`: kappa and alpha; `annotation`: sheets for human raters;
 - `tables`: Tables 3 and 12, and the judging checks J1 and J2; `ablation`: Table 4;
-  `judge_agreement`: Table 5; `dialogue_stats`: Table 13;
+  `judge_agreement`: Table 5; `judge_check`: does a judge rank the reference assistants in their
+  designed order; `dialogue_stats`: Table 13;
   `models`: Table 11 (from the registry); `figures`: Figures 4, 5, the radar chart.
 
 Every table-making function returns a `personalens_utils.tables.TableResult`. The names below are
@@ -34,6 +35,7 @@ from personalens_utils.analysis.judge_agreement import (
     ratings_matrix,
     table5,
 )
+from personalens_utils.analysis.judge_check import judge_sanity
 from personalens_utils.analysis.models import table11
 from personalens_utils.analysis.tables import (
     ASSISTANT_DIMENSIONS,
@@ -69,6 +71,7 @@ __all__ = [
     "first_users",
     "fmt_ci",
     "judge_missing",
+    "judge_sanity",
     "judge_scores",
     "paired_scores",
     "provenance_note",

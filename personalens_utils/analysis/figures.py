@@ -1,16 +1,15 @@
 """The paper's figures from a run's scores: Figure 4 (per-domain TCR and P of one assistant),
 Figure 5 (turn-level personalization) and the radar chart of per-domain P.
 
-Each returns a matplotlib figure (and the numbers drawn, where those are not a table already);
-`plots.save_figure` writes them byte-identically from run to run. A figure made with the offline
-backend says so in its title.
+Each returns a `plots.FigureResult`: the figure, drawn at the column or text width of the current
+`plots` style, its caption (with the offline label where it applies) and source (N), and the numbers
+drawn. `FigureResult.save` writes them byte-identically from run to run.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
@@ -23,15 +22,24 @@ from personalens_utils.analysis.scores import (
     explode_domains,
 )
 from personalens_utils.analysis.stats import bootstrap_ci
-from personalens_utils.analysis.tables import MAIN_SETTING
-from personalens_utils.llm.offline import OFFLINE_LABEL
+from personalens_utils.analysis.tables import MAIN_SETTING, provenance_note, score_source
+from personalens_utils.plots import FigureResult, current_style, greyscale_styles, new_figure, scale_limits
+from personalens_utils.tables import Source
 
 REPRESENTATIVE_DOMAINS = ("Movies", "Music", "Messaging")
 MIN_DIALOGUES_PER_TURN = 5
 
 
-def _title(text: str, backend_names: set[str] | Sequence[str]) -> str:
-    return f"{text}\n[{OFFLINE_LABEL}]" if "offline" in set(backend_names) else text
+def _side(angle: float) -> str:
+    """Horizontal alignment that keeps a label at `angle` outside a polar plot's ring."""
+    cos = np.cos(angle)
+    return "left" if cos > 0.1 else "right" if cos < -0.1 else "center"
+
+
+def _height(angle: float) -> str:
+    """Vertical alignment that keeps a label at `angle` outside a polar plot's ring."""
+    sin = np.sin(angle)
+    return "bottom" if sin > 0.1 else "top" if sin < -0.1 else "center"
 
 
 def domain_scores(
@@ -59,8 +67,12 @@ def figure4(
     setting: str = MAIN_SETTING,
     task_types: Sequence[str] = ("SD",),
     seed: int = 0,
-) -> plt.Figure:
-    """Per-domain TCR and P for one assistant; the dashed line is the mean over all its dialogues."""
+) -> FigureResult:
+    """Per-domain TCR and P for one assistant at text width; the dashed line is its mean over all dialogues.
+
+    Bars start at the bottom of each scale (0% for TCR, 1 for P), so a bar's length is its distance
+    from the worst score.
+    """
     per_domain = domain_scores(
         tidy, assistant_model=assistant_model, setting=setting, task_types=task_types, seed=seed
     )
@@ -69,24 +81,43 @@ def figure4(
         & (tidy["assistant_setting"] == setting)
         & tidy["task_type"].isin(task_types)
     ]
-    fig, axes = plt.subplots(2, 1, figsize=(8.0, 5.2), sharex=True)
+    fig, axes = new_figure("text", 3.6, nrows=2, ncols=1, sharex=True)
     domains = sorted(per_domain["domain"].unique())
     x = np.arange(len(domains))
     for ax, dim, color in zip(axes, (TASK_COMPLETION, PERSONALIZATION), ("C0", "C1"), strict=True):
+        factor = 100 if dim == TASK_COMPLETION else 1
+        scale = SCALES[dim]
+        low, high = scale.low * factor, scale.high * factor
         sel = per_domain[per_domain["dimension"] == dim].set_index("domain").reindex(domains)
         err = np.vstack([sel["mean"] - sel["ci_low"], sel["ci_high"] - sel["mean"]])
-        ax.bar(x, sel["mean"], yerr=err, color=color, capsize=2, width=0.7, error_kw={"lw": 0.8})
-        scores = part.loc[part["dimension"] == dim, "score"].dropna() * (100 if dim == TASK_COMPLETION else 1)
-        ax.axhline(scores.mean(), color="0.2", ls="--", lw=1, label=f"all domains: {scores.mean():.2f}")
-        scale = SCALES[dim]
-        ax.set_ylabel("TCR (%)" if dim == TASK_COMPLETION else "P (1-4)")
-        ax.set_ylim(0, 100 if dim == TASK_COMPLETION else scale.high)
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=True)
-    axes[-1].set_xticks(x, domains, rotation=45, ha="right")
+        ax.bar(
+            x,
+            sel["mean"] - low,
+            bottom=low,
+            yerr=err,
+            color=color,
+            capsize=1.5,
+            width=0.7,
+            error_kw={"lw": 0.7, "ecolor": "0.3"},
+            zorder=2,
+        )
+        mean = part.loc[part["dimension"] == dim, "score"].dropna().mean() * factor
+        ax.axhline(
+            mean, color="black", ls=(0, (4, 2)), lw=1.1, zorder=4, label=f"mean over all domains: {mean:.2f}"
+        )
+        ax.set_ylabel("TCR (%)" if dim == TASK_COMPLETION else f"P ({scale.low}-{scale.high})")
+        ax.set_ylim(*scale_limits(low, high))
+        ax.set_xlim(-0.6, len(domains) - 0.4)
+        ax.legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), borderaxespad=0.2, frameon=False)
+        ax.grid(axis="x", visible=False)
+    axes[-1].set_xticks(x, domains, rotation=90)  # vertical labels never overlap their neighbours
     kinds = "/".join(task_types)
-    fig.suptitle(_title(f"{assistant_model} by domain ({kinds} tasks, {setting!r} setting)", backends(part)))
-    fig.tight_layout()
-    return fig
+    caption = (
+        f"Task completion rate (TCR) and personalization (P) of {assistant_model} per domain "
+        f"({kinds} tasks, {setting!r} setting), with 95% bootstrap intervals; the dashed line is the "
+        f"mean over all its dialogues." + provenance_note(backends(part))
+    )
+    return FigureResult(fig, caption, score_source(part), per_domain)
 
 
 def turn_curves(turns: pd.DataFrame, *, domains: Sequence[str], seed: int = 0) -> pd.DataFrame:
@@ -117,58 +148,88 @@ def figure5(
     domains: Sequence[str] = REPRESENTATIVE_DOMAINS,
     backend_names: set[str] | Sequence[str] = (),
     seed: int = 0,
-) -> tuple[plt.Figure, pd.DataFrame]:
-    """Turn-level personalization against turn number, for representative domains and all SD tasks."""
+) -> FigureResult:
+    """Turn-level personalization against turn number at column width, for representative domains and
+    all SD tasks; each series has its own colour, dash pattern and marker."""
     part = turns[(turns["assistant_model"] == assistant_model) & (turns["assistant_setting"] == setting)]
     if part.empty:
         raise ValueError(f"no turn-level personalization scores for {assistant_model!r} under {setting!r}")
     curves = turn_curves(part, domains=domains, seed=seed)
-    fig, ax = plt.subplots(figsize=(5.5, 3.6))
-    for i, (label, sel) in enumerate(curves.groupby("series", sort=False)):
-        style = (
-            {"color": "0.15", "lw": 2.2, "ls": "-"}
-            if label == "All SD tasks"
-            else {"color": f"C{i}", "lw": 1.4}
-        )
-        ax.plot(sel["turn"], sel["mean"], marker="o", ms=3, label=label, **style)
-        ax.fill_between(sel["turn"], sel["ci_low"], sel["ci_high"], alpha=0.12, color=style["color"])
+    fig, ax = new_figure("column", 2.6)
+    series = list(dict.fromkeys(curves["series"]))
+    for label, style in zip(series, greyscale_styles(len(series)), strict=True):
+        sel = curves[curves["series"] == label]
+        if label == "All SD tasks":
+            style = {**style, "color": "black", "lw": 1.6}
+        ax.plot(sel["turn"], sel["mean"], label=label, zorder=3, **style)
+        ax.fill_between(sel["turn"], sel["ci_low"], sel["ci_high"], alpha=0.12, color=style["color"], lw=0)
+    scale = SCALES[PERSONALIZATION]
     ax.set_xlabel("Assistant turn")
-    ax.set_ylabel("Turn-level P (1-4)")
-    ax.set_ylim(1, 4)
+    ax.set_ylabel(f"Turn-level P ({scale.low}-{scale.high})")
+    ax.set_ylim(*scale_limits(scale.low, scale.high))
     ax.xaxis.get_major_locator().set_params(integer=True)
-    ax.legend(frameon=True)
-    ax.set_title(
-        _title(f"Turn-level personalization, {assistant_model} ({setting!r} setting)", backend_names)
+    fig.legend(loc="outside lower center", ncol=2, frameon=False, handlelength=2.6)
+    caption = (
+        f"Mean turn-level personalization of {assistant_model} at each assistant turn ({setting!r} setting), "
+        f"for {', '.join(domains)} and all SD tasks, with 95% bootstrap intervals; turns scored in fewer "
+        f"than {MIN_DIALOGUES_PER_TURN} dialogues are left out." + provenance_note(backend_names)
     )
-    fig.tight_layout()
-    return fig, curves
+    source = Source.of(
+        part.attrs.get("origin", "turn-level scores"),
+        part["dialogue_id"].nunique(),
+        "judged SD and MD dialogues",
+        backend_names,
+        [assistant_model],
+    )
+    return FigureResult(fig, caption, source, curves)
 
 
 def radar_chart(
     tidy: pd.DataFrame, *, setting: str = MAIN_SETTING, task_types: Sequence[str] = ("SD",), seed: int = 0
-) -> tuple[plt.Figure, pd.DataFrame]:
-    """Per-domain personalization, one polygon per assistant model."""
+) -> FigureResult:
+    """Per-domain personalization at column width, one polygon (colour, dashes, marker) per assistant."""
     per = domain_scores(tidy, setting=setting, task_types=task_types, seed=seed)
     per = per[per["dimension"] == PERSONALIZATION]
     wide = per.pivot_table(index="assistant_model", columns="domain", values="mean")
     domains = list(wide.columns)
     angles = np.linspace(0, 2 * np.pi, len(domains), endpoint=False)
-    fig, ax = plt.subplots(figsize=(6.0, 6.0), subplot_kw={"projection": "polar"})
+    fig, ax = new_figure("column", 3.4, subplot_kw={"projection": "polar"})
     closed = np.append(angles, angles[0])
-    for i, (model, row) in enumerate(wide.iterrows()):
+    for (model, row), style in zip(wide.iterrows(), greyscale_styles(len(wide)), strict=True):
         values = row.to_numpy(dtype=float)
-        style = ("-", "--", ":", "-.")[i % 4]  # identical polygons stay visible on top of each other
-        ax.plot(closed, np.append(values, values[0]), color=f"C{i}", lw=1.6, ls=style, label=model)
-        ax.fill(closed, np.append(values, values[0]), color=f"C{i}", alpha=0.08)
-    ax.set_xticks(angles, domains)
-    ax.set_ylim(1, 4)
-    ax.set_yticks([1.5, 2, 2.5, 3, 3.5])
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=2, frameon=True)
-    part = tidy[tidy["assistant_setting"] == setting]
-    ax.set_title(
-        _title(
-            f"Personalization by domain ({'/'.join(task_types)} tasks, {setting!r} setting)", backends(part)
-        ),
-        pad=24,
+        ax.plot(closed, np.append(values, values[0]), lw=1.1, ms=3, label=model, **style)
+        ax.fill(closed, np.append(values, values[0]), color=style["color"], alpha=0.06)
+    scale = SCALES[PERSONALIZATION]
+    ax.set_ylim(scale.low, scale.high)
+    ax.set_yticks(np.arange(scale.low + 1, scale.high + 0.5, 1.0))  # the centre, `low`, needs no label
+    ax.set_xticks(angles, [])
+    for angle, domain in zip(angles, domains, strict=True):
+        ax.text(
+            angle,
+            scale.high + 0.22 * (scale.high - scale.low),
+            domain,
+            fontsize=current_style().small,
+            ha=_side(angle),
+            va=_height(angle),
+        )
+    between = float(angles[1] / 2) if len(angles) > 1 else np.pi / 2
+    ax.set_rlabel_position(np.degrees(between))
+    for label in ax.get_yticklabels():  # readable where a polygon crosses it
+        label.set_bbox({"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 0.6})
+    ax.text(
+        between,
+        scale.high + 0.12 * (scale.high - scale.low),
+        f"P ({scale.low}-{scale.high})",
+        fontsize=current_style().small,
+        rotation=np.degrees(between),
+        rotation_mode="anchor",
+        ha="left",
+        va="center",
     )
-    return fig, per
+    fig.legend(loc="outside lower center", ncol=2, frameon=False, handlelength=2.6)
+    part = tidy[(tidy["assistant_setting"] == setting) & tidy["task_type"].isin(task_types)]
+    caption = (
+        f"Personalization (P, {scale.low}-{scale.high}) per domain of each assistant model "
+        f"({'/'.join(task_types)} tasks, {setting!r} setting)." + provenance_note(backends(part))
+    )
+    return FigureResult(fig, caption, score_source(part), per)

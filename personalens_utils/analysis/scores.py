@@ -293,7 +293,9 @@ def turn_frame(tidy: pd.DataFrame) -> pd.DataFrame:
         for turn, score in enumerate(rec.turn_scores or [], start=1):
             if score is not None:
                 rows.append((*rec[: len(keep)], turn, float(score)))
-    return pd.DataFrame(rows, columns=[*keep, "turn", "score"])
+    turns = pd.DataFrame(rows, columns=[*keep, "turn", "score"])
+    turns.attrs["origin"] = tidy.attrs.get("origin", "a score frame")
+    return turns
 
 
 def missing_rates(tidy: pd.DataFrame) -> pd.DataFrame:

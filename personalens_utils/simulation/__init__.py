@@ -15,7 +15,7 @@ from .runner import (
     plan_dialogues,
     run_simulation,
 )
-from .settings import PAPER_SETTINGS, AssistantSetting, SettingError
+from .settings import PAPER_SETTINGS, AssistantSetting, SettingError, default_assistant
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -27,6 +27,7 @@ __all__ = [
     "arun_simulation",
     "assistant_request",
     "assistant_system",
+    "default_assistant",
     "default_users",
     "dialogue_frame",
     "dialogue_id",

@@ -105,12 +105,18 @@ def assistant_system(setting: AssistantSetting, ctx: ScenarioContext) -> str:
 def assistant_request(
     setting: AssistantSetting, ctx: ScenarioContext, turns: Sequence[Turn], model: str
 ) -> Request:
-    """The assistant's next reply; it sees the dialogue as chat messages and only its setting's context."""
+    """The assistant's next reply; it sees the dialogue as chat messages and only its setting's context.
+
+    The `oracle` entry is the user's whole profile for the task; only the offline backend's reference
+    assistants read it (llm/offline/reference.py), a real model never sees it.
+    """
     messages = tuple(Message(t["role"], t["content"] or P.EMPTY_CLOSING) for t in turns)  # type: ignore[arg-type]
     context: dict[str, Any] = {
         "setting": setting.name,
         "task_type": ctx.scenario.task_type,
         "domains": list(ctx.scenario.domains),
+        "oracle": {"preferences": ctx.preferences, "interactions": ctx.interactions,
+                   "situation": ctx.situation, "task": ctx.scenario.task_context()},
     }
     if setting.sees("D"):
         context["demographics"] = ctx.demographics

@@ -1,15 +1,17 @@
 """Figure 3 of the paper: the demographic distribution of a benchmark's users.
 
-Five horizontal bar panels (gender, age, ethnicity, religion, region), categories in the paper's
-order top to bottom, each bar labelled with its share of users.
+Five horizontal bar panels (gender, age, ethnicity, religion, region) at text width, in two rows,
+categories in the paper's order top to bottom, each bar labelled with its share of users.
 """
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
+import textwrap
+
 import pandas as pd
 
-from personalens_utils import plots
+from personalens_utils.plots import FigureResult, current_style, new_figure
+from personalens_utils.tables import Source
 from personalens_utils.validation.metrics import demographics_table
 
 FIGURE3_PANELS: tuple[tuple[str, str], ...] = (
@@ -17,42 +19,72 @@ FIGURE3_PANELS: tuple[tuple[str, str], ...] = (
     ("Age", "Age"),
     ("Self-Reported Ethnicity", "Ethnicity"),
     ("Self-Reported Religion", "Religion"),
-    ("Regions", "Location (region of birth)"),
+    ("Regions", "Region of birth"),
 )
 """(variable of Tables 6-7, panel title), in the figure's order."""
 
-MIN_SLOTS = 7
-"""Bar slots per panel at least, so panels with few categories keep the same bar thickness."""
+PANEL_COLUMNS = 3
+LABEL_CHARS = 22
+"""Category labels longer than this wrap onto a second line, so panels keep room for their bars."""
+SLOT_HEIGHT_IN = 0.2
+"""Height of one bar's slot: room for a wrapped two-line label at the style's small font."""
 
 
-def figure3(demographics: pd.DataFrame | list[dict[str, str]], title: str = "") -> plt.Figure:
-    """Draw Figure 3 from a Tables 6-7 frame (`demographics_table` rows) or from raw demographic records."""
-    table = demographics if isinstance(demographics, pd.DataFrame) else pd.concat(
-        [demographics_table(demographics, 6), demographics_table(demographics, 7)], ignore_index=True
+def figure3(
+    demographics: pd.DataFrame | list[dict[str, str]], *, origin: str = "sampled demographics"
+) -> FigureResult:
+    """Draw Figure 3 from a Tables 6-7 frame (`demographics_table` rows) or from raw demographic records.
+
+    `origin` names the benchmark in the caption's source sentence; N is the number of users counted.
+    """
+    table = (
+        demographics
+        if isinstance(demographics, pd.DataFrame)
+        else pd.concat(
+            [demographics_table(demographics, 6), demographics_table(demographics, 7)], ignore_index=True
+        )
     )
     missing = [v for v, _ in FIGURE3_PANELS if v not in set(table["Variable"])]
     if missing:
         raise ValueError(f"Figure 3 needs the variables {missing}, absent from the table given")
-    plots.apply_style()
-    fig, axes = plt.subplots(
-        1, len(FIGURE3_PANELS), figsize=(15, 3.1), gridspec_kw={"wspace": 0.95}, squeeze=True
+    panels = [table[table["Variable"] == variable] for variable, _ in FIGURE3_PANELS]
+    row_slots = [
+        max(len(rows) for rows in panels[start : start + PANEL_COLUMNS])
+        for start in range(0, len(panels), PANEL_COLUMNS)
+    ]
+    height = sum(slots * SLOT_HEIGHT_IN + 0.3 for slots in row_slots)
+    fig, axes = new_figure(
+        "text",
+        height,
+        nrows=len(row_slots),
+        ncols=PANEL_COLUMNS,
+        squeeze=False,
+        gridspec_kw={"height_ratios": row_slots},
     )
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    for i, (ax, (variable, panel_title)) in enumerate(zip(axes, FIGURE3_PANELS, strict=True)):
-        rows = table[table["Variable"] == variable]
-        slots = max(len(rows), MIN_SLOTS)
+    flat = list(axes.flat)
+    small = current_style().small
+    for i, (ax, rows, (_, panel_title)) in enumerate(zip(flat, panels, FIGURE3_PANELS, strict=False)):
+        slots = row_slots[i // PANEL_COLUMNS]
         ys = [slots - 1 - k for k in range(len(rows))]
-        ax.barh(ys, rows["Percent"], color=colors[i % len(colors)], height=0.7)
-        top = rows["Percent"].max()
+        ax.barh(ys, rows["Percent"], color=f"C{i}", height=0.7)
+        top = float(rows["Percent"].max())
         for y, pct in zip(ys, rows["Percent"], strict=True):
-            ax.text(pct + top * 0.02, y, f"{pct:.1f}%", va="center", fontsize=plots.FONT_SIZE - 2)
-        ax.set_yticks(ys, rows["Category"])
-        ax.set_xlim(0, top * 1.3)
+            ax.text(pct + top * 0.03, y, f"{pct:.1f}%", va="center", fontsize=small)
+        labels = [textwrap.fill(str(c), LABEL_CHARS) for c in rows["Category"]]
+        ax.set_yticks(ys, labels, linespacing=0.9)
+        ax.set_xlim(0, top * 1.5)
         ax.set_ylim(-0.6, slots - 0.4)
-        ax.set_title(panel_title)
-        ax.set_xlabel("Share of users (%)")
-        ax.grid(axis="y", visible=False)
-        ax.tick_params(axis="y", length=0)
-    if title:
-        fig.suptitle(title, y=1.04)
-    return fig
+        ax.set_title(panel_title, fontsize=current_style().font_size)
+        ax.set_xticks([])
+        ax.grid(visible=False)
+        ax.tick_params(axis="y", length=0, pad=2)
+        for side in ("top", "right", "bottom"):
+            ax.spines[side].set_visible(False)
+    for ax in flat[len(panels) :]:
+        ax.set_axis_off()
+    n = int(panels[0]["Count"].sum())
+    caption = (
+        "Demographic distribution of the users: share of users per category of gender, age, "
+        "self-reported ethnicity, self-reported religion and region of birth."
+    )
+    return FigureResult(fig, caption, Source.of(origin, n, "users"), table)

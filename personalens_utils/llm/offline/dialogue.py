@@ -14,6 +14,10 @@ them unasked; demographics (D) and the situation (S) only yield a guess when one
 an option of a preference type, plus a remark fitted to them. Whatever is not known it asks for, two
 types a turn (three for multi-domain tasks, one with vanilla instructions).
 
+Which of that the assistant uses depends on its model name: a reference assistant
+(`reference.REFERENCE_ASSISTANTS`, e.g. `ref-dialogue-only`) has a fixed view whatever its setting;
+any other name sees exactly its setting's context.
+
 Preference values always appear verbatim: in the user's text when revealed, in the assistant's when
 applied, so an evidence-based judge can tell proactive from reactive personalization.
 """
@@ -31,6 +35,8 @@ from personalens_utils.reference.schema import PreferenceType, load_schema
 
 from ..types import CallKind, Request
 from . import register
+from .judge import words_of
+from .reference import view_of
 
 # ---------------------------------------------------------------------------------------------
 # Vocabulary both agents share: how a preference type is named in conversation, and the sentence
@@ -119,8 +125,10 @@ class _Item:
     topic: str
     values: tuple[str, ...]
 
-    def seen_in(self, lowered: str) -> bool:
-        return any(v.lower() in lowered for v in self.values)
+    def seen_in(self, text: str) -> bool:
+        """Whether `text` holds one of the values as whole words (as the offline judge reads it)."""
+        padded = words_of(text)
+        return any(words_of(v) in padded for v in self.values)
 
     def reveal(self, rng: random.Random) -> str:
         return rng.choice(REVEALS).format(topic=self.topic, values=_join(self.values))
@@ -389,6 +397,7 @@ _SOURCE_LEADS = {
                 "From what you've asked me before, I've used {pairs}."),
     "situation": ("Given where you are right now, I've pencilled in {pairs}.",),
     "demographics": ("Based on your profile, I've assumed {pairs}.",),
+    "profile": ("Knowing what you like, I've gone with {pairs}.", "I've already set {pairs}, as you prefer."),
 }
 _ASKS = ("What would you like for the {topics}?", "Could you tell me your {topics}?",
          "Do you have anything in mind for the {topics}?")
@@ -417,24 +426,51 @@ def _opening_remarks(instructions: str, context: Mapping[str, Any], rng: random.
     return remarks
 
 
+def _oracle_known(oracle: Mapping[str, Any]) -> dict[tuple[str, str], str]:
+    """The task's relevant preference values, as `ref-all-preferences` knows them from the start."""
+    relevant, _ = _user_items(oracle.get("task") or {}, oracle.get("preferences") or {})
+    return {_key(item.pref): _join(item.values) for item in relevant}
+
+
+def _ignoring_reply(user_messages: Sequence[str], rng: random.Random) -> str:
+    """`ref-ignores-context`: the same stock arrangement whatever the user asked for or said."""
+    last = user_messages[-1] if user_messages else ""
+    if len(user_messages) > 1 and re.search(r"\b(never mind|leave it there)\b", last, re.IGNORECASE):
+        return _APOLOGY
+    first = len(user_messages) <= 1
+    lead = rng.choice(("Sure, I can help with that.", "Of course.") if first else ("Okay.", "Understood."))
+    return f"{lead} {DONE_MARK}: I've set it up with the standard options most people pick."
+
+
 @register(CallKind.ASSISTANT_TURN)
 def assistant_turn(request: Request, rng: random.Random) -> str:
     context = request.context
+    view = view_of(request.model)
+    user_messages = [m.content for m in request.messages if m.role == "user"]
+    if not view.dialogue:
+        return _ignoring_reply(user_messages, rng)
+    oracle = context.get("oracle") or {}
+    seen = dict(context) if view.setting else {}
+    if view.history:
+        seen["interactions"] = oracle.get("interactions") or {}
+    if view.oracle:
+        seen["situation"] = oracle.get("situation") or {}
     instructions = str(context.get("setting", "base")).split("+")[0].strip().lower()
     domains = tuple(context.get("domains") or ())
-    user_messages = [m.content for m in request.messages if m.role == "user"]
     own_messages = "\n".join(m.content for m in request.messages if m.role == "assistant").lower()
     last_user = user_messages[-1] if user_messages else ""
     prefs = [p for p, _ in _topics(domains)]
     topic_of = dict(_topics(domains))
 
     known: dict[tuple[str, str], _Known] = {}
-    for domain, summary in (context.get("interactions") or {}).items():
+    if view.oracle:
+        known.update({key: _Known(value, "profile") for key, value in _oracle_known(oracle).items()})
+    for domain, summary in (seen.get("interactions") or {}).items():
         for name, values in _from_history(domain, summary):
             if domain in domains:
-                known[(domain, name)] = _Known(_join(values), "history")
+                known.setdefault((domain, name), _Known(_join(values), "history"))
     for source in ("situation", "demographics"):
-        for key, value in _from_profile(prefs, context.get(source) or {}).items():
+        for key, value in _from_profile(prefs, seen.get(source) or {}).items():
             known.setdefault(key, _Known(value, source))
     stated, declined = _stated(user_messages, domains)
     for key, value in stated.items():
@@ -446,14 +482,14 @@ def assistant_turn(request: Request, rng: random.Random) -> str:
             return _APOLOGY
         return rng.choice(_FAREWELLS)
 
-    parts = _opening_remarks(instructions, context, rng) if len(user_messages) == 1 else [
+    parts = _opening_remarks(instructions, seen, rng) if len(user_messages) == 1 else [
         rng.choice(("Thanks!", "Perfect.", "Great, thanks."))]
     by_source: dict[str, list[str]] = {}
     for pref in prefs:
         entry = known.get(_key(pref))
         if entry is not None and entry.text.lower() not in own_messages:
             by_source.setdefault(entry.source, []).append(f"{entry.text} for the {topic_of[pref]}")
-    for source in ("user", "history", "situation", "demographics"):
+    for source in ("user", "profile", "history", "situation", "demographics"):
         if by_source.get(source):
             parts.append(rng.choice(_SOURCE_LEADS[source]).format(pairs=_join(by_source[source])))
 

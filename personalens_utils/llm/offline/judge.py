@@ -37,8 +37,11 @@ _ROBOTIC = ("as an ai", "language model", "i am an assistant", "terminate", "use
 
 
 @lru_cache(maxsize=65536)
-def _norm(text: str) -> str:
-    """Lower case words separated by single spaces, padded so " value " matches whole words only."""
+def words_of(text: str) -> str:
+    """Lower case words separated by single spaces, padded so " value " matches whole words only.
+
+    The simulated user reads the assistant's replies the same way, so both agree on what was applied.
+    """
     return " " + _NON_WORD.sub(" ", text.lower()).strip() + " "
 
 
@@ -50,7 +53,7 @@ def _atoms(value: Any) -> list[str]:
 
 @lru_cache(maxsize=65536)
 def _atoms_of(values: tuple[str, ...]) -> tuple[str, ...]:
-    atoms = (_norm(item) for item in values)
+    atoms = (words_of(item) for item in values)
     return tuple(a for a in atoms if a.strip() and a.strip() not in _NON_VALUES)
 
 
@@ -81,7 +84,7 @@ def _dialogue(context: Mapping[str, Any]) -> list[tuple[str, str]]:
     dialogue = context.get("dialogue")
     if not isinstance(dialogue, list):
         raise FatalError("offline judge: request.context['dialogue'] must be a list of {role, content}")
-    return [(str(t.get("role")), _norm(str(t.get("content", "")))) for t in dialogue]
+    return [(str(t.get("role")), words_of(str(t.get("content", "")))) for t in dialogue]
 
 
 def preference_use(context: Mapping[str, Any]) -> PreferenceUse:
@@ -204,7 +207,7 @@ def _utterances(context: Mapping[str, Any], role: str) -> list[str]:
 
 
 def _content_words(text: str) -> set[str]:
-    return {w for w in _norm(text).split() if len(w) >= 3 and w not in _STOPWORDS}
+    return {w for w in words_of(text).split() if len(w) >= 3 and w not in _STOPWORDS}
 
 
 def _repeats(utterances: Sequence[str]) -> int:
@@ -212,7 +215,7 @@ def _repeats(utterances: Sequence[str]) -> int:
     seen: list[set[str]] = []
     count = 0
     for text in utterances:
-        words = set(_norm(text).split())
+        words = set(words_of(text).split())
         if words and any(len(words & s) / len(words | s) >= 0.8 for s in seen):
             count += 1
         seen.append(words)
@@ -253,7 +256,7 @@ def _answers(question: str, reply: str, values: Sequence[str]) -> bool:
     """Whether `reply` plausibly answers `question`: shared words, yes/no, a number or a preference value."""
     if _content_words(question) & _content_words(reply) or _CONFIRMATIONS.search(reply.lower()):
         return True
-    normalized = _norm(reply)
+    normalized = words_of(reply)
     return bool(re.search(r"\d", reply)) or any(v in normalized for v in values)
 
 
@@ -270,7 +273,7 @@ def _coherence_answer(context: Mapping[str, Any], role: str) -> str:
         if who == role and i > 0 and dialogue[i - 1][1].rstrip().endswith("?")
     ]
     unanswered = sum(not _answers(prev, text, values) for prev, text in questions)
-    exact = len(said) - len({_norm(t) for t in said})
+    exact = len(said) - len({words_of(t) for t in said})
     empty = sum(not t.strip() for t in said)
     penalty = 2 if unanswered * 2 > len(questions) else 1 if unanswered else 0
     penalty += min(exact, 1) + 2 * min(empty, 1)
