@@ -26,6 +26,8 @@ import pandas as pd
 from personalens_utils import paths
 from personalens_utils.data import Benchmark, load_benchmark, resolve_users
 from personalens_utils.llm import LLMClient
+from personalens_utils.llm.clients import Clients
+from personalens_utils.llm.specs import ModelSpec
 from personalens_utils.records import Dialogue
 from personalens_utils.simulation.report import default_users
 from personalens_utils.store import RunStore
@@ -104,12 +106,12 @@ class Session:
     store: RunStore | None
     output_dir: Path
     backend: str = "offline"
-    max_concurrency: int = 8
+    max_concurrency: int | Mapping[str, int] = 8
     backend_seed: int = 0
     stage: str = ""
     task_types: tuple[str, ...] = ("SD", "MD")
     started: float = field(default_factory=time.perf_counter)
-    _client: LLMClient | None = field(default=None, repr=False)
+    _clients: Clients | None = field(default=None, repr=False)
     _benchmark: Benchmark | None = field(default=None, repr=False)
 
     @classmethod
@@ -122,7 +124,7 @@ class Session:
         output_dir: str | os.PathLike[str] | None = None,
         default_output: str = "analysis",
         backend: str = "offline",
-        max_concurrency: int = 8,
+        max_concurrency: int | Mapping[str, int] = 8,
         backend_seed: int = 0,
         stage: str = "",
         task_types: Sequence[str] | str = ("SD", "MD"),
@@ -174,18 +176,46 @@ class Session:
         return list(self.users) if self.users is not None else sorted(self.benchmark.users)
 
     @property
-    def client(self) -> LLMClient:
-        """The LLM client, made on first use with the session's backend, bound and backend seed."""
-        if self._client is None:
-            self._client = LLMClient(
-                self.backend, max_concurrency=self.max_concurrency, stage=self.stage, seed=self.backend_seed
-            )
-        return self._client
+    def clients(self) -> Clients:
+        """One client per backend (`llm.clients.Clients`), made on first use with the session's bounds
+        (`max_concurrency`: one number, or a mapping backend -> number) and backend seed."""
+        if self._clients is None:
+            self._clients = Clients(self.backend, max_concurrency=self.max_concurrency, stage=self.stage,
+                                    seed=self.backend_seed)
+        return self._clients
 
-    def preflight(self, roles: Mapping[str, str]) -> str:
-        """Check each role's model on the session's backend once, before any work is planned or stored
-        (`LLMClient.preflight`); a failure stops the notebook with one message. The lines to show."""
-        return "\n".join(self.client.preflight(roles))
+    @property
+    def client(self) -> LLMClient:
+        """The client of the session's own `backend`."""
+        return self.clients.client(ModelSpec(self.backend, ""))
+
+    def spec(self, text: str, parameter: str, *, default_model: str = "") -> ModelSpec:
+        """A role's model parameter as a `ModelSpec` (`backend:model`, or a bare model on `backend`)."""
+        return self.clients.spec(text, default_model=default_model, what=parameter)
+
+    def client_for(self, spec: ModelSpec) -> LLMClient:
+        """The client that serves a role's spec (shared by roles on the same backend)."""
+        return self.clients.client(spec)
+
+    def usage_frame(self, stage: str | None = None) -> pd.DataFrame:
+        """Calls of every client with the role and backend of each (`Clients.usage_frame`)."""
+        return self.clients.usage_frame(stage)
+
+    def preflight(self, roles: Mapping[str, str | ModelSpec]) -> str:
+        """Check each role's model once on its own backend's client, before any work is planned or stored
+        (`LLMClient.preflight`); a failure stops the notebook with one message. The lines to show.
+        A role given as text is a model on the session's backend."""
+        specs = {role: spec if isinstance(spec, ModelSpec) else ModelSpec(self.backend, spec)
+                 for role, spec in roles.items()}
+        by_client: dict[str, dict[str, str]] = {}
+        for role, spec in specs.items():
+            by_client.setdefault(spec.client_key, {})[role] = spec.model
+        lines = []
+        for key, group in by_client.items():
+            spec = next(specs[role] for role in group)
+            lines += [line if key == spec.backend else f"{line} ({key})"
+                      for line in self.clients.client(spec).preflight(group)]
+        return "\n".join(lines)
 
     def in_scope(self) -> Callable[[Dialogue], bool]:
         """`select` for the runners: a dialogue record of the session's users and task types."""
@@ -202,9 +232,9 @@ class Session:
 
     def close(self) -> str:
         """Close the client (if one was made); returns a line saying how long the notebook took."""
-        if self._client is not None:
-            self._client.close()
-            self._client = None
+        if self._clients is not None:
+            self._clients.close()
+            self._clients = None
         return f"finished in {time.perf_counter() - self.started:.1f} s; outputs under {self.output_dir}"
 
     def __enter__(self) -> Session:

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import json
+import socket
+from pathlib import Path
+
+import papermill
 import pytest
 from support.fake_server import FakeLLMServer
 from test_run_identity import scripted_reply
 from test_simulation_support import tiny_benchmark
 
-from personalens_utils.llm import registry
+from personalens_utils.data import save_benchmark
+from personalens_utils.llm import PreflightError, registry
 from personalens_utils.llm.clients import Clients
-from personalens_utils.records import Dialogue
+from personalens_utils.records import Dialogue, Judgment
+from personalens_utils.session import Session
 from personalens_utils.simulation import plan_dialogues, run_simulation
 from personalens_utils.store import RunStore
 
@@ -17,6 +24,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:Depre
 
 USER = "anthropic:claude-3-5-haiku"
 ASSISTANT = "openai@PL_ASSISTANT_URL:Qwen/Qwen2.5-7B-Instruct"
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
 
 def test_user_agent_and_assistant_each_reach_only_their_own_server(tmp_path, monkeypatch):
@@ -69,3 +77,82 @@ def test_a_budget_with_the_assistant_on_its_own_client_is_refused(tmp_path):
                            assistant_client=clients.client(clients.spec("anthropic:y")), max_cost_usd=1.0)
     finally:
         clients.close()
+
+
+def _displayed(path: Path, marker: str) -> str:
+    """Everything the cell whose source holds `marker` displayed, as text."""
+    cells = json.loads(path.read_text())["cells"]
+    cell = next(c for c in cells if marker in "".join(c["source"]))
+    return "".join("".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/plain", ""))
+                   for o in cell["outputs"])
+
+
+@pytest.mark.slow
+def test_notebooks_03_and_04_with_user_and_judge_on_anthropic_and_assistant_on_openai(tmp_path, monkeypatch):
+    save_benchmark(tiny_benchmark(n_users=2, seed=3), tmp_path / "bench")
+    monkeypatch.setenv("PERSONALENS_CACHE", str(tmp_path / "cache"))  # every answer from the servers
+    n = 2 * 4
+    common = {"benchmark_dir": str(tmp_path / "bench"), "run_dir": str(tmp_path / "run"),
+              "backend": "anthropic"}
+    faults = dict(fault_rate=0.1, fault_statuses=(429, 529, 500), seed=5, process=True)
+    with FakeLLMServer(reply=scripted_reply, **faults) as claude, \
+            FakeLLMServer(reply=scripted_reply, **faults) as vllm:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", claude.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key-not-secret")
+        monkeypatch.setenv("PL_ASSISTANT_URL", vllm.url + "/v1")
+        papermill.execute_notebook(
+            str(NOTEBOOKS / "03_simulation.ipynb"), str(tmp_path / "03.ipynb"), kernel_name="python3",
+            progress_bar=False,
+            parameters={**common, "output_dir": str(tmp_path / "sim"), "user_model": "claude-3-5-haiku",
+                        "assistant_model": ASSISTANT},
+        )
+        papermill.execute_notebook(
+            str(NOTEBOOKS / "04_judging.ipynb"), str(tmp_path / "04.ipynb"), kernel_name="python3",
+            progress_bar=False,
+            parameters={**common, "output_dir": str(tmp_path / "judging"), "judge_model": "Claude 3.5 Sonnet",
+                        "dimensions": ["personalization"]},
+        )
+        claude_paths, vllm_paths = claude.stats(), vllm.stats()
+    dialogues = RunStore(tmp_path / "run").read(Dialogue)
+    assert len(dialogues) == n and {d.status for d in dialogues} == {"terminated"}
+    assert {d.user_backend for d in dialogues} == {"anthropic"}
+    assert {d.assistant for d in dialogues} == {("openai", "Qwen/Qwen2.5-7B-Instruct")}
+    turns = sum(d.n_turns for d in dialogues)
+    # the assistant's calls (a turn's request identical to an earlier one comes from the response cache)
+    # and its preflight reached the OpenAI-format server; no other call did
+    assert set(vllm_paths) == {"/v1/chat/completions"}
+    assert n < vllm_paths["/v1/chat/completions"]["ok"] <= turns + 1
+    assert set(claude_paths) == {"/v1/messages"}
+    judgments = RunStore(tmp_path / "run").read(Judgment)
+    assert len(judgments) == n and {j.judge for j in judgments} == {
+        ("anthropic", registry.resolve("Claude 3.5 Sonnet", "anthropic"))}
+    # at most the user turns, the judgments and the two preflights went to the Anthropic-format server
+    assert n + n + 2 <= claude_paths["/v1/messages"]["ok"] <= turns + n + 2
+    usage = _displayed(tmp_path / "03.ipynb", "run_simulation(")
+    assert "user agent" in usage and "anthropic" in usage and "openai@PL_ASSISTANT_URL" in usage
+    judged = _displayed(tmp_path / "04.ipynb", "run_judging(")
+    assert "judge" in judged and "anthropic" in judged
+
+
+def test_session_preflight_checks_each_role_on_its_own_backend(tmp_path, monkeypatch):
+    monkeypatch.setenv("PERSONALENS_CACHE", str(tmp_path / "cache"))
+    session = Session(benchmark_dir=tmp_path, users=None, store=None, output_dir=tmp_path)
+    roles = {"user agent": session.spec("Claude 3 Sonnet", "user_model"),
+             "assistant": session.spec(ASSISTANT, "assistant_model")}
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    monkeypatch.setenv("PL_ASSISTANT_URL", f"http://127.0.0.1:{port}/v1")
+    try:
+        with pytest.raises(PreflightError, match=r"assistant on the openai backend.*set by PL_ASSISTANT_URL"):
+            session.preflight(roles)
+        with FakeLLMServer() as vllm:
+            session.close()
+            monkeypatch.setenv("PL_ASSISTANT_URL", vllm.url + "/v1")
+            assert session.preflight(roles).splitlines() == [
+                "user agent: offline backend, nothing to check",
+                "assistant: openai backend, model 'Qwen/Qwen2.5-7B-Instruct' answered "
+                "(openai@PL_ASSISTANT_URL)"]
+            assert vllm.total("ok") == 1
+    finally:
+        session.close()

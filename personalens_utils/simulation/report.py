@@ -31,13 +31,14 @@ def default_users(benchmark_dir: str | os.PathLike[str]) -> str | None:
 
 def run_dialogues(store: RunStore, benchmark: Benchmark, *, backend: str, settings: Sequence[str] = ("base",),
                   task_types: Sequence[str] = (SD, MD), user_model: str = DEFAULT_MODEL,
-                  assistant_model: str = DEFAULT_MODEL) -> pd.DataFrame:
-    """The stored dialogues of these scenarios, settings and models on `backend` (other runs in the store,
-    other backends included, left out)."""
+                  assistant_model: str = DEFAULT_MODEL, assistant_backend: str | None = None) -> pd.DataFrame:
+    """The stored dialogues of these scenarios, settings and models, the user agent on `backend` and the
+    assistant on `assistant_backend` (default: the same; other runs in the store, other backends
+    included, left out)."""
     names = [AssistantSetting.parse(s).name for s in settings]
     frame = benchmark.scenarios[benchmark.scenarios["task_type"].isin(list(task_types))]
     wanted = set(planned_ids(store, list(frame["scenario_id"]), names, backend=backend, user_model=user_model,
-                             assistant_model=assistant_model).values())
+                             assistant_model=assistant_model, assistant_backend=assistant_backend).values())
     records = [r for r in store.records(Dialogue) if r["id"] in wanted]
     return pd.DataFrame.from_records(records)
 

@@ -134,7 +134,7 @@ def _stage(user_model: str, assistant_model: str, max_turns: int | None,
 
 
 def _prepare(benchmark: Benchmark, run: RunStore | str | os.PathLike[str], client: LLMClient, *,
-             assistant_client: LLMClient | None = None,
+             assistant_client: LLMClient | None = None, assistant_backend: str | None = None,
              settings: Sequence[str | AssistantSetting] = ("base",), task_types: Sequence[str] = (SD, MD),
              user_model: str = DEFAULT_MODEL, assistant_model: str = DEFAULT_MODEL,
              retry_errors: bool = False, max_turns: int | None = None,
@@ -143,6 +143,10 @@ def _prepare(benchmark: Benchmark, run: RunStore | str | os.PathLike[str], clien
                                                          Plan[PlannedDialogue], StageReport]:
     if assistant_client is client:
         assistant_client = None
+    if assistant_backend not in (None, (assistant_client or client).backend_name):
+        raise ValueError(f"assistant_backend={assistant_backend!r} but the assistant's client calls "
+                         f"{(assistant_client or client).backend_name!r}: pass the assistant's own client "
+                         "as assistant_client")
     if assistant_client is not None and max_cost_usd is not None:
         raise ValueError("max_cost_usd is not supported yet with the assistant on its own client: "
                          "the limit would count only the user agent's spending; leave it None")
@@ -181,7 +185,8 @@ def run_simulation(benchmark: Benchmark, run: RunStore | str | os.PathLike[str],
     """Simulate every planned dialogue into the run store: the user agent through `client` (an
     `LLMClient`), the assistant through `assistant_client` (another `LLMClient`; default: `client`).
 
-    Options: `assistant_client`, `settings` (assistant settings, default ["base"]), `task_types`,
+    Options: `assistant_client`, `assistant_backend` (a check: the backend `assistant_client` must
+    call), `settings` (assistant settings, default ["base"]), `task_types`,
     `user_model`, `assistant_model`, `retry_errors` (redo dialogues stored as errors), `max_turns`
     (overrides the 20/30 caps), `limit` (run at most that many of the planned dialogues; the rest stay
     for a later call), `shard` ("i/n": this machine's share) and `max_cost_usd` (stop new calls once
