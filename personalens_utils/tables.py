@@ -46,13 +46,16 @@ class Source:
 
 @dataclass(frozen=True)
 class TableResult:
-    """A table to show (`frame`), its caption, where its numbers come from, and optionally the long
-    numeric frame behind a formatted display (`data`, e.g. means and interval bounds as floats)."""
+    """A table to show (`frame`), its caption, where its numbers come from, optionally the long
+    numeric frame behind a formatted display (`data`, e.g. means and interval bounds as floats), and
+    for a table that compares systems the direction in which each column is better (`best`, bold
+    in the LaTeX export)."""
 
     frame: pd.DataFrame
     caption: str
     source: Source
     data: pd.DataFrame | None = None
+    best: Mapping[str, str] | None = None
 
     def save(
         self,
@@ -63,9 +66,11 @@ class TableResult:
         float_format: str = "{:.2f}",
         best: Mapping[str, str] | None = None,
     ) -> dict[str, Path]:
-        """`save_table` of the frame with the caption; `best` bolds the best value of those columns."""
+        """`save_table` of the frame with the caption; `best` (default: the table's own) bolds the
+        best value of those columns."""
         return save_table(
-            self.frame, output_dir, number, slug, self.caption, float_format=float_format, best=best
+            self.frame, output_dir, number, slug, self.caption, float_format=float_format,
+            best=self.best if best is None else best,
         )
 
     def save_data(

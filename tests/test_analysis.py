@@ -238,3 +238,11 @@ def test_figures_carry_the_offline_label_and_show_the_turn_trends(tidy):
     assert OFFLINE_LABEL in radar.caption and radar.figure.axes[0].get_title() == ""
     drawn = tidy[(tidy["assistant_setting"] == "base") & (tidy["task_type"] == "SD")]
     assert f"{drawn['dialogue_id'].nunique()} judged dialogues" in radar.describe()
+
+
+def test_a_tiny_nonzero_difference_is_not_printed_as_zero():
+    from personalens_utils.analysis.ablation import fmt_diff
+
+    assert fmt_diff(0.004, 0.001, 0.008, 0.033) == "+0.004 [+0.001, +0.008], p=0.033"
+    assert fmt_diff(0.0, 0.0, 0.0, 1.0) == "+0.00 [+0.00, +0.00], p=1.000"
+    assert fmt_diff(-0.46, -0.7, -0.2, 0.0001) == "-0.46 [-0.70, -0.20], p<0.001"

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy.stats import kendalltau
-from test_latex_tables import _compile, needs_tex
+from test_latex_tables import compile_problems, needs_tex
 from test_simulation_support import tiny_benchmark
 
 from personalens_utils.analysis.judge_check import judge_sanity, kendall_tau_b
@@ -129,6 +129,6 @@ def test_an_assistant_missing_from_the_scores_is_named(judged):
 @pytest.mark.slow
 def test_the_sanity_table_compiles_and_its_csv_keeps_the_verdict(judged, tmp_path):
     paths = judge_sanity(judged, DESIGNED_ORDER, n_resamples=200).save(tmp_path, "J3", "judge_sanity")
-    assert _compile(paths["tex"]) == []
+    assert compile_problems(paths["tex"]) == []
     csv = pd.read_csv(paths["csv"], skiprows=1)
     assert list(csv["Recovered"]) == ["yes", "yes"] and list(csv.columns[3:7]) == list(DESIGNED_ORDER)

@@ -79,7 +79,7 @@ def test_a_wide_table_spans_both_columns_and_a_narrow_one_does_not():
     assert "\\begin{table}" in narrow and "\\begin{table*}" in wide
 
 
-def _compile(tex: Path) -> list[str]:
+def compile_problems(tex: Path) -> list[str]:
     """pdflatex problems of one table in a minimal article: errors and boxes wider than the text."""
     doc = tex.with_name(tex.stem + "_doc.tex")
     doc.write_text(standalone_document([tex.read_text(encoding="utf-8")]), encoding="utf-8")
@@ -105,5 +105,5 @@ def test_every_written_table_compiles_without_overfull_boxes(tmp_path):
                "symbols", "Symbols: κ, Δ, ≥, 95%, # and _. Second sentence.")
     tables = sorted((tmp_path / "out" / "tables").glob("*.tex"))
     assert len(tables) >= 15
-    failed = {tex.name: problems for tex in tables if (problems := _compile(tex))}
+    failed = {tex.name: problems for tex in tables if (problems := compile_problems(tex))}
     assert failed == {}

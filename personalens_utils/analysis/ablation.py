@@ -118,15 +118,20 @@ def _ablation_display(data: pd.DataFrame, settings: Sequence[str], base: str) ->
                 if setting == base:
                     row[f"{task_type} Δ{short}"] = "(reference)"
                 elif "diff_vs_base" in rec and not pd.isna(rec["diff_vs_base"]):
-                    row[f"{task_type} Δ{short}"] = (
-                        f"{rec['diff_vs_base']:+.2f} "
-                        f"[{rec['diff_ci_low']:+.2f}, {rec['diff_ci_high']:+.2f}], "
-                        f"{_fmt_p(rec['p_permutation'])}"
+                    row[f"{task_type} Δ{short}"] = fmt_diff(
+                        rec["diff_vs_base"], rec["diff_ci_low"], rec["diff_ci_high"], rec["p_permutation"]
                     )
                 else:
                     row[f"{task_type} Δ{short}"] = "no shared scenarios"
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def fmt_diff(diff: float, low: float, high: float, p: float) -> str:
+    """A paired difference with its interval and p-value; a non-zero difference too small for two
+    decimals gets three, so it never prints as a confusing "+0.00" beside a small p-value."""
+    places = 3 if diff != 0 and abs(diff) < 0.005 else 2
+    return f"{diff:+.{places}f} [{low:+.{places}f}, {high:+.{places}f}], {_fmt_p(p)}"
 
 
 def _fmt_p(p: float) -> str:

@@ -125,7 +125,12 @@ def table3(
         + missing_note(long)
         + provenance_note(backends(part))
     )
-    return TableResult(display, caption, score_source(part), long)
+    return TableResult(display, caption, score_source(part), long, best=higher_is_better(display))
+
+
+def higher_is_better(display: pd.DataFrame) -> dict[str, str]:
+    """Every score column of a table that compares assistants: higher is better on each scale."""
+    return {str(c): "max" for c in display.columns if c != "Assistant model"}
 
 
 def table12(
@@ -144,7 +149,7 @@ def table12(
         + missing_note(long)
         + provenance_note(backends(part))
     )
-    return TableResult(display, caption, score_source(part), long)
+    return TableResult(display, caption, score_source(part), long, best=higher_is_better(display))
 
 
 def judge_missing(store: RunStore, judge_model: str, prompt_version: str) -> TableResult:
