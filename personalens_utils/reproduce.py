@@ -162,14 +162,7 @@ def run_notebook(
     started = time.perf_counter()
     print(f"[reproduce] {name}{label}: {', '.join(f'{k}={v!r}' for k, v in passed.items())}", flush=True)
     try:
-        papermill.execute_notebook(
-            str(source),
-            str(executed),
-            parameters=passed,
-            kernel_name="python3",
-            progress_bar=False,
-            cwd=str(settings.notebooks_dir),
-        )
+        _execute(source, executed, passed, settings.notebooks_dir, f"{name}{label}")
     except Exception as exc:  # a failed notebook is reported in INDEX.md; later steps still run
         seconds = time.perf_counter() - started
         summary = str(exc).strip().splitlines()
@@ -179,6 +172,26 @@ def run_notebook(
     seconds = time.perf_counter() - started
     print(f"[reproduce] {name}{label} done in {seconds:.0f}s", flush=True)
     return StepResult(name + label, executed, seconds, True)
+
+
+KERNEL_START_FAILURE = "Kernel died before replying to kernel_info"
+"""What papermill raises when a kernel cannot start, e.g. when another kernel took its port first."""
+
+
+def _execute(source: Path, executed: Path, params: dict[str, Any], cwd: Path, name: str) -> None:
+    """papermill, started again once if the kernel died before running anything (a port race
+    between kernels starting at the same moment); any other failure is the notebook's own."""
+    for attempt in (1, 2):
+        try:
+            papermill.execute_notebook(
+                str(source), str(executed), parameters=params, kernel_name="python3", progress_bar=False,
+                cwd=str(cwd),
+            )
+            return
+        except Exception as exc:  # papermill re-raises the kernel client's RuntimeError as it is
+            if attempt == 2 or KERNEL_START_FAILURE not in str(exc):
+                raise
+            print(f"[reproduce] {name}: the kernel did not start ({exc}); starting it again", flush=True)
 
 
 def _slug(model: str) -> str:

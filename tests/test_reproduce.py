@@ -176,3 +176,36 @@ def test_publish_copies_only_this_runs_files(tmp_path, monkeypatch):
     assert "table3_assistant_models.tex" in copied and "figure4_domains.pdf" in copied
     assert "figure3_demographics.png" not in copied
     assert (tmp_path / "tables" / "table3_assistant_models.md").is_file()
+
+
+def test_a_kernel_that_dies_at_start_is_started_again_once(tmp_path, monkeypatch):
+    calls = []
+
+    def flaky(*args, **kwargs):
+        calls.append(args)
+        if len(calls) == 1:
+            raise RuntimeError(reproduce.KERNEL_START_FAILURE)
+
+    monkeypatch.setattr(reproduce.papermill, "execute_notebook", flaky)
+    reproduce._execute(tmp_path / "a.ipynb", tmp_path / "b.ipynb", {}, tmp_path, "a")
+    assert len(calls) == 2
+
+    def always(*args, **kwargs):
+        calls.append(args)
+        raise RuntimeError(reproduce.KERNEL_START_FAILURE)
+
+    calls.clear()
+    monkeypatch.setattr(reproduce.papermill, "execute_notebook", always)
+    with pytest.raises(RuntimeError, match="kernel_info"):
+        reproduce._execute(tmp_path / "a.ipynb", tmp_path / "b.ipynb", {}, tmp_path, "a")
+    assert len(calls) == 2
+
+    def broken(*args, **kwargs):
+        calls.append(args)
+        raise RuntimeError("the notebook's own error")
+
+    calls.clear()
+    monkeypatch.setattr(reproduce.papermill, "execute_notebook", broken)
+    with pytest.raises(RuntimeError, match="own error"):
+        reproduce._execute(tmp_path / "a.ipynb", tmp_path / "b.ipynb", {}, tmp_path, "a")
+    assert len(calls) == 1
