@@ -1,6 +1,7 @@
 """Shared fixtures. The official archive is extracted once per test session into a temp folder.
 
-The archive is looked for in ../shared/data beside the checkout, or at $PERSONALENS_ARCHIVE.
+The archive is looked for in ../shared/data beside the checkout, or at $PERSONALENS_ARCHIVE; the
+official code archive likewise, or at $PERSONALENS_CODE_ARCHIVE.
 """
 
 from __future__ import annotations
@@ -10,9 +11,10 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from support.official_data import SHARED_ARCHIVE
+from support.official_data import SHARED_ARCHIVE, SHARED_CODE_ARCHIVE
 
 ARCHIVE = Path(os.environ.get("PERSONALENS_ARCHIVE", SHARED_ARCHIVE))
+CODE_ARCHIVE = Path(os.environ.get("PERSONALENS_CODE_ARCHIVE", SHARED_CODE_ARCHIVE))
 
 
 @pytest.fixture(scope="session")
@@ -34,3 +36,29 @@ def official_data(official_root: Path) -> Path:
 @pytest.fixture(scope="session")
 def official_schema_path(official_root: Path) -> Path:
     return official_root / "res" / "schema.json"
+
+
+@pytest.fixture(scope="session")
+def official_code_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The extracted code archive: `personalens-official-code/` and `official-run-user7/`.
+
+    Read-only by convention: a test that runs the official scripts copies what it needs first.
+    """
+    if not CODE_ARCHIVE.is_file():
+        pytest.skip(f"official PersonaLens code archive not found at {CODE_ARCHIVE} (../shared is absent)")
+    target = tmp_path_factory.mktemp("official_code")
+    with tarfile.open(CODE_ARCHIVE) as tar:
+        tar.extractall(target, filter="data")
+    return target
+
+
+@pytest.fixture(scope="session")
+def official_code(official_code_root: Path) -> Path:
+    """The authors' code folder (src/, util/, res/), as a user's own copy would be."""
+    return official_code_root / "personalens-official-code"
+
+
+@pytest.fixture(scope="session")
+def official_run_user7(official_code_root: Path) -> Path:
+    """Real output of the official scripts for user 7 (output/dialogue, output/evaluation, the log)."""
+    return official_code_root / "official-run-user7"

@@ -15,6 +15,8 @@ from personalens_utils.paths import find_official_data
 CHECKOUT = Path(__file__).resolve().parents[2]
 SHARED_ARCHIVE = CHECKOUT.parent / "shared" / "data" / "personalens-official.tar.xz"
 """Where the team keeps the official archive: ../shared/data beside the checkout."""
+SHARED_CODE_ARCHIVE = CHECKOUT.parent / "shared" / "data" / "personalens-official-code.tar.xz"
+"""The authors' code (`personalens-official-code/`) and its real output for user 7 (`official-run-user7/`)."""
 
 
 @contextlib.contextmanager
