@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 DATA_ENV = "PERSONALENS_DATA"
+LATEST = "LATEST"
+"""The file under runs/ naming the pass `make reproduce` ran last; notebooks 02-06 default to it."""
 
 
 def project_root() -> Path:
@@ -26,6 +29,11 @@ def runs_dir() -> Path:
     return project_root() / "runs"
 
 
+def is_benchmark(folder: Path) -> bool:
+    """Whether `folder` (or its data/ subfolder) holds profile/ and task/."""
+    return any((f / "profile").is_dir() and (f / "task").is_dir() for f in (folder, folder / "data"))
+
+
 def find_official_data() -> Path | None:
     """The official benchmark folder (holding profile/ and task/), if the kit can find one.
 
@@ -43,14 +51,68 @@ def find_official_data() -> Path | None:
     return None
 
 
+@dataclass(frozen=True)
+class LatestRun:
+    """The pass `make reproduce` ran last: its folder (runs/<run>/<pass>/) and the benchmark it used."""
+
+    folder: Path
+    benchmark: Path
+
+    @property
+    def store(self) -> Path:
+        return self.folder / "store"
+
+
+def _relative(path: Path, runs: Path) -> str:
+    return str(path.relative_to(runs)) if path.is_relative_to(runs) else str(path)
+
+
+def write_latest(folder: Path, benchmark: Path, runs: Path | None = None) -> Path:
+    """Point runs/LATEST at a finished reproduction pass; paths under runs/ are kept relative, so a copied
+    checkout still finds them."""
+    runs = runs or runs_dir()
+    target = runs / LATEST
+    target.write_text(
+        "# written by `make reproduce`: notebooks 02-06 on default parameters use this pass "
+        "(docs/parameters.md)\n"
+        f"folder: {_relative(folder.resolve(), runs.resolve())}\n"
+        f"benchmark: {_relative(benchmark.resolve(), runs.resolve())}\n",
+        encoding="utf-8",
+    )
+    return target
+
+
+def latest_run() -> LatestRun | None:
+    """The pass runs/LATEST names, if the file is there and the pass's folder still exists."""
+    runs = runs_dir()
+    try:
+        lines = (runs / LATEST).read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        return None
+    fields = dict(line.split(": ", 1) for line in lines if ": " in line and not line.startswith("#"))
+    if "folder" not in fields or "benchmark" not in fields:
+        return None
+    folder, benchmark = runs / fields["folder"], runs / fields["benchmark"]
+    return LatestRun(folder, benchmark) if folder.is_dir() else None
+
+
 def generated_benchmark_dir(name: str = "default") -> Path:
     """Where notebook 01 writes a generated benchmark."""
     return project_root() / "data" / "generated" / name
 
 
 def default_benchmark_dir() -> Path:
-    """The official data if the kit finds it, else the benchmark notebook 01 generated."""
-    return find_official_data() or generated_benchmark_dir()
+    """The official data if the kit finds it; else the benchmark notebook 01 wrote (data/generated/default);
+    else the benchmark of the latest `make reproduce` (runs/LATEST); else data/generated/default, which
+    does not exist yet (`Session.open` says what produces one)."""
+    official = find_official_data()
+    if official is not None:
+        return official
+    generated = generated_benchmark_dir()
+    latest = latest_run()
+    if not is_benchmark(generated) and latest is not None and is_benchmark(latest.benchmark):
+        return latest.benchmark
+    return generated
 
 
 def resolve_benchmark_dir(benchmark_dir: str | os.PathLike[str] | None) -> Path:

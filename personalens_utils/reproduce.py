@@ -4,8 +4,9 @@
 in pipeline order from one parameter set, once per benchmark "pass": a small benchmark generated
 on the spot, and the official data when the kit finds it. Executed notebooks, run stores, tables
 and figures of a pass go to `runs/<run>/<pass>/`; the main pass's tables and figures are copied to
-the top-level `tables/` and `figures/`. `runs/<run>/INDEX.md` lists every table and figure of the
-paper with the file that reproduces it, or the reason it was not reproduced.
+the top-level `tables/` and `figures/`, and `runs/LATEST` names that pass, so the notebooks on their
+default parameters work on its benchmark and run store. `runs/<run>/INDEX.md` lists every table and
+figure of the paper with the file that reproduces it, or the reason it was not reproduced.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from personalens_utils.analysis.scores import load_dialogues, load_judgments
 
 from .llm import registry
 from .llm.offline.reference import DESIGNED_ORDER
-from .paths import find_official_data, project_root, runs_dir
+from .paths import find_official_data, project_root, runs_dir, write_latest
 from .store import RunStore
 
 NOTEBOOKS = ("01_generation", "02_validation", "03_simulation", "04_judging", "05_ablation", "06_analysis")
@@ -498,6 +499,8 @@ def reproduce(settings: Settings) -> tuple[list[PassResult], Path]:
         main = results[-1]
         n = len(publish(main))
         print(f"[reproduce] copied {n} table/figure files of pass {main.name!r} to tables/ and figures/")
+        latest = write_latest(main.folder, Path(main.benchmark), runs=runs_dir())
+        print(f"[reproduce] {latest} points notebooks 02-06 on default parameters at pass {main.name!r}")
     index = write_index(settings, results, time.perf_counter() - started)
     return results, index
 

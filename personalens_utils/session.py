@@ -34,11 +34,40 @@ from personalens_utils.store import RunStore
 
 ALL_USERS = "all"
 DEFAULT_RUN = "simulation"
-"""The run store under runs/ that notebooks 03-06 share when `run_dir` is None."""
+"""The run store under runs/ that notebooks 03-06 share when `run_dir` is None and no reproduction
+of the same benchmark is on record (`default_run_dir`)."""
 
 
 class SessionError(ValueError):
-    """A notebook parameter that cannot be resolved; the message names it."""
+    """A notebook parameter that cannot be resolved, or input a notebook needs and does not have; the
+    message names it and what produces it."""
+
+    def _render_traceback_(self) -> list[str]:
+        """IPython shows this instead of a traceback: the one line says all there is to fix."""
+        return [f"{type(self).__name__}: {self}"]
+
+
+def _benchmark_folder(path: str | os.PathLike[str]) -> Path:
+    folder = Path(path).expanduser().resolve()
+    return folder / "data" if (folder / "data" / "profile").is_dir() else folder
+
+
+def default_run_dir(benchmark_dir: str | os.PathLike[str]) -> Path:
+    """`run_dir=None`: the store of the latest `make reproduce` (runs/LATEST) when the session works on
+    that reproduction's benchmark, so results and benchmark belong together; else runs/simulation/."""
+    latest = paths.latest_run()
+    if latest is not None and _benchmark_folder(latest.benchmark) == _benchmark_folder(benchmark_dir):
+        return latest.store
+    return paths.runs_dir() / DEFAULT_RUN
+
+
+def _no_benchmark(folder: Path) -> SessionError:
+    return SessionError(
+        f"benchmark_dir=None: no benchmark found (no official data at ${paths.DATA_ENV} or "
+        f"data/personalens/, nothing generated at {folder}, no `make reproduce` in runs/{paths.LATEST}); "
+        "run notebook 01 or "
+        "`make reproduce` first, or set benchmark_dir"
+    )
 
 
 def _use_yaml(name: str, value: Any, why: str) -> SessionError:
@@ -137,8 +166,10 @@ class Session:
         if unknown:
             raise SessionError(f"parameter task_types: unknown {unknown}; use 'SD' and/or 'MD'")
         bench = paths.resolve_benchmark_dir(benchmark_dir)
+        if not benchmark_dir and not paths.is_benchmark(bench):
+            raise _no_benchmark(bench)
         if store or run_dir:
-            run_store: RunStore | None = RunStore(run_dir or paths.runs_dir() / DEFAULT_RUN)
+            run_store: RunStore | None = RunStore(run_dir or default_run_dir(bench))
         else:
             run_store = None
         return cls(
@@ -166,6 +197,17 @@ class Session:
         if self._benchmark is None:
             self._benchmark = load_benchmark(self.benchmark_dir, users=self.users)
         return self._benchmark
+
+    def require(self, frame: pd.DataFrame, what: str, producer: str) -> pd.DataFrame:
+        """`frame` when it has rows; else a one-line `SessionError` naming what the run store lacks for
+        the session's users and task types, and which notebook (`producer`) makes it."""
+        if frame.empty:
+            users = "all users" if self.users is None else f"{len(self.users)} users"
+            raise SessionError(
+                f"the run store {self.run_store.root} holds no {what} ({users}, task_types="
+                f"{list(self.task_types)}): run {producer} first, or set run_dir to a run store that has them"
+            )
+        return frame
 
     def load_benchmark(self, users: Sequence[int] | None) -> Benchmark:
         """The benchmark for other users than the session's (e.g. those a run store holds)."""
