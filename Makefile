@@ -5,6 +5,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 RUN ?= default
 ARGS ?=
+# JupyterLab refuses to run as root unless told; containers often run as root.
+ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 
 .PHONY: install test lint reproduce lab bench clean-runs strip
 
@@ -28,7 +30,7 @@ reproduce: install
 	$(BIN)/python -m personalens_utils.reproduce --run $(RUN) $(ARGS)
 
 lab: install
-	$(BIN)/jupyter lab notebooks/
+	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" $(ALLOW_ROOT) $(ARGS)
 
 bench: install
 	for script in benchmarks/*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done

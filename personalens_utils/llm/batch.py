@@ -28,9 +28,9 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 import orjson
-from tqdm.auto import tqdm
 
 from . import registry
+from .progress import progress_bar
 from .types import FatalError, Request, Response, RetriesExhaustedError, RetryableError, Usage
 
 if TYPE_CHECKING:
@@ -187,7 +187,7 @@ class BatchRunner:
             else:
                 outcomes[key] = _outcome(result)
         deadline = None if self.max_wait_s is None else time.monotonic() + self.max_wait_s
-        bar = tqdm(
+        bar = progress_bar(
             total=len(requests), initial=len(outcomes), desc=f"{stage or 'llm'} (batches)", unit="request",
             disable=not self.client.progress,
         )

@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pandas as pd
-from tqdm.auto import tqdm
 
 from . import registry
 from .backends import make_backend
 from .budget import BudgetReachedError
 from .cache import ResponseCache
+from .progress import progress_bar
 from .types import (
     ROLES,
     ChatModel,
@@ -369,7 +369,9 @@ class LLMClient:
         results: list[Any] = [None] * len(items)
         pending = iter(range(len(items)))
         started: set[int] = set()
-        bar = tqdm(total=len(items), desc=desc or stage or "llm", unit="item", disable=not self.progress)
+        bar = progress_bar(
+            total=len(items), desc=desc or stage or "llm", unit="item", disable=not self.progress
+        )
         with self._lock:
             self._bars.append(bar)
 
