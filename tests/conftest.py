@@ -11,6 +11,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from support.checkout import fresh_copy, run_reproduce
 from support.official_data import SHARED_ARCHIVE, SHARED_CODE_ARCHIVE
 
 ARCHIVE = Path(os.environ.get("PERSONALENS_ARCHIVE", SHARED_ARCHIVE))
@@ -62,3 +63,14 @@ def official_code(official_code_root: Path) -> Path:
 def official_run_user7(official_code_root: Path) -> Path:
     """Real output of the official scripts for user 7 (output/dialogue, output/evaluation, the log)."""
     return official_code_root / "official-run-user7"
+
+
+@pytest.fixture(scope="session")
+def reproduced_checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh copy of the kit right after a small offline `make reproduce` (support.checkout:
+    generated pass, 6 users): `runs/small/generated/` and `runs/LATEST`. Read-only by convention; a
+    test that runs notebooks copies it first. Tests using it share the xdist group
+    "reproduced_checkout", so one worker makes it once."""
+    checkout = fresh_copy(tmp_path_factory.mktemp("reproduced") / "checkout")
+    run_reproduce(checkout)
+    return checkout

@@ -10,25 +10,14 @@ import pytest
 from test_figure_export import POINTS_PER_INCH, font_sizes, font_subtypes, page_size
 from test_latex_tables import PDFLATEX, compile_problems
 
-from personalens_utils import plots, reproduce
+from personalens_utils import plots
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("reproduce_exports")]
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("reproduced_checkout")]
 
 
 @pytest.fixture(scope="module")
-def run_dir(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("reproduce_exports")
-    checkout = root / "checkout"
-    checkout.mkdir()
-    (checkout / "notebooks").symlink_to(reproduce.project_root() / "notebooks")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(reproduce, "project_root", lambda: checkout)
-        mp.setattr(reproduce, "runs_dir", lambda: checkout / "runs")
-        mp.delenv("PERSONALENS_DATA", raising=False)
-        code = reproduce.main(["--run", "small", "--passes", "generated", "--generated-users", "6",
-                               "--ablation-users", "3", "--max-concurrency", "8"])
-    assert code == 0, "the reproduction failed: see the executed notebooks under " + str(checkout / "runs")
-    return checkout / "runs" / "small"
+def run_dir(reproduced_checkout) -> Path:
+    return reproduced_checkout / "runs" / "small"
 
 
 def test_the_reproduction_exports_tables_and_figures(run_dir):

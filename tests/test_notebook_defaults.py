@@ -1,0 +1,100 @@
+"""Right after `make reproduce`, every notebook runs on its default parameters (issue 13): 02-06 find
+the reproduction's benchmark and run store through runs/LATEST, 01 generates data/generated/default.
+Executed copies keep finished progress bars. Without its input a notebook stops with one line
+saying what to run first."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import papermill
+import pytest
+from support.checkout import copy_env
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("reproduced_checkout")]
+
+ORDER = ("02_validation", "03_simulation", "04_judging", "05_ablation", "06_analysis", "01_generation")
+"""A researcher's order after `make reproduce`; 01 last, since its new benchmark becomes 02-06's default."""
+WIDGET = "application/vnd.jupyter.widget-view+json"
+
+
+@pytest.fixture
+def checkout(reproduced_checkout, tmp_path, monkeypatch) -> Path:
+    """A copy of the reproduced checkout whose kernels import its own package."""
+    copy = Path(shutil.copytree(reproduced_checkout, tmp_path / "checkout", symlinks=True))
+    for name, value in copy_env(copy).items():
+        monkeypatch.setenv(name, value)
+    for name in ("PERSONALENS_DATA", "PERSONALENS_CACHE"):
+        monkeypatch.delenv(name, raising=False)
+    return copy
+
+
+def _run(checkout: Path, name: str, out: Path, **parameters) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    executed = out / f"{name}.ipynb"
+    papermill.execute_notebook(str(checkout / "notebooks" / f"{name}.ipynb"), str(executed),
+                               parameters=parameters, kernel_name="python3", progress_bar=False,
+                               cwd=str(checkout / "notebooks"))
+    return executed
+
+
+def _text(executed: Path) -> str:
+    """Everything the executed notebook printed or displayed as text."""
+    parts = []
+    for cell in json.loads(executed.read_text(encoding="utf-8"))["cells"]:
+        for output in cell.get("outputs", []):
+            parts.append("".join(output.get("text", "")))
+            for mime in ("text/plain", "text/markdown"):
+                parts.append("".join(output.get("data", {}).get(mime, "")))
+    return "\n".join(parts)
+
+
+def _bars(executed: Path) -> list[str]:
+    """The saved text of every progress bar (widget) of an executed notebook."""
+    cells = json.loads(executed.read_text(encoding="utf-8"))["cells"]
+    return ["".join(o["data"]["text/plain"]) for c in cells for o in c.get("outputs", [])
+            if WIDGET in o.get("data", {})]
+
+
+def test_every_notebook_runs_on_its_defaults_right_after_reproduce(checkout, tmp_path):
+    latest = (checkout / "runs" / "LATEST").read_text(encoding="utf-8")
+    assert "folder: small/generated" in latest and "benchmark: small/generated/benchmark" in latest
+    store = checkout / "runs" / "small" / "generated" / "store"
+    out = tmp_path / "executed"
+    executed = {name: _run(checkout, name, out) for name in ORDER}
+    texts = {name: _text(path) for name, path in executed.items()}
+    assert "6 users" in texts["02_validation"]  # the reproduction's 6-user benchmark, not data/generated
+    for name in ("03_simulation", "04_judging", "05_ablation", "06_analysis"):
+        assert str(store) in texts[name], f"{name} did not work on the reproduction's store"
+    assert "Notebook 06 finished" in texts["06_analysis"]
+    assert not (checkout / "runs" / "simulation").exists()  # nothing went to a second store
+    assert (checkout / "data" / "generated" / "default" / "profile").is_dir()  # 01 wrote its own benchmark
+
+
+def test_executed_copies_of_the_reproduction_keep_finished_progress_bars(reproduced_checkout):
+    bars = {path.name: _bars(path) for path in sorted((reproduced_checkout / "runs").rglob("*.ipynb"))}
+    drawn = [bar for found in bars.values() for bar in found]
+    assert len(drawn) >= 5, bars  # simulation, judging, ablation and the second judge draw bars
+    for name, found in bars.items():
+        for bar in found:
+            assert "100%" in bar and not re.search(r"(?<!\d)0/0\b", bar), f"{name}: stale bar {bar!r}"
+
+
+def test_a_notebook_without_its_input_says_in_one_line_what_to_run_first(checkout, tmp_path):
+    (checkout / "runs" / "LATEST").unlink()  # as before any `make reproduce`
+    out = tmp_path / "executed"
+    with pytest.raises(papermill.PapermillExecutionError) as no_benchmark:
+        _run(checkout, "02_validation", out)
+    assert no_benchmark.value.ename == "SessionError"
+    assert len(no_benchmark.value.traceback) == 1, "the error is one line, not a traceback"
+    assert "run notebook 01 or `make reproduce` first, or set benchmark_dir" in no_benchmark.value.evalue
+    empty = tmp_path / "empty_store"
+    with pytest.raises(papermill.PapermillExecutionError) as no_judgments:
+        _run(checkout, "06_analysis", out, run_dir=str(empty),
+             benchmark_dir=str(checkout / "runs" / "small" / "generated" / "benchmark"))
+    assert len(no_judgments.value.traceback) == 1
+    assert f"the run store {empty} holds no judgments by Claude 3.5 Sonnet" in no_judgments.value.evalue
+    assert "run notebooks 03 and 04 first" in no_judgments.value.evalue
