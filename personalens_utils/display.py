@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import math
+import numbers
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -62,11 +63,24 @@ def cell(value: Any, precision: int = 2) -> str:
         return ""
     if isinstance(value, bool):
         return str(value)
-    if isinstance(value, float):
-        return f"{value:.{precision}f}"
+    if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral):
+        return f"{float(value):.{precision}f}"
     if isinstance(value, list | tuple):
         return ", ".join(cell(v, precision) for v in value)
     return str(value)
+
+
+_NUM = ' class="pl-num"'
+
+
+def _precision(column: Any, precision: int) -> int:
+    """Costs in dollars keep four decimals (a call costs fractions of a cent); other floats `precision`."""
+    return max(precision, 4) if "cost" in str(column).lower() else precision
+
+
+def meaningful_index(frame: pd.DataFrame) -> bool:
+    """Whether the index says something (a pivot's or a groupby's named levels), not row positions."""
+    return any(name is not None for name in frame.index.names)
 
 
 def frame_html(
@@ -74,34 +88,64 @@ def frame_html(
     *,
     precision: int = 2,
     caption: str = "",
-    index: bool = False,
+    index: bool | None = None,
     css_class: str = "pl-table",
 ) -> str:
-    """A frame as a scrolling HTML table: no index unless it means something, formatted floats, blanks.
-
-    A frame with a named or non-default index (e.g. a pivot) keeps it as leading columns.
-    """
-    shown = frame.reset_index() if index else frame
+    """A frame as a scrolling HTML table: formatted floats, blank cells for undefined values, and
+    no index column unless it means something (`index=None`: a named index, e.g. a pivot's, is kept
+    as leading columns; row numbers are not)."""
+    title = f'<div class="pl-caption">{esc(caption)}</div>' if caption else ""
+    if frame.empty:
+        return f'{STYLE}{title}<div class="pl-empty pl-muted">No rows.</div>'
+    keep = meaningful_index(frame) if index is None else index
+    shown = frame.reset_index() if keep else frame
     columns = [" / ".join(map(str, c)) if isinstance(c, tuple) else str(c) for c in shown.columns]
-    numeric = [
-        pd.api.types.is_numeric_dtype(shown[c]) and not pd.api.types.is_bool_dtype(shown[c])
-        for c in shown.columns
-    ]
+    kinds = []
+    for position in range(shown.shape[1]):
+        series = shown.iloc[:, position]
+        numeric = pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)
+        kinds.append((numeric, _precision(columns[position], precision)))
     head = "".join(f"<th>{esc(c)}</th>" for c in columns)
     rows = []
     for values in shown.itertuples(index=False, name=None):
         tds = "".join(
-            f'<td class="pl-num">{esc(cell(v, precision))}</td>'
-            if num
-            else f"<td>{esc(cell(v, precision))}</td>"
-            for v, num in zip(values, numeric, strict=True)
+            f"<td{_NUM if numeric else ''}>{esc(cell(v, digits))}</td>"
+            for v, (numeric, digits) in zip(values, kinds, strict=True)
         )
         rows.append(f"<tr>{tds}</tr>")
-    title = f'<div class="pl-caption">{esc(caption)}</div>' if caption else ""
     return (
         f'{STYLE}{title}<div class="pl-scroll"><table class="{css_class}"><thead><tr>{head}</tr></thead>'
         f"<tbody>{''.join(rows)}</tbody></table></div>"
     )
+
+
+class Frame:
+    """A frame to display as `frame_html` (e.g. `display(Frame(df, precision=3))`)."""
+
+    def __init__(self, frame: pd.DataFrame, *, precision: int = 2, caption: str = "") -> None:
+        self.frame, self.precision, self.caption = frame, precision, caption
+
+    def _repr_html_(self) -> str:
+        return frame_html(self.frame, precision=self.precision, caption=self.caption)
+
+    def __repr__(self) -> str:
+        return repr(self.frame)
+
+
+def use_in_notebook() -> bool:
+    """Show every DataFrame of the running IPython kernel as `frame_html`; False outside IPython.
+
+    `Session.open` calls it, so every notebook's tables read the same way without a call per cell.
+    """
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython is a requirement, but the package runs without it
+        return False
+    shell = get_ipython()
+    if shell is None:
+        return False
+    shell.display_formatter.formatters["text/html"].for_type(pd.DataFrame, lambda f: frame_html(f))
+    return True
 
 
 def fields_html(fields: Mapping[str, Any], *, precision: int = 2) -> str:
