@@ -201,6 +201,9 @@ def test_side_by_side_aligns_turns_and_puts_scores_beside_each(store, benchmark)
     left_1, right_1 = rows[0][1], rows[1][1]
     assert "How about a jazz documentary?" in left_1 and "You liked drama before" in right_1
     assert "Thanks, bye." in rows[5][1] and "pl-turn" not in rows[4][1]  # base ended after two turns
+    relevant = re.search(r'<table class="pl-table pl-relevant">.*?</table>', page).group(0)
+    assert "<th>applied in model-a · base (whole-word match)</th>" in relevant
+    assert "<td>jazz: turn 1; drama: turn 2</td><td>drama: turn 1</td>" in relevant  # each run's own
     judged = page[page.index("<h4>Judgments</h4>"):]
     assert judged.index("personalization of d-base") < judged.index("personalization of d-plus-i")
     assert f"personalization of d-plus-i: {LONG}" in judged

@@ -94,19 +94,29 @@ def _values(value: Any) -> str:
     return ", ".join(map(str, value)) if isinstance(value, list | tuple) else str(value)
 
 
-def profile_html(view: DialogueView) -> str:
-    """The task, the user's relevant preferences and where the assistant applied them, the rest folded."""
+def _applied_turns(view: DialogueView) -> dict[tuple[str, str, str], list[int]]:
+    """(preference, domain, value) -> the turn numbers where the assistant's message holds the value."""
+    used: dict[tuple[str, str, str], list[int]] = defaultdict(list)
+    numbers = _turn_numbers(view.dialogue)
+    for m in view.mentions:
+        if m.role == "assistant" and numbers[m.index] not in used[(m.preference, m.domain, m.value)]:
+            used[(m.preference, m.domain, m.value)].append(numbers[m.index])
+    return used
+
+
+def profile_html(view: DialogueView, *, compared: Sequence[tuple[str, DialogueView]] = ()) -> str:
+    """The task, the user's relevant preferences and where the assistant applied them, the rest folded.
+
+    `compared` gives one "applied" column per (label, dialogue) of the same scenario instead of one.
+    """
     if view.context is None:
         return f'<div class="pl-profile pl-muted">Profile not shown: {esc(view.problem)}</div>'
     ctx = view.context
     task = ctx.get("task") or {}
     relevant = list(task.get("relevant_preferences") or ())
     prefs: Mapping[str, Mapping[str, Any]] = ctx.get("preferences") or {}
-    used: dict[tuple[str, str, str], list[int]] = defaultdict(list)
-    numbers = _turn_numbers(view.dialogue)
-    for m in view.mentions:
-        if m.role == "assistant":
-            used[(m.preference, m.domain, m.value)].append(numbers[m.index])
+    sides = list(compared) or [("by the assistant", view)]
+    used = [_applied_turns(side) for _, side in sides]
     rows = []
     for name in relevant:
         for domain, by_type in prefs.items():
@@ -114,20 +124,19 @@ def profile_html(view: DialogueView) -> str:
                 continue
             value = by_type[name]
             items = value if isinstance(value, list | tuple) else [value]
-            where = "; ".join(
-                f"{item}: turn {', '.join(map(str, sorted(set(used[(name, domain, str(item))]))))}"
-                for item in items
-                if used.get((name, domain, str(item)))
-            )
-            applied = esc(where) or _NOT_APPLIED
-            rows.append(
-                f"<tr><td>{esc(domain)}</td><td>{esc(name)}</td><td>{esc(_values(value))}</td>"
-                f"<td>{applied}</td></tr>"
-            )
+            applied = ""
+            for turns in used:
+                where = "; ".join(
+                    f"{item}: turn {', '.join(map(str, turns[(name, domain, str(item))]))}"
+                    for item in items
+                    if turns.get((name, domain, str(item)))
+                )
+                applied += f"<td>{esc(where) or _NOT_APPLIED}</td>"
+            rows.append(f"<tr><td>{esc(domain)}</td><td>{esc(name)}</td><td>{esc(_values(value))}</td>{applied}</tr>")
+    heads = "".join(f"<th>applied {esc(label)} (whole-word match)</th>" for label, _ in sides)
     relevant_html = (
         '<table class="pl-table pl-relevant"><thead><tr><th>domain</th><th>relevant preference</th>'
-        "<th>user's value</th><th>applied by the assistant (whole-word match)</th></tr></thead>"
-        f"<tbody>{''.join(rows)}</tbody></table>"
+        f"<th>user's value</th>{heads}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
         if rows
         else '<div class="pl-muted">The task names no relevant preference the user has a value for.</div>'
     )
@@ -228,12 +237,17 @@ def comparison_page(left: DialogueView, right: DialogueView) -> str:
         f"<div><h4>{esc(d.assistant_model)} · {esc(d.assistant_setting)}</h4>{header_html(d)}</div>"
         for d in (a, b)
     )
+    profile = profile_html(left, compared=[(f"in {_run(a)}", left), (f"in {_run(b)}", right)])
     return (
         f'{STYLE}<div class="pl-compare" data-scenario="{esc(a.scenario_id)}">'
-        f"<h4>{esc(a.scenario_id)}: side by side</h4>{profile_html(left)}"
+        f"<h4>{esc(a.scenario_id)}: side by side</h4>{profile}"
         f'<div class="pl-side">{head}{"".join(rows)}</div><h4>Judgments</h4>'
         f'<div class="pl-side">{"".join(judged)}</div></div>'
     )
+
+
+def _run(dialogue: Dialogue) -> str:
+    return f"{dialogue.assistant_model} · {dialogue.assistant_setting}"
 
 
 def _order(dimension: str) -> int:
