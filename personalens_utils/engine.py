@@ -28,6 +28,7 @@ from typing import Any, Generic, TypeVar
 
 import pandas as pd
 
+from personalens_utils.display import esc, frame_html
 from personalens_utils.llm import FatalError, LLMClient, LLMError, Request, Response, Usage
 from personalens_utils.records import Record
 from personalens_utils.store import RunStore
@@ -251,6 +252,19 @@ class StageReport:
             "cost_usd": self.cost_usd, "elapsed_s": round(self.elapsed_s, 2), **self.details,
         }
         return pd.DataFrame([row])
+
+    @property
+    def idle(self) -> bool:
+        """Nothing was planned, stored or left waiting: every item was already stored."""
+        return not (self.planned or self.stored or self.pending or self.left_by_budget)
+
+    def _repr_html_(self) -> str:
+        """One line when the stage had nothing to do; otherwise its message above its one-row table."""
+        if self.idle:
+            shard = f" (shard {self.shard})" if self.shard else ""
+            return (f'<div class="pl-stage pl-stage-idle">{esc(self.stage)}{esc(shard)}: nothing to do, '
+                    f"{self.already_done} items already stored.</div>")
+        return f'<div class="pl-stage">{esc(self.message())}</div>' + frame_html(self.frame())
 
     def __repr__(self) -> str:
         return (f"StageReport({self.message()}; planned {self.planned}, retried {self.retried}, "

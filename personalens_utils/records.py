@@ -24,6 +24,7 @@ from typing import Any, ClassVar, NoReturn, Self
 
 import orjson
 
+from personalens_utils.display import STYLE, chat_html, esc, fields_html
 from personalens_utils.llm import registry
 from personalens_utils.llm.types import FatalError, Message, Usage
 
@@ -281,6 +282,12 @@ class Dialogue(Record):
         """Turns as the paper counts them: user messages."""
         return sum(t.role == "user" for t in self.turns)
 
+    def _repr_html_(self) -> str:
+        """Who talked and how it ended, above the transcript as a chat (turns numbered by user message)."""
+        summary = {name: getattr(self, name) for name in self.summary_fields if name != "id"}
+        summary["error"] = self.error
+        return fields_html({"id": self.id, **summary}) + chat_html((t.role, t.content) for t in self.turns)
+
     def to_json(self) -> dict[str, Any]:
         identity = {} if self.legacy else {
             "user_backend": self.user_backend,
@@ -413,6 +420,14 @@ class Judgment(Record):
     def identity(self) -> str:
         names = (self.dialogue_id, self.dimension, self.judge_model, self.prompt_version)
         return self.legacy_id(*names) if self.legacy else self.make_id(*names, self.judge)
+
+    def _repr_html_(self) -> str:
+        """The judgment's fields, then the full explanation (never cut) and the raw answer folded."""
+        fields = {name: getattr(self, name) for name in self.summary_fields}
+        fields["attempts"] = self.attempts
+        return (f'{STYLE}{fields_html(fields)}<div class="pl-explanation">{esc(self.explanation)}</div>'
+                f'<details><summary>raw answer</summary><div class="pl-explanation pl-muted">{esc(self.raw)}'
+                "</div></details>")
 
     def to_json(self) -> dict[str, Any]:
         return {

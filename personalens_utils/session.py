@@ -25,6 +25,7 @@ import pandas as pd
 
 from personalens_utils import paths
 from personalens_utils.data import Benchmark, load_benchmark, resolve_users
+from personalens_utils.display import use_in_notebook
 from personalens_utils.llm import LLMClient
 from personalens_utils.llm.clients import Clients
 from personalens_utils.llm.specs import ModelSpec
@@ -165,6 +166,7 @@ class Session:
         unknown = sorted(set(task_types) - {"SD", "MD"})
         if unknown:
             raise SessionError(f"parameter task_types: unknown {unknown}; use 'SD' and/or 'MD'")
+        use_in_notebook()
         bench = paths.resolve_benchmark_dir(benchmark_dir)
         if not benchmark_dir and not paths.is_benchmark(bench):
             raise _no_benchmark(bench)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from personalens_utils.display import frame_html
 from personalens_utils.latex import label_for, table_latex
 
 
@@ -56,6 +57,8 @@ class TableResult:
     source: Source
     data: pd.DataFrame | None = None
     best: Mapping[str, str] | None = None
+    precision: int = 2
+    """Decimals of the floats shown in a notebook (`_repr_html_`), the table's own precision."""
 
     def save(
         self,
@@ -89,6 +92,11 @@ class TableResult:
     def describe(self) -> str:
         """Caption and source, for showing above the table in a notebook."""
         return f"{self.caption} {self.source.describe()}"
+
+    def _repr_html_(self) -> str:
+        """Caption and source above the table: no row numbers, floats at the table's precision,
+        blank where a value is undefined, scrolling sideways when wide."""
+        return frame_html(self.frame, precision=self.precision, caption=self.describe())
 
 
 def table_paths(output_dir: str | os.PathLike[str], number: int | str, slug: str) -> dict[str, Path]:

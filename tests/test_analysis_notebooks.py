@@ -125,6 +125,14 @@ def test_analysis_notebook_without_annotations(prepared, tmp_path, monkeypatch):
     assert len(images) == 3  # Figures 4, 5 and the radar chart, each shown once
     sheet = pd.read_csv(tmp_path / "annotation" / "annotation_sheet.csv")
     assert len(sheet) == 12 and sheet["personalization"].isna().all()
+    # the explorer and the side-by-side view: live widgets, with a static page for copies without a kernel
+    widgets = [o["data"] for o in outputs if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
+    explorer, compare = [w for w in widgets if "pl-" in w.get("text/html", "")]
+    assert 'class="pl-page"' in explorer["text/html"]
+    assert 'class="pl-turn pl-turn-user"' in explorer["text/html"]
+    assert 'data-dimension="personalization"' in explorer["text/html"]
+    assert 'class="pl-compare"' in compare["text/html"]
+    assert "application/vnd.jupyter.widget-state+json" in executed.metadata["widgets"]
 
 
 def test_analysis_notebook_with_filled_sheets(prepared, tmp_path, monkeypatch):

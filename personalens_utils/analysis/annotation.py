@@ -15,6 +15,7 @@ import glob
 import json
 import os
 import random
+import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -210,7 +211,8 @@ def read_manifest(path: str | os.PathLike[str]) -> dict[str, Any]:
     return manifest
 
 
-def _rating(raw: str, dimension: str, where: str) -> float | None:
+def rating(raw: str, dimension: str, where: str) -> float | None:
+    """One sheet cell read strictly: None when blank, else a value on the dimension's scale (or an error)."""
     text = raw.strip()
     if not text:
         return None
@@ -231,14 +233,43 @@ def _rating(raw: str, dimension: str, where: str) -> float | None:
     return value
 
 
-def _read_csv(path: Path) -> list[dict[str, str]]:
+def read_table(path: str | os.PathLike[str]) -> tuple[list[str], list[dict[str, str]], str]:
+    """A sheet as written: its header, its rows (text cells) and its delimiter (a spreadsheet saving
+    with `;` or tabs is read as well), so it can be written back in the same form (`write_table`)."""
+    path = Path(path)
     try:
         text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise AnnotationError(f"{path}: cannot read the sheet as UTF-8 text ({exc})") from exc
     header = text.splitlines()[0] if text.strip() else ""
     delimiter = max(",;\t", key=header.count)
-    return list(csv.DictReader(text.splitlines(keepends=True), delimiter=delimiter))
+    reader = csv.DictReader(text.splitlines(keepends=True), delimiter=delimiter)
+    rows = list(reader)
+    return list(reader.fieldnames or ()), rows, delimiter
+
+
+def write_table(path: str | os.PathLike[str], header: Sequence[str], rows: Iterable[Mapping[str, str]],
+                delimiter: str = ",") -> None:
+    """Write a sheet atomically (a temporary file beside it, then a rename), quoted as the export
+    quotes it: a crash or a closed tab mid-write leaves the previous sheet whole."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            writer = csv.DictWriter(fh, fieldnames=list(header), delimiter=delimiter,
+                                    quoting=csv.QUOTE_NONNUMERIC, extrasaction="ignore", lineterminator="\n")
+            writer.writeheader()
+            writer.writerows(rows)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _read_csv(path: Path) -> list[dict[str, str]]:
+    return read_table(path)[1]
 
 
 def read_sheet(path: str | os.PathLike[str], *, expected_ids: Sequence[str] | None = None) -> pd.DataFrame:
@@ -269,7 +300,7 @@ def read_sheet(path: str | os.PathLike[str], *, expected_ids: Sequence[str] | No
             raise AnnotationError(f"{path}, row {line}: dialogue {did} is not in the exported sample")
         seen.add(did)
         for dim in RATED:
-            score = _rating(row.get(dim) or "", dim, f"{path}, row {line}, column {dim}")
+            score = rating(row.get(dim) or "", dim, f"{path}, row {line}, column {dim}")
             if score is not None:
                 out.append({"annotator": annotator, "dialogue_id": did, "dimension": dim, "score": score})
     if not out:

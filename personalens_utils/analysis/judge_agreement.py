@@ -148,7 +148,7 @@ def table5(
         caption += " A blank cell is undefined: every rating in it was the same value, or too few items."
     caption += provenance_note(backend_names)
     source = Source.of(origin, n_items, "rated dialogues", backend_names, raters)
-    return TableResult(table, caption, source)
+    return TableResult(table, caption, source, precision=3)
 
 
 def _identical(first: pd.DataFrame, second: pd.DataFrame) -> bool:

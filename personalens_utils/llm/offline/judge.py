@@ -125,6 +125,36 @@ def _led_by_assistant(turns: Sequence[tuple[str, str]], atoms: Sequence[str]) ->
     return by_assistant is not None and (by_user is None or by_assistant < by_user)
 
 
+@dataclass(frozen=True)
+class Mention:
+    """One message that holds a user's value for one of the task's relevant preference types."""
+
+    preference: str
+    domain: str
+    value: str
+    index: int
+    """The message's index in the dialogue."""
+    role: str
+
+
+def mentions(context: Mapping[str, Any]) -> list[Mention]:
+    """Every message holding, as whole words, a value of a relevant preference type of the task: the
+    evidence `preference_use` weighs, listed for people to read (the dialogue explorer)."""
+    turns = _dialogue(context)
+    task = context.get("task") or {}
+    found = []
+    for pref_type in task.get("relevant_preferences") or ():
+        for domain, by_type in (context.get("preferences") or {}).items():
+            value = by_type.get(pref_type)
+            for item in value if isinstance(value, list | tuple) else (value,):
+                atoms = _atoms(item)
+                if not atoms:
+                    continue
+                found += [Mention(pref_type, domain, str(item), index, who)
+                          for index, (who, text) in enumerate(turns) if atoms[0] in text]
+    return sorted(found, key=lambda m: (m.index, m.preference, m.domain, m.value))
+
+
 def personalization_score(use: PreferenceUse) -> int:
     """Figure 18's levels read off the evidence: share of preferences applied unprompted."""
     if use.total == 0:

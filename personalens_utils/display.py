@@ -1,0 +1,194 @@
+"""HTML for notebooks: tables and chat transcripts that read well in JupyterLab and in executed copies.
+
+Pure functions of plain values (no widgets, no package imports), so records, the engine and
+`tables.TableResult` can give themselves a `_repr_html_` without reaching up the layers. Every
+text goes through `html.escape`. Tables show no index, floats at the table's precision, blank
+cells where a value is undefined, and scroll sideways (`overflow-x: auto`) instead of clipping.
+The CSS classes (`pl-*`) are stable names that tests and browser checks target (docs/explore.md).
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import numbers
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+STYLE = """<style>
+.pl-scroll { overflow-x: auto; max-width: 100%; }
+.pl-table { border-collapse: collapse; font-size: 0.9em; }
+.pl-table th, .pl-table td { padding: 2px 8px; border-bottom: 1px solid #ddd; vertical-align: top; }
+.pl-table th { text-align: left; background: #f4f4f4; }
+.pl-table td.pl-num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+.pl-caption { margin: 4px 0; }
+.pl-chat { display: flex; flex-direction: column; gap: 6px; max-width: 60em; }
+.pl-turn { border-radius: 6px; padding: 6px 10px; white-space: pre-wrap; overflow-wrap: break-word;
+  word-break: normal; hyphens: none; }
+.pl-turn-user { background: #eef3fb; margin-right: 4em; }
+.pl-turn-assistant { background: #f3f8ee; margin-left: 4em; }
+.pl-turn-head { font-size: 0.8em; color: #555; white-space: normal; }
+.pl-badge { display: inline-block; font-size: 0.8em; border-radius: 4px; padding: 0 5px; margin: 2px 4px 0 0;
+  background: #fff3c4; white-space: normal; }
+.pl-judgment { border-left: 3px solid #bbb; padding: 2px 8px; margin: 6px 0; }
+.pl-explanation { white-space: pre-wrap; overflow-wrap: break-word; word-break: normal; }
+.pl-muted { color: #666; }
+.pl-side { display: grid; grid-template-columns: 1fr 1fr; gap: 12px; overflow-x: auto; }
+.pl-error { color: #a00; font-weight: bold; }
+</style>"""
+
+
+def esc(value: Any) -> str:
+    """Text for HTML: escaped, None as blank."""
+    return "" if value is None else html.escape(str(value))
+
+
+def is_blank(value: Any) -> bool:
+    """A value with nothing to show: None, NaN, pandas' missing markers."""
+    if value is None:
+        return True
+    if isinstance(value, float) and math.isnan(value):
+        return True
+    try:
+        return bool(pd.isna(value)) if not isinstance(value, list | tuple | dict) else False
+    except (TypeError, ValueError):
+        return False
+
+
+def cell(value: Any, precision: int = 2) -> str:
+    """One table cell's text: blank for undefined, floats at `precision`, everything else as text."""
+    if is_blank(value):
+        return ""
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral):
+        return f"{float(value):.{precision}f}"
+    if isinstance(value, list | tuple):
+        return ", ".join(cell(v, precision) for v in value)
+    return str(value)
+
+
+_NUM = ' class="pl-num"'
+
+
+def _precision(column: Any, precision: int) -> int:
+    """Costs in dollars keep four decimals (a call costs fractions of a cent); other floats `precision`."""
+    return max(precision, 4) if "cost" in str(column).lower() else precision
+
+
+def meaningful_index(frame: pd.DataFrame) -> bool:
+    """Whether the index says something (a pivot's or a groupby's named levels), not row positions."""
+    return any(name is not None for name in frame.index.names)
+
+
+def frame_html(
+    frame: pd.DataFrame,
+    *,
+    precision: int = 2,
+    caption: str = "",
+    index: bool | None = None,
+    css_class: str = "pl-table",
+) -> str:
+    """A frame as a scrolling HTML table: formatted floats, blank cells for undefined values, and
+    no index column unless it means something (`index=None`: a named index, e.g. a pivot's, is kept
+    as leading columns; row numbers are not)."""
+    title = f'<div class="pl-caption">{esc(caption)}</div>' if caption else ""
+    if frame.empty:
+        return f'{STYLE}{title}<div class="pl-empty pl-muted">No rows.</div>'
+    keep = meaningful_index(frame) if index is None else index
+    shown = frame.reset_index() if keep else frame
+    columns = [" / ".join(map(str, c)) if isinstance(c, tuple) else str(c) for c in shown.columns]
+    kinds = []
+    for position in range(shown.shape[1]):
+        series = shown.iloc[:, position]
+        numeric = pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)
+        kinds.append((numeric, _precision(columns[position], precision)))
+    head = "".join(f"<th>{esc(c)}</th>" for c in columns)
+    rows = []
+    for values in shown.itertuples(index=False, name=None):
+        tds = "".join(
+            f"<td{_NUM if numeric else ''}>{esc(cell(v, digits))}</td>"
+            for v, (numeric, digits) in zip(values, kinds, strict=True)
+        )
+        rows.append(f"<tr>{tds}</tr>")
+    return (
+        f'{STYLE}{title}<div class="pl-scroll"><table class="{css_class}"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table></div>"
+    )
+
+
+class Frame:
+    """A frame to display as `frame_html` (e.g. `display(Frame(df, precision=3))`)."""
+
+    def __init__(self, frame: pd.DataFrame, *, precision: int = 2, caption: str = "") -> None:
+        self.frame, self.precision, self.caption = frame, precision, caption
+
+    def _repr_html_(self) -> str:
+        return frame_html(self.frame, precision=self.precision, caption=self.caption)
+
+    def __repr__(self) -> str:
+        return repr(self.frame)
+
+
+def use_in_notebook() -> bool:
+    """Show every DataFrame of the running IPython kernel as `frame_html`; False outside IPython.
+
+    `Session.open` calls it, so every notebook's tables read the same way without a call per cell.
+    """
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython is a requirement, but the package runs without it
+        return False
+    shell = get_ipython()
+    if shell is None:
+        return False
+    shell.display_formatter.formatters["text/html"].for_type(pd.DataFrame, lambda f: frame_html(f))
+    return True
+
+
+def fields_html(fields: Mapping[str, Any], *, precision: int = 2) -> str:
+    """A record's fields as a two-column table (name, value), blanks for undefined values."""
+    rows = "".join(f"<tr><th>{esc(k)}</th><td>{esc(cell(v, precision))}</td></tr>" for k, v in fields.items())
+    return f'<div class="pl-scroll"><table class="pl-table pl-fields">{rows}</table></div>'
+
+
+def turn_html(number: int, role: str, content: str, *, notes: Sequence[str] = (), extra: str = "") -> str:
+    """One chat bubble: who speaks and the turn number (user messages count turns), the text, badges.
+
+    `notes` are short texts shown as badges under the turn; `extra` is ready-made HTML (already escaped).
+    """
+    badges = "".join(f'<span class="pl-badge">{esc(n)}</span>' for n in notes)
+    return (
+        f'<div class="pl-turn pl-turn-{esc(role)}" data-turn="{number}">'
+        f'<div class="pl-turn-head">{esc(role)} · turn {number}</div>{esc(content)}'
+        f"{'<div>' + badges + '</div>' if badges else ''}{extra}</div>"
+    )
+
+
+def chat_html(
+    turns: Iterable[tuple[str, str]],
+    *,
+    notes: Mapping[int, Sequence[str]] | None = None,
+    extra: Mapping[int, str] | None = None,
+    start: int = 0,
+    style: bool = True,
+) -> str:
+    """A transcript as chat bubbles; turn numbers count user messages, as the paper does.
+
+    `notes` and `extra` are keyed by the index of the message in `turns`; `start` is the number of
+    user messages before them (for a part of a transcript).
+    """
+    parts, number = [], start
+    for index, (role, content) in enumerate(turns):
+        number += role == "user"
+        parts.append(
+            turn_html(
+                number, role, content, notes=(notes or {}).get(index, ()), extra=(extra or {}).get(index, "")
+            )
+        )
+    head = STYLE if style else ""
+    if not parts:
+        return f'{head}<div class="pl-chat pl-muted">(no turns)</div>'
+    return f'{head}<div class="pl-chat">{"".join(parts)}</div>'

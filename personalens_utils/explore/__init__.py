@@ -1,0 +1,94 @@
+"""Explore results in JupyterLab: a dialogue explorer, a side-by-side view and annotation widgets.
+
+One call from any notebook cell (docs/explore.md):
+
+    from personalens_utils.explore import explore, side_by_side, annotate
+    explore(session)            # or explore("runs/simulation", benchmark=benchmark)
+    side_by_side(session)
+    annotate("runs/analysis/annotation", annotator="alice")
+
+`catalog` reads the store, `views` renders pages as HTML, `widgets` and `annotate` hold the widgets.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from personalens_utils.data import Benchmark
+from personalens_utils.judging import JudgingError, judge_context
+from personalens_utils.records import Dialogue
+from personalens_utils.simulation.prompting import ScenarioContext
+from personalens_utils.store import RunStore
+
+from .annotate import Annotator
+from .catalog import Catalog, DialogueView, Filters
+from .views import comparison_page, dialogue_page
+from .widgets import Explorer, SideBySide
+
+__all__ = [
+    "Annotator",
+    "Catalog",
+    "DialogueView",
+    "Explorer",
+    "Filters",
+    "SideBySide",
+    "annotate",
+    "catalog",
+    "comparison_page",
+    "dialogue_page",
+    "explore",
+    "side_by_side",
+]
+
+
+def _session_contexts(session: Any) -> Any:
+    """Contexts from a session's benchmark folder, loading each user's profile on first use."""
+    loaded: dict[int, Benchmark] = {}
+
+    def context_for(dialogue: Dialogue) -> Mapping[str, Any]:
+        if dialogue.user_id not in loaded:
+            loaded[dialogue.user_id] = session.load_benchmark([dialogue.user_id])
+        bench = loaded[dialogue.user_id]
+        try:
+            scenario = bench.scenario(dialogue.scenario_id)
+        except KeyError:
+            raise JudgingError(
+                f"scenario {dialogue.scenario_id!r} is not in the benchmark at "
+                f"{session.benchmark_dir}; open the session on the benchmark it was simulated on"
+            ) from None
+        return judge_context(ScenarioContext.of(scenario, bench.user(dialogue.user_id)), dialogue)
+
+    return context_for
+
+
+def catalog(source: Any, benchmark: Benchmark | None = None) -> Catalog:
+    """A catalog of a Session's run store (profiles from its benchmark), a RunStore or a run folder."""
+    if isinstance(source, Catalog):
+        return source
+    if isinstance(source, RunStore | str | os.PathLike):
+        store = source if isinstance(source, RunStore) else RunStore(source)
+        return Catalog.of(store, benchmark)
+    if hasattr(source, "run_store") and hasattr(source, "load_benchmark"):
+        if benchmark is not None:
+            return Catalog.of(source.run_store, benchmark)
+        return Catalog(source.run_store, _session_contexts(source))
+    raise TypeError(f"explore needs a Session, a RunStore or a run folder, got {type(source).__name__}")
+
+
+def explore(source: Any, *, benchmark: Benchmark | None = None, judge_model: str | None = None) -> Explorer:
+    """The dialogue explorer over a Session, a RunStore or a run folder; display it in a cell."""
+    return Explorer(catalog(source, benchmark), judge_model=judge_model)
+
+
+def side_by_side(
+    source: Any, *, benchmark: Benchmark | None = None, judge_model: str | None = None
+) -> SideBySide:
+    """One scenario under two settings or assistants, over a Session, a RunStore or a run folder."""
+    return SideBySide(catalog(source, benchmark), judge_model=judge_model)
+
+
+def annotate(sheet: str | os.PathLike[str], *, annotator: str | None = None) -> Annotator:
+    """Fill an annotation sheet (or your copy of the exported one: pass its folder and `annotator`)."""
+    return Annotator(sheet, annotator=annotator)

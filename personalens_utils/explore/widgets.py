@@ -1,0 +1,239 @@
+"""The explorer and the side-by-side view as ipywidgets (JupyterLab and classic Notebook).
+
+Each is a `VBox` of controls above an `HTML` page (`views`). Its display also carries the page as
+plain `text/html`, so a front end without the widget manager (an exported copy, a viewer) still
+shows the current selection; executed copies keep the widget state papermill saves. Stable CSS
+classes, for browser tests (docs/explore.md): `pl-explorer`, `pl-explorer-<filter>` for each filter
+(`assistant_model`, `setting`, `task_type`, `domain`, `user`, `judge_model`, `dimension`),
+`pl-explorer-score`, `pl-explorer-count`, `pl-explorer-dialogue-select`, `pl-explorer-page`; and
+`pl-compare-widget`, `pl-compare-scenario`, `pl-compare-left`, `pl-compare-right`, `pl-compare-page`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import ipywidgets as widgets
+
+from personalens_utils.display import STYLE, esc
+from personalens_utils.judging import DIMENSIONS
+
+from .catalog import Catalog, Filters
+from .views import comparison_page, dialogue_page
+
+FILTERS = (
+    ("assistant_model", "assistant"),
+    ("setting", "setting"),
+    ("task_type", "task type"),
+    ("domain", "domain"),
+    ("user", "user"),
+    ("judge_model", "judge"),
+    ("dimension", "dimension"),
+)
+"""The explorer's filters: the `Filters` field and the label shown."""
+
+_WIDE = {"description_width": "initial"}
+
+
+def _dropdown(name: str, description: str, values: Sequence[Any], css: str) -> widgets.Dropdown:
+    box = widgets.Dropdown(
+        options=[("(any)", None), *((str(v), v) for v in values)],
+        value=None,
+        description=description,
+        style=_WIDE,
+        layout=widgets.Layout(width="auto"),
+    )
+    box.add_class(css)
+    return box
+
+
+def _empty(message: str) -> str:
+    return f'{STYLE}<div class="pl-page pl-empty">{esc(message)}</div>'
+
+
+class _Page(widgets.VBox):
+    """Controls above a page; the page also goes out as text/html for front ends without widgets."""
+
+    page: widgets.HTML
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any] | None:
+        bundle = super()._repr_mimebundle_(**kwargs)
+        if bundle is not None:
+            bundle["text/html"] = self.page.value
+        return bundle
+
+
+class Explorer(_Page):
+    """Filter a run store's dialogues, pick one, read it with its profile and every judgment."""
+
+    def __init__(self, catalog: Catalog, *, judge_model: str | None = None) -> None:
+        self.catalog = catalog
+        self.filters = {
+            name: _dropdown(name, label, catalog.values(name), f"pl-explorer-{name}")
+            for name, label in FILTERS
+        }
+        if judge_model in catalog.values("judge_model"):
+            self.filters["judge_model"].value = judge_model
+        self.score = widgets.FloatRangeSlider(
+            value=(0, 5),
+            min=0,
+            max=5,
+            step=1,
+            description="score",
+            disabled=True,
+            style=_WIDE,
+            continuous_update=False,
+        )
+        self.score.add_class("pl-explorer-score")
+        self.count = widgets.HTML()
+        self.count.add_class("pl-explorer-count")
+        self.dialogue = widgets.Select(
+            options=[], rows=8, description="dialogue", style=_WIDE, layout=widgets.Layout(width="100%")
+        )
+        self.dialogue.add_class("pl-explorer-dialogue-select")
+        self.page = widgets.HTML()
+        self.page.add_class("pl-explorer-page")
+        controls = widgets.HBox(list(self.filters.values()), layout=widgets.Layout(flex_flow="row wrap"))
+        super().__init__([controls, self.score, self.count, self.dialogue, self.page])
+        self.add_class("pl-explorer")
+        for box in self.filters.values():
+            box.observe(self._refilter, names="value")
+        self.filters["dimension"].observe(self._rescale, names="value")
+        self.score.observe(self._refilter, names="value")
+        self.dialogue.observe(self._show, names="value")
+        self._refilter()
+
+    def current(self) -> Filters:
+        """The filters as set in the controls."""
+        values = {name: box.value for name, box in self.filters.items()}
+        return Filters(**values, score_range=tuple(self.score.value) if values["dimension"] else None)
+
+    def set_filters(self, **values: Any) -> None:
+        """Set filters by name (None: any), as a user would in the dropdowns; `score_range` too."""
+        score = values.pop("score_range", None)
+        unknown = sorted(set(values) - set(self.filters))
+        if unknown:
+            raise ValueError(
+                f"unknown explorer filters {unknown}; known: {sorted(self.filters)} and score_range"
+            )
+        for name, value in values.items():
+            box = self.filters[name]
+            if value is not None and value not in [v for _, v in box.options]:
+                raise ValueError(
+                    f"{name}={value!r} is not in this run store; it holds {list(box.options)[1:]}"
+                )
+            box.value = value
+        if score is not None:
+            self.score.value = tuple(score)
+
+    def _rescale(self, _: Any = None) -> None:
+        name = self.filters["dimension"].value
+        if name is None:
+            self.score.disabled = True
+            return
+        dim = DIMENSIONS.get(name)
+        low, high = (dim.low, dim.high) if dim else (0, 5)
+        with self.hold_trait_notifications():
+            self.score.min, self.score.max = min(self.score.min, low), max(self.score.max, high)
+            self.score.value = (low, high)
+            self.score.min, self.score.max = low, high
+        self.score.disabled = False
+
+    def _refilter(self, _: Any = None) -> None:
+        chosen = self.catalog.select(self.current())
+        total = len(self.catalog.dialogues)
+        self.count.value = f"{len(chosen)} of {total} dialogues"
+        previous = self.dialogue.value
+        options = [(Catalog.label(d), d.id) for d in chosen]
+        self.dialogue.options = options
+        ids = [i for _, i in options]
+        self.dialogue.value = previous if previous in ids else (ids[0] if ids else None)
+        self._show()
+
+    def _show(self, _: Any = None) -> None:
+        self.page.value = self.html()
+
+    def select(self, dialogue_id: str) -> None:
+        """Open one dialogue (it must pass the current filters)."""
+        self.dialogue.value = dialogue_id
+
+    def html(self) -> str:
+        """The page of the dialogue picked (or one line saying why there is none)."""
+        if not self.catalog.dialogues:
+            return _empty(
+                f"The run store {self.catalog.store.root} holds no dialogues yet: run notebook 03 "
+                "(and 04 for judgments) first, or pass another store."
+            )
+        if self.dialogue.value is None:
+            return _empty("No dialogue passes these filters; set some of them back to (any).")
+        return dialogue_page(self.catalog.view(self.dialogue.value, self.filters["judge_model"].value))
+
+
+class SideBySide(_Page):
+    """One scenario under two settings or two assistants, transcripts aligned turn by turn."""
+
+    def __init__(
+        self, catalog: Catalog, *, judge_model: str | None = None, scenarios: Sequence[str] | None = None
+    ) -> None:
+        self.catalog = catalog
+        self.judge_model = judge_model
+        pool = list(scenarios) if scenarios is not None else catalog.compared_scenarios()
+        self.scenario = widgets.Dropdown(options=pool, description="scenario", style=_WIDE)
+        self.scenario.add_class("pl-compare-scenario")
+        self.left = widgets.Dropdown(description="left", style=_WIDE, layout=widgets.Layout(width="48%"))
+        self.right = widgets.Dropdown(description="right", style=_WIDE, layout=widgets.Layout(width="48%"))
+        self.left.add_class("pl-compare-left")
+        self.right.add_class("pl-compare-right")
+        self.page = widgets.HTML()
+        self.page.add_class("pl-compare-page")
+        super().__init__([self.scenario, widgets.HBox([self.left, self.right]), self.page])
+        self.add_class("pl-compare-widget")
+        self.scenario.observe(self._runs, names="value")
+        self.left.observe(self._show, names="value")
+        self.right.observe(self._show, names="value")
+        self._runs()
+
+    @staticmethod
+    def run_label(dialogue: Any) -> str:
+        return f"{dialogue.assistant_model} · {dialogue.assistant_setting} · {dialogue.assistant_backend}"
+
+    def _runs(self, _: Any = None) -> None:
+        runs = self.catalog.runs_of(self.scenario.value) if self.scenario.value else []
+        options = [(self.run_label(d), d.id) for d in runs]
+        with self.hold_trait_notifications():
+            self.left.options, self.right.options = options, options
+            if len(options) >= 2:
+                self.left.value, self.right.value = options[0][1], options[1][1]
+        self._show()
+
+    def _show(self, _: Any = None) -> None:
+        self.page.value = self.html()
+
+    def choose(
+        self, scenario_id: str, left: Callable[[Any], bool] | str, right: Callable[[Any], bool] | str
+    ) -> None:
+        """Pick a scenario and its two runs, each a dialogue id or a test on the dialogue record."""
+        self.scenario.value = scenario_id
+        runs = self.catalog.runs_of(scenario_id)
+
+        def find(which: Callable[[Any], bool] | str) -> str:
+            found = [d.id for d in runs if (d.id == which if isinstance(which, str) else which(d))]
+            if not found:
+                raise ValueError(
+                    f"scenario {scenario_id} has no such run; it has {[self.run_label(d) for d in runs]}"
+                )
+            return found[0]
+
+        self.left.value, self.right.value = find(left), find(right)
+
+    def html(self) -> str:
+        if self.left.value is None or self.right.value is None:
+            return _empty(
+                "No scenario of this run store has two dialogues to compare (two settings or two "
+                "assistants); run notebook 03 or 05 with more than one."
+            )
+        return comparison_page(
+            self.catalog.view(self.left.value, self.judge_model),
+            self.catalog.view(self.right.value, self.judge_model),
+        )

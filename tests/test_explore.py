@@ -1,0 +1,353 @@
+"""The explorer, the side-by-side view and the annotation widget driven as a user would, and the
+notebooks' HTML displays (records, stage reports, tables)."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+import numpy as np
+import pandas as pd
+import pytest
+from support.records import dialogue_json, put
+from test_analysis_support import build_benchmark
+
+from personalens_utils import analysis
+from personalens_utils.analysis import annotation
+from personalens_utils.analysis.annotation import AnnotationError
+from personalens_utils.display import frame_html
+from personalens_utils.engine import StageReport
+from personalens_utils.explore import Annotator, annotate, explore, side_by_side
+from personalens_utils.llm.offline.judge import mentions
+from personalens_utils.records import Dialogue, Judgment
+from personalens_utils.store import RunStore
+from personalens_utils.tables import Source, TableResult
+
+LONG = ("The assistant proposed a jazz documentary before the user named a genre, then followed up with a "
+        "drama once asked; it never checked the time of day. " * 2).strip()
+"""A judge explanation far longer than the 50 characters notebook 04 used to show."""
+
+
+def _turns(*texts: str) -> list[dict[str, str]]:
+    return [{"role": "user" if i % 2 == 0 else "assistant", "content": t} for i, t in enumerate(texts)]
+
+
+DIALOGUES = {
+    "d-base": dict(scenario_id="user1/SD-Movies-task-1", user_id=1, task_id="SD-Movies-task-1",
+                   domains=["Movies"], assistant_model="model-a", assistant_setting="base",
+                   turns=_turns("Hi, find me a movie for tonight.", "How about a jazz documentary?",
+                                "Sounds good <b>bold</b> & more", "Then a drama after it: jazzy and calm."),
+                   n_turns=2),
+    "d-plus-i": dict(scenario_id="user1/SD-Movies-task-1", user_id=1, task_id="SD-Movies-task-1",
+                     domains=["Movies"], assistant_model="model-a", assistant_setting="base+I",
+                     turns=_turns("Hi, find me a movie for tonight.", "You liked drama before: this one?",
+                                  "Yes.", "Booked.", "Thanks, bye."),
+                     n_turns=3),
+    "d-music": dict(scenario_id="user2/SD-Music-task-1", user_id=2, task_id="SD-Music-task-1",
+                    domains=["Music"], assistant_model="model-b", assistant_setting="base",
+                    turns=_turns("Play something.", "Here is a pop playlist."), n_turns=1),
+    "d-md": dict(scenario_id="user3/MD-task-1", user_id=3, task_id="MD-task-1", task_type="MD",
+                 domains=["Movies", "Music", "Events"], assistant_model="model-a", assistant_setting="base",
+                 turns=_turns("Plan my evening.", "A jazz concert, then a film."), n_turns=1),
+}
+SCORES = {"d-base": (4.0, 1.0), "d-plus-i": (3.0, 1.0), "d-music": (1.0, 0.0), "d-md": (2.0, 1.0)}
+
+
+def _judgment(dialogue_id: str, dimension: str, score: float | None, **fields) -> dict:
+    return {"id": f"{dialogue_id}-{dimension}", "dialogue_id": dialogue_id, "dimension": dimension,
+            "judge_model": "judge-1", "prompt_version": "v1", "backend": "offline", "status": "ok",
+            "score": score, "turn_scores": None, "explanation": f"{dimension} of {dialogue_id}: {LONG}",
+            "raw": f"raw answer of {dialogue_id}", "attempts": 1, **fields}
+
+
+def build(root) -> RunStore:
+    store = RunStore(root)
+    put(store, Dialogue, [dialogue_json(i, **fields) for i, fields in DIALOGUES.items()])
+    rows = []
+    for did, (personalization, completed) in SCORES.items():
+        rows.append(_judgment(did, "personalization", personalization))
+        rows.append(_judgment(did, "task_completion", completed))
+    notes = "turn 1: offered jazz unprompted\nturn 2: no valid score: no label found"
+    rows.append(_judgment("d-base", "turn_personalization", 3.0, turn_scores=[3.0, None], explanation=notes))
+    rows.append(_judgment("d-music", "naturalness_assistant", None, status="missing", attempts=2,
+                          explanation="no valid score: the answer had no 'Naturalness Score:' line"))
+    put(store, Judgment, rows)
+    return store
+
+
+@pytest.fixture
+def store(tmp_path):
+    return build(tmp_path / "run")
+
+
+@pytest.fixture(scope="module")
+def benchmark():
+    return build_benchmark(3)
+
+
+def _shown(explorer) -> list[str]:
+    return [value for _, value in explorer.dialogue.options]
+
+
+def test_filters_narrow_the_dialogue_list(store, benchmark):
+    view = explore(store, benchmark=benchmark)
+    assert _shown(view) == ["d-base", "d-plus-i", "d-music", "d-md"]  # user, task, assistant, setting
+    assert view.count.value == "4 of 4 dialogues"
+    view.set_filters(assistant_model="model-b")
+    assert _shown(view) == ["d-music"] and view.dialogue.value == "d-music"
+    view.set_filters(assistant_model=None, domain="Movies")
+    assert _shown(view) == ["d-base", "d-plus-i", "d-md"]
+    view.set_filters(task_type="SD", setting="base")
+    assert _shown(view) == ["d-base"]
+    view.set_filters(task_type=None, setting=None, domain=None, user=1)
+    assert _shown(view) == ["d-base", "d-plus-i"]
+    view.set_filters(user=None, dimension="personalization")
+    assert (view.score.min, view.score.max, view.score.disabled) == (1, 4, False)  # the dimension's scale
+    view.set_filters(score_range=(3, 4))
+    assert _shown(view) == ["d-base", "d-plus-i"]
+    view.set_filters(score_range=(1, 2))
+    assert _shown(view) == ["d-music", "d-md"]
+    view.set_filters(dimension="naturalness_assistant", score_range=(1, 5))
+    assert _shown(view) == []  # its only judgment has no score: never counted as any score
+    assert "No dialogue passes these filters" in view.page.value
+    view.set_filters(dimension=None)
+    assert len(_shown(view)) == 4 and view.score.disabled
+    with pytest.raises(ValueError, match=r"model-z.*not in this run store"):
+        view.set_filters(assistant_model="model-z")
+    with pytest.raises(ValueError, match="unknown explorer filters"):
+        view.set_filters(colour="red")
+
+
+def test_the_page_shows_transcript_profile_applied_preferences_and_every_judgment(store, benchmark):
+    view = explore(store, benchmark=benchmark)
+    view.select("d-base")
+    page = view.page.value
+    assert page == view.html() and 'data-dialogue="d-base"' in page
+    for turn in DIALOGUES["d-base"]["turns"][:2] + DIALOGUES["d-base"]["turns"][3:]:
+        assert turn["content"] in page
+    assert "Sounds good &lt;b&gt;bold&lt;/b&gt; &amp; more" in page and "<b>bold</b>" not in page
+    heads = re.findall(r'<div class="pl-turn-head">(\w+) · turn (\d+)</div>', page)
+    assert heads == [("user", "1"), ("assistant", "1"), ("user", "2"), ("assistant", "2")]
+    # the whole explanation of every judgment, with judge, parse status and score
+    for dimension in ("personalization", "task_completion"):
+        assert f"{dimension} of d-base: {LONG}" in page
+    assert "judge judge-1" in page and "parsed after 1 answer(s)" in page
+    # the task's relevant preference, its values, and where the assistant applied one (whole words:
+    # "jazzy" in the last turn is not "jazz")
+    relevant = re.search(r'<table class="pl-table pl-relevant">.*?</table>', page).group(0)
+    assert "Preferred Genres" in relevant and "jazz, drama" in relevant
+    assert "jazz: turn 1; drama: turn 2" in relevant
+    assert page.count("applies Preferred Genres: jazz") == 1
+    assert page.count("applies Preferred Genres: drama") == 1
+    # turn-level scores beside their turns: turn 1's after the first assistant message, before user turn 2
+    first_reply = page.index("How about a jazz documentary?")
+    note_1 = page.index('data-turn-score="1"')
+    user_2 = page.index("Sounds good")
+    assert first_reply < note_1 < user_2 and "offered jazz unprompted" in page[note_1:user_2]
+    note_2 = page.index('data-turn-score="2"')
+    assert note_2 > page.index("Then a drama after it") and "no valid score" in page[note_2:note_2 + 400]
+
+
+def test_a_missing_judgment_shows_its_status_and_never_a_score(store, benchmark):
+    view = explore(store, benchmark=benchmark)
+    view.select("d-music")
+    block = re.search(r'<div class="pl-judgment" data-dimension="naturalness_assistant".*?</details></div>',
+                      view.page.value).group(0)
+    assert 'data-status="missing"' in block and "no score" in block and "after 2 answer(s)" in block
+    assert "no valid score: the answer had no &#x27;Naturalness Score:&#x27; line" in block
+
+
+def test_mentions_use_the_offline_judges_whole_word_reading():
+    context = {"task": {"relevant_preferences": ["Preferred Genres"]},
+               "preferences": {"Movies": {"Preferred Genres": ["jazz", "Drama"], "Other": "jazz"}},
+               "dialogue": _turns("I like DRAMA.", "Some jazzy tunes?", "No.", "A Jazz night then.")}
+    found = [(m.index, m.role, m.value) for m in mentions(context)]
+    assert found == [(0, "user", "Drama"), (3, "assistant", "jazz")]
+
+
+def test_without_a_benchmark_or_dialogues_the_explorer_says_what_to_do(store, tmp_path):
+    view = explore(store)
+    assert "Profile not shown: no benchmark was given" in view.page.value
+    assert "How about a jazz documentary?" in view.page.value  # the transcript still shows
+    empty = explore(tmp_path / "empty")
+    assert empty.count.value == "0 of 0 dialogues"
+    assert "holds no dialogues yet: run notebook 03" in empty.page.value
+    assert "No scenario of this run store has two dialogues" in side_by_side(tmp_path / "empty").html()
+
+
+def test_the_display_carries_a_static_page_for_copies_without_a_kernel(store, benchmark):
+    view = explore(store, benchmark=benchmark, judge_model="judge-1")
+    bundle = view._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    assert bundle["text/html"] == view.page.value and 'class="pl-page"' in bundle["text/html"]
+    classes = {c for w in (view, view.dialogue, view.page, view.score, *view.filters.values())
+               for c in w._dom_classes}
+    assert {"pl-explorer", "pl-explorer-dialogue-select", "pl-explorer-page", "pl-explorer-score",
+            "pl-explorer-dimension", "pl-explorer-assistant_model"} <= classes
+
+
+def test_side_by_side_aligns_turns_and_puts_scores_beside_each(store, benchmark):
+    view = side_by_side(store, benchmark=benchmark)
+    assert [v for v in view.scenario.options] == ["user1/SD-Movies-task-1"]  # the only scenario run twice
+    view.choose("user1/SD-Movies-task-1", left=lambda d: d.assistant_setting == "base",
+                right=lambda d: d.assistant_setting == "base+I")
+    page = view.page.value
+    assert page == view.html() and 'class="pl-compare"' in page
+    cell = (r'<div class="pl-compare-turn" data-turn="(\d+)">(.*?)</div>'
+            r'(?=<div class="pl-compare-turn"|<h4>|$)')
+    rows = re.findall(cell, page, flags=re.S)
+    numbers = [n for n, _ in rows]
+    assert numbers == ["1", "1", "2", "2", "3", "3"]  # one row per turn: left cell, right cell
+    left_1, right_1 = rows[0][1], rows[1][1]
+    assert "How about a jazz documentary?" in left_1 and "You liked drama before" in right_1
+    assert "Thanks, bye." in rows[5][1] and "pl-turn" not in rows[4][1]  # base ended after two turns
+    relevant = re.search(r'<table class="pl-table pl-relevant">.*?</table>', page).group(0)
+    assert "<th>applied in model-a · base (whole-word match)</th>" in relevant
+    assert "<td>jazz: turn 1; drama: turn 2</td><td>drama: turn 1</td>" in relevant  # each run's own
+    judged = page[page.index("<h4>Judgments</h4>"):]
+    assert judged.index("personalization of d-base") < judged.index("personalization of d-plus-i")
+    assert f"personalization of d-plus-i: {LONG}" in judged
+    assert "turn_personalization (judge-1): not judged" in judged  # only the left one was scored per turn
+    with pytest.raises(ValueError, match="has no such run"):
+        view.choose("user1/SD-Movies-task-1", left="d-base", right="d-music")
+
+
+# -- annotation ------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def exported(store, benchmark, tmp_path):
+    return annotation.export_sheet(store, benchmark, tmp_path / "annotation", n=3, seed=0)
+
+
+def _ratings(tc: str, p: str) -> dict[str, str]:
+    return dict(task_completion=tc, personalization=p, naturalness_user="4", naturalness_assistant="5",
+                coherence_user="4", coherence_assistant="3")
+
+
+def test_annotation_is_validated_saved_after_every_item_and_resumed(exported):
+    folder = exported["sheet"].parent
+    with pytest.raises(AnnotationError, match="pass annotator="):
+        annotate(folder)
+    widget = annotate(folder, annotator="Alice B")
+    sheet = folder / "annotator_Alice_B.csv"
+    assert widget.path == sheet and sheet.read_bytes() == exported["sheet"].read_bytes()
+    assert widget.index == 0 and "0 of 3 dialogues rated" in widget.progress.value
+    assert "Column `personalization` (a whole number 1-4)" in widget.guide.value  # the judge's guidelines
+    first_id = widget.rows[0]["dialogue_id"]
+    assert f'data-dialogue="{first_id}"' in widget.item.value
+    # an invalid score is refused with a message, and nothing is written
+    before = sheet.read_bytes()
+    widget.enter(**{**_ratings("yes", "7"), "coherence_user": "x"})
+    assert widget.save() is False and widget.index == 0
+    assert "&#x27;7&#x27; is not a whole number from 1 to 4" in widget.message.value
+    assert "&#x27;x&#x27; is not a number (1-5 expected)" in widget.message.value
+    assert sheet.read_bytes() == before
+    widget.enter(**dict.fromkeys(annotation.RATED, ""))
+    assert widget.save() is False and "no rating entered" in widget.message.value
+    # valid entries are saved at once, in the sheet's own format
+    widget.enter(**_ratings("yes", "3"), notes="clear, \"quoted\" note")
+    assert widget.save() is True and widget.index == 1
+    saved = pd.read_csv(sheet, dtype=str, keep_default_na=False)
+    assert list(saved.columns) == list(annotation.SHEET_COLUMNS)
+    assert saved.loc[0, ["task_completion", "personalization", "annotator", "notes"]].tolist() == [
+        "True", "3", "Alice B", 'clear, "quoted" note']
+    assert (saved.loc[1:, list(annotation.RATED)] == "").all().all()
+    assert not list(folder.glob(".*.tmp"))  # the atomic write left no temporary file
+    # the tab is closed half-way; a new widget on the same sheet goes on at the first unrated item
+    del widget
+    again = annotate(folder, annotator="Alice B")
+    assert again.index == 1 and "1 of 3 dialogues rated" in again.progress.value
+    assert again.rows[0]["personalization"] == "3" and again.rows[0]["dialogue_id"] == first_id
+    again.go(0)
+    assert again.fields["personalization"].value == "3"  # what was stored comes back into the fields
+    again.go(1)
+    again.enter(**_ratings("no", "1"))
+    assert again.save()
+    again.enter(**_ratings("1", "2"))
+    assert again.save() and again.index == 3 and "end of the sheet" in again.progress.value
+    ratings = annotation.read_sheets(str(folder / "annotator_*.csv"), manifest=exported["manifest"])
+    assert set(ratings["annotator"]) == {"Alice B"} and len(ratings) == 3 * 6
+    assert ratings.groupby("dialogue_id")["score"].count().tolist() == [6, 6, 6]
+
+
+def test_a_sheet_filled_in_the_widget_gives_table5_what_a_spreadsheet_gives(exported, store):
+    folder = exported["sheet"].parent
+    blank = pd.read_csv(exported["sheet"], dtype=str, keep_default_na=False)
+    rng = np.random.default_rng(5)
+    values = [_ratings(str(rng.choice(["True", "False"])), str(rng.integers(1, 5))) for _ in blank.index]
+    widget = Annotator(exported["sheet"], annotator="ann1")
+    for row in values:
+        widget.enter(**row)
+        assert widget.save()
+    by_hand = blank.assign(annotator="ann1")
+    for i, row in enumerate(values):
+        for column, value in row.items():
+            by_hand.loc[i, column] = value
+    (folder / "spreadsheet").mkdir()
+    by_hand.to_csv(folder / "spreadsheet" / "ann1.csv", index=False)
+    from_widget = annotation.read_sheets([folder / "annotator_ann1.csv"], manifest=exported["manifest"])
+    from_csv = annotation.read_sheets([folder / "spreadsheet" / "ann1.csv"], manifest=exported["manifest"])
+    pd.testing.assert_frame_equal(from_widget, from_csv)
+    judge = analysis.scores.load_scores(store, judge_model="judge-1")
+    table = analysis.table5(judge, from_widget, judge_model="judge-1", backend_names={"offline"})
+    assert table.frame.equals(analysis.table5(judge, from_csv, judge_model="judge-1",
+                                              backend_names={"offline"}).frame)
+
+
+# -- HTML displays ---------------------------------------------------------------------------------------
+
+
+def test_table_display_has_no_index_formats_floats_blanks_undefined_and_escapes():
+    frame = pd.DataFrame({"Metric <x>": ["a & b", "c"], "κ": [0.123456, float("nan")], "items": [3, 4],
+                          "cost_usd": [0.000123, 1.5]}, index=[7, 9])
+    result = TableResult(frame, "Caption with <tags> & more.", Source.of("store", 2, "rows"), precision=3)
+    html = result._repr_html_()
+    assert "Caption with &lt;tags&gt; &amp; more." in html and "<tags>" not in html
+    assert "Metric &lt;x&gt;" in html and "a &amp; b" in html
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", html)
+    assert cells == ["a &amp; b", "0.123", "3", "0.0001", "c", "", "4", "1.5000"]  # no index, NaN blank
+    assert "nan" not in html.lower().replace("nanoseconds", "") and ">7<" not in html
+    assert "overflow-x: auto" in html and 'class="pl-scroll"' in html
+    pivot = frame_html(pd.DataFrame({"m": [1.0]}, index=pd.Index(["SD"], name="task_type")))
+    assert "<th>task_type</th>" in pivot and "<td>SD</td>" in pivot  # a named index means something
+    assert "No rows." in frame_html(pd.DataFrame(columns=["a", "b"]))
+
+
+def test_table5_shows_a_blank_where_its_caption_promises_one():
+    ids = [f"d{i}" for i in range(6)]
+    dimensions = ["task_completion"] * 6 + ["personalization"] * 6
+    judge = pd.DataFrame({"dialogue_id": ids * 2, "dimension": dimensions,
+                          "score": [1.0] * 6 + [1.0, 2.0, 3.0, 4.0, 2.0, 3.0]})
+    second = judge.copy()
+    result = analysis.table5(judge, None, judge_model="judge-1", second_judge=second,
+                             second_judge_model="judge-2", backend_names={"offline"})
+    assert result.frame.select_dtypes("number").isna().any().any()  # every TC rating is the same value
+    assert "A blank cell is undefined" in result.caption
+    html = result._repr_html_()
+    assert "nan" not in html.lower() and '<td class="pl-num"></td>' in html
+    assert re.search(r"<td class=\"pl-num\">1\.000</td>", html)  # the table's own precision: three decimals
+
+
+def test_stage_report_display_is_one_line_when_there_was_nothing_to_do():
+    idle = StageReport("judging", already_done=12, shard="1/2")
+    assert idle._repr_html_() == ('<div class="pl-stage pl-stage-idle">judging (shard 1/2): nothing to do, '
+                                  "12 items already stored.</div>")
+    busy = StageReport("judging", planned=3, finished=2, errors=1, statuses=Counter(ok=2, error=1),
+                       cost_usd=0.00042)
+    html = busy._repr_html_()
+    assert "judging complete: 3 records stored (1 errors)" in html and "<table" in html
+    assert "<td class=\"pl-num\">0.0004</td>" in html and "<th></th>" not in html
+
+
+def test_records_render_as_html_with_every_text_escaped(store):
+    dialogue = next(d for d in store.read(Dialogue) if d.id == "d-base")
+    html = dialogue._repr_html_()
+    assert "Sounds good &lt;b&gt;bold&lt;/b&gt; &amp; more" in html and "<b>bold</b>" not in html
+    assert html.count('class="pl-turn ') == 4 and "assistant · turn 2" in html
+    assert "<th>assistant_setting</th><td>base</td>" in html
+    judgment = next(j for j in store.read(Judgment) if j.id == "d-base-personalization")
+    html = judgment._repr_html_()
+    assert f"personalization of d-base: {LONG}" in html and "<th>score</th><td>4.00</td>" in html
+    missing = next(j for j in store.read(Judgment) if j.status == "missing")
+    assert "<th>score</th><td></td>" in missing._repr_html_()  # no score: blank, never a number
