@@ -1,0 +1,190 @@
+"""JupyterLab in a real browser after `make reproduce` (issue 13): `make lab` serves a fresh copy of the
+kit on loopback, headless Chromium (the distribution's package, driven by Playwright; no browser is
+downloaded) opens notebook 06, runs all cells, opens one dialogue in the explorer and finds its
+transcript and a judge's explanation on the page. Screenshots go to the test's temporary folder."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect, sync_playwright
+from support.checkout import copy_env
+
+from personalens_utils.records import Dialogue, Judgment
+from personalens_utils.store import RunStore
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("reproduced_checkout"), pytest.mark.timeout(900)]
+
+CHROMIUM = os.environ.get("PERSONALENS_CHROMIUM") or shutil.which("chromium") or (
+    "/usr/bin/chromium" if Path("/usr/bin/chromium").is_file() else None
+)
+JUDGE = "Claude 3.5 Sonnet"
+LAB_SETTINGS = {
+    # every cell in the page, so the explorer far down the notebook is in the DOM
+    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
+    # no news or update check: the test touches no network beyond loopback
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
+        "fetchNews": "false", "checkForUpdates": False},
+}
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _api(base: str, token: str, path: str, method: str = "GET") -> object:
+    request = urllib.request.Request(f"{base}{path}", method=method,
+                                     headers={"Authorization": f"token {token}"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        body = response.read()
+    return json.loads(body) if body else None
+
+
+def _stop(proc: subprocess.Popen[bytes], base: str, token: str) -> None:
+    """Shut the kernels and the server down through the API, then make sure the processes are gone."""
+    try:
+        for kernel in _api(base, token, "/api/kernels"):  # type: ignore[union-attr]
+            _api(base, token, f"/api/kernels/{kernel['id']}", "DELETE")
+        _api(base, token, "/api/shutdown", "POST")
+        proc.wait(timeout=30)
+    except Exception:  # the server did not answer or did not stop: end its process group
+        for sig, wait in ((signal.SIGTERM, 15), (signal.SIGKILL, 15)):
+            if proc.poll() is None:
+                os.killpg(proc.pid, sig)
+                try:
+                    proc.wait(timeout=wait)
+                except subprocess.TimeoutExpired:
+                    continue
+
+
+@pytest.fixture
+def lab(reproduced_checkout, tmp_path) -> Iterator[tuple[str, str, Path]]:
+    """`make lab` on a copy of the reproduced checkout: (base URL, token, the copy); stopped at the end."""
+    root = Path(shutil.copytree(reproduced_checkout, tmp_path / "checkout", symlinks=True))
+    config = tmp_path / "jupyter"
+    for name, settings in LAB_SETTINGS.items():
+        path = config / "settings" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(settings), encoding="utf-8")
+    env = copy_env(root) | {"JUPYTERLAB_SETTINGS_DIR": str(config / "settings"),
+                            "JUPYTERLAB_WORKSPACES_DIR": str(config / "workspaces"),
+                            "JUPYTER_RUNTIME_DIR": str(config / "runtime")}
+    port, token = _free_port(), secrets.token_hex(16)
+    args = f"--no-browser --ServerApp.ip=127.0.0.1 --ServerApp.port={port} --ServerApp.port_retries=0 " \
+           f"--IdentityProvider.token={token}"
+    # the Makefile's own target, on the venv running the tests (-o install: nothing is installed)
+    command = ["make", "-o", "install", "lab", f"VENV={sys.prefix}", f"ARGS={args}"]
+    log = (tmp_path / "lab.log").open("wb")
+    proc = subprocess.Popen(command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            assert proc.poll() is None, f"make lab exited: {(tmp_path / 'lab.log').read_text()[-2000:]}"
+            try:
+                _api(base, token, "/api/status")
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "JupyterLab did not answer within 90 s"
+                time.sleep(0.5)
+        yield base, token, root
+    finally:
+        _stop(proc, base, token)
+        log.close()
+        print(f"JupyterLab log: {tmp_path / 'lab.log'}")
+
+
+@pytest.fixture
+def page() -> Iterator[Page]:
+    if CHROMIUM is None:
+        pytest.skip("Chromium not found: install the distribution's package (apt-get install chromium; "
+                    ".ci/run does it) or set PERSONALENS_CHROMIUM to its path")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, timeout=60_000)
+        try:
+            context = browser.new_context(viewport={"width": 1400, "height": 1000})
+            context.set_default_timeout(60_000)
+            yield context.new_page()
+        finally:
+            browser.close()
+
+
+def _words(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def test_notebook_06_runs_in_the_lab_and_the_explorer_opens_a_dialogue(lab, page, tmp_path):
+    base, token, root = lab
+    shots = []
+
+    def shot(name: str) -> None:
+        path = tmp_path / f"{name}.png"
+        page.screenshot(path=str(path))
+        shots.append(path)
+        print(f"screenshot: {path}")
+
+    page.goto(f"{base}/lab/tree/notebooks/06_analysis.ipynb?token={token}")
+    idle = page.get_by_role("button", name=re.compile(r"PersonaLens kit\) \| Idle$"))
+    chooser = page.locator(".jp-Dialog", has_text="Select Kernel")
+    expect(idle.or_(chooser)).to_be_visible(timeout=120_000)
+    if chooser.is_visible():  # Lab may ask once; the notebook's own kernel is preselected
+        chooser.locator(".jp-mod-accept").click()
+    expect(idle).to_be_visible(timeout=120_000)  # the kernel started
+    shot("1_opened")
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+    expect(page.get_by_text("Notebook 06 finished", exact=False)).to_be_visible(timeout=300_000)
+    expect(idle).to_be_visible(timeout=60_000)
+    assert page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']",
+                        has_text="Traceback").count() == 0
+    page.locator(".jp-OutputArea-output", has_text="Table 3.").first.scroll_into_view_if_needed()
+    shot("2_table3_after_run_all")
+
+    explorer = page.locator(".pl-explorer")
+    expect(explorer).to_have_count(1)
+    explorer.locator(".pl-explorer-task_type select").select_option(label="MD")
+    dialogues = explorer.locator(".pl-explorer-dialogue-select select")
+    expect(dialogues.locator("option").first).to_be_attached()
+    options = dialogues.locator("option")
+    assert options.count() >= 2, "the MD filter should leave several dialogues of the reproduction"
+    dialogues.select_option(index=1)
+    shown = explorer.locator(".pl-explorer-page .pl-page")
+    expect(shown).to_have_attribute("data-dialogue", re.compile(r"\S+"))
+    dialogue_id = shown.get_attribute("data-dialogue")
+    store = RunStore(root / "runs" / "small" / "generated" / "store")
+    record = next(d for d in store.read(Dialogue) if d.id == dialogue_id)
+    assert record.task_type == "MD", "the explorer's task type filter holds"
+    judged = [j for j in store.read(Judgment)
+              if j.dialogue_id == dialogue_id and j.judge_model == JUDGE and j.explanation]
+    assert judged, f"the reproduction judged dialogue {dialogue_id}"
+    page_text = _words(explorer.locator(".pl-explorer-page").inner_text())
+    first_user_turn = _words(record.turns[0].content)
+    assert first_user_turn in page_text, "the transcript's first user turn is on the page"
+    turns = explorer.locator(".pl-explorer-page .pl-turn")
+    assert turns.count() == len(record.turns), "every message of the dialogue is shown"
+    explanation = _words(judged[0].explanation)
+    assert explanation in page_text, f"the {judged[0].dimension} explanation is on the page"
+    explorer.locator(".pl-explorer-page .pl-chat").scroll_into_view_if_needed()
+    explorer.locator(".pl-explorer-count").scroll_into_view_if_needed()
+    shot("3_explorer_dialogue")
+    explorer.locator(f".pl-judgment[data-dimension='{judged[0].dimension}']").scroll_into_view_if_needed()
+    shot("4_explorer_judgments")
+    page.locator(".pl-compare-widget .pl-compare-scenario").scroll_into_view_if_needed()
+    shot("5_side_by_side")
+    assert all(path.stat().st_size > 10_000 for path in shots)
