@@ -11,7 +11,7 @@ import papermill
 import pytest
 from support.records import dialogue
 
-from personalens_utils import reproduce, session
+from personalens_utils import paths, reproduce, session
 from personalens_utils.data import SAMPLES
 from personalens_utils.paths import project_root
 from personalens_utils.reproduce import Settings
@@ -132,3 +132,52 @@ def test_reproduce_passes_each_seed_under_its_own_name(monkeypatch, tmp_path):
     for name, params in calls.items():
         assert params["seed"] == 4 and params["backend_seed"] == 5, name
     assert reproduce.parse_args(["--seed", "2", "--backend-seed", "3"]).backend_seed == 3
+
+
+@pytest.fixture
+def checkout(tmp_path, monkeypatch) -> Path:
+    """An empty checkout: no official data, nothing generated, no reproduction."""
+    monkeypatch.setattr(paths, "project_root", lambda: tmp_path)
+    monkeypatch.delenv(paths.DATA_ENV, raising=False)
+    (tmp_path / "runs").mkdir()
+    return tmp_path
+
+
+def test_defaults_follow_the_latest_reproduction_and_the_store_follows_the_benchmark(checkout):
+    folder = checkout / "runs" / "small" / "generated"
+    bench = _official_like(folder / "benchmark", [0, 1])
+    latest = paths.write_latest(folder, bench)
+    assert "folder: small/generated" in latest.read_text() and "benchmark: small/generated/benchmark" in \
+        latest.read_text()  # relative: a copied checkout still finds them
+    with Session.open() as s:
+        assert s.benchmark_dir == bench and s.store.root == folder / "store" and s.users is None
+    other = _official_like(checkout / "elsewhere", [0])
+    assert Session.open(benchmark_dir=other).store.root == checkout / "runs" / session.DEFAULT_RUN
+    assert Session.open(benchmark_dir=bench).store.root == folder / "store"
+    mine = _official_like(checkout / "data" / "generated" / "default", [0, 1, 2])  # notebook 01 ran since
+    with Session.open() as s:
+        assert s.benchmark_dir == mine and s.store.root == checkout / "runs" / session.DEFAULT_RUN
+    official = _official_like(checkout / "data" / "personalens", [3])
+    assert paths.default_benchmark_dir() == official
+
+
+def test_a_gone_reproduction_is_ignored_and_no_benchmark_is_one_line(checkout):
+    paths.write_latest(checkout / "runs" / "old" / "generated", checkout / "runs" / "old" / "benchmark")
+    assert paths.latest_run() is None  # its folder was cleaned away
+    with pytest.raises(SessionError) as error:
+        Session.open()
+    lines = error.value._render_traceback_()
+    assert len(lines) == 1 and "run notebook 01 or `make reproduce` first, or set benchmark_dir" in lines[0]
+    assert lines[0].startswith("SessionError: benchmark_dir=None: no benchmark found")
+
+
+def test_require_names_the_empty_store_and_what_fills_it(checkout):
+    bench = _official_like(checkout / "bench", [0])
+    s = Session.open(benchmark_dir=bench, users=[0], task_types=["SD"], run_dir=checkout / "store")
+    frame = pd.DataFrame({"user_id": [0]})
+    assert s.require(frame, "judgments", "notebooks 03 and 04") is frame
+    with pytest.raises(SessionError) as error:
+        s.require(frame.iloc[:0], "judgments by J", "notebooks 03 and 04")
+    assert str(error.value) == (f"the run store {checkout / 'store'} holds no judgments by J (1 users, "
+                                "task_types=['SD']): run notebooks 03 and 04 first, or set run_dir to a run "
+                                "store that has them")
