@@ -16,13 +16,15 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from playwright.sync_api import Page, expect, sync_playwright
 from support.checkout import copy_env
 
+from personalens_utils.explore import Catalog
 from personalens_utils.records import Dialogue, Judgment
 from personalens_utils.store import RunStore
 
@@ -32,6 +34,7 @@ CHROMIUM = os.environ.get("PERSONALENS_CHROMIUM") or shutil.which("chromium") or
     "/usr/bin/chromium" if Path("/usr/bin/chromium").is_file() else None
 )
 JUDGE = "Claude 3.5 Sonnet"
+T = TypeVar("T")
 LAB_SETTINGS = {
     # every cell in the page, so the explorer far down the notebook is in the DOM
     "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
@@ -126,6 +129,7 @@ def page() -> Iterator[Page]:
 
 
 def _words(text: str) -> str:
+    """Text with every run of white space (no-break spaces too) as one space."""
     return re.sub(r"\s+", " ", text).strip()
 
 
@@ -158,18 +162,26 @@ def test_notebook_06_runs_in_the_lab_and_the_explorer_opens_a_dialogue(lab, page
 
     explorer = page.locator(".pl-explorer")
     expect(explorer).to_have_count(1)
-    explorer.locator(".pl-explorer-task_type select").select_option(label="MD")
-    dialogues = explorer.locator(".pl-explorer-dialogue-select select")
-    expect(dialogues.locator("option").first).to_be_attached()
-    options = dialogues.locator("option")
-    assert options.count() >= 2, "the MD filter should leave several dialogues of the reproduction"
-    dialogues.select_option(index=1)
-    shown = explorer.locator(".pl-explorer-page .pl-page")
-    expect(shown).to_have_attribute("data-dialogue", re.compile(r"\S+"))
-    dialogue_id = shown.get_attribute("data-dialogue")
     store = RunStore(root / "runs" / "small" / "generated" / "store")
-    record = next(d for d in store.read(Dialogue) if d.id == dialogue_id)
-    assert record.task_type == "MD", "the explorer's task type filter holds"
+    md = {d.id: d for d in store.read(Dialogue) if d.task_type == "MD"}
+    dialogues = explorer.locator(".pl-explorer-dialogue-select select")
+
+    def until(what: str, value: Callable[[], T], holds: Callable[[T], bool]) -> T:
+        """`value()` once `holds` (the page follows the widgets through the kernel)."""
+        deadline = time.monotonic() + 60
+        while not holds(current := value()):
+            assert time.monotonic() < deadline, f"{what}: still {str(current)[:300]}"
+            time.sleep(0.25)
+        return current
+
+    explorer.locator(".pl-explorer-task_type select").select_option(label="MD")
+    options = dialogues.locator("option")
+    labels = until("the MD filter", lambda: [_words(t) for t in options.all_inner_texts()],
+                   lambda texts: len(texts) >= 2 and all(" · MD-" in text for text in texts))
+    record = {Catalog.label(d): d for d in md.values()}[labels[1]]
+    dialogues.select_option(label=labels[1])
+    dialogue_id = until("the dialogue page", lambda: explorer.locator(".pl-explorer-page .pl-page")
+                        .get_attribute("data-dialogue"), lambda shown: shown == record.id)
     judged = [j for j in store.read(Judgment)
               if j.dialogue_id == dialogue_id and j.judge_model == JUDGE and j.explanation]
     assert judged, f"the reproduction judged dialogue {dialogue_id}"

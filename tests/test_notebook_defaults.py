@@ -19,6 +19,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("reproduced_checkout")]
 ORDER = ("02_validation", "03_simulation", "04_judging", "05_ablation", "06_analysis", "01_generation")
 """A researcher's order after `make reproduce`; 01 last, since its new benchmark becomes 02-06's default."""
 WIDGET = "application/vnd.jupyter.widget-view+json"
+METER = re.compile(r"\d+%\|.*\d+/\d+ \[")
 
 
 @pytest.fixture
@@ -53,10 +54,12 @@ def _text(executed: Path) -> str:
 
 
 def _bars(executed: Path) -> list[str]:
-    """The saved text of every progress bar (widget) of an executed notebook."""
+    """The saved text of every progress bar of an executed notebook: a widget whose text is a tqdm meter
+    ("n/total [elapsed"), not the explorer's or another widget's."""
     cells = json.loads(executed.read_text(encoding="utf-8"))["cells"]
-    return ["".join(o["data"]["text/plain"]) for c in cells for o in c.get("outputs", [])
-            if WIDGET in o.get("data", {})]
+    texts = ["".join(o["data"].get("text/plain", "")) for c in cells for o in c.get("outputs", [])
+             if WIDGET in o.get("data", {})]
+    return [text for text in texts if METER.search(text)]
 
 
 def test_every_notebook_runs_on_its_defaults_right_after_reproduce(checkout, tmp_path):
