@@ -93,6 +93,7 @@ def test_filters_narrow_the_dialogue_list(store, benchmark):
     view = explore(store, benchmark=benchmark)
     assert _shown(view) == ["d-base", "d-plus-i", "d-music", "d-md"]  # user, task, assistant, setting
     assert view.count.value == "4 of 4 dialogues"
+    assert {box.label for box in view.filters.values()} == {"(any)"}  # an open filter says so
     view.set_filters(assistant_model="model-b")
     assert _shown(view) == ["d-music"] and view.dialogue.value == "d-music"
     view.set_filters(assistant_model=None, domain="Movies")
@@ -110,8 +111,10 @@ def test_filters_narrow_the_dialogue_list(store, benchmark):
     view.set_filters(dimension="naturalness_assistant", score_range=(1, 5))
     assert _shown(view) == []  # its only judgment has no score: never counted as any score
     assert "No dialogue passes these filters" in view.page.value
+    view.set_filters(dimension="turn_personalization", score_range=(2.75, 3.25))  # a mean of turn scores
+    assert _shown(view) == ["d-base"] and view.score.step == 0.25
     view.set_filters(dimension=None)
-    assert len(_shown(view)) == 4 and view.score.disabled
+    assert len(_shown(view)) == 4 and view.score.disabled and view.filters["dimension"].label == "(any)"
     with pytest.raises(ValueError, match=r"model-z.*not in this run store"):
         view.set_filters(assistant_model="model-z")
     with pytest.raises(ValueError, match="unknown explorer filters"):
