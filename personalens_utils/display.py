@@ -58,13 +58,17 @@ def is_blank(value: Any) -> bool:
 
 
 def cell(value: Any, precision: int = 2) -> str:
-    """One table cell's text: blank for undefined, floats at `precision`, everything else as text."""
+    """One table cell's text: blank for undefined, floats at `precision` (two significant digits for a
+    non-zero value that would round to zero, e.g. a p-value), everything else as text."""
     if is_blank(value):
         return ""
     if isinstance(value, bool):
         return str(value)
     if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral):
-        return f"{float(value):.{precision}f}"
+        text = f"{float(value):.{precision}f}"
+        if value and not float(text):  # a small non-zero value never reads as zero
+            return f"{float(value):.2g}"
+        return text
     if isinstance(value, list | tuple):
         return ", ".join(cell(v, precision) for v in value)
     return str(value)

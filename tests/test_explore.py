@@ -315,6 +315,8 @@ def test_table_display_has_no_index_formats_floats_blanks_undefined_and_escapes(
     pivot = frame_html(pd.DataFrame({"m": [1.0]}, index=pd.Index(["SD"], name="task_type")))
     assert "<th>task_type</th>" in pivot and "<td>SD</td>" in pivot  # a named index means something
     assert "No rows." in frame_html(pd.DataFrame(columns=["a", "b"]))
+    small = frame_html(pd.DataFrame({"p": [0.000123, 0.0, 0.5]}))
+    assert re.findall(r"<td[^>]*>(.*?)</td>", small) == ["0.00012", "0.00", "0.50"]  # not a false zero
 
 
 def test_table5_shows_a_blank_where_its_caption_promises_one():

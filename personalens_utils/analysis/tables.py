@@ -164,7 +164,7 @@ def judge_missing(store: RunStore, judge_model: str, prompt_version: str) -> Tab
     key = judging.judge_model_key(judge_model)
     source = Source.of(f"run store {store.root.name}/", answered, "answered judgments", used,
                        [resolved_model(key, backend) for backend in used])
-    return TableResult(missing, caption, source)
+    return TableResult(missing, caption, source, precision=4)
 
 
 def judge_scores(tidy: pd.DataFrame, *, seed: int = 0) -> TableResult:
