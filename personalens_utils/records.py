@@ -24,7 +24,7 @@ from typing import Any, ClassVar, NoReturn, Self
 
 import orjson
 
-from personalens_utils.display import STYLE, chat_html, esc, fields_html
+from personalens_utils.display import chat_html, esc, fields_html, inline
 from personalens_utils.llm import registry
 from personalens_utils.llm.types import FatalError, Message, Usage
 
@@ -425,9 +425,9 @@ class Judgment(Record):
         """The judgment's fields, then the full explanation (never cut) and the raw answer folded."""
         fields = {name: getattr(self, name) for name in self.summary_fields}
         fields["attempts"] = self.attempts
-        return (f'{STYLE}{fields_html(fields)}<div class="pl-explanation">{esc(self.explanation)}</div>'
-                f'<details><summary>raw answer</summary><div class="pl-explanation pl-muted">{esc(self.raw)}'
-                "</div></details>")
+        explanation = f'<div class="pl-explanation">{esc(self.explanation)}</div>'
+        raw = f'<summary>raw answer</summary><div class="pl-explanation pl-muted">{esc(self.raw)}</div>'
+        return inline(f"{fields_html(fields)}{explanation}<details>{raw}</details>")
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from personalens_utils.display import STYLE, cell, chat_html, esc, fields_html
+from personalens_utils.display import cell, chat_html, esc, fields_html, inline
 from personalens_utils.judging import ALL_DIMENSIONS
 from personalens_utils.records import Dialogue, Judgment
 
@@ -186,8 +186,8 @@ def dialogue_page(view: DialogueView) -> str:
     judged = "".join(judgment_html(j, turns_beside=True) for j in view.judgments) or (
         '<div class="pl-muted">Not judged yet (notebook 04).</div>'
     )
-    return (
-        f'{STYLE}<div class="pl-page" data-dialogue="{esc(d.id)}">'
+    return inline(
+        f'<div class="pl-page" data-dialogue="{esc(d.id)}">'
         f"<h4>{esc(Catalog.label(d))}</h4>{header_html(d)}{profile_html(view)}"
         f"<h4>Transcript</h4>{transcript}<h4>Judgments</h4>{judged}</div>"
     )
@@ -205,7 +205,6 @@ def _by_turn(dialogue: Dialogue, extras: Mapping[int, str], notes: Mapping[int, 
             notes={k: notes.get(i, []) for k, i in enumerate(indices)},
             extra={k: extras.get(i, "") for k, i in enumerate(indices)},
             start=max(number - 1, 0),
-            style=False,
         )
     return out
 
@@ -238,8 +237,8 @@ def comparison_page(left: DialogueView, right: DialogueView) -> str:
         for d in (a, b)
     )
     profile = profile_html(left, compared=[(f"in {_run(a)}", left), (f"in {_run(b)}", right)])
-    return (
-        f'{STYLE}<div class="pl-compare" data-scenario="{esc(a.scenario_id)}">'
+    return inline(
+        f'<div class="pl-compare" data-scenario="{esc(a.scenario_id)}">'
         f"<h4>{esc(a.scenario_id)}: side by side</h4>{profile}"
         f'<div class="pl-side">{head}{"".join(rows)}</div><h4>Judgments</h4>'
         f'<div class="pl-side">{"".join(judged)}</div></div>'

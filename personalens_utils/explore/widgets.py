@@ -16,7 +16,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from personalens_utils.display import STYLE, esc
+from personalens_utils.display import esc, inline
 from personalens_utils.judging import DIMENSIONS, judge_model_key
 
 from .catalog import Catalog, Filters
@@ -51,7 +51,7 @@ def _dropdown(name: str, description: str, values: Sequence[Any], css: str) -> w
 
 
 def _empty(message: str) -> str:
-    return f'{STYLE}<div class="pl-page pl-empty">{esc(message)}</div>'
+    return inline(f'<div class="pl-page pl-empty">{esc(message)}</div>')
 
 
 class _Page(widgets.VBox):
