@@ -278,6 +278,15 @@ def test_annotation_is_validated_saved_after_every_item_and_resumed(exported):
     assert again.save()
     again.enter(**_ratings("1", "2"))
     assert again.save() and again.index == 3 and "end of the sheet" in again.progress.value
+    # two widgets open on one sheet (a cell run twice): each save keeps what the other saved
+    stale, fresh = annotate(sheet), annotate(sheet)
+    fresh.go(0)
+    fresh.enter(personalization="2")
+    assert fresh.save()
+    stale.go(1)
+    stale.enter(personalization="4")
+    assert stale.save()
+    assert [r["personalization"] for r in annotation.read_table(sheet)[1]] == ["2", "4", "2"]
     ratings = annotation.read_sheets(str(folder / "annotator_*.csv"), manifest=exported["manifest"])
     assert set(ratings["annotator"]) == {"Alice B"} and len(ratings) == 3 * 6
     assert ratings.groupby("dialogue_id")["score"].count().tolist() == [6, 6, 6]

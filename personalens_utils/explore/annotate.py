@@ -217,14 +217,24 @@ class Annotator(widgets.VBox):
                 '<div class="pl-error">Not saved: ' + "<br>".join(esc(p) for p in problems) + "</div>"
             )
             return False
-        row = dict(self.rows[self.index])
+        # the sheet as it is on disk now: another widget on it (a re-run cell) may have saved items since
+        header, rows, delimiter = annotation.read_table(self.path)
+        wanted = self.rows[self.index]["dialogue_id"]
+        at = next((i for i, r in enumerate(rows) if r.get("dialogue_id") == wanted), None)
+        if at is None:
+            self.message.value = inline(
+                f'<span class="pl-error">Not saved: dialogue {esc(wanted)} is no '
+                f"longer in {esc(self.path)}; it was changed outside this widget.</span>"
+            )
+            return False
+        row = dict(rows[at])
         row.update({dim: "" if v is None else _stored(dim, v) for dim, v in values.items()})
         row["notes"] = self.notes.value
-        if "annotator" in self.header:
+        if "annotator" in header:
             row["annotator"] = self.annotator.value.strip()
-        rows = [*self.rows[: self.index], row, *self.rows[self.index + 1 :]]
-        annotation.write_table(self.path, self.header, rows, self.delimiter)
-        self.rows = rows
+        rows[at] = row
+        annotation.write_table(self.path, header, rows, delimiter)
+        self.header, self.rows, self.delimiter, self.index = header, rows, delimiter, at
         self.message.value = inline(
             f'<span class="pl-muted">Saved item {self.index + 1} to {esc(self.path.name)}.</span>'
         )
