@@ -187,7 +187,7 @@ class SideBySide(_Page):
         self, catalog: Catalog, *, judge_model: str | None = None, scenarios: Sequence[str] | None = None
     ) -> None:
         self.catalog = catalog
-        self.judge_model = judge_model
+        self.judge_model = judge_model_key(judge_model) if judge_model else None
         pool = list(scenarios) if scenarios is not None else catalog.compared_scenarios()
         self.scenario = widgets.Dropdown(options=pool, description="scenario", style=_WIDE)
         self.scenario.add_class("pl-compare-scenario")
