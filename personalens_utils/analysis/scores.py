@@ -9,19 +9,25 @@ Each row also carries its run identity (`IDENTITY`): the backend and resolved mo
 agent, the assistant and the judge (records written before run identity read as made on the backend
 they stored). Offline results are never counted as a model's: `aggregate` refuses a group that pools
 rows of two identities, naming both, and the tables keep them apart as rows (`run_label`).
+
+Scores are read under one scoring rule (`judging.scoring`): `strict` (the stored reading, the
+default) or `official` (the official gather script's reading of the stored answer). The frame carries
+both readings (`strict_score`, `official_score`); `score` is the chosen one, and `frame.attrs["scoring"]`
+names it, so a table can show where the other rule would give another mean (`other_means`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from personalens_utils.analysis.stats import bootstrap_ci
 from personalens_utils.judging import DIMENSIONS as JUDGE_DIMENSIONS
-from personalens_utils.judging import judge_model_key
+from personalens_utils.judging import OFFICIAL, STRICT, check_scoring, judge_model_key, score_under
 from personalens_utils.records import Dialogue, Judgment, Record, legacy_model_id
 from personalens_utils.store import RunStore
 
@@ -127,20 +133,29 @@ def run_label(frame: pd.DataFrame, column: str) -> pd.Series:
     )
 
 
-def _project(store: RunStore, kind: type[Record], fields: Sequence[str]) -> pd.DataFrame:
-    """Current records of a table keeping only `fields`, so dialogue texts never fill memory.
+def _project(
+    store: RunStore,
+    kind: type[Record],
+    fields: Sequence[str],
+    derived: dict[str, Callable[[dict[str, Any]], Any]] | None = None,
+) -> pd.DataFrame:
+    """Current records of a table keeping only `fields` (and the `derived` columns, each computed from
+    the whole line), so dialogue texts and judge answers never fill memory.
 
     Rows come sorted by record id, not in the order records were appended (which follows thread
     completion), so everything computed from them is the same for the same store contents.
     """
+    derived = derived or {}
     latest: dict[str, dict] = {}
     path = store.path(kind)
     for lineno, rec in store.iter_lines(kind):
         missing = [f for f in ("id", "status") if f not in rec]
         if missing:
             raise ScoresError(f"{path}:{lineno}: record lacks {missing}")
-        latest[rec["id"]] = {f: rec.get(f) for f in fields}
-    return pd.DataFrame.from_records([latest[rid] for rid in sorted(latest)], columns=list(fields))
+        latest[rec["id"]] = {**{f: rec.get(f) for f in fields},
+                             **{name: derive(rec) for name, derive in derived.items()}}
+    columns = [*fields, *derived]
+    return pd.DataFrame.from_records([latest[rid] for rid in sorted(latest)], columns=columns)
 
 
 def load_dialogues(store: RunStore) -> pd.DataFrame:
@@ -159,9 +174,18 @@ def load_dialogues(store: RunStore) -> pd.DataFrame:
     return frame
 
 
-def load_judgments(store: RunStore) -> pd.DataFrame:
-    """One row per judgment (texts left out); `judge_backend` and `judge_model_id` name the judge's run."""
-    frame = _project(store, Judgment, Judgment.summary_fields).rename(
+def _official(rec: dict[str, Any]) -> float | None:
+    return score_under(OFFICIAL, rec.get("dimension", ""), rec["status"], rec.get("score"), rec.get("raw"))
+
+
+def load_judgments(store: RunStore, scoring: str = STRICT) -> pd.DataFrame:
+    """One row per judgment (texts left out); `judge_backend` and `judge_model_id` name the judge's run.
+
+    `strict_score` and `official_score` are the two readings (NaN: no score under that rule), `score`
+    the one `scoring` names.
+    """
+    check_scoring(scoring)
+    frame = _project(store, Judgment, Judgment.summary_fields, {"official_score": _official}).rename(
         columns={
             "id": "judgment_id",
             "prompt_version": "judge_prompt_version",
@@ -172,6 +196,10 @@ def load_judgments(store: RunStore) -> pd.DataFrame:
     fill_identity(frame, "judge_backend", [("judge_model", "judge_backend", "judge_model_id")])
     frame["score"] = pd.to_numeric(frame["score"], errors="raise").astype(float)
     frame.loc[frame["judgment_status"] != "ok", "score"] = np.nan
+    frame["strict_score"] = frame["score"]
+    frame["official_score"] = pd.to_numeric(frame["official_score"], errors="raise").astype(float)
+    frame["score"] = frame[f"{scoring}_score"]
+    frame.attrs["scoring"] = scoring
     return frame
 
 
@@ -191,8 +219,12 @@ def load_scores(
     judge_prompt_version: str | None = None,
     user_model: str | None = None,
     judge_backend: str | None = None,
+    scoring: str = STRICT,
 ) -> pd.DataFrame:
     """The tidy frame: judgments of non-errored dialogues, joined to their dialogue's attributes.
+
+    `score` is read under `scoring` ("strict" or "official", `judging.scoring`); both readings stay
+    in `strict_score` and `official_score`.
 
     With several judge models (or judge prompt versions) in the store, name the one to score with;
     the frame must end up with at most one judgment per dialogue and dimension. Judge model names
@@ -203,7 +235,7 @@ def load_scores(
     judge_model = judge_model_key(judge_model) if judge_model is not None else None
     dialogues = _only(load_dialogues(store), "user_model", user_model, "user model")
     dialogues = dialogues[dialogues["dialogue_status"] != "error"]
-    judgments = load_judgments(store)
+    judgments = load_judgments(store, scoring)
     judgments = _only(judgments, "judge_model", judge_model, "judge model")
     judgments = _only(judgments, "judge_prompt_version", judge_prompt_version, "judge prompt version")
     judgments = _only(judgments, "judge_backend", judge_backend, "judge backend")
@@ -233,7 +265,37 @@ def load_scores(
         )
     tidy = tidy.sort_values(["dialogue_id", "dimension", "judgment_id"]).reset_index(drop=True)
     tidy.attrs["origin"] = f"run store {store.root.name}/"
+    tidy.attrs["scoring"] = scoring
     return tidy
+
+
+def scoring_of(tidy: pd.DataFrame) -> str:
+    """The scoring rule a tidy frame's `score` was read under (frames made before rules: strict)."""
+    return tidy.attrs.get("scoring", STRICT)
+
+
+def other_means(tidy: pd.DataFrame, by: Sequence[str], dimensions: Iterable[str]) -> pd.DataFrame:
+    """Per group and dimension, the mean under the rule `tidy` was not read under, and how many of
+    its judgments the two rules read differently; empty when the frame holds one reading only.
+
+    Task completion as a rate in percent, as in `aggregate`.
+    """
+    other = OFFICIAL if scoring_of(tidy) == STRICT else STRICT
+    columns = [*by, "dimension", "other_scoring", "other_mean", "n_read_differently"]
+    if f"{other}_score" not in tidy.columns:
+        return pd.DataFrame(columns=columns)
+    part = tidy[tidy["dimension"].isin(list(dimensions))]
+    rows = []
+    for keys, group in part.groupby([*by, "dimension"], sort=True, dropna=False):
+        keys = keys if isinstance(keys, tuple) else (keys,)
+        factor = 100.0 if keys[-1] == TASK_COMPLETION else 1.0
+        values = group[f"{other}_score"].dropna().to_numpy() * factor
+        mine, theirs = group["score"], group[f"{other}_score"]
+        differ = int(((mine != theirs) & ~(mine.isna() & theirs.isna())).sum())
+        rows.append({**dict(zip(by, keys[:-1], strict=True)), "dimension": keys[-1], "other_scoring": other,
+                     "other_mean": float(values.mean()) if len(values) else float("nan"),
+                     "n_read_differently": differ})
+    return pd.DataFrame(rows, columns=columns)
 
 
 def explode_domains(tidy: pd.DataFrame) -> pd.DataFrame:
