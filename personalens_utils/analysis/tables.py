@@ -110,11 +110,11 @@ def rule_note(long: pd.DataFrame, tidy: pd.DataFrame) -> str:
     scoring = scoring_of(tidy)
     if "n_read_differently" not in long.columns:
         return f" Scores read under the {scoring} rule."
-    differ = int(long["n_read_differently"].sum())
+    differ, other = int(long["n_read_differently"].sum()), long["other_scoring"].iloc[0]
     if not differ:
-        return f" Scores read under the {scoring} rule; the {long['other_scoring'].iloc[0]} rule reads every answer alike."
-    return (f" Scores read under the {scoring} rule; the {long['other_scoring'].iloc[0]} rule reads {differ} "
-            "answers differently, and its mean follows a cell wherever it differs.")
+        return f" Scores read under the {scoring} rule; the {other} rule reads every answer alike."
+    return (f" Scores read under the {scoring} rule; the {other} rule reads {differ} answers differently, "
+            "and its mean follows a cell wherever it differs.")
 
 
 def _cell(rec: object, digits: int = 2) -> str:

@@ -55,7 +55,9 @@ def official_reading(dimension: str, raw: str) -> float | None:
     return official_score(text, dim.label)
 
 
-def score_under(scoring: str, dimension: str, status: str, score: float | None, raw: str | None) -> float | None:
+def score_under(
+    scoring: str, dimension: str, status: str, score: float | None, raw: str | None
+) -> float | None:
     """A stored judgment's score under `scoring` (None: no score, left out of every mean).
 
     `status`, `score` and `raw` are the record's fields; the strict reading is the stored one.
