@@ -7,8 +7,10 @@ is excluded from every mean, never counted as zero. Aggregates report how many w
 
 Each row also carries its run identity (`IDENTITY`): the backend and resolved model id of the user
 agent, the assistant and the judge (records written before run identity read as made on the backend
-they stored). Offline results are never counted as a model's: `aggregate` refuses a group that pools
-rows of two identities, naming both, and the tables keep them apart as rows (`run_label`).
+they stored), and whose prompts made the dialogue and the judgment (`kit` or `official`; records
+without a prompt set are the kit's). Offline results are never counted as a model's: `aggregate`
+refuses a group that pools rows of two identities, naming both, and the tables keep them apart as
+rows (`run_label`).
 
 Scores are read under one scoring rule (`judging.scoring`): `strict` (the stored reading, the
 default) or `official` (the official gather script's reading of the stored answer). The frame carries
@@ -28,7 +30,7 @@ import pandas as pd
 from personalens_utils.analysis.stats import bootstrap_ci
 from personalens_utils.judging import DIMENSIONS as JUDGE_DIMENSIONS
 from personalens_utils.judging import OFFICIAL, STRICT, check_scoring, judge_model_key, score_under
-from personalens_utils.records import Dialogue, Judgment, Record, legacy_model_id
+from personalens_utils.records import KIT_PROMPTS, Dialogue, Judgment, Record, legacy_model_id
 from personalens_utils.store import RunStore
 
 TASK_COMPLETION = "task_completion"
@@ -67,9 +69,11 @@ SCALES: dict[str, Scale] = {
 
 IDENTITY = (
     "user_backend", "user_model_id", "assistant_backend", "assistant_model_id", "judge_backend",
-    "judge_model_id",
+    "judge_model_id", "dialogue_prompt_set", "judge_prompt_set",
 )
-"""The columns of a row's run identity: which backend and model id played each role."""
+"""The columns of a row's run identity: which backend and model id played each role, and whose
+prompts (kit or official) made the dialogue and the judgment."""
+PROMPT_SET_COLUMNS = (("dialogue prompts", "dialogue_prompt_set"), ("judge prompts", "judge_prompt_set"))
 ROLES = (("user agent", "user"), ("assistant", "assistant"), ("judge", "judge"))
 
 
@@ -91,11 +95,15 @@ def fill_identity(frame: pd.DataFrame, backend: str, pairs: Sequence[tuple[str, 
 
 
 def describe_identity(row: pd.Series | dict) -> str:
-    """One run identity in words, e.g. "user agent offline:claude-3-sonnet-20240229, assistant ..."."""
-    return ", ".join(
+    """One run identity in words, e.g. "user agent offline:claude-3-sonnet-20240229, assistant ...";
+    prompt sets are named when they are not the kit's."""
+    roles = [
         f"{name} {row[f'{key}_backend']}:{row[f'{key}_model_id']}"
         for name, key in ROLES if f"{key}_backend" in row and f"{key}_model_id" in row
-    )
+    ]
+    sets = [f"{name} {row[key]}" for name, key in PROMPT_SET_COLUMNS
+            if row.get(key, KIT_PROMPTS) != KIT_PROMPTS]
+    return ", ".join([*roles, *sets])
 
 
 def check_one_identity(frame: pd.DataFrame, by: Sequence[str], what: str) -> None:
@@ -111,7 +119,8 @@ def check_one_identity(frame: pd.DataFrame, by: Sequence[str], what: str) -> Non
         where = ", ".join(f"{k}={first[k]!r}" for k in by) or "the frame"
         raise ScoresError(
             f"{what} would pool records of different runs ({where}): {describe_identity(first)} and "
-            f"{describe_identity(second)}; offline results are never counted as a model's. Keep them apart "
+            f"{describe_identity(second)}; offline results are never counted as a model's, nor the kit's "
+            "prompts' results as the official prompts'. Keep them apart "
             f"(group by the identity columns {list(IDENTITY)}) or select one run, e.g. "
             f"tidy[tidy['assistant_backend'] == {first['assistant_backend']!r}]"
         )
@@ -164,11 +173,13 @@ def load_dialogues(store: RunStore) -> pd.DataFrame:
         columns={
             "id": "dialogue_id",
             "prompt_version": "dialogue_prompt_version",
+            "prompt_set": "dialogue_prompt_set",
             "backend": "dialogue_backend",
             "status": "dialogue_status",
         }
     )
     frame["domains"] = frame["domains"].map(lambda d: tuple(d) if isinstance(d, list | tuple) else ())
+    frame["dialogue_prompt_set"] = frame["dialogue_prompt_set"].fillna(KIT_PROMPTS)
     fill_identity(frame, "dialogue_backend", [("user_model", "user_backend", "user_model_id"),
                                           ("assistant_model", "assistant_backend", "assistant_model_id")])
     return frame
@@ -189,11 +200,13 @@ def load_judgments(store: RunStore, scoring: str = STRICT) -> pd.DataFrame:
         columns={
             "id": "judgment_id",
             "prompt_version": "judge_prompt_version",
+            "prompt_set": "judge_prompt_set",
             "backend": "judge_backend",
             "status": "judgment_status",
         }
     )
     fill_identity(frame, "judge_backend", [("judge_model", "judge_backend", "judge_model_id")])
+    frame["judge_prompt_set"] = frame["judge_prompt_set"].fillna(KIT_PROMPTS)
     frame["score"] = pd.to_numeric(frame["score"], errors="raise").astype(float)
     frame.loc[frame["judgment_status"] != "ok", "score"] = np.nan
     frame["strict_score"] = frame["score"]
@@ -219,6 +232,7 @@ def load_scores(
     judge_prompt_version: str | None = None,
     user_model: str | None = None,
     judge_backend: str | None = None,
+    judge_prompt_set: str | None = None,
     scoring: str = STRICT,
 ) -> pd.DataFrame:
     """The tidy frame: judgments of non-errored dialogues, joined to their dialogue's attributes.
@@ -229,7 +243,9 @@ def load_scores(
     With several judge models (or judge prompt versions) in the store, name the one to score with;
     the frame must end up with at most one judgment per dialogue and dimension. Judge model names
     are matched the way judging stores them (any registry spelling of a model works). With one judge
-    run on several backends (e.g. offline and a real one), name its `judge_backend`.
+    run on several backends (e.g. offline and a real one), name its `judge_backend`; with the kit's
+    and the official judge prompts in one store, name the `judge_prompt_set` (turn-level
+    personalization, which only the kit scores, is kept under either).
     """
     store = store if isinstance(store, RunStore) else RunStore(store)
     judge_model = judge_model_key(judge_model) if judge_model is not None else None
@@ -239,6 +255,10 @@ def load_scores(
     judgments = _only(judgments, "judge_model", judge_model, "judge model")
     judgments = _only(judgments, "judge_prompt_version", judge_prompt_version, "judge prompt version")
     judgments = _only(judgments, "judge_backend", judge_backend, "judge backend")
+    if judge_prompt_set is not None:
+        turn_level = judgments["dimension"] == TURN_PERSONALIZATION
+        judgments = pd.concat([_only(judgments[~turn_level], "judge_prompt_set", judge_prompt_set,
+                                     "judge prompt set"), judgments[turn_level]])
     judgments = judgments[judgments["judgment_status"] != "error"]
     tidy = judgments.merge(dialogues, on="dialogue_id", how="inner", validate="many_to_one")
     dup = tidy.duplicated(["dialogue_id", "dimension"], keep=False)
@@ -246,14 +266,15 @@ def load_scores(
         judges = sorted(set(tidy.loc[dup, "judge_model"] + " on " + tidy.loc[dup, "judge_backend"] + ":"
                             + tidy.loc[dup, "judge_model_id"]))
         versions = sorted(tidy.loc[dup, "judge_prompt_version"].unique())
+        sets = sorted(tidy.loc[dup, "judge_prompt_set"].unique())
         raise ScoresError(
             f"{int(dup.sum())} judgments share a dialogue and dimension (judges {judges}, "
-            f"prompt versions {versions}); pass judge_model=, judge_prompt_version= and/or judge_backend= "
-            "to pick one"
+            f"prompt versions {versions}, prompt sets {sets}); pass judge_model=, judge_prompt_version=, "
+            "judge_prompt_set= and/or judge_backend= to pick one"
         )
     scenario_dup = dialogues.duplicated(
         ["scenario_id", "assistant_model", "assistant_setting", "user_backend", "assistant_backend",
-         "assistant_model_id"],
+         "assistant_model_id", "dialogue_prompt_set"],
         keep=False,
     )
     if scenario_dup.any():

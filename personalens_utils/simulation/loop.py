@@ -15,7 +15,7 @@ from typing import Any
 from personalens_utils.engine import error_message
 from personalens_utils.llm import Message, Response, Usage
 from personalens_utils.prompts.dialogue import DIALOGUE_PROMPT_VERSION, TERMINATE
-from personalens_utils.records import Dialogue, resolved_model
+from personalens_utils.records import KIT_PROMPTS, Dialogue, resolved_model
 
 from .prompting import ScenarioContext, assistant_request, user_request
 from .settings import AssistantSetting
@@ -37,15 +37,16 @@ def split_terminate(text: str) -> tuple[str, bool]:
 
 
 def dialogue_id(scenario_id: str, user_model: str, assistant_model: str, setting: str, *, backend: str,
-                assistant_backend: str | None = None, prompt_version: str = DIALOGUE_PROMPT_VERSION) -> str:
+                assistant_backend: str | None = None, prompt_version: str = DIALOGUE_PROMPT_VERSION,
+                prompt_set: str = KIT_PROMPTS) -> str:
     """The run-store id of a dialogue whose user agent runs on `backend` and assistant on
     `assistant_backend` (default: the same; docs/architecture.md): the models' ids are the ones each
-    backend is called with."""
+    backend is called with; `prompt_set` says whose prompts made it."""
     assistant_backend = assistant_backend or backend
     user = (backend, resolved_model(user_model, backend))
     assistant = (assistant_backend, resolved_model(assistant_model, assistant_backend))
     names = (scenario_id, user_model, assistant_model, setting, prompt_version)
-    return Dialogue.make_id(*names, user, assistant)
+    return Dialogue.make_id(*names, user, assistant, prompt_set)
 
 
 @dataclass
