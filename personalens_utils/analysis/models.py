@@ -1,6 +1,7 @@
 """Table 11 of the paper, written from the model registry: each of the paper's models, its role,
-and what the kit calls for it on each backend today (the id, or the successor where the paper's
-model is retired), with list prices and the dates prices and retirements were read.
+the short name the official code gives it, and what the kit calls for it on each backend today (the
+id, or the successor where the paper's model is retired), with list prices and the dates prices and
+retirements were read.
 
 The paper's table gives versions only; the kit adds backends, successors and prices because a
 re-run today cannot call every model the paper did, and a reader must see what was called instead.
@@ -55,6 +56,7 @@ def table11(
             rows.append({
                 "model": info.name,
                 "paper version": info.paper_version,
+                "official name": info.official_name,
                 "paper role": ", ".join(info.paper_roles),
                 "backend": backend,
                 "status": status,
