@@ -90,7 +90,8 @@ class OfficialExportError(ValueError):
         self.problems = list(problems)
         listed = "\n".join(f"- {p}" for p in self.problems)
         super().__init__(
-            f"{len(self.problems)} problem(s) would stop the official scripts; nothing was written:\n{listed}\n"
+            f"{len(self.problems)} problem(s) would stop the official scripts; nothing was written:\n"
+            f"{listed}\n"
             "Export only what the official code can express, or pass allow_unofficial=True to write it "
             "anyway under the kit's names (the official evaluator will not run on those folders)."
         )
@@ -256,9 +257,10 @@ def plan_export(
                 "export them to different roots (e.g. one per user model or prompt version)"
             )
         files[path] = record
-        groups.setdefault((folder, record.task_type), {}).setdefault(record.user_id, set()).add(record.task_id)
+        users = groups.setdefault((folder, record.task_type), {})
+        users.setdefault(record.user_id, set()).add(record.task_id)
     if benchmark is None and chosen:
-        problems["no benchmark given: cannot check that every user's tasks are all there (pass benchmark=)"] = None
+        problems["no benchmark given: cannot check that each user's tasks are all there"] = None
     expected = _expected_tasks(benchmark) if benchmark is not None else {}
     runs = []
     for (folder, task_type), users in sorted(groups.items()):
@@ -270,9 +272,9 @@ def plan_export(
                 problems[f"{folder}: user {user} has {task_type} dialogues for tasks the benchmark does not "
                          f"give that user ({_sample(tasks - wanted)})"] = None
             if wanted - tasks:
-                problems[f"{folder}: user {user} lacks {len(wanted - tasks)} of its {len(wanted)} {task_type} "
-                         f"tasks ({_sample(wanted - tasks)}); the official evaluator opens every task of the "
-                         "user and stops at the first missing file"] = None
+                problems[f"{folder}: user {user} lacks {len(wanted - tasks)} of its {len(wanted)} "
+                         f"{task_type} tasks ({_sample(wanted - tasks)}); the official evaluator opens every "
+                         "task of the user and stops at the first missing file"] = None
         runs.extend((folder, task_type, first, last) for first, last in _runs(users))
     return ExportPlan(Path(root), files, list(problems), runs)
 
@@ -345,8 +347,13 @@ def _kit_name(name: str) -> str:
     return info.name if info is not None else name
 
 
-def read_dialogue_file(path: str | os.PathLike[str], *, benchmark: Benchmark | None = None,
-                       prompt_version: str = OFFICIAL_PROMPT_VERSION, user_model: str | None = None) -> Dialogue:
+def read_dialogue_file(
+    path: str | os.PathLike[str],
+    *,
+    benchmark: Benchmark | None = None,
+    prompt_version: str = OFFICIAL_PROMPT_VERSION,
+    user_model: str | None = None,
+) -> Dialogue:
     """One official-layout file as a run-store dialogue record.
 
     For files without a kit block, the domains of a multi-domain task come from `benchmark` (empty
@@ -456,8 +463,8 @@ def import_official(
     With `into`, the records are also added to that run store; ones it already holds unchanged are
     skipped, and a different record under an existing id raises before anything is written.
     """
-    records = [read_dialogue_file(p, benchmark=benchmark, prompt_version=prompt_version, user_model=user_model)
-               for p in iter_dialogue_files(root)]
+    options = {"benchmark": benchmark, "prompt_version": prompt_version, "user_model": user_model}
+    records = [read_dialogue_file(p, **options) for p in iter_dialogue_files(root)]
     if into is not None:
         _add(_store(into), records)
     return records
@@ -523,7 +530,8 @@ def import_official_run(
     Every answer must sit beside its dialogue (same user, model folder and task), else the error names
     the file. With `into`, both are added to that run store as `import_official` adds dialogues.
     """
-    dialogues = import_official(root, benchmark=benchmark, prompt_version=prompt_version, user_model=user_model)
+    options = {"benchmark": benchmark, "prompt_version": prompt_version, "user_model": user_model}
+    dialogues = import_official(root, **options)
     by_place = {(d.user_id, path.parent.name, d.task_id): d
                 for path, d in zip(iter_dialogue_files(root), dialogues, strict=True)}
     judgments = []

@@ -20,15 +20,12 @@ import pytest
 from personalens_utils import analysis
 from personalens_utils.analysis import scores
 from personalens_utils.llm import registry
-from personalens_utils.official_io import import_official_run, parse_model_folder
+from personalens_utils.official_io import EVALUATION_DIMENSIONS, import_official_run, parse_model_folder
 from personalens_utils.store import RunStore
 
-GATHER = [("personalization", ""), ("task_completion", ""), ("naturalness", "_user"), ("naturalness", "_asst"),
-          ("coherence", "_user"), ("coherence", "_asst")]
+GATHER = [("personalization", ""), ("task_completion", ""), ("naturalness", "_user"),
+          ("naturalness", "_asst"), ("coherence", "_user"), ("coherence", "_asst")]
 """One block per (dimension, side), in the order of the official gather_evaluation.sh."""
-KIT_DIMENSION = {("personalization", ""): "personalization", ("task_completion", ""): "task_completion",
-                 ("naturalness", "_user"): "naturalness_user", ("naturalness", "_asst"): "naturalness_assistant",
-                 ("coherence", "_user"): "coherence_user", ("coherence", "_asst"): "coherence_assistant"}
 MD_FOLDER = "claude-3-sonnet-v1"
 """The only folder holding multi-domain dialogues; the log's `=== MD` section (checked below)."""
 TC_JUDGE, JUDGE = "claude-3-sonnet-v1", "claude-3-5-sonnet-v2"
@@ -47,7 +44,8 @@ def blocks(text: str) -> list[str]:
 
 
 def gather(code: Path, folder: str, dimension: str, ext: str, md: bool) -> str:
-    args = [sys.executable, "-m", "util.gather_evaluation", "-s", "7", "-e", "7", "-m", folder, "-d", dimension]
+    args = [sys.executable, "-m", "util.gather_evaluation", "-s", "7", "-e", "7", "-m", folder,
+            "-d", dimension]
     args += ["-f", ext] if ext else []
     args += ["-md"] if md else []
     done = subprocess.run(args, cwd=code, capture_output=True, text=True, check=True, timeout=120)
@@ -78,11 +76,12 @@ def test_the_log_is_what_the_official_gather_script_prints(run):
 def kit_tables(store: RunStore, judge: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The long data of Tables 3 and 12 under scoring="official", every setting, judged by `judge`."""
     tidy = scores.load_scores(store, judge_model=judge, scoring="official")
-    t3 = pd.concat([analysis.table3(tidy, setting=s).data.assign(assistant_setting=s)
-                    for s in sorted(tidy["assistant_setting"].unique())])
-    t12 = pd.concat([analysis.table12(tidy, setting=s, task_types=("SD", "MD")).data.assign(assistant_setting=s)
-                     for s in sorted(tidy["assistant_setting"].unique())]) if judge == JUDGE else pd.DataFrame()
-    return tidy, pd.concat([t3, t12])
+    settings = sorted(tidy["assistant_setting"].unique())
+    frames = [analysis.table3(tidy, setting=s).data.assign(assistant_setting=s) for s in settings]
+    if judge == JUDGE:
+        frames += [analysis.table12(tidy, setting=s, task_types=("SD", "MD")).data.assign(assistant_setting=s)
+                   for s in settings]
+    return tidy, pd.concat(frames)
 
 
 def test_kit_tables_under_official_scoring_equal_every_number_of_the_log(run):
@@ -97,7 +96,7 @@ def test_kit_tables_under_official_scoring_equal_every_number_of_the_log(run):
         short, setting = parse_model_folder(folder)
         model = registry.lookup(short).name
         for (family, ext), block in zip(GATHER[:2] if md else GATHER, blocks(text), strict=True):
-            dimension = KIT_DIMENSION[(family, ext)]
+            dimension = EVALUATION_DIMENSIONS[(family, ext)]
             frame, part = (long_tc, tidy_tc) if dimension == "task_completion" else (long, tidy)
             row = frame[(frame["assistant_model"] == model) & (frame["assistant_setting"] == setting.name)
                         & (frame["task_type"] == task_type) & (frame["dimension"] == dimension)]
@@ -109,8 +108,8 @@ def test_kit_tables_under_official_scoring_equal_every_number_of_the_log(run):
                          & (part["task_type"] == task_type) & (part["dimension"] == dimension)]
             if dimension == "task_completion":
                 assert f"{row['mean']:.2f}%" == re.search(r"Average Task Completion Rate: (\S+)", block)[1]
-                per_domain = re.findall(r"\n(\S+) Statistics:\nCount (\d+)\nAverage Task Completion Rate: (\S+)",
-                                        block)
+                per_domain = re.findall(
+                    r"\n(\S+) Statistics:\nCount (\d+)\nAverage Task Completion Rate: (\S+)", block)
                 by_domain = scores.aggregate(scores.explode_domains(group), ["domain"], [dimension])
                 kit = {(r.domain, str(r.n), f"{r.mean:.2f}%") for r in by_domain.itertuples()}
                 if md:  # the official script takes the word after "MD-" ("task") as an MD file's domain
