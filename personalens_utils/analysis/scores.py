@@ -14,7 +14,7 @@ rows (`run_label`).
 
 Scores are read under one scoring rule (`judging.scoring`): `strict` (the stored reading, the
 default) or `official` (the official gather script's reading of the stored answer). The frame carries
-both readings (`strict_score`, `official_score`); `score` is the chosen one, and `frame.attrs["scoring"]`
+both readings (`strict_score`, `official_score`); `score` is the chosen one, and the `scoring` column
 names it, so a table can show where the other rule would give another mean (`other_means`).
 """
 
@@ -212,6 +212,7 @@ def load_judgments(store: RunStore, scoring: str = STRICT) -> pd.DataFrame:
     frame["strict_score"] = frame["score"]
     frame["official_score"] = pd.to_numeric(frame["official_score"], errors="raise").astype(float)
     frame["score"] = frame[f"{scoring}_score"]
+    frame["scoring"] = scoring
     frame.attrs["scoring"] = scoring
     return frame
 
@@ -291,8 +292,14 @@ def load_scores(
 
 
 def scoring_of(tidy: pd.DataFrame) -> str:
-    """The scoring rule a tidy frame's `score` was read under (frames made before rules: strict)."""
-    return tidy.attrs.get("scoring", STRICT)
+    """The scoring rule a tidy frame's `score` was read under (its `scoring` column, which survives
+    filters and concatenation; frames built by hand without one: strict). Two rules in one frame raise."""
+    if "scoring" not in tidy.columns or tidy.empty:
+        return tidy.attrs.get("scoring", STRICT)
+    rules = sorted(tidy["scoring"].dropna().unique())
+    if len(rules) > 1:
+        raise ScoresError(f"the score frame mixes scoring rules {rules}; load it with one `scoring=`")
+    return rules[0] if rules else STRICT
 
 
 def other_means(tidy: pd.DataFrame, by: Sequence[str], dimensions: Iterable[str]) -> pd.DataFrame:
