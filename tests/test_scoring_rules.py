@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from support.records import dialogue_json, put
 
@@ -137,3 +138,11 @@ def test_the_judging_report_counts_answers_the_rules_read_differently(store: Run
     j1 = analysis.judge_missing(store, "judge", "v2")
     assert "read_differently: answers the two rules score differently" in j1.caption
     assert not math.isnan(j1.frame["missing_rate"].iloc[0])
+
+
+def test_a_frame_that_mixes_the_rules_is_refused(store: RunStore):
+    mixed = pd.concat([scores.load_scores(store, scoring=rule) for rule in ("strict", "official")])
+    with pytest.raises(scores.ScoresError, match=r"mixes scoring rules \['official', 'strict'\]"):
+        scores.scoring_of(mixed)
+    with pytest.raises(JudgingError, match="unknown scoring rule 'lenient'"):
+        scores.load_scores(store, scoring="lenient")
