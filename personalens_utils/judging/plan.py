@@ -76,6 +76,9 @@ class JudgingPlan:
             "judge_model": self.model_key, "judge_backend": self.backend,
             "prompt_version": self.prompt_version,
             "prompt_set": "official" if self.official is not None else "kit",
+            **({"official_prompt_version": self.official.version} if self.official is not None else {}),
+            **({"turn_level_prompts": "kit (the official code has no turn-level prompt)"}
+               if self.official is not None and any(d.turn_level for d in self.dimensions) else {}),
             "dimensions": ", ".join(d.name for d in self.dimensions),
             "dialogues_in_store": len(self.dialogues),
             "dialogues_judgeable": len(self.to_judge),
