@@ -31,10 +31,7 @@ import orjson
 
 from personalens_utils.llm import registry
 from personalens_utils.llm.types import FatalError, Message, Usage
-
-KIT_PROMPTS, OFFICIAL_PROMPTS = "kit", "official"
-PROMPT_SETS = (KIT_PROMPTS, OFFICIAL_PROMPTS)
-"""Whose prompts a dialogue or judgment was made with: the kit's own, or the official code's."""
+from personalens_utils.prompts.official import KIT_PROMPTS, OFFICIAL_PROMPTS, PROMPT_SETS
 
 ERROR = "error"
 """The status of a record whose work failed in the llm layer; a rerun may replace it."""

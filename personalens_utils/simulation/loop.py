@@ -4,6 +4,13 @@ user is done (TERMINATE) or the turn cap is reached.
 A turn is one user message and the assistant's reply to it. When the user's message carries
 TERMINATE, the word is removed and the assistant still answers that message once; that reply ends
 the dialogue. The opening message cannot end the dialogue (a stray TERMINATE there is dropped).
+
+With the official prompts (`prompt_set="official"`) the dialogue also runs by the official
+scripts' rules, since they decide what the next prompt holds: a message ends the dialogue when it
+contains the text TERMINATE anywhere, which is then deleted and the message stripped; other messages,
+the opening one included, are kept as the model wrote them; a Llama or Mistral assistant's reply
+loses its leading whitespace; and the cap counts assistant replies, so a capped dialogue ends with
+the user's message after the last of them (`official_turns`).
 """
 
 from __future__ import annotations
@@ -15,9 +22,10 @@ from typing import Any
 from personalens_utils.engine import error_message
 from personalens_utils.llm import Message, Response, Usage
 from personalens_utils.prompts.dialogue import DIALOGUE_PROMPT_VERSION, TERMINATE
-from personalens_utils.records import KIT_PROMPTS, Dialogue, resolved_model
+from personalens_utils.prompts.official import OfficialPrompts
+from personalens_utils.records import KIT_PROMPTS, OFFICIAL_PROMPTS, Dialogue, resolved_model
 
-from .prompting import ScenarioContext, assistant_request, user_request
+from .prompting import ScenarioContext, assistant_family, assistant_request, user_request
 from .settings import AssistantSetting
 
 TURN_CAPS = {"SD": 20, "MD": 30}
@@ -34,6 +42,21 @@ def split_terminate(text: str) -> tuple[str, bool]:
     if not count:
         return text.strip(), False
     return re.sub(r"[ \t]{2,}", " ", cleaned).strip(), True
+
+
+def split_terminate_official(text: str, opening: bool) -> tuple[str, bool]:
+    """The official rule: any occurrence of TERMINATE (not in the opening message) ends the dialogue;
+    the word is deleted and the message stripped. Other messages are kept as written."""
+    if opening or TERMINATE not in text:
+        return text, False
+    return text.replace(TERMINATE, "").strip(), True
+
+
+def prompt_identity(prompts: OfficialPrompts | None) -> tuple[str, str]:
+    """(prompt set, prompt version) of dialogues made with `prompts` (None: the kit's)."""
+    if prompts is None:
+        return KIT_PROMPTS, DIALOGUE_PROMPT_VERSION
+    return OFFICIAL_PROMPTS, prompts.version
 
 
 def dialogue_id(scenario_id: str, user_model: str, assistant_model: str, setting: str, *, backend: str,
@@ -73,9 +96,11 @@ async def simulate_dialogue(
     assistant_model: str,
     max_turns: int | None = None,
     assistant_client: Any = None,
+    prompts: OfficialPrompts | None = None,
 ) -> Dialogue:
     """Run one dialogue and return its run-store record: the user agent speaks through `client` (an
-    `LLMClient`), the assistant through `assistant_client` (default: the same client).
+    `LLMClient`), the assistant through `assistant_client` (default: the same client); with
+    `prompts` (the official templates), by the official prompts and rules.
 
     A call failing in the llm layer does not raise (except an authentication failure, see
     `engine.error_message`): the record comes back with status "error", the error message and the
@@ -89,19 +114,25 @@ async def simulate_dialogue(
     assistant_backend = getattr(assistant_client, "backend_name", "")
     books = _Books(backend=assistant_backend)
     status, error = TURN_CAP, None
+    official = prompts is not None
+    strip_reply = (lambda r: r) if official and assistant_family(assistant_model) == "CLAUDE" else (
+        str.lstrip if official else str.strip)
     try:
-        for index in range(cap):
-            text = books.add(await client.acomplete(user_request(ctx, turns, user_model)))
-            text, done = split_terminate(text)
+        for index in range(cap + 1 if official else cap):
+            text = books.add(await client.acomplete(user_request(ctx, turns, user_model, prompts)))
+            text, done = split_terminate_official(text, index == 0) if official else split_terminate(text)
             turns.append({"role": "user", "content": text})
-            request = assistant_request(setting, ctx, turns, assistant_model)
+            if official and index == cap and not done:
+                break
+            request = assistant_request(setting, ctx, turns, assistant_model, prompts)
             reply = books.add(await assistant_client.acomplete(request))
-            turns.append({"role": "assistant", "content": reply.strip()})
+            turns.append({"role": "assistant", "content": strip_reply(reply)})
             if done and index > 0:
                 status = TERMINATED
                 break
     except Exception as exc:
         status, error = ERROR, error_message(exc)
+    prompt_set, prompt_version = prompt_identity(prompts)
     return Dialogue(
         scenario_id=scenario.scenario_id,
         user_id=scenario.user_id,
@@ -111,7 +142,8 @@ async def simulate_dialogue(
         user_model=user_model,
         assistant_model=assistant_model,
         assistant_setting=setting.name,
-        prompt_version=DIALOGUE_PROMPT_VERSION,
+        prompt_version=prompt_version,
+        prompt_set=prompt_set,
         backend=assistant_backend or books.backend,
         user_backend=backend,
         user_model_id=resolved_model(user_model, backend),
