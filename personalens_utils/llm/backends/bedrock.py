@@ -105,8 +105,9 @@ class BedrockBackend:
         """The boto3 client, made once (boto3 clients are thread-safe; sessions are not)."""
         with self._lock:
             if self._client is None:
-                self._client = self._new_client()
+                client = self._new_client()
                 self._pool = ThreadPoolExecutor(self.max_workers, thread_name_prefix="bedrock")
+                self._client = client
             return self._client
 
     def _new_client(self) -> Any:
@@ -130,8 +131,9 @@ class BedrockBackend:
         return session.client(SERVICE, endpoint_url=self.base_url, config=config)
 
     async def _call(self, operation: str, **params: Any) -> dict[str, Any]:
-        client = self._runtime()
         loop = asyncio.get_running_loop()
+        # the first call resolves credentials (files, SSO, instance metadata) off the event loop too
+        client = self._client or await loop.run_in_executor(None, self._runtime)
         return await loop.run_in_executor(self._pool, lambda: getattr(client, operation)(**params))
 
     # -- requests ---------------------------------------------------------------------------------
