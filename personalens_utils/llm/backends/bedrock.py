@@ -74,8 +74,9 @@ class BedrockBackend:
         timeout: float = 120.0,
         max_workers: int = 64,
     ):
-        self.endpoint_variable = next((var for var in ENDPOINT_VARIABLES if os.environ.get(var)), None)
-        self.base_url = base_url or (os.environ[self.endpoint_variable] if self.endpoint_variable else None)
+        variable = next((var for var in ENDPOINT_VARIABLES if os.environ.get(var)), None)
+        self.base_url = base_url or (os.environ[variable] if variable else None)
+        self._endpoint_source = "base_url" if base_url else variable
         self.profile = profile or os.environ.get("AWS_PROFILE") or None
         self._region = region or next((os.environ[v] for v in REGION_VARIABLES if os.environ.get(v)), None)
         self.timeout = timeout
@@ -95,8 +96,7 @@ class BedrockBackend:
     def endpoint(self) -> str:
         """Where calls go and which setting chose that, for the message when nothing answers there."""
         if self.base_url:
-            source = self.endpoint_variable if self.endpoint_variable else "base_url"
-            return f"{self.base_url} (set by {source})"
+            return f"{self.base_url} (set by {self._endpoint_source})"
         return f"Bedrock runtime in region {self._region!r} (set by AWS_REGION)"
 
     # -- the boto3 client -------------------------------------------------------------------------
