@@ -36,7 +36,9 @@ def test_every_paper_model_with_role_version_and_what_is_called() -> None:
     assert llama["id called"] == "meta-llama/Llama-3.1-8B-Instruct"
     assert llama["prices read"] == "self-hosted, no price"
     assert frame[frame["model"] == "Llama 3.1 8B Instruct"]["backend"].tolist() == ["bedrock", "openai"]
-    assert row(frame, "Llama 3.1 8B Instruct", "bedrock")["id called"] == "us.meta.llama3-1-8b-instruct-v1:0"
+    on_bedrock = row(frame, "Llama 3.1 8B Instruct", "bedrock")
+    assert on_bedrock["id called"] == "us.meta.llama3-1-8b-instruct-v1:0"
+    assert on_bedrock["prices read"] == "Bedrock price not recorded"
 
 
 def test_official_short_names_are_shown_and_resolve_to_the_row_model() -> None:

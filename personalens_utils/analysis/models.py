@@ -18,6 +18,8 @@ from personalens_utils.llm.registry import ModelInfo
 from personalens_utils.tables import Source, TableResult
 
 REAL_BACKENDS = ("anthropic", "bedrock", "openai")
+_NO_PRICE = {"openai": "self-hosted, no price", "bedrock": "Bedrock price not recorded"}
+"""Why a row has no price: a model served on one's own server, or a Bedrock price the registry lacks."""
 
 
 def _called(info: ModelInfo, backend: str, by_name: dict[str, ModelInfo]) -> tuple[str, ModelInfo]:
@@ -64,7 +66,7 @@ def table11(
                 "id called": called.ids[backend],
                 "input USD/Mtok": float("nan") if price is None else price.input,
                 "output USD/Mtok": float("nan") if price is None else price.output,
-                "prices read": prices_taken if price is not None else "self-hosted, no price",
+                "prices read": prices_taken if price is not None else _NO_PRICE.get(backend, "no price"),
             })
     if not rows:
         raise ValueError("the registry given holds no model with a paper role (ModelInfo.paper_roles)")

@@ -115,6 +115,11 @@ def keyword_reply(call: BedrockCall) -> str:
     return ASSISTANT_REPLY
 
 
+def echo_reply(call: BedrockCall) -> str:
+    """The prompt back, after "echo: " (as `support.fake_server.echo_reply` answers one user message)."""
+    return f"echo: {call.prompt}"
+
+
 def _words(text: str) -> int:
     return max(1, len(text.split()))
 
