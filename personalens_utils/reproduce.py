@@ -24,6 +24,7 @@ import papermill
 
 from personalens_utils.analysis.scores import load_dialogues, load_judgments
 
+from .judging import SCORING_RULES
 from .llm import registry
 from .llm.offline.reference import DESIGNED_ORDER
 from .paths import find_official_data, project_root, runs_dir
@@ -113,6 +114,8 @@ class Settings:
     """Whose prompts notebooks 03-06 use: the kit's, or the official code's (docs/simulation.md)."""
     official_code: Path | None = None
     """The official code for `prompt_set="official"`; None: $PERSONALENS_CODE or found beside the data."""
+    scoring: str = "strict"
+    """How notebooks 04 and 06 read judge answers: the kit's parser, or the official one (docs/judging.md)."""
     argv: tuple[str, ...] = ()
     notebooks_dir: Path = field(default_factory=lambda: project_root() / "notebooks")
 
@@ -232,6 +235,7 @@ def run_pass(settings: Settings, name: str, benchmark_dir: Path | None) -> PassR
         "judge_model": settings.judge_model,
         "prompt_set": settings.prompt_set,
         "official_code": str(settings.official_code) if settings.official_code else None,
+        "scoring": settings.scoring,
     }
     if generated:
         result.steps.append(
@@ -407,6 +411,12 @@ def _prompt_line(settings: Settings) -> str:
             "runs, with the kit's prompt.")
 
 
+def _scoring_line(settings: Settings) -> str:
+    other = "official" if settings.scoring == "strict" else "strict"
+    return (f"Judge answers read under the `{settings.scoring}` scoring rule (docs/judging.md); Tables 3 and "
+            f"12 show the `{other}` rule's mean after a cell wherever it differs.")
+
+
 def write_index(settings: Settings, results: Sequence[PassResult], seconds: float) -> Path:
     """runs/<run>/INDEX.md: every paper table and figure, the file that reproduces it, or why not."""
     root = settings.root
@@ -431,6 +441,8 @@ def write_index(settings: Settings, results: Sequence[PassResult], seconds: floa
         f"(Table 5 without annotation sheets) {settings.second_judge_model}.",
         "",
         _prompt_line(settings),
+        "",
+        _scoring_line(settings),
         "",
         *_called_lines(settings),
         f"Total time: {seconds / 60:.1f} min. Command: `python -m personalens_utils.reproduce "
@@ -558,6 +570,9 @@ def parse_args(argv: Sequence[str] | None = None) -> Settings:
                         help="kit (default): the kit's prompts; official: the authors' prompts, read from "
                         "--official-code or $PERSONALENS_CODE")
     parser.add_argument("--official-code", type=Path, help="a clone of the official PersonaLens code")
+    parser.add_argument("--scoring", default="strict", choices=SCORING_RULES,
+                        help="strict (default): the kit's answer parser; official: the official gather "
+                        "script's reading (notebooks 04 and 06)")
     parser.add_argument(
         "--demographics-seed", type=int, default=0, help="seed of the generated benchmark's demographics"
     )
@@ -577,6 +592,7 @@ def parse_args(argv: Sequence[str] | None = None) -> Settings:
         annotations=args.annotations,
         prompt_set=args.prompt_set,
         official_code=args.official_code,
+        scoring=args.scoring,
     )
     if args.passes:
         settings.passes = tuple(p.strip() for p in args.passes.split(",") if p.strip())
