@@ -470,19 +470,25 @@ def import_official(
     return records
 
 
+def evaluation_of(path: Path) -> tuple[str, str]:
+    """(task id, kit dimension) of an official judge answer file, from its name and folders."""
+    match = _EVALUATION_FILE.match(path.name)
+    dimension = EVALUATION_DIMENSIONS.get((path.parent.parent.name, (match["ext"] or "") if match else ""))
+    if match is None or dimension is None:
+        known = ", ".join(f"{f}/<judge>/<task_id>{e}.txt" for f, e in EVALUATION_DIMENSIONS)
+        raise OfficialLayoutError(path, f"not an official evaluation file (expected one of {known})")
+    return match["task"], dimension
+
+
 def read_evaluation_file(path: str | os.PathLike[str], dialogue: Dialogue, *,
                          prompt_version: str = OFFICIAL_PROMPT_VERSION) -> Judgment:
     """One official judge answer (`.../<dimension>/<judge>/<task_id><ext>.txt`) as a judgment record of
     `dialogue`: the judge's folder name kept as its model id, the answer verbatim as `raw`, the strict
     reading as its score (the official reading is derived from `raw`: `judging.scoring`)."""
     path = Path(path)
-    match = _EVALUATION_FILE.match(path.name)
-    family, judge = path.parent.parent.name, path.parent.name
-    dimension = EVALUATION_DIMENSIONS.get((family, (match["ext"] or "") if match else ""))
-    if match is None or dimension is None:
-        known = ", ".join(f"{f}/<judge>/<task_id>{e}.txt" for f, e in EVALUATION_DIMENSIONS)
-        raise OfficialLayoutError(path, f"not an official evaluation file (expected one of {known})")
-    if match["task"] != dialogue.task_id:
+    task_id, dimension = evaluation_of(path)
+    judge = path.parent.name
+    if task_id != dialogue.task_id:
         raise OfficialLayoutError(path, f"is not an answer about {dialogue.task_id}")
     try:
         text = path.read_text(encoding="utf-8")
@@ -536,8 +542,7 @@ def import_official_run(
                 for path, d in zip(iter_dialogue_files(root), dialogues, strict=True)}
     judgments = []
     for path, user, folder in iter_evaluation_files(root):
-        match = _EVALUATION_FILE.match(path.name)
-        dialogue = by_place.get((user, folder, match["task"] if match else path.stem))
+        dialogue = by_place.get((user, folder, evaluation_of(path)[0]))
         if dialogue is None:
             raise OfficialLayoutError(path, f"no dialogue file for this answer under "
                                             f"{dialogue_root(root) / f'user{user}' / folder}")

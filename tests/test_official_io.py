@@ -261,6 +261,7 @@ def test_official_evaluations_import_with_their_judge_and_both_readings(tmp_path
     ({"task": "SD-Books-task-1"}, "no dialogue file for this answer"),
     ({"dimension": "fluency"}, "not an official evaluation file"),
     ({"dimension": "naturalness"}, "not an official evaluation file"),
+    ({"task": "notes", "dimension": "coherence"}, "not an official evaluation file"),
 ])
 def test_evaluation_files_that_do_not_fit_are_named(tmp_path, kwargs, message):
     official_file(tmp_path)
