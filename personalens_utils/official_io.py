@@ -116,18 +116,11 @@ def parse_model_folder(name: str) -> tuple[str, AssistantSetting]:
     return match["model"], AssistantSetting("vanilla" if match["vanilla"] else "base", parts)
 
 
-def official_model_name(model: str) -> str | None:
-    """The official code's short name of a model (`claude-3-sonnet-v1`), from the registry; None if
-    the official code has none for it."""
-    return registry.official_name(model)
-
-
 def _short_name(model: str, model_id: str, backend: str) -> str | None:
-    """A record's official short name: the registry's, or the one an imported record was read with."""
-    name = official_model_name(model)
-    if name is None and backend == IMPORTED_BACKEND and official_model_name(model_id) is not None:
-        return official_model_name(model_id)
-    return name
+    """A record's official short name (`claude-3-sonnet-v1`): the registry's, or, for an imported
+    record, the one it was read with; None when the official code has none."""
+    imported = registry.official_name(model_id) if backend == IMPORTED_BACKEND else None
+    return registry.official_name(model) or imported
 
 
 def dialogue_root(root: str | os.PathLike[str]) -> Path:
