@@ -58,14 +58,19 @@ def copied_runs(files: Iterable[Path], windows: set[str]) -> dict[str, str]:
 
 
 def kit_files() -> list[Path]:
+    """Every file git knows in the checkout (tracked or not ignored); without git, the kit's folders."""
     root = project_root()
-    listed = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split("\n")
+    try:
+        listed = subprocess.run(
+            ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split("\n")
+    except (OSError, subprocess.CalledProcessError):
+        folders = ("personalens_utils", "notebooks", "docs", "tests", "benchmarks")
+        return [*(p for f in folders for p in (root / f).rglob("*") if p.is_file()), root / "README.md"]
     return [root / name for name in listed if name]
 
 
