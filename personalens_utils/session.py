@@ -235,10 +235,12 @@ class Session:
         return "\n".join(lines)
 
     def in_scope(self) -> Callable[[Dialogue], bool]:
-        """`select` for the runners: a dialogue record of the session's users and task types."""
+        """`select` for the runners: a dialogue record of the session's users and task types, made
+        with the session's prompt set."""
         wanted = set(self.users) if self.users is not None else None
         types = set(self.task_types)
-        return lambda d: (wanted is None or d.user_id in wanted) and d.task_type in types
+        return lambda d: ((wanted is None or d.user_id in wanted) and d.task_type in types
+                          and d.prompt_set == self.prompt_set)
 
     @property
     def prompt_options(self) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from test_simulation_support import tiny_benchmark
 
-from personalens_utils import judging
+from personalens_utils import judging, reproduce
 from personalens_utils.llm import LLMClient
 from personalens_utils.paths import CODE_ENV, project_root
 from personalens_utils.prompts.official import OfficialCodeError, load_official_prompts
@@ -58,14 +58,19 @@ def copied_runs(files: Iterable[Path], windows: set[str]) -> dict[str, str]:
 
 
 def kit_files() -> list[Path]:
+    """Every file git knows in the checkout (tracked or not ignored); without git, the kit's folders."""
     root = project_root()
-    listed = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split("\n")
+    try:
+        listed = subprocess.run(
+            ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split("\n")
+    except (OSError, subprocess.CalledProcessError):
+        folders = ("personalens_utils", "notebooks", "docs", "tests", "benchmarks")
+        return [*(p for f in folders for p in (root / f).rglob("*") if p.is_file()), root / "README.md"]
     return [root / name for name in listed if name]
 
 
@@ -143,3 +148,13 @@ def test_an_official_run_without_the_code_fails_before_any_call(tmp_path, monkey
     assert not any(store.root.glob("*.jsonl"))
     with pytest.raises(ValueError, match=r"unknown prompt_set 'paper'; choose one of \['kit', 'official'\]"):
         run_simulation(bench, store, LLMClient("offline", progress=False), prompt_set="paper")
+
+
+def test_make_reproduce_with_the_official_prompts_stops_at_once_without_the_code(tmp_path, capsys):
+    settings = reproduce.parse_args(["--prompt-set", "official", "--official-code", str(tmp_path)])
+    assert settings.prompt_set == "official" and settings.official_code == tmp_path
+    assert (
+        reproduce.main(["--run", "never", "--prompt-set", "official", "--official-code", str(tmp_path)]) == 2
+    )
+    assert f"{tmp_path} does not hold the official PersonaLens code" in capsys.readouterr().err
+    assert not (reproduce.runs_dir() / "never").exists()

@@ -17,7 +17,7 @@ import ast
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -111,7 +111,7 @@ class OfficialPrompts:
     user: Mapping[str, Mapping[str, str]]
     """Task type ("SD", "MD") -> the user agent's templates (USER_ATTRIBUTES)."""
 
-    @property
+    @cached_property
     def version(self) -> str:
         texts = [*self.assistant.items(), *self.judge.items(),
                  *((f"{kind}.{k}", v) for kind, group in sorted(self.user.items()) for k, v in group.items())]
