@@ -10,7 +10,7 @@ import papermill
 import pytest
 from test_simulation_support import tiny_benchmark
 
-from personalens_utils import judging
+from personalens_utils import analysis, judging
 from personalens_utils.analysis import scores
 from personalens_utils.data import save_benchmark
 from personalens_utils.judging.report import missing_rate
@@ -72,6 +72,11 @@ def test_an_official_run_on_the_offline_backend_is_its_own_run(official_code, tm
     official = official[official["dialogue_prompt_set"] == "official"]
     means = scores.aggregate(official, ["assistant_model", "assistant_setting"])
     assert len(means) and means["n"].min() > 0
+    source = analysis.judge_scores(official).source.describe()
+    assert "(prompts: dialogues official; judge kit, official)" in source
+    assert (
+        "prompts" not in analysis.judge_scores(tidy[tidy["dialogue_prompt_set"] == "kit"]).source.describe()
+    )
     rates = missing_rate(store)
     assert set(zip(rates["dimension"], rates["prompt_set"], strict=True)) >= {
         ("personalization", "kit"),

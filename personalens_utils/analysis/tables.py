@@ -33,7 +33,7 @@ from personalens_utils.analysis.scores import (
     scoring_of,
 )
 from personalens_utils.llm.offline import OFFLINE_LABEL
-from personalens_utils.records import resolved_model
+from personalens_utils.records import KIT_PROMPTS, resolved_model
 from personalens_utils.store import RunStore
 from personalens_utils.tables import Source, TableResult
 
@@ -50,11 +50,20 @@ def provenance_note(backend_names: set[str] | Sequence[str]) -> str:
     return f" Backend: {', '.join(names)}." if names else ""
 
 
+def prompts_note(tidy: pd.DataFrame) -> str:
+    """A note naming the prompt sets of the rows when some were made with the official prompts."""
+    sets = {name: sorted(set(tidy[column].dropna())) for name, column in
+            (("dialogues", "dialogue_prompt_set"), ("judge", "judge_prompt_set")) if column in tidy.columns}
+    if all(values in ([], [KIT_PROMPTS]) for values in sets.values()):
+        return ""
+    return " (prompts: " + "; ".join(f"{name} {', '.join(values)}" for name, values in sets.items()) + ")"
+
+
 def score_source(tidy: pd.DataFrame) -> Source:
-    """The source of a table computed from a tidy score frame: its store, dialogues, and the backends and
-    resolved model ids of every role."""
+    """The source of a table computed from a tidy score frame: its store (and its prompt sets when not
+    only the kit's), dialogues, and the backends and resolved model ids of every role."""
     return Source.of(
-        tidy.attrs.get("origin", "a score frame"),
+        tidy.attrs.get("origin", "a score frame") + prompts_note(tidy),
         tidy["dialogue_id"].nunique(),
         "judged dialogues",
         backends(tidy),

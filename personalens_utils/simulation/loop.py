@@ -52,6 +52,15 @@ def split_terminate_official(text: str, opening: bool) -> tuple[str, bool]:
     return text.replace(TERMINATE, "").strip(), True
 
 
+def kept_reply(text: str, official: bool, assistant_model: str) -> str:
+    """The assistant's reply as the dialogue keeps it: stripped (kit); under the official rules as
+    the official scripts keep it, a Claude reply as written, a Llama or Mistral one without leading
+    whitespace."""
+    if not official:
+        return text.strip()
+    return text if assistant_family(assistant_model) == "CLAUDE" else text.lstrip()
+
+
 def prompt_identity(prompts: OfficialPrompts | None) -> tuple[str, str]:
     """(prompt set, prompt version) of dialogues made with `prompts` (None: the kit's)."""
     if prompts is None:
@@ -115,8 +124,6 @@ async def simulate_dialogue(
     books = _Books(backend=assistant_backend)
     status, error = TURN_CAP, None
     official = prompts is not None
-    strip_reply = (lambda r: r) if official and assistant_family(assistant_model) == "CLAUDE" else (
-        str.lstrip if official else str.strip)
     try:
         for index in range(cap + 1 if official else cap):
             text = books.add(await client.acomplete(user_request(ctx, turns, user_model, prompts)))
@@ -126,7 +133,7 @@ async def simulate_dialogue(
                 break
             request = assistant_request(setting, ctx, turns, assistant_model, prompts)
             reply = books.add(await assistant_client.acomplete(request))
-            turns.append({"role": "assistant", "content": strip_reply(reply)})
+            turns.append({"role": "assistant", "content": kept_reply(reply, official, assistant_model)})
             if done and index > 0:
                 status = TERMINATED
                 break
