@@ -6,6 +6,12 @@ import os
 from pathlib import Path
 
 DATA_ENV = "PERSONALENS_DATA"
+CODE_ENV = "PERSONALENS_CODE"
+OFFICIAL_CODE_FILES = (
+    "util/assistant_prompts.py", "util/evaluation_prompts.py", "src/generate_dialogue.py",
+    "src/generate_dialogue_md.py",
+)
+"""The files of the official code that `prompt_set="official"` reads its templates from."""
 
 
 def project_root() -> Path:
@@ -40,6 +46,28 @@ def find_official_data() -> Path | None:
         for folder in (base, base / "data"):
             if (folder / "profile").is_dir() and (folder / "task").is_dir():
                 return folder
+    return None
+
+
+def find_official_code(folder: str | os.PathLike[str] | None = None) -> Path | None:
+    """A copy of the official PersonaLens code (a clone of the authors' repository), if there is one.
+
+    `folder` given: that folder only. Otherwise $PERSONALENS_CODE, then the clone the official data
+    was found in (`find_official_data`'s parent), then data/personalens-official-code/ in the
+    checkout. A folder holding `personalens-official-code/` (the code archive unpacked) is accepted too.
+    """
+    if folder:
+        candidates = [Path(folder).expanduser()]
+    else:
+        candidates = [Path(os.environ[CODE_ENV]).expanduser()] if os.environ.get(CODE_ENV) else []
+        data = find_official_data()
+        if data is not None:
+            candidates.append(data.parent)
+        candidates.append(project_root() / "data" / "personalens-official-code")
+    for base in candidates:
+        for candidate in (base, base / "personalens-official-code"):
+            if all((candidate / name).is_file() for name in OFFICIAL_CODE_FILES):
+                return candidate
     return None
 
 
