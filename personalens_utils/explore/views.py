@@ -1,8 +1,8 @@
 """The explorer's pages as HTML: one dialogue, or two dialogues of one scenario side by side.
 
-Each page is one self-contained string (styles included), so it shows the same in a live widget
-and in an executed copy without a kernel. Stable CSS classes for tests and browser checks:
-`pl-page` (a dialogue page), `pl-compare` (side by side), `pl-profile`, `pl-relevant`, `pl-chat`,
+Each page is one self-contained string, every style written inline (`display.inline`), so it shows
+the same in a live widget and in an executed copy opened without a kernel. Stable CSS classes for
+tests and browser checks: `pl-page` (a dialogue page), `pl-compare` (side by side), `pl-profile`, `pl-relevant`, `pl-chat`,
 `pl-turn` (with `pl-turn-user` / `pl-turn-assistant` and `data-turn`), `pl-turn-score`,
 `pl-judgment` (with `data-dimension`), `pl-explanation`.
 """
@@ -59,7 +59,8 @@ def judgment_html(judgment: Judgment, *, turns_beside: bool = False) -> str:
         f'<b>{esc(judgment.dimension)}</b>: <span class="pl-score">{esc(_score(judgment))}</span> '
         f'<span class="pl-muted">· {esc(status.get(judgment.status, judgment.status))} after '
         f"{judgment.attempts} answer(s) · judge {esc(judgment.judge_model)} ({esc(judgment.backend)}: "
-        f"{esc(judgment.judge_model_id)}) · prompt {esc(judgment.prompt_version)}</span>"
+        f"{esc(judgment.judge_model_id)}) · prompts {esc(judgment.prompt_set)} "
+        f"{esc(judgment.prompt_version)}</span>"
         f'<div class="pl-explanation">{esc(explanation)}</div>'
         f'<details><summary>raw answer</summary><div class="pl-explanation pl-muted">{esc(judgment.raw)}'
         "</div></details></div>"
@@ -163,11 +164,13 @@ def _turn_numbers(dialogue: Dialogue) -> list[int]:
 
 
 def header_html(dialogue: Dialogue) -> str:
+    """Who and what: scenario, assistant and user agent with their backends and model ids, prompts."""
     fields = {
         "scenario": dialogue.scenario_id,
         "assistant": f"{dialogue.assistant_model} ({dialogue.assistant_backend}: "
         f"{dialogue.assistant_model_id})",
         "setting": dialogue.assistant_setting,
+        "prompts": f"{dialogue.prompt_set} {dialogue.prompt_version}",
         "user agent": f"{dialogue.user_model} ({dialogue.user_backend}: {dialogue.user_model_id})",
         "status": dialogue.status + (f": {dialogue.error}" if dialogue.error else ""),
         "turns": dialogue.n_turns,
