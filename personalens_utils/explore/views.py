@@ -2,9 +2,9 @@
 
 Each page is one self-contained string, every style written inline (`display.inline`), so it shows
 the same in a live widget and in an executed copy opened without a kernel. Stable CSS classes for
-tests and browser checks: `pl-page` (a dialogue page), `pl-compare` (side by side), `pl-profile`, `pl-relevant`, `pl-chat`,
-`pl-turn` (with `pl-turn-user` / `pl-turn-assistant` and `data-turn`), `pl-turn-score`,
-`pl-judgment` (with `data-dimension`), `pl-explanation`.
+tests and browser checks: `pl-page` (a dialogue page), `pl-compare` (side by side), `pl-profile`,
+`pl-relevant`, `pl-chat`, `pl-turn` (with `pl-turn-user` / `pl-turn-assistant` and `data-turn`),
+`pl-turn-score`, `pl-judgment` (with `data-dimension`), `pl-explanation` (docs/explore.md).
 """
 
 from __future__ import annotations
