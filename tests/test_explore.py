@@ -18,6 +18,9 @@ from personalens_utils.analysis.annotation import AnnotationError
 from personalens_utils.display import frame_html
 from personalens_utils.engine import StageReport
 from personalens_utils.explore import Annotator, annotate, explore, side_by_side
+from personalens_utils.explore.views import turn_notes
+from personalens_utils.judging import DIMENSIONS
+from personalens_utils.judging.answers import combine, score_fields
 from personalens_utils.llm.offline.judge import mentions
 from personalens_utils.records import Dialogue, Judgment
 from personalens_utils.store import RunStore
@@ -374,3 +377,15 @@ def test_records_render_as_html_with_every_text_escaped(store):
     assert f"personalization of d-base: {LONG}" in html and "<th>score</th><td>4.00</td>" in html
     missing = next(j for j in store.read(Judgment) if j.status == "missing")
     assert "<th>score</th><td></td>" in plain(missing._repr_html_())  # no score: blank, never a number
+
+
+def test_turn_notes_read_the_explanation_the_judging_stage_writes():
+    dimension = DIMENSIONS["turn_personalization"]
+    answers = [combine(dimension, "Justification: offered jazz first.\nPersonalization Score: 3", None),
+               combine(dimension, "I cannot say.", None)]
+    fields = score_fields(dimension, answers)
+    judgment = Judgment(dialogue_id="d", dimension=dimension.name, judge_model="j", prompt_version="v1",
+                        backend="offline", **{**fields, "turn_scores": tuple(fields["turn_scores"])})
+    notes = turn_notes(judgment)
+    assert notes[1] == "Justification: offered jazz first.\nPersonalization Score: 3"
+    assert notes[2].startswith("no valid score:") and set(notes) == {1, 2}
