@@ -12,32 +12,58 @@ from __future__ import annotations
 import html
 import math
 import numbers
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 
-STYLE = """<style>
-.pl-scroll { overflow-x: auto; max-width: 100%; }
-.pl-table { border-collapse: collapse; font-size: 0.9em; }
-.pl-table th, .pl-table td { padding: 2px 8px; border-bottom: 1px solid #ddd; vertical-align: top; }
-.pl-table th { text-align: left; background: #f4f4f4; }
-.pl-table td.pl-num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-.pl-caption { margin: 4px 0; }
-.pl-chat { display: flex; flex-direction: column; gap: 6px; max-width: 60em; }
-.pl-turn { border-radius: 6px; padding: 6px 10px; white-space: pre-wrap; overflow-wrap: break-word;
-  word-break: normal; hyphens: none; }
-.pl-turn-user { background: #eef3fb; margin-right: 4em; }
-.pl-turn-assistant { background: #f3f8ee; margin-left: 4em; }
-.pl-turn-head { font-size: 0.8em; color: #555; white-space: normal; }
-.pl-badge { display: inline-block; font-size: 0.8em; border-radius: 4px; padding: 0 5px; margin: 2px 4px 0 0;
-  background: #fff3c4; white-space: normal; }
-.pl-judgment { border-left: 3px solid #bbb; padding: 2px 8px; margin: 6px 0; }
-.pl-explanation { white-space: pre-wrap; overflow-wrap: break-word; word-break: normal; }
-.pl-muted { color: #666; }
-.pl-side { display: grid; grid-template-columns: 1fr 1fr; gap: 12px; overflow-x: auto; }
-.pl-error { color: #a00; font-weight: bold; }
-</style>"""
+CSS: dict[str, str] = {
+    "pl-scroll": "overflow-x: auto; max-width: 100%",
+    "pl-table": "border-collapse: collapse; font-size: 0.9em; margin: 4px 0",
+    "th": "padding: 2px 8px; border-bottom: 1px solid #ccc; vertical-align: top; text-align: left; "
+          "background-color: #f4f4f4; white-space: nowrap",
+    "td": "padding: 2px 8px; border-bottom: 1px solid #e4e4e4; vertical-align: top; text-align: left",
+    "pl-num": "text-align: right; white-space: nowrap",
+    "pl-caption": "margin: 4px 0",
+    "pl-chat": "display: flex; flex-direction: column; gap: 6px; max-width: 60em",
+    "pl-turn": "border-radius: 6px; padding: 6px 10px; white-space: pre-wrap; overflow-wrap: break-word; "
+               "word-break: normal; line-height: 1.4",
+    "pl-turn-user": "background-color: #eef3fb; margin-right: 4em",
+    "pl-turn-assistant": "background-color: #f3f8ee; margin-left: 4em",
+    "pl-turn-head": "font-size: 0.8em; color: #555; white-space: normal",
+    "pl-turn-score": "margin-top: 4px; white-space: normal",
+    "pl-badge": "display: inline-block; font-size: 0.8em; border-radius: 4px; padding: 0 5px; "
+                "margin: 2px 4px 0 0; background-color: #fff3c4; white-space: normal",
+    "pl-judgment": "border-left: 3px solid #bbb; padding: 2px 8px; margin: 6px 0",
+    "pl-explanation": "white-space: pre-wrap; overflow-wrap: break-word; word-break: normal",
+    "pl-muted": "color: #666",
+    "pl-side": "display: grid; grid-template-columns: 1fr 1fr; gap: 12px; overflow-x: auto",
+    "pl-error": "color: #a00; font-weight: bold",
+}
+"""How each class looks. Written inline on every element (`inline`): a notebook that is not trusted
+(an executed copy opened later) drops `<style>` blocks but keeps inline styles."""
+
+_TAG = re.compile(r"<(\w+)((?:\s+[\w-]+=\"[^\"]*\")*)\s*>")
+_CLASS = re.compile(r'\sclass="([^"]*)"')
+
+
+def _styled(match: re.Match[str]) -> str:
+    tag, attributes = match.group(1), match.group(2)
+    if " style=" in attributes:
+        return match.group(0)
+    found = _CLASS.search(attributes)
+    names = ([tag] if tag in ("th", "td") else []) + (found.group(1).split() if found else [])
+    style = "; ".join(CSS[name] for name in names if name in CSS)
+    return f'<{tag}{attributes} style="{style}">' if style else match.group(0)
+
+
+def inline(markup: str) -> str:
+    """The kit's HTML with each element's class styles written inline (idempotent).
+
+    Only for markup this module and the explorer make: their text is escaped, so every `<` is a tag.
+    """
+    return _TAG.sub(_styled, markup)
 
 
 def esc(value: Any) -> str:
@@ -58,13 +84,17 @@ def is_blank(value: Any) -> bool:
 
 
 def cell(value: Any, precision: int = 2) -> str:
-    """One table cell's text: blank for undefined, floats at `precision`, everything else as text."""
+    """One table cell's text: blank for undefined, floats at `precision` (two significant digits for a
+    non-zero value that would round to zero, e.g. a p-value), everything else as text."""
     if is_blank(value):
         return ""
     if isinstance(value, bool):
         return str(value)
     if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral):
-        return f"{float(value):.{precision}f}"
+        text = f"{float(value):.{precision}f}"
+        if value and not float(text):  # a small non-zero value never reads as zero
+            return f"{float(value):.2g}"
+        return text
     if isinstance(value, list | tuple):
         return ", ".join(cell(v, precision) for v in value)
     return str(value)
@@ -96,7 +126,7 @@ def frame_html(
     as leading columns; row numbers are not)."""
     title = f'<div class="pl-caption">{esc(caption)}</div>' if caption else ""
     if frame.empty:
-        return f'{STYLE}{title}<div class="pl-empty pl-muted">No rows.</div>'
+        return inline(f'{title}<div class="pl-empty pl-muted">No rows.</div>')
     keep = meaningful_index(frame) if index is None else index
     shown = frame.reset_index() if keep else frame
     columns = [" / ".join(map(str, c)) if isinstance(c, tuple) else str(c) for c in shown.columns]
@@ -113,8 +143,8 @@ def frame_html(
             for v, (numeric, digits) in zip(values, kinds, strict=True)
         )
         rows.append(f"<tr>{tds}</tr>")
-    return (
-        f'{STYLE}{title}<div class="pl-scroll"><table class="{css_class}"><thead><tr>{head}</tr></thead>'
+    return inline(
+        f'{title}<div class="pl-scroll"><table class="{css_class}"><thead><tr>{head}</tr></thead>'
         f"<tbody>{''.join(rows)}</tbody></table></div>"
     )
 
@@ -151,7 +181,7 @@ def use_in_notebook() -> bool:
 def fields_html(fields: Mapping[str, Any], *, precision: int = 2) -> str:
     """A record's fields as a two-column table (name, value), blanks for undefined values."""
     rows = "".join(f"<tr><th>{esc(k)}</th><td>{esc(cell(v, precision))}</td></tr>" for k, v in fields.items())
-    return f'<div class="pl-scroll"><table class="pl-table pl-fields">{rows}</table></div>'
+    return inline(f'<div class="pl-scroll"><table class="pl-table pl-fields">{rows}</table></div>')
 
 
 def turn_html(number: int, role: str, content: str, *, notes: Sequence[str] = (), extra: str = "") -> str:
@@ -160,7 +190,7 @@ def turn_html(number: int, role: str, content: str, *, notes: Sequence[str] = ()
     `notes` are short texts shown as badges under the turn; `extra` is ready-made HTML (already escaped).
     """
     badges = "".join(f'<span class="pl-badge">{esc(n)}</span>' for n in notes)
-    return (
+    return inline(
         f'<div class="pl-turn pl-turn-{esc(role)}" data-turn="{number}">'
         f'<div class="pl-turn-head">{esc(role)} · turn {number}</div>{esc(content)}'
         f"{'<div>' + badges + '</div>' if badges else ''}{extra}</div>"
@@ -173,7 +203,6 @@ def chat_html(
     notes: Mapping[int, Sequence[str]] | None = None,
     extra: Mapping[int, str] | None = None,
     start: int = 0,
-    style: bool = True,
 ) -> str:
     """A transcript as chat bubbles; turn numbers count user messages, as the paper does.
 
@@ -188,7 +217,6 @@ def chat_html(
                 number, role, content, notes=(notes or {}).get(index, ()), extra=(extra or {}).get(index, "")
             )
         )
-    head = STYLE if style else ""
     if not parts:
-        return f'{head}<div class="pl-chat pl-muted">(no turns)</div>'
-    return f'{head}<div class="pl-chat">{"".join(parts)}</div>'
+        return inline('<div class="pl-chat pl-muted">(no turns)</div>')
+    return inline(f'<div class="pl-chat">{"".join(parts)}</div>')

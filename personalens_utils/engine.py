@@ -28,7 +28,7 @@ from typing import Any, Generic, TypeVar
 
 import pandas as pd
 
-from personalens_utils.display import esc, frame_html
+from personalens_utils.display import esc, frame_html, inline
 from personalens_utils.llm import FatalError, LLMClient, LLMError, Request, Response, Usage
 from personalens_utils.records import Record
 from personalens_utils.store import RunStore
@@ -264,7 +264,7 @@ class StageReport:
             shard = f" (shard {self.shard})" if self.shard else ""
             return (f'<div class="pl-stage pl-stage-idle">{esc(self.stage)}{esc(shard)}: nothing to do, '
                     f"{self.already_done} items already stored.</div>")
-        return f'<div class="pl-stage">{esc(self.message())}</div>' + frame_html(self.frame())
+        return inline(f'<div class="pl-stage">{esc(self.message())}</div>') + frame_html(self.frame())
 
     def __repr__(self) -> str:
         return (f"StageReport({self.message()}; planned {self.planned}, retried {self.retried}, "

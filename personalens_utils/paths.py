@@ -9,6 +9,12 @@ from pathlib import Path
 DATA_ENV = "PERSONALENS_DATA"
 LATEST = "LATEST"
 """The file under runs/ naming the pass `make reproduce` ran last; notebooks 02-06 default to it."""
+CODE_ENV = "PERSONALENS_CODE"
+OFFICIAL_CODE_FILES = (
+    "util/assistant_prompts.py", "util/evaluation_prompts.py", "src/generate_dialogue.py",
+    "src/generate_dialogue_md.py",
+)
+"""The files of the official code that `prompt_set="official"` reads its templates from."""
 
 
 def project_root() -> Path:
@@ -94,6 +100,26 @@ def latest_run() -> LatestRun | None:
         return None
     folder, benchmark = runs / fields["folder"], runs / fields["benchmark"]
     return LatestRun(folder, benchmark) if folder.is_dir() else None
+def find_official_code(folder: str | os.PathLike[str] | None = None) -> Path | None:
+    """A copy of the official PersonaLens code (a clone of the authors' repository), if there is one.
+
+    `folder` given: that folder only. Otherwise $PERSONALENS_CODE, then the clone the official data
+    was found in (`find_official_data`'s parent), then data/personalens-official-code/ in the
+    checkout. A folder holding `personalens-official-code/` (the code archive unpacked) is accepted too.
+    """
+    if folder:
+        candidates = [Path(folder).expanduser()]
+    else:
+        candidates = [Path(os.environ[CODE_ENV]).expanduser()] if os.environ.get(CODE_ENV) else []
+        data = find_official_data()
+        if data is not None:
+            candidates.append(data.parent)
+        candidates.append(project_root() / "data" / "personalens-official-code")
+    for base in candidates:
+        for candidate in (base, base / "personalens-official-code"):
+            if all((candidate / name).is_file() for name in OFFICIAL_CODE_FILES):
+                return candidate
+    return None
 
 
 def generated_benchmark_dir(name: str = "default") -> Path:

@@ -13,6 +13,11 @@ existed ("legacy" records, `legacy=True`) lack them: they read as made on the ba
 stored, with the model ids the registry gives for it (`legacy_model_id`), and keep their old ids (the recipe
 without the identity fields) and their stored layout; `legacy_id` gives that recipe so planners
 can accept an old record as finished work when its backend is the one asked for (`current_id`).
+
+Prompt sets: a dialogue or judgment made with the official authors' prompts (`prompt_set="official"`,
+docs/simulation.md) carries its prompt set in its id and in its stored line; one made with the kit's
+own prompts (`"kit"`) stores no `prompt_set` key and keeps the id recipe it always had, so records
+written before prompt sets existed read as `kit` with their ids unchanged.
 """
 
 from __future__ import annotations
@@ -24,9 +29,10 @@ from typing import Any, ClassVar, NoReturn, Self
 
 import orjson
 
-from personalens_utils.display import STYLE, chat_html, esc, fields_html
+from personalens_utils.display import chat_html, esc, fields_html, inline
 from personalens_utils.llm import registry
 from personalens_utils.llm.types import FatalError, Message, Usage
+from personalens_utils.prompts.official import KIT_PROMPTS, OFFICIAL_PROMPTS, PROMPT_SETS
 
 ERROR = "error"
 """The status of a record whose work failed in the llm layer; a rerun may replace it."""
@@ -46,6 +52,11 @@ def stable_id(*parts: Any) -> str:
     """A short id that depends only on the given parts (order matters)."""
     raw = orjson.dumps([str(p) for p in parts])
     return hashlib.sha256(raw).hexdigest()[:20]
+
+
+def with_prompt_set(parts: tuple[Any, ...], prompt_set: str) -> tuple[Any, ...]:
+    """Id parts with the prompt set added unless it is the kit's, so kit ids stay what they were."""
+    return parts if prompt_set == KIT_PROMPTS else (*parts, "prompt_set", prompt_set)
 
 
 def resolved_model(model: str, backend: str) -> str:
@@ -110,6 +121,13 @@ class _Reader:
         if not all(isinstance(v, str) for v in value):
             self.fail(key, f"must be a list of strings, got {value!r:.80}")
         return tuple(value)
+
+    def prompt_set(self) -> str:
+        """The stored prompt set; a line without one was made with the kit's prompts."""
+        value = self.data.get("prompt_set", KIT_PROMPTS)
+        if value not in PROMPT_SETS:
+            self.fail("prompt_set", f"must be one of {list(PROMPT_SETS)} (or absent: kit), got {value!r:.80}")
+        return value
 
     def usage(self, key: str) -> Usage:
         value = self.get(key, dict)
@@ -200,7 +218,7 @@ class Dialogue(Record):
     table: ClassVar[str] = "dialogues"
     summary_fields: ClassVar[tuple[str, ...]] = (
         "id", "scenario_id", "user_id", "task_id", "task_type", "domains", "user_model", "assistant_model",
-        "assistant_setting", "prompt_version", "backend", "user_backend", "user_model_id",
+        "assistant_setting", "prompt_version", "prompt_set", "backend", "user_backend", "user_model_id",
         "assistant_backend", "assistant_model_id", "status", "n_turns",
     )
     """The fields analysis reads: everything but the texts and the costs."""
@@ -220,6 +238,8 @@ class Dialogue(Record):
     """The id the user agent's backend is called with; empty: resolved from `user_model`."""
     assistant_backend: str = ""
     assistant_model_id: str = ""
+    prompt_set: str = KIT_PROMPTS
+    """Whose prompts the user agent and the assistant were given (`PROMPT_SETS`)."""
     error: str | None = None
     turns: tuple[Message, ...] = ()
     usage: Usage = field(default_factory=Usage)
@@ -236,6 +256,7 @@ class Dialogue(Record):
         fill(self, "user_model_id", self.user_model_id or model_id(self.user_model, self.user_backend))
         fill(self, "assistant_model_id",
              self.assistant_model_id or model_id(self.assistant_model, self.assistant_backend))
+        _check_prompt_set(self)
         super().__post_init__()
 
     @property
@@ -251,9 +272,11 @@ class Dialogue(Record):
         prompt_version: str,
         user: tuple[str, str],
         assistant: tuple[str, str],
+        prompt_set: str = KIT_PROMPTS,
     ) -> str:
         """The id of a dialogue; `user` and `assistant` are each (backend, resolved model id)."""
-        return stable_id(scenario_id, user_model, assistant_model, setting, prompt_version, *user, *assistant)
+        parts = (scenario_id, user_model, assistant_model, setting, prompt_version, *user, *assistant)
+        return stable_id(*with_prompt_set(parts, prompt_set))
 
     @staticmethod
     def legacy_id(
@@ -275,7 +298,9 @@ class Dialogue(Record):
     def identity(self) -> str:
         names = (self.scenario_id, self.user_model, self.assistant_model, self.assistant_setting,
                  self.prompt_version)
-        return self.legacy_id(*names) if self.legacy else self.make_id(*names, self.user, self.assistant)
+        if self.legacy:
+            return self.legacy_id(*names)
+        return self.make_id(*names, self.user, self.assistant, self.prompt_set)
 
     @property
     def n_turns(self) -> int:
@@ -306,6 +331,7 @@ class Dialogue(Record):
             "assistant_model": self.assistant_model,
             "assistant_setting": self.assistant_setting,
             "prompt_version": self.prompt_version,
+            **_prompt_set_entry(self.prompt_set),
             "backend": self.backend,
             **identity,
             "status": self.status,
@@ -338,6 +364,7 @@ class Dialogue(Record):
             assistant_model=r.str("assistant_model"),
             assistant_setting=r.str("assistant_setting"),
             prompt_version=r.str("prompt_version"),
+            prompt_set=r.prompt_set(),
             backend=r.str("backend"),
             **identity,
             status=r.str("status"),
@@ -348,6 +375,19 @@ class Dialogue(Record):
             retries=r.int("retries"),
             legacy=legacy,
         )
+
+
+def _check_prompt_set(record: Dialogue | Judgment) -> None:
+    if record.prompt_set not in PROMPT_SETS:
+        raise RecordError(f"prompt_set must be one of {list(PROMPT_SETS)}, got {record.prompt_set!r}")
+    if record.legacy and record.prompt_set != KIT_PROMPTS:
+        raise RecordError("a record written before run identity was made with the kit's prompts; "
+                          f"{record.prompt_set!r} records carry their run identity")
+
+
+def _prompt_set_entry(prompt_set: str) -> dict[str, str]:
+    """The stored `prompt_set` key: only for records not made with the kit's prompts."""
+    return {} if prompt_set == KIT_PROMPTS else {"prompt_set": prompt_set}
 
 
 def current_id(
@@ -370,8 +410,8 @@ class Judgment(Record):
 
     table: ClassVar[str] = "judgments"
     summary_fields: ClassVar[tuple[str, ...]] = (
-        "id", "dialogue_id", "dimension", "judge_model", "prompt_version", "backend", "judge_model_id",
-        "status", "score", "turn_scores",
+        "id", "dialogue_id", "dimension", "judge_model", "prompt_version", "prompt_set", "backend",
+        "judge_model_id", "status", "score", "turn_scores",
     )
     """The fields analysis reads: everything but the judge's texts."""
     dialogue_id: str
@@ -382,6 +422,8 @@ class Judgment(Record):
     """The judge's backend."""
     judge_model_id: str = ""
     """The id the judge's backend is called with; empty: resolved from `judge_model`."""
+    prompt_set: str = KIT_PROMPTS
+    """Whose prompt the judge was given (`PROMPT_SETS`); turn-level personalization is always the kit's."""
     score: float | None = None
     turn_scores: tuple[float | None, ...] | None = None
     explanation: str = ""
@@ -394,6 +436,7 @@ class Judgment(Record):
         if not self.judge_model_id:
             model_id = legacy_model_id if self.legacy else resolved_model
             object.__setattr__(self, "judge_model_id", model_id(self.judge_model, self.backend))
+        _check_prompt_set(self)
         super().__post_init__()
 
     @property
@@ -402,10 +445,12 @@ class Judgment(Record):
 
     @staticmethod
     def make_id(
-        dialogue_id: str, dimension: str, judge_model: str, prompt_version: str, judge: tuple[str, str]
+        dialogue_id: str, dimension: str, judge_model: str, prompt_version: str, judge: tuple[str, str],
+        prompt_set: str = KIT_PROMPTS,
     ) -> str:
         """The id of a judgment; `judge` is the judge's (backend, resolved model id)."""
-        return stable_id(dialogue_id, dimension, judge_model, prompt_version, *judge)
+        parts = (dialogue_id, dimension, judge_model, prompt_version, *judge)
+        return stable_id(*with_prompt_set(parts, prompt_set))
 
     @staticmethod
     def legacy_id(dialogue_id: str, dimension: str, judge_model: str, prompt_version: str) -> str:
@@ -419,15 +464,15 @@ class Judgment(Record):
 
     def identity(self) -> str:
         names = (self.dialogue_id, self.dimension, self.judge_model, self.prompt_version)
-        return self.legacy_id(*names) if self.legacy else self.make_id(*names, self.judge)
+        return self.legacy_id(*names) if self.legacy else self.make_id(*names, self.judge, self.prompt_set)
 
     def _repr_html_(self) -> str:
         """The judgment's fields, then the full explanation (never cut) and the raw answer folded."""
         fields = {name: getattr(self, name) for name in self.summary_fields}
         fields["attempts"] = self.attempts
-        return (f'{STYLE}{fields_html(fields)}<div class="pl-explanation">{esc(self.explanation)}</div>'
-                f'<details><summary>raw answer</summary><div class="pl-explanation pl-muted">{esc(self.raw)}'
-                "</div></details>")
+        explanation = f'<div class="pl-explanation">{esc(self.explanation)}</div>'
+        raw = f'<summary>raw answer</summary><div class="pl-explanation pl-muted">{esc(self.raw)}</div>'
+        return inline(f"{fields_html(fields)}{explanation}<details>{raw}</details>")
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -436,6 +481,7 @@ class Judgment(Record):
             "dimension": self.dimension,
             "judge_model": self.judge_model,
             "prompt_version": self.prompt_version,
+            **_prompt_set_entry(self.prompt_set),
             "backend": self.backend,
             **({} if self.legacy else {"judge_model_id": self.judge_model_id}),
             "status": self.status,
@@ -459,6 +505,7 @@ class Judgment(Record):
             dimension=r.str("dimension"),
             judge_model=r.str("judge_model"),
             prompt_version=r.str("prompt_version"),
+            prompt_set=r.prompt_set(),
             backend=r.str("backend"),
             judge_model_id="" if legacy else r.str("judge_model_id"),
             status=r.str("status"),
@@ -795,6 +842,9 @@ def record_type(table: str) -> type[Record]:
 __all__ = [
     "ERROR",
     "GENERATION_STEPS",
+    "KIT_PROMPTS",
+    "OFFICIAL_PROMPTS",
+    "PROMPT_SETS",
     "RECORD_TYPES",
     "Batch",
     "BatchEntry",
@@ -815,4 +865,5 @@ __all__ = [
     "record_type",
     "resolved_model",
     "stable_id",
+    "with_prompt_set",
 ]

@@ -25,9 +25,11 @@ import papermill
 
 from personalens_utils.analysis.scores import load_dialogues, load_judgments
 
+from .judging import SCORING_RULES
 from .llm import registry
 from .llm.offline.reference import DESIGNED_ORDER
 from .paths import find_official_data, project_root, runs_dir, write_latest
+from .prompts.official import PROMPT_SETS, OfficialCodeError, load_official_prompts
 from .store import RunStore
 
 NOTEBOOKS = ("01_generation", "02_validation", "03_simulation", "04_judging", "05_ablation", "06_analysis")
@@ -109,6 +111,12 @@ class Settings:
     benchmark_dir: Path | None = None
     passes: tuple[str, ...] = ("generated", "official")
     annotations: str | None = None
+    prompt_set: str = "kit"
+    """Whose prompts notebooks 03-06 use: the kit's, or the official code's (docs/simulation.md)."""
+    official_code: Path | None = None
+    """The official code for `prompt_set="official"`; None: $PERSONALENS_CODE or found beside the data."""
+    scoring: str = "strict"
+    """How notebooks 04 and 06 read judge answers: the kit's parser, or the official one (docs/judging.md)."""
     argv: tuple[str, ...] = ()
     notebooks_dir: Path = field(default_factory=lambda: project_root() / "notebooks")
 
@@ -226,6 +234,9 @@ def run_pass(settings: Settings, name: str, benchmark_dir: Path | None) -> PassR
         "backend_seed": settings.backend_seed,
         "user_model": settings.user_model,
         "judge_model": settings.judge_model,
+        "prompt_set": settings.prompt_set,
+        "official_code": str(settings.official_code) if settings.official_code else None,
+        "scoring": settings.scoring,
     }
     if generated:
         result.steps.append(
@@ -392,6 +403,21 @@ def _called_lines(settings: Settings) -> list[str]:
     return ["Called (see Table 11 for the paper's models):", "", *(f"- {line}" for line in lines), ""]
 
 
+def _prompt_line(settings: Settings) -> str:
+    if settings.prompt_set == "kit":
+        return "Prompts: the kit's own (`prompt_set=kit`)."
+    prompts = load_official_prompts(settings.official_code)
+    return (f"Prompts: the official code's (`prompt_set=official`, read from `{prompts.folder}`, prompt "
+            f"version `{prompts.version}`); turn-level personalization, which the official code never "
+            "runs, with the kit's prompt.")
+
+
+def _scoring_line(settings: Settings) -> str:
+    other = "official" if settings.scoring == "strict" else "strict"
+    return (f"Judge answers read under the `{settings.scoring}` scoring rule (docs/judging.md); Tables 3 and "
+            f"12 show the `{other}` rule's mean after a cell wherever it differs.")
+
+
 def write_index(settings: Settings, results: Sequence[PassResult], seconds: float) -> Path:
     """runs/<run>/INDEX.md: every paper table and figure, the file that reproduces it, or why not."""
     root = settings.root
@@ -414,6 +440,10 @@ def write_index(settings: Settings, results: Sequence[PassResult], seconds: floa
         f"ablation assistant {settings.ablation_model}; Figures 4, 5 assistant {settings.focus}; "
         f"judge {settings.judge_model}; second judge "
         f"(Table 5 without annotation sheets) {settings.second_judge_model}.",
+        "",
+        _prompt_line(settings),
+        "",
+        _scoring_line(settings),
         "",
         *_called_lines(settings),
         f"Total time: {seconds / 60:.1f} min. Command: `python -m personalens_utils.reproduce "
@@ -539,6 +569,13 @@ def parse_args(argv: Sequence[str] | None = None) -> Settings:
         "--seed", type=int, default=0, help="seed of bootstrap, permutation, Self-BLEU and annotation samples"
     )
     parser.add_argument("--backend-seed", type=int, default=0, help="seed of the offline backend")
+    parser.add_argument("--prompt-set", default="kit", choices=PROMPT_SETS,
+                        help="kit (default): the kit's prompts; official: the authors' prompts, read from "
+                        "--official-code or $PERSONALENS_CODE")
+    parser.add_argument("--official-code", type=Path, help="a clone of the official PersonaLens code")
+    parser.add_argument("--scoring", default="strict", choices=SCORING_RULES,
+                        help="strict (default): the kit's answer parser; official: the official gather "
+                        "script's reading (notebooks 04 and 06)")
     parser.add_argument(
         "--demographics-seed", type=int, default=0, help="seed of the generated benchmark's demographics"
     )
@@ -556,6 +593,9 @@ def parse_args(argv: Sequence[str] | None = None) -> Settings:
         backend_seed=args.backend_seed,
         demographics_seed=args.demographics_seed,
         annotations=args.annotations,
+        prompt_set=args.prompt_set,
+        official_code=args.official_code,
+        scoring=args.scoring,
     )
     if args.passes:
         settings.passes = tuple(p.strip() for p in args.passes.split(",") if p.strip())
@@ -584,6 +624,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if settings.backend == "anthropic" and not os.environ.get("ANTHROPIC_API_KEY"):
         print("[reproduce] backend anthropic needs ANTHROPIC_API_KEY in the environment", file=sys.stderr)
         return 2
+    if settings.prompt_set != "kit":
+        try:
+            load_official_prompts(settings.official_code)
+        except OfficialCodeError as exc:
+            print(f"[reproduce] {exc}", file=sys.stderr)
+            return 2
     results, index = reproduce(settings)
     steps = [s for r in results for s in r.steps]
     failed = [s for s in steps if not s.ok and not s.skipped]

@@ -8,6 +8,9 @@ one meaning in every notebook (docs/parameters.md):
 - `users`: None is the benchmark's default users (the paper's sample_50 when the benchmark holds
   the official users, every user of a generated benchmark); "all" is every user; a sample name
   ("sample_30", "sample_50", "sample_100") or a list of user indices is exactly those users.
+- `prompt_set` ("kit" or "official") picks whose prompts notebooks 03-06 use and analyse;
+  "official" reads them from the official code at `official_code` or `$PERSONALENS_CODE`, checked
+  when the session opens (docs/simulation.md, "Prompt sets").
 - `seed` seeds sampling and resampling (bootstrap, permutation, Self-BLEU and annotation samples);
   `backend_seed` seeds the offline backend; `demographics_seed` seeds notebook 01's demographics.
 """
@@ -29,6 +32,7 @@ from personalens_utils.display import use_in_notebook
 from personalens_utils.llm import LLMClient
 from personalens_utils.llm.clients import Clients
 from personalens_utils.llm.specs import ModelSpec
+from personalens_utils.prompts.official import KIT_PROMPTS, OfficialPrompts, prompts_for
 from personalens_utils.records import Dialogue
 from personalens_utils.simulation.report import default_users
 from personalens_utils.store import RunStore
@@ -140,6 +144,10 @@ class Session:
     backend_seed: int = 0
     stage: str = ""
     task_types: tuple[str, ...] = ("SD", "MD")
+    prompt_set: str = KIT_PROMPTS
+    official_code: str | None = None
+    prompts: OfficialPrompts | None = None
+    """The official templates when `prompt_set` is "official" (read when the session opens)."""
     started: float = field(default_factory=time.perf_counter)
     _clients: Clients | None = field(default=None, repr=False)
     _benchmark: Benchmark | None = field(default=None, repr=False)
@@ -159,6 +167,8 @@ class Session:
         stage: str = "",
         task_types: Sequence[str] | str = ("SD", "MD"),
         store: bool = True,
+        prompt_set: str = KIT_PROMPTS,
+        official_code: str | os.PathLike[str] | None = None,
     ) -> Session:
         """Resolve a notebook's parameters; `store=False` when the notebook keeps nothing in a store
         unless `run_dir` is given (notebook 02). Outputs go to `output_dir` or runs/<default_output>/."""
@@ -167,6 +177,10 @@ class Session:
         if unknown:
             raise SessionError(f"parameter task_types: unknown {unknown}; use 'SD' and/or 'MD'")
         use_in_notebook()
+        try:
+            prompts = prompts_for(prompt_set, official_code)
+        except ValueError as exc:
+            raise SessionError(f"parameter prompt_set={prompt_set!r}: {exc}") from exc
         bench = paths.resolve_benchmark_dir(benchmark_dir)
         if not benchmark_dir and not paths.is_benchmark(bench):
             raise _no_benchmark(bench)
@@ -184,6 +198,9 @@ class Session:
             backend_seed=backend_seed,
             stage=stage,
             task_types=tuple(task_types),
+            prompt_set=prompt_set,
+            official_code=str(prompts.folder) if prompts is not None else None,
+            prompts=prompts,
         )
 
     @property
@@ -262,14 +279,25 @@ class Session:
         return "\n".join(lines)
 
     def in_scope(self) -> Callable[[Dialogue], bool]:
-        """`select` for the runners: a dialogue record of the session's users and task types."""
+        """`select` for the runners: a dialogue record of the session's users and task types, made
+        with the session's prompt set."""
         wanted = set(self.users) if self.users is not None else None
         types = set(self.task_types)
-        return lambda d: (wanted is None or d.user_id in wanted) and d.task_type in types
+        return lambda d: ((wanted is None or d.user_id in wanted) and d.task_type in types
+                          and d.prompt_set == self.prompt_set)
+
+    @property
+    def prompt_options(self) -> dict[str, Any]:
+        """`prompt_set` and `official_code` for the runners (run_simulation, run_judging, ...)."""
+        return {"prompt_set": self.prompt_set, "official_code": self.official_code}
 
     def scope(self, frame: pd.DataFrame) -> pd.DataFrame:
-        """Rows of a frame with `user_id` and `task_type` columns that belong to the session."""
+        """Rows of a frame with `user_id` and `task_type` columns that belong to the session, and made
+        with the session's prompt set where the frame says whose prompts made them."""
         keep = frame["task_type"].isin(self.task_types)
+        column = next((c for c in ("dialogue_prompt_set", "prompt_set") if c in frame.columns), None)
+        if column is not None:
+            keep &= frame[column] == self.prompt_set
         if self.users is not None:
             keep &= frame["user_id"].isin(self.users)
         return frame[keep]

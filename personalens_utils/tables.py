@@ -66,11 +66,13 @@ class TableResult:
         number: int | str,
         slug: str,
         *,
-        float_format: str = "{:.2f}",
+        float_format: str | None = None,
         best: Mapping[str, str] | None = None,
     ) -> dict[str, Path]:
-        """`save_table` of the frame with the caption; `best` (default: the table's own) bolds the
-        best value of those columns."""
+        """`save_table` of the frame with the caption, floats at the table's `precision` unless
+        `float_format` says otherwise; `best` (default: the table's own) bolds the best value of those
+        columns."""
+        float_format = float_format or f"{{:.{self.precision}f}}"
         return save_table(
             self.frame, output_dir, number, slug, self.caption, float_format=float_format,
             best=self.best if best is None else best,

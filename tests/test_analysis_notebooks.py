@@ -104,8 +104,10 @@ def test_analysis_notebook_without_annotations(prepared, tmp_path, monkeypatch):
         focus_model="model-x",
         annotation_size=12,
         figure5_domains=["Movies", "Music"],
+        scoring="official",
     )
     tables, figures = tmp_path / "tables", tmp_path / "figures"
+    assert "Scores read under the official rule" in _caption(tables / "table3_assistant_models.csv")
     for stem in (
         "table3_assistant_models",
         "table5_agreement",

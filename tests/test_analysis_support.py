@@ -14,6 +14,7 @@ from support.records import put
 
 from personalens_utils.data import Benchmark
 from personalens_utils.data.types import TaskDefinition, User
+from personalens_utils.judging import DIMENSIONS as JUDGE_DIMENSIONS
 from personalens_utils.records import Dialogue, Judgment
 from personalens_utils.store import RunStore, stable_id
 
@@ -90,9 +91,18 @@ def _judgment(
         "score": score,
         "turn_scores": turn_scores,
         "explanation": "synthetic",
-        "raw": "synthetic answer",
+        "raw": _answer(dimension, score),
         "attempts": 1,
     }
+
+
+def _answer(dimension: str, score: float | None) -> str:
+    """A judge answer that both scoring rules read as `score` (none when it is None)."""
+    if score is None or dimension == "turn_personalization" or not float(score).is_integer():
+        return "synthetic answer"
+    if dimension == "task_completion":
+        return f"VERDICT: {bool(score)}\nEXPLANATION: synthetic"
+    return f"{JUDGE_DIMENSIONS[dimension].label} {int(score)}\nJustification: synthetic"
 
 
 def build_store(root: Path, *, users: int = 24, seed: int = 0, second_judge: bool = True) -> RunStore:

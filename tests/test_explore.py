@@ -18,6 +18,9 @@ from personalens_utils.analysis.annotation import AnnotationError
 from personalens_utils.display import frame_html
 from personalens_utils.engine import StageReport
 from personalens_utils.explore import Annotator, annotate, explore, side_by_side
+from personalens_utils.explore.views import turn_notes
+from personalens_utils.judging import DIMENSIONS
+from personalens_utils.judging.answers import combine, score_fields
 from personalens_utils.llm.offline.judge import mentions
 from personalens_utils.records import Dialogue, Judgment
 from personalens_utils.store import RunStore
@@ -85,6 +88,11 @@ def benchmark():
     return build_benchmark(3)
 
 
+def plain(markup: str) -> str:
+    """The HTML without its inline styles (what the assertions read)."""
+    return re.sub(r' style="[^"]*"', "", markup)
+
+
 def _shown(explorer) -> list[str]:
     return [value for _, value in explorer.dialogue.options]
 
@@ -93,6 +101,7 @@ def test_filters_narrow_the_dialogue_list(store, benchmark):
     view = explore(store, benchmark=benchmark)
     assert _shown(view) == ["d-base", "d-plus-i", "d-music", "d-md"]  # user, task, assistant, setting
     assert view.count.value == "4 of 4 dialogues"
+    assert {box.label for box in view.filters.values()} == {"(any)"}  # an open filter says so
     view.set_filters(assistant_model="model-b")
     assert _shown(view) == ["d-music"] and view.dialogue.value == "d-music"
     view.set_filters(assistant_model=None, domain="Movies")
@@ -110,8 +119,10 @@ def test_filters_narrow_the_dialogue_list(store, benchmark):
     view.set_filters(dimension="naturalness_assistant", score_range=(1, 5))
     assert _shown(view) == []  # its only judgment has no score: never counted as any score
     assert "No dialogue passes these filters" in view.page.value
+    view.set_filters(dimension="turn_personalization", score_range=(2.75, 3.25))  # a mean of turn scores
+    assert _shown(view) == ["d-base"] and view.score.step == 0.25
     view.set_filters(dimension=None)
-    assert len(_shown(view)) == 4 and view.score.disabled
+    assert len(_shown(view)) == 4 and view.score.disabled and view.filters["dimension"].label == "(any)"
     with pytest.raises(ValueError, match=r"model-z.*not in this run store"):
         view.set_filters(assistant_model="model-z")
     with pytest.raises(ValueError, match="unknown explorer filters"):
@@ -121,8 +132,8 @@ def test_filters_narrow_the_dialogue_list(store, benchmark):
 def test_the_page_shows_transcript_profile_applied_preferences_and_every_judgment(store, benchmark):
     view = explore(store, benchmark=benchmark)
     view.select("d-base")
-    page = view.page.value
-    assert page == view.html() and 'data-dialogue="d-base"' in page
+    page = plain(view.page.value)
+    assert view.page.value == view.html() and 'data-dialogue="d-base"' in page
     for turn in DIALOGUES["d-base"]["turns"][:2] + DIALOGUES["d-base"]["turns"][3:]:
         assert turn["content"] in page
     assert "Sounds good &lt;b&gt;bold&lt;/b&gt; &amp; more" in page and "<b>bold</b>" not in page
@@ -152,7 +163,7 @@ def test_a_missing_judgment_shows_its_status_and_never_a_score(store, benchmark)
     view = explore(store, benchmark=benchmark)
     view.select("d-music")
     block = re.search(r'<div class="pl-judgment" data-dimension="naturalness_assistant".*?</details></div>',
-                      view.page.value).group(0)
+                      plain(view.page.value)).group(0)
     assert 'data-status="missing"' in block and "no score" in block and "after 2 answer(s)" in block
     assert "no valid score: the answer had no &#x27;Naturalness Score:&#x27; line" in block
 
@@ -180,6 +191,10 @@ def test_the_display_carries_a_static_page_for_copies_without_a_kernel(store, be
     bundle = view._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle
     assert bundle["text/html"] == view.page.value and 'class="pl-page"' in bundle["text/html"]
+    # an untrusted copy drops <style> blocks: every look is written inline on its element
+    assert "<style" not in bundle["text/html"]
+    first_turn = r'class="pl-turn pl-turn-user" data-turn="1" style="[^"]*background-color'
+    assert re.search(first_turn, bundle["text/html"])
     classes = {c for w in (view, view.dialogue, view.page, view.score, *view.filters.values())
                for c in w._dom_classes}
     assert {"pl-explorer", "pl-explorer-dialogue-select", "pl-explorer-page", "pl-explorer-score",
@@ -191,8 +206,8 @@ def test_side_by_side_aligns_turns_and_puts_scores_beside_each(store, benchmark)
     assert [v for v in view.scenario.options] == ["user1/SD-Movies-task-1"]  # the only scenario run twice
     view.choose("user1/SD-Movies-task-1", left=lambda d: d.assistant_setting == "base",
                 right=lambda d: d.assistant_setting == "base+I")
-    page = view.page.value
-    assert page == view.html() and 'class="pl-compare"' in page
+    page = plain(view.page.value)
+    assert view.page.value == view.html() and 'class="pl-compare"' in page
     cell = (r'<div class="pl-compare-turn" data-turn="(\d+)">(.*?)</div>'
             r'(?=<div class="pl-compare-turn"|<h4>|$)')
     rows = re.findall(cell, page, flags=re.S)
@@ -266,6 +281,15 @@ def test_annotation_is_validated_saved_after_every_item_and_resumed(exported):
     assert again.save()
     again.enter(**_ratings("1", "2"))
     assert again.save() and again.index == 3 and "end of the sheet" in again.progress.value
+    # two widgets open on one sheet (a cell run twice): each save keeps what the other saved
+    stale, fresh = annotate(sheet), annotate(sheet)
+    fresh.go(0)
+    fresh.enter(personalization="2")
+    assert fresh.save()
+    stale.go(1)
+    stale.enter(personalization="4")
+    assert stale.save()
+    assert [r["personalization"] for r in annotation.read_table(sheet)[1]] == ["2", "4", "2"]
     ratings = annotation.read_sheets(str(folder / "annotator_*.csv"), manifest=exported["manifest"])
     assert set(ratings["annotator"]) == {"Alice B"} and len(ratings) == 3 * 6
     assert ratings.groupby("dialogue_id")["score"].count().tolist() == [6, 6, 6]
@@ -302,16 +326,18 @@ def test_table_display_has_no_index_formats_floats_blanks_undefined_and_escapes(
     frame = pd.DataFrame({"Metric <x>": ["a & b", "c"], "κ": [0.123456, float("nan")], "items": [3, 4],
                           "cost_usd": [0.000123, 1.5]}, index=[7, 9])
     result = TableResult(frame, "Caption with <tags> & more.", Source.of("store", 2, "rows"), precision=3)
-    html = result._repr_html_()
+    html = plain(result._repr_html_())
     assert "Caption with &lt;tags&gt; &amp; more." in html and "<tags>" not in html
     assert "Metric &lt;x&gt;" in html and "a &amp; b" in html
     cells = re.findall(r"<td[^>]*>(.*?)</td>", html)
     assert cells == ["a &amp; b", "0.123", "3", "0.0001", "c", "", "4", "1.5000"]  # no index, NaN blank
     assert "nan" not in html.lower().replace("nanoseconds", "") and ">7<" not in html
-    assert "overflow-x: auto" in html and 'class="pl-scroll"' in html
-    pivot = frame_html(pd.DataFrame({"m": [1.0]}, index=pd.Index(["SD"], name="task_type")))
+    assert "overflow-x: auto" in result._repr_html_() and 'class="pl-scroll"' in html
+    pivot = plain(frame_html(pd.DataFrame({"m": [1.0]}, index=pd.Index(["SD"], name="task_type"))))
     assert "<th>task_type</th>" in pivot and "<td>SD</td>" in pivot  # a named index means something
     assert "No rows." in frame_html(pd.DataFrame(columns=["a", "b"]))
+    small = plain(frame_html(pd.DataFrame({"p": [0.000123, 0.0, 0.5]})))
+    assert re.findall(r"<td[^>]*>(.*?)</td>", small) == ["0.00012", "0.00", "0.50"]  # not a false zero
 
 
 def test_table5_shows_a_blank_where_its_caption_promises_one():
@@ -324,7 +350,7 @@ def test_table5_shows_a_blank_where_its_caption_promises_one():
                              second_judge_model="judge-2", backend_names={"offline"})
     assert result.frame.select_dtypes("number").isna().any().any()  # every TC rating is the same value
     assert "A blank cell is undefined" in result.caption
-    html = result._repr_html_()
+    html = plain(result._repr_html_())
     assert "nan" not in html.lower() and '<td class="pl-num"></td>' in html
     assert re.search(r"<td class=\"pl-num\">1\.000</td>", html)  # the table's own precision: three decimals
 
@@ -335,19 +361,31 @@ def test_stage_report_display_is_one_line_when_there_was_nothing_to_do():
                                   "12 items already stored.</div>")
     busy = StageReport("judging", planned=3, finished=2, errors=1, statuses=Counter(ok=2, error=1),
                        cost_usd=0.00042)
-    html = busy._repr_html_()
+    html = plain(busy._repr_html_())
     assert "judging complete: 3 records stored (1 errors)" in html and "<table" in html
     assert "<td class=\"pl-num\">0.0004</td>" in html and "<th></th>" not in html
 
 
 def test_records_render_as_html_with_every_text_escaped(store):
     dialogue = next(d for d in store.read(Dialogue) if d.id == "d-base")
-    html = dialogue._repr_html_()
+    html = plain(dialogue._repr_html_())
     assert "Sounds good &lt;b&gt;bold&lt;/b&gt; &amp; more" in html and "<b>bold</b>" not in html
     assert html.count('class="pl-turn ') == 4 and "assistant · turn 2" in html
     assert "<th>assistant_setting</th><td>base</td>" in html
     judgment = next(j for j in store.read(Judgment) if j.id == "d-base-personalization")
-    html = judgment._repr_html_()
+    html = plain(judgment._repr_html_())
     assert f"personalization of d-base: {LONG}" in html and "<th>score</th><td>4.00</td>" in html
     missing = next(j for j in store.read(Judgment) if j.status == "missing")
-    assert "<th>score</th><td></td>" in missing._repr_html_()  # no score: blank, never a number
+    assert "<th>score</th><td></td>" in plain(missing._repr_html_())  # no score: blank, never a number
+
+
+def test_turn_notes_read_the_explanation_the_judging_stage_writes():
+    dimension = DIMENSIONS["turn_personalization"]
+    answers = [combine(dimension, "Justification: offered jazz first.\nPersonalization Score: 3", None),
+               combine(dimension, "I cannot say.", None)]
+    fields = score_fields(dimension, answers)
+    judgment = Judgment(dialogue_id="d", dimension=dimension.name, judge_model="j", prompt_version="v1",
+                        backend="offline", **{**fields, "turn_scores": tuple(fields["turn_scores"])})
+    notes = turn_notes(judgment)
+    assert notes[1] == "Justification: offered jazz first.\nPersonalization Score: 3"
+    assert notes[2].startswith("no valid score:") and set(notes) == {1, 2}

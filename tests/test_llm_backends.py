@@ -6,21 +6,27 @@ not see; each backend is handed an `httpx2.AsyncClient` whose transport is a `Mo
 
 from __future__ import annotations
 
+import asyncio
 import json
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx2
 import pytest
+from support.fake_bedrock import ASSISTANT_REPLY, FakeBedrock
 
 from personalens_utils.llm import (
     CallKind,
     FatalError,
     LLMClient,
     Message,
+    PreflightError,
     Request,
+    Response,
     RetriesExhaustedError,
+    registry,
 )
 from personalens_utils.llm.backends import make_backend
 
@@ -129,7 +135,7 @@ def request(**kw: Any) -> Request:
     return Request(kind=kw.pop("kind", CallKind.ASSISTANT_TURN), **kw)
 
 
-OK_BY_BACKEND = {"anthropic": ANTHROPIC_OK, "openai": OPENAI_OK, "bedrock": ANTHROPIC_OK}
+OK_BY_BACKEND = {"anthropic": ANTHROPIC_OK, "openai": OPENAI_OK}
 
 
 def error_body(backend: str, status: int, kind: str, code: str | None = None) -> dict[str, Any]:
@@ -180,33 +186,10 @@ def test_openai_reply_and_request_shape(clients) -> None:
     assert body["temperature"] == 0.5 and body["max_tokens"] == 1024
 
 
-def test_bedrock_reply_is_signed_and_addressed_to_the_model(clients) -> None:
-    script = Script(ANTHROPIC_OK)
-    response = clients("bedrock", script).complete(request(model="Claude 3.5 Haiku", temperature=0.0))
-    assert response.text == "Sure, booked." and response.backend == "bedrock"
-    sent = script.requests[0]
-    assert sent.url.host == "bedrock-runtime.us-east-1.amazonaws.com"
-    assert sent.url.path == "/model/anthropic.claude-3-5-haiku-20241022-v1:0/invoke"
-    assert sent.headers["authorization"].startswith("AWS4-HMAC-SHA256")
-    body = script.body()
-    assert "model" not in body and body["temperature"] == 0.0
-    assert body["anthropic_version"] == "bedrock-2023-05-31"
-
-
-def test_bedrock_without_region_fails_fast(clients, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("AWS_REGION")
-    monkeypatch.delenv("AWS_DEFAULT_REGION", raising=False)
-    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
-    script = Script(ANTHROPIC_OK)
-    with pytest.raises(FatalError, match="AWS_REGION"):
-        clients("bedrock", script).complete(request())
-    assert script.requests == []
-
-
 # -- retries ------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("backend", ["anthropic", "openai", "bedrock"])
+@pytest.mark.parametrize("backend", ["anthropic", "openai"])
 def test_429_twice_then_success(clients, backend: str) -> None:
     limited = (429, error_body(backend, 429, "rate_limit_error"), {"retry-after": "0"})
     script = Script(OK_BY_BACKEND[backend], [limited, limited])
@@ -218,10 +201,9 @@ def test_429_twice_then_success(clients, backend: str) -> None:
     assert client.usage_frame().loc[0, "retries"] == 2
 
 
-@pytest.mark.parametrize("backend", ["anthropic", "bedrock"])
-def test_529_then_success(clients, backend: str) -> None:
+def test_529_then_success(clients) -> None:
     script = Script(ANTHROPIC_OK, [(529, anthropic_error(529, "overloaded_error"), {})])
-    response = clients(backend, script).complete(request(model="claude-3-5-haiku"))
+    response = clients("anthropic", script).complete(request(model="claude-3-5-haiku"))
     assert response.retries == 1 and len(script.requests) == 2
 
 
@@ -230,7 +212,7 @@ def test_openai_500_then_success(clients) -> None:
     assert clients("openai", script).complete(request()).retries == 1
 
 
-@pytest.mark.parametrize("backend", ["anthropic", "openai", "bedrock"])
+@pytest.mark.parametrize("backend", ["anthropic", "openai"])
 def test_connection_error_is_retried(clients, backend: str) -> None:
     script = Script(OK_BY_BACKEND[backend], [httpx2.ConnectError("connection refused")])
     response = clients(backend, script).complete(request(model="claude-3-5-haiku"))
@@ -249,7 +231,7 @@ def test_persistent_connection_errors_exhaust_retries(clients) -> None:
 
 @pytest.mark.parametrize(
     ("backend", "hint"),
-    [("anthropic", "ANTHROPIC_API_KEY"), ("openai", "OPENAI_API_KEY"), ("bedrock", "AWS_ACCESS_KEY_ID")],
+    [("anthropic", "ANTHROPIC_API_KEY"), ("openai", "OPENAI_API_KEY")],
 )
 def test_401_fails_fast_with_what_to_do(clients, backend: str, hint: str) -> None:
     script = Script(OK_BY_BACKEND[backend], [(401, error_body(backend, 401, "authentication_error"), {})])
@@ -352,3 +334,210 @@ def test_backends_never_show_keys(monkeypatch: pytest.MonkeyPatch) -> None:
         backend = make_backend(name)
         assert SECRET not in repr(backend)
         assert SECRET not in repr(LLMClient(backend, use_cache=False))
+
+
+# -- bedrock: boto3's Converse against the loopback fake -----------------------------------------------
+
+LLAMA_PROFILE = "us.meta.llama3-1-8b-instruct-v1:0"
+
+
+@pytest.fixture
+def bedrock(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeBedrock]:
+    """A fake Bedrock endpoint, reached through the standard endpoint variable."""
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    monkeypatch.delenv("AWS_DEFAULT_REGION", raising=False)
+    with FakeBedrock() as server:
+        monkeypatch.setenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", server.url)
+        yield server
+
+
+def bedrock_client(**kw: Any) -> LLMClient:
+    kw.setdefault("max_retries", 4)
+    return LLMClient("bedrock", use_cache=False, progress=False, retry_base_s=0.001, **kw)
+
+
+def test_bedrock_converse_reaches_llama_and_claude_with_region_usage_and_cost(bedrock) -> None:
+    with bedrock_client() as client:
+        llama = client.complete(request(model="llama-3-1-8b-instruct-v1", temperature=0.0, stop=("END",)))
+        claude = client.complete(request(model="Claude 3.5 Haiku", temperature=0.5, max_tokens=300))
+    log = bedrock.requests()
+    assert [(e["model_id"], e["operation"]) for e in log] == [
+        (LLAMA_PROFILE, "Converse"), ("us.anthropic.claude-3-5-haiku-20241022-v1:0", "Converse")]
+    assert log[0]["body"] == {
+        "messages": [{"role": "user", "content": [{"text": "Book me a table for two."}]}],
+        "system": [{"text": "You are a helpful assistant."}],
+        "inferenceConfig": {"maxTokens": 1024, "temperature": 0.0, "stopSequences": ["END"]}}
+    assert log[1]["body"]["inferenceConfig"] == {"maxTokens": 300, "temperature": 0.5}
+    # AWS_REGION (which boto3 itself ignores) and the credentials chain reached the signature
+    assert {(e["region"], e["access_key"]) for e in log} == {("us-east-1", "AKIDEXAMPLE")}
+    assert llama.backend == claude.backend == "bedrock" and llama.model == LLAMA_PROFILE
+    assert llama.text == claude.text == ASSISTANT_REPLY
+    words = 11  # "You are a helpful assistant." and "Book me a table for two."
+    assert (llama.usage.input_tokens, llama.usage.output_tokens) == (words, len(ASSISTANT_REPLY.split()))
+    assert llama.cost_usd == 0.0  # no Bedrock price recorded for Llama
+    assert claude.cost_usd == pytest.approx(registry.cost_usd("Claude 3.5 Haiku", claude.usage))
+    assert claude.cost_usd > 0
+
+
+def test_bedrock_merges_consecutive_turns_of_one_role(bedrock) -> None:
+    turns = (Message("user", "First."), Message("user", "Second."), Message("assistant", "Yes."),
+             Message("user", "Third."))
+    with bedrock_client() as client:
+        client.complete(request(model=LLAMA_PROFILE, messages=turns))
+    assert bedrock.requests()[0]["body"]["messages"] == [
+        {"role": "user", "content": [{"text": "First."}, {"text": "Second."}]},
+        {"role": "assistant", "content": [{"text": "Yes."}]},
+        {"role": "user", "content": [{"text": "Third."}]}]
+
+
+def test_bedrock_without_region_fails_fast(bedrock, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("AWS_REGION")
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
+    with bedrock_client() as client, pytest.raises(FatalError, match="AWS_REGION"):
+        client.complete(request())
+    assert bedrock.requests() == []
+
+
+def test_bedrock_without_credentials_fails_fast(bedrock, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
+    with bedrock_client() as client, pytest.raises(FatalError, match=r"no AWS credentials.*AWS_PROFILE"):
+        client.complete(request())
+    assert bedrock.requests() == []
+
+
+def test_bedrock_reads_a_named_profile_and_the_generic_endpoint_variable(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    (tmp_path / "config").write_text("[profile research]\nregion = eu-west-1\n")
+    (tmp_path / "credentials").write_text(
+        "[research]\naws_access_key_id = AKIDPROFILE\naws_secret_access_key = not-a-secret\n")
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION", "AWS_DEFAULT_REGION",
+                 "AWS_ENDPOINT_URL_BEDROCK_RUNTIME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "credentials"))
+    monkeypatch.setenv("AWS_PROFILE", "research")
+    with FakeBedrock() as server:
+        monkeypatch.setenv("AWS_ENDPOINT_URL", server.url)
+        with bedrock_client() as client:
+            client.complete(request(model="mistral-7b-instruct-v2"))
+        log = server.requests()
+    assert [(e["model_id"], e["access_key"], e["region"]) for e in log] == [
+        ("mistral.mistral-7b-instruct-v0:2", "AKIDPROFILE", "eu-west-1")]
+
+
+@pytest.mark.parametrize("status", [429, 503, 500, 408, 424])
+def test_bedrock_throttling_and_server_errors_are_retried_by_the_client_alone(
+    monkeypatch: pytest.MonkeyPatch, status: int
+) -> None:
+    with FakeBedrock(fault_rate=1.0, fault_statuses=(status,), max_faults_per_request=2) as server:
+        monkeypatch.setenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", server.url)
+        with bedrock_client() as client:
+            response = client.complete(request(model="claude-3-5-haiku-v1"))
+            retries = client.usage_frame().loc[0, "retries"]
+        statuses = [e["status"] for e in server.requests()]
+    assert response.retries == 2 == retries and response.text == ASSISTANT_REPLY
+    assert statuses == [status, status, 200]  # botocore's own retries are off: one request per attempt
+
+
+def test_bedrock_gives_up_after_max_retries_with_the_last_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    with FakeBedrock(fault_rate=1.0, fault_statuses=(429,), max_faults_per_request=None) as server:
+        monkeypatch.setenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", server.url)
+        with bedrock_client(max_retries=2) as client, pytest.raises(
+                RetriesExhaustedError, match=r"3 attempts.*ThrottlingException"):
+            client.complete(request(model=LLAMA_PROFILE))
+        assert len(server.requests()) == 3
+
+
+def test_bedrock_connection_failures_are_retried(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", f"http://127.0.0.1:{closed_port()}")
+    with bedrock_client(max_retries=1) as client, pytest.raises(
+            RetriesExhaustedError, match=r"2 attempts.*connection failed"):
+        client.complete(request(model=LLAMA_PROFILE))
+
+
+@pytest.mark.parametrize(
+    ("fake", "model", "match"),
+    [
+        ({"require_access_key": "AKIDOTHER"}, LLAMA_PROFILE,
+         r"UnrecognizedClientException.*AWS_ACCESS_KEY_ID"),
+        ({"denied_models": {LLAMA_PROFILE}}, LLAMA_PROFILE, r"permission denied.*AccessDeniedException"),
+        ({"retired_models": {"mistral.mixtral-8x7b-instruct-v0:1"}}, "Mixtral 8x7B Instruct",
+         "end of its life.*retired on Bedrock"),
+        ({"profile_only_models": {"meta.llama3-1-8b-instruct-v1:0"}}, "meta.llama3-1-8b-instruct-v1:0",
+         "inference profile.*'us.meta.llama3-1-8b-instruct-v1:0'"),
+        ({"known_models": {LLAMA_PROFILE}}, "meta.llama3-2-1b-instruct-v1:0", "model identifier is invalid"),
+    ],
+    ids=["unrecognized key", "access denied", "end of life", "needs a profile", "unknown id"],
+)
+def test_bedrock_errors_retrying_cannot_fix_stop_at_once(
+    monkeypatch: pytest.MonkeyPatch, fake: dict[str, Any], model: str, match: str
+) -> None:
+    with FakeBedrock(**fake) as server:
+        monkeypatch.setenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", server.url)
+        with bedrock_client() as client, pytest.raises(FatalError, match=match) as caught:
+            client.complete(request(model=model))
+        assert len(server.requests()) == 1
+    assert SECRET not in str(caught.value)
+
+
+def test_bedrock_preflight_checks_each_model_once_and_names_what_failed(
+    bedrock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    roles = {"assistant": "llama-3-1-8b-instruct-v1", "user agent": "Claude 3.5 Haiku",
+             "judge": "claude-3-5-haiku-v1"}
+    with bedrock_client() as client:
+        assert client.preflight(roles) == [
+            f"assistant: bedrock backend, model '{LLAMA_PROFILE}' answered",
+            "user agent and judge: bedrock backend, model 'us.anthropic.claude-3-5-haiku-20241022-v1:0' "
+            "answered"]
+    assert [e["body"]["inferenceConfig"] for e in bedrock.requests()] == [{"maxTokens": 1}] * 2
+    with FakeBedrock(require_access_key="AKIDOTHER") as server:
+        monkeypatch.setenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", server.url)
+        refused = pytest.raises(PreflightError, match=r"assistant.*credentials refused")
+        with bedrock_client() as client, refused:
+            client.preflight(roles)
+    monkeypatch.setenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", f"http://127.0.0.1:{closed_port()}")
+    with bedrock_client() as client, pytest.raises(
+            PreflightError, match=r"cannot reach http://127\.0\.0\.1:.*AWS_ENDPOINT_URL_BEDROCK_RUNTIME"):
+        client.preflight(roles)
+
+
+def test_bedrock_calls_overlap_and_leave_the_event_loop_free(monkeypatch: pytest.MonkeyPatch) -> None:
+    """boto3 blocks; the backend runs it on threads, so calls overlap and the loop keeps ticking."""
+    n = 8
+    with FakeBedrock(latency_s=0.3) as server:
+        monkeypatch.setenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", server.url)
+        backend = make_backend("bedrock")
+
+        async def run() -> tuple[list[Response], int]:
+            ticks = 0
+            done = asyncio.Event()
+
+            async def ticker() -> None:
+                nonlocal ticks
+                while not done.is_set():
+                    ticks += 1
+                    await asyncio.sleep(0.01)
+
+            ticking = asyncio.create_task(ticker())
+            calls = [backend.acomplete(request(messages=(Message("user", f"q{i}"),)), LLAMA_PROFILE)
+                     for i in range(n)]
+            answers = await asyncio.gather(*calls)
+            done.set()
+            await ticking
+            await backend.aclose()
+            return answers, ticks
+
+        answers, ticks = asyncio.run(run())
+        assert server.peak_in_flight == n
+    assert len(answers) == n and ticks >= 5
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]

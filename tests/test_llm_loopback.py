@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.fake_bedrock import FakeBedrock, echo_reply
 from support.fake_server import FakeLLMServer
 from support.loopback_model import LoopbackModel
 
@@ -79,7 +80,9 @@ def sdk_client(backend: str, server: FakeLLMServer, **kw: Any) -> LLMClient:
 
 @pytest.mark.parametrize("backend", ["anthropic", "openai", "bedrock"])
 def test_sdk_backends_round_trip_and_respect_the_bound(keys, backend: str) -> None:
-    with FakeLLMServer(latency_s=0.02, reply="echo") as server, sdk_client(backend, server) as client:
+    fake = FakeBedrock(latency_s=0.02, responder=echo_reply) if backend == "bedrock" else FakeLLMServer(
+        latency_s=0.02, reply="echo")
+    with fake as server, sdk_client(backend, server) as client:
         responses = client.run_all(requests(64))
         assert [r.text for r in responses] == [f"echo: q{i}" for i in range(64)]
         assert 1 < server.peak_in_flight <= 16

@@ -3,6 +3,8 @@ prices follow Anthropic's cache and batch multipliers."""
 
 from __future__ import annotations
 
+import ast
+
 import pytest
 
 from personalens_utils.llm import FatalError, Usage, registry
@@ -14,13 +16,13 @@ from personalens_utils.llm import FatalError, Usage, registry
         ("Claude 3 Sonnet", "offline", "claude-3-sonnet-20240229"),
         ("claude-3-sonnet", "offline", "claude-3-sonnet-20240229"),
         ("claude-3.5-sonnet", "offline", "claude-3-5-sonnet-20241022"),
-        ("Claude 3.5 Haiku", "bedrock", "anthropic.claude-3-5-haiku-20241022-v1:0"),
+        ("Claude 3.5 Haiku", "bedrock", "us.anthropic.claude-3-5-haiku-20241022-v1:0"),
         ("claude-3-haiku-20240307", "bedrock", "anthropic.claude-3-haiku-20240307-v1:0"),
         ("claude-sonnet-4-5", "anthropic", "claude-sonnet-4-5-20250929"),
-        ("claude-haiku-4-5", "bedrock", "anthropic.claude-haiku-4-5-20251001-v1:0"),
+        ("claude-haiku-4-5", "bedrock", "us.anthropic.claude-haiku-4-5-20251001-v1:0"),
         ("claude-opus-4-5", "anthropic", "claude-opus-4-5-20251101"),
         ("Claude 3 Sonnet", "anthropic", "claude-sonnet-4-5-20250929"),
-        ("claude-3-5-sonnet-20241022", "bedrock", "anthropic.claude-sonnet-4-5-20250929-v1:0"),
+        ("claude-3-5-sonnet-20241022", "bedrock", "us.anthropic.claude-sonnet-4-5-20250929-v1:0"),
         ("Claude 3 Haiku", "anthropic", "claude-haiku-4-5-20251001"),
         ("claude-opus-4-1", "anthropic", "claude-opus-4-5-20251101"),
         ("Llama 3.1 70B Instruct", "openai", "meta-llama/Llama-3.1-70B-Instruct"),
@@ -83,9 +85,79 @@ def test_role_lines_name_each_role() -> None:
     assert lines[1] == "assistant: openai:my-model"
 
 
-def test_open_model_on_bedrock_says_where_it_is_available() -> None:
-    with pytest.raises(FatalError, match="openai"):
-        registry.resolve("Llama 3.1 8B Instruct", "bedrock")
+def test_a_model_without_an_id_on_a_backend_says_where_it_is_available() -> None:
+    with pytest.raises(FatalError, match="no id for the 'bedrock' backend; it is available on: anthropic"):
+        registry.resolve("Claude Opus 5", "bedrock")
+
+
+# The official code's short names and Bedrock ids (its model_id_reverse_dict, read from the archive in
+# test_official_short_names_match_the_official_code below) and the paper's prose names.
+OFFICIAL = {
+    "claude-3-sonnet-v1": "Claude 3 Sonnet",
+    "claude-3-haiku-v1": "Claude 3 Haiku",
+    "claude-3-5-haiku-v1": "Claude 3.5 Haiku",
+    "claude-3-5-sonnet-v2": "Claude 3.5 Sonnet",
+    "llama-3-1-8b-instruct-v1": "Llama 3.1 8B Instruct",
+    "llama-3-1-70b-instruct-v1": "Llama 3.1 70B Instruct",
+    "mistral-7b-instruct-v2": "Mistral 7B Instruct",
+    "mixtral-8x7b-instruct-v1": "Mixtral 8x7B Instruct",
+}
+
+
+@pytest.mark.parametrize(("short", "name"), OFFICIAL.items())
+def test_official_short_names_are_the_papers_models(short: str, name: str) -> None:
+    assert registry.same_model(short, name)
+    assert registry.official_name(name) == short
+    assert registry.resolve(short, "offline") == registry.resolve(name, "offline")
+
+
+def _official_bedrock_ids(official_code) -> dict[str, str]:
+    """Every short name -> Bedrock id pair the official scripts map, in either direction."""
+    pairs: dict[str, str] = {}
+    for source in sorted(official_code.rglob("*.py")):
+        for node in ast.walk(ast.parse(source.read_text())):
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict):
+                target = getattr(node.targets[0], "id", "")
+                if target not in ("model_id_dict", "model_id_reverse_dict"):
+                    continue
+                for key, value in zip(node.value.keys, node.value.values, strict=True):
+                    short, bedrock = (value.value, key.value) if target == "model_id_dict" else (
+                        key.value, value.value)
+                    pairs.setdefault(short, bedrock)
+    return pairs
+
+
+def test_official_short_names_match_the_official_code(official_code) -> None:
+    pairs = _official_bedrock_ids(official_code)
+    assert len(pairs) >= 13 and set(OFFICIAL) <= set(pairs)
+    for short, bedrock_id in pairs.items():
+        info = registry.lookup(short)
+        assert info is not None, short
+        assert info.official_name == short
+        assert registry.lookup(bedrock_id) is info, (short, bedrock_id)
+
+
+def test_bedrock_ids_are_inference_profiles_where_on_demand_needs_them() -> None:
+    profile = {name: registry.is_inference_profile(registry.lookup(name).ids["bedrock"]) for name in (
+        "Claude 3 Sonnet", "Claude 3.5 Haiku", "Claude 3.5 Sonnet", "Llama 3.1 8B Instruct",
+        "Llama 3.1 70B Instruct", "Mistral 7B Instruct", "Mixtral 8x7B Instruct", "Claude Sonnet 4.5")}
+    assert profile == {
+        "Claude 3 Sonnet": False, "Claude 3.5 Haiku": True, "Claude 3.5 Sonnet": True,
+        "Llama 3.1 8B Instruct": True, "Llama 3.1 70B Instruct": True, "Mistral 7B Instruct": False,
+        "Mixtral 8x7B Instruct": False, "Claude Sonnet 4.5": True}
+    assert registry.resolve("llama-3-1-8b-instruct-v1", "bedrock") == "us.meta.llama3-1-8b-instruct-v1:0"
+    assert registry.resolve("Llama 3.1 8B Instruct", "bedrock") == "us.meta.llama3-1-8b-instruct-v1:0"
+
+
+def test_a_bedrock_id_given_as_such_is_called_as_written_and_still_known() -> None:
+    for given in ("meta.llama3-1-8b-instruct-v1:0", "eu.meta.llama3-1-8b-instruct-v1:0"):
+        assert registry.resolve(given, "bedrock") == given
+        assert registry.lookup(given).name == "Llama 3.1 8B Instruct"
+    # a retired model's Bedrock id still gives way to its successor
+    assert registry.resolve("anthropic.claude-3-sonnet-20240229-v1:0", "bedrock") == registry.resolve(
+        "Claude Sonnet 4.5", "bedrock")
+    assert registry.price_for("us.anthropic.claude-3-5-haiku-20241022-v1:0") == registry.price_for(
+        "Claude 3.5 Haiku")
 
 
 def test_cost_uses_cache_multipliers_and_batch_discount() -> None:

@@ -35,7 +35,19 @@ def test_every_paper_model_with_role_version_and_what_is_called() -> None:
     assert llama["paper version"] == "llama3-1-8b-instruct"
     assert llama["id called"] == "meta-llama/Llama-3.1-8B-Instruct"
     assert llama["prices read"] == "self-hosted, no price"
-    assert frame[frame["model"] == "Llama 3.1 8B Instruct"]["backend"].tolist() == ["openai"]
+    assert frame[frame["model"] == "Llama 3.1 8B Instruct"]["backend"].tolist() == ["bedrock", "openai"]
+    on_bedrock = row(frame, "Llama 3.1 8B Instruct", "bedrock")
+    assert on_bedrock["id called"] == "us.meta.llama3-1-8b-instruct-v1:0"
+    assert on_bedrock["prices read"] == "Bedrock price not recorded"
+
+
+def test_official_short_names_are_shown_and_resolve_to_the_row_model() -> None:
+    frame = table11().frame
+    names = dict(zip(frame["model"], frame["official name"], strict=False))
+    assert names["Claude 3 Sonnet"] == "claude-3-sonnet-v1"
+    assert names["Claude 3.5 Sonnet"] == "claude-3-5-sonnet-v2"
+    for model, short in names.items():
+        assert registry.lookup(short).name == model
 
 
 def test_prices_and_dates_come_from_the_registry() -> None:

@@ -22,7 +22,7 @@ TEST_SUPPORT = ("support", "tests", "conftest", "pytest")
 BOTTOM_LAYERS = {
     "reference": {"reference"},
     "paths": set(),
-    "prompts": {"prompts", "reference"},
+    "prompts": {"prompts", "reference", "paths"},
     "llm": {"llm", "prompts", "reference", "paths"},
 }
 """The layers under every stage, each with the parts of the package it may import (itself included).

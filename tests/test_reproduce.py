@@ -34,8 +34,12 @@ def test_defaults_are_offline_and_anthropic_switches_to_current_models():
     )
     assert custom.assistant_models == ("a", "b") and custom.passes == ("official",)
     assert custom.official_users == "sample_50"
+    assert offline.scoring == "strict"
+    assert reproduce.parse_args(["--scoring", "official"]).scoring == "official"
     with pytest.raises(SystemExit):
         reproduce.parse_args(["--passes", "everything"])
+    with pytest.raises(SystemExit):
+        reproduce.parse_args(["--scoring", "lenient"])
 
 
 def test_a_paid_backend_runs_one_pass_by_default(monkeypatch, tmp_path):
@@ -155,6 +159,7 @@ def test_index_lists_every_paper_item_with_its_file_or_the_reason(tmp_path, monk
     assert "Total time: 2.1 min" in text and "--run r" in text
     assert "| 01_generation | - | 0 s | skipped: 01_generation.ipynb does not exist yet |" in text
     assert "Run store: empty." in text
+    assert "Judge answers read under the `strict` scoring rule" in text
 
 
 def test_index_names_the_successor_called_for_a_retired_paper_model(tmp_path, monkeypatch):

@@ -168,9 +168,12 @@ def agreement_for_run(
     sheets: Any = None,
     n: int = 100,
     seed: int = 0,
+    prompt_set: str = "kit",
+    official_code: str | None = None,
 ) -> tuple[TableResult, dict[str, Path]]:
     """Table 5 for a run: export the annotation sample, then compare the judge with the filled sheets,
-    or, with none, judge the sample again with `second_judge_model` and compare the two judges.
+    or, with none, judge the sample again with `second_judge_model` and compare the two judges; both
+    judges' scores are those made with the prompts of `prompt_set` (docs/judging.md).
     """
     store = store if isinstance(store, RunStore) else RunStore(store)
     origin = f"run store {store.root.name}/"
@@ -180,7 +183,7 @@ def agreement_for_run(
     ids = set(annotation.read_manifest(paths["manifest"])["dialogue_ids"])
 
     def sample(model: str) -> pd.DataFrame:
-        tidy = load_scores(store, judge_model=model)
+        tidy = load_scores(store, judge_model=model, judge_prompt_set=prompt_set)
         return tidy[tidy["dialogue_id"].isin(ids) & tidy["dimension"].isin(AGREEMENT_DIMENSIONS)]
 
     judge = sample(judge_model)
@@ -201,6 +204,8 @@ def agreement_for_run(
         judge_model=second_judge_model,
         dimensions=AGREEMENT_DIMENSIONS,
         select=lambda d: d.id in ids,
+        prompt_set=prompt_set,
+        official_code=official_code,
     )
     second = sample(second_judge_model)
     result = table5(

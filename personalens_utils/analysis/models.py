@@ -1,6 +1,7 @@
 """Table 11 of the paper, written from the model registry: each of the paper's models, its role,
-and what the kit calls for it on each backend today (the id, or the successor where the paper's
-model is retired), with list prices and the dates prices and retirements were read.
+the short name the official code gives it, and what the kit calls for it on each backend today (the
+id, or the successor where the paper's model is retired), with list prices and the dates prices and
+retirements were read.
 
 The paper's table gives versions only; the kit adds backends, successors and prices because a
 re-run today cannot call every model the paper did, and a reader must see what was called instead.
@@ -17,6 +18,8 @@ from personalens_utils.llm.registry import ModelInfo
 from personalens_utils.tables import Source, TableResult
 
 REAL_BACKENDS = ("anthropic", "bedrock", "openai")
+_NO_PRICE = {"openai": "self-hosted, no price", "bedrock": "Bedrock price not recorded"}
+"""Why a row has no price: a model served on one's own server, or a Bedrock price the registry lacks."""
 
 
 def _called(info: ModelInfo, backend: str, by_name: dict[str, ModelInfo]) -> tuple[str, ModelInfo]:
@@ -55,6 +58,7 @@ def table11(
             rows.append({
                 "model": info.name,
                 "paper version": info.paper_version,
+                "official name": info.official_name,
                 "paper role": ", ".join(info.paper_roles),
                 "backend": backend,
                 "status": status,
@@ -62,7 +66,7 @@ def table11(
                 "id called": called.ids[backend],
                 "input USD/Mtok": float("nan") if price is None else price.input,
                 "output USD/Mtok": float("nan") if price is None else price.output,
-                "prices read": prices_taken if price is not None else "self-hosted, no price",
+                "prices read": prices_taken if price is not None else _NO_PRICE.get(backend, "no price"),
             })
     if not rows:
         raise ValueError("the registry given holds no model with a paper role (ModelInfo.paper_roles)")

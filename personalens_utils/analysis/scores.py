@@ -7,22 +7,30 @@ is excluded from every mean, never counted as zero. Aggregates report how many w
 
 Each row also carries its run identity (`IDENTITY`): the backend and resolved model id of the user
 agent, the assistant and the judge (records written before run identity read as made on the backend
-they stored). Offline results are never counted as a model's: `aggregate` refuses a group that pools
-rows of two identities, naming both, and the tables keep them apart as rows (`run_label`).
+they stored), and whose prompts made the dialogue and the judgment (`kit` or `official`; records
+without a prompt set are the kit's). Offline results are never counted as a model's: `aggregate`
+refuses a group that pools rows of two identities, naming both, and the tables keep them apart as
+rows (`run_label`).
+
+Scores are read under one scoring rule (`judging.scoring`): `strict` (the stored reading, the
+default) or `official` (the official gather script's reading of the stored answer). The frame carries
+both readings (`strict_score`, `official_score`); `score` is the chosen one, and the `scoring` column
+names it, so a table can show where the other rule would give another mean (`other_means`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from personalens_utils.analysis.stats import bootstrap_ci
 from personalens_utils.judging import DIMENSIONS as JUDGE_DIMENSIONS
-from personalens_utils.judging import judge_model_key
-from personalens_utils.records import Dialogue, Judgment, Record, legacy_model_id
+from personalens_utils.judging import OFFICIAL, STRICT, check_scoring, judge_model_key, score_under
+from personalens_utils.records import KIT_PROMPTS, Dialogue, Judgment, Record, legacy_model_id
 from personalens_utils.store import RunStore
 
 TASK_COMPLETION = "task_completion"
@@ -61,9 +69,11 @@ SCALES: dict[str, Scale] = {
 
 IDENTITY = (
     "user_backend", "user_model_id", "assistant_backend", "assistant_model_id", "judge_backend",
-    "judge_model_id",
+    "judge_model_id", "dialogue_prompt_set", "judge_prompt_set",
 )
-"""The columns of a row's run identity: which backend and model id played each role."""
+"""The columns of a row's run identity: which backend and model id played each role, and whose
+prompts (kit or official) made the dialogue and the judgment."""
+PROMPT_SET_COLUMNS = (("dialogue prompts", "dialogue_prompt_set"), ("judge prompts", "judge_prompt_set"))
 ROLES = (("user agent", "user"), ("assistant", "assistant"), ("judge", "judge"))
 
 
@@ -85,11 +95,15 @@ def fill_identity(frame: pd.DataFrame, backend: str, pairs: Sequence[tuple[str, 
 
 
 def describe_identity(row: pd.Series | dict) -> str:
-    """One run identity in words, e.g. "user agent offline:claude-3-sonnet-20240229, assistant ..."."""
-    return ", ".join(
+    """One run identity in words, e.g. "user agent offline:claude-3-sonnet-20240229, assistant ...";
+    prompt sets are named when they are not the kit's."""
+    roles = [
         f"{name} {row[f'{key}_backend']}:{row[f'{key}_model_id']}"
         for name, key in ROLES if f"{key}_backend" in row and f"{key}_model_id" in row
-    )
+    ]
+    sets = [f"{name} {row[key]}" for name, key in PROMPT_SET_COLUMNS
+            if row.get(key, KIT_PROMPTS) != KIT_PROMPTS]
+    return ", ".join([*roles, *sets])
 
 
 def check_one_identity(frame: pd.DataFrame, by: Sequence[str], what: str) -> None:
@@ -105,7 +119,8 @@ def check_one_identity(frame: pd.DataFrame, by: Sequence[str], what: str) -> Non
         where = ", ".join(f"{k}={first[k]!r}" for k in by) or "the frame"
         raise ScoresError(
             f"{what} would pool records of different runs ({where}): {describe_identity(first)} and "
-            f"{describe_identity(second)}; offline results are never counted as a model's. Keep them apart "
+            f"{describe_identity(second)}; offline results are never counted as a model's, nor the kit's "
+            "prompts' results as the official prompts'. Keep them apart "
             f"(group by the identity columns {list(IDENTITY)}) or select one run, e.g. "
             f"tidy[tidy['assistant_backend'] == {first['assistant_backend']!r}]"
         )
@@ -127,20 +142,29 @@ def run_label(frame: pd.DataFrame, column: str) -> pd.Series:
     )
 
 
-def _project(store: RunStore, kind: type[Record], fields: Sequence[str]) -> pd.DataFrame:
-    """Current records of a table keeping only `fields`, so dialogue texts never fill memory.
+def _project(
+    store: RunStore,
+    kind: type[Record],
+    fields: Sequence[str],
+    derived: dict[str, Callable[[dict[str, Any]], Any]] | None = None,
+) -> pd.DataFrame:
+    """Current records of a table keeping only `fields` (and the `derived` columns, each computed from
+    the whole line), so dialogue texts and judge answers never fill memory.
 
     Rows come sorted by record id, not in the order records were appended (which follows thread
     completion), so everything computed from them is the same for the same store contents.
     """
+    derived = derived or {}
     latest: dict[str, dict] = {}
     path = store.path(kind)
     for lineno, rec in store.iter_lines(kind):
         missing = [f for f in ("id", "status") if f not in rec]
         if missing:
             raise ScoresError(f"{path}:{lineno}: record lacks {missing}")
-        latest[rec["id"]] = {f: rec.get(f) for f in fields}
-    return pd.DataFrame.from_records([latest[rid] for rid in sorted(latest)], columns=list(fields))
+        latest[rec["id"]] = {**{f: rec.get(f) for f in fields},
+                             **{name: derive(rec) for name, derive in derived.items()}}
+    columns = [*fields, *derived]
+    return pd.DataFrame.from_records([latest[rid] for rid in sorted(latest)], columns=columns)
 
 
 def load_dialogues(store: RunStore) -> pd.DataFrame:
@@ -149,29 +173,47 @@ def load_dialogues(store: RunStore) -> pd.DataFrame:
         columns={
             "id": "dialogue_id",
             "prompt_version": "dialogue_prompt_version",
+            "prompt_set": "dialogue_prompt_set",
             "backend": "dialogue_backend",
             "status": "dialogue_status",
         }
     )
     frame["domains"] = frame["domains"].map(lambda d: tuple(d) if isinstance(d, list | tuple) else ())
+    frame["dialogue_prompt_set"] = frame["dialogue_prompt_set"].fillna(KIT_PROMPTS)
     fill_identity(frame, "dialogue_backend", [("user_model", "user_backend", "user_model_id"),
                                           ("assistant_model", "assistant_backend", "assistant_model_id")])
     return frame
 
 
-def load_judgments(store: RunStore) -> pd.DataFrame:
-    """One row per judgment (texts left out); `judge_backend` and `judge_model_id` name the judge's run."""
-    frame = _project(store, Judgment, Judgment.summary_fields).rename(
+def _official(rec: dict[str, Any]) -> float | None:
+    return score_under(OFFICIAL, rec.get("dimension", ""), rec["status"], rec.get("score"), rec.get("raw"))
+
+
+def load_judgments(store: RunStore, scoring: str = STRICT) -> pd.DataFrame:
+    """One row per judgment (texts left out); `judge_backend` and `judge_model_id` name the judge's run.
+
+    `strict_score` and `official_score` are the two readings (NaN: no score under that rule), `score`
+    the one `scoring` names.
+    """
+    check_scoring(scoring)
+    frame = _project(store, Judgment, Judgment.summary_fields, {"official_score": _official}).rename(
         columns={
             "id": "judgment_id",
             "prompt_version": "judge_prompt_version",
+            "prompt_set": "judge_prompt_set",
             "backend": "judge_backend",
             "status": "judgment_status",
         }
     )
     fill_identity(frame, "judge_backend", [("judge_model", "judge_backend", "judge_model_id")])
+    frame["judge_prompt_set"] = frame["judge_prompt_set"].fillna(KIT_PROMPTS)
     frame["score"] = pd.to_numeric(frame["score"], errors="raise").astype(float)
     frame.loc[frame["judgment_status"] != "ok", "score"] = np.nan
+    frame["strict_score"] = frame["score"]
+    frame["official_score"] = pd.to_numeric(frame["official_score"], errors="raise").astype(float)
+    frame["score"] = frame[f"{scoring}_score"]
+    frame["scoring"] = scoring
+    frame.attrs["scoring"] = scoring
     return frame
 
 
@@ -191,22 +233,33 @@ def load_scores(
     judge_prompt_version: str | None = None,
     user_model: str | None = None,
     judge_backend: str | None = None,
+    judge_prompt_set: str | None = None,
+    scoring: str = STRICT,
 ) -> pd.DataFrame:
     """The tidy frame: judgments of non-errored dialogues, joined to their dialogue's attributes.
+
+    `score` is read under `scoring` ("strict" or "official", `judging.scoring`); both readings stay
+    in `strict_score` and `official_score`.
 
     With several judge models (or judge prompt versions) in the store, name the one to score with;
     the frame must end up with at most one judgment per dialogue and dimension. Judge model names
     are matched the way judging stores them (any registry spelling of a model works). With one judge
-    run on several backends (e.g. offline and a real one), name its `judge_backend`.
+    run on several backends (e.g. offline and a real one), name its `judge_backend`; with the kit's
+    and the official judge prompts in one store, name the `judge_prompt_set` (turn-level
+    personalization, which only the kit scores, is kept under either).
     """
     store = store if isinstance(store, RunStore) else RunStore(store)
     judge_model = judge_model_key(judge_model) if judge_model is not None else None
     dialogues = _only(load_dialogues(store), "user_model", user_model, "user model")
     dialogues = dialogues[dialogues["dialogue_status"] != "error"]
-    judgments = load_judgments(store)
+    judgments = load_judgments(store, scoring)
     judgments = _only(judgments, "judge_model", judge_model, "judge model")
     judgments = _only(judgments, "judge_prompt_version", judge_prompt_version, "judge prompt version")
     judgments = _only(judgments, "judge_backend", judge_backend, "judge backend")
+    if judge_prompt_set is not None:
+        turn_level = judgments["dimension"] == TURN_PERSONALIZATION
+        judgments = pd.concat([_only(judgments[~turn_level], "judge_prompt_set", judge_prompt_set,
+                                     "judge prompt set"), judgments[turn_level]])
     judgments = judgments[judgments["judgment_status"] != "error"]
     tidy = judgments.merge(dialogues, on="dialogue_id", how="inner", validate="many_to_one")
     dup = tidy.duplicated(["dialogue_id", "dimension"], keep=False)
@@ -214,14 +267,15 @@ def load_scores(
         judges = sorted(set(tidy.loc[dup, "judge_model"] + " on " + tidy.loc[dup, "judge_backend"] + ":"
                             + tidy.loc[dup, "judge_model_id"]))
         versions = sorted(tidy.loc[dup, "judge_prompt_version"].unique())
+        sets = sorted(tidy.loc[dup, "judge_prompt_set"].unique())
         raise ScoresError(
             f"{int(dup.sum())} judgments share a dialogue and dimension (judges {judges}, "
-            f"prompt versions {versions}); pass judge_model=, judge_prompt_version= and/or judge_backend= "
-            "to pick one"
+            f"prompt versions {versions}, prompt sets {sets}); pass judge_model=, judge_prompt_version=, "
+            "judge_prompt_set= and/or judge_backend= to pick one"
         )
     scenario_dup = dialogues.duplicated(
         ["scenario_id", "assistant_model", "assistant_setting", "user_backend", "assistant_backend",
-         "assistant_model_id"],
+         "assistant_model_id", "dialogue_prompt_set"],
         keep=False,
     )
     if scenario_dup.any():
@@ -233,7 +287,43 @@ def load_scores(
         )
     tidy = tidy.sort_values(["dialogue_id", "dimension", "judgment_id"]).reset_index(drop=True)
     tidy.attrs["origin"] = f"run store {store.root.name}/"
+    tidy.attrs["scoring"] = scoring
     return tidy
+
+
+def scoring_of(tidy: pd.DataFrame) -> str:
+    """The scoring rule a tidy frame's `score` was read under (its `scoring` column, which survives
+    filters and concatenation; frames built by hand without one: strict). Two rules in one frame raise."""
+    if "scoring" not in tidy.columns or tidy.empty:
+        return tidy.attrs.get("scoring", STRICT)
+    rules = sorted(tidy["scoring"].dropna().unique())
+    if len(rules) > 1:
+        raise ScoresError(f"the score frame mixes scoring rules {rules}; load it with one `scoring=`")
+    return rules[0] if rules else STRICT
+
+
+def other_means(tidy: pd.DataFrame, by: Sequence[str], dimensions: Iterable[str]) -> pd.DataFrame:
+    """Per group and dimension, the mean under the rule `tidy` was not read under, and how many of
+    its judgments the two rules read differently; empty when the frame holds one reading only.
+
+    Task completion as a rate in percent, as in `aggregate`.
+    """
+    other = OFFICIAL if scoring_of(tidy) == STRICT else STRICT
+    columns = [*by, "dimension", "other_scoring", "other_mean", "n_read_differently"]
+    if f"{other}_score" not in tidy.columns:
+        return pd.DataFrame(columns=columns)
+    part = tidy[tidy["dimension"].isin(list(dimensions))]
+    rows = []
+    for keys, group in part.groupby([*by, "dimension"], sort=True, dropna=False):
+        keys = keys if isinstance(keys, tuple) else (keys,)
+        factor = 100.0 if keys[-1] == TASK_COMPLETION else 1.0
+        values = group[f"{other}_score"].dropna().to_numpy() * factor
+        mine, theirs = group["score"], group[f"{other}_score"]
+        differ = int(((mine != theirs) & ~(mine.isna() & theirs.isna())).sum())
+        rows.append({**dict(zip(by, keys[:-1], strict=True)), "dimension": keys[-1], "other_scoring": other,
+                     "other_mean": float(values.mean()) if len(values) else float("nan"),
+                     "n_read_differently": differ})
+    return pd.DataFrame(rows, columns=columns)
 
 
 def explode_domains(tidy: pd.DataFrame) -> pd.DataFrame:

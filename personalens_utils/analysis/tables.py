@@ -7,6 +7,10 @@ come back as the long `data` frame for export. Anything made with the offline ba
 its caption, and every source names the backends and resolved model ids its rows came from. A row
 stands for one assistant model in one run: where a model was run on several backends (or with other
 model ids), each run is its own row, labelled with its identity (`scores.run_label`).
+
+Tables 3 and 12 are read under the frame's scoring rule (`scores.load_scores(scoring=...)`); a cell
+whose mean the other rule would change shows that mean after it, e.g. "2.53 [2.31, 2.75] (official
+2.61)", and the data frame carries `other_mean` and `n_read_differently` for every cell.
 """
 
 from __future__ import annotations
@@ -24,10 +28,12 @@ from personalens_utils.analysis.scores import (
     aggregate,
     backends,
     model_ids,
+    other_means,
     run_label,
+    scoring_of,
 )
 from personalens_utils.llm.offline import OFFLINE_LABEL
-from personalens_utils.records import resolved_model
+from personalens_utils.records import KIT_PROMPTS, resolved_model
 from personalens_utils.store import RunStore
 from personalens_utils.tables import Source, TableResult
 
@@ -44,11 +50,20 @@ def provenance_note(backend_names: set[str] | Sequence[str]) -> str:
     return f" Backend: {', '.join(names)}." if names else ""
 
 
+def prompts_note(tidy: pd.DataFrame) -> str:
+    """A note naming the prompt sets of the rows when some were made with the official prompts."""
+    sets = {name: sorted(set(tidy[column].dropna())) for name, column in
+            (("dialogues", "dialogue_prompt_set"), ("judge", "judge_prompt_set")) if column in tidy.columns}
+    if all(values in ([], [KIT_PROMPTS]) for values in sets.values()):
+        return ""
+    return " (prompts: " + "; ".join(f"{name} {', '.join(values)}" for name, values in sets.items()) + ")"
+
+
 def score_source(tidy: pd.DataFrame) -> Source:
-    """The source of a table computed from a tidy score frame: its store, dialogues, and the backends and
-    resolved model ids of every role."""
+    """The source of a table computed from a tidy score frame: its store (and its prompt sets when not
+    only the kit's), dialogues, and the backends and resolved model ids of every role."""
     return Source.of(
-        tidy.attrs.get("origin", "a score frame"),
+        tidy.attrs.get("origin", "a score frame") + prompts_note(tidy),
         tidy["dialogue_id"].nunique(),
         "judged dialogues",
         backends(tidy),
@@ -90,12 +105,43 @@ def missing_note(long: pd.DataFrame) -> str:
     return f" {missing} judgments had no valid score and are left out (not counted as zero)."
 
 
+def with_other_rule(long: pd.DataFrame, tidy: pd.DataFrame, by: Sequence[str],
+                    dimensions: Sequence[str]) -> pd.DataFrame:
+    """`long` with the other scoring rule's mean and the count of judgments read differently per cell."""
+    other = other_means(tidy, by, dimensions)
+    if other.empty:
+        return long
+    return long.merge(other, on=[*by, "dimension"], how="left", validate="one_to_one")
+
+
+def rule_note(long: pd.DataFrame, tidy: pd.DataFrame) -> str:
+    """Caption sentence: the scoring rule, and where the other rule reads the answers differently."""
+    scoring = scoring_of(tidy)
+    if "n_read_differently" not in long.columns:
+        return f" Scores read under the {scoring} rule."
+    differ, other = int(long["n_read_differently"].sum()), long["other_scoring"].iloc[0]
+    if not differ:
+        return f" Scores read under the {scoring} rule; the {other} rule reads every answer alike."
+    return (f" Scores read under the {scoring} rule; the {other} rule reads {differ} answers differently, "
+            "and its mean follows a cell wherever it differs.")
+
+
+def _cell(rec: object, digits: int = 2) -> str:
+    text = fmt_ci(rec.mean, rec.ci_low, rec.ci_high, digits)  # type: ignore[attr-defined]
+    other = getattr(rec, "other_mean", None)
+    if other is None or (np.isnan(other) and np.isnan(rec.mean)):  # type: ignore[attr-defined]
+        return text
+    mine = "n/a" if np.isnan(rec.mean) else f"{rec.mean:.{digits}f}"  # type: ignore[attr-defined]
+    theirs = "n/a" if np.isnan(other) else f"{other:.{digits}f}"
+    return text if mine == theirs else f"{text} ({rec.other_scoring} {theirs})"  # type: ignore[attr-defined]
+
+
 def _wide(long: pd.DataFrame, index: str, dimensions: Sequence[str]) -> pd.DataFrame:
     """Long aggregates -> one row per `index` value, one "mean [low, high]" column per type x dimension."""
     cells: dict[str, dict[str, str]] = {}
     for rec in long.itertuples(index=False):
         label = f"{rec.task_type} {SCALES[rec.dimension].short}"
-        cells.setdefault(getattr(rec, index), {})[label] = fmt_ci(rec.mean, rec.ci_low, rec.ci_high)
+        cells.setdefault(getattr(rec, index), {})[label] = _cell(rec)
     order = [f"{t} {SCALES[d].short}" for t in ("SD", "MD") for d in dimensions]
     frame = pd.DataFrame.from_dict(cells, orient="index")
     frame = frame[[c for c in order if c in frame.columns]]
@@ -113,7 +159,9 @@ def table3(
     if part.empty:
         raise ValueError(f"no judged dialogues under setting {setting!r}")
     labelled, order = by_run(part, models)
-    long = aggregate(labelled, ["assistant_model", "task_type"], ASSISTANT_DIMENSIONS, seed=seed)
+    by = ["assistant_model", "task_type"]
+    long = with_other_rule(aggregate(labelled, by, ASSISTANT_DIMENSIONS, seed=seed), labelled, by,
+                           ASSISTANT_DIMENSIONS)
     display = _wide(long, "assistant_model", ASSISTANT_DIMENSIONS)
     if order is not None:
         display = display.reindex(order)
@@ -123,6 +171,7 @@ def table3(
         "personalization (P, 1-4), and the assistant's naturalness and coherence (1-5), "
         "on single-domain (SD) and multi-domain (MD) tasks; 95% bootstrap intervals in brackets."
         + missing_note(long)
+        + rule_note(long, tidy)
         + provenance_note(backends(part))
     )
     return TableResult(display, caption, score_source(part), long, best=higher_is_better(display))
@@ -140,13 +189,15 @@ def table12(
     part = tidy[(tidy["assistant_setting"] == setting) & tidy["task_type"].isin(task_types)]
     if part.empty:
         raise ValueError(f"no judged dialogues under setting {setting!r} for task types {list(task_types)}")
-    long = aggregate(by_run(part)[0], ["assistant_model", "task_type"], USER_DIMENSIONS, seed=seed)
+    labelled, by = by_run(part)[0], ["assistant_model", "task_type"]
+    long = with_other_rule(aggregate(labelled, by, USER_DIMENSIONS, seed=seed), labelled, by, USER_DIMENSIONS)
     display = _wide(long, "assistant_model", USER_DIMENSIONS)
     display = display.rename_axis("Assistant model").reset_index()
     caption = (
         f"The user agent's naturalness and coherence (1-5) when talking to each assistant model "
         f"({'/'.join(task_types)} tasks, {setting!r} setting); 95% bootstrap intervals in brackets."
         + missing_note(long)
+        + rule_note(long, tidy)
         + provenance_note(backends(part))
     )
     return TableResult(display, caption, score_source(part), long, best=higher_is_better(display))
@@ -158,13 +209,16 @@ def judge_missing(store: RunStore, judge_model: str, prompt_version: str) -> Tab
     used = sorted(set(missing["backend"]))
     caption = (
         f"Judge answers without a valid score per dimension (judge {judging.judge_model_key(judge_model)}, "
-        f"prompt {prompt_version})." + provenance_note(used)
+        f"prompt {prompt_version}). missing: no score under the strict rule after one retry; "
+        "official_missing: no score under the official rule (which counts an unreadable task-completion "
+        "verdict as a failure); read_differently: answers the two rules score differently."
+        + provenance_note(used)
     )
     answered = int((missing["ok"] + missing["missing"] + missing["error"]).sum()) if len(missing) else 0
     key = judging.judge_model_key(judge_model)
     source = Source.of(f"run store {store.root.name}/", answered, "answered judgments", used,
                        [resolved_model(key, backend) for backend in used])
-    return TableResult(missing, caption, source)
+    return TableResult(missing, caption, source, precision=4)
 
 
 def judge_scores(tidy: pd.DataFrame, *, seed: int = 0) -> TableResult:

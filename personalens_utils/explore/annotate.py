@@ -23,7 +23,7 @@ import ipywidgets as widgets
 
 from personalens_utils.analysis import annotation
 from personalens_utils.analysis.annotation import RATED, AnnotationError
-from personalens_utils.display import STYLE, esc
+from personalens_utils.display import esc, inline
 from personalens_utils.judging import DIMENSIONS
 
 _CONTEXT = (
@@ -101,9 +101,11 @@ class Annotator(widgets.VBox):
         self.item = widgets.HTML()
         self.item.add_class("pl-annotate-item")
         self.guide = widgets.HTML(
-            f'{STYLE}<details class="pl-annotate-guidelines"><summary>Guidelines (what the '
-            f'judge is told, per column)</summary><div class="pl-explanation">{esc(text)}'
-            "</div></details>"
+            inline(
+                f'<details class="pl-annotate-guidelines"><summary>Guidelines (what the '
+                f'judge is told, per column)</summary><div class="pl-explanation">{esc(text)}'
+                "</div></details>"
+            )
         )
         self.annotator = widgets.Text(
             value=annotator or (sorted(names)[0] if names else ""),
@@ -157,14 +159,14 @@ class Annotator(widgets.VBox):
         """Show item `index` (clamped to the sheet), with what is stored for it."""
         self.index = max(0, min(index, len(self.rows)))
         done = self.index == len(self.rows)
-        self.progress.value = (
+        self.progress.value = inline(
             f"<b>{self.rated} of {len(self.rows)} dialogues rated</b> · "
             + ("end of the sheet" if done else f"item {self.index + 1} of {len(self.rows)}")
             + f' · <span class="pl-muted">{esc(self.path)}</span>'
         )
         if done:
-            self.item.value = (
-                f'{STYLE}<div class="pl-annotate-done">Every item has been shown; '
+            self.item.value = inline(
+                f'<div class="pl-annotate-done">Every item has been shown; '
                 f"{len(self.rows) - self.rated} have no rating yet (Previous to go back). "
                 "Pass this sheet to notebook 06 as annotation_sheets for Table 5.</div>"
             )
@@ -175,8 +177,8 @@ class Annotator(widgets.VBox):
             for col, label in _CONTEXT
             if row.get(col)
         ]
-        self.item.value = (
-            f'{STYLE}<div data-dialogue="{esc(row["dialogue_id"])}">{"".join(parts)}'
+        self.item.value = inline(
+            f'<div data-dialogue="{esc(row["dialogue_id"])}">{"".join(parts)}'
             f'<div><b>conversation</b></div><div class="pl-explanation pl-turn">'
             f"{esc(row.get('conversation', ''))}</div></div>"
         )
@@ -198,7 +200,9 @@ class Annotator(widgets.VBox):
         """Check the fields; if every entry is a rating on its scale, write the item to the sheet and
         move to the next; otherwise say what is wrong and write nothing."""
         if self.index >= len(self.rows):
-            self.message.value = '<span class="pl-error">No item is open; use Previous to go back.</span>'
+            self.message.value = inline(
+                '<span class="pl-error">No item is open; use Previous to go back.</span>'
+            )
             return False
         problems, values = [], {}
         for dim, box in self.fields.items():
@@ -209,19 +213,29 @@ class Annotator(widgets.VBox):
         if not problems and all(v is None for v in values.values()):
             problems.append("no rating entered: rate at least one column, or press Skip")
         if problems:
-            self.message.value = (
+            self.message.value = inline(
                 '<div class="pl-error">Not saved: ' + "<br>".join(esc(p) for p in problems) + "</div>"
             )
             return False
-        row = dict(self.rows[self.index])
+        # the sheet as it is on disk now: another widget on it (a re-run cell) may have saved items since
+        header, rows, delimiter = annotation.read_table(self.path)
+        wanted = self.rows[self.index]["dialogue_id"]
+        at = next((i for i, r in enumerate(rows) if r.get("dialogue_id") == wanted), None)
+        if at is None:
+            self.message.value = inline(
+                f'<span class="pl-error">Not saved: dialogue {esc(wanted)} is no '
+                f"longer in {esc(self.path)}; it was changed outside this widget.</span>"
+            )
+            return False
+        row = dict(rows[at])
         row.update({dim: "" if v is None else _stored(dim, v) for dim, v in values.items()})
         row["notes"] = self.notes.value
-        if "annotator" in self.header:
+        if "annotator" in header:
             row["annotator"] = self.annotator.value.strip()
-        rows = [*self.rows[: self.index], row, *self.rows[self.index + 1 :]]
-        annotation.write_table(self.path, self.header, rows, self.delimiter)
-        self.rows = rows
-        self.message.value = (
+        rows[at] = row
+        annotation.write_table(self.path, header, rows, delimiter)
+        self.header, self.rows, self.delimiter, self.index = header, rows, delimiter, at
+        self.message.value = inline(
             f'<span class="pl-muted">Saved item {self.index + 1} to {esc(self.path.name)}.</span>'
         )
         self.go(self.index + 1)

@@ -1,10 +1,10 @@
 """The explorer's pages as HTML: one dialogue, or two dialogues of one scenario side by side.
 
-Each page is one self-contained string (styles included), so it shows the same in a live widget
-and in an executed copy without a kernel. Stable CSS classes for tests and browser checks:
-`pl-page` (a dialogue page), `pl-compare` (side by side), `pl-profile`, `pl-relevant`, `pl-chat`,
-`pl-turn` (with `pl-turn-user` / `pl-turn-assistant` and `data-turn`), `pl-turn-score`,
-`pl-judgment` (with `data-dimension`), `pl-explanation`.
+Each page is one self-contained string, every style written inline (`display.inline`), so it shows
+the same in a live widget and in an executed copy opened without a kernel. Stable CSS classes for
+tests and browser checks: `pl-page` (a dialogue page), `pl-compare` (side by side), `pl-profile`,
+`pl-relevant`, `pl-chat`, `pl-turn` (with `pl-turn-user` / `pl-turn-assistant` and `data-turn`),
+`pl-turn-score`, `pl-judgment` (with `data-dimension`), `pl-explanation` (docs/explore.md).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from personalens_utils.display import STYLE, cell, chat_html, esc, fields_html
+from personalens_utils.display import cell, chat_html, esc, fields_html, inline
 from personalens_utils.judging import ALL_DIMENSIONS
 from personalens_utils.records import Dialogue, Judgment
 
@@ -59,7 +59,8 @@ def judgment_html(judgment: Judgment, *, turns_beside: bool = False) -> str:
         f'<b>{esc(judgment.dimension)}</b>: <span class="pl-score">{esc(_score(judgment))}</span> '
         f'<span class="pl-muted">· {esc(status.get(judgment.status, judgment.status))} after '
         f"{judgment.attempts} answer(s) · judge {esc(judgment.judge_model)} ({esc(judgment.backend)}: "
-        f"{esc(judgment.judge_model_id)}) · prompt {esc(judgment.prompt_version)}</span>"
+        f"{esc(judgment.judge_model_id)}) · prompts {esc(judgment.prompt_set)} "
+        f"{esc(judgment.prompt_version)}</span>"
         f'<div class="pl-explanation">{esc(explanation)}</div>'
         f'<details><summary>raw answer</summary><div class="pl-explanation pl-muted">{esc(judgment.raw)}'
         "</div></details></div>"
@@ -163,11 +164,13 @@ def _turn_numbers(dialogue: Dialogue) -> list[int]:
 
 
 def header_html(dialogue: Dialogue) -> str:
+    """Who and what: scenario, assistant and user agent with their backends and model ids, prompts."""
     fields = {
         "scenario": dialogue.scenario_id,
         "assistant": f"{dialogue.assistant_model} ({dialogue.assistant_backend}: "
         f"{dialogue.assistant_model_id})",
         "setting": dialogue.assistant_setting,
+        "prompts": f"{dialogue.prompt_set} {dialogue.prompt_version}",
         "user agent": f"{dialogue.user_model} ({dialogue.user_backend}: {dialogue.user_model_id})",
         "status": dialogue.status + (f": {dialogue.error}" if dialogue.error else ""),
         "turns": dialogue.n_turns,
@@ -186,8 +189,8 @@ def dialogue_page(view: DialogueView) -> str:
     judged = "".join(judgment_html(j, turns_beside=True) for j in view.judgments) or (
         '<div class="pl-muted">Not judged yet (notebook 04).</div>'
     )
-    return (
-        f'{STYLE}<div class="pl-page" data-dialogue="{esc(d.id)}">'
+    return inline(
+        f'<div class="pl-page" data-dialogue="{esc(d.id)}">'
         f"<h4>{esc(Catalog.label(d))}</h4>{header_html(d)}{profile_html(view)}"
         f"<h4>Transcript</h4>{transcript}<h4>Judgments</h4>{judged}</div>"
     )
@@ -205,7 +208,6 @@ def _by_turn(dialogue: Dialogue, extras: Mapping[int, str], notes: Mapping[int, 
             notes={k: notes.get(i, []) for k, i in enumerate(indices)},
             extra={k: extras.get(i, "") for k, i in enumerate(indices)},
             start=max(number - 1, 0),
-            style=False,
         )
     return out
 
@@ -238,8 +240,8 @@ def comparison_page(left: DialogueView, right: DialogueView) -> str:
         for d in (a, b)
     )
     profile = profile_html(left, compared=[(f"in {_run(a)}", left), (f"in {_run(b)}", right)])
-    return (
-        f'{STYLE}<div class="pl-compare" data-scenario="{esc(a.scenario_id)}">'
+    return inline(
+        f'<div class="pl-compare" data-scenario="{esc(a.scenario_id)}">'
         f"<h4>{esc(a.scenario_id)}: side by side</h4>{profile}"
         f'<div class="pl-side">{head}{"".join(rows)}</div><h4>Judgments</h4>'
         f'<div class="pl-side">{"".join(judged)}</div></div>'

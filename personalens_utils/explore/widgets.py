@@ -16,8 +16,8 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from personalens_utils.display import STYLE, esc
-from personalens_utils.judging import DIMENSIONS
+from personalens_utils.display import esc, inline
+from personalens_utils.judging import DIMENSIONS, judge_model_key
 
 from .catalog import Catalog, Filters
 from .views import comparison_page, dialogue_page
@@ -34,12 +34,14 @@ FILTERS = (
 """The explorer's filters: the `Filters` field and the label shown."""
 
 _WIDE = {"description_width": "initial"}
+ANY = "(any)"
+"""The value of a filter left open (a dropdown shows no selection for None, so it gets a label)."""
 
 
 def _dropdown(name: str, description: str, values: Sequence[Any], css: str) -> widgets.Dropdown:
     box = widgets.Dropdown(
-        options=[("(any)", None), *((str(v), v) for v in values)],
-        value=None,
+        options=[(ANY, ANY), *((str(v), v) for v in values)],
+        value=ANY,
         description=description,
         style=_WIDE,
         layout=widgets.Layout(width="auto"),
@@ -49,7 +51,7 @@ def _dropdown(name: str, description: str, values: Sequence[Any], css: str) -> w
 
 
 def _empty(message: str) -> str:
-    return f'{STYLE}<div class="pl-page pl-empty">{esc(message)}</div>'
+    return inline(f'<div class="pl-page pl-empty">{esc(message)}</div>')
 
 
 class _Page(widgets.VBox):
@@ -73,8 +75,8 @@ class Explorer(_Page):
             name: _dropdown(name, label, catalog.values(name), f"pl-explorer-{name}")
             for name, label in FILTERS
         }
-        if judge_model in catalog.values("judge_model"):
-            self.filters["judge_model"].value = judge_model
+        if judge_model and judge_model_key(judge_model) in catalog.values("judge_model"):
+            self.filters["judge_model"].value = judge_model_key(judge_model)
         self.score = widgets.FloatRangeSlider(
             value=(0, 5),
             min=0,
@@ -82,6 +84,7 @@ class Explorer(_Page):
             step=1,
             description="score",
             disabled=True,
+            readout_format=".0f",
             style=_WIDE,
             continuous_update=False,
         )
@@ -104,9 +107,14 @@ class Explorer(_Page):
         self.dialogue.observe(self._show, names="value")
         self._refilter()
 
+    def chosen(self, name: str) -> Any:
+        """One filter's value; None when it is left open."""
+        value = self.filters[name].value
+        return None if value == ANY else value
+
     def current(self) -> Filters:
         """The filters as set in the controls."""
-        values = {name: box.value for name, box in self.filters.items()}
+        values = {name: self.chosen(name) for name in self.filters}
         return Filters(**values, score_range=tuple(self.score.value) if values["dimension"] else None)
 
     def set_filters(self, **values: Any) -> None:
@@ -123,17 +131,19 @@ class Explorer(_Page):
                 raise ValueError(
                     f"{name}={value!r} is not in this run store; it holds {list(box.options)[1:]}"
                 )
-            box.value = value
+            box.value = ANY if value is None else value
         if score is not None:
             self.score.value = tuple(score)
 
     def _rescale(self, _: Any = None) -> None:
-        name = self.filters["dimension"].value
+        name = self.chosen("dimension")
         if name is None:
             self.score.disabled = True
             return
         dim = DIMENSIONS.get(name)
         low, high = (dim.low, dim.high) if dim else (0, 5)
+        turn_level = bool(dim and dim.turn_level)  # its score is the mean of the turns' scores
+        self.score.step, self.score.readout_format = (0.25, ".2f") if turn_level else (1, ".0f")
         with self.hold_trait_notifications():
             self.score.min, self.score.max = min(self.score.min, low), max(self.score.max, high)
             self.score.value = (low, high)
@@ -167,7 +177,7 @@ class Explorer(_Page):
             )
         if self.dialogue.value is None:
             return _empty("No dialogue passes these filters; set some of them back to (any).")
-        return dialogue_page(self.catalog.view(self.dialogue.value, self.filters["judge_model"].value))
+        return dialogue_page(self.catalog.view(self.dialogue.value, self.chosen("judge_model")))
 
 
 class SideBySide(_Page):
@@ -177,7 +187,7 @@ class SideBySide(_Page):
         self, catalog: Catalog, *, judge_model: str | None = None, scenarios: Sequence[str] | None = None
     ) -> None:
         self.catalog = catalog
-        self.judge_model = judge_model
+        self.judge_model = judge_model_key(judge_model) if judge_model else None
         pool = list(scenarios) if scenarios is not None else catalog.compared_scenarios()
         self.scenario = widgets.Dropdown(options=pool, description="scenario", style=_WIDE)
         self.scenario.add_class("pl-compare-scenario")

@@ -1,8 +1,9 @@
 """The judge stage: score stored dialogues on the paper's dimensions and store one record each.
 
 By concern: `dimensions` (what is scored, with its template and parser), `parsing` (reading answers
-strictly), `requests` (the judge's context and calls), `answers` (answers to records), `plan` (what
-is left to judge, the cost estimate), `runner` (online), `batch` (Message Batches), `report`.
+strictly, and as the official code does), `scoring` (the two rules over a stored answer), `requests`
+(the judge's context and calls), `answers` (answers to records), `plan` (what is left to judge, the
+cost estimate), `runner` (online), `batch` (Message Batches), `report`.
 This module re-exports what notebooks and scripts use.
 """
 
@@ -27,16 +28,21 @@ from .plan import (
 from .report import missing_rate
 from .requests import benchmark_contexts, build_prompt, dimension_requests, judge_context, judge_request
 from .runner import judge_dialogue, run_judging
+from .scoring import OFFICIAL, SCORING_RULES, STRICT, check_scoring, official_reading, score_under
 
 __all__ = [
     "ALL_DIMENSIONS",
     "DEFAULT_JUDGE_MODEL",
     "DIMENSIONS",
     "JUDGEABLE_STATUSES",
+    "OFFICIAL",
+    "SCORING_RULES",
+    "STRICT",
     "Dimension",
     "JudgingError",
     "benchmark_contexts",
     "build_prompt",
+    "check_scoring",
     "dialogue_filter",
     "dimension_requests",
     "dimensions_from",
@@ -48,7 +54,9 @@ __all__ = [
     "judged_users",
     "judgment_id",
     "missing_rate",
+    "official_reading",
     "run_judging",
     "run_judging_batch",
+    "score_under",
     "sharded",
 ]

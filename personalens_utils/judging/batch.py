@@ -17,13 +17,14 @@ from personalens_utils.engine import StageReport
 from personalens_utils.llm.batch import BatchRunner, Outcome
 from personalens_utils.llm.client import LLMClient
 from personalens_utils.prompts import judge as prompts
+from personalens_utils.prompts.official import OfficialPrompts
 from personalens_utils.records import Batch, BatchEntry, Judgment
 from personalens_utils.store import RunStore
 
 from .answers import combine, error_fields, judgment_record, score_fields
 from .dimensions import DEFAULT_JUDGE_MODEL, Dimension
 from .plan import Select, plan_judging
-from .requests import ContextFor, dimension_requests, reminder_request
+from .requests import ContextFor, dimension_requests, judge_prompt_identity, official_judged, reminder_request
 
 STAGE = "judging"
 
@@ -64,6 +65,7 @@ def run_judging_batch(
     max_rounds: int = 3,
     max_wait_s: float | None = None,
     retry_errors: bool = True,
+    official: OfficialPrompts | None = None,
 ) -> StageReport:
     """`run_judging` through the Anthropic Message Batches API, at batch prices (docs/scale.md).
 
@@ -78,7 +80,8 @@ def run_judging_batch(
     runner = BatchRunner(client, StoredBatches(store), poll_interval_s=poll_interval_s,
                          max_rounds=max_rounds, max_wait_s=max_wait_s)
     planned = plan_judging(store, judge_model=judge_model, backend=client.backend_name, dimensions=dimensions,
-                           prompt_version=prompt_version, select=select, retry_errors=retry_errors)
+                           prompt_version=prompt_version, select=select, retry_errors=retry_errors,
+                           official=official)
     report = StageReport(STAGE, details=planned.details())
     report.start(planned.plan)
     model_key = planned.model_key
@@ -87,7 +90,7 @@ def run_judging_batch(
         context = context_for(item.payload)
         for dim in planned.todo(item.payload.id, item.ids):
             jid = planned.ids[item.payload.id, dim.name]
-            calls.append((item.payload.id, dim, jid, dimension_requests(dim, context, judge_model)))
+            calls.append((item.payload.id, dim, jid, dimension_requests(dim, context, judge_model, official)))
     firsts = {f"{jid}:{k}:1": (dim, r) for _, dim, jid, reqs in calls for k, r in enumerate(reqs)}
     before = client.totals()
     with client.stage(STAGE):
@@ -96,18 +99,20 @@ def run_judging_batch(
             key[:-1] + "2": reminder_request(firsts[key][1], outcome.response.text, firsts[key][0])
             for key, outcome in got.items()
             if outcome.response is not None and not firsts[key][0].parse(outcome.response.text).ok
+            and not official_judged(firsts[key][0], official)
         }
         if reminders:
             got |= runner.run(reminders)
     records: list[Judgment] = []
     for dialogue_id, dim, jid, reqs in calls:
         outcomes = [(got.get(f"{jid}:{k}:1"), got.get(f"{jid}:{k}:2")) for k in range(len(reqs))]
-        fields = _batch_fields(dim, outcomes)
+        fields = _batch_fields(dim, outcomes, reminded=not official_judged(dim, official))
         if fields is None:
             report.pending += 1
         else:
-            backend = client.backend_name
-            records.append(judgment_record(dialogue_id, dim, model_key, prompt_version, backend, fields))
+            prompt_set, version = judge_prompt_identity(dim, official, prompt_version)
+            records.append(judgment_record(dialogue_id, dim, model_key, version, client.backend_name, fields,
+                                           prompt_set))
     engine.store_finished(store, report, records)
     report.spent(before, client.totals())
     report.elapsed_s = time.perf_counter() - started
@@ -115,9 +120,10 @@ def run_judging_batch(
 
 
 def _batch_fields(
-    dimension: Dimension, calls: Sequence[tuple[Outcome | None, Outcome | None]]
+    dimension: Dimension, calls: Sequence[tuple[Outcome | None, Outcome | None]], *, reminded: bool = True
 ) -> dict[str, Any] | None:
-    """Record fields from each call's (first, reminder) batch outcomes; None while one is still awaited."""
+    """Record fields from each call's (first, reminder) batch outcomes; None while one is still awaited
+    (official calls get no reminder: `reminded=False`)."""
     answers, errors = [], []
     for k, (first, second) in enumerate(calls, start=1):
         where = f"turn {k}: " if dimension.turn_level else ""
@@ -126,7 +132,7 @@ def _batch_fields(
         if first.response is None:
             errors.append(where + first.error)
             continue
-        if dimension.parse(first.response.text).ok:
+        if dimension.parse(first.response.text).ok or not reminded:
             answers.append(combine(dimension, first.response.text, None))
         elif second is None:
             return None

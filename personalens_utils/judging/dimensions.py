@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from personalens_utils.llm import registry as model_registry
 from personalens_utils.prompts import judge as prompts
-from personalens_utils.records import Judgment, resolved_model
+from personalens_utils.records import KIT_PROMPTS, Judgment, resolved_model
 
 from .parsing import ParsedAnswer, parse_score, parse_verdict
 
@@ -103,9 +103,11 @@ def judge_model_key(model: str) -> str:
 
 
 def judgment_id(
-    dialogue_id: str, dimension: str, judge_model: str, prompt_version: str, *, backend: str
+    dialogue_id: str, dimension: str, judge_model: str, prompt_version: str, *, backend: str,
+    prompt_set: str = KIT_PROMPTS,
 ) -> str:
-    """The stable id of one judgment by `judge_model` (its key) on `backend` (docs/architecture.md)."""
+    """The stable id of one judgment by `judge_model` (its key) on `backend` with the prompts of
+    `prompt_set` (docs/architecture.md)."""
     judge = (backend, resolved_model(judge_model, backend))
-    return Judgment.make_id(dialogue_id, dimension, judge_model, prompt_version, judge)
+    return Judgment.make_id(dialogue_id, dimension, judge_model, prompt_version, judge, prompt_set)
 

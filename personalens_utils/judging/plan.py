@@ -18,6 +18,7 @@ from personalens_utils.data import UsersArg, resolve_users
 from personalens_utils.engine import Plan
 from personalens_utils.llm.budget import CostEstimate, Tally
 from personalens_utils.prompts import judge as prompts
+from personalens_utils.prompts.official import OfficialPrompts, prompts_for
 from personalens_utils.records import Dialogue, Judgment, current_id, resolved_model
 from personalens_utils.shards import Shard
 from personalens_utils.store import RunStore
@@ -30,7 +31,7 @@ from .dimensions import (
     judge_model_key,
     judgment_id,
 )
-from .requests import ContextFor, dimension_requests
+from .requests import ContextFor, dimension_requests, judge_prompt_identity
 
 JUDGEABLE_STATUSES = ("terminated", "turn_cap")
 ANSWER_TOKENS = 300
@@ -57,6 +58,8 @@ class JudgingPlan:
     plan: Plan[Dialogue]
     ids: dict[tuple[str, str], str]
     """(dialogue id, dimension name) -> the id of its judgment in the store."""
+    official: OfficialPrompts | None = None
+    """The official templates when judging with `prompt_set="official"`."""
 
     def todo(self, dialogue_id: str, ids: Sequence[str]) -> list[Dimension]:
         """The dimensions of a dialogue whose judgment ids are among `ids`."""
@@ -72,6 +75,10 @@ class JudgingPlan:
         return {
             "judge_model": self.model_key, "judge_backend": self.backend,
             "prompt_version": self.prompt_version,
+            "prompt_set": "official" if self.official is not None else "kit",
+            **({"official_prompt_version": self.official.version} if self.official is not None else {}),
+            **({"turn_level_prompts": "kit (the official code has no turn-level prompt)"}
+               if self.official is not None and any(d.turn_level for d in self.dimensions) else {}),
             "dimensions": ", ".join(d.name for d in self.dimensions),
             "dialogues_in_store": len(self.dialogues),
             "dialogues_judgeable": len(self.to_judge),
@@ -89,9 +96,10 @@ def plan_judging(
     prompt_version: str,
     select: Select | None,
     retry_errors: bool,
+    official: OfficialPrompts | None = None,
 ) -> JudgingPlan:
     """Every judgeable dialogue with a judgment by `judge_model` on `backend` still to make on
-    `dimensions` (errored ones when asked)."""
+    `dimensions` (errored ones when asked), with the kit's prompts or the official ones (`official`)."""
     dims = dimensions_from(dimensions)
     model_key = judge_model_key(judge_model)
     dialogues = store.read(Dialogue)
@@ -99,16 +107,18 @@ def plan_judging(
     stored = store.ids(Judgment)
     legacy = {j.id: j.judge for j in store.read(Judgment) if j.legacy}
     judge = (backend, resolved_model(model_key, backend))
-    ids = {
-        (d.id, dim.name): current_id(
-            judgment_id(d.id, dim.name, model_key, prompt_version, backend=backend),
-            Judgment.legacy_id(d.id, dim.name, model_key, prompt_version), stored, legacy, judge,
-        )
-        for d in to_judge for dim in dims
-    }
+    ids = {}
+    for dim in dims:
+        prompt_set, version = judge_prompt_identity(dim, official, prompt_version)
+        old = legacy if prompt_set == "kit" else {}
+        for d in to_judge:
+            ids[d.id, dim.name] = current_id(
+                judgment_id(d.id, dim.name, model_key, version, backend=backend, prompt_set=prompt_set),
+                Judgment.legacy_id(d.id, dim.name, model_key, version), stored, old, judge,
+            )
     candidates = [([ids[d.id, dim.name] for dim in dims], d) for d in to_judge]
     planned = engine.plan(store, Judgment, candidates, retry_errors=retry_errors)
-    return JudgingPlan(dialogues, to_judge, dims, model_key, prompt_version, backend, planned, ids)
+    return JudgingPlan(dialogues, to_judge, dims, model_key, prompt_version, backend, planned, ids, official)
 
 
 def dialogue_filter(users: UsersArg = None, task_types: Iterable[str] | None = None) -> Select:
@@ -158,6 +168,8 @@ def estimate_judging(
     answer_tokens: int = ANSWER_TOKENS,
     sample: int = 300,
     retry_errors: bool = True,
+    prompt_set: str = "kit",
+    official_code: str | None = None,
 ) -> CostEstimate:
     """Calls, tokens and cost of the judgments `run_judging` with these arguments would still make.
 
@@ -165,9 +177,10 @@ def estimate_judging(
     The prompts are built for up to `sample` of the dialogues to judge and scaled up per dimension;
     answers are assumed to be `answer_tokens` long and format reminders are not counted.
     """
+    official = prompts_for(prompt_set, official_code)
     planned = plan_judging(store, judge_model=judge_model, backend=backend, dimensions=dimensions,
                            prompt_version=prompt_version, select=sharded(select, shard),
-                           retry_errors=retry_errors)
+                           retry_errors=retry_errors, official=official)
     work = [(item.payload, planned.todo(item.payload.id, item.ids)) for item in planned.plan.items]
     tally = Tally(backend, batch=batch)
     contexts: dict[str, Mapping[str, Any]] = {}
@@ -178,8 +191,8 @@ def estimate_judging(
             if dialogue.id not in contexts:
                 contexts[dialogue.id] = context_for(dialogue)
             context = contexts[dialogue.id]
-            tally.add_requests("judging", dimension_requests(dim, context, judge_model), answer_tokens,
-                               weight=len(wanted) / len(chosen))
+            tally.add_requests("judging", dimension_requests(dim, context, judge_model, official),
+                               answer_tokens, weight=len(wanted) / len(chosen))
     return tally.estimate([
         f"{planned.judgments} judgments of {len(work)} dialogues to make; prompts built for {len(contexts)} "
         "of them",

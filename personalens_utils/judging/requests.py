@@ -2,7 +2,11 @@
 
 The context is the structured material of docs/architecture.md (task, profile for the task's
 domains, the dialogue); the prompt is the dimension's template filled from it. The offline
-backend answers from the context, a real model reads the prompt.
+backend answers from the context, a real model reads the prompt. With the official templates
+(`prompt_set="official"`) a dimension the official code judges gets the official call: no system
+text, one user message filled as src/evaluate_dialogue.py fills it, temperature 0, max_tokens 4000,
+asked once (the official script never re-asks). Turn-level personalization has no official prompt
+and is judged with the kit's under either set (`judge_prompt_identity`).
 """
 
 from __future__ import annotations
@@ -14,13 +18,16 @@ from typing import Any
 from personalens_utils.data import Benchmark
 from personalens_utils.llm import CallKind, Message, Request
 from personalens_utils.prompts import judge as prompts
+from personalens_utils.prompts import official
+from personalens_utils.prompts.official import JUDGE_TEMPLATES, OfficialPrompts
 from personalens_utils.prompts.render import (
     render_conversation,
     render_fields_as_keyed,
     render_interactions,
     render_preferences,
 )
-from personalens_utils.records import Dialogue
+from personalens_utils.records import KIT_PROMPTS, OFFICIAL_PROMPTS, Dialogue
+from personalens_utils.reference.situation import SITUATION_FIELDS
 from personalens_utils.simulation.prompting import ScenarioContext
 
 from .dimensions import Dimension, JudgingError
@@ -29,6 +36,26 @@ ContextFor = Callable[[Dialogue], Mapping[str, Any]]
 """Gives a stored dialogue's judge context (`benchmark_contexts`, or any function of the record)."""
 
 JUDGE_TEMPERATURE = 0.0
+KIT_MAX_TOKENS = 1024
+OFFICIAL_MAX_TOKENS = 4000
+"""The official judge's answer limit (src/evaluate_dialogue.py)."""
+
+
+def official_judged(dimension: Dimension, prompts: OfficialPrompts | None) -> bool:
+    """Whether `dimension` is judged with the official prompt (`prompts` given and the official code
+    has one for it)."""
+    return prompts is not None and dimension.name in JUDGE_TEMPLATES
+
+
+def judge_prompt_identity(
+    dimension: Dimension, prompts: OfficialPrompts | None, prompt_version: str
+) -> tuple[str, str]:
+    """(prompt set, prompt version) of a judgment on `dimension`: the official templates' when they
+    judge it, else the kit's (`prompt_version`), as turn-level personalization always is."""
+    if official_judged(dimension, prompts):
+        assert prompts is not None
+        return OFFICIAL_PROMPTS, prompts.version
+    return KIT_PROMPTS, prompt_version
 
 
 class _Fill(dict[str, Any]):
@@ -86,9 +113,40 @@ def judge_request(
         messages=(Message("user", head + tail),),
         model=judge_model,
         temperature=JUDGE_TEMPERATURE,
-        max_tokens=1024,
+        max_tokens=KIT_MAX_TOKENS,
         task=dimension.name,
         context=ctx,
+    )
+
+
+def official_profile(context: Mapping[str, Any]) -> official.Profile:
+    """A judge context as the official evaluation script reads the user and the task."""
+    task = context["task"]
+    if "user_id" not in context:
+        raise JudgingError("the official personalization prompt names the user: the judge context needs "
+                           "'user_id' (judge_context gives it)")
+    return official.Profile(
+        task_type=task["task_type"], domains=list(task["domains"]),
+        demographics=context.get("demographics") or {}, user_field=f"user{context['user_id']}",
+        preferences=context.get("preferences") or {}, interactions=context.get("interactions") or {},
+        situation={SITUATION_FIELDS.get(k, k): v for k, v in (context.get("situation") or {}).items()},
+        user_intent=task["user_intent"], task_goal=task["task_goal"],
+    )
+
+
+def official_judge_request(
+    dimension: Dimension, context: Mapping[str, Any], judge_model: str, prompts: OfficialPrompts
+) -> Request:
+    """The official script's call for one dimension: its template, no system text, its numbers."""
+    text = official.judge_prompt(prompts, official_profile(context), dimension.name, context["dialogue"])
+    return Request(
+        kind=CallKind.JUDGE,
+        messages=(Message("user", text),),
+        model=judge_model,
+        temperature=JUDGE_TEMPERATURE,
+        max_tokens=OFFICIAL_MAX_TOKENS,
+        task=dimension.name,
+        context={**context, "dimension": dimension.name},
     )
 
 
@@ -104,8 +162,14 @@ def assistant_turn_ends(turns: Sequence[Mapping[str, str]]) -> list[int]:
     return [i + 1 for i, t in enumerate(turns) if t.get("role") == "assistant"]
 
 
-def dimension_requests(dimension: Dimension, context: Mapping[str, Any], judge_model: str) -> list[Request]:
-    """The calls behind one judgment: one, or one per assistant turn for turn-level scoring."""
+def dimension_requests(
+    dimension: Dimension, context: Mapping[str, Any], judge_model: str, prompts: OfficialPrompts | None = None
+) -> list[Request]:
+    """The calls behind one judgment: one, or one per assistant turn for turn-level scoring; the
+    official call when `prompts` judge the dimension (`official_judged`)."""
+    if official_judged(dimension, prompts):
+        assert prompts is not None
+        return [official_judge_request(dimension, context, judge_model, prompts)]
     if not dimension.turn_level:
         return [judge_request(dimension, context, judge_model)]
     turns = context["dialogue"]
@@ -119,9 +183,11 @@ def judge_context(ctx: ScenarioContext, dialogue: Dialogue) -> dict[str, Any]:
     """The judge's view of one dialogue: the user's profile for the task's domains, and the text.
 
     Besides the keys of the architecture contract, `ended` carries how the dialogue stopped (the
-    user's TERMINATE or the turn cap): the stored text no longer holds the word TERMINATE.
+    user's TERMINATE or the turn cap): the stored text no longer holds the word TERMINATE; `user_id`
+    is the user's index (the official personalization prompt names the user).
     """
     return {
+        "user_id": ctx.scenario.user_id,
         "task": ctx.scenario.task_context(),
         "demographics": ctx.demographics,
         "preferences": ctx.preferences,

@@ -20,6 +20,7 @@ from personalens_utils.engine import Item, StageReport, UnreadableAnswer
 from personalens_utils.llm import Request
 from personalens_utils.llm.client import LLMClient
 from personalens_utils.prompts import judge as prompts
+from personalens_utils.prompts.official import OfficialPrompts, prompts_for
 from personalens_utils.records import Dialogue, Judgment, Record
 from personalens_utils.shards import Shard
 from personalens_utils.store import RunStore
@@ -29,15 +30,17 @@ from .batch import run_judging_batch
 from .dimensions import DEFAULT_JUDGE_MODEL, Dimension, judge_model_key
 from .parsing import ParsedAnswer
 from .plan import Select, plan_judging, sharded
-from .requests import ContextFor, dimension_requests, reminder_request
+from .requests import ContextFor, dimension_requests, judge_prompt_identity, official_judged, reminder_request
 
 STAGE = "judging"
 
 
 async def _judge_one(
-    client: LLMClient, dimension: Dimension, context: Mapping[str, Any], judge_model: str
+    client: LLMClient, dimension: Dimension, context: Mapping[str, Any], judge_model: str,
+    official: OfficialPrompts | None = None,
 ) -> dict[str, Any]:
-    """Score fields of one dimension: each call asked, and asked again once with a format reminder."""
+    """Score fields of one dimension: each call asked, and asked again once with a format reminder
+    (an official call is asked once, as the official script asks it)."""
 
     def parse(text: str) -> ParsedAnswer:
         parsed = dimension.parse(text)
@@ -48,8 +51,10 @@ async def _judge_one(
     def again(request: Request, answer: str, problem: str, attempt: int) -> Request:
         return reminder_request(request, answer, dimension)
 
-    requests = dimension_requests(dimension, context, judge_model)
-    asked = await asyncio.gather(*(engine.ask_parsed(client, r, parse, again) for r in requests))
+    requests = dimension_requests(dimension, context, judge_model, official)
+    attempts = 1 if official_judged(dimension, official) else 2
+    asked = await asyncio.gather(*(engine.ask_parsed(client, r, parse, again, attempts=attempts)
+                                   for r in requests))
     failed = [a.error for a in asked if a.error is not None]
     if failed:
         return error_fields(failed[0])
@@ -64,14 +69,19 @@ async def judge_dialogue(
     dimensions: Sequence[Dimension],
     judge_model: str,
     prompt_version: str = prompts.JUDGE_PROMPT_VERSION,
+    official: OfficialPrompts | None = None,
 ) -> list[Judgment]:
-    """Judgment records of one dialogue on the given dimensions; llm failures become error records."""
+    """Judgment records of one dialogue on the given dimensions, with the kit's prompts or the
+    official ones (`official`); llm failures become error records."""
     model_key = judge_model_key(judge_model)
-    fields = await asyncio.gather(*(_judge_one(client, d, context, judge_model) for d in dimensions))
-    return [
-        judgment_record(dialogue.id, dimension, model_key, prompt_version, client.backend_name, f)
-        for dimension, f in zip(dimensions, fields, strict=True)
-    ]
+    fields = await asyncio.gather(*(_judge_one(client, d, context, judge_model, official)
+                                    for d in dimensions))
+    records = []
+    for dimension, f in zip(dimensions, fields, strict=True):
+        prompt_set, version = judge_prompt_identity(dimension, official, prompt_version)
+        records.append(judgment_record(dialogue.id, dimension, model_key, version, client.backend_name, f,
+                                       prompt_set))
+    return records
 
 
 def run_judging(
@@ -87,8 +97,12 @@ def run_judging(
     shard: str | Shard | None = None,
     max_cost_usd: float | None = None,
     retry_errors: bool = True,
+    prompt_set: str = "kit",
+    official_code: str | None = None,
 ) -> StageReport:
-    """Judge every finished dialogue in `store` not yet judged by `judge_model` on `dimensions`.
+    """Judge every finished dialogue in `store` not yet judged by `judge_model` on `dimensions`,
+    with the kit's prompts or (`prompt_set="official"`) the official code's, read from
+    `official_code` or `$PERSONALENS_CODE` (docs/judging.md; turn-level personalization stays the kit's).
 
     `context_for(dialogue)` gives that dialogue's judge context (see `judge_context` and
     `benchmark_contexts`); every context is made before the first call, so bad input fails early.
@@ -100,6 +114,7 @@ def run_judging(
     "budget reached", and a rerun with a higher limit does only what is left.
     """
     select = sharded(select, shard)
+    official = prompts_for(prompt_set, official_code)
     if batch and max_cost_usd is not None:
         raise ValueError(
             "max_cost_usd cannot stop a Message Batch part-way (the whole batch is paid once submitted); "
@@ -107,15 +122,17 @@ def run_judging(
         )
     if batch:
         return run_judging_batch(store, client, context_for, judge_model=judge_model, dimensions=dimensions,
-                                 prompt_version=prompt_version, select=select, retry_errors=retry_errors)
+                                 prompt_version=prompt_version, select=select, retry_errors=retry_errors,
+                                 official=official)
     planned = plan_judging(store, judge_model=judge_model, backend=client.backend_name, dimensions=dimensions,
-                           prompt_version=prompt_version, select=select, retry_errors=retry_errors)
+                           prompt_version=prompt_version, select=select, retry_errors=retry_errors,
+                           official=official)
     contexts = {item.payload.id: context_for(item.payload) for item in planned.plan.items}
 
     async def work(llm: LLMClient, item: Item[Dialogue]) -> list[Record]:
         todo = planned.todo(item.payload.id, item.ids)
         return list(await judge_dialogue(llm, item.payload, contexts[item.payload.id], todo, judge_model,
-                                         prompt_version))
+                                         prompt_version, official))
 
     report = StageReport(STAGE, shard=str(shard) if shard else None, details=planned.details())
     stage = engine.Stage(STAGE, Judgment, work)

@@ -4,7 +4,14 @@ The paper names its models in prose ("Claude 3 Sonnet", Table 11); each backend 
 ("claude-3-sonnet-20240229" on the Anthropic API, "anthropic.claude-3-sonnet-20240229-v1:0" on
 Bedrock, a Hugging Face id on a vLLM server). `resolve` turns any known spelling into the id for
 the chosen backend; an id the registry does not know passes through unchanged, so new models work
-without editing this file.
+without editing this file. The official PersonaLens code names models by short names
+("claude-3-sonnet-v1", "llama-3-1-8b-instruct-v1"); each model carries its short name, which resolves
+like any other spelling, so an imported official folder is the same model as the paper's prose name.
+
+Bedrock ids are the ones on-demand Bedrock accepts: for several models (Claude 3.5 Haiku and later,
+Llama 3.1/3.2/3.3) that is a cross-Region inference profile ("us." prefix), since their bare model id
+answers "on-demand throughput isn't supported"; the bare id is kept as another spelling. A profile of
+another geography ("eu.", "apac.", ...) resolves to the same model and is called as given.
 
 Some of the paper's models no longer answer on a platform (retired on the Anthropic API, end of
 life on Bedrock). `resolve_model` then names the model's successor and says why in one line, and
@@ -88,6 +95,8 @@ class ModelInfo:
     """Its roles in the paper (Table 11); empty for models the paper did not use."""
     paper_version: str = ""
     """How Table 11 of the paper spells its version."""
+    official_name: str = ""
+    """The short name the official PersonaLens code uses for it (its output folders, `-m` flags)."""
 
 
 def _claude(
@@ -105,6 +114,7 @@ def _claude(
     ids = {"anthropic": api_id, "openai": api_id, "offline": api_id}
     if bedrock:
         ids["bedrock"] = bedrock
+        kw["extra_ids"] = (*kw.get("extra_ids", ()), *_other_bedrock_spellings(bedrock))
     retired = dict.fromkeys(("anthropic", "openai"), api_retired) if api_retired else {}
     if bedrock_retired:
         retired["bedrock"] = bedrock_retired
@@ -114,16 +124,33 @@ def _claude(
     )
 
 
-def _open(name: str, hf_id: str, bedrock_id: str, paper_version: str, *aliases: str) -> ModelInfo:
-    """A paper assistant with open weights: served by an OpenAI-compatible server (vLLM takes the HF id)."""
+def _other_bedrock_spellings(bedrock_id: str) -> tuple[str, ...]:
+    """The bare model id behind a "us." inference profile, and the US profile of a bare id."""
+    bare = bedrock_id.removeprefix("us.")
+    return (bare,) if bare != bedrock_id else (f"us.{bedrock_id}",)
+
+
+def _open(
+    name: str,
+    hf_id: str,
+    bedrock_id: str,
+    version: str,
+    *aliases: str,
+    official_name: str,
+    paper: bool = True,
+) -> ModelInfo:
+    """A model with open weights: on Bedrock (its id there, often a "us." inference profile) or any
+    OpenAI-compatible server (vLLM takes the Hugging Face id). `paper`: one of the paper's assistants."""
     return ModelInfo(
         name=name,
-        ids={"openai": hf_id, "offline": hf_id},
-        aliases=(paper_version, *aliases),
-        paper_version=paper_version,
-        extra_ids=(bedrock_id,),
-        notes="self-hosted: no price (cost counted as 0); Ollama or llama.cpp users pass their own tag",
-        paper_roles=("assistant",),
+        ids={"openai": hf_id, "offline": hf_id, "bedrock": bedrock_id},
+        aliases=(version, *aliases),
+        paper_version=version if paper else "",
+        extra_ids=_other_bedrock_spellings(bedrock_id),
+        notes="no price recorded (cost counted as 0): self-hosted, or Bedrock's per-token price not in the "
+        "registry; Ollama or llama.cpp users pass their own tag",
+        paper_roles=("assistant",) if paper else (),
+        official_name=official_name,
     )
 
 
@@ -139,7 +166,7 @@ _HAIKU_NOW = "Claude Haiku 4.5"
 _OPUS_NOW = "Claude Opus 4.5"
 
 MODELS: tuple[ModelInfo, ...] = (
-    # The paper's models (Table 11).
+    # The paper's models (Table 11), with the official code's short names.
     _claude(
         "Claude 3 Haiku",
         "claude-3-haiku-20240307",
@@ -148,16 +175,18 @@ MODELS: tuple[ModelInfo, ...] = (
         api_retired="2026-04-20",
         successor=_HAIKU_NOW,
         paper_roles=("assistant",),
+        official_name="claude-3-haiku-v1",
     ),
     _claude(
         "Claude 3.5 Haiku",
         "claude-3-5-haiku-20241022",
-        "anthropic.claude-3-5-haiku-20241022-v1:0",
+        "us.anthropic.claude-3-5-haiku-20241022-v1:0",
         _HAIKU35,
         "claude-3-5-haiku-latest",
         api_retired="2026-02-19",
         successor=_HAIKU_NOW,
         paper_roles=("assistant",),
+        official_name="claude-3-5-haiku-v1",
     ),
     _claude(
         "Claude 3 Sonnet",
@@ -168,31 +197,35 @@ MODELS: tuple[ModelInfo, ...] = (
         bedrock_retired="2025-07-21",
         successor=_SONNET_NOW,
         paper_roles=("user agent", "assistant"),
+        official_name="claude-3-sonnet-v1",
     ),
     _claude(
         "Claude 3.5 Sonnet",
         "claude-3-5-sonnet-20241022",
-        "anthropic.claude-3-5-sonnet-20241022-v2:0",
+        "us.anthropic.claude-3-5-sonnet-20241022-v2:0",
         _SONNET,
         "claude-3-5-sonnet-latest",
         api_retired="2025-10-22",
         bedrock_retired="2026-03-01",
         successor=_SONNET_NOW,
         paper_roles=("judge",),
+        official_name="claude-3-5-sonnet-v2",
     ),
     _open(
         "Llama 3.1 8B Instruct",
         "meta-llama/Llama-3.1-8B-Instruct",
-        "meta.llama3-1-8b-instruct-v1:0",
+        "us.meta.llama3-1-8b-instruct-v1:0",
         "llama3-1-8b-instruct",
         "llama-3.1-8b",
+        official_name="llama-3-1-8b-instruct-v1",
     ),
     _open(
         "Llama 3.1 70B Instruct",
         "meta-llama/Llama-3.1-70B-Instruct",
-        "meta.llama3-1-70b-instruct-v1:0",
+        "us.meta.llama3-1-70b-instruct-v1:0",
         "llama3-1-70b-instruct",
         "llama-3.1-70b",
+        official_name="llama-3-1-70b-instruct-v1",
     ),
     _open(
         "Mistral 7B Instruct",
@@ -200,6 +233,7 @@ MODELS: tuple[ModelInfo, ...] = (
         "mistral.mistral-7b-instruct-v0:2",
         "mistral-7b-instruct-v0.2",
         "mistral-7b",
+        official_name="mistral-7b-instruct-v2",
     ),
     _open(
         "Mixtral 8x7B Instruct",
@@ -207,22 +241,68 @@ MODELS: tuple[ModelInfo, ...] = (
         "mistral.mixtral-8x7b-instruct-v0:1",
         "mixtral-8x7b-instruct-v0.1",
         "mixtral-8x7b",
+        official_name="mixtral-8x7b-instruct-v1",
     ),
-    # Later Claude models.
+    # Models the official code also names, which the paper did not report.
+    _claude(
+        "Claude 3.5 Sonnet (June 2024)",
+        "claude-3-5-sonnet-20240620",
+        "anthropic.claude-3-5-sonnet-20240620-v1:0",
+        _SONNET,
+        api_retired="2025-10-22",
+        successor=_SONNET_NOW,
+        official_name="claude-3-5-sonnet-v1",
+    ),
+    _claude(
+        "Claude 3 Opus",
+        "claude-3-opus-20240229",
+        "us.anthropic.claude-3-opus-20240229-v1:0",
+        _OPUS_OLD,
+        "claude-3-opus-latest",
+        api_retired="2026-01-05",
+        successor=_OPUS_NOW,
+        official_name="claude-3-opus-v1",
+    ),
+    _open(
+        "Llama 3 70B Instruct",
+        "meta-llama/Meta-Llama-3-70B-Instruct",
+        "meta.llama3-70b-instruct-v1:0",
+        "llama3-70b-instruct",
+        official_name="llama-3-70b-instruct-v1",
+        paper=False,
+    ),
+    _open(
+        "Llama 3.2 90B Instruct",
+        "meta-llama/Llama-3.2-90B-Vision-Instruct",
+        "us.meta.llama3-2-90b-instruct-v1:0",
+        "llama3-2-90b-instruct",
+        official_name="llama-3-2-90b-instruct-v1",
+        paper=False,
+    ),
+    _open(
+        "Llama 3.3 70B Instruct",
+        "meta-llama/Llama-3.3-70B-Instruct",
+        "us.meta.llama3-3-70b-instruct-v1:0",
+        "llama3-3-70b-instruct",
+        official_name="llama-3-3-70b-instruct-v1",
+        paper=False,
+    ),
+    # Later Claude models (on Bedrock through their US inference profiles).
     _claude(
         "Claude 3.7 Sonnet",
         "claude-3-7-sonnet-20250219",
-        "anthropic.claude-3-7-sonnet-20250219-v1:0",
+        "us.anthropic.claude-3-7-sonnet-20250219-v1:0",
         _SONNET,
         "claude-3-7-sonnet-latest",
         api_retired="2026-02-19",
         bedrock_retired="2026-04-28",
         successor=_SONNET_NOW,
+        official_name="claude-3-7-sonnet-v1",
     ),
     _claude(
         "Claude Sonnet 4",
         "claude-sonnet-4-20250514",
-        "anthropic.claude-sonnet-4-20250514-v1:0",
+        "us.anthropic.claude-sonnet-4-20250514-v1:0",
         _SONNET,
         "claude-sonnet-4-0",
         api_retired="2026-06-15",
@@ -231,7 +311,7 @@ MODELS: tuple[ModelInfo, ...] = (
     _claude(
         "Claude Opus 4",
         "claude-opus-4-20250514",
-        "anthropic.claude-opus-4-20250514-v1:0",
+        "us.anthropic.claude-opus-4-20250514-v1:0",
         _OPUS_OLD,
         "claude-opus-4-0",
         "claude-4-opus-20250514",
@@ -241,7 +321,7 @@ MODELS: tuple[ModelInfo, ...] = (
     _claude(
         "Claude Opus 4.1",
         "claude-opus-4-1-20250805",
-        "anthropic.claude-opus-4-1-20250805-v1:0",
+        "us.anthropic.claude-opus-4-1-20250805-v1:0",
         _OPUS_OLD,
         "claude-opus-4-1",
         api_retired="2026-08-05",
@@ -250,21 +330,21 @@ MODELS: tuple[ModelInfo, ...] = (
     _claude(
         "Claude Sonnet 4.5",
         "claude-sonnet-4-5-20250929",
-        "anthropic.claude-sonnet-4-5-20250929-v1:0",
+        "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
         _SONNET,
         "claude-sonnet-4-5",
     ),
     _claude(
         "Claude Haiku 4.5",
         "claude-haiku-4-5-20251001",
-        "anthropic.claude-haiku-4-5-20251001-v1:0",
+        "us.anthropic.claude-haiku-4-5-20251001-v1:0",
         _HAIKU45,
         "claude-haiku-4-5",
     ),
     _claude(
         "Claude Opus 4.5",
         "claude-opus-4-5-20251101",
-        "anthropic.claude-opus-4-5-20251101-v1:0",
+        "us.anthropic.claude-opus-4-5-20251101-v1:0",
         _OPUS_NEW,
         "claude-opus-4-5",
     ),
@@ -297,7 +377,8 @@ def normalise(name: str) -> str:
 def _index() -> dict[str, ModelInfo]:
     index: dict[str, ModelInfo] = {}
     for info in MODELS:
-        for spelling in (info.name, *info.aliases, *info.ids.values(), *info.extra_ids):
+        official = (info.official_name,) if info.official_name else ()
+        for spelling in (info.name, *info.aliases, *info.ids.values(), *info.extra_ids, *official):
             index.setdefault(normalise(spelling), info)
             index.setdefault(spelling, info)
     return index
@@ -306,9 +387,42 @@ def _index() -> dict[str, ModelInfo]:
 _INDEX = _index()
 
 
+_GEOGRAPHY = re.compile(r"^(?:us|eu|apac|jp|au|ca|us-gov|global)\.(?=[a-z]+\.)")
+"""The geography prefix of a Bedrock cross-Region inference profile id ("us.", "eu.", ...)."""
+
+
 def lookup(model: str) -> ModelInfo | None:
-    """The registry entry for any known spelling or id of a model, else None."""
-    return _INDEX.get(model) or _INDEX.get(normalise(model))
+    """The registry entry for any known spelling or id of a model, else None.
+
+    A Bedrock inference profile of any geography ("eu.meta.llama3-1-8b-instruct-v1:0") finds the model
+    of its bare id."""
+    found = _INDEX.get(model) or _INDEX.get(normalise(model))
+    if found is None and _GEOGRAPHY.match(model):
+        return lookup(_GEOGRAPHY.sub("", model, count=1))
+    return found
+
+
+def is_inference_profile(model_id: str) -> bool:
+    """True for a Bedrock cross-Region inference profile id, e.g. "us.meta.llama3-1-8b-instruct-v1:0"."""
+    return bool(_GEOGRAPHY.match(model_id))
+
+
+def _is_bedrock_id(model: str) -> bool:
+    """A Bedrock model id or profile ("provider.model...") given as such: called as written, so a user
+    may pick the bare id or another geography's profile where the registry's does not fit."""
+    return bool(re.match(r"[a-z0-9]+\.[a-z]", _GEOGRAPHY.sub("", model, count=1)))
+
+
+def official_name(model: str) -> str | None:
+    """The official PersonaLens code's short name for a model ("Claude 3 Sonnet" -> "claude-3-sonnet-v1")."""
+    info = lookup(model) if model else None
+    return info.official_name or None if info else None
+
+
+def same_model(a: str, b: str) -> bool:
+    """Whether two spellings (prose name, short name, any backend's id) name one registry model."""
+    first = lookup(a) if a else None
+    return first is not None and first is lookup(b)
 
 
 @dataclass(frozen=True, slots=True)
@@ -361,6 +475,8 @@ def resolve_model(model: str, backend: str) -> Resolution:
         return Resolution(model, backend, model)
     retired = info.retired.get(backend) if backend != "offline" else None
     if not retired:
+        if backend == "bedrock" and _is_bedrock_id(model):
+            return Resolution(model, backend, model, info.name)
         return Resolution(model, backend, _id_on(info, model, backend), info.name)
     successor = lookup(info.successor)
     if successor is None:

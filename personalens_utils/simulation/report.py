@@ -10,6 +10,7 @@ import pandas as pd
 
 from personalens_utils.data import MD, SAMPLES, SD, Benchmark
 from personalens_utils.llm.offline import OFFLINE_LABEL
+from personalens_utils.prompts.official import prompts_for
 from personalens_utils.records import Dialogue
 from personalens_utils.store import RunStore
 
@@ -31,14 +32,16 @@ def default_users(benchmark_dir: str | os.PathLike[str]) -> str | None:
 
 def run_dialogues(store: RunStore, benchmark: Benchmark, *, backend: str, settings: Sequence[str] = ("base",),
                   task_types: Sequence[str] = (SD, MD), user_model: str = DEFAULT_MODEL,
-                  assistant_model: str = DEFAULT_MODEL, assistant_backend: str | None = None) -> pd.DataFrame:
+                  assistant_model: str = DEFAULT_MODEL, assistant_backend: str | None = None,
+                  prompt_set: str = "kit", official_code: str | None = None) -> pd.DataFrame:
     """The stored dialogues of these scenarios, settings and models, the user agent on `backend` and the
-    assistant on `assistant_backend` (default: the same; other runs in the store, other backends
-    included, left out)."""
+    assistant on `assistant_backend` (default: the same), made with the prompts of `prompt_set`
+    (other runs in the store, other backends and prompt sets included, left out)."""
     names = [AssistantSetting.parse(s).name for s in settings]
     frame = benchmark.scenarios[benchmark.scenarios["task_type"].isin(list(task_types))]
     wanted = set(planned_ids(store, list(frame["scenario_id"]), names, backend=backend, user_model=user_model,
-                             assistant_model=assistant_model, assistant_backend=assistant_backend).values())
+                             assistant_model=assistant_model, assistant_backend=assistant_backend,
+                             prompts=prompts_for(prompt_set, official_code)).values())
     records = [r for r in store.records(Dialogue) if r["id"] in wanted]
     return pd.DataFrame.from_records(records)
 

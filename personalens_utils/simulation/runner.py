@@ -26,12 +26,13 @@ from personalens_utils.engine import Item, Plan, StageReport
 from personalens_utils.llm import CallKind, LLMClient
 from personalens_utils.llm.budget import CostEstimate, Tally, request_tokens
 from personalens_utils.prompts.dialogue import DIALOGUE_PROMPT_VERSION
+from personalens_utils.prompts.official import OfficialPrompts, prompts_for
 from personalens_utils.records import Dialogue, Record, current_id, resolved_model
 from personalens_utils.shards import Shard
 from personalens_utils.store import RunStore
 
-from .loop import TURN_CAPS, dialogue_id, simulate_dialogue
-from .prompting import ScenarioContext, assistant_request, user_request
+from .loop import TURN_CAPS, dialogue_id, prompt_identity, simulate_dialogue
+from .prompting import ScenarioContext, assistant_family, assistant_request, user_request
 from .settings import AssistantSetting
 
 STAGE = "simulation"
@@ -58,22 +59,24 @@ def _store(run: RunStore | str | os.PathLike[str]) -> RunStore:
 
 def planned_ids(
     store: RunStore, scenario_ids: Sequence[str], settings: Sequence[str], *, backend: str, user_model: str,
-    assistant_model: str, assistant_backend: str | None = None,
+    assistant_model: str, assistant_backend: str | None = None, prompts: OfficialPrompts | None = None,
 ) -> dict[tuple[str, str], str]:
     """(scenario id, setting name) -> the id of the dialogue that stands for it in `store` when the user
-    agent runs on `backend` and the assistant on `assistant_backend` (default: the same): its
-    run-identity id, or the id of a dialogue stored before run identity with the same backends and
-    model ids."""
+    agent runs on `backend` and the assistant on `assistant_backend` (default: the same) with the
+    kit's prompts or the official ones (`prompts`): its run-identity id, or the id of a dialogue stored
+    before run identity with the same backends and model ids (those were all made with the kit's)."""
     assistant_backend = assistant_backend or backend
+    prompt_set, prompt_version = prompt_identity(prompts)
     stored = store.ids(Dialogue)
-    legacy = {d.id: (d.user, d.assistant) for d in store.read(Dialogue) if d.legacy}
+    legacy = {d.id: (d.user, d.assistant) for d in store.read(Dialogue) if d.legacy and prompts is None}
     identity = ((backend, resolved_model(user_model, backend)),
                 (assistant_backend, resolved_model(assistant_model, assistant_backend)))
     out = {}
     for sid in scenario_ids:
         for name in settings:
             new = dialogue_id(sid, user_model, assistant_model, name, backend=backend,
-                              assistant_backend=assistant_backend)
+                              assistant_backend=assistant_backend, prompt_version=prompt_version,
+                              prompt_set=prompt_set)
             old = Dialogue.legacy_id(sid, user_model, assistant_model, name, DIALOGUE_PROMPT_VERSION)
             out[sid, name] = current_id(new, old, stored, legacy, identity)
     return out
@@ -92,10 +95,12 @@ def plan_dialogues(
     shard: str | Shard | None = None,
     limit: int | None = None,
     assistant_backend: str | None = None,
+    prompts: OfficialPrompts | None = None,
 ) -> Plan[PlannedDialogue]:
     """The dialogues still to run (scenario x setting, in benchmark order) and how many are stored,
-    for a user agent on `backend` and an assistant on `assistant_backend` (default: the same);
-    dialogues of other backends are not this work.
+    for a user agent on `backend` and an assistant on `assistant_backend` (default: the same), with
+    the kit's prompts or the official templates `prompts`; dialogues of other backends or prompt
+    sets are not this work. A setting the official code has no prompt for is refused here.
 
     With `shard="i/n"` only that shard's dialogues are planned (and counted as already done).
     Stored dialogues with status "error" are redone only with `retry_errors=True`.
@@ -107,10 +112,13 @@ def plan_dialogues(
     parsed = list(dict.fromkeys(AssistantSetting.parse(s) for s in settings))
     if not parsed:
         raise ValueError("settings is empty: give at least one assistant setting, e.g. ['base']")
+    if prompts is not None:
+        for setting in parsed:
+            prompts.assistant_templates(setting.name, assistant_family(assistant_model))
     scenarios = list(benchmark.iter_scenarios(task_types))
     ids = planned_ids(store, [s.scenario_id for s in scenarios], [s.name for s in parsed], backend=backend,
                       user_model=user_model, assistant_model=assistant_model,
-                      assistant_backend=assistant_backend)
+                      assistant_backend=assistant_backend, prompts=prompts)
     candidates = []
     for scenario in scenarios:
         ctx = ScenarioContext.of(scenario, benchmark.user(scenario.user_id))
@@ -121,14 +129,15 @@ def plan_dialogues(
     return engine.plan(store, Dialogue, candidates, retry_errors=retry_errors, limit=limit)
 
 
-def _stage(user_model: str, assistant_model: str, max_turns: int | None,
-           assistant_client: LLMClient | None) -> engine.Stage[PlannedDialogue]:
+def _stage(user_model: str, assistant_model: str, max_turns: int | None, assistant_client: LLMClient | None,
+           prompts: OfficialPrompts | None) -> engine.Stage[PlannedDialogue]:
     async def work(client: LLMClient, item: Item[PlannedDialogue]) -> list[Record]:
         assistant = assistant_client or client
         with assistant.stage(client.current_stage):  # the assistant's calls are booked under this stage too
             return [await simulate_dialogue(client, item.payload.ctx, item.payload.setting,
                                             user_model=user_model, assistant_model=assistant_model,
-                                            max_turns=max_turns, assistant_client=assistant)]
+                                            max_turns=max_turns, assistant_client=assistant,
+                                            prompts=prompts)]
 
     return engine.Stage(STAGE, Dialogue, work)
 
@@ -139,8 +148,9 @@ def _prepare(benchmark: Benchmark, run: RunStore | str | os.PathLike[str], clien
              user_model: str = DEFAULT_MODEL, assistant_model: str = DEFAULT_MODEL,
              retry_errors: bool = False, max_turns: int | None = None,
              limit: int | None = None, shard: str | Shard | None = None,
-             max_cost_usd: float | None = None) -> tuple[RunStore, engine.Stage[PlannedDialogue],
-                                                         Plan[PlannedDialogue], StageReport]:
+             max_cost_usd: float | None = None, prompt_set: str = "kit",
+             official_code: str | os.PathLike[str] | None = None,
+             ) -> tuple[RunStore, engine.Stage[PlannedDialogue], Plan[PlannedDialogue], StageReport]:
     if assistant_client is client:
         assistant_client = None
     if assistant_backend not in (None, (assistant_client or client).backend_name):
@@ -151,12 +161,14 @@ def _prepare(benchmark: Benchmark, run: RunStore | str | os.PathLike[str], clien
         raise ValueError("max_cost_usd is not supported yet with the assistant on its own client: "
                          "the limit would count only the user agent's spending; leave it None")
     store = _store(run)
+    prompts = prompts_for(prompt_set, official_code)
     planned = plan_dialogues(benchmark, store, backend=client.backend_name, settings=settings,
                              task_types=task_types, user_model=user_model, assistant_model=assistant_model,
                              retry_errors=retry_errors, shard=shard, limit=limit,
-                             assistant_backend=(assistant_client or client).backend_name)
-    report = StageReport(STAGE, shard=str(shard) if shard else None, max_cost_usd=max_cost_usd)
-    return store, _stage(user_model, assistant_model, max_turns, assistant_client), planned, report
+                             assistant_backend=(assistant_client or client).backend_name, prompts=prompts)
+    report = StageReport(STAGE, shard=str(shard) if shard else None, max_cost_usd=max_cost_usd,
+                         details={"prompt_set": prompt_set, "prompt_version": prompt_identity(prompts)[1]})
+    return store, _stage(user_model, assistant_model, max_turns, assistant_client, prompts), planned, report
 
 
 def _pool_size(client: LLMClient, assistant: LLMClient | None) -> int:
@@ -187,7 +199,8 @@ def run_simulation(benchmark: Benchmark, run: RunStore | str | os.PathLike[str],
 
     Options: `assistant_client`, `assistant_backend` (a check: the backend `assistant_client` must
     call), `settings` (assistant settings, default ["base"]), `task_types`,
-    `user_model`, `assistant_model`, `retry_errors` (redo dialogues stored as errors), `max_turns`
+    `user_model`, `assistant_model`, `prompt_set` ("kit" or "official") and `official_code` (where the
+    official code is; docs/simulation.md), `retry_errors` (redo dialogues stored as errors), `max_turns`
     (overrides the 20/30 caps), `limit` (run at most that many of the planned dialogues; the rest stay
     for a later call), `shard` ("i/n": this machine's share) and `max_cost_usd` (stop new calls once
     this much is spent in this call; the report's `status` is then "budget reached" and a rerun
@@ -218,10 +231,12 @@ def estimate_simulation(benchmark: Benchmark, run: RunStore | str | os.PathLike[
     max_turns = options.pop("max_turns", None)
     limit = options.pop("limit", None)
     options.pop("max_cost_usd", None)
+    prompts = prompts_for(options.pop("prompt_set", "kit"), options.pop("official_code", None))
     user_model = options.get("user_model", DEFAULT_MODEL)
     assistant_model = options.get("assistant_model", DEFAULT_MODEL)
     todo = [item.payload
-            for item in plan_dialogues(benchmark, _store(run), backend=backend, limit=limit, **options).items]
+            for item in plan_dialogues(benchmark, _store(run), backend=backend, limit=limit, prompts=prompts,
+                                       **options).items]
     groups: dict[tuple[str, str], list[PlannedDialogue]] = {}
     for item in todo:
         groups.setdefault((item.ctx.scenario.task_type, item.setting.name), []).append(item)
@@ -234,9 +249,9 @@ def estimate_simulation(benchmark: Benchmark, run: RunStore | str | os.PathLike[
         picked = items[::step]
         opening = next_turn = system = 0.0
         for item in picked:
-            opening += request_tokens(user_request(item.ctx, [], user_model))
-            next_turn += request_tokens(user_request(item.ctx, _EMPTY_TURN, user_model))
-            system += request_tokens(assistant_request(item.setting, item.ctx, [], assistant_model))
+            opening += request_tokens(user_request(item.ctx, [], user_model, prompts))
+            next_turn += request_tokens(user_request(item.ctx, _EMPTY_TURN, user_model, prompts))
+            system += request_tokens(assistant_request(item.setting, item.ctx, [], assistant_model, prompts))
         n, scale = len(items), len(items) / len(picked)
         history = per_turn * turns * (turns - 1) / 2  # both parties' earlier turns, summed over the turns
         tally.add(STAGE, str(CallKind.USER_TURN), user_model, calls=n * turns,

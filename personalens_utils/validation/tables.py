@@ -55,7 +55,7 @@ def tables6_7(benchmark: Any) -> tuple[pd.DataFrame, dict[int, TableResult]]:
     for number, part in ((6, 1), (7, 2)):
         table = demographics[demographics["Table"] == number].drop(columns="Table").reset_index(drop=True)
         caption = f"Demographic breakdown, part {part}: counts and percentages of users. Source: {label}."
-        tables[number] = TableResult(table, caption, source)
+        tables[number] = TableResult(table, caption, source, precision=1)
     return demographics, tables
 
 
@@ -99,7 +99,7 @@ def table10(
     )
     n_dialogues = int(table["# Dial"].sum())
     source = Source.of(f"run store {Path(run_dir).name}/", n_dialogues, "stored dialogues", used)
-    return TableResult(table, caption, source)
+    return TableResult(table, caption, source, precision=3)
 
 
 def consistency_table(
@@ -113,4 +113,5 @@ def consistency_table(
         f"Profiles flagged by the consistency checker ({checker}); rates over answers read. Source: {label}."
     )
     source = _source(benchmark, len(rows), "profiles checked")
-    return TableResult(flagged, caption, Source.of(source.origin, source.n, source.unit, [backend], [model]))
+    source = Source.of(source.origin, source.n, source.unit, [backend], [model])
+    return TableResult(flagged, caption, source, precision=3)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import importlib
 import json
 import os
 import pickle
@@ -201,7 +202,8 @@ class FakeLLMServer:
 
     def _start_child(self) -> str:
         try:
-            payload = pickle.dumps((self._config, self._routes))
+            kind = (type(self).__module__, type(self).__qualname__)
+            payload = pickle.dumps((kind, self._config, self._routes))
         except (pickle.PicklingError, AttributeError, TypeError) as err:
             raise ValueError(
                 f"a fake server in a child process needs module-level reply and route functions: {err}"
@@ -522,9 +524,11 @@ class FakeLLMServer:
 
 
 def _serve_in_child() -> None:
-    """Child-process entry: read the pickled settings, print the URL, serve until stdin closes."""
-    config, routes = pickle.loads(bytes.fromhex(sys.stdin.readline().strip()))
-    server = FakeLLMServer(**config)
+    """Child-process entry: read the pickled settings, print the URL, serve until stdin closes.
+
+    The server class travels with the settings, so a subclass (e.g. `support.fake_bedrock`) serves too."""
+    (module, qualname), config, routes = pickle.loads(bytes.fromhex(sys.stdin.readline().strip()))
+    server = getattr(importlib.import_module(module), qualname)(**config)
     for prefix, route in routes.items():
         server.add_route(prefix, route)
     print(server.start(), flush=True)
