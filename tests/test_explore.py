@@ -260,6 +260,18 @@ def test_annotation_is_validated_saved_after_every_item_and_resumed(exported):
     assert sheet.read_bytes() == before
     widget.enter(**dict.fromkeys(annotation.RATED, ""))
     assert widget.save() is False and "no rating entered" in widget.message.value
+    widget.annotator.value = "Bob"  # a second name on one sheet would make Table 5 refuse it
+    widget.enter(**_ratings("yes", "3"))
+    header, rows, _ = annotation.read_table(sheet)
+    rows[2]["annotator"] = "Alice B"  # another item of the sheet is Alice's
+    annotation.write_table(sheet, header, rows)
+    widget.rows = rows
+    assert widget.save() is False and "holds the ratings of Alice B" in widget.message.value
+    sheet.write_bytes(before)
+    widget.rows = annotation.read_table(sheet)[1]
+    widget.annotator.value = "Alice B"
+    widget.enter(**dict.fromkeys(annotation.RATED, ""))
+    assert widget.save() is False and "no rating entered" in widget.message.value
     # valid entries are saved at once, in the sheet's own format
     widget.enter(**_ratings("yes", "3"), notes="clear, \"quoted\" note")
     assert widget.save() is True and widget.index == 1
