@@ -348,6 +348,10 @@ def test_table_display_has_no_index_formats_floats_blanks_undefined_and_escapes(
     pivot = plain(frame_html(pd.DataFrame({"m": [1.0]}, index=pd.Index(["SD"], name="task_type"))))
     assert "<th>task_type</th>" in pivot and "<td>SD</td>" in pivot  # a named index means something
     assert "No rows." in frame_html(pd.DataFrame(columns=["a", "b"]))
+    with pd.option_context("display.max_rows", 20, "display.min_rows", 6):
+        long = plain(frame_html(pd.DataFrame({"n": range(1000)})))
+    assert re.findall(r"<td[^>]*>(\d+)</td>", long) == ["0", "1", "2", "997", "998", "999"]
+    assert "… 994 more rows, 1000 in all …" in long
     small = plain(frame_html(pd.DataFrame({"p": [0.000123, 0.0, 0.5]})))
     assert re.findall(r"<td[^>]*>(.*?)</td>", small) == ["0.00012", "0.00", "0.50"]  # not a false zero
 
