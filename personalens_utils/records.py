@@ -26,6 +26,8 @@ import orjson
 
 from personalens_utils.llm import python_assistant, registry
 from personalens_utils.llm.specs import PYTHON
+
+OFFLINE = "offline"
 from personalens_utils.llm.types import FatalError, Message, Usage
 
 ERROR = "error"
@@ -240,6 +242,14 @@ class Dialogue(Record):
         fill(self, "assistant_model_id",
              self.assistant_model_id or model_id(self.assistant_model, self.assistant_backend))
         super().__post_init__()
+
+    @property
+    def made_offline(self) -> bool:
+        """Whether any of it came from the offline backend: the user agent, the assistant, or the
+        model an assistant written in Python calls."""
+        if OFFLINE in (self.user_backend, self.assistant_backend):
+            return True
+        return self.assistant_backend == PYTHON and python_assistant.calls_backend(self.assistant_model_id) == OFFLINE
 
     @property
     def failure(self) -> str:

@@ -23,6 +23,7 @@ from .plan import (
     estimate_judging,
     judged_users,
     sharded,
+    skipped_offline_note,
 )
 from .report import missing_rate
 from .requests import benchmark_contexts, build_prompt, dimension_requests, judge_context, judge_request
@@ -51,4 +52,5 @@ __all__ = [
     "run_judging",
     "run_judging_batch",
     "sharded",
+    "skipped_offline_note",
 ]

@@ -57,6 +57,8 @@ class JudgingPlan:
     plan: Plan[Dialogue]
     ids: dict[tuple[str, str], str]
     """(dialogue id, dimension name) -> the id of its judgment in the store."""
+    skipped_offline: int = 0
+    """Finished dialogues made on the offline backend that a real judge left alone (`offline_dialogues`)."""
 
     def todo(self, dialogue_id: str, ids: Sequence[str]) -> list[Dimension]:
         """The dimensions of a dialogue whose judgment ids are among `ids`."""
@@ -76,6 +78,7 @@ class JudgingPlan:
             "dialogues_in_store": len(self.dialogues),
             "dialogues_judgeable": len(self.to_judge),
             "dialogues_skipped_error": sum(d.status not in JUDGEABLE_STATUSES for d in self.dialogues),
+            "dialogues_skipped_offline": self.skipped_offline,
             "judgments_done_before": len(self.to_judge) * len(self.dimensions) - self.judgments,
         }
 
@@ -89,13 +92,21 @@ def plan_judging(
     prompt_version: str,
     select: Select | None,
     retry_errors: bool,
+    offline_dialogues: bool | None = None,
 ) -> JudgingPlan:
     """Every judgeable dialogue with a judgment by `judge_model` on `backend` still to make on
-    `dimensions` (errored ones when asked)."""
+    `dimensions` (errored ones when asked). Dialogues made on the offline backend are judged by an
+    offline judge; a real judge leaves them alone (money spent on rule-based text) unless
+    `offline_dialogues=True` (False: never judge them)."""
     dims = dimensions_from(dimensions)
     model_key = judge_model_key(judge_model)
     dialogues = store.read(Dialogue)
     to_judge = judgeable(dialogues, select)
+    if offline_dialogues is None:
+        offline_dialogues = backend == "offline"
+    skipped = 0 if offline_dialogues else sum(d.made_offline for d in to_judge)
+    if skipped:
+        to_judge = [d for d in to_judge if not d.made_offline]
     stored = store.ids(Judgment)
     legacy = {j.id: j.judge for j in store.read(Judgment) if j.legacy}
     judge = (backend, resolved_model(model_key, backend))
@@ -108,7 +119,22 @@ def plan_judging(
     }
     candidates = [([ids[d.id, dim.name] for dim in dims], d) for d in to_judge]
     planned = engine.plan(store, Judgment, candidates, retry_errors=retry_errors)
-    return JudgingPlan(dialogues, to_judge, dims, model_key, prompt_version, backend, planned, ids)
+    return JudgingPlan(dialogues, to_judge, dims, model_key, prompt_version, backend, planned, ids, skipped)
+
+
+OFFLINE_PARAMETER = "judge_offline_dialogues"
+"""The notebook parameter that makes a real judge judge offline-made dialogues too."""
+
+
+def skipped_offline_note(details: Mapping[str, Any]) -> str:
+    """One line saying how many offline-made dialogues a real judge left alone, and how to judge them
+    anyway; empty when none were."""
+    n = details.get("dialogues_skipped_offline", 0)
+    if not n:
+        return ""
+    return (f"{n} finished dialogue(s) made on the offline backend were not judged by the "
+            f"{details.get('judge_backend')} judge; set {OFFLINE_PARAMETER}=True (run_judging(..., "
+            "offline_dialogues=True)) to judge them too.")
 
 
 def dialogue_filter(users: UsersArg = None, task_types: Iterable[str] | None = None) -> Select:
@@ -158,6 +184,7 @@ def estimate_judging(
     answer_tokens: int = ANSWER_TOKENS,
     sample: int = 300,
     retry_errors: bool = True,
+    offline_dialogues: bool | None = None,
 ) -> CostEstimate:
     """Calls, tokens and cost of the judgments `run_judging` with these arguments would still make.
 
@@ -167,7 +194,7 @@ def estimate_judging(
     """
     planned = plan_judging(store, judge_model=judge_model, backend=backend, dimensions=dimensions,
                            prompt_version=prompt_version, select=sharded(select, shard),
-                           retry_errors=retry_errors)
+                           retry_errors=retry_errors, offline_dialogues=offline_dialogues)
     work = [(item.payload, planned.todo(item.payload.id, item.ids)) for item in planned.plan.items]
     tally = Tally(backend, batch=batch)
     contexts: dict[str, Mapping[str, Any]] = {}
@@ -185,4 +212,5 @@ def estimate_judging(
         "of them",
         f"answers assumed {answer_tokens} tokens; the format reminder after an unreadable answer not counted",
         "turn-level personalization: one call per assistant turn",
+        *filter(None, [skipped_offline_note(planned.details())]),
     ])
