@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import json
+from pathlib import Path
+from typing import Any
 
+import papermill
 import pytest
 from support import assistants
+from support.fake_server import FakeLLMServer
+from test_run_identity import scripted_reply
 from test_simulation_support import tiny_benchmark
 
-from personalens_utils.assistants.retrieval import RetrievalAssistant, passages
+from personalens_utils.assistants.retrieval import RETRIEVED_HEADING, RetrievalAssistant, passages
+from personalens_utils.data import save_benchmark
 from personalens_utils.llm import Message, registry
 from personalens_utils.llm.clients import Clients
 from personalens_utils.llm.offline.reference import SETTING_ASSISTANT
@@ -24,6 +31,7 @@ from personalens_utils.simulation import (
     run_simulation,
 )
 from personalens_utils.store import RunStore
+from personalens_utils.tables import read_table
 
 RETRIEVAL = "personalens_utils.assistants.retrieval:RetrievalAssistant"
 
@@ -190,3 +198,80 @@ def test_a_reply_that_breaks_the_protocol_is_a_bug_naming_the_assistant(tmp_path
         finally:
             clients.close()
     assert not RunStore(tmp_path).read(Dialogue)  # nothing stored for the items a bug broke
+
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+QWEN = "openai@PL_ASSISTANT_URL:Qwen/Qwen2.5-7B-Instruct"
+NOTES_REPLY = "From your notes:"
+
+
+def notes_reply(api: str, body: dict[str, Any]) -> str:
+    """`scripted_reply`, except that an assistant whose prompt holds retrieved notes quotes the first one."""
+    system = body.get("system") if api == "anthropic" else next(
+        (m["content"] for m in body.get("messages", []) if m.get("role") == "system"), "")
+    if isinstance(system, str) and RETRIEVED_HEADING in system:
+        first = system.split(RETRIEVED_HEADING, 1)[1].strip().splitlines()[0]
+        return f"{NOTES_REPLY} {first}"
+    return scripted_reply(api, body)
+
+
+def _shown(path: Path, marker: str) -> str:
+    cell = next(c for c in json.loads(path.read_text())["cells"] if marker in "".join(c["source"]))
+    return "".join("".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/markdown", ""))
+                   + "".join(o.get("data", {}).get("text/plain", "")) for o in cell["outputs"])
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
+def test_notebooks_evaluate_the_retrieval_assistant_against_the_prompt_based_one(tmp_path, monkeypatch):
+    """User agent and judge on an Anthropic-format server, the prompt-based assistant and the retrieval
+    assistant's model on an OpenAI-format one (separate processes, 10% injected 429/529/500):
+    03 twice, 04, then 05's comparison section writes Table 3 with both assistants."""
+    save_benchmark(tiny_benchmark(n_users=1, seed=3), tmp_path / "bench")
+    monkeypatch.setenv("PERSONALENS_CACHE", str(tmp_path / "cache"))
+    retrieval = f"python:{RETRIEVAL}?k=2&model={QWEN}"
+    common = {"benchmark_dir": str(tmp_path / "bench"), "run_dir": str(tmp_path / "run"), "backend": "anthropic",
+              "user_model": "claude-3-5-haiku", "settings": ["base+I"]}
+    judge = {"judge_model": "Claude 3.5 Sonnet"}
+    faults = dict(fault_rate=0.1, fault_statuses=(429, 529, 500), seed=5, process=True)
+
+    def run(notebook: str, out: str, **parameters: Any) -> Path:
+        executed = tmp_path / f"{out}.ipynb"
+        papermill.execute_notebook(str(NOTEBOOKS / f"{notebook}.ipynb"), str(executed), kernel_name="python3",
+                                   progress_bar=False, parameters={**common, "output_dir": str(tmp_path / out),
+                                                                   **parameters})
+        return executed
+
+    with FakeLLMServer(reply=notes_reply, **faults) as claude, FakeLLMServer(reply=notes_reply, **faults) as vllm:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", claude.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key-not-secret")
+        monkeypatch.setenv("PL_ASSISTANT_URL", vllm.url + "/v1")
+        run("03_simulation", "sim-prompt", assistant_model=QWEN)
+        sim = run("03_simulation", "sim-python", assistant_model=retrieval)
+        run("04_judging", "judging", **judge,
+            dimensions=["task_completion", "personalization", "naturalness_assistant", "coherence_assistant"])
+        ablation = run("05_ablation", "ablation", **judge, assistant_model=QWEN, compare_assistant=retrieval,
+                       settings=["base", "base+I"], ablation_users=None)
+        claude_paths = claude.stats()
+    store = RunStore(tmp_path / "run")
+    dialogues = [d for d in store.read(Dialogue) if d.assistant_setting == "base+I"]
+    mine = [d for d in dialogues if d.assistant_backend == "python"]
+    theirs = [d for d in dialogues if d.assistant_backend == "openai"]
+    assert len(mine) == len(theirs) == 4 and {d.status for d in dialogues} == {"terminated"}
+    assert {d.scenario_id for d in mine} == {d.scenario_id for d in theirs}  # the same scenarios
+    assert {d.assistant_model_id for d in mine} == {
+        f"{retrieval.removeprefix('python:')} version 1 -> openai:Qwen/Qwen2.5-7B-Instruct"}
+    assert {d.user_backend for d in dialogues} == {"anthropic"}
+    # every reply of the retrieval assistant came from the OpenAI-format server, with its notes in the prompt
+    replies = [t.content for d in mine for t in d.turns if t.role == "assistant"]
+    assert replies and all(r.startswith(NOTES_REPLY) for r in replies)
+    assert not any(t.content.startswith(NOTES_REPLY) for d in theirs for t in d.turns)
+    assert set(claude_paths) == {"/v1/messages"}
+    usage = _shown(sim, "run_simulation(")
+    assert "user agent" in usage and "openai@PL_ASSISTANT_URL" in usage and "anthropic" in usage
+    table = read_table(tmp_path / "ablation" / "tables" / "table3_own_assistant.csv")
+    assert list(table["Assistant model"]) == ["Qwen/Qwen2.5-7B-Instruct", retrieval.removeprefix("python:")]
+    assert table.notna().all().all()
+    shown = _shown(ablation, "analysis.table3(")
+    assert "Table 3." in shown and "backend anthropic, openai, python" in shown
+    assert "OFFLINE" not in shown.upper().replace("OFFLINE_", "")
