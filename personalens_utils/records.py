@@ -26,9 +26,9 @@ import orjson
 
 from personalens_utils.llm import python_assistant, registry
 from personalens_utils.llm.specs import PYTHON
+from personalens_utils.llm.types import FatalError, Message, Usage
 
 OFFLINE = "offline"
-from personalens_utils.llm.types import FatalError, Message, Usage
 
 ERROR = "error"
 """The status of a record whose work failed in the llm layer; a rerun may replace it."""
@@ -249,7 +249,8 @@ class Dialogue(Record):
         model an assistant written in Python calls."""
         if OFFLINE in (self.user_backend, self.assistant_backend):
             return True
-        return self.assistant_backend == PYTHON and python_assistant.calls_backend(self.assistant_model_id) == OFFLINE
+        called = python_assistant.calls_backend(self.assistant_model_id)
+        return self.assistant_backend == PYTHON and called == OFFLINE
 
     @property
     def failure(self) -> str:

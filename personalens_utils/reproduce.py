@@ -25,8 +25,8 @@ import papermill
 from personalens_utils.analysis.scores import load_dialogues, load_judgments
 
 from .llm import registry
-from .llm.specs import ModelSpec, SpecError
 from .llm.offline.reference import DESIGNED_ORDER
+from .llm.specs import ModelSpec, SpecError
 from .paths import find_official_data, project_root, runs_dir
 from .store import RunStore
 
@@ -405,7 +405,8 @@ def _called_lines(settings: Settings) -> list[str]:
     specs = role_specs(settings)
     if all(spec.backend == "offline" for spec in specs.values()):
         return []
-    lines = [line for role, spec in specs.items() for line in registry.role_lines({role: spec.model}, spec.backend)]
+    lines = [line for role, spec in specs.items()
+             for line in registry.role_lines({role: spec.model}, spec.backend)]
     return ["Called (see Table 11 for the paper's models):", "", *(f"- {line}" for line in lines), ""]
 
 
@@ -556,8 +557,9 @@ def parse_args(argv: Sequence[str] | None = None) -> Settings:
     parser.add_argument("--second-judge-model", help="judge for judge-judge agreement when no annotations")
     parser.add_argument(
         "--compare-assistant",
-        help="your assistant (e.g. python:personalens_utils.assistants.retrieval:RetrievalAssistant): notebook 05 "
-        "compares it with the ablation assistant on the same scenarios (Table 3, table3_own_assistant)",
+        help="your assistant (e.g. python:personalens_utils.assistants.retrieval:RetrievalAssistant): "
+        "notebook 05 compares it with the ablation assistant on the same scenarios "
+        "(Table 3, table3_own_assistant)",
     )
     parser.add_argument("--annotations", help="glob of filled annotation sheets (CSV) for Table 5")
     parser.add_argument("--max-concurrency", type=int, default=16)

@@ -71,8 +71,9 @@ def test_an_assistant_that_cannot_be_loaded_fails_with_the_spec_named(target, me
 
 
 def test_options_are_written_canonically_and_become_the_identity():
-    spec = ModelSpec.parse(f"python:{RETRIEVAL}?model=openai@VLLM_URL:Qwen/Qwen2.5-7B-Instruct&k=2", "offline")
-    assert spec.backend == "python" and spec.model == f"{RETRIEVAL}?k=2&model=openai@VLLM_URL:Qwen/Qwen2.5-7B-Instruct"
+    qwen = "openai@VLLM_URL:Qwen/Qwen2.5-7B-Instruct"
+    spec = ModelSpec.parse(f"python:{RETRIEVAL}?model={qwen}&k=2", "offline")
+    assert spec.backend == "python" and spec.model == f"{RETRIEVAL}?k=2&model={qwen}"
     loaded = _load(spec.model)
     assert loaded.inner == ModelSpec("openai", "Qwen/Qwen2.5-7B-Instruct", "VLLM_URL")
     assert loaded.model_id == f"{spec.model} version 1 -> openai:Qwen/Qwen2.5-7B-Instruct"
@@ -127,8 +128,9 @@ def test_dialogues_of_a_python_assistant_carry_its_identity_and_the_model_it_cal
         user = clients.client(clients.spec("Claude 3 Sonnet"))
         for k in ("1", "4"):
             spec = clients.spec(f"python:{RETRIEVAL}?k={k}")
-            run_simulation(bench, store, user, assistant_client=clients.client(spec), assistant_model=spec.model,
-                           assistant_backend="python", settings=["base+I"], task_types=["SD"])
+            run_simulation(bench, store, user, assistant_client=clients.client(spec),
+                           assistant_model=spec.model, assistant_backend="python", settings=["base+I"],
+                           task_types=["SD"])
         usage = clients.usage_frame("simulation")
     finally:
         clients.close()
@@ -154,8 +156,8 @@ def test_retrieval_ranks_the_sentences_about_the_request_first():
                             "repeatedly chosen quiet and outdoor seating."}
     assert len(passages(notes)) == 3
     got = RetrievalAssistant(k=1).retrieve(_view(notes, "Which ambiance would suit me tonight?"))
-    assert got == {"Restaurants": "For the ambiance preference, they have repeatedly chosen quiet and outdoor "
-                                  "seating."}
+    assert got == {"Restaurants": "For the ambiance preference, they have repeatedly chosen quiet and "
+                                  "outdoor seating."}
     assert RetrievalAssistant(k=1).retrieve(_view(notes, "Hello!")) == {}  # nothing shares a word
 
 
@@ -179,15 +181,17 @@ def test_the_offline_model_answers_from_what_retrieval_put_in_front_of_it():
 
 
 def _ctx_with(notes: dict[str, str]) -> ScenarioContext:
-    bench, contexts = _contexts()
+    _, contexts = _contexts()
     ctx = next(c for c in contexts if c.scenario.domains == ["Alarm"])
     return ScenarioContext(ctx.scenario, ctx.demographics, ctx.preferences, notes)
 
 
 def test_a_reply_that_breaks_the_protocol_is_a_bug_naming_the_assistant(tmp_path):
     bench = tiny_benchmark(n_users=1, seed=3)
-    for target, error, message in [("support.assistants:NotText", TypeError, "returned int, not the reply text"),
-                                   ("support.assistants:Undeclared", RuntimeError, "declares none")]:
+    for target, error, message in [
+        ("support.assistants:NotText", TypeError, "returned int, not the reply text"),
+        ("support.assistants:Undeclared", RuntimeError, "declares none"),
+    ]:
         clients = Clients("offline", progress=False)
         try:
             spec = clients.spec(f"python:{target}")
@@ -230,19 +234,20 @@ def test_notebooks_evaluate_the_retrieval_assistant_against_the_prompt_based_one
     save_benchmark(tiny_benchmark(n_users=1, seed=3), tmp_path / "bench")
     monkeypatch.setenv("PERSONALENS_CACHE", str(tmp_path / "cache"))
     retrieval = f"python:{RETRIEVAL}?k=2&model={QWEN}"
-    common = {"benchmark_dir": str(tmp_path / "bench"), "run_dir": str(tmp_path / "run"), "backend": "anthropic",
-              "user_model": "claude-3-5-haiku", "settings": ["base+I"]}
+    common = {"benchmark_dir": str(tmp_path / "bench"), "run_dir": str(tmp_path / "run"),
+              "backend": "anthropic", "user_model": "claude-3-5-haiku", "settings": ["base+I"]}
     judge = {"judge_model": "Claude 3.5 Sonnet"}
     faults = dict(fault_rate=0.1, fault_statuses=(429, 529, 500), seed=5, process=True)
 
     def run(notebook: str, out: str, **parameters: Any) -> Path:
         executed = tmp_path / f"{out}.ipynb"
         papermill.execute_notebook(str(NOTEBOOKS / f"{notebook}.ipynb"), str(executed), kernel_name="python3",
-                                   progress_bar=False, parameters={**common, "output_dir": str(tmp_path / out),
-                                                                   **parameters})
+                                   progress_bar=False,
+                                   parameters={**common, "output_dir": str(tmp_path / out), **parameters})
         return executed
 
-    with FakeLLMServer(reply=notes_reply, **faults) as claude, FakeLLMServer(reply=notes_reply, **faults) as vllm:
+    with FakeLLMServer(reply=notes_reply, **faults) as claude, \
+            FakeLLMServer(reply=notes_reply, **faults) as vllm:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", claude.url)
         monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key-not-secret")
         monkeypatch.setenv("PL_ASSISTANT_URL", vllm.url + "/v1")

@@ -238,7 +238,7 @@ def test_per_role_specs_reach_the_notebooks_and_notebook_06_gets_the_stored_name
     assert calls["05_ablation"]["compare_assistant"] == RETRIEVAL
     analysis = calls["06_analysis"]  # it selects stored records by the names the specs gave them
     assert analysis["assistant_models"] == [
-        "Qwen/Qwen2.5-7B-Instruct", "personalens_utils.assistants.retrieval:RetrievalAssistant?k=2&model=offline"]
+        "Qwen/Qwen2.5-7B-Instruct", RETRIEVAL.removeprefix("python:")]
     assert (analysis["user_model"], analysis["judge_model"]) == ("claude-haiku-4-5", "claude-sonnet-4-5")
     lines = reproduce._called_lines(settings)
     assert "- judge: anthropic:" in "\n".join(lines)

@@ -290,8 +290,9 @@ def test_a_real_judge_leaves_offline_made_dialogues_alone_unless_asked(bench, tm
         real = anthropic_client(server, monkeypatch)
         try:
             run_simulation(bench, store, offline, task_types=["SD"])  # offline user and assistant
-            run_simulation(bench, store, real, user_model=MODEL, assistant_model=python.model,  # model offline
-                           assistant_client=clients.client(python), assistant_backend="python", task_types=["SD"])
+            run_simulation(bench, store, real, user_model=MODEL, assistant_model=python.model,
+                           assistant_client=clients.client(python), assistant_backend="python",
+                           task_types=["SD"])  # a real user agent, but the assistant's model is offline
             run_simulation(bench, store, real, user_model=MODEL, assistant_model=MODEL, task_types=["SD"])
             dialogues = store.read(Dialogue)
             made_offline = [d for d in dialogues if d.made_offline]
@@ -299,12 +300,13 @@ def test_a_real_judge_leaves_offline_made_dialogues_alone_unless_asked(bench, tm
             contexts = judging.benchmark_contexts(bench)
             options = dict(judge_model=JUDGE, dimensions=["personalization"])
             estimate = judging.estimate_judging(store, contexts, backend="anthropic", **options)
-            assert estimate.calls == 6 and "12 finished dialogue(s) made on the offline backend" in str(estimate)
+            skipped = "12 finished dialogue(s) made on the offline backend"
+            assert estimate.calls == 6 and skipped in str(estimate)
             report = judging.run_judging(store, real, contexts, **options)
             assert report.statuses == {"ok": 6}
             note = judging.skipped_offline_note(report.details)
-            assert note.startswith("12 finished dialogue(s) made on the offline backend were not judged by the "
-                                   "anthropic judge") and "judge_offline_dialogues=True" in note
+            assert note.startswith(f"{skipped} were not judged by the anthropic judge")
+            assert "judge_offline_dialogues=True" in note
             judged = {j.dialogue_id for j in store.read(Judgment)}
             assert judged == {d.id for d in dialogues if not d.made_offline}
             anyway = judging.run_judging(store, real, contexts, offline_dialogues=True, **options)

@@ -101,8 +101,8 @@ def test_the_estimate_prices_each_role_on_its_own_backend(tmp_path):
     haiku = registry.resolve("claude-haiku-4-5", "anthropic")
 
     def rows(**options):
-        table = estimate_simulation(bench, RunStore(tmp_path), backend="offline", user_model="Claude 3 Sonnet",
-                                    **options).table
+        table = estimate_simulation(bench, RunStore(tmp_path), backend="offline",
+                                    user_model="Claude 3 Sonnet", **options).table
         return {kind: row for kind, row in table.set_index("kind").iterrows() if kind}
 
     priced = rows(assistant_model="claude-haiku-4-5", assistant_backend="anthropic")
@@ -114,11 +114,13 @@ def test_the_estimate_prices_each_role_on_its_own_backend(tmp_path):
     # a Python assistant is priced on the model it declares, with the same turns
     python = rows(assistant_model="personalens_utils.assistants.retrieval:RetrievalAssistant"
                                   "?model=anthropic:claude-haiku-4-5", assistant_backend="python")
-    assert (python["assistant_turn"]["backend"], python["assistant_turn"]["model"]) == ("anthropic", "claude-haiku-4-5")
+    turn = python["assistant_turn"]
+    assert (turn["backend"], turn["model"]) == ("anthropic", "claude-haiku-4-5")
     assert python["assistant_turn"]["cost_usd"] == pytest.approx(assistant["cost_usd"])
     # an assistant on a self-hosted server has no price; the user agent on Claude still has one
-    hosted = estimate_simulation(bench, RunStore(tmp_path), backend="anthropic", user_model="claude-haiku-4-5",
-                                 assistant_model="Qwen/Qwen2.5-7B-Instruct", assistant_backend="openai")
+    hosted = estimate_simulation(bench, RunStore(tmp_path), backend="anthropic",
+                                 user_model="claude-haiku-4-5", assistant_model="Qwen/Qwen2.5-7B-Instruct",
+                                 assistant_backend="openai")
     by_kind = hosted.table.set_index("kind")["cost_usd"]
     assert by_kind["user_turn"] > 0 and math.isnan(by_kind["assistant_turn"])
 

@@ -26,10 +26,11 @@ from personalens_utils.prompts.render import render_fields
 
 _WORD = re.compile(r"[a-z0-9]+")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
-_STOPWORDS = frozenset(
-    "a an and are as at be but by can could do for from have i in is it its me my of on or our please "
-    "so that the their them they this to was we were what which with would you your".split()
-)
+_STOPWORDS = frozenset((
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "can", "could", "do", "for", "from", "have", "i",
+    "in", "is", "it", "its", "me", "my", "of", "on", "or", "our", "please", "so", "that", "the", "their",
+    "them", "they", "this", "to", "was", "we", "were", "what", "which", "with", "would", "you", "your",
+))
 RETRIEVED_HEADING = "## Notes from earlier conversations that match this request"
 
 

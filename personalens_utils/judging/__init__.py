@@ -23,6 +23,7 @@ from .plan import (
     estimate_judging,
     judged_users,
     sharded,
+    skipped_offline_line,
     skipped_offline_note,
 )
 from .report import missing_rate
@@ -52,5 +53,6 @@ __all__ = [
     "run_judging",
     "run_judging_batch",
     "sharded",
+    "skipped_offline_line",
     "skipped_offline_note",
 ]

@@ -17,6 +17,7 @@ from personalens_utils import engine
 from personalens_utils.data import UsersArg, resolve_users
 from personalens_utils.engine import Plan
 from personalens_utils.llm.budget import CostEstimate, Tally
+from personalens_utils.llm.registry import KNOWN_BACKENDS
 from personalens_utils.prompts import judge as prompts
 from personalens_utils.records import Dialogue, Judgment, current_id, resolved_model
 from personalens_utils.shards import Shard
@@ -33,6 +34,8 @@ from .dimensions import (
 from .requests import ContextFor, dimension_requests
 
 JUDGEABLE_STATUSES = ("terminated", "turn_cap")
+REAL_BACKENDS = tuple(b for b in KNOWN_BACKENDS if b != "offline")
+"""Backends of language models; a judge on one skips offline-made dialogues by default."""
 ANSWER_TOKENS = 300
 """Answer length assumed by `estimate_judging` (a score line and a few sentences of justification)."""
 
@@ -95,16 +98,14 @@ def plan_judging(
     offline_dialogues: bool | None = None,
 ) -> JudgingPlan:
     """Every judgeable dialogue with a judgment by `judge_model` on `backend` still to make on
-    `dimensions` (errored ones when asked). Dialogues made on the offline backend are judged by an
-    offline judge; a real judge leaves them alone (money spent on rule-based text) unless
-    `offline_dialogues=True` (False: never judge them)."""
+    `dimensions` (errored ones when asked). A judge on a real backend (`REAL_BACKENDS`) leaves the
+    dialogues made on the offline backend alone (money spent on rule-based text) unless
+    `offline_dialogues=True`; other judges (offline, test doubles) judge them (False: never)."""
     dims = dimensions_from(dimensions)
     model_key = judge_model_key(judge_model)
     dialogues = store.read(Dialogue)
     to_judge = judgeable(dialogues, select)
-    if offline_dialogues is None:
-        offline_dialogues = backend == "offline"
-    skipped = 0 if offline_dialogues else sum(d.made_offline for d in to_judge)
+    skipped = sum(d.made_offline for d in to_judge) if _skips_offline(backend, offline_dialogues) else 0
     if skipped:
         to_judge = [d for d in to_judge if not d.made_offline]
     stored = store.ids(Judgment)
@@ -165,9 +166,26 @@ def sharded(select: Select | None, shard: str | Shard | None) -> Select | None:
     return lambda dialogue: part.owns(dialogue.id) and (select is None or select(dialogue))
 
 
-def judged_users(store: RunStore, select: Select | None = None) -> list[int]:
-    """User indices of the judgeable dialogues in the store: the profiles judging needs loaded."""
-    return sorted({d.user_id for d in judgeable(store.read(Dialogue), select)})
+def judged_users(store: RunStore, select: Select | None = None, *, backend: str = "offline",
+                 offline_dialogues: bool | None = None) -> list[int]:
+    """User indices of the dialogues a judge on `backend` would judge: the profiles judging needs loaded."""
+    skip = _skips_offline(backend, offline_dialogues)
+    found = judgeable(store.read(Dialogue), select)
+    return sorted({d.user_id for d in found if not (skip and d.made_offline)})
+
+
+def skipped_offline_line(store: RunStore, select: Select | None = None, *, backend: str,
+                         offline_dialogues: bool | None = None) -> str:
+    """`skipped_offline_note` before any judging: how many offline-made dialogues a judge on `backend`
+    leaves alone; empty when none."""
+    if not _skips_offline(backend, offline_dialogues):
+        return ""
+    n = sum(d.made_offline for d in judgeable(store.read(Dialogue), select))
+    return skipped_offline_note({"dialogues_skipped_offline": n, "judge_backend": backend})
+
+
+def _skips_offline(backend: str, offline_dialogues: bool | None) -> bool:
+    return not (backend not in REAL_BACKENDS if offline_dialogues is None else offline_dialogues)
 
 
 def estimate_judging(

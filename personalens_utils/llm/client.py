@@ -665,7 +665,9 @@ class SharedBudget:
 
 
 @contextlib.contextmanager
-def shared_spending_limit(clients: Sequence[LLMClient], max_cost_usd: float | None) -> Iterator[SharedBudget | None]:
+def shared_spending_limit(
+    clients: Sequence[LLMClient], max_cost_usd: float | None
+) -> Iterator[SharedBudget | None]:
     """Refuse new calls of every client in `clients` once they have together spent `max_cost_usd` more
     (None: no limit); like `LLMClient.spending_limit`, calls in flight finish."""
     limit = _check_limit(max_cost_usd)

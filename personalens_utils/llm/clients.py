@@ -14,8 +14,8 @@ from typing import Any
 import pandas as pd
 
 from .client import USAGE_COLUMNS, LLMClient
-from .registry import KNOWN_BACKENDS
 from .python_assistant import PythonAssistant
+from .registry import KNOWN_BACKENDS
 from .specs import PYTHON, ModelSpec, SpecError
 from .types import ROLES
 

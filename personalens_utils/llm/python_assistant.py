@@ -80,7 +80,7 @@ class AssistantView:
                    interactions=context.get("interactions"), situation=context.get("situation"))
 
     def context(self) -> dict[str, Any]:
-        """The structured context, as an assistant request carries it (the offline backend answers from it)."""
+        """The structured context, as an assistant request carries it (what the offline backend reads)."""
         full = {"setting": self.setting, "task_type": self.task_type, "domains": list(self.domains),
                 "demographics": self.demographics, "interactions": self.interactions,
                 "situation": self.situation}
@@ -105,8 +105,8 @@ class Target:
         module, colon, name = head.partition(":")
         parts = module.split(".")
         if not colon or not all(p.isidentifier() for p in parts) or not name.isidentifier():
-            raise SpecError(f"{what}='python:{text}': write python:package.module:Name, where Name is a class "
-                            "or object with a reply(view, llm) method (docs/simulation.md)")
+            raise SpecError(f"{what}='python:{text}': write python:package.module:Name, where Name is a "
+                            "class or object with a reply(view, llm) method (docs/simulation.md)")
         options = []
         for pair in filter(None, query.split("&")):
             key, eq, value = pair.partition("=")
@@ -177,7 +177,8 @@ def load(text: str) -> Loaded:
     try:
         found = getattr(module, target.name)
     except AttributeError:
-        raise AssistantLoadError(f"{where}: module {target.module!r} has no attribute {target.name!r}") from None
+        raise AssistantLoadError(
+            f"{where}: module {target.module!r} has no attribute {target.name!r}") from None
     if inspect.isclass(found):
         try:
             obj = found(**dict(target.options))
@@ -249,7 +250,8 @@ class AssistantLLM:
                        messages=tuple(self.view.dialogue if messages is None else messages),
                        model=self.spec.model,
                        temperature=self.temperature if temperature is None else temperature,
-                       max_tokens=max_tokens or self.max_tokens, context={**self.view.context(), **(context or {})})
+                       max_tokens=max_tokens or self.max_tokens,
+                       context={**self.view.context(), **(context or {})})
 
     async def complete(self, system: str, messages: Sequence[Message] | None = None, **options: Any) -> str:
         """The model's answer text (options: `context`, `temperature`, `max_tokens`)."""
@@ -308,7 +310,8 @@ class PythonAssistant:
         """The Python assistant's reply to an assistant request of the dialogue loop."""
         loaded = self.loaded
         if Target.parse(request.model) != loaded.target:
-            raise ValueError(f"a request for python:{request.model} reached the adapter of python:{loaded.target}")
+            raise ValueError(f"a request for python:{request.model} reached the adapter of "
+                             f"python:{loaded.target}")
         view = AssistantView.of(request)
         door = AssistantLLM(self.inner, loaded.inner, view, f"python:{loaded.target}", request.temperature,
                             request.max_tokens)
@@ -320,7 +323,8 @@ class PythonAssistant:
             if inspect.isawaitable(text):
                 text = await text
         if not isinstance(text, str):
-            raise TypeError(f"python:{loaded.target}: reply() returned {type(text).__name__}, not the reply text")
+            raise TypeError(f"python:{loaded.target}: reply() returned {type(text).__name__}, "
+                            "not the reply text")
         usage = sum((r.usage for r in door.responses), Usage())
         return Response(text=text, usage=usage, backend=PYTHON, model=loaded.model_id,
                         latency_s=time.perf_counter() - started,

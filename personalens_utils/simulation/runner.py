@@ -274,7 +274,9 @@ def estimate_simulation(benchmark: Benchmark, run: RunStore | str | os.PathLike[
     ])
 
 
-def _assistant_pricing(backend: str, assistant_backend: str | None, model: str) -> tuple[str, str | None, str]:
+def _assistant_pricing(
+    backend: str, assistant_backend: str | None, model: str
+) -> tuple[str, str | None, str]:
     """The backend and model an estimate prices the assistant's turns on, and how to say so: a Python
     assistant's are its declared model's, sized like a prompt-based assistant's turns."""
     assistant_backend = assistant_backend or backend
