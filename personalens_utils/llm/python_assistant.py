@@ -289,10 +289,6 @@ class PythonAssistant:
     def max_concurrency(self) -> int:
         return self.inner.max_concurrency if self.inner is not None else 8
 
-    @property
-    def current_stage(self) -> str:
-        return self.inner.current_stage if self.inner is not None else ""
-
     @contextmanager
     def stage(self, name: str) -> Iterator[PythonAssistant]:
         """Book the calls of the assistant's model under stage `name`."""
@@ -302,9 +298,6 @@ class PythonAssistant:
     def llm_clients(self) -> list[LLMClient]:
         """The clients the assistant's calls go to (what a spending limit must count)."""
         return [self.inner] if self.inner is not None else []
-
-    def totals(self) -> dict[str, float]:
-        return self.inner.totals() if self.inner is not None else {}
 
     async def acomplete(self, request: Request) -> Response:
         """The Python assistant's reply to an assistant request of the dialogue loop."""
@@ -343,6 +336,3 @@ class PythonAssistant:
             checked = self._clients.client(loaded.inner).preflight({f"{role}'s model": loaded.inner.model})
             lines += [line, *checked]
         return lines
-
-    def close(self) -> None:
-        """Nothing of its own to close: the clients of its model belong to `Clients`."""
