@@ -81,10 +81,9 @@ class AssistantView:
 
     def context(self) -> dict[str, Any]:
         """The structured context, as an assistant request carries it (what the offline backend reads)."""
-        full = {"setting": self.setting, "task_type": self.task_type, "domains": list(self.domains),
-                "demographics": self.demographics, "interactions": self.interactions,
-                "situation": self.situation}
-        return {key: value for key, value in full.items() if value is not None}
+        values = {key: getattr(self, key) for key in VIEW_KEYS}
+        return {key: list(value) if key == "domains" else value for key, value in values.items()
+                if value is not None}
 
     def user_messages(self) -> list[str]:
         """What the user has said so far, oldest first."""
