@@ -165,19 +165,6 @@ def frame_html(
     )
 
 
-class Frame:
-    """A frame to display as `frame_html` (e.g. `display(Frame(df, precision=3))`)."""
-
-    def __init__(self, frame: pd.DataFrame, *, precision: int = 2, caption: str = "") -> None:
-        self.frame, self.precision, self.caption = frame, precision, caption
-
-    def _repr_html_(self) -> str:
-        return frame_html(self.frame, precision=self.precision, caption=self.caption)
-
-    def __repr__(self) -> str:
-        return repr(self.frame)
-
-
 def use_in_notebook() -> bool:
     """Show every DataFrame of the running IPython kernel as `frame_html`; False outside IPython.
 
