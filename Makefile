@@ -26,6 +26,8 @@ lint: install
 test: install lint
 	$(BIN)/python -m pytest -n 2 --dist loadgroup $(ARGS)
 
+# e.g. make reproduce RUN=mine ARGS="--backend anthropic --assistant-models openai@VLLM_URL:Qwen/Qwen2.5-7B-Instruct"
+# (per-role specs: --user-model, --assistant-models, --ablation-model, --judge-model, --compare-assistant python:...)
 reproduce: install
 	$(BIN)/python -m personalens_utils.reproduce --run $(RUN) $(ARGS)
 

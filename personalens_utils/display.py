@@ -22,19 +22,19 @@ CSS: dict[str, str] = {
     "pl-scroll": "overflow-x: auto; max-width: 100%",
     "pl-table": "border-collapse: collapse; font-size: 0.9em; margin: 4px 0",
     "th": "padding: 2px 8px; border-bottom: 1px solid #ccc; vertical-align: top; text-align: left; "
-          "background-color: #f4f4f4; white-space: nowrap",
+    "background-color: #f4f4f4; white-space: nowrap",
     "td": "padding: 2px 8px; border-bottom: 1px solid #e4e4e4; vertical-align: top; text-align: left",
     "pl-num": "text-align: right; white-space: nowrap",
     "pl-caption": "margin: 4px 0",
     "pl-chat": "display: flex; flex-direction: column; gap: 6px; max-width: 60em",
     "pl-turn": "border-radius: 6px; padding: 6px 10px; white-space: pre-wrap; overflow-wrap: break-word; "
-               "word-break: normal; line-height: 1.4",
+    "word-break: normal; line-height: 1.4",
     "pl-turn-user": "background-color: #eef3fb; margin-right: 4em",
     "pl-turn-assistant": "background-color: #f3f8ee; margin-left: 4em",
     "pl-turn-head": "font-size: 0.8em; color: #555; white-space: normal",
     "pl-turn-score": "margin-top: 4px; white-space: normal",
     "pl-badge": "display: inline-block; font-size: 0.8em; border-radius: 4px; padding: 0 5px; "
-                "margin: 2px 4px 0 0; background-color: #fff3c4; white-space: normal",
+    "margin: 2px 4px 0 0; background-color: #fff3c4; white-space: normal",
     "pl-judgment": "border-left: 3px solid #bbb; padding: 2px 8px; margin: 6px 0",
     "pl-explanation": "white-space: pre-wrap; overflow-wrap: break-word; word-break: normal",
     "pl-muted": "color: #666",
@@ -123,7 +123,8 @@ def frame_html(
 ) -> str:
     """A frame as a scrolling HTML table: formatted floats, blank cells for undefined values, and
     no index column unless it means something (`index=None`: a named index, e.g. a pivot's, is kept
-    as leading columns; row numbers are not)."""
+    as leading columns; row numbers are not). A frame longer than pandas' `display.max_rows` shows its
+    first and last rows (`display.min_rows`) and how many are left out, as pandas does."""
     title = f'<div class="pl-caption">{esc(caption)}</div>' if caption else ""
     if frame.empty:
         return inline(f'{title}<div class="pl-empty pl-muted">No rows.</div>')
@@ -136,30 +137,32 @@ def frame_html(
         numeric = pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)
         kinds.append((numeric, _precision(columns[position], precision)))
     head = "".join(f"<th>{esc(c)}</th>" for c in columns)
-    rows = []
-    for values in shown.itertuples(index=False, name=None):
-        tds = "".join(
-            f"<td{_NUM if numeric else ''}>{esc(cell(v, digits))}</td>"
-            for v, (numeric, digits) in zip(values, kinds, strict=True)
+
+    def body(part: pd.DataFrame) -> list[str]:
+        return [
+            "<tr>"
+            + "".join(
+                f"<td{_NUM if numeric else ''}>{esc(cell(v, digits))}</td>"
+                for v, (numeric, digits) in zip(values, kinds, strict=True)
+            )
+            + "</tr>"
+            for values in part.itertuples(index=False, name=None)
+        ]
+
+    limit, keep_rows = pd.get_option("display.max_rows"), pd.get_option("display.min_rows") or 10
+    if limit is not None and len(shown) > limit:  # as pandas does: the first and last rows, and how many
+        half = max(keep_rows // 2, 1)
+        gap = (
+            f'<tr><td class="pl-muted" colspan="{len(columns)}">… {len(shown) - 2 * half} more rows, '
+            f"{len(shown)} in all …</td></tr>"
         )
-        rows.append(f"<tr>{tds}</tr>")
+        rows = [*body(shown.iloc[:half]), gap, *body(shown.iloc[-half:])]
+    else:
+        rows = body(shown)
     return inline(
         f'{title}<div class="pl-scroll"><table class="{css_class}"><thead><tr>{head}</tr></thead>'
         f"<tbody>{''.join(rows)}</tbody></table></div>"
     )
-
-
-class Frame:
-    """A frame to display as `frame_html` (e.g. `display(Frame(df, precision=3))`)."""
-
-    def __init__(self, frame: pd.DataFrame, *, precision: int = 2, caption: str = "") -> None:
-        self.frame, self.precision, self.caption = frame, precision, caption
-
-    def _repr_html_(self) -> str:
-        return frame_html(self.frame, precision=self.precision, caption=self.caption)
-
-    def __repr__(self) -> str:
-        return repr(self.frame)
 
 
 def use_in_notebook() -> bool:

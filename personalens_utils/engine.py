@@ -30,6 +30,7 @@ import pandas as pd
 
 from personalens_utils.display import esc, frame_html, inline
 from personalens_utils.llm import FatalError, LLMClient, LLMError, Request, Response, Usage
+from personalens_utils.llm.client import shared_spending_limit
 from personalens_utils.records import Record
 from personalens_utils.store import RunStore
 
@@ -384,15 +385,24 @@ def run_stage(
     max_cost_usd: float | None = None,
     pool_size: int | None = None,
     desc: str = "",
+    others: Sequence[LLMClient] = (),
 ) -> StageReport:
-    """Run the planned items through the client's pool into the store (blocking; works in notebooks)."""
+    """Run the planned items through the client's pool into the store (blocking; works in notebooks).
+    `max_cost_usd` counts the spending of `client` and of the `others` (clients of other roles) together."""
     report, writer, jobs, before = _begin(stage, store, client, planned, report, max_cost_usd)
     try:
-        with client.spending_limit(max_cost_usd):
+        with _limit(client, others, max_cost_usd):
             client.run_all(jobs, desc=desc or stage.name, stage=stage.name, pool_size=pool_size)
     finally:
         _end(report, writer, client, before)
     return report
+
+
+def _limit(client: LLMClient, others: Sequence[LLMClient], max_cost_usd: float | None) -> Any:
+    """The spending limit of a stage: the client's own, or one shared with the other roles' clients."""
+    if others:
+        return shared_spending_limit([client, *others], max_cost_usd)
+    return client.spending_limit(max_cost_usd)
 
 
 def _begin(
@@ -423,11 +433,12 @@ async def arun_stage(
     max_cost_usd: float | None = None,
     pool_size: int | None = None,
     desc: str = "",
+    others: Sequence[LLMClient] = (),
 ) -> StageReport:
     """`run_stage` from a coroutine (on the caller's event loop)."""
     report, writer, jobs, before = _begin(stage, store, client, planned, report, max_cost_usd)
     try:
-        with client.spending_limit(max_cost_usd):
+        with _limit(client, others, max_cost_usd):
             await client.arun_all(jobs, desc=desc or stage.name, stage=stage.name, pool_size=pool_size)
     finally:
         _end(report, writer, client, before)

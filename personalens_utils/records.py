@@ -30,9 +30,12 @@ from typing import Any, ClassVar, NoReturn, Self
 import orjson
 
 from personalens_utils.display import chat_html, esc, fields_html, inline
-from personalens_utils.llm import registry
+from personalens_utils.llm import python_assistant, registry
+from personalens_utils.llm.specs import PYTHON
 from personalens_utils.llm.types import FatalError, Message, Usage
 from personalens_utils.prompts.official import KIT_PROMPTS, OFFICIAL_PROMPTS, PROMPT_SETS
+
+OFFLINE = "offline"
 
 ERROR = "error"
 """The status of a record whose work failed in the llm layer; a rerun may replace it."""
@@ -63,8 +66,11 @@ def resolved_model(model: str, backend: str) -> str:
     """The id `backend` is called with for `model` (the registry's id; for offline, its offline id).
 
     A model the registry cannot place on that backend keeps its given name: such calls fail, and the
-    error record still needs an identity.
+    error record still needs an identity. An assistant written in Python (backend "python") is
+    identified by its target, its declared version and the backend:id of the model it calls.
     """
+    if backend == PYTHON:
+        return python_assistant.model_id(model)
     try:
         return registry.resolve(model, backend)
     except FatalError:
@@ -258,6 +264,15 @@ class Dialogue(Record):
              self.assistant_model_id or model_id(self.assistant_model, self.assistant_backend))
         _check_prompt_set(self)
         super().__post_init__()
+
+    @property
+    def made_offline(self) -> bool:
+        """Whether any of it came from the offline backend: the user agent, the assistant, or the
+        model an assistant written in Python calls."""
+        if OFFLINE in (self.user_backend, self.assistant_backend):
+            return True
+        called = python_assistant.calls_backend(self.assistant_model_id)
+        return self.assistant_backend == PYTHON and called == OFFLINE
 
     @property
     def failure(self) -> str:

@@ -28,6 +28,7 @@ from personalens_utils.analysis.scores import load_dialogues, load_judgments
 from .judging import SCORING_RULES
 from .llm import registry
 from .llm.offline.reference import DESIGNED_ORDER
+from .llm.specs import ModelSpec, SpecError
 from .paths import find_official_data, project_root, runs_dir, write_latest
 from .prompts.official import PROMPT_SETS, OfficialCodeError, load_official_prompts
 from .store import RunStore
@@ -97,6 +98,8 @@ class Settings:
     """The assistant of Figures 4, 5 and Table 13; None: the ablation assistant."""
     judge_model: str = "Claude 3.5 Sonnet"
     second_judge_model: str = "Claude 3.7 Sonnet"
+    compare_assistant: str | None = None
+    """An assistant (e.g. a `python:` spec) notebook 05 compares with the ablation assistant in Table 3."""
     official_users: str = "sample_50"
     ablation_users: int = 20
     generated_users: int = 20
@@ -207,6 +210,23 @@ def _slug(model: str) -> str:
     return "-" + "".join(c if c.isalnum() else "_" for c in model).strip("_").lower()
 
 
+def role_specs(settings: Settings) -> dict[str, ModelSpec]:
+    """Every role's model spec (`backend:model`, `python:...`, or a model on `--backend`); a spec that
+    cannot be read stops the run before any notebook starts."""
+    roles = {"user agent": settings.user_model,
+             **{f"assistant {m}": m for m in settings.assistant_models},
+             "ablation assistant": settings.ablation_model,
+             "judge": settings.judge_model,
+             "second judge": settings.second_judge_model,
+             **({"compared assistant": settings.compare_assistant} if settings.compare_assistant else {})}
+    return {role: ModelSpec.parse(text, settings.backend, what=role) for role, text in roles.items()}
+
+
+def model_name(settings: Settings, text: str) -> str:
+    """The model name a spec's records carry (notebook 06 selects stored records by name)."""
+    return ModelSpec.parse(text, settings.backend).model
+
+
 def run_pass(settings: Settings, name: str, benchmark_dir: Path | None) -> PassResult:
     """Run 01 (generated pass only) through 06 on one benchmark into runs/<run>/<name>/."""
     folder = settings.root / name
@@ -275,6 +295,7 @@ def run_pass(settings: Settings, name: str, benchmark_dir: Path | None) -> PassR
                 **common,
                 "assistant_model": settings.ablation_model,
                 "ablation_users": settings.ablation_users,
+                "compare_assistant": settings.compare_assistant,
             },
         )
     )
@@ -285,8 +306,10 @@ def run_pass(settings: Settings, name: str, benchmark_dir: Path | None) -> PassR
             folder,
             {
                 **common,
-                "assistant_models": list(settings.assistant_models),
-                "focus_model": settings.focus,
+                "user_model": model_name(settings, settings.user_model),
+                "judge_model": model_name(settings, settings.judge_model),
+                "assistant_models": [model_name(settings, m) for m in settings.assistant_models],
+                "focus_model": model_name(settings, settings.focus),
                 "second_judge_model": settings.second_judge_model,
                 "annotation_sheets": settings.annotations,
             },
@@ -389,17 +412,13 @@ def _item_lines(settings: Settings, res: PassResult, item: PaperItem, files: lis
 
 
 def _called_lines(settings: Settings) -> list[str]:
-    """On a real backend, the id each role calls, so a retired paper model's successor is on record."""
-    if settings.backend == "offline":
+    """When any role is not offline, the backend and id each role calls, so a retired paper model's
+    successor (and a Python assistant's model) is on record."""
+    specs = role_specs(settings)
+    if all(spec.backend == "offline" for spec in specs.values()):
         return []
-    roles = {
-        "user agent": settings.user_model,
-        **{f"assistant {model}": model for model in settings.assistant_models},
-        "ablation assistant": settings.ablation_model,
-        "judge": settings.judge_model,
-        "second judge": settings.second_judge_model,
-    }
-    lines = registry.role_lines(roles, settings.backend)
+    lines = [line for role, spec in specs.items()
+             for line in registry.role_lines({role: spec.model}, spec.backend)]
     return ["Called (see Table 11 for the paper's models):", "", *(f"- {line}" for line in lines), ""]
 
 
@@ -439,7 +458,9 @@ def write_index(settings: Settings, results: Sequence[PassResult], seconds: floa
         f"Models: user agent {settings.user_model}; assistants {', '.join(settings.assistant_models)}; "
         f"ablation assistant {settings.ablation_model}; Figures 4, 5 assistant {settings.focus}; "
         f"judge {settings.judge_model}; second judge "
-        f"(Table 5 without annotation sheets) {settings.second_judge_model}.",
+        f"(Table 5 without annotation sheets) {settings.second_judge_model}"
+        + (f"; compared with the ablation assistant in notebook 05: {settings.compare_assistant}."
+           if settings.compare_assistant else "."),
         "",
         _prompt_line(settings),
         "",
@@ -555,14 +576,24 @@ def parse_args(argv: Sequence[str] | None = None) -> Settings:
         "--ablation-users", type=int, default=20, help="how many of those users the six-setting ablation uses"
     )
     parser.add_argument("--generated-users", type=int, default=20, help="size of the generated benchmark")
-    parser.add_argument("--assistant-models", help="comma list of assistant models for Table 3")
-    parser.add_argument("--ablation-model", help="the assistant of the ablation (Table 4)")
+    parser.add_argument(
+        "--assistant-models",
+        help="comma list of assistants for Table 3; each a model on --backend or a spec: backend:model, "
+        "openai@VAR:model, python:package.module:Name[?k=v&...]",
+    )
+    parser.add_argument("--ablation-model", help="the assistant of the ablation (Table 4); a spec too")
     parser.add_argument(
         "--focus-model", help="assistant of Figures 4, 5 and Table 13 (offline: ref-past-interactions)"
     )
-    parser.add_argument("--user-model", help="the user agent's model")
-    parser.add_argument("--judge-model", help="the judge's model")
+    parser.add_argument("--user-model", help="the user agent's model, or a spec backend:model")
+    parser.add_argument("--judge-model", help="the judge's model, or a spec backend:model")
     parser.add_argument("--second-judge-model", help="judge for judge-judge agreement when no annotations")
+    parser.add_argument(
+        "--compare-assistant",
+        help="your assistant (e.g. python:personalens_utils.assistants.retrieval:RetrievalAssistant): "
+        "notebook 05 compares it with the ablation assistant on the same scenarios "
+        "(Table 3, table3_own_assistant)",
+    )
     parser.add_argument("--annotations", help="glob of filled annotation sheets (CSV) for Table 5")
     parser.add_argument("--max-concurrency", type=int, default=16)
     parser.add_argument(
@@ -610,7 +641,8 @@ def parse_args(argv: Sequence[str] | None = None) -> Settings:
         settings.assistant_models = tuple(m.strip() for m in args.assistant_models.split(",") if m.strip())
         if settings.focus_model not in settings.assistant_models:
             settings.focus_model = None
-    for name in ("ablation_model", "focus_model", "user_model", "judge_model", "second_judge_model"):
+    for name in ("ablation_model", "focus_model", "user_model", "judge_model", "second_judge_model",
+                 "compare_assistant"):
         if getattr(args, name):
             setattr(settings, name, getattr(args, name))
     unknown = set(settings.passes) - {"generated", "official"}
@@ -621,8 +653,15 @@ def parse_args(argv: Sequence[str] | None = None) -> Settings:
 
 def main(argv: Sequence[str] | None = None) -> int:
     settings = parse_args(argv)
-    if settings.backend == "anthropic" and not os.environ.get("ANTHROPIC_API_KEY"):
-        print("[reproduce] backend anthropic needs ANTHROPIC_API_KEY in the environment", file=sys.stderr)
+    try:
+        specs = role_specs(settings)
+    except SpecError as exc:
+        print(f"[reproduce] {exc}", file=sys.stderr)
+        return 2
+    on_anthropic = sorted(role for role, spec in specs.items() if spec.backend == "anthropic")
+    if on_anthropic and not os.environ.get("ANTHROPIC_API_KEY"):
+        print(f"[reproduce] the anthropic backend ({', '.join(on_anthropic)}) needs ANTHROPIC_API_KEY "
+              "in the environment", file=sys.stderr)
         return 2
     if settings.prompt_set != "kit":
         try:

@@ -16,7 +16,7 @@ import pytest
 from support.fake_batches import FakeBatches
 from support.fake_server import FakeLLMServer
 from support.records import put
-from test_batch_support import MODEL, context_for, dialogue, judge_reply
+from test_batch_support import JUDGE, context_for, dialogue, judge_reply
 
 from personalens_utils.judging import ALL_DIMENSIONS, run_judging_batch
 from personalens_utils.llm import LLMClient
@@ -28,13 +28,13 @@ N_DIALOGUES = 5
 CHILD = """
 import sys
 sys.path.insert(0, {tests!r})
-from test_batch_support import MODEL, context_for
+from test_batch_support import JUDGE, MODEL, context_for
 from personalens_utils.judging import run_judging_batch
 from personalens_utils.llm import LLMClient
 from personalens_utils.store import RunStore
 
 client = LLMClient("anthropic", use_cache=False, progress=False)
-run_judging_batch(RunStore(sys.argv[1]), client, context_for, judge_model=MODEL, poll_interval_s=0.02)
+run_judging_batch(RunStore(sys.argv[1]), client, context_for, **JUDGE, poll_interval_s=0.02)
 """
 
 
@@ -73,7 +73,7 @@ def test_killed_batch_judging_resumes_polling_and_does_not_resubmit(
 
         batches.hold = False
         with LLMClient("anthropic", use_cache=False, progress=False) as client:
-            report = run_judging_batch(RunStore(store.root), client, context_for, judge_model=MODEL,
+            report = run_judging_batch(RunStore(store.root), client, context_for, **JUDGE,
                                        poll_interval_s=0.01)
 
     assert batches.created == [batch_id], "nothing was submitted again"

@@ -15,6 +15,8 @@ from support.records import dialogue_json
 from personalens_utils.records import Dialogue
 
 MODEL = "Claude Sonnet 4.6"
+JUDGE = {"judge_model": MODEL, "offline_dialogues": True}
+"""The judge of these tests: its stores hold offline-made dialogues, which a real judge skips unless asked."""
 
 TASK = {
     "task_id": "SD-Music-task-1", "task_type": "SD", "domains": ["Music"], "user_intent": "Find music.",

@@ -162,12 +162,13 @@ def test_judging_stops_at_the_budget_and_resumes(bench, tmp_path):
     dims = ["task_completion", "personalization", "naturalness_user"]
     with LLMClient(Priced(delay_s=0.002), max_concurrency=4, use_cache=False, progress=False) as client:
         first = judging.run_judging(store, client, contexts, judge_model=MODEL, dimensions=dims,
-                                    max_cost_usd=0.01)
+                                    max_cost_usd=0.01, offline_dialogues=True)
     assert first.status == "budget reached" and first.left_by_budget > 0
     stored = store.records(Judgment)
     assert stored and all(r["status"] != "error" for r in stored)
     with LLMClient(Priced(), max_concurrency=4, use_cache=False, progress=False) as client:
-        second = judging.run_judging(store, client, contexts, judge_model=MODEL, dimensions=dims)
+        second = judging.run_judging(store, client, contexts, judge_model=MODEL, dimensions=dims,
+                                     offline_dialogues=True)
     assert second.status == "complete" and second.details["judgments_done_before"] == len(stored)
     ids = Counter(r["id"] for r in store.records(Judgment))
     assert len(ids) == len(store.records(Dialogue)) * len(dims) and set(ids.values()) == {1}
@@ -229,17 +230,17 @@ def test_judging_estimate_counts_the_calls_judging_makes(bench, tmp_path):
     simulate(bench, tmp_path / "run", OfflineBackend(), tmp_path / "cache")
     store = RunStore(tmp_path / "run")
     contexts = judging.benchmark_contexts(bench)
-    estimate = judging.estimate_judging(store, contexts, judge_model=MODEL, backend="anthropic",
-                                        sample=10_000)
-    batch = judging.estimate_judging(store, contexts, judge_model=MODEL, backend="anthropic", batch=True)
+    judge = dict(judge_model=MODEL, offline_dialogues=True)  # the dialogues are offline-made
+    estimate = judging.estimate_judging(store, contexts, backend="anthropic", sample=10_000, **judge)
+    batch = judging.estimate_judging(store, contexts, backend="anthropic", batch=True, **judge)
     backend = Priced()
     with LLMClient(backend, max_concurrency=4, use_cache=False, progress=False) as client:
-        judging.run_judging(store, client, contexts, judge_model=MODEL)
+        judging.run_judging(store, client, contexts, **judge)
     firsts = [r for r in backend.requests if not r.context.get("retry")]
     assert estimate.calls == len(firsts)
     assert estimate.table["input_tokens"].iloc[-1] == sum(request_tokens(r) for r in firsts)
     assert batch.total_cost_usd == pytest.approx(estimate.total_cost_usd * registry.BATCH_DISCOUNT, rel=0.01)
-    assert judging.estimate_judging(store, contexts, judge_model=MODEL, backend=backend.name).calls == 0
+    assert judging.estimate_judging(store, contexts, backend=backend.name, **judge).calls == 0
 
 
 def test_estimate_prices_the_successor_of_a_retired_model() -> None:

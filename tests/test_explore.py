@@ -260,6 +260,18 @@ def test_annotation_is_validated_saved_after_every_item_and_resumed(exported):
     assert sheet.read_bytes() == before
     widget.enter(**dict.fromkeys(annotation.RATED, ""))
     assert widget.save() is False and "no rating entered" in widget.message.value
+    widget.annotator.value = "Bob"  # a second name on one sheet would make Table 5 refuse it
+    widget.enter(**_ratings("yes", "3"))
+    header, rows, _ = annotation.read_table(sheet)
+    rows[2]["annotator"] = "Alice B"  # another item of the sheet is Alice's
+    annotation.write_table(sheet, header, rows)
+    widget.rows = rows
+    assert widget.save() is False and "holds the ratings of Alice B" in widget.message.value
+    sheet.write_bytes(before)
+    widget.rows = annotation.read_table(sheet)[1]
+    widget.annotator.value = "Alice B"
+    widget.enter(**dict.fromkeys(annotation.RATED, ""))
+    assert widget.save() is False and "no rating entered" in widget.message.value
     # valid entries are saved at once, in the sheet's own format
     widget.enter(**_ratings("yes", "3"), notes="clear, \"quoted\" note")
     assert widget.save() is True and widget.index == 1
@@ -336,6 +348,10 @@ def test_table_display_has_no_index_formats_floats_blanks_undefined_and_escapes(
     pivot = plain(frame_html(pd.DataFrame({"m": [1.0]}, index=pd.Index(["SD"], name="task_type"))))
     assert "<th>task_type</th>" in pivot and "<td>SD</td>" in pivot  # a named index means something
     assert "No rows." in frame_html(pd.DataFrame(columns=["a", "b"]))
+    with pd.option_context("display.max_rows", 20, "display.min_rows", 6):
+        long = plain(frame_html(pd.DataFrame({"n": range(1000)})))
+    assert re.findall(r"<td[^>]*>(\d+)</td>", long) == ["0", "1", "2", "997", "998", "999"]
+    assert "… 994 more rows, 1000 in all …" in long
     small = plain(frame_html(pd.DataFrame({"p": [0.000123, 0.0, 0.5]})))
     assert re.findall(r"<td[^>]*>(.*?)</td>", small) == ["0.00012", "0.00", "0.50"]  # not a false zero
 

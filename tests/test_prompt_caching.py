@@ -157,7 +157,7 @@ def test_cache_reads_and_writes_reach_the_usage_books_and_the_cost(caching_serve
     put(store, Dialogue, [dialogue(0), dialogue(1)])
     shared = head(dimension_requests(DIMENSIONS["personalization"], judge_context(TWO_TURNS), MODEL)[0])
     with LLMClient("anthropic", use_cache=False, progress=False) as client:
-        run_judging(store, client, rich_context_for, judge_model=MODEL,
+        run_judging(store, client, rich_context_for, judge_model=MODEL, offline_dialogues=True,
                     dimensions=["personalization", "turn_personalization"])
         books = client.usage_frame("judging")
     words = len(shared.split())

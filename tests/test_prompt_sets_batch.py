@@ -42,6 +42,7 @@ def judge(store: RunStore, code: Path, **options: Any) -> None:
             judge_model=MODEL,
             prompt_set="official",
             official_code=code,
+            offline_dialogues=True,  # the records here are offline-made; the judge under test is not
             **options,
         )
 

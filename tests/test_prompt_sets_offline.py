@@ -73,7 +73,7 @@ def test_an_official_run_on_the_offline_backend_is_its_own_run(official_code, tm
     means = scores.aggregate(official, ["assistant_model", "assistant_setting"])
     assert len(means) and means["n"].min() > 0
     source = analysis.judge_scores(official).source.describe()
-    assert "(prompts: dialogues official; judge kit, official)" in source
+    assert "(prompts: simulation official; judge kit, official)" in source
     assert (
         "prompts" not in analysis.judge_scores(tidy[tidy["dialogue_prompt_set"] == "kit"]).source.describe()
     )

@@ -214,3 +214,46 @@ def test_a_kernel_that_dies_at_start_is_started_again_once(tmp_path, monkeypatch
     with pytest.raises(RuntimeError, match="own error"):
         reproduce._execute(tmp_path / "a.ipynb", tmp_path / "b.ipynb", {}, tmp_path, "a")
     assert len(calls) == 1
+
+
+RETRIEVAL = "python:personalens_utils.assistants.retrieval:RetrievalAssistant?k=2&model=offline"
+
+
+def test_per_role_specs_reach_the_notebooks_and_notebook_06_gets_the_stored_names(monkeypatch, tmp_path):
+    monkeypatch.setattr(reproduce, "runs_dir", lambda: tmp_path)
+    settings = reproduce.parse_args([
+        "--run", "specs", "--passes", "generated", "--user-model", "anthropic:claude-haiku-4-5",
+        "--assistant-models", f"openai@VLLM_URL:Qwen/Qwen2.5-7B-Instruct,{RETRIEVAL}",
+        "--judge-model", "anthropic:claude-sonnet-4-5", "--ablation-model", RETRIEVAL,
+        "--compare-assistant", RETRIEVAL])
+    calls: dict[str, dict] = {}
+
+    def record(settings, name, out, params, label=""):
+        calls[name + label] = params
+        return StepResult(name + label, None, 0.0, True)
+
+    monkeypatch.setattr(reproduce, "run_notebook", record)
+    reproduce.run_pass(settings, "generated", None)
+    sims = {k: v for k, v in calls.items() if k.startswith("03_simulation")}
+    assert sorted(p["assistant_model"] for p in sims.values()) == sorted(
+        ["openai@VLLM_URL:Qwen/Qwen2.5-7B-Instruct", RETRIEVAL])
+    assert all(p["user_model"] == "anthropic:claude-haiku-4-5" for p in sims.values())
+    assert calls["04_judging"]["judge_model"] == "anthropic:claude-sonnet-4-5"
+    assert calls["05_ablation"]["assistant_model"] == RETRIEVAL
+    assert calls["05_ablation"]["compare_assistant"] == RETRIEVAL
+    analysis = calls["06_analysis"]  # it selects stored records by the names the specs gave them
+    assert analysis["assistant_models"] == [
+        "Qwen/Qwen2.5-7B-Instruct", RETRIEVAL.removeprefix("python:")]
+    assert (analysis["user_model"], analysis["judge_model"]) == ("claude-haiku-4-5", "claude-sonnet-4-5")
+    lines = reproduce._called_lines(settings)
+    assert "- judge: anthropic:" in "\n".join(lines)
+    assert any("python:personalens_utils.assistants.retrieval:RetrievalAssistant" in line and
+               "-> offline:ref-follows-setting" in line for line in lines)
+
+
+def test_a_role_on_anthropic_without_a_key_stops_before_running(monkeypatch, capsys):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    assert reproduce.main(["--run", "nokey", "--judge-model", "anthropic:claude-sonnet-4-5"]) == 2
+    assert "judge" in capsys.readouterr().err
+    assert reproduce.main(["--run", "bad", "--assistant-models", "python:no_colon"]) == 2
+    assert "python:package.module:Name" in capsys.readouterr().err

@@ -22,6 +22,7 @@ from personalens_utils.analysis import scores
 from personalens_utils.analysis.dialogue_stats import table13
 from personalens_utils.data import Benchmark, save_benchmark
 from personalens_utils.llm import LLMClient, registry
+from personalens_utils.llm.clients import Clients
 from personalens_utils.prompts.dialogue import USER_SYSTEM
 from personalens_utils.records import Dialogue, Judgment
 from personalens_utils.simulation import plan_dialogues, run_simulation
@@ -278,3 +279,42 @@ def test_an_old_record_of_a_model_now_retired_reads_as_what_it_was_and_is_not_re
     assert old_id not in {i for item in planned.items for i in item.ids}
     tidy_dialogues = scores.load_dialogues(store)
     assert tidy_dialogues.loc[0, "assistant_model_id"] == original
+
+
+def test_a_real_judge_leaves_offline_made_dialogues_alone_unless_asked(bench, tmp_path, monkeypatch):
+    store = RunStore(tmp_path)
+    offline = offline_client()
+    clients = Clients("offline", progress=False)
+    python = clients.spec("python:personalens_utils.assistants.retrieval:RetrievalAssistant")
+    with FakeLLMServer(reply=scripted_reply) as server:
+        real = anthropic_client(server, monkeypatch)
+        try:
+            run_simulation(bench, store, offline, task_types=["SD"])  # offline user and assistant
+            run_simulation(bench, store, real, user_model=MODEL, assistant_model=python.model,
+                           assistant_client=clients.client(python), assistant_backend="python",
+                           task_types=["SD"])  # a real user agent, but the assistant's model is offline
+            run_simulation(bench, store, real, user_model=MODEL, assistant_model=MODEL, task_types=["SD"])
+            dialogues = store.read(Dialogue)
+            made_offline = [d for d in dialogues if d.made_offline]
+            assert len(dialogues) == 3 * 6 and len(made_offline) == 2 * 6
+            contexts = judging.benchmark_contexts(bench)
+            options = dict(judge_model=JUDGE, dimensions=["personalization"])
+            estimate = judging.estimate_judging(store, contexts, backend="anthropic", **options)
+            skipped = "12 finished dialogue(s) made on the offline backend"
+            assert estimate.calls == 6 and skipped in str(estimate)
+            report = judging.run_judging(store, real, contexts, **options)
+            assert report.statuses == {"ok": 6}
+            note = judging.skipped_offline_note(report.details)
+            assert note.startswith(f"{skipped} were not judged by the anthropic judge")
+            assert "judge_offline_dialogues=True" in note
+            judged = {j.dialogue_id for j in store.read(Judgment)}
+            assert judged == {d.id for d in dialogues if not d.made_offline}
+            anyway = judging.run_judging(store, real, contexts, offline_dialogues=True, **options)
+            assert anyway.statuses == {"ok": 12} and not judging.skipped_offline_note(anyway.details)
+        finally:
+            real.close()
+            clients.close()
+    # an offline judge judges every dialogue by default, and says nothing about skipping
+    by_offline = judging.run_judging(store, offline, judging.benchmark_contexts(bench), **options)
+    assert by_offline.statuses == {"ok": 18} and not judging.skipped_offline_note(by_offline.details)
+    offline.close()

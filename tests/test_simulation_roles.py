@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import socket
 from pathlib import Path
 
@@ -13,11 +14,11 @@ from test_run_identity import scripted_reply
 from test_simulation_support import tiny_benchmark
 
 from personalens_utils.data import save_benchmark
-from personalens_utils.llm import PreflightError, registry
+from personalens_utils.llm import PreflightError, Usage, registry
 from personalens_utils.llm.clients import Clients
 from personalens_utils.records import Dialogue, Judgment
 from personalens_utils.session import Session
-from personalens_utils.simulation import plan_dialogues, run_simulation
+from personalens_utils.simulation import estimate_simulation, plan_dialogues, run_simulation
 from personalens_utils.store import RunStore
 
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
@@ -68,15 +69,60 @@ def test_user_agent_and_assistant_each_reach_only_their_own_server(tmp_path, mon
     assert len(other.items) == n
 
 
-def test_a_budget_with_the_assistant_on_its_own_client_is_refused(tmp_path):
-    clients = Clients("offline", progress=False)
-    try:
-        with pytest.raises(ValueError, match="max_cost_usd is not supported yet"):
-            run_simulation(tiny_benchmark(n_users=1, seed=3), RunStore(tmp_path),
-                           clients.client(clients.spec("x")),
-                           assistant_client=clients.client(clients.spec("anthropic:y")), max_cost_usd=1.0)
-    finally:
-        clients.close()
+def test_a_budget_counts_the_spending_of_the_assistants_own_client(tmp_path, monkeypatch):
+    """The user agent runs offline (free) and the assistant on a priced model: only a limit shared by
+    both clients stops the run; a rerun without a limit finishes what the budget left."""
+    bench = tiny_benchmark(n_users=2, seed=3)
+    store = RunStore(tmp_path)
+    with FakeLLMServer(reply=scripted_reply) as claude:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", claude.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key-not-secret")
+        clients = Clients("offline", max_concurrency=1, use_cache=False, progress=False)
+        user, assistant = clients.spec("Claude 3 Sonnet"), clients.spec("anthropic:claude-haiku-4-5")
+        options = dict(user_model=user.model, assistant_model=assistant.model,
+                       assistant_client=clients.client(assistant), assistant_backend="anthropic")
+        try:
+            whole = run_simulation(bench, RunStore(tmp_path / "uncapped"), clients.client(user), **options)
+            limit = whole.cost_usd / 2
+            report = run_simulation(bench, store, clients.client(user), max_cost_usd=limit, **options)
+            assert report.status == "budget reached"
+            assert report.cost_usd >= limit  # the assistant's spending, booked in the report
+            kept = store.read(Dialogue)
+            assert 0 < len(kept) < len(bench.scenarios) and {d.status for d in kept} == {"terminated"}
+            assert report.left_by_budget == len(bench.scenarios) - len(kept)
+            rest = run_simulation(bench, store, clients.client(user), **options)
+        finally:
+            clients.close()
+    assert rest.status == "complete" and len(store.read(Dialogue)) == len(bench.scenarios)
+
+
+def test_the_estimate_prices_each_role_on_its_own_backend(tmp_path):
+    bench = tiny_benchmark(n_users=1, seed=3)
+    haiku = registry.resolve("claude-haiku-4-5", "anthropic")
+
+    def rows(**options):
+        table = estimate_simulation(bench, RunStore(tmp_path), backend="offline",
+                                    user_model="Claude 3 Sonnet", **options).table
+        return {kind: row for kind, row in table.set_index("kind").iterrows() if kind}
+
+    priced = rows(assistant_model="claude-haiku-4-5", assistant_backend="anthropic")
+    user, assistant = priced["user_turn"], priced["assistant_turn"]
+    assert (user["backend"], user["cost_usd"]) == ("offline", 0.0)
+    assert assistant["backend"] == "anthropic" and assistant["cost_usd"] == pytest.approx(registry.cost_usd(
+        haiku, Usage(int(assistant["input_tokens"]), int(assistant["output_tokens"]))))
+    assert assistant["cost_usd"] > 0
+    # a Python assistant is priced on the model it declares, with the same turns
+    python = rows(assistant_model="personalens_utils.assistants.retrieval:RetrievalAssistant"
+                                  "?model=anthropic:claude-haiku-4-5", assistant_backend="python")
+    turn = python["assistant_turn"]
+    assert (turn["backend"], turn["model"]) == ("anthropic", "claude-haiku-4-5")
+    assert python["assistant_turn"]["cost_usd"] == pytest.approx(assistant["cost_usd"])
+    # an assistant on a self-hosted server has no price; the user agent on Claude still has one
+    hosted = estimate_simulation(bench, RunStore(tmp_path), backend="anthropic",
+                                 user_model="claude-haiku-4-5", assistant_model="Qwen/Qwen2.5-7B-Instruct",
+                                 assistant_backend="openai")
+    by_kind = hosted.table.set_index("kind")["cost_usd"]
+    assert by_kind["user_turn"] > 0 and math.isnan(by_kind["assistant_turn"])
 
 
 def _displayed(path: Path, marker: str) -> str:

@@ -53,7 +53,7 @@ def provenance_note(backend_names: set[str] | Sequence[str]) -> str:
 def prompts_note(tidy: pd.DataFrame) -> str:
     """A note naming the prompt sets of the rows when some were made with the official prompts."""
     sets = {name: sorted(set(tidy[column].dropna())) for name, column in
-            (("dialogues", "dialogue_prompt_set"), ("judge", "judge_prompt_set")) if column in tidy.columns}
+            (("simulation", "dialogue_prompt_set"), ("judge", "judge_prompt_set")) if column in tidy.columns}
     if all(values in ([], [KIT_PROMPTS]) for values in sets.values()):
         return ""
     return " (prompts: " + "; ".join(f"{name} {', '.join(values)}" for name, values in sets.items()) + ")"

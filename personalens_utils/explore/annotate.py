@@ -212,6 +212,16 @@ class Annotator(widgets.VBox):
                 problems.append(f"{exc} (the column takes {scale(dim)})")
         if not problems and all(v is None for v in values.values()):
             problems.append("no rating entered: rate at least one column, or press Skip")
+        name = self.annotator.value.strip()
+        owners = {(r.get("annotator") or "").strip() for i, r in enumerate(self.rows) if i != self.index} - {
+            ""
+        }
+        if owners and name not in owners:
+            problems.append(
+                f"this sheet holds the ratings of {', '.join(sorted(owners))}; one sheet is one "
+                "annotator (Table 5 refuses a sheet with two names): keep that name, or pass "
+                "another annotator= to fill your own copy"
+            )
         if problems:
             self.message.value = inline(
                 '<div class="pl-error">Not saved: ' + "<br>".join(esc(p) for p in problems) + "</div>"
@@ -231,7 +241,7 @@ class Annotator(widgets.VBox):
         row.update({dim: "" if v is None else _stored(dim, v) for dim, v in values.items()})
         row["notes"] = self.notes.value
         if "annotator" in header:
-            row["annotator"] = self.annotator.value.strip()
+            row["annotator"] = name
         rows[at] = row
         annotation.write_table(self.path, header, rows, delimiter)
         self.header, self.rows, self.delimiter, self.index = header, rows, delimiter, at

@@ -24,6 +24,8 @@ from .plan import (
     estimate_judging,
     judged_users,
     sharded,
+    skipped_offline_line,
+    skipped_offline_note,
 )
 from .report import missing_rate
 from .requests import benchmark_contexts, build_prompt, dimension_requests, judge_context, judge_request
@@ -59,4 +61,6 @@ __all__ = [
     "run_judging_batch",
     "score_under",
     "sharded",
+    "skipped_offline_line",
+    "skipped_offline_note",
 ]

@@ -66,6 +66,7 @@ def run_judging_batch(
     max_wait_s: float | None = None,
     retry_errors: bool = True,
     official: OfficialPrompts | None = None,
+    offline_dialogues: bool | None = None,
 ) -> StageReport:
     """`run_judging` through the Anthropic Message Batches API, at batch prices (docs/scale.md).
 
@@ -81,7 +82,7 @@ def run_judging_batch(
                          max_rounds=max_rounds, max_wait_s=max_wait_s)
     planned = plan_judging(store, judge_model=judge_model, backend=client.backend_name, dimensions=dimensions,
                            prompt_version=prompt_version, select=select, retry_errors=retry_errors,
-                           official=official)
+                           official=official, offline_dialogues=offline_dialogues)
     report = StageReport(STAGE, details=planned.details())
     report.start(planned.plan)
     model_key = planned.model_key

@@ -17,6 +17,7 @@ from personalens_utils import engine
 from personalens_utils.data import UsersArg, resolve_users
 from personalens_utils.engine import Plan
 from personalens_utils.llm.budget import CostEstimate, Tally
+from personalens_utils.llm.registry import KNOWN_BACKENDS
 from personalens_utils.prompts import judge as prompts
 from personalens_utils.prompts.official import OfficialPrompts, prompts_for
 from personalens_utils.records import Dialogue, Judgment, current_id, resolved_model
@@ -34,6 +35,8 @@ from .dimensions import (
 from .requests import ContextFor, dimension_requests, judge_prompt_identity
 
 JUDGEABLE_STATUSES = ("terminated", "turn_cap")
+REAL_BACKENDS = tuple(b for b in KNOWN_BACKENDS if b != "offline")
+"""Backends of language models; a judge on one skips offline-made dialogues by default."""
 ANSWER_TOKENS = 300
 """Answer length assumed by `estimate_judging` (a score line and a few sentences of justification)."""
 
@@ -60,6 +63,8 @@ class JudgingPlan:
     """(dialogue id, dimension name) -> the id of its judgment in the store."""
     official: OfficialPrompts | None = None
     """The official templates when judging with `prompt_set="official"`."""
+    skipped_offline: int = 0
+    """Finished dialogues made on the offline backend that a real judge left alone (`offline_dialogues`)."""
 
     def todo(self, dialogue_id: str, ids: Sequence[str]) -> list[Dimension]:
         """The dimensions of a dialogue whose judgment ids are among `ids`."""
@@ -83,6 +88,7 @@ class JudgingPlan:
             "dialogues_in_store": len(self.dialogues),
             "dialogues_judgeable": len(self.to_judge),
             "dialogues_skipped_error": sum(d.status not in JUDGEABLE_STATUSES for d in self.dialogues),
+            "dialogues_skipped_offline": self.skipped_offline,
             "judgments_done_before": len(self.to_judge) * len(self.dimensions) - self.judgments,
         }
 
@@ -97,13 +103,20 @@ def plan_judging(
     select: Select | None,
     retry_errors: bool,
     official: OfficialPrompts | None = None,
+    offline_dialogues: bool | None = None,
 ) -> JudgingPlan:
     """Every judgeable dialogue with a judgment by `judge_model` on `backend` still to make on
-    `dimensions` (errored ones when asked), with the kit's prompts or the official ones (`official`)."""
+    `dimensions` (errored ones when asked), with the kit's prompts or the official ones (`official`).
+    A judge on a real backend (`REAL_BACKENDS`) leaves the dialogues made on the offline backend alone
+    (money spent on rule-based text) unless `offline_dialogues=True`; other judges (offline, test
+    doubles) judge them (False: never)."""
     dims = dimensions_from(dimensions)
     model_key = judge_model_key(judge_model)
     dialogues = store.read(Dialogue)
     to_judge = judgeable(dialogues, select)
+    skipped = sum(d.made_offline for d in to_judge) if _skips_offline(backend, offline_dialogues) else 0
+    if skipped:
+        to_judge = [d for d in to_judge if not d.made_offline]
     stored = store.ids(Judgment)
     legacy = {j.id: j.judge for j in store.read(Judgment) if j.legacy}
     judge = (backend, resolved_model(model_key, backend))
@@ -118,7 +131,23 @@ def plan_judging(
             )
     candidates = [([ids[d.id, dim.name] for dim in dims], d) for d in to_judge]
     planned = engine.plan(store, Judgment, candidates, retry_errors=retry_errors)
-    return JudgingPlan(dialogues, to_judge, dims, model_key, prompt_version, backend, planned, ids, official)
+    return JudgingPlan(dialogues, to_judge, dims, model_key, prompt_version, backend, planned, ids,
+                       official=official, skipped_offline=skipped)
+
+
+OFFLINE_PARAMETER = "judge_offline_dialogues"
+"""The notebook parameter that makes a real judge judge offline-made dialogues too."""
+
+
+def skipped_offline_note(details: Mapping[str, Any]) -> str:
+    """One line saying how many offline-made dialogues a real judge left alone, and how to judge them
+    anyway; empty when none were."""
+    n = details.get("dialogues_skipped_offline", 0)
+    if not n:
+        return ""
+    return (f"{n} finished dialogue(s) made on the offline backend were not judged by the "
+            f"{details.get('judge_backend')} judge; set {OFFLINE_PARAMETER}=True (run_judging(..., "
+            "offline_dialogues=True)) to judge them too.")
 
 
 def dialogue_filter(users: UsersArg = None, task_types: Iterable[str] | None = None) -> Select:
@@ -149,9 +178,26 @@ def sharded(select: Select | None, shard: str | Shard | None) -> Select | None:
     return lambda dialogue: part.owns(dialogue.id) and (select is None or select(dialogue))
 
 
-def judged_users(store: RunStore, select: Select | None = None) -> list[int]:
-    """User indices of the judgeable dialogues in the store: the profiles judging needs loaded."""
-    return sorted({d.user_id for d in judgeable(store.read(Dialogue), select)})
+def judged_users(store: RunStore, select: Select | None = None, *, backend: str = "offline",
+                 offline_dialogues: bool | None = None) -> list[int]:
+    """User indices of the dialogues a judge on `backend` would judge: the profiles judging needs loaded."""
+    skip = _skips_offline(backend, offline_dialogues)
+    found = judgeable(store.read(Dialogue), select)
+    return sorted({d.user_id for d in found if not (skip and d.made_offline)})
+
+
+def skipped_offline_line(store: RunStore, select: Select | None = None, *, backend: str,
+                         offline_dialogues: bool | None = None) -> str:
+    """`skipped_offline_note` before any judging: how many offline-made dialogues a judge on `backend`
+    leaves alone; empty when none."""
+    if not _skips_offline(backend, offline_dialogues):
+        return ""
+    n = sum(d.made_offline for d in judgeable(store.read(Dialogue), select))
+    return skipped_offline_note({"dialogues_skipped_offline": n, "judge_backend": backend})
+
+
+def _skips_offline(backend: str, offline_dialogues: bool | None) -> bool:
+    return not (backend not in REAL_BACKENDS if offline_dialogues is None else offline_dialogues)
 
 
 def estimate_judging(
@@ -170,6 +216,7 @@ def estimate_judging(
     retry_errors: bool = True,
     prompt_set: str = "kit",
     official_code: str | None = None,
+    offline_dialogues: bool | None = None,
 ) -> CostEstimate:
     """Calls, tokens and cost of the judgments `run_judging` with these arguments would still make.
 
@@ -180,7 +227,7 @@ def estimate_judging(
     official = prompts_for(prompt_set, official_code)
     planned = plan_judging(store, judge_model=judge_model, backend=backend, dimensions=dimensions,
                            prompt_version=prompt_version, select=sharded(select, shard),
-                           retry_errors=retry_errors, official=official)
+                           retry_errors=retry_errors, official=official, offline_dialogues=offline_dialogues)
     work = [(item.payload, planned.todo(item.payload.id, item.ids)) for item in planned.plan.items]
     tally = Tally(backend, batch=batch)
     contexts: dict[str, Mapping[str, Any]] = {}
@@ -198,4 +245,5 @@ def estimate_judging(
         "of them",
         f"answers assumed {answer_tokens} tokens; the format reminder after an unreadable answer not counted",
         "turn-level personalization: one call per assistant turn",
+        *filter(None, [skipped_offline_note(planned.details())]),
     ])

@@ -99,6 +99,7 @@ def run_judging(
     retry_errors: bool = True,
     prompt_set: str = "kit",
     official_code: str | None = None,
+    offline_dialogues: bool | None = None,
 ) -> StageReport:
     """Judge every finished dialogue in `store` not yet judged by `judge_model` on `dimensions`,
     with the kit's prompts or (`prompt_set="official"`) the official code's, read from
@@ -112,6 +113,8 @@ def run_judging(
     `shard="i/n"` judges only the dialogues of that shard (see `shards`); `max_cost_usd` refuses new
     calls once this much is spent: judgments cut short are not stored, `report.status` says
     "budget reached", and a rerun with a higher limit does only what is left.
+    A judge on a real backend leaves dialogues made on the offline backend alone unless
+    `offline_dialogues=True` (the report's details count them; `skipped_offline_note` says so).
     """
     select = sharded(select, shard)
     official = prompts_for(prompt_set, official_code)
@@ -123,10 +126,10 @@ def run_judging(
     if batch:
         return run_judging_batch(store, client, context_for, judge_model=judge_model, dimensions=dimensions,
                                  prompt_version=prompt_version, select=select, retry_errors=retry_errors,
-                                 official=official)
+                                 official=official, offline_dialogues=offline_dialogues)
     planned = plan_judging(store, judge_model=judge_model, backend=client.backend_name, dimensions=dimensions,
                            prompt_version=prompt_version, select=select, retry_errors=retry_errors,
-                           official=official)
+                           official=official, offline_dialogues=offline_dialogues)
     contexts = {item.payload.id: context_for(item.payload) for item in planned.plan.items}
 
     async def work(llm: LLMClient, item: Item[Dialogue]) -> list[Record]:

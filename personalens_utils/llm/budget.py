@@ -19,7 +19,7 @@ from .offline import count_tokens
 from .types import LLMError, Request, Usage
 
 TOKEN_RULE = "tokens counted as whitespace words x 4/3 (no model tokenizer), typically within 20% for English"
-COLUMNS = ["stage", "kind", "model", "calls", "input_tokens", "output_tokens", "cost_usd"]
+COLUMNS = ["stage", "kind", "backend", "model", "calls", "input_tokens", "output_tokens", "cost_usd"]
 
 
 class BudgetReachedError(LLMError):
@@ -67,16 +67,18 @@ class _Group:
 
 
 class Tally:
-    """Adds expected calls and tokens per (stage, kind, model); `estimate()` prices them."""
+    """Adds expected calls and tokens per (stage, kind, backend, model); `estimate()` prices each group
+    on its own backend (`backend` is the default one; a role on another backend names its own)."""
 
     def __init__(self, backend: str = "", *, batch: bool = False):
         self.backend = backend
         self.batch = batch
-        self._groups: dict[tuple[str, str, str], _Group] = {}
+        self._groups: dict[tuple[str, str, str, str], _Group] = {}
 
     def add(self, stage: str, kind: str, model: str, *, calls: float, input_tokens: float,
-            output_tokens: float) -> None:
-        group = self._groups.setdefault((stage, kind, model), _Group())
+            output_tokens: float, backend: str | None = None) -> None:
+        key = (stage, kind, self.backend if backend is None else backend, model)
+        group = self._groups.setdefault(key, _Group())
         group.calls += calls
         group.input_tokens += input_tokens
         group.output_tokens += output_tokens
@@ -89,28 +91,30 @@ class Tally:
                      input_tokens=weight * request_tokens(request),
                      output_tokens=weight * min(output_tokens, request.max_tokens))
 
-    def _cost(self, model: str, group: _Group) -> float:
-        if self.backend == "offline":
+    def _cost(self, backend: str, model: str, group: _Group) -> float:
+        if backend == "offline":
             return 0.0
-        called = registry.resolve(model, self.backend) if self.backend else model  # successor if retired
+        called = registry.resolve(model, backend) if backend else model  # successor if retired
         cost = registry.cost_usd(called, Usage(round(group.input_tokens), round(group.output_tokens)),
                                  batch=self.batch)
         return math.nan if cost is None else cost
 
     def estimate(self, assumptions: Iterable[str]) -> CostEstimate:
         rows = [
-            {"stage": stage, "kind": kind, "model": model, "calls": round(g.calls),
+            {"stage": stage, "kind": kind, "backend": backend, "model": model, "calls": round(g.calls),
              "input_tokens": round(g.input_tokens), "output_tokens": round(g.output_tokens),
-             "cost_usd": self._cost(model, g)}
-            for (stage, kind, model), g in sorted(self._groups.items())
+             "cost_usd": self._cost(backend, model, g)}
+            for (stage, kind, backend, model), g in sorted(self._groups.items())
         ]
         table = pd.DataFrame(rows, columns=COLUMNS)
         unpriced = sorted(set(table.loc[table["cost_usd"].isna(), "model"]))
-        total = {"stage": "total", "kind": "", "model": "", **table[COLUMNS[3:6]].sum().to_dict(),
+        total = {"stage": "total", "kind": "", "backend": "", "model": "",
+                 **table[["calls", "input_tokens", "output_tokens"]].sum().to_dict(),
                  "cost_usd": math.nan if unpriced else float(table["cost_usd"].sum())}
         table = pd.concat([table, pd.DataFrame([total])], ignore_index=True) if rows else table
         notes = [TOKEN_RULE, *assumptions]
-        if self.backend == "offline":
+        used = {row["backend"] for row in rows} or {self.backend}
+        if used == {"offline"}:
             notes.append("offline backend: no money is spent; the counts show what a priced model would need")
         elif unpriced:
             notes.append(f"no price known for {unpriced} (self-hosted?): their cost and the total are NaN")
@@ -118,5 +122,7 @@ class Tally:
             discount = ", batch discount applied" if self.batch else ""
             notes.append(f"list prices of {registry.PRICES_TAKEN}{discount}; prompt caching not counted "
                          "(it only lowers the cost)")
+        if "offline" in used and len(used) > 1:
+            notes.append("calls on the offline backend cost nothing")
         counts = {"calls": "int64", "input_tokens": "int64", "output_tokens": "int64"}
         return CostEstimate(table.astype(counts), notes)

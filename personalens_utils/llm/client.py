@@ -15,7 +15,7 @@ import queue
 import random
 import threading
 import weakref
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from contextvars import ContextVar
 from dataclasses import dataclass, fields, replace
@@ -129,6 +129,7 @@ class LLMClient:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: threading.Thread | None = None
         self._ceiling = _check_limit(max_cost_usd)
+        self._shared: SharedBudget | None = None
         self.refused_calls = 0
 
     def _cache_namespace(self, seed: int) -> str:
@@ -181,16 +182,24 @@ class LLMClient:
 
     @property
     def budget_reached(self) -> bool:
-        """True once the spending limit in force has been reached: new calls are refused."""
-        ceiling = self._ceiling
+        """True once the spending limit in force (this client's, or one it shares with other clients)
+        has been reached: new calls are refused."""
+        ceiling, shared = self._ceiling, self._shared
+        if shared is not None and shared.reached:
+            return True
         return ceiling is not None and self._totals.cost_usd >= ceiling
 
     def _refuse(self, request: Request, model: str) -> BudgetReachedError:
         with self._lock:
             self.refused_calls += 1
             spent = self._totals.cost_usd
+        shared = self._shared
+        if shared is not None and shared.reached:
+            spent_text = f"${shared.spent:.4f} spent by {shared.names}, limit ${shared.limit:.4f}"
+        else:
+            spent_text = f"${spent:.4f} spent, limit ${self._ceiling:.4f}"
         return BudgetReachedError(
-            f"spending limit reached: ${spent:.4f} spent, limit ${self._ceiling:.4f}; refused a new "
+            f"spending limit reached: {spent_text}; refused a new "
             f"{request.kind!s} call to {self.backend_name}/{model}. Finished work is kept; run again "
             "with a higher max_cost_usd to continue."
         )
@@ -633,6 +642,49 @@ class _WriteBehind:
                 self._queue.put(None)
         if thread is not None and self._pid == os.getpid():
             thread.join()
+
+
+class SharedBudget:
+    """One spending limit over several clients: the roles of one stage on their own backends together
+    may spend `limit` from the moment it was made."""
+
+    def __init__(self, clients: Sequence[LLMClient], limit: float):
+        self.clients = list({id(c): c for c in clients}.values())
+        self.limit = limit
+        self._start = [c.totals()["cost_usd"] for c in self.clients]
+
+    @property
+    def spent(self) -> float:
+        return sum(c.totals()["cost_usd"] - start for c, start in zip(self.clients, self._start, strict=True))
+
+    @property
+    def reached(self) -> bool:
+        return self.spent >= self.limit
+
+    @property
+    def names(self) -> str:
+        return " + ".join(c.backend_name for c in self.clients)
+
+
+@contextlib.contextmanager
+def shared_spending_limit(
+    clients: Sequence[LLMClient], max_cost_usd: float | None
+) -> Iterator[SharedBudget | None]:
+    """Refuse new calls of every client in `clients` once they have together spent `max_cost_usd` more
+    (None: no limit); like `LLMClient.spending_limit`, calls in flight finish."""
+    limit = _check_limit(max_cost_usd)
+    if limit is None:
+        yield None
+        return
+    budget = SharedBudget(clients, limit)
+    previous = [(c, c._shared) for c in budget.clients]
+    for client in budget.clients:
+        client._shared = budget
+    try:
+        yield budget
+    finally:
+        for client, before in previous:
+            client._shared = before
 
 
 def _check_limit(max_cost_usd: float | None) -> float | None:

@@ -495,7 +495,12 @@ def resolve(model: str, backend: str) -> str:
 
 
 def role_lines(roles: dict[str, str], backend: str) -> list[str]:
-    """One line per role (e.g. {"user agent": "Claude 3 Sonnet"}) naming what will be called on `backend`."""
+    """One line per role (e.g. {"user agent": "Claude 3 Sonnet"}) naming what will be called on `backend`;
+    on "python", the Python assistant and the model it calls."""
+    if backend == "python":
+        from .python_assistant import model_id
+
+        return [f"{role}: python:{model_id(model)}" for role, model in roles.items()]
     return [resolve_model(model, backend).describe(role) for role, model in roles.items()]
 
 

@@ -9,6 +9,10 @@ a backend, so model ids with colons of their own stay whole.
 An OpenAI-compatible endpoint other than OPENAI_BASE_URL is named by the environment variable that
 holds its URL: `openai@VLLM_URL:Qwen/Qwen2.5-7B-Instruct` calls the server at $VLLM_URL. Specs never
 carry URLs or keys themselves; those come from the environment only (the key from OPENAI_API_KEY).
+
+The assistant under test may also be Python code: `python:package.module:Name` (options after `?`,
+e.g. `python:personalens_utils.assistants.retrieval:RetrievalAssistant?k=3&model=offline`); see
+`llm.python_assistant`.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ from typing import Any
 from .registry import KNOWN_BACKENDS
 
 DEFAULT_BASE_URL_VAR = "OPENAI_BASE_URL"
+PYTHON = "python"
+"""Not a backend: `python:package.module:Name` is an assistant written in Python (llm/python_assistant.py)."""
 
 
 class SpecError(ValueError):
@@ -48,6 +54,8 @@ class ModelSpec:
         head, colon, model = text.partition(":")
         backend, at, var = head.partition("@")
         backend = backend.strip().lower()
+        if backend == PYTHON:
+            return cls._python(text, at, model.strip(), what)
         if backend not in KNOWN_BACKENDS:
             if at:
                 raise SpecError(f"{what}={text!r}: unknown backend {backend!r} before '@'; "
@@ -65,6 +73,17 @@ class ModelSpec:
                                 f"write '{backend}:<model>'")
             model = default_model
         return cls(backend, model, var.strip() or None)
+
+    @classmethod
+    def _python(cls, text: str, at: str, target: str, what: str) -> ModelSpec:
+        """`python:package.module:Name[?options]`: an assistant written in Python (llm/python_assistant.py),
+        its target written canonically; the object is loaded when its client is made."""
+        from .python_assistant import Target
+
+        if at or not target:
+            raise SpecError(f"{what}={text!r}: write python:package.module:Name (a class or object with a "
+                            "reply(view, llm) method; docs/simulation.md)")
+        return cls(PYTHON, str(Target.parse(target, what)))
 
     @staticmethod
     def _check_var(text: str, backend: str, var: str, model: str, what: str) -> None:

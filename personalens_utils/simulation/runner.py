@@ -25,6 +25,8 @@ from personalens_utils.data import MD, SD, Benchmark
 from personalens_utils.engine import Item, Plan, StageReport
 from personalens_utils.llm import CallKind, LLMClient
 from personalens_utils.llm.budget import CostEstimate, Tally, request_tokens
+from personalens_utils.llm.python_assistant import PythonAssistant, load
+from personalens_utils.llm.specs import PYTHON
 from personalens_utils.prompts.dialogue import DIALOGUE_PROMPT_VERSION
 from personalens_utils.prompts.official import OfficialPrompts, prompts_for
 from personalens_utils.records import Dialogue, Record, current_id, resolved_model
@@ -157,9 +159,6 @@ def _prepare(benchmark: Benchmark, run: RunStore | str | os.PathLike[str], clien
         raise ValueError(f"assistant_backend={assistant_backend!r} but the assistant's client calls "
                          f"{(assistant_client or client).backend_name!r}: pass the assistant's own client "
                          "as assistant_client")
-    if assistant_client is not None and max_cost_usd is not None:
-        raise ValueError("max_cost_usd is not supported yet with the assistant on its own client: "
-                         "the limit would count only the user agent's spending; leave it None")
     store = _store(run)
     prompts = prompts_for(prompt_set, official_code)
     planned = plan_dialogues(benchmark, store, backend=client.backend_name, settings=settings,
@@ -169,6 +168,15 @@ def _prepare(benchmark: Benchmark, run: RunStore | str | os.PathLike[str], clien
     report = StageReport(STAGE, shard=str(shard) if shard else None, max_cost_usd=max_cost_usd,
                          details={"prompt_set": prompt_set, "prompt_version": prompt_identity(prompts)[1]})
     return store, _stage(user_model, assistant_model, max_turns, assistant_client, prompts), planned, report
+
+
+def _others(client: LLMClient, assistant: Any) -> list[LLMClient]:
+    """The clients besides the user agent's that the assistant's calls go to (a Python assistant's
+    are those of the model it calls): their spending counts against `max_cost_usd` and in the report."""
+    if assistant is None:
+        return []
+    found = assistant.llm_clients() if isinstance(assistant, PythonAssistant) else [assistant]
+    return [c for c in found if c is not client]
 
 
 def _pool_size(client: LLMClient, assistant: LLMClient | None) -> int:
@@ -184,11 +192,13 @@ async def arun_simulation(benchmark: Benchmark, run: RunStore | str | os.PathLik
     """Simulate every planned dialogue into the run store; see `run_simulation`."""
     store, stage, planned, report = _prepare(benchmark, run, client, **options)
     assistant = options.get("assistant_client")
-    before = assistant.totals() if assistant not in (None, client) else None
+    others = _others(client, assistant)
+    before = [c.totals() for c in others]
     await engine.arun_stage(stage, store, client, planned, report=report, desc=Dialogue.table,
-                            max_cost_usd=report.max_cost_usd, pool_size=_pool_size(client, assistant))
-    if before is not None:
-        report.spent(before, assistant.totals())
+                            max_cost_usd=report.max_cost_usd, pool_size=_pool_size(client, assistant),
+                            others=others)
+    for other, totals in zip(others, before, strict=True):
+        report.spent(totals, other.totals())
     return report
 
 
@@ -203,17 +213,20 @@ def run_simulation(benchmark: Benchmark, run: RunStore | str | os.PathLike[str],
     official code is; docs/simulation.md), `retry_errors` (redo dialogues stored as errors), `max_turns`
     (overrides the 20/30 caps), `limit` (run at most that many of the planned dialogues; the rest stay
     for a later call), `shard` ("i/n": this machine's share) and `max_cost_usd` (stop new calls once
-    this much is spent in this call; the report's `status` is then "budget reached" and a rerun
-    continues where it stopped; not yet with an `assistant_client` of its own). The report counts the
-    calls of both clients. Works in scripts and in notebooks with a running event loop.
+    this much is spent in this call by the user agent's and the assistant's clients together; the
+    report's `status` is then "budget reached" and a rerun continues where it stopped). The report
+    counts the calls of both clients. `assistant_client` may be a `PythonAssistant` (a `python:`
+    spec's client): its model's calls are counted and limited the same way. Works in scripts and in
+    notebooks with a running event loop.
     """
     store, stage, planned, report = _prepare(benchmark, run, client, **options)
     assistant = options.get("assistant_client")
-    before = assistant.totals() if assistant not in (None, client) else None
+    others = _others(client, assistant)
+    before = [c.totals() for c in others]
     engine.run_stage(stage, store, client, planned, report=report, desc=Dialogue.table,
-                     max_cost_usd=report.max_cost_usd, pool_size=_pool_size(client, assistant))
-    if before is not None:
-        report.spent(before, assistant.totals())
+                     max_cost_usd=report.max_cost_usd, pool_size=_pool_size(client, assistant), others=others)
+    for other, totals in zip(others, before, strict=True):
+        report.spent(totals, other.totals())
     return report
 
 
@@ -225,8 +238,9 @@ def estimate_simulation(benchmark: Benchmark, run: RunStore | str | os.PathLike[
     dialogue and tokens per turn are the paper's Table 13 averages (`PAPER_TURNS`,
     `PAPER_TOKENS_PER_TURN`), capped by `max_turns`; the fixed part of each prompt (instructions,
     profile, assistant context) is rendered for up to `sample` dialogues per task type and setting
-    and scaled up. `backend` is the one the run will use: it decides which dialogues are already stored
-    and prices the calls ("offline": nothing is spent).
+    and scaled up. `backend` is the user agent's and `assistant_backend` (an option, default the same)
+    the assistant's: they decide which dialogues are already stored, and each role's calls are priced
+    on its own backend ("offline": nothing is spent; a `python:` assistant on the model it declares).
     """
     max_turns = options.pop("max_turns", None)
     limit = options.pop("limit", None)
@@ -234,6 +248,8 @@ def estimate_simulation(benchmark: Benchmark, run: RunStore | str | os.PathLike[
     prompts = prompts_for(options.pop("prompt_set", "kit"), options.pop("official_code", None))
     user_model = options.get("user_model", DEFAULT_MODEL)
     assistant_model = options.get("assistant_model", DEFAULT_MODEL)
+    assistant_backend, priced_model, note = _assistant_pricing(backend, options.get("assistant_backend"),
+                                                               assistant_model)
     todo = [item.payload
             for item in plan_dialogues(benchmark, _store(run), backend=backend, limit=limit, prompts=prompts,
                                        **options).items]
@@ -257,9 +273,10 @@ def estimate_simulation(benchmark: Benchmark, run: RunStore | str | os.PathLike[
         tally.add(STAGE, str(CallKind.USER_TURN), user_model, calls=n * turns,
                   input_tokens=scale * (opening + (turns - 1) * next_turn) + n * history,
                   output_tokens=n * turns * user_out)
-        tally.add(STAGE, str(CallKind.ASSISTANT_TURN), assistant_model, calls=n * turns,
-                  input_tokens=scale * turns * system + n * (history + turns * user_out),
-                  output_tokens=n * turns * (per_turn - user_out))
+        if priced_model is not None:
+            tally.add(STAGE, str(CallKind.ASSISTANT_TURN), priced_model, calls=n * turns,
+                      input_tokens=scale * turns * system + n * (history + turns * user_out),
+                      output_tokens=n * turns * (per_turn - user_out), backend=assistant_backend)
     counts = ", ".join(f"{kind} {setting}: {len(items)}" for (kind, setting), items in groups.items())
     return tally.estimate([
         f"{len(todo)} dialogues still to run ({counts or 'none'})",
@@ -268,7 +285,23 @@ def estimate_simulation(benchmark: Benchmark, run: RunStore | str | os.PathLike[
         f"tokens per turn from Table 13: SD {PAPER_TOKENS_PER_TURN[SD]}, MD {PAPER_TOKENS_PER_TURN[MD]}; "
         f"the user's message taken as {USER_SHARE:.0%} of a turn",
         "every turn re-sends the dialogue so far to both the user agent and the assistant",
+        f"each role priced on its own backend: user agent {backend}:{user_model}, assistant {note}",
     ])
+
+
+def _assistant_pricing(
+    backend: str, assistant_backend: str | None, model: str
+) -> tuple[str, str | None, str]:
+    """The backend and model an estimate prices the assistant's turns on, and how to say so: a Python
+    assistant's are its declared model's, sized like a prompt-based assistant's turns."""
+    assistant_backend = assistant_backend or backend
+    if assistant_backend != PYTHON:
+        return assistant_backend, model, f"{assistant_backend}:{model}"
+    inner = load(model).inner
+    if inner is None:
+        return PYTHON, None, f"python:{model} (calls no model through the kit: nothing priced)"
+    return inner.backend, inner.model, (f"python:{model} through {inner.backend}:{inner.model}, one call "
+                                        "per turn sized like the prompt-based assistant's")
 
 
 _EMPTY_TURN = ({"role": "user", "content": ""}, {"role": "assistant", "content": ""})

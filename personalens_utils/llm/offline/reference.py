@@ -39,12 +39,15 @@ class View:
 
 
 SETTING_BOUND = View()
+SETTING_ASSISTANT = "ref-follows-setting"
+"""The offline assistant that uses exactly the context it is given (its setting's, or a Python
+assistant's selection)."""
 REFERENCE_ASSISTANTS: dict[str, View] = {
     "ref-ignores-context": View(dialogue=False, setting=False),
     "ref-dialogue-only": View(setting=False),
     "ref-past-interactions": View(setting=False, history=True),
     "ref-all-preferences": View(setting=False, history=True, oracle=True),
-    "ref-follows-setting": SETTING_BOUND,
+    SETTING_ASSISTANT: SETTING_BOUND,
 }
 DESIGNED_ORDER = ("ref-ignores-context", "ref-dialogue-only", "ref-past-interactions", "ref-all-preferences")
 """The reference assistants from worst to best on personalization and task completion."""
