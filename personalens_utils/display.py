@@ -19,16 +19,18 @@ from typing import Any
 import pandas as pd
 
 CSS: dict[str, str] = {
-    "pl-scroll": "overflow-x: auto; max-width: 100%",
+    # contain: its own width never widens what holds it (a widget's flex box), so a wide table
+    # scrolls inside this box instead of pushing the page past the output's right edge
+    "pl-scroll": "overflow-x: auto; max-width: 100%; contain: inline-size",
     "pl-table": "border-collapse: collapse; font-size: 0.9em; margin: 4px 0",
     "th": "padding: 2px 8px; border-bottom: 1px solid #ccc; vertical-align: top; text-align: left; "
     "background-color: #f4f4f4; white-space: nowrap",
     "td": "padding: 2px 8px; border-bottom: 1px solid #e4e4e4; vertical-align: top; text-align: left",
     "pl-num": "text-align: right; white-space: nowrap",
     "pl-caption": "margin: 4px 0",
-    "pl-chat": "display: flex; flex-direction: column; gap: 6px; max-width: 60em",
-    "pl-turn": "border-radius: 6px; padding: 6px 10px; white-space: pre-wrap; overflow-wrap: break-word; "
-    "word-break: normal; line-height: 1.4",
+    "pl-chat": "display: flex; flex-direction: column; gap: 6px; max-width: 60em; min-width: 0",
+    "pl-turn": "border-radius: 6px; padding: 6px 10px; white-space: pre-wrap; overflow-wrap: anywhere; "
+    "word-break: normal; line-height: 1.4; min-width: 0",
     "pl-turn-user": "background-color: #eef3fb; margin-right: 4em",
     "pl-turn-assistant": "background-color: #f3f8ee; margin-left: 4em",
     "pl-turn-head": "font-size: 0.8em; color: #555; white-space: normal",
@@ -36,9 +38,13 @@ CSS: dict[str, str] = {
     "pl-badge": "display: inline-block; font-size: 0.8em; border-radius: 4px; padding: 0 5px; "
     "margin: 2px 4px 0 0; background-color: #fff3c4; white-space: normal",
     "pl-judgment": "border-left: 3px solid #bbb; padding: 2px 8px; margin: 6px 0",
-    "pl-explanation": "white-space: pre-wrap; overflow-wrap: break-word; word-break: normal",
+    "pl-explanation": "white-space: pre-wrap; overflow-wrap: anywhere; word-break: normal",
     "pl-muted": "color: #666",
-    "pl-side": "display: grid; grid-template-columns: 1fr 1fr; gap: 12px; overflow-x: auto",
+    "pl-side": "display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); gap: 12px",
+    "pl-side-cell": "min-width: 0; overflow-wrap: anywhere",
+    # a page's text wraps anywhere it must (ids, model names), so no line is wider than the output
+    "pl-page": "max-width: 100%; min-width: 0; white-space: normal; overflow-wrap: anywhere",
+    "pl-compare": "max-width: 100%; min-width: 0; white-space: normal; overflow-wrap: anywhere",
     "pl-error": "color: #a00; font-weight: bold",
 }
 """How each class looks. Written inline on every element (`inline`): a notebook that is not trusted

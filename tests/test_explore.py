@@ -18,7 +18,8 @@ from personalens_utils.analysis.annotation import AnnotationError
 from personalens_utils.display import frame_html
 from personalens_utils.engine import StageReport
 from personalens_utils.explore import Annotator, annotate, explore, side_by_side
-from personalens_utils.explore.views import turn_notes
+from personalens_utils.explore.catalog import DialogueView
+from personalens_utils.explore.views import dialogue_page, turn_notes
 from personalens_utils.judging import DIMENSIONS
 from personalens_utils.judging.answers import combine, score_fields
 from personalens_utils.llm.offline.judge import mentions
@@ -176,6 +177,41 @@ def test_mentions_use_the_offline_judges_whole_word_reading():
     assert found == [(0, "user", "Drama"), (3, "assistant", "jazz")]
 
 
+def test_a_value_held_in_two_domains_is_one_badge_on_its_turn(store):
+    """A user with the same price range for travel and restaurants: two mentions, one badge per turn."""
+    dialogue = next(d for d in store.read(Dialogue) if d.id == "d-md")
+    context = {"task": {"relevant_preferences": ["Price Range"]},
+               "preferences": {domain: {"Price Range": "Moderate"} for domain in ("Travel", "Restaurants")},
+               "dialogue": _turns("Plan my evening.", "Something moderate for the hotel and the dinner.")}
+    found = tuple(mentions(context))
+    assert [(m.index, m.domain) for m in found] == [(1, "Restaurants"), (1, "Travel")]
+    page = plain(dialogue_page(DialogueView(dialogue, (), context, mentions=found)))
+    assert page.count("applies Price Range: Moderate") == 1
+    relevant = re.search(r'<table class="pl-table pl-relevant">.*?</table>', page).group(0)
+    assert relevant.count("Moderate: turn 1") == 2  # the profile table still lists both domains
+
+
+def test_explorer_and_side_by_side_fit_the_output_width(store, benchmark):
+    """Nothing wider than the output: widgets span 100%, long text wraps, wide tables scroll in their box.
+    Every style is inline (an untrusted executed copy drops <style> blocks)."""
+    view = explore(store, benchmark=benchmark)
+    view.select("d-base")
+    compare = side_by_side(store, benchmark=benchmark)
+    for widget in (view, view.dialogue, view.page, compare, compare.page):
+        assert (widget.layout.width, widget.layout.max_width) == ("100%", "100%")
+    assert compare.left.layout.width == "auto" and compare.left.layout.flex == "1 1 0"
+    for markup, root in ((view.page.value, "pl-page"), (compare.page.value, "pl-compare")):
+        assert "<style" not in markup
+        top = re.match(rf'<div class="{root}"[^>]* style="([^"]*)"', markup).group(1)
+        assert "overflow-wrap: anywhere" in top and "white-space: normal" in top
+        scrolls = re.findall(r'<div class="pl-scroll" style="([^"]*)"', markup)
+        assert scrolls and all("overflow-x: auto" in s and "contain: inline-size" in s for s in scrolls)
+        assert 'class="pl-table pl-relevant"' in markup
+        assert not re.search(r"(?<![-\w])width: \d+(px|em)", markup)  # no fixed width anywhere
+    grid = re.search(r'<div class="pl-side" style="([^"]*)"', compare.page.value).group(1)
+    assert "grid-template-columns: minmax(0, 1fr) minmax(0, 1fr)" in grid
+
+
 def test_without_a_benchmark_or_dialogues_the_explorer_says_what_to_do(store, tmp_path):
     view = explore(store)
     assert "Profile not shown: no benchmark was given" in view.page.value
@@ -208,8 +244,8 @@ def test_side_by_side_aligns_turns_and_puts_scores_beside_each(store, benchmark)
                 right=lambda d: d.assistant_setting == "base+I")
     page = plain(view.page.value)
     assert view.page.value == view.html() and 'class="pl-compare"' in page
-    cell = (r'<div class="pl-compare-turn" data-turn="(\d+)">(.*?)</div>'
-            r'(?=<div class="pl-compare-turn"|<h4>|$)')
+    cell = (r'<div class="pl-compare-turn pl-side-cell" data-turn="(\d+)">(.*?)</div>'
+            r'(?=<div class="pl-compare-turn|<h4>|$)')
     rows = re.findall(cell, page, flags=re.S)
     numbers = [n for n, _ in rows]
     assert numbers == ["1", "1", "2", "2", "3", "3"]  # one row per turn: left cell, right cell

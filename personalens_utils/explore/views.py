@@ -85,9 +85,13 @@ def _turn_extras(dialogue: Dialogue, judgments: Sequence[Judgment]) -> dict[int,
 
 
 def _applied(view: DialogueView) -> dict[int, list[str]]:
+    """Each message's badges, each once: a value the user holds in two domains (a price range for
+    travel and for restaurants) is one mention per domain but one badge."""
     notes: dict[int, list[str]] = defaultdict(list)
     for m in view.mentions:
-        notes[m.index].append(f"{'applies' if m.role == 'assistant' else 'states'} {m.preference}: {m.value}")
+        note = f"{'applies' if m.role == 'assistant' else 'states'} {m.preference}: {m.value}"
+        if note not in notes[m.index]:
+            notes[m.index].append(note)
     return notes
 
 
@@ -219,8 +223,8 @@ def comparison_page(left: DialogueView, right: DialogueView) -> str:
     turns_a = _by_turn(a, _turn_extras(a, left.judgments), _applied(left))
     turns_b = _by_turn(b, _turn_extras(b, right.judgments), _applied(right))
     rows = [
-        f'<div class="pl-compare-turn" data-turn="{n}">{turns_a.get(n, "")}</div>'
-        f'<div class="pl-compare-turn" data-turn="{n}">{turns_b.get(n, "")}</div>'
+        f'<div class="pl-compare-turn pl-side-cell" data-turn="{n}">{turns_a.get(n, "")}</div>'
+        f'<div class="pl-compare-turn pl-side-cell" data-turn="{n}">{turns_b.get(n, "")}</div>'
         for n in sorted(set(turns_a) | set(turns_b))
     ]
     by_dim_a = {(j.dimension, j.judge_model): j for j in left.judgments}
@@ -234,9 +238,10 @@ def comparison_page(left: DialogueView, right: DialogueView) -> str:
             else f'<div class="pl-muted">{esc(key[0])} ({esc(key[1])}): not judged</div>'
             for side in (by_dim_a, by_dim_b)
         ]
-        judged.append(f"<div>{cells[0]}</div><div>{cells[1]}</div>")
+        judged.append(f'<div class="pl-side-cell">{cells[0]}</div><div class="pl-side-cell">{cells[1]}</div>')
     head = "".join(
-        f"<div><h4>{esc(d.assistant_model)} · {esc(d.assistant_setting)}</h4>{header_html(d)}</div>"
+        f'<div class="pl-side-cell"><h4>{esc(d.assistant_model)} · {esc(d.assistant_setting)}</h4>'
+        f"{header_html(d)}</div>"
         for d in (a, b)
     )
     profile = profile_html(left, compared=[(f"in {_run(a)}", left), (f"in {_run(b)}", right)])

@@ -34,6 +34,8 @@ FILTERS = (
 """The explorer's filters: the `Filters` field and the label shown."""
 
 _WIDE = {"description_width": "initial"}
+_FULL = {"width": "100%", "max_width": "100%"}
+"""A widget spans the output area and never more (no fixed widths: the pane may be narrow)."""
 ANY = "(any)"
 """The value of a filter left open (a dropdown shows no selection for None, so it gets a label)."""
 
@@ -92,13 +94,16 @@ class Explorer(_Page):
         self.count = widgets.HTML()
         self.count.add_class("pl-explorer-count")
         self.dialogue = widgets.Select(
-            options=[], rows=8, description="dialogue", style=_WIDE, layout=widgets.Layout(width="100%")
+            options=[], rows=8, description="dialogue", style=_WIDE, layout=widgets.Layout(**_FULL)
         )
         self.dialogue.add_class("pl-explorer-dialogue-select")
-        self.page = widgets.HTML()
+        self.page = widgets.HTML(layout=widgets.Layout(**_FULL))
         self.page.add_class("pl-explorer-page")
-        controls = widgets.HBox(list(self.filters.values()), layout=widgets.Layout(flex_flow="row wrap"))
-        super().__init__([controls, self.score, self.count, self.dialogue, self.page])
+        wrap = widgets.Layout(flex_flow="row wrap", **_FULL)
+        controls = widgets.HBox(list(self.filters.values()), layout=wrap)
+        super().__init__(
+            [controls, self.score, self.count, self.dialogue, self.page], layout=widgets.Layout(**_FULL)
+        )
         self.add_class("pl-explorer")
         for box in self.filters.values():
             box.observe(self._refilter, names="value")
@@ -189,15 +194,19 @@ class SideBySide(_Page):
         self.catalog = catalog
         self.judge_model = judge_model_key(judge_model) if judge_model else None
         pool = list(scenarios) if scenarios is not None else catalog.compared_scenarios()
-        self.scenario = widgets.Dropdown(options=pool, description="scenario", style=_WIDE)
+        self.scenario = widgets.Dropdown(
+            options=pool, description="scenario", style=_WIDE, layout=widgets.Layout(max_width="100%")
+        )
         self.scenario.add_class("pl-compare-scenario")
-        self.left = widgets.Dropdown(description="left", style=_WIDE, layout=widgets.Layout(width="48%"))
-        self.right = widgets.Dropdown(description="right", style=_WIDE, layout=widgets.Layout(width="48%"))
+        half = {"width": "auto", "flex": "1 1 0", "min_width": "0"}  # halves of the row, however wide
+        self.left = widgets.Dropdown(description="left", style=_WIDE, layout=widgets.Layout(**half))
+        self.right = widgets.Dropdown(description="right", style=_WIDE, layout=widgets.Layout(**half))
         self.left.add_class("pl-compare-left")
         self.right.add_class("pl-compare-right")
-        self.page = widgets.HTML()
+        self.page = widgets.HTML(layout=widgets.Layout(**_FULL))
         self.page.add_class("pl-compare-page")
-        super().__init__([self.scenario, widgets.HBox([self.left, self.right]), self.page])
+        pair = widgets.HBox([self.left, self.right], layout=widgets.Layout(**_FULL))
+        super().__init__([self.scenario, pair, self.page], layout=widgets.Layout(**_FULL))
         self.add_class("pl-compare-widget")
         self.scenario.observe(self._runs, names="value")
         self.left.observe(self._show, names="value")
