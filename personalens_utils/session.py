@@ -222,11 +222,27 @@ class Session:
         the session's users and task types, and which notebook (`producer`) makes it."""
         if frame.empty:
             users = "all users" if self.users is None else f"{len(self.users)} users"
-            raise SessionError(
-                f"the run store {self.run_store.root} holds no {what} ({users}, task_types="
-                f"{list(self.task_types)}): run {producer} first, or set run_dir to a run store that has them"
-            )
+            types = list(self.task_types)
+            where = f"the run store {self.run_store.root} holds no {what} ({users}, task_types={types}"
+            held = self.prompt_sets_held()
+            if held and self.prompt_set not in held:  # e.g. after `make reproduce --prompt-set official`
+                theirs = " and ".join(repr(p) for p in held)
+                raise SessionError(
+                    f"{where}, prompt_set={self.prompt_set!r}): its dialogues were made with prompt_set "
+                    f"{theirs}: set prompt_set={held[0]!r} to analyse them (papermill -p prompt_set "
+                    f"{held[0]}), or run {producer} with prompt_set={self.prompt_set!r} first"
+                )
+            raise SessionError(f"{where}): run {producer} first, or set run_dir to a run store that has them")
         return frame
+
+    def prompt_sets_held(self) -> list[str]:
+        """The prompt sets of the store's dialogues of the session's users and task types (any prompt set)."""
+        wanted = set(self.users) if self.users is not None else None
+        types = set(self.task_types)
+        return sorted({
+            d.prompt_set for d in self.run_store.read(Dialogue)
+            if (wanted is None or d.user_id in wanted) and d.task_type in types
+        })
 
     def load_benchmark(self, users: Sequence[int] | None) -> Benchmark:
         """The benchmark for other users than the session's (e.g. those a run store holds)."""

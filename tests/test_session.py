@@ -181,3 +181,26 @@ def test_require_names_the_empty_store_and_what_fills_it(checkout):
     assert str(error.value) == (f"the run store {checkout / 'store'} holds no judgments by J (1 users, "
                                 "task_types=['SD']): run notebooks 03 and 04 first, or set run_dir to a run "
                                 "store that has them")
+
+
+def test_require_says_which_prompt_set_the_store_holds(checkout):
+    """After `make reproduce --prompt-set official` a notebook on its defaults (prompt_set="kit") finds
+    nothing to analyse: the one line names the store's prompt set and the parameter that reads it."""
+    bench = _official_like(checkout / "bench", [0])
+    store = checkout / "store"
+    s = Session.open(benchmark_dir=bench, users=[0], task_types=["SD"], run_dir=store)
+    identity = dict(user_backend="offline", user_model_id="user-sim", assistant_backend="offline",
+                    assistant_model_id="assistant")
+    s.run_store.append(dialogue("d-official", user_id=0, prompt_set="official", **identity))
+    with pytest.raises(SessionError) as error:
+        s.require(pd.DataFrame({"user_id": []}), "judgments by J", "notebooks 03 and 04")
+    lines = error.value._render_traceback_()
+    assert lines == [
+        f"SessionError: the run store {store} holds no judgments by J (1 users, task_types=['SD'], "
+        "prompt_set='kit'): its dialogues were made with prompt_set 'official': set prompt_set='official' "
+        "to analyse them (papermill -p prompt_set official), or run notebooks 03 and 04 with "
+        "prompt_set='kit' first"]
+    assert s.prompt_sets_held() == ["official"]
+    s.run_store.append(dialogue("d-kit", user_id=0, prompt_set="kit", **identity))
+    with pytest.raises(SessionError, match=r"\): run notebooks 03 and 04 first, or set run_dir"):
+        s.require(pd.DataFrame({"user_id": []}), "judgments by J", "notebooks 03 and 04")
