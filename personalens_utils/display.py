@@ -229,3 +229,25 @@ def chat_html(
     if not parts:
         return inline('<div class="pl-chat pl-muted">(no turns)</div>')
     return inline(f'<div class="pl-chat">{"".join(parts)}</div>')
+
+
+class UsageTable:
+    """A stage's model calls for display: the table, or one line when the stage made none (a rerun
+    after a finished run has nothing to do; an empty table there says nothing)."""
+
+    def __init__(self, frame: pd.DataFrame, stage: str | None = None) -> None:
+        self.frame = frame
+        self.stage = stage
+
+    def line(self) -> str:
+        """The one line shown instead of an empty table."""
+        where = f"{self.stage}: " if self.stage else ""
+        return f"{where}no model calls in this session (nothing to do, or nothing that needed a model)."
+
+    def _repr_html_(self) -> str:
+        if self.frame.empty:
+            return inline(f'<div class="pl-usage pl-usage-none pl-muted">{esc(self.line())}</div>')
+        return frame_html(self.frame, caption=f"model calls{f' ({self.stage})' if self.stage else ''}")
+
+    def __repr__(self) -> str:
+        return self.line() if self.frame.empty else self.frame.to_string(index=False)

@@ -28,7 +28,7 @@ import pandas as pd
 
 from personalens_utils import paths
 from personalens_utils.data import Benchmark, load_benchmark, resolve_users
-from personalens_utils.display import use_in_notebook
+from personalens_utils.display import UsageTable, use_in_notebook
 from personalens_utils.llm import LLMClient
 from personalens_utils.llm.clients import Clients
 from personalens_utils.llm.specs import ModelSpec
@@ -277,6 +277,10 @@ class Session:
     def usage_frame(self, stage: str | None = None) -> pd.DataFrame:
         """Calls of every client with the role and backend of each (`Clients.usage_frame`)."""
         return self.clients.usage_frame(stage)
+
+    def usage(self, stage: str | None = None) -> UsageTable:
+        """`usage_frame` for display: the table, or one line when this session made no model calls."""
+        return UsageTable(self.usage_frame(stage), stage)
 
     def preflight(self, roles: Mapping[str, str | ModelSpec]) -> str:
         """Check each role's model once on its own backend's client, before any work is planned or stored

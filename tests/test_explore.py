@@ -15,14 +15,17 @@ from test_analysis_support import build_benchmark
 from personalens_utils import analysis
 from personalens_utils.analysis import annotation
 from personalens_utils.analysis.annotation import AnnotationError
-from personalens_utils.display import frame_html
+from personalens_utils.display import UsageTable, frame_html
 from personalens_utils.engine import StageReport
 from personalens_utils.explore import Annotator, annotate, explore, side_by_side
 from personalens_utils.explore.catalog import DialogueView
 from personalens_utils.explore.views import dialogue_page, turn_notes
 from personalens_utils.judging import DIMENSIONS
 from personalens_utils.judging.answers import combine, score_fields
+from personalens_utils.llm import CallKind, Message, Request
+from personalens_utils.llm.clients import Clients
 from personalens_utils.llm.offline.judge import mentions
+from personalens_utils.paths import project_root
 from personalens_utils.records import Dialogue, Judgment
 from personalens_utils.store import RunStore
 from personalens_utils.tables import Source, TableResult
@@ -416,6 +419,27 @@ def test_stage_report_display_is_one_line_when_there_was_nothing_to_do():
     html = plain(busy._repr_html_())
     assert "judging complete: 3 records stored (1 errors)" in html and "<table" in html
     assert "<td class=\"pl-num\">0.0004</td>" in html and "<th></th>" not in html
+
+
+def test_usage_of_a_stage_with_nothing_to_do_is_one_line_and_every_notebook_shows_it_so():
+    """Rerunning 03-06 after a finished run makes no model call: one line, never an empty table."""
+    clients = Clients("offline", progress=False)
+    try:
+        idle = UsageTable(clients.usage_frame("judging"), "judging")
+        assert plain(idle._repr_html_()) == ('<div class="pl-usage pl-usage-none pl-muted">judging: no model '
+                                             "calls in this session (nothing to do, or nothing that needed "
+                                             "a model).</div>")
+        assert repr(idle) == idle.line() and "<table" not in idle._repr_html_()
+        spec = clients.spec("Claude 3 Sonnet")
+        clients.client(spec).complete(Request(CallKind.USER_TURN, (Message("user", "hi"),), model=spec.model))
+        busy = UsageTable(clients.usage_frame())
+        html = plain(busy._repr_html_())
+        assert "<table" in html and "user agent" in html and "no model calls" not in html
+    finally:
+        clients.close()
+    for name in ("03_simulation", "04_judging", "05_ablation", "06_analysis"):
+        source = (project_root() / "notebooks" / f"{name}.ipynb").read_text(encoding="utf-8")
+        assert "session.usage(" in source and "usage_frame" not in source, name
 
 
 def test_records_render_as_html_with_every_text_escaped(store):
