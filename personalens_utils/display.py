@@ -27,6 +27,7 @@ CSS: dict[str, str] = {
     "background-color: #f4f4f4; white-space: nowrap",
     "td": "padding: 2px 8px; border-bottom: 1px solid #e4e4e4; vertical-align: top; text-align: left",
     "pl-num": "text-align: right; white-space: nowrap",
+    "pl-wrap": "white-space: normal",  # a long header that may wrap (after `th`, so it wins)
     "pl-caption": "margin: 4px 0",
     "pl-chat": "display: flex; flex-direction: column; gap: 6px; max-width: 60em; min-width: 0",
     "pl-turn": "border-radius: 6px; padding: 6px 10px; white-space: pre-wrap; overflow-wrap: anywhere; "

@@ -201,7 +201,7 @@ def test_explorer_and_side_by_side_fit_the_output_width(store, benchmark):
     view.select("d-base")
     compare = side_by_side(store, benchmark=benchmark)
     for widget in (view, view.dialogue, view.page, compare, compare.page):
-        assert (widget.layout.width, widget.layout.max_width) == ("100%", "100%")
+        assert (widget.layout.width, widget.layout.max_width) == ("auto", "100%")
     assert compare.left.layout.width == "auto" and compare.left.layout.flex == "1 1 0"
     for markup, root in ((view.page.value, "pl-page"), (compare.page.value, "pl-compare")):
         assert "<style" not in markup
@@ -210,6 +210,8 @@ def test_explorer_and_side_by_side_fit_the_output_width(store, benchmark):
         scrolls = re.findall(r'<div class="pl-scroll" style="([^"]*)"', markup)
         assert scrolls and all("overflow-x: auto" in s and "contain: inline-size" in s for s in scrolls)
         assert 'class="pl-table pl-relevant"' in markup
+        wrapped = r'<th class="pl-wrap" style="[^"]*white-space: nowrap[^"]*white-space: normal"'
+        assert re.search(wrapped, markup)  # the long "applied in ..." headers wrap
         assert not re.search(r"(?<![-\w])width: \d+(px|em)", markup)  # no fixed width anywhere
     grid = re.search(r'<div class="pl-side" style="([^"]*)"', compare.page.value).group(1)
     assert "grid-template-columns: minmax(0, 1fr) minmax(0, 1fr)" in grid
@@ -256,7 +258,7 @@ def test_side_by_side_aligns_turns_and_puts_scores_beside_each(store, benchmark)
     assert "How about a jazz documentary?" in left_1 and "You liked drama before" in right_1
     assert "Thanks, bye." in rows[5][1] and "pl-turn" not in rows[4][1]  # base ended after two turns
     relevant = re.search(r'<table class="pl-table pl-relevant">.*?</table>', page).group(0)
-    assert "<th>applied in model-a · base (whole-word match)</th>" in relevant
+    assert '<th class="pl-wrap">applied in model-a · base (whole-word match)</th>' in relevant
     assert "<td>jazz: turn 1; drama: turn 2</td><td>drama: turn 1</td>" in relevant  # each run's own
     judged = page[page.index("<h4>Judgments</h4>"):]
     assert judged.index("personalization of d-base") < judged.index("personalization of d-plus-i")

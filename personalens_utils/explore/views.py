@@ -138,7 +138,7 @@ def profile_html(view: DialogueView, *, compared: Sequence[tuple[str, DialogueVi
                 )
                 applied += f"<td>{esc(where) or _NOT_APPLIED}</td>"
             rows.append(f"<tr><td>{esc(domain)}</td><td>{esc(name)}</td><td>{esc(_values(value))}</td>{applied}</tr>")
-    heads = "".join(f"<th>applied {esc(label)} (whole-word match)</th>" for label, _ in sides)
+    heads = "".join(f'<th class="pl-wrap">applied {esc(label)} (whole-word match)</th>' for label, _ in sides)
     relevant_html = (
         '<table class="pl-table pl-relevant"><thead><tr><th>domain</th><th>relevant preference</th>'
         f"<th>user's value</th>{heads}</tr></thead><tbody>{''.join(rows)}</tbody></table>"

@@ -34,8 +34,9 @@ FILTERS = (
 """The explorer's filters: the `Filters` field and the label shown."""
 
 _WIDE = {"description_width": "initial"}
-_FULL = {"width": "100%", "max_width": "100%"}
-"""A widget spans the output area and never more (no fixed widths: the pane may be narrow)."""
+_FULL = {"width": "auto", "max_width": "100%"}
+"""A widget spans the output area and never more (no fixed widths: the pane may be narrow). Auto, not
+100%: a box stretches to its container's width less its own margins, where 100% adds them on top."""
 ANY = "(any)"
 """The value of a filter left open (a dropdown shows no selection for None, so it gets a label)."""
 
