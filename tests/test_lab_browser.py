@@ -128,6 +128,20 @@ def page() -> Iterator[Page]:
             browser.close()
 
 
+OVERFLOWING = """(root) => {
+  const area = root.closest('.jp-OutputArea-output');
+  const edge = area.getBoundingClientRect().right + 1;
+  const out = area.scrollWidth > area.clientWidth + 1 ? ['the output area scrolls sideways'] : [];
+  for (const el of root.querySelectorAll('*')) {
+    const box = el.parentElement.closest('.pl-scroll');  // a wide table scrolls inside its own box
+    const rect = el.getBoundingClientRect();
+    if (!box && rect.width > 0 && rect.right > edge) out.push(`${el.tagName}.${el.className}`);
+  }
+  return out.slice(0, 10);
+}"""
+"""The elements of a widget whose right edge is past the output area's (none, when everything wraps)."""
+
+
 def _words(text: str) -> str:
     """Text with every run of white space (no-break spaces too) as one space."""
     return re.sub(r"\s+", " ", text).strip()
@@ -199,4 +213,6 @@ def test_notebook_06_runs_in_the_lab_and_the_explorer_opens_a_dialogue(lab, page
     shot("4_explorer_judgments")
     page.locator(".pl-compare-widget .pl-compare-scenario").scroll_into_view_if_needed()
     shot("5_side_by_side")
+    for widget in (explorer, page.locator(".pl-compare-widget")):  # nothing runs past the output's edge
+        assert widget.evaluate(OVERFLOWING) == [], "clipped at the output area's right edge"
     assert all(path.stat().st_size > 10_000 for path in shots)
