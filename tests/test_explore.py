@@ -188,6 +188,8 @@ def test_a_value_held_in_two_domains_is_one_badge_on_its_turn(store):
                "dialogue": _turns("Plan my evening.", "Something moderate for the hotel and the dinner.")}
     found = tuple(mentions(context))
     assert [(m.index, m.domain) for m in found] == [(1, "Restaurants"), (1, "Travel")]
+    twice = {**context, "task": {"relevant_preferences": ["Price Range", "Price Range"]}}
+    assert tuple(mentions(twice)) == found  # a type named twice by the task is not mentioned twice
     page = plain(dialogue_page(DialogueView(dialogue, (), context, mentions=found)))
     assert page.count("applies Price Range: Moderate") == 1
     relevant = re.search(r'<table class="pl-table pl-relevant">.*?</table>', page).group(0)

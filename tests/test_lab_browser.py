@@ -213,6 +213,14 @@ def test_notebook_06_runs_in_the_lab_and_the_explorer_opens_a_dialogue(lab, page
     shot("4_explorer_judgments")
     page.locator(".pl-compare-widget .pl-compare-scenario").scroll_into_view_if_needed()
     shot("5_side_by_side")
-    for widget in (explorer, page.locator(".pl-compare-widget")):  # nothing runs past the output's edge
+    page.locator(".pl-compare-page .pl-side").first.scroll_into_view_if_needed()
+    shot("6_side_by_side_transcripts")
+    widgets = (explorer, page.locator(".pl-compare-widget"))
+    for widget in widgets:  # nothing runs past the output's edge
         assert widget.evaluate(OVERFLOWING) == [], "clipped at the output area's right edge"
+    page.set_viewport_size({"width": 900, "height": 1000})  # a narrow window: still nothing clipped
+    for widget in widgets:
+        until("clipped in a narrow window", lambda w=widget: w.evaluate(OVERFLOWING), lambda bad: bad == [])
+    page.locator(".pl-compare-page .pl-relevant").scroll_into_view_if_needed()
+    shot("7_side_by_side_narrow")
     assert all(path.stat().st_size > 10_000 for path in shots)

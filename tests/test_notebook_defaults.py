@@ -73,11 +73,14 @@ def test_every_notebook_runs_on_its_defaults_right_after_reproduce(checkout, tmp
     for name in ("03_simulation", "04_judging", "05_ablation", "06_analysis"):
         assert str(store) in texts[name], f"{name} did not work on the reproduction's store"
     assert "Notebook 06 finished" in texts["06_analysis"]
-    again = json.loads(_run(checkout, "04_judging", tmp_path / "again").read_text(encoding="utf-8"))
+    # 04 reopened on the reproduction after its finished run (01 made another benchmark the default since)
+    bench = str(checkout / "runs" / "small" / "generated" / "benchmark")
+    rerun = _run(checkout, "04_judging", tmp_path / "again", benchmark_dir=bench)
+    again = json.loads(rerun.read_text(encoding="utf-8"))
     shown = ["".join(o.get("data", {}).get("text/html", ""))
              for c in again["cells"] for o in c.get("outputs", [])]
     assert any("pl-stage-idle" in html and "judging: nothing to do" in html for html in shown)
-    usage = [html for html in shown if "pl-usage" in html]  # reopened after a finished run: one line
+    usage = [html for html in shown if "pl-usage" in html]  # nothing to do: one line, no empty table
     assert len(usage) == 1 and "judging: no model calls in this session" in usage[0]
     assert "<table" not in usage[0]
     assert not (checkout / "runs" / "simulation").exists()  # nothing went to a second store

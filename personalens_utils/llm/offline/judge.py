@@ -152,7 +152,8 @@ def mentions(context: Mapping[str, Any]) -> list[Mention]:
                     continue
                 found += [Mention(pref_type, domain, str(item), index, who)
                           for index, (who, text) in enumerate(turns) if atoms[0] in text]
-    return sorted(found, key=lambda m: (m.index, m.preference, m.domain, m.value))
+    # a task naming a preference type twice, or a value listed twice, is still one mention
+    return sorted(set(found), key=lambda m: (m.index, m.preference, m.domain, m.value))
 
 
 def personalization_score(use: PreferenceUse) -> int:
