@@ -73,8 +73,10 @@ def test_every_notebook_runs_on_its_defaults_right_after_reproduce(checkout, tmp
     for name in ("03_simulation", "04_judging", "05_ablation", "06_analysis"):
         assert str(store) in texts[name], f"{name} did not work on the reproduction's store"
     assert "Notebook 06 finished" in texts["06_analysis"]
-    # 04 reopened on the reproduction after its finished run (01 made another benchmark the default since)
+    # 04 run to the end on the reproduction (05 added dialogues since; 01 made another benchmark the
+    # default), then reopened and run again: nothing to do
     bench = str(checkout / "runs" / "small" / "generated" / "benchmark")
+    _run(checkout, "04_judging", tmp_path / "finish", benchmark_dir=bench)
     rerun = _run(checkout, "04_judging", tmp_path / "again", benchmark_dir=bench)
     again = json.loads(rerun.read_text(encoding="utf-8"))
     shown = ["".join(o.get("data", {}).get("text/html", ""))
