@@ -23,9 +23,12 @@ CSS: dict[str, str] = {
     # scrolls inside this box instead of pushing the page past the output's right edge
     "pl-scroll": "overflow-x: auto; max-width: 100%; contain: inline-size",
     "pl-table": "border-collapse: collapse; font-size: 0.9em; margin: 4px 0",
+    # cells break between words only (not "anywhere", which a page sets for its text): a table too wide
+    # for its box scrolls inside it (pl-scroll) rather than splitting words letter by letter
     "th": "padding: 2px 8px; border-bottom: 1px solid #ccc; vertical-align: top; text-align: left; "
-    "background-color: #f4f4f4; white-space: nowrap",
-    "td": "padding: 2px 8px; border-bottom: 1px solid #e4e4e4; vertical-align: top; text-align: left",
+    "background-color: #f4f4f4; white-space: nowrap; overflow-wrap: normal",
+    "td": "padding: 2px 8px; border-bottom: 1px solid #e4e4e4; vertical-align: top; text-align: left; "
+    "overflow-wrap: normal",
     "pl-num": "text-align: right; white-space: nowrap",
     "pl-wrap": "white-space: normal",  # a long header that may wrap (after `th`, so it wins)
     "pl-caption": "margin: 4px 0",
