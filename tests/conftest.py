@@ -18,15 +18,19 @@ ARCHIVE = Path(os.environ.get("PERSONALENS_ARCHIVE", SHARED_ARCHIVE))
 CODE_ARCHIVE = Path(os.environ.get("PERSONALENS_CODE_ARCHIVE", SHARED_CODE_ARCHIVE))
 
 
+def _extracted(archive: Path, what: str, target: Path) -> Path:
+    """`archive` unpacked into `target`; the test skips, naming the path, when it is absent."""
+    if not archive.is_file():
+        pytest.skip(f"official PersonaLens {what} not found at {archive} (../shared is absent)")
+    with tarfile.open(archive) as tar:
+        tar.extractall(target, filter="data")
+    return target
+
+
 @pytest.fixture(scope="session")
 def official_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The extracted archive: `data/` (profile/, task/) and `res/schema.json`."""
-    if not ARCHIVE.is_file():
-        pytest.skip(f"official PersonaLens archive not found at {ARCHIVE} (../shared is absent)")
-    target = tmp_path_factory.mktemp("official")
-    with tarfile.open(ARCHIVE) as tar:
-        tar.extractall(target, filter="data")
-    return target
+    return _extracted(ARCHIVE, "archive", tmp_path_factory.mktemp("official"))
 
 
 @pytest.fixture(scope="session")
@@ -45,12 +49,7 @@ def official_code_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     Read-only by convention: a test that runs the official scripts copies what it needs first.
     """
-    if not CODE_ARCHIVE.is_file():
-        pytest.skip(f"official PersonaLens code archive not found at {CODE_ARCHIVE} (../shared is absent)")
-    target = tmp_path_factory.mktemp("official_code")
-    with tarfile.open(CODE_ARCHIVE) as tar:
-        tar.extractall(target, filter="data")
-    return target
+    return _extracted(CODE_ARCHIVE, "code archive", tmp_path_factory.mktemp("official_code"))
 
 
 @pytest.fixture(scope="session")
