@@ -33,7 +33,7 @@ import urllib.parse
 from collections.abc import Callable, Collection, Sequence
 from typing import Any, NamedTuple
 
-from .fake_server import FakeLLMServer, RouteResult
+from .fake_server import FakeLLMServer, RouteResult, content_text, word_tokens
 
 
 class BedrockCall(NamedTuple):
@@ -120,15 +120,8 @@ def echo_reply(call: BedrockCall) -> str:
     return f"echo: {call.prompt}"
 
 
-def _words(text: str) -> int:
-    return max(1, len(text.split()))
-
-
 def _text(content: Any) -> str:
-    """The text of a string, or of a list of blocks holding `text`."""
-    if isinstance(content, list):
-        return "\n".join(str(block.get("text", "")) for block in content if isinstance(block, dict))
-    return str(content or "")
+    return content_text(content, sep="\n")
 
 
 def family(model_id: str) -> str:
@@ -324,7 +317,7 @@ class FakeBedrock(FakeLLMServer):
         system = _text(body.get("system"))
         prompt = "\n".join(_text(m.get("content")) for m in messages)
         text, stop = self._reply(BedrockCall(model_id, "Converse", system, prompt, body), max_tokens)
-        usage_in, usage_out = _words(f"{system}\n{prompt}"), _words(text)
+        usage_in, usage_out = word_tokens(f"{system}\n{prompt}"), word_tokens(text)
         return {
             "output": {"message": {"role": "assistant", "content": [{"text": text}]}},
             "stopReason": "max_tokens" if stop else "end_turn",
@@ -357,7 +350,8 @@ class FakeBedrock(FakeLLMServer):
                 "content": [{"type": "text", "text": text}],
                 "stop_reason": "max_tokens" if stop else "end_turn",
                 "stop_sequence": None,
-                "usage": {"input_tokens": _words(f"{system}\n{prompt}"), "output_tokens": _words(text)},
+                "usage": {"input_tokens": word_tokens(f"{system}\n{prompt}"),
+                          "output_tokens": word_tokens(text)},
             }
         if kind not in ("meta", "mistral"):
             raise ValueError(f"the fake serves anthropic, meta and mistral models, not {model_id!r}")
@@ -369,8 +363,8 @@ class FakeBedrock(FakeLLMServer):
         if kind == "meta":
             return {
                 "generation": text,
-                "prompt_token_count": _words(body["prompt"]),
-                "generation_token_count": _words(text),
+                "prompt_token_count": word_tokens(body["prompt"]),
+                "generation_token_count": word_tokens(text),
                 "stop_reason": reason,
             }
         return {"outputs": [{"text": text, "stop_reason": reason}]}

@@ -82,14 +82,15 @@ def generic_reply(api: str, body: dict[str, Any]) -> str:
     return "This is a reply from the fake LLM server."
 
 
-def _tokens(text: str) -> int:
+def word_tokens(text: str) -> int:
+    """A token count for usage blocks: the words of `text`, at least one."""
     return max(1, len(text.split()))
 
 
-def _text_of(content: Any) -> str:
+def content_text(content: Any, sep: str = " ") -> str:
     """The text of a system or message content given as a string or as a list of blocks."""
     if isinstance(content, list):
-        return " ".join(str(block.get("text", "")) for block in content if isinstance(block, dict))
+        return sep.join(str(block.get("text", "")) for block in content if isinstance(block, dict))
     return str(content or "")
 
 
@@ -465,10 +466,10 @@ class FakeLLMServer:
 
     def _success(self, api: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
         text = self.reply(api, body)
-        prompt = " ".join(_text_of(m.get("content")) for m in body.get("messages") or []) + _text_of(
+        prompt = " ".join(content_text(m.get("content")) for m in body.get("messages") or []) + content_text(
             body.get("system", "")
         )
-        usage_in, usage_out = _tokens(prompt), _tokens(text)
+        usage_in, usage_out = word_tokens(prompt), word_tokens(text)
         ident = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:24]
         if api == "openai":
             return {
