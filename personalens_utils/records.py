@@ -22,18 +22,17 @@ written before prompt sets existed read as `kit` with their ids unchanged.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, NoReturn, Self
 
-import orjson
-
 from personalens_utils.display import chat_html, esc, fields_html, inline
+from personalens_utils.identity import Role, dialogue_id, judgment_id, resolved_model, stable_id
 from personalens_utils.llm import python_assistant, registry
 from personalens_utils.llm.specs import PYTHON
-from personalens_utils.llm.types import FatalError, Message, Usage
-from personalens_utils.prompts.official import KIT_PROMPTS, OFFICIAL_PROMPTS, PROMPT_SETS
+from personalens_utils.llm.types import Message, Usage
+from personalens_utils.prompt_sets import PROMPT_SETS
+from personalens_utils.prompts.official import KIT_PROMPTS, OFFICIAL_PROMPTS
 
 OFFLINE = "offline"
 
@@ -49,32 +48,6 @@ LAYOUT_HINT = (
 
 class RecordError(ValueError):
     """A stored line that does not fit its record type; the message names where and what."""
-
-
-def stable_id(*parts: Any) -> str:
-    """A short id that depends only on the given parts (order matters)."""
-    raw = orjson.dumps([str(p) for p in parts])
-    return hashlib.sha256(raw).hexdigest()[:20]
-
-
-def with_prompt_set(parts: tuple[Any, ...], prompt_set: str) -> tuple[Any, ...]:
-    """Id parts with the prompt set added unless it is the kit's, so kit ids stay what they were."""
-    return parts if prompt_set == KIT_PROMPTS else (*parts, "prompt_set", prompt_set)
-
-
-def resolved_model(model: str, backend: str) -> str:
-    """The id `backend` is called with for `model` (the registry's id; for offline, its offline id).
-
-    A model the registry cannot place on that backend keeps its given name: such calls fail, and the
-    error record still needs an identity. An assistant written in Python (backend "python") is
-    identified by its target, its declared version and the backend:id of the model it calls.
-    """
-    if backend == PYTHON:
-        return python_assistant.model_id(model)
-    try:
-        return registry.resolve(model, backend)
-    except FatalError:
-        return model
 
 
 def legacy_model_id(model: str, backend: str) -> str:
@@ -251,6 +224,8 @@ class Dialogue(Record):
     usage: Usage = field(default_factory=Usage)
     cost_usd: float = 0.0
     retries: int = 0
+    sample: int = 0
+    """Which repetition of the same work this is (0: the first; stored only when not 0)."""
     legacy: bool = False
     """Written before run identity: id by `legacy_id`, stored without the identity fields."""
 
@@ -279,21 +254,6 @@ class Dialogue(Record):
         return f"{self.scenario_id} ({self.assistant_setting}): {self.error or self.status}"
 
     @staticmethod
-    def make_id(
-        scenario_id: str,
-        user_model: str,
-        assistant_model: str,
-        setting: str,
-        prompt_version: str,
-        user: tuple[str, str],
-        assistant: tuple[str, str],
-        prompt_set: str = KIT_PROMPTS,
-    ) -> str:
-        """The id of a dialogue; `user` and `assistant` are each (backend, resolved model id)."""
-        parts = (scenario_id, user_model, assistant_model, setting, prompt_version, *user, *assistant)
-        return stable_id(*with_prompt_set(parts, prompt_set))
-
-    @staticmethod
     def legacy_id(
         scenario_id: str, user_model: str, assistant_model: str, setting: str, prompt_version: str
     ) -> str:
@@ -315,7 +275,10 @@ class Dialogue(Record):
                  self.prompt_version)
         if self.legacy:
             return self.legacy_id(*names)
-        return self.make_id(*names, self.user, self.assistant, self.prompt_set)
+        return dialogue_id(self.scenario_id, self.assistant_setting,
+                           user=Role(self.user_model, *self.user),
+                           assistant=Role(self.assistant_model, *self.assistant),
+                           prompt_set=self.prompt_set, prompt_version=self.prompt_version, sample=self.sample)
 
     @property
     def n_turns(self) -> int:
@@ -347,6 +310,7 @@ class Dialogue(Record):
             "assistant_setting": self.assistant_setting,
             "prompt_version": self.prompt_version,
             **_prompt_set_entry(self.prompt_set),
+            **({"sample": self.sample} if self.sample else {}),
             "backend": self.backend,
             **identity,
             "status": self.status,
@@ -380,6 +344,7 @@ class Dialogue(Record):
             assistant_setting=r.str("assistant_setting"),
             prompt_version=r.str("prompt_version"),
             prompt_set=r.prompt_set(),
+            sample=r.int("sample") if "sample" in data else 0,
             backend=r.str("backend"),
             **identity,
             status=r.str("status"),
@@ -444,6 +409,8 @@ class Judgment(Record):
     explanation: str = ""
     raw: str = ""
     attempts: int = 0
+    sample: int = 0
+    """Which repetition of the same work this is (0: the first; stored only when not 0)."""
     legacy: bool = False
     """Written before run identity: id by `legacy_id`, stored without `judge_model_id`."""
 
@@ -459,15 +426,6 @@ class Judgment(Record):
         return f"dialogue {self.dialogue_id}, {self.dimension}: {self.explanation}"
 
     @staticmethod
-    def make_id(
-        dialogue_id: str, dimension: str, judge_model: str, prompt_version: str, judge: tuple[str, str],
-        prompt_set: str = KIT_PROMPTS,
-    ) -> str:
-        """The id of a judgment; `judge` is the judge's (backend, resolved model id)."""
-        parts = (dialogue_id, dimension, judge_model, prompt_version, *judge)
-        return stable_id(*with_prompt_set(parts, prompt_set))
-
-    @staticmethod
     def legacy_id(dialogue_id: str, dimension: str, judge_model: str, prompt_version: str) -> str:
         """The id a judgment got before run identity (no backend, no model id)."""
         return stable_id(dialogue_id, dimension, judge_model, prompt_version)
@@ -479,7 +437,10 @@ class Judgment(Record):
 
     def identity(self) -> str:
         names = (self.dialogue_id, self.dimension, self.judge_model, self.prompt_version)
-        return self.legacy_id(*names) if self.legacy else self.make_id(*names, self.judge, self.prompt_set)
+        if self.legacy:
+            return self.legacy_id(*names)
+        return judgment_id(self.dialogue_id, self.dimension, judge=Role(self.judge_model, *self.judge),
+                           prompt_set=self.prompt_set, prompt_version=self.prompt_version, sample=self.sample)
 
     def _repr_html_(self) -> str:
         """The judgment's fields, then the full explanation (never cut) and the raw answer folded."""
@@ -497,6 +458,7 @@ class Judgment(Record):
             "judge_model": self.judge_model,
             "prompt_version": self.prompt_version,
             **_prompt_set_entry(self.prompt_set),
+            **({"sample": self.sample} if self.sample else {}),
             "backend": self.backend,
             **({} if self.legacy else {"judge_model_id": self.judge_model_id}),
             "status": self.status,
@@ -521,6 +483,7 @@ class Judgment(Record):
             judge_model=r.str("judge_model"),
             prompt_version=r.str("prompt_version"),
             prompt_set=r.prompt_set(),
+            sample=r.int("sample") if "sample" in data else 0,
             backend=r.str("backend"),
             judge_model_id="" if legacy else r.str("judge_model_id"),
             status=r.str("status"),
@@ -880,5 +843,4 @@ __all__ = [
     "record_type",
     "resolved_model",
     "stable_id",
-    "with_prompt_set",
 ]

@@ -21,11 +21,12 @@ from personalens_utils import analysis, judging
 from personalens_utils.analysis import scores
 from personalens_utils.analysis.dialogue_stats import table13
 from personalens_utils.data import Benchmark, save_benchmark
+from personalens_utils.judging import JudgingConfig
 from personalens_utils.llm import LLMClient, registry
 from personalens_utils.llm.clients import Clients
 from personalens_utils.prompts.dialogue import USER_SYSTEM
 from personalens_utils.records import Dialogue, Judgment
-from personalens_utils.simulation import plan_dialogues, run_simulation
+from personalens_utils.simulation import SimulationConfig, plan_dialogues, run_simulation
 from personalens_utils.store import RunStore
 from personalens_utils.tables import read_table
 
@@ -71,9 +72,9 @@ def bench() -> Benchmark:
 
 def simulate_and_judge(bench: Benchmark, store: RunStore, client: LLMClient) -> None:
     with client:
-        run_simulation(bench, store, client, user_model=MODEL, assistant_model=MODEL)
-        judging.run_judging(store, client, judging.benchmark_contexts(bench), judge_model=JUDGE,
-                            select=only(client.backend_name))
+        run_simulation(bench, store, client, SimulationConfig(user_model=MODEL, assistant_model=MODEL))
+        judging.run_judging(store, client, judging.benchmark_contexts(bench),
+                            JudgingConfig(judge_model=JUDGE, select=only(client.backend_name)))
 
 
 def test_records_carry_each_roles_backend_and_model_id_and_ids_depend_on_them(bench, tmp_path):
@@ -106,9 +107,10 @@ def test_after_an_offline_run_a_real_backend_simulates_and_judges_everything_aga
     with FakeLLMServer(reply=scripted_reply, **faults) as server:
         client = anthropic_client(server, monkeypatch)
         with client:
-            report = run_simulation(bench, store, client, user_model=MODEL, assistant_model=MODEL)
-            judged = judging.run_judging(store, client, judging.benchmark_contexts(bench), judge_model=JUDGE,
-                                         select=only("anthropic"))
+            report = run_simulation(bench, store, client,
+                                    SimulationConfig(user_model=MODEL, assistant_model=MODEL))
+            judged = judging.run_judging(store, client, judging.benchmark_contexts(bench),
+                                         JudgingConfig(judge_model=JUDGE, select=only("anthropic")))
         served = server.total("requests") - server.total("injected")
     assert report.already_done == 0 and report.statuses == {"terminated": n}
     assert judged.details["judgments_done_before"] == 0 and judged.statuses == {"ok": n * 7}
@@ -126,7 +128,8 @@ def test_after_an_offline_run_a_real_backend_simulates_and_judges_everything_aga
     # a second real run finds everything done
     with FakeLLMServer(reply=scripted_reply) as server:
         with anthropic_client(server, monkeypatch) as client:
-            again = run_simulation(bench, store, client, user_model=MODEL, assistant_model=MODEL)
+            again = run_simulation(bench, store, client,
+                                   SimulationConfig(user_model=MODEL, assistant_model=MODEL))
         assert server.total("requests") == 0
     assert again.already_done == n and again.stored == 0
 
@@ -209,13 +212,16 @@ def test_a_store_from_before_run_identity_loads_as_it_was_and_resumes_on_its_bac
                                          for d in dialogues}
 
     n = len(bench.scenarios)
-    same = plan_dialogues(bench, old, backend="offline", user_model=MODEL, assistant_model=MODEL)
+    same = plan_dialogues(bench, old, SimulationConfig(user_model=MODEL, assistant_model=MODEL),
+                          backend="offline")
     assert same.items == [] and same.already_done == n
-    other = plan_dialogues(bench, old, backend="anthropic", user_model=MODEL, assistant_model=MODEL)
+    other = plan_dialogues(bench, old, SimulationConfig(user_model=MODEL, assistant_model=MODEL),
+                           backend="anthropic")
     assert len(other.items) == n
     with offline_client() as client:
-        rerun = run_simulation(bench, old, client, user_model=MODEL, assistant_model=MODEL)
-        rejudged = judging.run_judging(old, client, judging.benchmark_contexts(bench), judge_model=JUDGE)
+        rerun = run_simulation(bench, old, client, SimulationConfig(user_model=MODEL, assistant_model=MODEL))
+        rejudged = judging.run_judging(old, client, judging.benchmark_contexts(bench),
+                                       JudgingConfig(judge_model=JUDGE))
     assert rerun.stored == 0 and rerun.already_done == n
     assert rejudged.stored == 0 and rejudged.details["judgments_done_before"] == n * 7
 
@@ -273,8 +279,9 @@ def test_an_old_record_of_a_model_now_retired_reads_as_what_it_was_and_is_not_re
         assistant_model=paper_model, backend="anthropic")])
     (old,) = store.read(Dialogue)
     assert old.legacy and old.user == old.assistant == ("anthropic", original)
-    planned = plan_dialogues(bench, store, backend="anthropic", user_model=paper_model,
-                             assistant_model=paper_model)
+    planned = plan_dialogues(bench, store,
+                             SimulationConfig(user_model=paper_model, assistant_model=paper_model),
+                             backend="anthropic")
     assert planned.already_done == 0 and len(planned.items) == len(bench.scenarios)
     assert old_id not in {i for item in planned.items for i in item.ids}
     tidy_dialogues = scores.load_dialogues(store)
@@ -289,32 +296,39 @@ def test_a_real_judge_leaves_offline_made_dialogues_alone_unless_asked(bench, tm
     with FakeLLMServer(reply=scripted_reply) as server:
         real = anthropic_client(server, monkeypatch)
         try:
-            run_simulation(bench, store, offline, task_types=["SD"])  # offline user and assistant
-            run_simulation(bench, store, real, user_model=MODEL, assistant_model=python.model,
-                           assistant_client=clients.client(python), assistant_backend="python",
-                           task_types=["SD"])  # a real user agent, but the assistant's model is offline
-            run_simulation(bench, store, real, user_model=MODEL, assistant_model=MODEL, task_types=["SD"])
+            # offline user and assistant
+            run_simulation(bench, store, offline, SimulationConfig(task_types=["SD"]))
+            run_simulation(bench, store, real,
+                           SimulationConfig(user_model=MODEL, assistant_model=python.model,
+                                            assistant_client=clients.client(python),
+                                            assistant_backend="python", task_types=["SD"]))
+            # above: a real user agent, but the assistant's model is offline
+            run_simulation(bench, store, real,
+                           SimulationConfig(user_model=MODEL, assistant_model=MODEL, task_types=["SD"]))
             dialogues = store.read(Dialogue)
             made_offline = [d for d in dialogues if d.made_offline]
             assert len(dialogues) == 3 * 6 and len(made_offline) == 2 * 6
             contexts = judging.benchmark_contexts(bench)
             options = dict(judge_model=JUDGE, dimensions=["personalization"])
-            estimate = judging.estimate_judging(store, contexts, backend="anthropic", **options)
+            estimate = judging.estimate_judging(store, contexts, JudgingConfig(**options),
+                                                backend="anthropic")
             skipped = "12 finished dialogue(s) made on the offline backend"
             assert estimate.calls == 6 and skipped in str(estimate)
-            report = judging.run_judging(store, real, contexts, **options)
+            report = judging.run_judging(store, real, contexts, JudgingConfig(**options))
             assert report.statuses == {"ok": 6}
             note = judging.skipped_offline_note(report.details)
             assert note.startswith(f"{skipped} were not judged by the anthropic judge")
             assert "judge_offline_dialogues=True" in note
             judged = {j.dialogue_id for j in store.read(Judgment)}
             assert judged == {d.id for d in dialogues if not d.made_offline}
-            anyway = judging.run_judging(store, real, contexts, offline_dialogues=True, **options)
+            anyway = judging.run_judging(store, real, contexts,
+                                         JudgingConfig(offline_dialogues=True, **options))
             assert anyway.statuses == {"ok": 12} and not judging.skipped_offline_note(anyway.details)
         finally:
             real.close()
             clients.close()
     # an offline judge judges every dialogue by default, and says nothing about skipping
-    by_offline = judging.run_judging(store, offline, judging.benchmark_contexts(bench), **options)
+    by_offline = judging.run_judging(store, offline, judging.benchmark_contexts(bench),
+                                     JudgingConfig(**options))
     assert by_offline.statuses == {"ok": 18} and not judging.skipped_offline_note(by_offline.details)
     offline.close()
