@@ -117,10 +117,11 @@ def _stage(config: SimulationConfig, assistant_client: LLMClient | None) -> engi
     async def work(client: LLMClient, item: Item[PlannedDialogue]) -> list[Record]:
         assistant = assistant_client or client
         with assistant.stage(client.current_stage):  # the assistant's calls are booked under this stage too
-            payload = item.payload
-            return [await simulate_dialogue(client, payload.ctx, payload.setting, user_model=config.user_model,
-                                            assistant_model=config.assistant_model, max_turns=config.max_turns,
-                                            assistant_client=assistant, prompts=config.prompts)]
+            ctx, setting = item.payload.ctx, item.payload.setting
+            return [await simulate_dialogue(client, ctx, setting, user_model=config.user_model,
+                                            assistant_model=config.assistant_model,
+                                            max_turns=config.max_turns, assistant_client=assistant,
+                                            prompts=config.prompts)]
 
     return engine.Stage(STAGE, Dialogue, work)
 
