@@ -31,7 +31,7 @@ from personalens_utils.identity import Role, dialogue_id, judgment_id, resolved_
 from personalens_utils.llm import python_assistant, registry
 from personalens_utils.llm.specs import PYTHON
 from personalens_utils.llm.types import Message, Usage
-from personalens_utils.prompt_sets import PROMPT_SETS
+from personalens_utils.prompting import PROMPT_SETS
 from personalens_utils.prompts.official import KIT_PROMPTS, OFFICIAL_PROMPTS
 
 OFFLINE = "offline"

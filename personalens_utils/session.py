@@ -32,8 +32,8 @@ from personalens_utils.display import UsageTable, use_in_notebook
 from personalens_utils.llm import LLMClient
 from personalens_utils.llm.clients import Clients
 from personalens_utils.llm.specs import ModelSpec
-from personalens_utils.prompt_sets import KIT, OfficialPromptSet, PromptSet
-from personalens_utils.prompt_sets import prompt_set as find_prompt_set
+from personalens_utils.prompting import KIT, OfficialPromptSet, PromptSet
+from personalens_utils.prompting import prompt_set as find_prompt_set
 from personalens_utils.prompts.official import KIT_PROMPTS
 from personalens_utils.records import Dialogue
 from personalens_utils.simulation.report import default_users

@@ -27,7 +27,7 @@ from personalens_utils.llm import (
     RetryableError,
     Usage,
 )
-from personalens_utils.prompt_sets import KitPrompts
+from personalens_utils.prompting import KitPrompts
 from personalens_utils.records import ConsistencyCheck, Dialogue, MaskStep
 from personalens_utils.simulation import SimulationConfig, run_simulation
 from personalens_utils.store import RunStore

@@ -36,7 +36,7 @@ from personalens_utils.data import Benchmark, load_benchmark
 from personalens_utils.judging import DIMENSIONS, benchmark_contexts, dimension_requests
 from personalens_utils.llm import Request, Response, Usage
 from personalens_utils.official_io import read_dialogue_file
-from personalens_utils.prompt_sets import OfficialPromptSet, ScenarioContext
+from personalens_utils.prompting import OfficialPromptSet, ScenarioContext
 from personalens_utils.prompts.official import OfficialPromptError, load_official_prompts
 from personalens_utils.records import Dialogue
 from personalens_utils.simulation import SimulationConfig, plan_dialogues

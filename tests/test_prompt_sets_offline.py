@@ -10,7 +10,7 @@ import papermill
 import pytest
 from test_simulation_support import tiny_benchmark
 
-from personalens_utils import analysis, judging, prompt_sets
+from personalens_utils import analysis, judging, prompting
 from personalens_utils.analysis import scores
 from personalens_utils.data import save_benchmark
 from personalens_utils.judging import JudgingConfig
@@ -27,7 +27,7 @@ DIMENSIONS = ["task_completion", "personalization", "naturalness_user", "turn_pe
 
 
 def run(bench, store, prompt_set: str, code: Path | None) -> tuple:
-    options = {"prompts": prompt_sets.prompt_set(prompt_set, code)}
+    options = {"prompts": prompting.prompt_set(prompt_set, code)}
     with LLMClient("offline", progress=False, use_cache=False) as client:
         simulated = run_simulation(bench, store, client,
                                    SimulationConfig(settings=["base", "base+I"], **options))

@@ -19,7 +19,7 @@ from personalens_utils.analysis.scores import PERSONALIZATION, SCALES, TASK_COMP
 from personalens_utils.analysis.tables import MAIN_SETTING, provenance_note
 from personalens_utils.data import Benchmark
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, judge_model_key, run_judging
-from personalens_utils.prompt_sets import KIT, PromptSet
+from personalens_utils.prompting import KIT, PromptSet
 from personalens_utils.store import RunStore
 from personalens_utils.tables import Source, TableResult
 

@@ -8,7 +8,7 @@ run is asked to do), `plan` (what is left to judge, the cost estimate), `runner`
 This module re-exports what notebooks and scripts use.
 """
 
-from personalens_utils.prompt_sets.kit import build_prompt, judge_request
+from personalens_utils.prompting.kit import build_prompt, judge_request
 
 from .batch import run_judging_batch
 from .config import JudgingConfig

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from personalens_utils.prompt_sets import KIT, PromptSet
+from personalens_utils.prompting import KIT, PromptSet
 from personalens_utils.prompts import judge as prompts
 from personalens_utils.records import Dialogue
 from personalens_utils.shards import Shard

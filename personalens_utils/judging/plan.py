@@ -19,7 +19,7 @@ from personalens_utils.engine import Plan
 from personalens_utils.identity import Role, judgment_id, legacy_judgment_id
 from personalens_utils.llm.budget import CostEstimate, Tally
 from personalens_utils.llm.registry import KNOWN_BACKENDS
-from personalens_utils.prompt_sets import KIT, PromptSet
+from personalens_utils.prompting import KIT, PromptSet
 from personalens_utils.records import Dialogue, Judgment, current_id
 from personalens_utils.shards import Shard
 from personalens_utils.store import RunStore

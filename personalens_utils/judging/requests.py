@@ -1,7 +1,7 @@
 """Judge requests: the judge's view of a dialogue (its context) and the calls made from it.
 
 The context is the structured material of docs/architecture.md (task, profile for the task's
-domains, the dialogue). The calls are the prompt set's (`prompt_sets`): the set whose judge prompt
+domains, the dialogue). The calls are the prompt set's (`prompting`): the set whose judge prompt
 scores a dimension builds them (`PromptSet.judge_set`: the official set judges turn-level
 personalization with the kit's prompt, having none of its own). The offline backend answers from
 the context, a real model reads the prompt.
@@ -15,7 +15,7 @@ from typing import Any
 
 from personalens_utils.data import Benchmark
 from personalens_utils.llm import Message, Request
-from personalens_utils.prompt_sets import KIT, PromptSet, ScenarioContext
+from personalens_utils.prompting import KIT, PromptSet, ScenarioContext
 from personalens_utils.prompts import judge as prompts
 from personalens_utils.records import Dialogue
 

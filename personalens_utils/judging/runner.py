@@ -19,7 +19,7 @@ from personalens_utils import engine
 from personalens_utils.engine import Item, StageReport, UnreadableAnswer
 from personalens_utils.llm import Request
 from personalens_utils.llm.client import LLMClient
-from personalens_utils.prompt_sets import KIT, PromptSet
+from personalens_utils.prompting import KIT, PromptSet
 from personalens_utils.prompts import judge as prompts
 from personalens_utils.records import Dialogue, Judgment, Record
 from personalens_utils.store import RunStore

@@ -2,11 +2,11 @@
 
 `run_simulation(benchmark, run_dir, client, SimulationConfig(settings=[...]))` fills the run store's
 dialogues table; `simulate_dialogue` runs one dialogue; `AssistantSetting` composes the assistant's
-setting. The requests are the prompt set's (`prompt_sets`); the kit's builders are re-exported here.
+setting. The requests are the prompt set's (`prompting`); the kit's builders are re-exported here.
 """
 
-from personalens_utils.prompt_sets import ScenarioContext, split_terminate
-from personalens_utils.prompt_sets.kit import assistant_request, assistant_system, user_request
+from personalens_utils.prompting import ScenarioContext, split_terminate
+from personalens_utils.prompting.kit import assistant_request, assistant_system, user_request
 
 from .config import DEFAULT_MODEL, SimulationConfig
 from .loop import TURN_CAPS, simulate_dialogue

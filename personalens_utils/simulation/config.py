@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from personalens_utils.data import MD, SD
-from personalens_utils.prompt_sets import KIT, PromptSet
+from personalens_utils.prompting import KIT, PromptSet
 from personalens_utils.shards import Shard
 
 from .settings import AssistantSetting

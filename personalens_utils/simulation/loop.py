@@ -4,7 +4,7 @@ user is done (TERMINATE) or the turn cap is reached.
 A turn is one user message and the assistant's reply to it. When the user's message carries
 TERMINATE, the assistant still answers that message once; that reply ends the dialogue. The opening
 message cannot end the dialogue. How TERMINATE is read, what is kept of a reply and how the cap
-counts belong to the prompt set (`prompt_sets`): the official set runs by the official scripts' rules.
+counts belong to the prompt set (`prompting`): the official set runs by the official scripts' rules.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 from personalens_utils.engine import error_message
 from personalens_utils.identity import resolved_model
 from personalens_utils.llm import Message, Response, Usage
-from personalens_utils.prompt_sets import KIT, PromptSet, ScenarioContext
+from personalens_utils.prompting import KIT, PromptSet, ScenarioContext
 from personalens_utils.records import Dialogue
 
 from .settings import AssistantSetting

@@ -28,7 +28,7 @@ from personalens_utils.llm import CallKind, LLMClient
 from personalens_utils.llm.budget import CostEstimate, Tally, request_tokens
 from personalens_utils.llm.python_assistant import PythonAssistant, load
 from personalens_utils.llm.specs import PYTHON
-from personalens_utils.prompt_sets import KIT, ScenarioContext
+from personalens_utils.prompting import KIT, ScenarioContext
 from personalens_utils.prompts.dialogue import DIALOGUE_PROMPT_VERSION
 from personalens_utils.records import Dialogue, Record, current_id
 from personalens_utils.shards import Shard
