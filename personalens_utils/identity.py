@@ -80,12 +80,9 @@ def judgment_id(dialogue_id: str, dimension: str, *, judge: Role, prompt_set: st
     return stable_id(*_variant(parts, prompt_set, sample))
 
 
-def legacy_dialogue_id(scenario_id: str, user_model: str, assistant_model: str, setting: str,
-                       prompt_version: str) -> str:
-    """The id a dialogue got before run identity (no backends, no model ids): only to migrate."""
-    return stable_id(scenario_id, user_model, assistant_model, setting, prompt_version)
-
-
-def legacy_judgment_id(dialogue_id: str, dimension: str, judge_model: str, prompt_version: str) -> str:
-    """The id a judgment got before run identity: only to migrate."""
-    return stable_id(dialogue_id, dimension, judge_model, prompt_version)
+def legacy_model_id(model: str, backend: str) -> str:
+    """The id a record written before run identity was made with: the registry's id for `backend`
+    without today's retirement substitutions (the kit named no successors then); `store_migration`
+    gives old records this id."""
+    info = registry.lookup(model) if model else None
+    return info.ids.get(backend, model) if info else model

@@ -3,8 +3,7 @@
 Both runners (online and batch) and the cost estimate plan with `plan_judging` (the stage engine's
 planning: a work item is one dialogue, its record ids the judgments still to make), so an
 estimate counts exactly the judgments a run with the same arguments would make. A judgment belongs
-to its judge's backend: judging on another backend makes new records; a judgment stored before run
-identity counts as done when it was made on the backend asked for.
+to its judge's backend: judging on another backend makes new records.
 """
 
 from __future__ import annotations
@@ -16,11 +15,11 @@ from typing import Any
 from personalens_utils import engine
 from personalens_utils.data import UsersArg, resolve_users
 from personalens_utils.engine import Plan
-from personalens_utils.identity import Role, judgment_id, legacy_judgment_id
+from personalens_utils.identity import Role, judgment_id
 from personalens_utils.llm.budget import CostEstimate, Tally
 from personalens_utils.llm.registry import KNOWN_BACKENDS
 from personalens_utils.prompting import KIT, PromptSet
-from personalens_utils.records import Dialogue, Judgment, current_id
+from personalens_utils.records import Dialogue, Judgment
 from personalens_utils.shards import Shard
 from personalens_utils.store import RunStore
 
@@ -95,20 +94,14 @@ def plan_judging(store: RunStore, config: JudgingConfig, backend: str) -> Judgin
     skipped = sum(d.made_offline for d in to_judge) if skips else 0
     if skipped:
         to_judge = [d for d in to_judge if not d.made_offline]
-    stored = store.ids(Judgment)
-    legacy = {j.id: j.judge for j in store.read(Judgment) if j.legacy}
     judge = Role.of(model_key, backend)
     ids = {}
     for dim in dims:
         judged_by = config.prompts.judge_set(dim)
         version = judged_by.judge_version(config.prompt_version)
-        old = legacy if judged_by is KIT else {}
         for d in to_judge:
-            ids[d.id, dim.name] = current_id(
-                judgment_id(d.id, dim.name, judge=judge, prompt_set=judged_by.name, prompt_version=version),
-                legacy_judgment_id(d.id, dim.name, model_key, version), stored, old,
-                (judge.backend, judge.model_id),
-            )
+            ids[d.id, dim.name] = judgment_id(d.id, dim.name, judge=judge, prompt_set=judged_by.name,
+                                              prompt_version=version)
     candidates = [([ids[d.id, dim.name] for dim in dims], d) for d in to_judge]
     planned = engine.plan(store, Judgment, candidates, retry_errors=config.retry_errors)
     return JudgingPlan(dialogues, to_judge, dims, model_key, config.prompt_version, backend, planned, ids,

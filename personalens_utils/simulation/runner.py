@@ -5,7 +5,6 @@ only the dialogues in flight; a rerun plans again from the store and skips every
 Dialogues stored with status "error" are redone only when asked (`retry_errors=True`).
 A dialogue is keyed by its run identity (`records.Dialogue`): the same scenarios simulated on
 another backend or model id are new dialogues, so an offline run is never reused for a real model.
-A dialogue stored before run identity counts as done when it was made on the backend asked for.
 `shard="i/n"` runs one machine's share of the dialogues; `max_cost_usd` stops new calls once that
 much is spent, stores nothing for the dialogues it cut short, and leaves them for the next run.
 `estimate_simulation` shows the calls, tokens and cost of a run before it starts.
@@ -23,14 +22,13 @@ import pandas as pd
 from personalens_utils import engine
 from personalens_utils.data import MD, SD, Benchmark
 from personalens_utils.engine import Item, Plan, StageReport
-from personalens_utils.identity import Role, dialogue_id, legacy_dialogue_id
+from personalens_utils.identity import Role, dialogue_id
 from personalens_utils.llm import CallKind, LLMClient
 from personalens_utils.llm.budget import CostEstimate, Tally, request_tokens
 from personalens_utils.llm.python_assistant import PythonAssistant, load
 from personalens_utils.llm.specs import PYTHON
-from personalens_utils.prompting import KIT, ScenarioContext
-from personalens_utils.prompts.dialogue import DIALOGUE_PROMPT_VERSION
-from personalens_utils.records import Dialogue, Record, current_id
+from personalens_utils.prompting import ScenarioContext
+from personalens_utils.records import Dialogue, Record
 from personalens_utils.shards import Shard
 from personalens_utils.store import RunStore
 
@@ -60,25 +58,14 @@ def _store(run: RunStore | str | os.PathLike[str]) -> RunStore:
 
 def planned_ids(store: RunStore, scenario_ids: Sequence[str], settings: Sequence[str],
                 config: SimulationConfig, backend: str, assistant_backend: str) -> dict[tuple[str, str], str]:
-    """(scenario id, setting name) -> the id of the dialogue that stands for it in `store` when the user
-    agent runs on `backend` and the assistant on `assistant_backend` with the configured models and
-    prompts: its run-identity id, or the id of a dialogue stored before run identity with the same
-    backends and model ids (those were all made with the kit's)."""
+    """(scenario id, setting name) -> the id of its dialogue when the user agent runs on `backend` and
+    the assistant on `assistant_backend` with the configured models and prompts."""
     prompts = config.prompts
-    stored = store.ids(Dialogue)
-    legacy = {d.id: (d.user, d.assistant) for d in store.read(Dialogue) if d.legacy and prompts is KIT}
     user = Role.of(config.user_model, backend)
     assistant = Role.of(config.assistant_model, assistant_backend)
-    identity = ((user.backend, user.model_id), (assistant.backend, assistant.model_id))
-    out = {}
-    for sid in scenario_ids:
-        for name in settings:
-            new = dialogue_id(sid, name, user=user, assistant=assistant, prompt_set=prompts.name,
-                              prompt_version=prompts.version)
-            old = legacy_dialogue_id(sid, config.user_model, config.assistant_model, name,
-                                     DIALOGUE_PROMPT_VERSION)
-            out[sid, name] = current_id(new, old, stored, legacy, identity)
-    return out
+    return {(sid, name): dialogue_id(sid, name, user=user, assistant=assistant, prompt_set=prompts.name,
+                                     prompt_version=prompts.version)
+            for sid in scenario_ids for name in settings}
 
 
 def plan_dialogues(benchmark: Benchmark, store: RunStore, config: SimulationConfig, *, backend: str,
