@@ -775,7 +775,6 @@ __all__ = [
     "GENERATION_STEPS",
     "KIT_PROMPTS",
     "OFFICIAL_PROMPTS",
-    "PROMPT_SETS",
     "RECORD_TYPES",
     "Batch",
     "BatchEntry",
