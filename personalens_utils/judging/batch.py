@@ -94,14 +94,13 @@ def run_judging_batch(
     records: list[Judgment] = []
     for dialogue_id, dim, jid, reqs in calls:
         outcomes = [(got.get(f"{jid}:{k}:1"), got.get(f"{jid}:{k}:2")) for k in range(len(reqs))]
-        judged_by = prompts.judge_set(dim)
-        fields = _batch_fields(dim, outcomes, reminded=judged_by.reminds)
+        fields = _batch_fields(dim, outcomes, reminded=prompts.judge_set(dim).reminds)
         if fields is None:
             report.pending += 1
         else:
-            version = judged_by.judge_version(config.prompt_version)
+            name, version = prompts.judge_identity(dim, config.prompt_version)
             records.append(judgment_record(dialogue_id, dim, model_key, version, client.backend_name, fields,
-                                           judged_by.name))
+                                           name))
     engine.store_finished(store, report, records)
     report.spent(before, client.totals())
     report.elapsed_s = time.perf_counter() - started

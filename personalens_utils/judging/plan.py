@@ -97,10 +97,9 @@ def plan_judging(store: RunStore, config: JudgingConfig, backend: str) -> Judgin
     judge = Role.of(model_key, backend)
     ids = {}
     for dim in dims:
-        judged_by = config.prompts.judge_set(dim)
-        version = judged_by.judge_version(config.prompt_version)
+        name, version = config.prompts.judge_identity(dim, config.prompt_version)
         for d in to_judge:
-            ids[d.id, dim.name] = judgment_id(d.id, dim.name, judge=judge, prompt_set=judged_by.name,
+            ids[d.id, dim.name] = judgment_id(d.id, dim.name, judge=judge, prompt_set=name,
                                               prompt_version=version)
     candidates = [([ids[d.id, dim.name] for dim in dims], d) for d in to_judge]
     planned = engine.plan(store, Judgment, candidates, retry_errors=config.retry_errors)

@@ -77,10 +77,9 @@ async def judge_dialogue(
     fields = await asyncio.gather(*(_judge_one(client, d, context, judge_model, prompts) for d in dimensions))
     records = []
     for dimension, f in zip(dimensions, fields, strict=True):
-        judged_by = prompts.judge_set(dimension)
-        version = judged_by.judge_version(prompt_version)
+        name, version = prompts.judge_identity(dimension, prompt_version)
         records.append(judgment_record(dialogue.id, dimension, model_key, version, client.backend_name, f,
-                                       judged_by.name))
+                                       name))
     return records
 
 

@@ -96,6 +96,11 @@ class PromptSet(ABC):
         """The set whose judge prompt scores `dimension` (this one unless it has none for it)."""
         return self
 
+    def judge_identity(self, dimension: JudgedDimension, kit_version: str) -> tuple[str, str]:
+        """(prompt set, prompt version) a judgment of `dimension` carries: those of the set that judges it."""
+        judged_by = self.judge_set(dimension)
+        return judged_by.name, judged_by.judge_version(kit_version)
+
     def check_setting(self, setting: str, assistant_model: str) -> None:
         """Refuse, before a run, an assistant setting this set has no prompt for (the kit has one for
         every setting)."""
