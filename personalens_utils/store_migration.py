@@ -25,7 +25,7 @@ import orjson
 from filelock import FileLock
 
 from personalens_utils.identity import legacy_model_id
-from personalens_utils.records import Dialogue, Judgment
+from personalens_utils.records import Dialogue, Judgment, RecordError
 
 DIALOGUE_IDENTITY = ("user_backend", "user_model_id", "assistant_backend", "assistant_model_id")
 JUDGE_IDENTITY = "judge_model_id"
@@ -70,14 +70,27 @@ def needs_migration(root: Path) -> bool:
     return False
 
 
-def _with_id(kind: type[Dialogue] | type[Judgment], row: dict[str, Any], where: str) -> dict[str, Any]:
-    """The row with the id computed from its (now complete) identity fields."""
-    record = kind.from_json(row, where)
+def _with_id(kind: type[Dialogue] | type[Judgment], row: dict[str, Any], where: str) -> dict[str, Any] | None:
+    """The row with the id computed from its (now complete) identity fields; None for a line that is no
+    record of its kind (left as it is: reading it names what is wrong)."""
+    try:
+        record = kind.from_json(row, where)
+    except RecordError:
+        return None
     return dataclasses.replace(record, id="").to_json()
 
 
+def _row(line: bytes) -> dict[str, Any]:
+    """A stored line as an object; an unreadable one as empty (left as it is)."""
+    try:
+        row = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return {}
+    return row if isinstance(row, dict) else {}
+
+
 def _dialogue(row: dict[str, Any], where: str) -> dict[str, Any] | None:
-    if all(key in row for key in DIALOGUE_IDENTITY):
+    if not row.get("id") or all(key in row for key in DIALOGUE_IDENTITY):
         return None
     backend = row.get("backend", "")
     filled = {**row, "user_backend": backend, "assistant_backend": backend,
@@ -88,7 +101,7 @@ def _dialogue(row: dict[str, Any], where: str) -> dict[str, Any] | None:
 
 def _judgment(row: dict[str, Any], moved: dict[str, str], where: str) -> dict[str, Any] | None:
     old_dialogue = row.get("dialogue_id", "")
-    if JUDGE_IDENTITY in row and old_dialogue not in moved:
+    if not row.get("id") or (JUDGE_IDENTITY in row and old_dialogue not in moved):
         return None
     filled = {**row, "dialogue_id": moved.get(old_dialogue, old_dialogue)}
     filled.setdefault(JUDGE_IDENTITY, legacy_model_id(row.get("judge_model", ""), row.get("backend", "")))
@@ -114,21 +127,23 @@ def migrate_store(root: str | os.PathLike[str]) -> Migration | None:
         moved: dict[str, str] = {}
         new_dialogues = []
         for lineno, line in enumerate(_lines(dialogues), 1):
-            row = orjson.loads(line)
+            row = _row(line)
             new = _dialogue(row, f"{dialogues}:{lineno}")
             if new is not None:
                 moved[row["id"]] = new["id"]
             new_dialogues.append((line, new))
-        held = {orjson.loads(line)["id"] for line, _ in new_dialogues} | set(moved.values())
+        held = {_row(line).get("id") for line, _ in new_dialogues} | set(moved.values())
         judged: dict[str, str] = {}
         new_judgments, orphans = [], 0
         for lineno, line in enumerate(_lines(judgments), 1):
-            row = orjson.loads(line)
+            row = _row(line)
             new = _judgment(row, moved, f"{judgments}:{lineno}")
             if new is not None:
                 judged[row["id"]] = new["id"]
                 orphans += row["dialogue_id"] not in held
             new_judgments.append((line, new))
+        if not moved and not judged:
+            return None
         (root / ID_MAP).write_bytes(orjson.dumps({Dialogue.table: moved, Judgment.table: judged},
                                                  option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
         for path, rows in ((dialogues, new_dialogues), (judgments, new_judgments)):
