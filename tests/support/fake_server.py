@@ -346,6 +346,9 @@ class FakeLLMServer:
         if path.startswith("/_fake/"):
             await self._send(writer, *self._control(method, path), close=close)
             return not close
+        intercepted = await self._intercept(path, writer, close=close)
+        if intercepted is not None:
+            return intercepted
         with self._lock:
             self.in_flight += 1
             self._peak = max(self._peak, self.in_flight)
@@ -363,6 +366,11 @@ class FakeLLMServer:
             counter["ok" if status < 400 else "faults"] += 1
         await self._send(writer, status, payload, extra, close=close)
         return not close
+
+    async def _intercept(self, path: str, writer: asyncio.StreamWriter, *, close: bool) -> bool | None:
+        """A subclass's chance to hold, drop or answer a request its own way (`support.fault_server`).
+        None: answer it as usual; otherwise it was dealt with, and the connection stays open (True)."""
+        return None
 
     @staticmethod
     async def _send(
