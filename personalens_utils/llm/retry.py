@@ -116,8 +116,9 @@ class RetryPolicy:
             elapsed = time.monotonic() - started
             if elapsed + delay >= options.call_deadline_s:
                 raise RetriesExhaustedError(
-                    f"gave up on {call.what} after {tries + 1} attempts in {elapsed:.0f} s: another would "
-                    f"pass the call's deadline (call_deadline_s={options.call_deadline_s:g}); last error: "
+                    f"gave up on {call.what} after {tries + 1} attempts in {elapsed:.1f} s, at the call's "
+                    f"deadline (call_deadline_s={options.call_deadline_s:g}; one attempt waits at most "
+                    f"{call.timeout_s:.3g} s, request_timeout_s={options.request_timeout_s:g}); last error: "
                     f"{error}. Check that the server answers; if it is only slow, raise request_timeout_s "
                     "and call_deadline_s.",
                     attempts=tries + 1, last_error=error,

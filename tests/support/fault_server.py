@@ -3,6 +3,7 @@
 `FaultServer` is a `FakeLLMServer` (same wire formats, counters, `process=True`, 127.0.0.1 only) whose
 model requests meet a fixed list of faults, in arrival order, before it answers normally:
 
+- ``"ok"``: answer normally (to let some requests through before the faults start);
 - ``"delay"``: wait `delay_s`, then answer normally;
 - ``"hang"``: read the request and never answer; the connection is closed after `hang_s`, so no
   test can wait forever on it;
@@ -19,6 +20,8 @@ status, beside "requests" (requests that reached the fault list or were answered
         client = LLMClient("anthropic", base_url=server.url, request_timeout_s=1, call_deadline_s=3)
     with FaultServer([529, "drop", "garbage"]) as server:               # three faults, then answers
         ...
+    with FaultServer(["ok"] + ["hang"] * 20) as server:                 # one answer, then 20 hangs
+        ...
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from typing import Any
 from .fake_server import FakeLLMServer
 
 Fault = str | int
-KINDS = ("delay", "hang", "drop", "garbage")
+KINDS = ("ok", "delay", "hang", "drop", "garbage")
 
 
 class FaultServer(FakeLLMServer):
@@ -53,6 +56,8 @@ class FaultServer(FakeLLMServer):
             if not self.faults:
                 return None
             fault = self.faults.pop(0)
+            if fault == "ok":
+                return None
             self.counters[path][str(fault)] += 1
             if fault != "delay":
                 self.counters[path]["requests"] += 1
