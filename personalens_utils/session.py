@@ -12,7 +12,7 @@ one meaning in every notebook (docs/parameters.md):
   "official" reads them from the official code at `official_code` or `$PERSONALENS_CODE`, checked
   when the session opens (docs/simulation.md, "Prompt sets").
 - `request_timeout_s` and `call_deadline_s` bound every model call: one attempt's wait for an answer,
-  and the whole call with its retries (docs/llm.md, "Time limits").
+  and the whole call with its retries (docs/llm.md, "Concurrency, retries and time limits").
 - `seed` seeds sampling and resampling (bootstrap, permutation, Self-BLEU and annotation samples);
   `backend_seed` seeds the offline backend; `demographics_seed` seeds notebook 01's demographics.
 """

@@ -1,4 +1,5 @@
-"""Claude through the Anthropic Messages API (anthropic SDK 2.x, built on httpx2).
+"""Claude through the Anthropic Messages API (anthropic SDK 2.x, built on httpx2; calls go over the
+SDK's aiohttp transport unless `http_transport="httpx"`).
 
 Two facts of SDK 2.x shape this module. `messages.create` has no `temperature` argument, and the
 API version it sends by default (2026-10-21) rejects sampling parameters on every model. The paper
