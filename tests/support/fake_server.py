@@ -9,7 +9,8 @@ It speaks just enough of three wire formats for the kit's backends:
 with a fixed latency, injected faults (429 with retry-after, 529, 500) decided deterministically
 from the seed and the request body, an optional required key (wrong key -> 401), counters per
 path, and the peak number of requests in flight. Other helpers add endpoints with `add_route`;
-`support.fake_batches.FakeBatches` adds Anthropic's Message Batches endpoints. With
+`support.fake_batches.FakeBatches` adds Anthropic's Message Batches endpoints, and
+`support.fault_server.FaultServer` scripted faults (hang, drop, garbage, error statuses). With
 `prompt_cache_min_tokens` set, the Anthropic format also plays prompt caching: the text up to a
 `cache_control` breakpoint is written on first sight and read afterwards, as the usage fields report.
 

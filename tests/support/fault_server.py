@@ -46,6 +46,8 @@ class FaultServer(FakeLLMServer):
                 raise ValueError(f"unknown fault {fault!r}: use one of {KINDS} or an HTTP status 400-599")
         if times < 1 or hang_s <= 0 or delay_s < 0:
             raise ValueError(f"need times >= 1, hang_s > 0, delay_s >= 0; got {times}, {hang_s}, {delay_s}")
+        if options.get("host", "127.0.0.1") != "127.0.0.1":
+            raise ValueError("a fault server listens on 127.0.0.1 only")
         super().__init__(**options)
         self.faults = [fault for fault in faults for _ in range(times)]
         self.hang_s, self.delay_s = hang_s, delay_s
