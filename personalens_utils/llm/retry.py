@@ -30,15 +30,26 @@ RETRY_LINE_EVERY_S = 10.0
 """Retry lines are written at most this often per client; the next line counts those left out."""
 
 
-@dataclass(frozen=True)
 class Call:
-    """What is being attempted, as messages name it, and how long one attempt may take."""
+    """What is being attempted and how long one attempt may take; the words for messages are only
+    put together when a message is written (most calls never need them)."""
 
-    what: str
-    """e.g. "a judge call to anthropic/claude-sonnet-4-5" or "a preflight check of ..."."""
-    where: str
-    """The backend and model, as the backends' own errors name them: "anthropic backend, model '...'"."""
-    timeout_s: float
+    __slots__ = ("action", "backend", "model", "timeout_s")
+
+    def __init__(self, action: str, backend: str, model: str, timeout_s: float):
+        self.action = action
+        """e.g. "a judge call to" or "a preflight check of"."""
+        self.backend, self.model, self.timeout_s = backend, model, timeout_s
+
+    @property
+    def what(self) -> str:
+        """e.g. "a judge call to anthropic/claude-sonnet-4-5"."""
+        return f"{self.action} {self.backend}/{self.model}"
+
+    @property
+    def where(self) -> str:
+        """The backend and model, as the backends' own errors name them: "anthropic backend, model '...'"."""
+        return f"{self.backend} backend, model {self.model!r}"
 
 
 @dataclass(frozen=True)

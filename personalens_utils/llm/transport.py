@@ -24,8 +24,7 @@ class Transport:
         self.policy = RetryPolicy(options)
 
     def _call(self, what: str, model: str, max_tokens: int) -> Call:
-        return Call(what=f"{what} {self.name}/{model}", where=f"{self.name} backend, model {model!r}",
-                    timeout_s=self.options.attempt_timeout_s(max_tokens))
+        return Call(what, self.name, model, self.options.attempt_timeout_s(max_tokens))
 
     async def send(
         self, request: Request, model: str, *, admit: Callable[[], None], on_retry: OnRetry
@@ -41,7 +40,7 @@ class Transport:
                 admitted = True
             return self.backend.acomplete(request, model)
 
-        call = self._call(f"a {request.kind!s} call to", model, request.max_tokens)
+        call = self._call(f"a {request.kind} call to", model, request.max_tokens)
         return await self.policy.run(attempt, call, slot=self.limiter.slot, on_retry=on_retry)
 
     async def check(self, preflight: Callable[[str], Awaitable[None]], model: str, on_retry: OnRetry) -> None:
