@@ -28,6 +28,7 @@ from personalens_utils.analysis.scores import load_dialogues, load_judgments
 from .judging import SCORING_RULES
 from .llm import registry
 from .llm.offline.reference import DESIGNED_ORDER
+from .llm.options import ClientOptions
 from .llm.specs import ModelSpec, SpecError
 from .paths import find_official_data, project_root, runs_dir, write_latest
 from .prompting import PROMPT_SETS
@@ -106,6 +107,9 @@ class Settings:
     generated_users: int = 20
     task_types: tuple[str, ...] = ("SD", "MD")
     max_concurrency: int = 16
+    request_timeout_s: float = ClientOptions.request_timeout_s
+    call_deadline_s: float = ClientOptions.call_deadline_s
+    """Time limits of every model call (notebooks 03-05, docs/parameters.md)."""
     seed: int = 0
     """Sampling and resampling seed: bootstrap, permutation, Self-BLEU and annotation samples."""
     backend_seed: int = 0
@@ -251,6 +255,8 @@ def run_pass(settings: Settings, name: str, benchmark_dir: Path | None) -> PassR
         "run_dir": str(folder / "store"),
         "output_dir": str(folder),
         "max_concurrency": settings.max_concurrency,
+        "request_timeout_s": settings.request_timeout_s,
+        "call_deadline_s": settings.call_deadline_s,
         "seed": settings.seed,
         "backend_seed": settings.backend_seed,
         "user_model": settings.user_model,
@@ -597,6 +603,10 @@ def parse_args(argv: Sequence[str] | None = None) -> Settings:
     )
     parser.add_argument("--annotations", help="glob of filled annotation sheets (CSV) for Table 5")
     parser.add_argument("--max-concurrency", type=int, default=16)
+    parser.add_argument("--request-timeout-s", type=float, default=ClientOptions.request_timeout_s,
+                        help="seconds a model call waits for an answer before retrying (notebooks 03-05)")
+    parser.add_argument("--call-deadline-s", type=float, default=ClientOptions.call_deadline_s,
+                        help="seconds a model call may take in all, retries included (notebooks 03-05)")
     parser.add_argument(
         "--seed", type=int, default=0, help="seed of bootstrap, permutation, Self-BLEU and annotation samples"
     )
@@ -621,6 +631,8 @@ def parse_args(argv: Sequence[str] | None = None) -> Settings:
         ablation_users=args.ablation_users,
         generated_users=args.generated_users,
         max_concurrency=args.max_concurrency,
+        request_timeout_s=args.request_timeout_s,
+        call_deadline_s=args.call_deadline_s,
         seed=args.seed,
         backend_seed=args.backend_seed,
         demographics_seed=args.demographics_seed,
@@ -656,7 +668,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = parse_args(argv)
     try:
         specs = role_specs(settings)
-    except SpecError as exc:
+        ClientOptions(request_timeout_s=settings.request_timeout_s, call_deadline_s=settings.call_deadline_s)
+    except (SpecError, ValueError) as exc:
         print(f"[reproduce] {exc}", file=sys.stderr)
         return 2
     on_anthropic = sorted(role for role, spec in specs.items() if spec.backend == "anthropic")
