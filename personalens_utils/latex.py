@@ -99,8 +99,10 @@ def _lines(value: object) -> list[str]:
 
 
 def _is_numeric(column: pd.Series) -> bool:
+    """Numbers, right-aligned: a column of numbers where any other cell is a word ("n/a", "(reference)")."""
     present = [str(v).strip() for v in column if _lines(v) != [MISSING]]
-    return bool(present) and all(_NUMBER.match(v) for v in present)
+    numbers = [v for v in present if _NUMBER.match(v)]
+    return bool(numbers) and all(v in numbers or not re.search(r"\d", v) for v in present)
 
 
 def _best_rows(column: pd.Series, direction: str) -> set[int]:
