@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import shutil
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -142,6 +143,15 @@ def test_a_column_too_wide_for_the_text_is_named():
         table_latex(frame.assign(other=[2.5] * 1, more=["x" * 10]), "C.", "tab:long")
 
 
+def compile_problems(tex: Path) -> list[str]:
+    """pdflatex problems of one table on an ACL-like page: errors, boxes more than 1 pt too wide, and
+    text under 7 pt."""
+    problems, smallest = compile_table(PDFLATEX, tex, tex.parent / "acl_pages")
+    if smallest < MIN_TEXT_PT - 0.05:
+        problems.append(f"text at {smallest:.2f} pt")
+    return problems
+
+
 def all_exported_tables(out) -> None:
     """Every table of notebooks 02-06 (`write_outputs`), Table 11, J3 and a table of symbols, under `out`."""
     store = build_store(out.parent / "store")
@@ -166,10 +176,7 @@ def test_every_written_table_prints_at_its_natural_size_on_an_acl_page(tmp_path)
         text = tex.read_text(encoding="utf-8")
         assert "adjustbox" not in text and "resizebox" not in text and "scalebox" not in text, tex.name
         placed[tex.name] = re.search(r"\\begin\{(table\*?)\}", text).group(1)
-        problems, smallest = compile_table(PDFLATEX, tex, tmp_path / "pages")
-        if smallest < MIN_TEXT_PT - 0.05:
-            problems.append(f"text at {smallest:.2f} pt")
-        if problems:
+        if problems := compile_problems(tex):
             failed[tex.name] = problems
     print("\n".join(f"{name}: {env}" for name, env in placed.items()))
     assert failed == {}
