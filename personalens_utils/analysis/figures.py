@@ -258,7 +258,9 @@ def radar_chart(
         ax.set_rlabel_position(np.degrees(between))
         for label in ax.get_yticklabels():  # readable where a polygon crosses it
             label.set_bbox({"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 0.6})
-        fig.legend(loc="outside lower center", ncol=2, frameon=False, handlelength=2.6)
+        beside = width == "text"  # across the page the legend stands to the right, the chart keeps its height
+        fig.legend(loc="outside right center" if beside else "outside lower center", ncol=1 if beside else 2,
+                   frameon=False, handlelength=2.6)
         mark_offline(fig, used)
         return fig
 
