@@ -104,11 +104,11 @@ def _when(stamp: str) -> datetime | None:
 
 
 def flatten(post: Post, ref: str) -> list[_Node]:
-    """Every comment of a post with the authors' ids (`<ref>-c<n>`, numbered depth first)."""
+    """Every comment of a post with the authors' ids (`<parent id>-c<n>`, n counted depth first)."""
     nodes: list[_Node] = []
     ids: dict[int, str] = {}
     for n, (comment, parent) in enumerate(post.walk(), 1):
-        cid = f"{ref}-c{n}"
+        cid = f"{ref if parent is None else ids[id(parent)]}-c{n}"
         ids[id(comment)] = cid
         if parent is None:
             nodes.append(_Node(cid, comment, ref, post.author, clean(post.content), post.score))
