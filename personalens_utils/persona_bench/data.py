@@ -73,7 +73,9 @@ def find_dataset(path: str | os.PathLike[str] | None = None) -> Path:
     where = Path(given)
     file = where / DATA_FILE if where.is_dir() else where
     if not file.is_file():
-        how = "given" if path is not None else (f"from ${DATA_ENV}" if os.environ.get(DATA_ENV) else "default")
+        how = (
+            "given" if path is not None else (f"from ${DATA_ENV}" if os.environ.get(DATA_ENV) else "default")
+        )
         raise PersonaDataError(
             f"PERSONA Bench data not found: {file} ({how}). Download {DATA_FILE} as the authors' README "
             f"says and put it in {DEFAULT_DIR}/ or set ${DATA_ENV}, or write synthetic data with "
@@ -91,7 +93,9 @@ class _Checker:
     def fail(self, where: str, problem: str) -> PersonaDataError:
         return PersonaDataError(f"{self.file}: {where}: {problem}")
 
-    def field(self, obj: dict[str, Any], key: str, where: str, types: tuple[type, ...], optional: bool) -> Any:
+    def field(
+        self, obj: dict[str, Any], key: str, where: str, types: tuple[type, ...], optional: bool
+    ) -> Any:
         if key not in obj:
             if optional:
                 return None

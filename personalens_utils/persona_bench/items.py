@@ -113,7 +113,9 @@ def flatten(post: Post, ref: str) -> list[_Node]:
         if parent is None:
             nodes.append(_Node(cid, comment, ref, post.author, clean(post.content), post.score))
         else:
-            nodes.append(_Node(cid, comment, ids[id(parent)], parent.author, clean(parent.body), parent.score))
+            nodes.append(
+                _Node(cid, comment, ids[id(parent)], parent.author, clean(parent.body), parent.score)
+            )
     return nodes
 
 
@@ -124,8 +126,14 @@ def score_targets(post: Post, ref: str) -> tuple[_Node, _Node | None] | None:
     own = [n for n in nodes if n.comment.author == post.author]
     if len(participants) <= 3 or sum(not _dead(n.comment.body) for n in own) <= 2:
         return None
-    candidates = [n for n in own if n.comment.score is not None and not _dead(n.comment.body)
-                  and not _dead(n.parent_body) and _when(n.comment.timestamp) is not None]
+    candidates = [
+        n
+        for n in own
+        if n.comment.score is not None
+        and not _dead(n.comment.body)
+        and not _dead(n.parent_body)
+        and _when(n.comment.timestamp) is not None
+    ]
     candidates.sort(key=lambda n: (abs(n.comment.score or 0), _when(n.comment.timestamp)), reverse=True)
     if not candidates or abs(candidates[0].comment.score or 0) <= 3:
         return None
@@ -136,8 +144,13 @@ def score_targets(post: Post, ref: str) -> tuple[_Node, _Node | None] | None:
 def text_targets(post: Post, ref: str) -> tuple[_Node, _Node] | None:
     """The 3.3 target reply of a post and its history example, or None when the post does not qualify."""
     nodes = flatten(post, ref)
-    own = [n for n in nodes if n.comment.author == post.author and n.comment.body is not None
-           and _when(n.comment.timestamp) is not None]
+    own = [
+        n
+        for n in nodes
+        if n.comment.author == post.author
+        and n.comment.body is not None
+        and _when(n.comment.timestamp) is not None
+    ]
     own.sort(key=lambda n: _when(n.comment.timestamp), reverse=True)
     if len(own) < 2 or clean(own[0].comment.body) in ("[removed]", "[deleted]"):
         return None
@@ -207,7 +220,7 @@ def _survey(users: Iterable[User]) -> _Survey:
             if text and u not in text_ex:
                 text_ex[u] = _example(user.name, text[1])  # type: ignore[assignment]
     positives.sort(key=lambda x: x[0])
-    kept = {where for _, where in positives[len(positives) // 2:]}
+    kept = {where for _, where in positives[len(positives) // 2 :]}
     return _Survey(kept, score_ex, text_ex, count)
 
 
@@ -263,21 +276,32 @@ def iter_items(
 def _check(tasks: Sequence[str], settings: Sequence[str]) -> None:
     bad = [t for t in tasks if t not in TASKS] + [s for s in settings if s not in SETTINGS]
     if bad:
-        raise ValueError(f"unknown task(s) or setting(s) {bad}; tasks are {list(TASKS)}, settings {list(SETTINGS)}")
+        raise ValueError(
+            f"unknown task(s) or setting(s) {bad}; tasks are {list(TASKS)}, settings {list(SETTINGS)}"
+        )
 
 
 def _post_block(post: Post) -> str:
     content = clean(post.content)
-    return P.POST.format(subreddit=post.subreddit, author=post.author, title=clean(post.title),
-                         content=content[:500] + ("..." if len(content) > 500 else ""))
+    return P.POST.format(
+        subreddit=post.subreddit,
+        author=post.author,
+        title=clean(post.title),
+        content=content[:500] + ("..." if len(content) > 500 else ""),
+    )
 
 
 def _history_block(example: _Example | None, own: bool, with_score: bool) -> str:
     if example is None:
         return ""
     outcome = P.HISTORY_SCORE.format(score=_num(example.score)) if with_score else ""
-    return P.HISTORY.format(author=example.author, whose=P.WHOSE_OWN if own else P.WHOSE_OTHER,
-                            parent=example.parent[:200], body=example.body, outcome=outcome).strip()
+    return P.HISTORY.format(
+        author=example.author,
+        whose=P.WHOSE_OWN if own else P.WHOSE_OTHER,
+        parent=example.parent[:200],
+        body=example.body,
+        outcome=outcome,
+    ).strip()
 
 
 def _thread_block(post: Post, ref: str, target: _Node, *, drop: bool) -> str:
@@ -290,8 +314,14 @@ def _thread_block(post: Post, ref: str, target: _Node, *, drop: bool) -> str:
             skip.add(node.cid)
             continue
         score = P.HIDDEN_SCORE if node.cid == target.cid else _num(node.comment.score)
-        lines.append(P.THREAD_LINE.format(indent="  " * depth[node.cid], author=node.comment.author,
-                                          score=score, body=clean(node.comment.body)))
+        lines.append(
+            P.THREAD_LINE.format(
+                indent="  " * depth[node.cid],
+                author=node.comment.author,
+                score=score,
+                body=clean(node.comment.body),
+            )
+        )
     return P.THREAD.format(tree="\n".join(lines))
 
 
@@ -301,45 +331,91 @@ def _num(value: float | None) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
-def _score_item(data: str, task: str, setting: str, user: User, post: Post, ref: str, target: _Node,
-                own: _Example | None, other: _Example | None) -> PersonaItem:
+def _score_item(
+    data: str,
+    task: str,
+    setting: str,
+    user: User,
+    post: Post,
+    ref: str,
+    target: _Node,
+    own: _Example | None,
+    other: _Example | None,
+) -> PersonaItem:
     score = target.comment.score or 0.0
     example = own if setting.startswith("P-") else other
     conv = setting.endswith("-Conv") and setting != "P-NonConv"
     blocks = [_post_block(post), _history_block(example, example is own, with_score=True)]
     if conv:
         blocks.append(_thread_block(post, ref, target, drop=False))
-    blocks.append(P.TARGET_SCORED.format(author=user.name, parent_author=target.parent_author,
-                                         parent=target.parent_body[:200], body=clean(target.comment.body)))
+    blocks.append(
+        P.TARGET_SCORED.format(
+            author=user.name,
+            parent_author=target.parent_author,
+            parent=target.parent_body[:200],
+            body=clean(target.comment.body),
+        )
+    )
     sign = 1 if score > 0 else -1 if score < 0 else 0
     blocks.append(P.ASK[task].format(author=user.name, hint=P.SIGN_HINT[sign]))
     truth: str | float = ("positive" if score > 0 else "negative") if task == "3.1" else float(score)
     context: dict[str, Any] = {
-        "task": task, "setting": setting,
+        "task": task,
+        "setting": setting,
         "history": [example.context()] if example else [],
         "parent": {"body": target.parent_body, "score": target.parent_score if conv else None},
         "reply": clean(target.comment.body),
     }
     if task == "3.2":
         context["sign_hint"] = sign
-    return PersonaItem(data, KIT, task, setting, user.name, post.subreddit, target.cid, truth,
-                       "\n\n".join(b for b in blocks if b), context)
+    return PersonaItem(
+        data,
+        KIT,
+        task,
+        setting,
+        user.name,
+        post.subreddit,
+        target.cid,
+        truth,
+        "\n\n".join(b for b in blocks if b),
+        context,
+    )
 
 
-def _text_item(data: str, setting: str, user: User, post: Post, ref: str, target: _Node,
-               own: _Example | None, other: _Example | None) -> PersonaItem:
+def _text_item(
+    data: str,
+    setting: str,
+    user: User,
+    post: Post,
+    ref: str,
+    target: _Node,
+    own: _Example | None,
+    other: _Example | None,
+) -> PersonaItem:
     example = own if setting.startswith("P-") else other
     conv = setting != "P-NonConv"
     blocks = [_post_block(post), _history_block(example, example is own, with_score=False)]
     if conv:
         blocks.append(_thread_block(post, ref, target, drop=True))
-    blocks.append(P.TARGET_TEXT.format(author=user.name, parent_author=target.parent_author,
-                                       parent=target.parent_body))
+    blocks.append(
+        P.TARGET_TEXT.format(author=user.name, parent_author=target.parent_author, parent=target.parent_body)
+    )
     blocks.append(P.ASK["3.3"].format(author=user.name))
     context = {
-        "task": "3.3", "setting": setting,
+        "task": "3.3",
+        "setting": setting,
         "history": [{"author": example.author, "body": example.body}] if example else [],
         "parent": {"body": target.parent_body, "score": target.parent_score if conv else None},
     }
-    return PersonaItem(data, KIT, "3.3", setting, user.name, post.subreddit, target.cid,
-                       clean(target.comment.body), "\n\n".join(b for b in blocks if b), context)
+    return PersonaItem(
+        data,
+        KIT,
+        "3.3",
+        setting,
+        user.name,
+        post.subreddit,
+        target.cid,
+        clean(target.comment.body),
+        "\n\n".join(b for b in blocks if b),
+        context,
+    )

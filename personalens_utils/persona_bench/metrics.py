@@ -28,7 +28,13 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef, mean_absolute_error, mean_squared_error
+from sklearn.metrics import (
+    accuracy_score,
+    f1_score,
+    matthews_corrcoef,
+    mean_absolute_error,
+    mean_squared_error,
+)
 
 NOT_MEASURED = "not measured"
 MODES = ("authors", "strict")
@@ -48,13 +54,19 @@ SBERT_MODEL = "all-MiniLM-L6-v2"
 def classification(truth: Sequence[str], pred: Sequence[str]) -> dict[str, float]:
     """Accuracy, F1 of the positive class and MCC, by scikit-learn (the authors' settings)."""
     y, p = _labels(truth), _labels(pred)
-    return {"Accuracy": float(accuracy_score(y, p)), "F1": float(f1_score(y, p, pos_label=1, zero_division=0.0)),
-            "MCC": float(matthews_corrcoef(y, p))}
+    return {
+        "Accuracy": float(accuracy_score(y, p)),
+        "F1": float(f1_score(y, p, pos_label=1, zero_division=0.0)),
+        "MCC": float(matthews_corrcoef(y, p)),
+    }
 
 
 def regression(truth: Sequence[float], pred: Sequence[float]) -> dict[str, float]:
     """RMSE and MAE, by scikit-learn."""
-    return {"RMSE": float(np.sqrt(mean_squared_error(truth, pred))), "MAE": float(mean_absolute_error(truth, pred))}
+    return {
+        "RMSE": float(np.sqrt(mean_squared_error(truth, pred))),
+        "MAE": float(mean_absolute_error(truth, pred)),
+    }
 
 
 def _labels(values: Sequence[str]) -> np.ndarray:
@@ -71,8 +83,11 @@ def _fast_classification(y: np.ndarray, p: np.ndarray) -> dict[str, float]:
     n = tp + tn + fp + fn
     f1 = 2 * tp / (2 * tp + fp + fn) if tp else 0.0
     denom = math.sqrt((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn))
-    return {"Accuracy": (tp + tn) / n if n else math.nan, "F1": f1,
-            "MCC": (tp * tn - fp * fn) / denom if denom else 0.0}
+    return {
+        "Accuracy": (tp + tn) / n if n else math.nan,
+        "F1": f1,
+        "MCC": (tp * tn - fp * fn) / denom if denom else 0.0,
+    }
 
 
 # -- 3.3 ---------------------------------------------------------------------------------------------------
@@ -143,8 +158,11 @@ def text_scores(truth: Sequence[str], pred: Sequence[str], *, sbert: bool = True
             scores = _rouge().score(ref, hyp)
             row["ROUGE-1"], row["ROUGE-L"] = scores["rouge1"].fmeasure, scores["rougeL"].fmeasure
             hyp_tokens, ref_tokens = tokens(hyp), tokens(ref)
-            row["BLEU"] = float(sentence_bleu([ref_tokens], hyp_tokens, smoothing_function=smooth)) \
-                if hyp_tokens else 0.0
+            row["BLEU"] = (
+                float(sentence_bleu([ref_tokens], hyp_tokens, smoothing_function=smooth))
+                if hyp_tokens
+                else 0.0
+            )
             if meteor:
                 from nltk.translate.meteor_score import meteor_score
 
@@ -183,14 +201,20 @@ def scored(frame: pd.DataFrame, mode: str, *, sbert: bool = True) -> pd.DataFram
         out = out[read].copy()
         out["counted"] = out["prediction"]
     else:
-        wrong = {"3.1": lambda t: "negative" if t == "positive" else "positive", "3.2": lambda t: 0.0,
-                 "3.3": lambda t: ""}
-        out["counted"] = [p if ok else wrong[task](t)
-                          for p, ok, task, t in zip(out["prediction"], read, out["task"], out["truth"], strict=True)]
+        wrong = {
+            "3.1": lambda t: "negative" if t == "positive" else "positive",
+            "3.2": lambda t: 0.0,
+            "3.3": lambda t: "",
+        }
+        out["counted"] = [
+            p if ok else wrong[task](t)
+            for p, ok, task, t in zip(out["prediction"], read, out["task"], out["truth"], strict=True)
+        ]
     text = out["task"] == "3.3"
     if text.any():
-        scores = text_scores([str(t) for t in out.loc[text, "truth"]], [str(p) for p in out.loc[text, "counted"]],
-                             sbert=sbert)
+        scores = text_scores(
+            [str(t) for t in out.loc[text, "truth"]], [str(p) for p in out.loc[text, "counted"]], sbert=sbert
+        )
         scores.index = out.index[text]
         out = out.join(scores)
     return out.sort_values("id").reset_index(drop=True)
@@ -225,8 +249,12 @@ def _fast(task: str, part: pd.DataFrame, mode: str) -> dict[str, float]:
 
 
 def user_bootstrap(
-    parts: Sequence[pd.DataFrame], stat: Callable[[Sequence[pd.DataFrame]], dict[str, float]],
-    *, n_resamples: int, seed: int, confidence: float = 0.95,
+    parts: Sequence[pd.DataFrame],
+    stat: Callable[[Sequence[pd.DataFrame]], dict[str, float]],
+    *,
+    n_resamples: int,
+    seed: int,
+    confidence: float = 0.95,
 ) -> dict[str, tuple[float, float]]:
     """Percentile intervals of `stat` over resamples of users (the same users drawn for every part)."""
     users = sorted(set().union(*(set(p["user"]) for p in parts)))
@@ -237,19 +265,31 @@ def user_bootstrap(
     draws: dict[str, list[float]] = {}
     for _ in range(n_resamples):
         chosen = rng.choice(len(users), size=len(users), replace=True)
-        resampled = [p.iloc[np.concatenate([idx[users[c]] for c in chosen])] for p, idx in zip(parts, rows,
-                                                                                               strict=True)]
+        resampled = [
+            p.iloc[np.concatenate([idx[users[c]] for c in chosen])]
+            for p, idx in zip(parts, rows, strict=True)
+        ]
         if any(r.empty for r in resampled):
             continue
         for name, value in stat(resampled).items():
             draws.setdefault(name, []).append(value)
     tail = (1 - confidence) / 2 * 100
-    return {name: (float(np.nanpercentile(v, tail)), float(np.nanpercentile(v, 100 - tail)))
-            for name, v in draws.items() if not np.isnan(v).all()}
+    return {
+        name: (float(np.nanpercentile(v, tail)), float(np.nanpercentile(v, 100 - tail)))
+        for name, v in draws.items()
+        if not np.isnan(v).all()
+    }
 
 
-def summary(frame: pd.DataFrame, mode: str, *, by: Sequence[str] = ("model", "task", "setting"),
-            kept: pd.DataFrame | None = None, n_resamples: int = 200, seed: int = 0) -> pd.DataFrame:
+def summary(
+    frame: pd.DataFrame,
+    mode: str,
+    *,
+    by: Sequence[str] = ("model", "task", "setting"),
+    kept: pd.DataFrame | None = None,
+    n_resamples: int = 200,
+    seed: int = 0,
+) -> pd.DataFrame:
     """One row per group and metric: value, user-clustered interval, items counted, coverage.
     `kept` is `scored(frame, mode)` when the caller has it already."""
     kept = scored(frame, mode) if kept is None else kept
@@ -259,20 +299,36 @@ def summary(frame: pd.DataFrame, mode: str, *, by: Sequence[str] = ("model", "ta
         part = kept.loc[np.logical_and.reduce([kept[k] == v for k, v in key.items()])]
         task = key.get("task") or str(group["task"].iloc[0])
         values = point(task, part, mode)
-        ci = user_bootstrap([part], lambda ps, t=task: _fast(t, ps[0], mode), n_resamples=n_resamples,
-                            seed=seed) if not part.empty else {}
+        ci = (
+            user_bootstrap(
+                [part], lambda ps, t=task: _fast(t, ps[0], mode), n_resamples=n_resamples, seed=seed
+            )
+            if not part.empty
+            else {}
+        )
         coverage = float((group["status"] == "ok").mean())
         for metric in METRICS[task]:
             value = values.get(metric, math.nan)
             low, high = ci.get(metric, (math.nan, math.nan))
-            rows.append({**key, "task": task, "metric": metric, "value": value, "low": low, "high": high,
-                         "n": len(part),
-                         "items": len(group), "coverage": coverage})
+            rows.append(
+                {
+                    **key,
+                    "task": task,
+                    "metric": metric,
+                    "value": value,
+                    "low": low,
+                    "high": high,
+                    "n": len(part),
+                    "items": len(group),
+                    "coverage": coverage,
+                }
+            )
     return pd.DataFrame(rows)
 
 
-def gains(frame: pd.DataFrame, mode: str, *, kept: pd.DataFrame | None = None, n_resamples: int = 200,
-          seed: int = 0) -> pd.DataFrame:
+def gains(
+    frame: pd.DataFrame, mode: str, *, kept: pd.DataFrame | None = None, n_resamples: int = 200, seed: int = 0
+) -> pd.DataFrame:
     """Paired gains P-Conv - P-NonConv and P-Conv - NP-Conv per model, task and metric, with intervals
     from resampling the same users in both settings (for RMSE and MAE a negative gain is better)."""
     kept = scored(frame, mode) if kept is None else kept
@@ -292,6 +348,15 @@ def gains(frame: pd.DataFrame, mode: str, *, kept: pd.DataFrame | None = None, n
             ci = user_bootstrap(pair, diff, n_resamples=n_resamples, seed=seed)
             for metric, value in values.items():
                 low, high = ci.get(metric, (math.nan, math.nan))
-                rows.append({"model": model, "task": task, "metric": metric, "comparison": f"P-Conv - {other}",
-                             "gain": value, "low": low, "high": high})
+                rows.append(
+                    {
+                        "model": model,
+                        "task": task,
+                        "metric": metric,
+                        "comparison": f"P-Conv - {other}",
+                        "gain": value,
+                        "low": low,
+                        "high": high,
+                    }
+                )
     return pd.DataFrame(rows)

@@ -32,12 +32,20 @@ CODE_ENV = "PERSONA_BENCH_CODE"
 
 MAKERS: dict[tuple[str, str], tuple[str, str]] = {
     ("3.1", "P-Conv"): ("3.1PromptMaker.py", "WithConversationPrompts_ScorePrediction_Refactored.jsonl"),
-    ("3.1", "P-NonConv"): ("3.1PromptMaker.py", "WithoutConversationPrompts_ScorePrediction_Refactored.jsonl"),
-    ("3.1", "NP-Conv"): ("3.1_RandPrompt.py", "WithConversationPrompts_ScorePrediction_PseudoRandomContext.jsonl"),
+    ("3.1", "P-NonConv"): (
+        "3.1PromptMaker.py",
+        "WithoutConversationPrompts_ScorePrediction_Refactored.jsonl",
+    ),
+    ("3.1", "NP-Conv"): (
+        "3.1_RandPrompt.py",
+        "WithConversationPrompts_ScorePrediction_PseudoRandomContext.jsonl",
+    ),
     ("3.2", "P-Conv"): ("3.2PromptMaker.py", "WithConversationPrompts_ExactScorePrediction.jsonl"),
     ("3.2", "P-NonConv"): ("3.2PromptMaker.py", "WithoutConversationPrompts_ExactScorePrediction.jsonl"),
-    ("3.2", "NP-Conv"): ("3.2_RandPrompt.py",
-                         "WithConversationPrompts_PseudoRandomContext_ExactScorePrediction.jsonl"),
+    ("3.2", "NP-Conv"): (
+        "3.2_RandPrompt.py",
+        "WithConversationPrompts_PseudoRandomContext_ExactScorePrediction.jsonl",
+    ),
     ("3.3", "P-Conv"): ("3.3PromptMaker.py", "WithConversationPrompts_BodyPrediction_v2.jsonl"),
     ("3.3", "P-NonConv"): ("3.3PromptMaker.py", "WithoutConversationPrompts_BodyPrediction_v2.jsonl"),
     ("3.3", "NP-Conv"): ("3.3_RandPrompt.py", "WithPseudoRandomConversationPrompts_BodyPrediction.jsonl"),
@@ -66,8 +74,10 @@ def find_code(path: str | os.PathLike[str] | None = None) -> Path:
     `$PERSONA_BENCH_CODE`."""
     given = path if path is not None else os.environ.get(CODE_ENV)
     if not given:
-        raise OfficialCodeError(f"official mode needs the authors' PERSONA Bench code: pass its folder or set "
-                                f"${CODE_ENV} (docs/persona_bench.md)")
+        raise OfficialCodeError(
+            f"official mode needs the authors' PERSONA Bench code: pass its folder or set "
+            f"${CODE_ENV} (docs/persona_bench.md)"
+        )
     root = Path(given)
     if not (root / "PromptMakers").is_dir():
         raise OfficialCodeError(f"{root} does not hold the authors' code: PromptMakers/ is missing")
@@ -94,11 +104,18 @@ def make_official_prompts(
             work = Path(scratch)
             shutil.copy2(root / "PromptMakers" / script, work / script)
             (work / DATA_FILE).symlink_to(file.resolve())
-            done = subprocess.run([sys.executable, script], cwd=work, capture_output=True, text=True,
-                                  timeout=timeout_s, check=False)
+            done = subprocess.run(
+                [sys.executable, script],
+                cwd=work,
+                capture_output=True,
+                text=True,
+                timeout=timeout_s,
+                check=False,
+            )
             if done.returncode != 0:
-                raise OfficialCodeError(f"the authors' {script} failed (exit {done.returncode}): "
-                                        f"{done.stderr.strip()[-800:]}")
+                raise OfficialCodeError(
+                    f"the authors' {script} failed (exit {done.returncode}): {done.stderr.strip()[-800:]}"
+                )
             for (_, _), (maker, name) in wanted.items():
                 if maker == script:
                     if not (work / name).is_file():
@@ -135,8 +152,9 @@ def read_official_items(
                 yield _item(task, setting, json.loads(line), names, dataset, f"{path}:{n}", n)
 
 
-def _item(task: str, setting: str, line: dict[str, Any], names: list[str], dataset: str, where: str,
-          n: int) -> PersonaItem:
+def _item(
+    task: str, setting: str, line: dict[str, Any], names: list[str], dataset: str, where: str, n: int
+) -> PersonaItem:
     if task == "3.3":
         prompt, truth, user = line.get("prompt"), line.get("true_label"), line.get("user")
         domain, target = line.get("subreddit"), f"{line.get('user')}#{n}"
@@ -146,11 +164,31 @@ def _item(task: str, setting: str, line: dict[str, Any], names: list[str], datas
         target = job.get("target_reply_id")
         found = re.fullmatch(r"(?:task_)?u(\d+)p\d+", str(job.get("target_post_reference_id")))
         user = names[int(found.group(1)) - 1] if found and int(found.group(1)) <= len(names) else None
-    missing = [k for k, v in (("prompt", prompt), ("true_label", truth), ("user", user), ("subreddit", domain),
-                              ("target", target)) if v is None or v == ""]
+    missing = [
+        k
+        for k, v in (
+            ("prompt", prompt),
+            ("true_label", truth),
+            ("user", user),
+            ("subreddit", domain),
+            ("target", target),
+        )
+        if v is None or v == ""
+    ]
     if missing:
         raise PersonaDataError(f"{where}: the authors' prompt line lacks {missing}")
-    truth_value: str | float = float(truth) if task == "3.2" else clean(str(truth)).lower() if task == "3.1" \
-        else str(truth)
-    return PersonaItem(dataset, OFFICIAL, task, setting, str(user), str(domain), str(target), truth_value,
-                       str(prompt), {"task": task, "setting": setting})
+    truth_value: str | float = (
+        float(truth) if task == "3.2" else clean(str(truth)).lower() if task == "3.1" else str(truth)
+    )
+    return PersonaItem(
+        dataset,
+        OFFICIAL,
+        task,
+        setting,
+        str(user),
+        str(domain),
+        str(target),
+        truth_value,
+        str(prompt),
+        {"task": task, "setting": setting},
+    )

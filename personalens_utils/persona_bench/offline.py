@@ -27,9 +27,35 @@ from personalens_utils.llm.offline import register
 UNREADABLE = "I cannot tell from what is shown."
 UNREADABLE_RATE = 0.03
 PRIOR_SIZE = 10
-_STOP = {"about", "anyone", "thought", "thinking", "there", "their", "which", "would", "could", "should",
-         "think", "what", "with", "this", "that", "have", "been", "from", "nobody", "mentions", "serious",
-         "question", "stop", "can't", "unpopular", "view", "news"}
+_STOP = {
+    "about",
+    "anyone",
+    "thought",
+    "thinking",
+    "there",
+    "their",
+    "which",
+    "would",
+    "could",
+    "should",
+    "think",
+    "what",
+    "with",
+    "this",
+    "that",
+    "have",
+    "been",
+    "from",
+    "nobody",
+    "mentions",
+    "serious",
+    "question",
+    "stop",
+    "can't",
+    "unpopular",
+    "view",
+    "news",
+}
 
 
 def _sign(context: dict) -> int:

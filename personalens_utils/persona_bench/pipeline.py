@@ -13,7 +13,7 @@ import pandas as pd
 
 from personalens_utils.engine import StageReport
 from personalens_utils.llm import LLMClient
-from personalens_utils.llm.clients import Clients
+from personalens_utils.paths import runs_dir
 from personalens_utils.persona_bench import metrics as M
 from personalens_utils.persona_bench import report as R
 from personalens_utils.persona_bench.data import find_dataset
@@ -22,6 +22,7 @@ from personalens_utils.persona_bench.official import OFFICIAL, make_official_pro
 from personalens_utils.persona_bench.runner import DEFAULT_MODEL, run_items
 from personalens_utils.persona_bench.synthetic import SYNTHETIC_LABEL, write_synthetic
 from personalens_utils.plots import FigureResult
+from personalens_utils.session import Session
 from personalens_utils.shards import Shard
 from personalens_utils.store import RunStore
 from personalens_utils.tables import TableResult
@@ -49,9 +50,29 @@ class Evaluation:
         return written
 
 
+def prepare_data(
+    *,
+    data_dir: str | os.PathLike[str] | None = None,
+    synthetic_users: int | None = None,
+    seed: int = 0,
+    output_dir: str | os.PathLike[str] | None = None,
+) -> tuple[Path, str]:
+    """The dataset file and its label. `synthetic_users=n` writes n users of synthetic data into
+    `data_dir` (default: the output folder, runs/persona_bench/ when None) and labels everything made
+    from it; otherwise the authors' file is found by `find_dataset`."""
+    if synthetic_users:
+        data = write_synthetic(
+            data_dir or output_dir or runs_dir() / "persona_bench", synthetic_users, seed=seed
+        )
+        return data, f"{SYNTHETIC_LABEL}, {synthetic_users} users, seed {seed}"
+    data = find_dataset(data_dir)
+    return data, f"{data.name} ({dataset_id(data).split(':')[1]})"
+
+
 @dataclass
 class PersonaRun:
-    """One notebook's PERSONA Bench run: the dataset, its label, the run store, the client and model."""
+    """One notebook's PERSONA Bench run on a kit `Session`: the dataset and its label, the session's run
+    store, output folder and client, and the model asked."""
 
     data: Path
     data_label: str
@@ -61,32 +82,11 @@ class PersonaRun:
     model: str
 
     @classmethod
-    def open(
-        cls,
-        *,
-        data_dir: str | os.PathLike[str] | None = None,
-        synthetic_users: int | None = None,
-        seed: int = 0,
-        run_dir: str | os.PathLike[str] | None = None,
-        output_dir: str | os.PathLike[str] | None = None,
-        backend: str = "offline",
-        model: str = DEFAULT_MODEL,
-        max_concurrency: int = 8,
-        backend_seed: int = 0,
-    ) -> PersonaRun:
-        """`synthetic_users=n` writes n users of synthetic data into `data_dir` (default: the output
-        folder) and labels everything made from it; otherwise the dataset is found by `find_dataset`."""
-        out = Path(output_dir) if output_dir else Path("runs") / "persona_bench"
-        if synthetic_users:
-            data = write_synthetic(data_dir or out, synthetic_users, seed=seed)
-            label = f"{SYNTHETIC_LABEL}, {synthetic_users} users, seed {seed}"
-        else:
-            data = find_dataset(data_dir)
-            label = f"{data.name} ({dataset_id(data).split(':')[1]})"
-        clients = Clients(backend, max_concurrency=max_concurrency, seed=backend_seed, stage="persona_bench")
-        spec = clients.spec(model, what="model")
-        store = RunStore(run_dir or out / "store")
-        return cls(data, label, store, out, clients.client(spec), spec.model)
+    def of(cls, session: Session, data: Path, data_label: str, model: str = DEFAULT_MODEL) -> PersonaRun:
+        spec = session.spec(model, "model")
+        return cls(
+            data, data_label, session.run_store, session.output_dir, session.client_for(spec), spec.model
+        )
 
     def items(
         self,
@@ -107,22 +107,40 @@ class PersonaRun:
         make_official_prompts(prompt_dir, code=official_code, data=self.data, tasks=tasks, settings=settings)
         return read_official_items(prompt_dir, data=self.data, tasks=tasks, settings=settings)
 
-    def run(self, items: Iterator[PersonaItem], *, shard: str | Shard | None = None, limit: int | None = None,
-            max_cost_usd: float | None = None, retry_errors: bool = True) -> StageReport:
+    def run(
+        self,
+        items: Iterator[PersonaItem],
+        *,
+        shard: str | Shard | None = None,
+        limit: int | None = None,
+        max_cost_usd: float | None = None,
+        retry_errors: bool = True,
+    ) -> StageReport:
         """Check the model answers (one minimal call; nothing is stored if it fails), then ask every item
         not yet answered in the store."""
         self.client.preflight({ROLE: self.model})
-        return run_items(self.client, items, self.store, self.model, shard=shard, limit=limit,
-                         max_cost_usd=max_cost_usd, retry_errors=retry_errors)
+        return run_items(
+            self.client,
+            items,
+            self.store,
+            self.model,
+            shard=shard,
+            limit=limit,
+            max_cost_usd=max_cost_usd,
+            retry_errors=retry_errors,
+        )
 
-    def evaluate(self, *, mode: str = "authors", n_resamples: int = 200, seed: int = 0,
-                 sbert: bool = False) -> Evaluation:
+    def evaluate(
+        self, *, mode: str = "authors", n_resamples: int = 200, seed: int = 0, sbert: bool = False
+    ) -> Evaluation:
         """The results, per-domain, gains and coverage tables and a radar plot per model."""
         frame = R.predictions(self.store)
         kept = M.scored(frame, mode, sbert=sbert)
         origin = self.store.root.name
         summary = M.summary(frame, mode, kept=kept, n_resamples=n_resamples, seed=seed)
-        per_domain = M.summary(frame, mode, kept=kept, by=("model", "domain", "task", "setting"), n_resamples=0)
+        per_domain = M.summary(
+            frame, mode, kept=kept, by=("model", "domain", "task", "setting"), n_resamples=0
+        )
         gains = M.gains(frame, mode, kept=kept, n_resamples=n_resamples, seed=seed)
         label = self.data_label
         tables = {
@@ -131,8 +149,10 @@ class PersonaRun:
             "gains": R.gains_table(gains, frame, mode, data_label=label, origin=origin),
             "coverage": R.coverage_table(frame, data_label=label, origin=origin),
         }
-        figures = {f"radar_{_slug(m)}": R.radar(summary, frame, m, data_label=label, origin=origin)
-                   for m in sorted(frame["model"].unique())}
+        figures = {
+            f"radar_{_slug(m)}": R.radar(summary, frame, m, data_label=label, origin=origin)
+            for m in sorted(frame["model"].unique())
+        }
         return Evaluation(mode, tables, figures, summary)
 
 

@@ -27,22 +27,24 @@ HISTORY_SCORE = "That reply's score was {score}."
 WHOSE_OWN = "the same user"
 WHOSE_OTHER = "a different user, shown as a general example"
 
-THREAD = "The conversation under the post, one comment a line, indented by depth (author, score, text):\n{tree}"
+THREAD = (
+    "The conversation under the post, one comment a line, indented by depth (author, score, text):\n{tree}"
+)
 THREAD_LINE = "{indent}- u/{author} [{score}]: {body}"
 HIDDEN_SCORE = "score hidden"
 
 TARGET_SCORED = (
-    'u/{author} replied to u/{parent_author}, who wrote: "{parent}"\n'
-    'u/{author}\'s reply: "{body}"'
+    'u/{author} replied to u/{parent_author}, who wrote: "{parent}"\nu/{author}\'s reply: "{body}"'
 )
 TARGET_TEXT = (
-    'u/{author} replied to u/{parent_author}, who wrote: "{parent}"\n'
-    "The text of that reply is not shown."
+    'u/{author} replied to u/{parent_author}, who wrote: "{parent}"\nThe text of that reply is not shown.'
 )
 
 ASK = {
-    "3.1": ("Was the score of u/{author}'s reply above positive or negative? "
-            "Answer with one word: positive or negative."),
+    "3.1": (
+        "Was the score of u/{author}'s reply above positive or negative? "
+        "Answer with one word: positive or negative."
+    ),
     "3.2": "What was the score of u/{author}'s reply above?{hint} Answer with the number only.",
     "3.3": "Write the reply u/{author} posted. Answer with the reply's text only.",
 }

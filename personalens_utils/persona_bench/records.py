@@ -7,7 +7,7 @@ wrong in their strict form) or "error" (the llm layer failed; a rerun asks again
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Self
 
 from personalens_utils.llm.types import Usage
@@ -34,7 +34,7 @@ class PersonaPrediction(Record):
     prediction: str | float | None = None
     raw: str = ""
     error: str | None = None
-    usage: Usage = Usage()
+    usage: Usage = field(default_factory=Usage)
     cost_usd: float = 0.0
     retries: int = 0
 
@@ -51,23 +51,52 @@ class PersonaPrediction(Record):
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "id": self.id, "item": self.item, "dataset": self.dataset, "prompt_set": self.prompt_set,
-            "prompt_version": self.prompt_version, "task": self.task, "setting": self.setting,
-            "user": self.user, "domain": self.domain, "target": self.target, "model": self.model,
-            "backend": self.backend, "model_id": self.model_id, "status": self.status, "truth": self.truth,
-            "prediction": self.prediction, "raw": self.raw, "error": self.error, "usage": self.usage.to_dict(),
-            "cost_usd": self.cost_usd, "retries": self.retries,
+            "id": self.id,
+            "item": self.item,
+            "dataset": self.dataset,
+            "prompt_set": self.prompt_set,
+            "prompt_version": self.prompt_version,
+            "task": self.task,
+            "setting": self.setting,
+            "user": self.user,
+            "domain": self.domain,
+            "target": self.target,
+            "model": self.model,
+            "backend": self.backend,
+            "model_id": self.model_id,
+            "status": self.status,
+            "truth": self.truth,
+            "prediction": self.prediction,
+            "raw": self.raw,
+            "error": self.error,
+            "usage": self.usage.to_dict(),
+            "cost_usd": self.cost_usd,
+            "retries": self.retries,
         }
 
     @classmethod
     def from_json(cls, data: Any, where: str = "") -> Self:
         r = _Reader(data, cls, where)
         return cls(
-            id=cls.read_id(data, where), item=r.str("item"), dataset=r.str("dataset"),
-            prompt_set=r.str("prompt_set"), prompt_version=r.str("prompt_version"), task=r.str("task"),
-            setting=r.str("setting"), user=r.str("user"), domain=r.str("domain"), target=r.str("target"),
-            model=r.str("model"), backend=r.str("backend"), model_id=r.str("model_id"), status=r.str("status"),
-            truth=r.get("truth", (str, int, float)), prediction=r.get("prediction", (str, int, float), optional=True),
-            raw=r.str("raw"), error=r.str("error", optional=True), usage=r.usage("usage"),
-            cost_usd=r.number("cost_usd"), retries=r.int("retries"),
+            id=cls.read_id(data, where),
+            item=r.str("item"),
+            dataset=r.str("dataset"),
+            prompt_set=r.str("prompt_set"),
+            prompt_version=r.str("prompt_version"),
+            task=r.str("task"),
+            setting=r.str("setting"),
+            user=r.str("user"),
+            domain=r.str("domain"),
+            target=r.str("target"),
+            model=r.str("model"),
+            backend=r.str("backend"),
+            model_id=r.str("model_id"),
+            status=r.str("status"),
+            truth=r.get("truth", (str, int, float)),
+            prediction=r.get("prediction", (str, int, float), optional=True),
+            raw=r.str("raw"),
+            error=r.str("error", optional=True),
+            usage=r.usage("usage"),
+            cost_usd=r.number("cost_usd"),
+            retries=r.int("retries"),
         )

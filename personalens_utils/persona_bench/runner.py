@@ -38,26 +38,50 @@ def build_request(item: PersonaItem, model: str) -> Request:
     kit's system text and ask at temperature 0."""
     if item.prompt_set == OFFICIAL:
         params = CALLS[item.task]
-        return Request(kind=CallKind.PERSONA_BENCH, task=item.task, messages=(Message("user", item.prompt),),
-                       model=model, temperature=params.temperature, max_tokens=params.max_tokens,
-                       context=item.context)
-    return Request(kind=CallKind.PERSONA_BENCH, task=item.task, system=SYSTEM,
-                   messages=(Message("user", item.prompt),), model=model, temperature=0.0,
-                   max_tokens=KIT_MAX_TOKENS[item.task], context=item.context)
+        return Request(
+            kind=CallKind.PERSONA_BENCH,
+            task=item.task,
+            messages=(Message("user", item.prompt),),
+            model=model,
+            temperature=params.temperature,
+            max_tokens=params.max_tokens,
+            context=item.context,
+        )
+    return Request(
+        kind=CallKind.PERSONA_BENCH,
+        task=item.task,
+        system=SYSTEM,
+        messages=(Message("user", item.prompt),),
+        model=model,
+        temperature=0.0,
+        max_tokens=KIT_MAX_TOKENS[item.task],
+        context=item.context,
+    )
 
 
 def _record(item: PersonaItem, model: str, backend: str, **fields: object) -> PersonaPrediction:
     return PersonaPrediction(
-        item=item.key, dataset=item.dataset, prompt_set=item.prompt_set, prompt_version=prompt_version(item),
-        task=item.task, setting=item.setting, user=item.user, domain=item.domain, target=item.target,
-        model=model, backend=backend, model_id=resolved_model(model, backend), truth=item.truth,
+        item=item.key,
+        dataset=item.dataset,
+        prompt_set=item.prompt_set,
+        prompt_version=prompt_version(item),
+        task=item.task,
+        setting=item.setting,
+        user=item.user,
+        domain=item.domain,
+        target=item.target,
+        model=model,
+        backend=backend,
+        model_id=resolved_model(model, backend),
+        truth=item.truth,
         **fields,  # type: ignore[arg-type]
     )
 
 
 def record_id(item: PersonaItem, model: str, backend: str) -> str:
-    return PersonaPrediction.make_id(item.key, model, backend, resolved_model(model, backend),
-                                     prompt_version(item))
+    return PersonaPrediction.make_id(
+        item.key, model, backend, resolved_model(model, backend), prompt_version(item)
+    )
 
 
 async def predict(client: LLMClient, item: PersonaItem, model: str) -> PersonaPrediction:
@@ -65,9 +89,17 @@ async def predict(client: LLMClient, item: PersonaItem, model: str) -> PersonaPr
     propagates (the engine stores it as an error record)."""
     response = await client.acomplete(build_request(item, model))
     value = read_answer(item.task, response.text, official=item.prompt_set == OFFICIAL)
-    return _record(item, model, client.backend_name, status="ok" if value is not None else "missing",
-                   prediction=value, raw=response.text, usage=response.usage, cost_usd=response.cost_usd,
-                   retries=response.retries)
+    return _record(
+        item,
+        model,
+        client.backend_name,
+        status="ok" if value is not None else "missing",
+        prediction=value,
+        raw=response.text,
+        usage=response.usage,
+        cost_usd=response.cost_usd,
+        retries=response.retries,
+    )
 
 
 def run_items(
@@ -95,5 +127,12 @@ def run_items(
 
     stage = engine.Stage(STAGE, PersonaPrediction, work, failed)
     report = StageReport(STAGE, shard=str(part) if part else None, max_cost_usd=max_cost_usd)
-    return engine.run_stage(stage, store, client, planned, report=report, max_cost_usd=max_cost_usd,
-                            desc=f"PERSONA Bench ({model})")
+    return engine.run_stage(
+        stage,
+        store,
+        client,
+        planned,
+        report=report,
+        max_cost_usd=max_cost_usd,
+        desc=f"PERSONA Bench ({model})",
+    )

@@ -42,14 +42,50 @@ DOMAINS: dict[str, tuple[str, ...]] = {
 }
 """The ten domains (subreddits) and the topic words their threads are about."""
 
-OPENERS = ("Honestly,", "Look,", "Fair point, but", "Ha,", "In my experience", "To be clear,", "Well,",
-           "Hot take:", "Agreed, and", "Respectfully,", "Okay so", "Funny enough,")
-CLOSERS = ("Just my two cents.", "Cheers.", "Change my mind.", "Happy to be wrong.", "Anyway.",
-           "Source: me.", "Thanks for reading.", "That's all.", "No regrets.", "Stay curious.")
-FILLERS = ("is what matters here", "gets overlooked a lot", "changed how I see it", "is overrated",
-           "deserves more credit", "was the real story", "keeps coming up", "is not that simple")
-COMMENT_LEADS = ("Has anyone thought about the", "I can't stop thinking about the", "Unpopular view on the",
-                 "Serious question about the", "Nobody mentions the", "Big news on the")
+OPENERS = (
+    "Honestly,",
+    "Look,",
+    "Fair point, but",
+    "Ha,",
+    "In my experience",
+    "To be clear,",
+    "Well,",
+    "Hot take:",
+    "Agreed, and",
+    "Respectfully,",
+    "Okay so",
+    "Funny enough,",
+)
+CLOSERS = (
+    "Just my two cents.",
+    "Cheers.",
+    "Change my mind.",
+    "Happy to be wrong.",
+    "Anyway.",
+    "Source: me.",
+    "Thanks for reading.",
+    "That's all.",
+    "No regrets.",
+    "Stay curious.",
+)
+FILLERS = (
+    "is what matters here",
+    "gets overlooked a lot",
+    "changed how I see it",
+    "is overrated",
+    "deserves more credit",
+    "was the real story",
+    "keeps coming up",
+    "is not that simple",
+)
+COMMENT_LEADS = (
+    "Has anyone thought about the",
+    "I can't stop thinking about the",
+    "Unpopular view on the",
+    "Serious question about the",
+    "Nobody mentions the",
+    "Big news on the",
+)
 
 FULL_SIZE_USERS = 3878
 """The authors' number of users; with the default posts per user and threads per post the
@@ -71,7 +107,9 @@ def _user(rng: random.Random, index: int, start: datetime, posts: int) -> tuple[
         post: dict[str, Any] = {
             "title": f"Thoughts on the {topic} in r/{domain}",
             "url": f"https://example.invalid/r/{domain}/{index}_{p}",
-            "content": f"I have been reading about the {topic} and the {rng.choice(words)}. What do you think?",
+            "content": (
+                f"I have been reading about the {topic} and the {rng.choice(words)}. What do you think?"
+            ),
             "__sub__": domain,
             "score": rng.randrange(1, 400),
             "author": name,
@@ -84,10 +122,13 @@ def _user(rng: random.Random, index: int, start: datetime, posts: int) -> tuple[
         for t in range(threads):
             when += timedelta(minutes=rng.randrange(3, 90))
             keys = rng.sample(words, 2)
-            top_score = rng.choice((-1, 1)) * rng.randrange(1, 40) if rng.random() < 0.45 else rng.randrange(1, 60)
+            top_score = (
+                rng.choice((-1, 1)) * rng.randrange(1, 40) if rng.random() < 0.45 else rng.randrange(1, 60)
+            )
             top: dict[str, Any] = {
-                "body": "[deleted]" if rng.random() < 0.03 else (
-                    f"{rng.choice(COMMENT_LEADS)} {keys[0]} and the {keys[1]}."),
+                "body": "[deleted]"
+                if rng.random() < 0.03
+                else (f"{rng.choice(COMMENT_LEADS)} {keys[0]} and the {keys[1]}."),
                 "author": f"synth_commenter_{rng.randrange(0, 50000):05d}",
                 "score": top_score,
                 "timestamp": _iso(when),
@@ -104,13 +145,15 @@ def _user(rng: random.Random, index: int, start: datetime, posts: int) -> tuple[
                     "replies": [],
                 }
                 if rng.random() < 0.5:
-                    reply["replies"].append({
-                        "body": f"Not sure about the {rng.choice(words)}, but fair.",
-                        "author": f"synth_commenter_{rng.randrange(0, 50000):05d}",
-                        "score": rng.randrange(-5, 20),
-                        "timestamp": _iso(when + timedelta(minutes=rng.randrange(61, 200))),
-                        "replies": [],
-                    })
+                    reply["replies"].append(
+                        {
+                            "body": f"Not sure about the {rng.choice(words)}, but fair.",
+                            "author": f"synth_commenter_{rng.randrange(0, 50000):05d}",
+                            "score": rng.randrange(-5, 20),
+                            "timestamp": _iso(when + timedelta(minutes=rng.randrange(61, 200))),
+                            "replies": [],
+                        }
+                    )
                 top["replies"].append(reply)
             out_comment = top
             post["comments"].append(out_comment)
@@ -122,7 +165,9 @@ def _iso(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def synthetic_users(n_users: int, *, seed: int = 0, posts_per_user: int = 5) -> Iterator[tuple[str, list[dict]]]:
+def synthetic_users(
+    n_users: int, *, seed: int = 0, posts_per_user: int = 5
+) -> Iterator[tuple[str, list[dict]]]:
     """(user name, posts) for `n_users` users, each from its own seeded stream (same seed, same data)."""
     if n_users < 1 or posts_per_user < 1:
         raise ValueError(f"n_users and posts_per_user must be at least 1, got {n_users}, {posts_per_user}")
@@ -145,7 +190,9 @@ def write_synthetic(
     with partial.open("w", encoding="utf-8") as fh:
         fh.write("{")
         for i, (name, posts) in enumerate(synthetic_users(n_users, seed=seed, posts_per_user=posts_per_user)):
-            fh.write(("," if i else "") + "\n" + json.dumps(name) + ": " + json.dumps(posts, ensure_ascii=False))
+            fh.write(
+                ("," if i else "") + "\n" + json.dumps(name) + ": " + json.dumps(posts, ensure_ascii=False)
+            )
         fh.write("\n}\n")
     partial.replace(target)
     return target
