@@ -45,8 +45,11 @@ def test_the_authors_prompt_makers_write_every_file_and_the_kit_picks_their_targ
     for (task, setting), (_, name) in MAKERS.items():
         lines = (prompts / name).read_text(encoding="utf-8").splitlines()
         assert lines, f"{task} {setting}: {name} is empty"
-    theirs = {(i.task, i.setting, i.target.removeprefix("task_"))
-              for i in read_official_items(prompts, data=data) if i.task != "3.3"}
+    theirs = {
+        (i.task, i.setting, i.target.removeprefix("task_"))
+        for i in read_official_items(prompts, data=data)
+        if i.task != "3.3"
+    }
     ours = {(i.task, i.setting, i.target) for i in iter_items(data, tasks=("3.1", "3.2"))}
     assert ours == theirs and len(ours) > 0
     counts = {}
@@ -65,8 +68,9 @@ def _kit_bodies(monkeypatch, items, tmp_path: Path, reply: str) -> list[dict]:
 
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
     with FakeLLMServer(reply=record) as server:
-        client = LLMClient("openai", base_url=f"{server.url}/v1", max_concurrency=4, progress=False,
-                           use_cache=False)
+        client = LLMClient(
+            "openai", base_url=f"{server.url}/v1", max_concurrency=4, progress=False, use_cache=False
+        )
         report = run_items(client, items, RunStore(tmp_path / "store"), "gpt-4.1")
         client.close()
     assert report.errors == 0
@@ -77,14 +81,17 @@ def _comparable(bodies: list[dict]) -> list[str]:
     return sorted(json.dumps({k: v for k, v in b.items() if k != "model"}, sort_keys=True) for b in bodies)
 
 
-@pytest.mark.parametrize(("task", "setting", "script", "reply"), [
-    ("3.1", "P-Conv", "3.1/GPT.py", "positive"),
-    ("3.1", "P-NonConv", "3.1/GPT.py", "negative"),
-    ("3.1", "NP-Conv", "3.1/GPT.py", "positive"),
-    ("3.2", "P-Conv", "3.2/GPT.py", "12"),
-    ("3.2", "P-NonConv", "3.2/GPT.py", "-4"),
-    ("3.2", "NP-Conv", "3.2/GPT.py", "7"),
-])
+@pytest.mark.parametrize(
+    ("task", "setting", "script", "reply"),
+    [
+        ("3.1", "P-Conv", "3.1/GPT.py", "positive"),
+        ("3.1", "P-NonConv", "3.1/GPT.py", "negative"),
+        ("3.1", "NP-Conv", "3.1/GPT.py", "positive"),
+        ("3.2", "P-Conv", "3.2/GPT.py", "12"),
+        ("3.2", "P-NonConv", "3.2/GPT.py", "-4"),
+        ("3.2", "NP-Conv", "3.2/GPT.py", "7"),
+    ],
+)
 def test_official_requests_equal_the_authors_evaluator_item_by_item(
     official, monkeypatch, tmp_path, task, setting, script, reply
 ):

@@ -50,14 +50,26 @@ class AzureRecorder:
     def install(self, server: FakeLLMServer) -> None:
         server.add_route("/openai/deployments/", self.route)
 
-    def route(self, server: FakeLLMServer, method: str, path: str, body: dict[str, Any],
-              headers: dict[str, str]) -> tuple[int, dict[str, Any], dict[str, str]]:
+    def route(
+        self, server: FakeLLMServer, method: str, path: str, body: dict[str, Any], headers: dict[str, str]
+    ) -> tuple[int, dict[str, Any], dict[str, str]]:
         with self._lock:
             self.bodies.append(body)
         text = self.reply(body["messages"][-1]["content"])
         n = int(body.get("n") or 1)
-        choices = [{"index": i, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
-                   for i in range(n)]
-        return 200, {"id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()),
-                     "model": body.get("model", ""), "choices": choices,
-                     "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}, {}
+        choices = [
+            {"index": i, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+            for i in range(n)
+        ]
+        return (
+            200,
+            {
+                "id": "chatcmpl-fake",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": body.get("model", ""),
+                "choices": choices,
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+            },
+            {},
+        )
