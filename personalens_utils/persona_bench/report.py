@@ -190,6 +190,9 @@ def radar(
         ax.fill(closed, np.append(values, values[0]), color=style["color"], alpha=0.06)
     ax.set_ylim(0, 1)
     ax.set_yticks([0.25, 0.5, 0.75, 1.0])
+    ax.set_rlabel_position(float(np.degrees(angles[1] / 2)))  # between the first two axes
+    for label in ax.get_yticklabels():  # readable where a polygon crosses it
+        label.set_bbox({"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 0.6})
     ax.set_xticks(angles, metrics, fontsize=current_style().small)
     ax.legend(
         loc="upper center",
