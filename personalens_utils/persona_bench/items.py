@@ -263,14 +263,16 @@ def iter_items(
                     other = _other(survey.score_example, u, survey.users)
                     for task in (t for t in ("3.1", "3.2") if t in tasks):
                         for setting in settings:
-                            yield _score_item(data, task, setting, user, post, ref, target, own, other)
+                            example = own if setting.startswith("P-") else other
+                            yield _score_item(data, task, setting, user, post, ref, target, example)
             if "3.3" in tasks:
                 text = text_targets(post, ref)
                 if text:
                     own = _example(user.name, text[1])
                     other = _other(survey.text_example, u, survey.users)
                     for setting in settings:
-                        yield _text_item(data, setting, user, post, ref, text[0], own, other)
+                        example = own if setting.startswith("P-") else other
+                        yield _text_item(data, setting, user, post, ref, text[0], example)
 
 
 def _check(tasks: Sequence[str], settings: Sequence[str]) -> None:
@@ -339,13 +341,13 @@ def _score_item(
     post: Post,
     ref: str,
     target: _Node,
-    own: _Example | None,
-    other: _Example | None,
+    example: _Example | None,
 ) -> PersonaItem:
+    """One 3.1/3.2 item; `example` is the history shown (the user's own under P-*, another's
+    under NP-Conv)."""
     score = target.comment.score or 0.0
-    example = own if setting.startswith("P-") else other
-    conv = setting.endswith("-Conv") and setting != "P-NonConv"
-    blocks = [_post_block(post), _history_block(example, example is own, with_score=True)]
+    conv = setting != "P-NonConv"
+    blocks = [_post_block(post), _history_block(example, setting.startswith("P-"), with_score=True)]
     if conv:
         blocks.append(_thread_block(post, ref, target, drop=False))
     blocks.append(
@@ -389,12 +391,11 @@ def _text_item(
     post: Post,
     ref: str,
     target: _Node,
-    own: _Example | None,
-    other: _Example | None,
+    example: _Example | None,
 ) -> PersonaItem:
-    example = own if setting.startswith("P-") else other
+    """One 3.3 item; `example` is the history shown (the user's own under P-*, another's under NP-Conv)."""
     conv = setting != "P-NonConv"
-    blocks = [_post_block(post), _history_block(example, example is own, with_score=False)]
+    blocks = [_post_block(post), _history_block(example, setting.startswith("P-"), with_score=False)]
     if conv:
         blocks.append(_thread_block(post, ref, target, drop=True))
     blocks.append(
