@@ -36,7 +36,7 @@ from .prompts.official import OfficialCodeError, load_official_prompts
 from .store import RunStore
 
 NOTEBOOKS = ("01_generation", "02_validation", "03_simulation", "04_judging", "05_ablation", "06_analysis")
-PERSONA_USERS = 20
+PERSONA_USERS = 12
 """Users of the synthetic PERSONA Bench data notebook 08 writes and runs offline in the generated pass."""
 OFFLINE_ASSISTANTS = DESIGNED_ORDER
 """Offline, Table 3 compares reference assistants of a known order (llm/offline/reference.py)."""
