@@ -338,7 +338,7 @@ def run_pass(settings: Settings, name: str, benchmark_dir: Path | None) -> PassR
                 {
                     "backend": "offline",
                     "synthetic_users": PERSONA_USERS,
-                    "data_dir": str(folder / "persona_bench"),
+                    "persona_data": str(folder / "persona_bench"),
                     "output_dir": str(folder),
                     "seed": settings.seed,
                     "backend_seed": settings.backend_seed,
