@@ -1,4 +1,5 @@
-"""One command that regenerates the paper's tables and figures: notebooks 01-06 under papermill.
+"""One command that regenerates the paper's tables and figures: notebooks 01-06 under papermill (and,
+in the generated pass, notebook 08: PERSONA Bench offline on synthetic data).
 
 `python -m personalens_utils.reproduce --run NAME` (what `make reproduce` calls) runs the notebooks
 in pipeline order from one parameter set, once per benchmark "pass": a small benchmark generated
@@ -36,6 +37,8 @@ from .prompts.official import OfficialCodeError, load_official_prompts
 from .store import RunStore
 
 NOTEBOOKS = ("01_generation", "02_validation", "03_simulation", "04_judging", "05_ablation", "06_analysis")
+PERSONA_USERS = 12
+"""Users of the synthetic PERSONA Bench data notebook 08 writes and runs offline in the generated pass."""
 OFFLINE_ASSISTANTS = DESIGNED_ORDER
 """Offline, Table 3 compares reference assistants of a known order (llm/offline/reference.py)."""
 OFFLINE_ABLATION = "ref-follows-setting"
@@ -79,6 +82,16 @@ PAPER_ITEMS = (
         "per-domain P, one polygon per model (extra)",
         "judged",
     ),
+    PaperItem("PERSONA Bench results", "tableP1_persona", "08_persona_bench",
+              "PERSONA Bench: task x metric, P-Conv | P-NonConv (the authors' layout)", "persona"),
+    PaperItem("PERSONA Bench per domain", "tableP2_persona", "08_persona_bench",
+              "PERSONA Bench: headline metric per domain and setting", "persona"),
+    PaperItem("PERSONA Bench gains", "tableP3_persona", "08_persona_bench",
+              "PERSONA Bench: paired gains of P-Conv with intervals over users", "persona"),
+    PaperItem("PERSONA Bench coverage", "tableP4_persona", "08_persona_bench",
+              "PERSONA Bench: answers read of items asked", "persona"),
+    PaperItem("PERSONA Bench radar plot", "figureP1_persona", "08_persona_bench",
+              "PERSONA Bench: one model's metrics, one polygon per setting", "persona"),
 )
 NOT_COMPUTED = (
     ("Table 2", "a comparison with other benchmarks taken from the literature; nothing to compute"),
@@ -322,6 +335,23 @@ def run_pass(settings: Settings, name: str, benchmark_dir: Path | None) -> PassR
             },
         )
     )
+    if generated:
+        result.steps.append(
+            run_notebook(
+                settings,
+                "08_persona_bench",
+                folder,
+                {
+                    "backend": "offline",
+                    "synthetic_users": PERSONA_USERS,
+                    "persona_data": str(folder / "persona_bench"),
+                    "output_dir": str(folder),
+                    "seed": settings.seed,
+                    "backend_seed": settings.backend_seed,
+                    "n_resamples": 100,
+                },
+            )
+        )
     return result
 
 
@@ -347,6 +377,9 @@ def _models(settings: Settings, kind: str, generated: bool) -> str:
     """Which models made an item: `kind` says whose dialogues and whose judgments it is computed from."""
     if kind == "registry":
         return "none called; written from personalens_utils/llm/registry.py"
+    if kind == "persona":
+        return (f"the PERSONA Bench offline predictor on {PERSONA_USERS} users of synthetic data "
+                "(persona_bench/offline.py, persona_bench/synthetic.py)")
     if kind == "none":
         source = (
             f"a benchmark notebook 01 generated on the {settings.backend} backend" if generated else "data"

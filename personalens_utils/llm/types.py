@@ -25,6 +25,7 @@ class CallKind(StrEnum):
     JUDGE = "judge"
     GENERATION = "generation"
     VALIDATION = "validation"
+    PERSONA_BENCH = "persona_bench"
 
 
 ROLES: Mapping[CallKind, str] = {
@@ -33,6 +34,7 @@ ROLES: Mapping[CallKind, str] = {
     CallKind.JUDGE: "judge",
     CallKind.GENERATION: "benchmark generator",
     CallKind.VALIDATION: "consistency checker",
+    CallKind.PERSONA_BENCH: "PERSONA Bench model",
 }
 """The role each kind of call plays, as messages about a failed call name it."""
 

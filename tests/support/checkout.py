@@ -47,7 +47,7 @@ def copy_env(checkout: Path) -> dict[str, str]:
     return env
 
 
-def run_reproduce(checkout: Path, args: Sequence[str] = SMALL_REPRODUCE, timeout: float = 480) -> str:
+def run_reproduce(checkout: Path, args: Sequence[str] = SMALL_REPRODUCE, timeout: float = 600) -> str:
     """What `make reproduce ARGS=...` runs, in `checkout` with its own package; returns the output."""
     done = subprocess.run(
         [sys.executable, "-m", "personalens_utils.reproduce", *args], cwd=checkout, env=copy_env(checkout),
