@@ -30,8 +30,7 @@ from typing import Any, ClassVar, NoReturn, Self
 import orjson
 
 from personalens_utils.display import chat_html, esc, fields_html, inline
-from personalens_utils.llm import python_assistant, registry
-from personalens_utils.llm.specs import PYTHON
+from personalens_utils.llm import registry
 from personalens_utils.llm.types import FatalError, Message, Usage
 from personalens_utils.prompts.official import KIT_PROMPTS, OFFICIAL_PROMPTS, PROMPT_SETS
 
@@ -66,11 +65,9 @@ def resolved_model(model: str, backend: str) -> str:
     """The id `backend` is called with for `model` (the registry's id; for offline, its offline id).
 
     A model the registry cannot place on that backend keeps its given name: such calls fail, and the
-    error record still needs an identity. An assistant written in Python (backend "python") is
-    identified by its target, its declared version and the backend:id of the model it calls.
+    error record still needs an identity. An assistant that is not a model (one written in Python)
+    says its own id (`assistants.Assistant.model_id`), which records store as given.
     """
-    if backend == PYTHON:
-        return python_assistant.model_id(model)
     try:
         return registry.resolve(model, backend)
     except FatalError:
@@ -268,11 +265,10 @@ class Dialogue(Record):
     @property
     def made_offline(self) -> bool:
         """Whether any of it came from the offline backend: the user agent, the assistant, or the
-        model an assistant written in Python calls."""
+        model an assistant calls through the kit (`registry.called_backend` of its model id)."""
         if OFFLINE in (self.user_backend, self.assistant_backend):
             return True
-        called = python_assistant.calls_backend(self.assistant_model_id)
-        return self.assistant_backend == PYTHON and called == OFFLINE
+        return registry.called_backend(self.assistant_model_id) == OFFLINE
 
     @property
     def failure(self) -> str:

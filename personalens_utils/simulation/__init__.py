@@ -6,7 +6,7 @@
 
 from .loop import TURN_CAPS, dialogue_id, simulate_dialogue, split_terminate
 from .prompting import ScenarioContext, assistant_request, assistant_system, user_request
-from .report import default_users, outcome_table, run_dialogues
+from .report import DialogueSelection, default_users, outcome_table, run_dialogues
 from .runner import (
     DEFAULT_MODEL,
     arun_simulation,
@@ -15,19 +15,19 @@ from .runner import (
     plan_dialogues,
     run_simulation,
 )
-from .settings import PAPER_SETTINGS, AssistantSetting, SettingError, default_assistant
+from .settings import PAPER_SETTINGS, AssistantSetting, SettingError
 
 __all__ = [
     "DEFAULT_MODEL",
     "PAPER_SETTINGS",
     "TURN_CAPS",
     "AssistantSetting",
+    "DialogueSelection",
     "ScenarioContext",
     "SettingError",
     "arun_simulation",
     "assistant_request",
     "assistant_system",
-    "default_assistant",
     "default_users",
     "dialogue_frame",
     "dialogue_id",

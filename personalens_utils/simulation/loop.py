@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from personalens_utils.assistants import Assistant, assistant_on
 from personalens_utils.engine import error_message
 from personalens_utils.llm import Message, Response, Usage
 from personalens_utils.prompts.dialogue import DIALOGUE_PROMPT_VERSION, TERMINATE
@@ -70,13 +71,14 @@ def prompt_identity(prompts: OfficialPrompts | None) -> tuple[str, str]:
 
 def dialogue_id(scenario_id: str, user_model: str, assistant_model: str, setting: str, *, backend: str,
                 assistant_backend: str | None = None, prompt_version: str = DIALOGUE_PROMPT_VERSION,
-                prompt_set: str = KIT_PROMPTS) -> str:
+                prompt_set: str = KIT_PROMPTS, assistant_model_id: str | None = None) -> str:
     """The run-store id of a dialogue whose user agent runs on `backend` and assistant on
     `assistant_backend` (default: the same; docs/architecture.md): the models' ids are the ones each
-    backend is called with; `prompt_set` says whose prompts made it."""
+    backend is called with (`assistant_model_id`: the assistant's own, `Assistant.model_id`);
+    `prompt_set` says whose prompts made it."""
     assistant_backend = assistant_backend or backend
     user = (backend, resolved_model(user_model, backend))
-    assistant = (assistant_backend, resolved_model(assistant_model, assistant_backend))
+    assistant = (assistant_backend, assistant_model_id or resolved_model(assistant_model, assistant_backend))
     names = (scenario_id, user_model, assistant_model, setting, prompt_version)
     return Dialogue.make_id(*names, user, assistant, prompt_set)
 
@@ -102,13 +104,13 @@ async def simulate_dialogue(
     setting: AssistantSetting,
     *,
     user_model: str,
-    assistant_model: str,
+    assistant_model: str = "",
     max_turns: int | None = None,
-    assistant_client: Any = None,
+    assistant: Assistant | None = None,
     prompts: OfficialPrompts | None = None,
 ) -> Dialogue:
     """Run one dialogue and return its run-store record: the user agent speaks through `client` (an
-    `LLMClient`), the assistant through `assistant_client` (default: the same client); with
+    `LLMClient`), the assistant is `assistant` (default: `assistant_model` on the same client); with
     `prompts` (the official templates), by the official prompts and rules.
 
     A call failing in the llm layer does not raise (except an authentication failure, see
@@ -118,10 +120,10 @@ async def simulate_dialogue(
     scenario = ctx.scenario
     cap = max_turns if max_turns is not None else TURN_CAPS[scenario.task_type]
     turns: list[dict[str, str]] = []
-    assistant_client = assistant_client or client
+    assistant = assistant or assistant_on(client, assistant_model)
+    assistant_model = assistant.model
     backend = getattr(client, "backend_name", "")
-    assistant_backend = getattr(assistant_client, "backend_name", "")
-    books = _Books(backend=assistant_backend)
+    books = _Books(backend=assistant.backend)
     status, error = TURN_CAP, None
     official = prompts is not None
     try:
@@ -132,7 +134,7 @@ async def simulate_dialogue(
             if official and index == cap and not done:
                 break
             request = assistant_request(setting, ctx, turns, assistant_model, prompts)
-            reply = books.add(await assistant_client.acomplete(request))
+            reply = books.add(await assistant.respond(request))
             turns.append({"role": "assistant", "content": kept_reply(reply, official, assistant_model)})
             if done and index > 0:
                 status = TERMINATED
@@ -151,11 +153,11 @@ async def simulate_dialogue(
         assistant_setting=setting.name,
         prompt_version=prompt_version,
         prompt_set=prompt_set,
-        backend=assistant_backend or books.backend,
+        backend=assistant.backend or books.backend,
         user_backend=backend,
         user_model_id=resolved_model(user_model, backend),
-        assistant_backend=assistant_backend,
-        assistant_model_id=resolved_model(assistant_model, assistant_backend),
+        assistant_backend=assistant.backend,
+        assistant_model_id=assistant.model_id,
         status=status,
         error=error,
         turns=tuple(Message(t["role"], t["content"]) for t in turns),  # type: ignore[arg-type]

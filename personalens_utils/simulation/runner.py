@@ -21,12 +21,12 @@ from typing import Any
 import pandas as pd
 
 from personalens_utils import engine
+from personalens_utils.assistants import Assistant, Pricing, assistant_on
+from personalens_utils.assistants.python import AssistantError, AssistantStopped
 from personalens_utils.data import MD, SD, Benchmark
 from personalens_utils.engine import Item, Plan, StageReport
 from personalens_utils.llm import CallKind, LLMClient
 from personalens_utils.llm.budget import CostEstimate, Tally, request_tokens
-from personalens_utils.llm.python_assistant import PythonAssistant, load
-from personalens_utils.llm.specs import PYTHON
 from personalens_utils.prompts.dialogue import DIALOGUE_PROMPT_VERSION
 from personalens_utils.prompts.official import OfficialPrompts, prompts_for
 from personalens_utils.records import Dialogue, Record, current_id, resolved_model
@@ -62,23 +62,25 @@ def _store(run: RunStore | str | os.PathLike[str]) -> RunStore:
 def planned_ids(
     store: RunStore, scenario_ids: Sequence[str], settings: Sequence[str], *, backend: str, user_model: str,
     assistant_model: str, assistant_backend: str | None = None, prompts: OfficialPrompts | None = None,
+    assistant_model_id: str | None = None,
 ) -> dict[tuple[str, str], str]:
     """(scenario id, setting name) -> the id of the dialogue that stands for it in `store` when the user
-    agent runs on `backend` and the assistant on `assistant_backend` (default: the same) with the
-    kit's prompts or the official ones (`prompts`): its run-identity id, or the id of a dialogue stored
-    before run identity with the same backends and model ids (those were all made with the kit's)."""
+    agent runs on `backend` and the assistant on `assistant_backend` (default: the same; its id there
+    `assistant_model_id`, default the registry's) with the kit's prompts or the official ones
+    (`prompts`): its run-identity id, or the id of a dialogue stored before run identity with the same
+    backends and model ids (those were all made with the kit's)."""
     assistant_backend = assistant_backend or backend
     prompt_set, prompt_version = prompt_identity(prompts)
     stored = store.ids(Dialogue)
     legacy = {d.id: (d.user, d.assistant) for d in store.read(Dialogue) if d.legacy and prompts is None}
     identity = ((backend, resolved_model(user_model, backend)),
-                (assistant_backend, resolved_model(assistant_model, assistant_backend)))
+                (assistant_backend, assistant_model_id or resolved_model(assistant_model, assistant_backend)))
     out = {}
     for sid in scenario_ids:
         for name in settings:
             new = dialogue_id(sid, user_model, assistant_model, name, backend=backend,
                               assistant_backend=assistant_backend, prompt_version=prompt_version,
-                              prompt_set=prompt_set)
+                              prompt_set=prompt_set, assistant_model_id=assistant_model_id)
             old = Dialogue.legacy_id(sid, user_model, assistant_model, name, DIALOGUE_PROMPT_VERSION)
             out[sid, name] = current_id(new, old, stored, legacy, identity)
     return out
@@ -98,11 +100,13 @@ def plan_dialogues(
     limit: int | None = None,
     assistant_backend: str | None = None,
     prompts: OfficialPrompts | None = None,
+    assistant_model_id: str | None = None,
 ) -> Plan[PlannedDialogue]:
     """The dialogues still to run (scenario x setting, in benchmark order) and how many are stored,
-    for a user agent on `backend` and an assistant on `assistant_backend` (default: the same), with
-    the kit's prompts or the official templates `prompts`; dialogues of other backends or prompt
-    sets are not this work. A setting the official code has no prompt for is refused here.
+    for a user agent on `backend` and an assistant on `assistant_backend` (default: the same; its id
+    there `assistant_model_id`, `Assistant.model_id`), with the kit's prompts or the official templates
+    `prompts`; dialogues of other backends or prompt sets are not this work. A setting the official
+    code has no prompt for is refused here.
 
     With `shard="i/n"` only that shard's dialogues are planned (and counted as already done).
     Stored dialogues with status "error" are redone only with `retry_errors=True`.
@@ -120,7 +124,8 @@ def plan_dialogues(
     scenarios = list(benchmark.iter_scenarios(task_types))
     ids = planned_ids(store, [s.scenario_id for s in scenarios], [s.name for s in parsed], backend=backend,
                       user_model=user_model, assistant_model=assistant_model,
-                      assistant_backend=assistant_backend, prompts=prompts)
+                      assistant_backend=assistant_backend, prompts=prompts,
+                      assistant_model_id=assistant_model_id)
     candidates = []
     for scenario in scenarios:
         ctx = ScenarioContext.of(scenario, benchmark.user(scenario.user_id))
@@ -131,67 +136,80 @@ def plan_dialogues(
     return engine.plan(store, Dialogue, candidates, retry_errors=retry_errors, limit=limit)
 
 
-def _stage(user_model: str, assistant_model: str, max_turns: int | None, assistant_client: LLMClient | None,
+def _stage(user_model: str, max_turns: int | None, assistant: Assistant,
            prompts: OfficialPrompts | None) -> engine.Stage[PlannedDialogue]:
     async def work(client: LLMClient, item: Item[PlannedDialogue]) -> list[Record]:
-        assistant = assistant_client or client
+        ctx, setting = item.payload.ctx, item.payload.setting
         with assistant.stage(client.current_stage):  # the assistant's calls are booked under this stage too
-            return [await simulate_dialogue(client, item.payload.ctx, item.payload.setting,
-                                            user_model=user_model, assistant_model=assistant_model,
-                                            max_turns=max_turns, assistant_client=assistant,
-                                            prompts=prompts)]
+            try:
+                return [await simulate_dialogue(client, ctx, setting, user_model=user_model,
+                                                assistant=assistant, max_turns=max_turns, prompts=prompts)]
+            except AssistantStopped as exc:
+                raise AssistantError(
+                    f"{exc} (user {ctx.scenario.user_id}, task {ctx.scenario.task_id}, "
+                    f"setting {setting.name}). "
+                    "Dialogues finished before this are kept; fix the assistant and run again, or set "
+                    "on_assistant_error='record' to store such dialogues as errors and go on") from exc
 
     return engine.Stage(STAGE, Dialogue, work)
 
 
 def _prepare(benchmark: Benchmark, run: RunStore | str | os.PathLike[str], client: LLMClient, *,
-             assistant_client: LLMClient | None = None, assistant_backend: str | None = None,
+             assistant: Assistant | None = None,
              settings: Sequence[str | AssistantSetting] = ("base",), task_types: Sequence[str] = (SD, MD),
-             user_model: str = DEFAULT_MODEL, assistant_model: str = DEFAULT_MODEL,
+             user_model: str = DEFAULT_MODEL, assistant_model: str | None = None,
              retry_errors: bool = False, max_turns: int | None = None,
              limit: int | None = None, shard: str | Shard | None = None,
              max_cost_usd: float | None = None, prompt_set: str = "kit",
              official_code: str | os.PathLike[str] | None = None,
-             ) -> tuple[RunStore, engine.Stage[PlannedDialogue], Plan[PlannedDialogue], StageReport]:
-    if assistant_client is client:
-        assistant_client = None
-    if assistant_backend not in (None, (assistant_client or client).backend_name):
-        raise ValueError(f"assistant_backend={assistant_backend!r} but the assistant's client calls "
-                         f"{(assistant_client or client).backend_name!r}: pass the assistant's own client "
-                         "as assistant_client")
+             ) -> tuple[RunStore, engine.Stage[PlannedDialogue], Plan[PlannedDialogue], StageReport,
+                        Assistant]:
+    assistant = _assistant(client, assistant, assistant_model)
     store = _store(run)
     prompts = prompts_for(prompt_set, official_code)
     planned = plan_dialogues(benchmark, store, backend=client.backend_name, settings=settings,
-                             task_types=task_types, user_model=user_model, assistant_model=assistant_model,
+                             task_types=task_types, user_model=user_model, assistant_model=assistant.model,
                              retry_errors=retry_errors, shard=shard, limit=limit,
-                             assistant_backend=(assistant_client or client).backend_name, prompts=prompts)
+                             assistant_backend=assistant.backend, prompts=prompts,
+                             assistant_model_id=assistant.model_id)
     report = StageReport(STAGE, shard=str(shard) if shard else None, max_cost_usd=max_cost_usd,
                          details={"prompt_set": prompt_set, "prompt_version": prompt_identity(prompts)[1]})
-    return store, _stage(user_model, assistant_model, max_turns, assistant_client, prompts), planned, report
+    return store, _stage(user_model, max_turns, assistant, prompts), planned, report, assistant
 
 
-def _others(client: LLMClient, assistant: Any) -> list[LLMClient]:
-    """The clients besides the user agent's that the assistant's calls go to (a Python assistant's
-    are those of the model it calls): their spending counts against `max_cost_usd` and in the report."""
+def _assistant(client: LLMClient, assistant: Assistant | None, model: str | None) -> Assistant:
+    """The assistant under test: the one given, or the model `model` names on the user agent's client."""
     if assistant is None:
-        return []
-    found = assistant.llm_clients() if isinstance(assistant, PythonAssistant) else [assistant]
-    return [c for c in found if c is not client]
+        return assistant_on(client, model or DEFAULT_MODEL)
+    return _assistant_named(assistant, model)
 
 
-def _pool_size(client: LLMClient, assistant: LLMClient | None) -> int:
+def _assistant_named(assistant: Assistant, model: str | None) -> Assistant:
+    """`assistant`, when `model` (an `assistant_model` option given beside it) does not contradict it."""
+    if model not in (None, assistant.model):
+        raise ValueError(f"assistant_model={model!r} but the assistant given is {assistant.model!r}: "
+                         "pass one of them")
+    return assistant
+
+
+def _others(client: LLMClient, assistant: Assistant) -> list[LLMClient]:
+    """The clients besides the user agent's that the assistant's calls go to: their spending counts
+    against `max_cost_usd` and in the report."""
+    return [c for c in assistant.clients() if c is not client]
+
+
+def _pool_size(client: LLMClient, assistant: Assistant) -> int:
     """Dialogues in progress at once: a dialogue makes one call at a time, alternating between the user
     agent's and the assistant's client, so the sum of their call bounds keeps every slot busy (also
     while some dialogues wait out a retry) without spreading the calls over more dialogues than
     needed; fewer dialogues in flight means less lost to a kill or cut by a budget."""
-    return client.max_concurrency + (assistant or client).max_concurrency
+    return client.max_concurrency + assistant.max_concurrency
 
 
 async def arun_simulation(benchmark: Benchmark, run: RunStore | str | os.PathLike[str], client: LLMClient,
                           **options: Any) -> StageReport:
     """Simulate every planned dialogue into the run store; see `run_simulation`."""
-    store, stage, planned, report = _prepare(benchmark, run, client, **options)
-    assistant = options.get("assistant_client")
+    store, stage, planned, report, assistant = _prepare(benchmark, run, client, **options)
     others = _others(client, assistant)
     before = [c.totals() for c in others]
     await engine.arun_stage(stage, store, client, planned, report=report, desc=Dialogue.table,
@@ -205,22 +223,20 @@ async def arun_simulation(benchmark: Benchmark, run: RunStore | str | os.PathLik
 def run_simulation(benchmark: Benchmark, run: RunStore | str | os.PathLike[str], client: LLMClient,
                    **options: Any) -> StageReport:
     """Simulate every planned dialogue into the run store: the user agent through `client` (an
-    `LLMClient`), the assistant through `assistant_client` (another `LLMClient`; default: `client`).
+    `LLMClient`), the assistant under test is `assistant` (an `assistants.Assistant`, e.g. from
+    `Session.assistant` or `assistants.resolve_assistant`; default: `assistant_model` on `client`).
 
-    Options: `assistant_client`, `assistant_backend` (a check: the backend `assistant_client` must
-    call), `settings` (assistant settings, default ["base"]), `task_types`,
+    Options: `assistant`, `settings` (assistant settings, default ["base"]), `task_types`,
     `user_model`, `assistant_model`, `prompt_set` ("kit" or "official") and `official_code` (where the
     official code is; docs/simulation.md), `retry_errors` (redo dialogues stored as errors), `max_turns`
     (overrides the 20/30 caps), `limit` (run at most that many of the planned dialogues; the rest stay
     for a later call), `shard` ("i/n": this machine's share) and `max_cost_usd` (stop new calls once
     this much is spent in this call by the user agent's and the assistant's clients together; the
     report's `status` is then "budget reached" and a rerun continues where it stopped). The report
-    counts the calls of both clients. `assistant_client` may be a `PythonAssistant` (a `python:`
-    spec's client): its model's calls are counted and limited the same way. Works in scripts and in
-    notebooks with a running event loop.
+    counts the calls of every client the assistant's calls go through (`Assistant.clients`). Works in
+    scripts and in notebooks with a running event loop.
     """
-    store, stage, planned, report = _prepare(benchmark, run, client, **options)
-    assistant = options.get("assistant_client")
+    store, stage, planned, report, assistant = _prepare(benchmark, run, client, **options)
     others = _others(client, assistant)
     before = [c.totals() for c in others]
     engine.run_stage(stage, store, client, planned, report=report, desc=Dialogue.table,
@@ -238,21 +254,27 @@ def estimate_simulation(benchmark: Benchmark, run: RunStore | str | os.PathLike[
     dialogue and tokens per turn are the paper's Table 13 averages (`PAPER_TURNS`,
     `PAPER_TOKENS_PER_TURN`), capped by `max_turns`; the fixed part of each prompt (instructions,
     profile, assistant context) is rendered for up to `sample` dialogues per task type and setting
-    and scaled up. `backend` is the user agent's and `assistant_backend` (an option, default the same)
-    the assistant's: they decide which dialogues are already stored, and each role's calls are priced
-    on its own backend ("offline": nothing is spent; a `python:` assistant on the model it declares).
+    and scaled up. `backend` is the user agent's and the `assistant` option (an `Assistant`; default:
+    `assistant_model` on `backend`) the assistant under test: they decide which dialogues are already
+    stored, and each role's calls are priced on its own backend ("offline": nothing is spent; the
+    assistant as `Assistant.pricing` says, e.g. a Python assistant on the model it declares).
     """
     max_turns = options.pop("max_turns", None)
     limit = options.pop("limit", None)
     options.pop("max_cost_usd", None)
     prompts = prompts_for(options.pop("prompt_set", "kit"), options.pop("official_code", None))
     user_model = options.get("user_model", DEFAULT_MODEL)
-    assistant_model = options.get("assistant_model", DEFAULT_MODEL)
-    assistant_backend, priced_model, note = _assistant_pricing(backend, options.get("assistant_backend"),
-                                                               assistant_model)
+    assistant: Assistant | None = options.pop("assistant", None)
+    named = options.pop("assistant_model", None)
+    if assistant is None:  # a model on the user agent's backend
+        assistant_model = named or DEFAULT_MODEL
+        pricing, identity = Pricing(backend, assistant_model, f"{backend}:{assistant_model}"), {}
+    else:
+        assistant_model, pricing = _assistant_named(assistant, named).model, assistant.pricing()
+        identity = {"assistant_backend": assistant.backend, "assistant_model_id": assistant.model_id}
     todo = [item.payload
             for item in plan_dialogues(benchmark, _store(run), backend=backend, limit=limit, prompts=prompts,
-                                       **options).items]
+                                       assistant_model=assistant_model, **identity, **options).items]
     groups: dict[tuple[str, str], list[PlannedDialogue]] = {}
     for item in todo:
         groups.setdefault((item.ctx.scenario.task_type, item.setting.name), []).append(item)
@@ -273,10 +295,10 @@ def estimate_simulation(benchmark: Benchmark, run: RunStore | str | os.PathLike[
         tally.add(STAGE, str(CallKind.USER_TURN), user_model, calls=n * turns,
                   input_tokens=scale * (opening + (turns - 1) * next_turn) + n * history,
                   output_tokens=n * turns * user_out)
-        if priced_model is not None:
-            tally.add(STAGE, str(CallKind.ASSISTANT_TURN), priced_model, calls=n * turns,
+        if pricing.model is not None:
+            tally.add(STAGE, str(CallKind.ASSISTANT_TURN), pricing.model, calls=n * turns,
                       input_tokens=scale * turns * system + n * (history + turns * user_out),
-                      output_tokens=n * turns * (per_turn - user_out), backend=assistant_backend)
+                      output_tokens=n * turns * (per_turn - user_out), backend=pricing.backend)
     counts = ", ".join(f"{kind} {setting}: {len(items)}" for (kind, setting), items in groups.items())
     return tally.estimate([
         f"{len(todo)} dialogues still to run ({counts or 'none'})",
@@ -285,23 +307,8 @@ def estimate_simulation(benchmark: Benchmark, run: RunStore | str | os.PathLike[
         f"tokens per turn from Table 13: SD {PAPER_TOKENS_PER_TURN[SD]}, MD {PAPER_TOKENS_PER_TURN[MD]}; "
         f"the user's message taken as {USER_SHARE:.0%} of a turn",
         "every turn re-sends the dialogue so far to both the user agent and the assistant",
-        f"each role priced on its own backend: user agent {backend}:{user_model}, assistant {note}",
+        f"each role priced on its own backend: user agent {backend}:{user_model}, assistant {pricing.note}",
     ])
-
-
-def _assistant_pricing(
-    backend: str, assistant_backend: str | None, model: str
-) -> tuple[str, str | None, str]:
-    """The backend and model an estimate prices the assistant's turns on, and how to say so: a Python
-    assistant's are its declared model's, sized like a prompt-based assistant's turns."""
-    assistant_backend = assistant_backend or backend
-    if assistant_backend != PYTHON:
-        return assistant_backend, model, f"{assistant_backend}:{model}"
-    inner = load(model).inner
-    if inner is None:
-        return PYTHON, None, f"python:{model} (calls no model through the kit: nothing priced)"
-    return inner.backend, inner.model, (f"python:{model} through {inner.backend}:{inner.model}, one call "
-                                        "per turn sized like the prompt-based assistant's")
 
 
 _EMPTY_TURN = ({"role": "user", "content": ""}, {"role": "assistant", "content": ""})
