@@ -13,6 +13,7 @@ from support.fake_server import FakeLLMServer
 from test_run_identity import scripted_reply
 from test_simulation_support import tiny_benchmark
 
+from personalens_utils.assistants import AssistantSpec, resolve_assistant
 from personalens_utils.data import save_benchmark
 from personalens_utils.llm import PreflightError, Usage, registry
 from personalens_utils.llm.clients import Clients
@@ -43,8 +44,7 @@ def test_user_agent_and_assistant_each_reach_only_their_own_server(tmp_path, mon
         user, assistant = clients.spec(USER), clients.spec(ASSISTANT)
         try:
             report = run_simulation(bench, store, clients.client(user), user_model=user.model,
-                                    assistant_model=assistant.model,
-                                    assistant_client=clients.client(assistant))
+                                    assistant=resolve_assistant(ASSISTANT, clients))
             usage = clients.usage_frame("simulation")
         finally:
             clients.close()
@@ -79,8 +79,7 @@ def test_a_budget_counts_the_spending_of_the_assistants_own_client(tmp_path, mon
         monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key-not-secret")
         clients = Clients("offline", max_concurrency=1, use_cache=False, progress=False)
         user, assistant = clients.spec("Claude 3 Sonnet"), clients.spec("anthropic:claude-haiku-4-5")
-        options = dict(user_model=user.model, assistant_model=assistant.model,
-                       assistant_client=clients.client(assistant), assistant_backend="anthropic")
+        options = dict(user_model=user.model, assistant=resolve_assistant(str(assistant), clients))
         try:
             whole = run_simulation(bench, RunStore(tmp_path / "uncapped"), clients.client(user), **options)
             limit = whole.cost_usd / 2
@@ -100,27 +99,32 @@ def test_the_estimate_prices_each_role_on_its_own_backend(tmp_path):
     bench = tiny_benchmark(n_users=1, seed=3)
     haiku = registry.resolve("claude-haiku-4-5", "anthropic")
 
-    def rows(**options):
+    clients = Clients("offline", progress=False)
+
+    def rows(spec: str):
+        assistant = AssistantSpec.parse(spec, "offline").make(clients)
         table = estimate_simulation(bench, RunStore(tmp_path), backend="offline",
-                                    user_model="Claude 3 Sonnet", **options).table
+                                    user_model="Claude 3 Sonnet", assistant=assistant).table
         return {kind: row for kind, row in table.set_index("kind").iterrows() if kind}
 
-    priced = rows(assistant_model="claude-haiku-4-5", assistant_backend="anthropic")
+    priced = rows("anthropic:claude-haiku-4-5")
     user, assistant = priced["user_turn"], priced["assistant_turn"]
     assert (user["backend"], user["cost_usd"]) == ("offline", 0.0)
     assert assistant["backend"] == "anthropic" and assistant["cost_usd"] == pytest.approx(registry.cost_usd(
         haiku, Usage(int(assistant["input_tokens"]), int(assistant["output_tokens"]))))
     assert assistant["cost_usd"] > 0
     # a Python assistant is priced on the model it declares, with the same turns
-    python = rows(assistant_model="personalens_utils.assistants.retrieval:RetrievalAssistant"
-                                  "?model=anthropic:claude-haiku-4-5", assistant_backend="python")
+    python = rows("python:personalens_utils.assistants.retrieval:RetrievalAssistant"
+                  "?model=anthropic:claude-haiku-4-5")
     turn = python["assistant_turn"]
     assert (turn["backend"], turn["model"]) == ("anthropic", "claude-haiku-4-5")
     assert python["assistant_turn"]["cost_usd"] == pytest.approx(assistant["cost_usd"])
     # an assistant on a self-hosted server has no price; the user agent on Claude still has one
     hosted = estimate_simulation(bench, RunStore(tmp_path), backend="anthropic",
-                                 user_model="claude-haiku-4-5", assistant_model="Qwen/Qwen2.5-7B-Instruct",
-                                 assistant_backend="openai")
+                                 user_model="claude-haiku-4-5",
+                                 assistant=AssistantSpec.parse("openai:Qwen/Qwen2.5-7B-Instruct", "offline")
+                                 .make(clients))
+    clients.close()
     by_kind = hosted.table.set_index("kind")["cost_usd"]
     assert by_kind["user_turn"] > 0 and math.isnan(by_kind["assistant_turn"])
 
