@@ -43,7 +43,8 @@ def judged(bench, tmp_path_factory):
 def _reply(bench, model: str, setting: str, turns: list[dict[str, str]]) -> str:
     ctx = ScenarioContext.of(bench.scenario("user0/SD-Alarm-task-1"), bench.user(0))
     request = assistant_request(AssistantSetting.parse(setting), ctx, turns, model)
-    request = replace(request, context={**request.context, **view_of(model).context()})  # as the assistant sends
+    # with the view the reference assistant adds to its requests
+    request = replace(request, context={**request.context, **view_of(model).context()})
     return assistant_turn(request, random.Random(0))
 
 
