@@ -269,8 +269,6 @@ class AssistantLLM:
         return response.text
 
 
-
-
 def _offline_view(spec: ModelSpec | None) -> dict[str, Any]:
     """The view entry an offline reference assistant named as a Python assistant's model needs."""
     if spec is None or spec.backend != OFFLINE:
