@@ -273,6 +273,6 @@ def test_notebooks_evaluate_the_retrieval_assistant_against_the_prompt_based_one
     table = read_table(tmp_path / "ablation" / "tables" / "table3_own_assistant.csv")
     assert list(table["Assistant model"]) == ["Qwen/Qwen2.5-7B-Instruct", retrieval.removeprefix("python:")]
     assert table.notna().all().all()
-    shown = _shown(ablation, "analysis.table3(")
+    shown = _shown(ablation, "compare_assistants(")
     assert "Table 3." in shown and "backend anthropic, openai, python" in shown
     assert "OFFLINE" not in shown.upper().replace("OFFLINE_", "")

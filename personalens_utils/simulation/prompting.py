@@ -149,7 +149,7 @@ def assistant_request(
     system text and one user message holding the context parts and the transcript.
 
     The `oracle` entry is the user's whole profile for the task; only the offline backend's reference
-    assistants read it (llm/offline/reference.py), a real model never sees it.
+    assistants read it (assistants/reference.py), a real model never sees it.
     """
     if prompts is not None:
         system, text = official.assistant_prompt(prompts, ctx.official_profile(), setting.name,
