@@ -352,10 +352,6 @@ class Session:
         """A role's model parameter as a `ModelSpec` (`backend:model`, or a bare model on `backend`)."""
         return self.clients.spec(text, default_model=default_model, what=parameter)
 
-    def client_for(self, spec: ModelSpec) -> LLMClient:
-        """The client that serves a role's spec (shared by roles on the same backend)."""
-        return self.clients.client(spec)
-
     def usage_frame(self, stage: str | None = None) -> pd.DataFrame:
         """Calls of every client with the role and backend of each (`Clients.usage_frame`)."""
         return self.clients.usage_frame(stage)
