@@ -91,7 +91,6 @@ def test_the_functions_of_the_roles_modules_take_at_most_eight_parameters():
     ({"models": {"user_model": "::"}}, "parameter user_model='::': nothing before ':'"),
     ({"models": {"judge_model": "nosuchbackend:model"}}, "parameter judge_model='nosuchbackend:model'"),
     ({"assistants": {"assistant_model": "offline::"}}, "':' is not a model name"),
-    ({"assistants": {"assistant_model": "anthropic:ref-dialogue-only"}}, "write 'offline:ref-dialogue-only'"),
     ({"assistants": {"assistant_model": "ref-imaginary"}}, "no reference assistant 'ref-imaginary'"),
     ({"assistant_timeout_s": 0}, "assistant_timeout_s=0"),
     ({"on_assistant_error": "ignore"}, "on_assistant_error='ignore'"),

@@ -1,7 +1,7 @@
 """The assistant under test: one `Assistant` protocol and every kind of it, chosen by spec once.
 
 - `prompted.PromptedAssistant`: a language model on any backend, given the prompt set's request;
-- `reference.ReferenceAssistant`: the offline reference assistants of known quality (`ref-*`);
+- `reference.ReferenceAssistant`: the offline reference assistants of known quality (`ref-*` on offline);
 - `python.PythonAssistant`: the user's own class (`python:package.module:Name`), e.g.
   `retrieval.RetrievalAssistant` (BM25 over past-interaction notes, then one call to any model).
 

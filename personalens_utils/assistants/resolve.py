@@ -44,13 +44,9 @@ class AssistantSpec:
             load(target)
             return cls(PYTHON, target)
         spec = ModelSpec.parse(text, default_backend, what=what)
-        if is_reference(spec.model):
-            if spec.backend != OFFLINE:
-                raise SpecError(f"{what}={text!r}: {spec.model} is a reference assistant of the offline "
-                                f"backend; write 'offline:{spec.model}'")
-            if spec.model.strip().lower() not in VIEWS:
-                raise SpecError(f"{what}={text!r}: no reference assistant {spec.model!r}; use one of "
-                                f"{sorted(VIEWS)}")
+        if spec.backend == OFFLINE and is_reference(spec.model) and spec.model.strip().lower() not in VIEWS:
+            raise SpecError(f"{what}={text!r}: no reference assistant {spec.model!r}; "
+                            f"use one of {sorted(VIEWS)}")
         return cls(spec.backend, spec.model, spec)
 
     def make(self, clients: Clients, options: PythonOptions | None = None) -> Assistant:
