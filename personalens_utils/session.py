@@ -38,7 +38,9 @@ from personalens_utils.display import UsageTable, use_in_notebook
 from personalens_utils.llm import LLMClient
 from personalens_utils.llm.clients import Clients
 from personalens_utils.llm.specs import ModelSpec, SpecError
-from personalens_utils.prompts.official import KIT_PROMPTS, OfficialPrompts, prompts_for
+from personalens_utils.prompting import KIT, OfficialPromptSet, PromptSet
+from personalens_utils.prompting import prompt_set as find_prompt_set
+from personalens_utils.prompts.official import KIT_PROMPTS
 from personalens_utils.records import Dialogue
 from personalens_utils.roles import ModelRole
 from personalens_utils.simulation.report import default_users
@@ -214,8 +216,8 @@ class Session:
     task_types: tuple[str, ...] = ("SD", "MD")
     prompt_set: str = KIT_PROMPTS
     official_code: str | None = None
-    prompts: OfficialPrompts | None = None
-    """The official templates when `prompt_set` is "official" (read when the session opens)."""
+    prompts: PromptSet = KIT
+    """The prompt set `prompt_set` names (an official set's templates are read when the session opens)."""
     model_specs: dict[str, ModelSpec] = field(default_factory=dict)
     """Each model role's spec, by parameter name (read when the session opens)."""
     assistant_specs: dict[str, AssistantSpec] = field(default_factory=dict)
@@ -237,7 +239,7 @@ class Session:
         models, assistants, options = _read_roles(config)
         use_in_notebook()
         try:
-            prompts = prompts_for(config.prompt_set, config.official_code)
+            prompts = find_prompt_set(config.prompt_set, config.official_code)
         except ValueError as exc:
             raise SessionError(f"parameter prompt_set={config.prompt_set!r}: {exc}") from exc
         bench = paths.resolve_benchmark_dir(config.benchmark_dir)
@@ -259,7 +261,7 @@ class Session:
             stage=config.stage,
             task_types=tuple(task_types),
             prompt_set=config.prompt_set,
-            official_code=str(prompts.folder) if prompts is not None else None,
+            official_code=str(prompts.folder) if isinstance(prompts, OfficialPromptSet) else None,
             prompts=prompts,
             model_specs=models,
             assistant_specs=assistants,
@@ -395,11 +397,6 @@ class Session:
         types = set(self.task_types)
         return lambda d: ((wanted is None or d.user_id in wanted) and d.task_type in types
                           and d.prompt_set == self.prompt_set)
-
-    @property
-    def prompt_options(self) -> dict[str, Any]:
-        """`prompt_set` and `official_code` for the runners (run_simulation, run_judging, ...)."""
-        return {"prompt_set": self.prompt_set, "official_code": self.official_code}
 
     def scope(self, frame: pd.DataFrame) -> pd.DataFrame:
         """Rows of a frame with `user_id` and `task_type` columns that belong to the session, and made

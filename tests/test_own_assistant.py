@@ -16,8 +16,9 @@ from personalens_utils.analysis.own_assistant import (
     compare_assistants,
 )
 from personalens_utils.data import load_benchmark, save_benchmark
-from personalens_utils.judging import benchmark_contexts, run_judging
+from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
 from personalens_utils.llm import LLMClient
+from personalens_utils.prompting import prompt_set
 from personalens_utils.records import Dialogue, Judgment
 from personalens_utils.session import Session, SessionConfig
 from personalens_utils.store import RunStore
@@ -34,7 +35,7 @@ def _compare(bench: Path, run: Path, prompt_set: str, code: Path) -> ComparisonR
         baseline, own = session.assistant("assistant_model"), session.assistant("compare_assistant")
         user, judge = session.role("user_model"), session.role("judge_model")
         comparison = AssistantComparison(user, judge, baseline, own, setting="base+I", task_types=["SD"],
-                                         **session.prompt_options)
+                                         prompts=session.prompts)
         return compare_assistants(session.benchmark, session.run_store, comparison, seed=0)
 
 
@@ -48,10 +49,10 @@ def test_the_comparison_reads_only_the_records_of_its_prompt_set(official_code, 
     # the other prompt set's judge scores the same dialogues too: a reader must pick its own judgments
     bench = load_benchmark(tmp_path / "bench")
     with LLMClient("offline", progress=False) as client:
-        crossed = run_judging(RunStore(run), client, benchmark_contexts(bench),
-                              judge_model="Claude 3.5 Sonnet", dimensions=list(DIMENSIONS),
-                              select=lambda d: d.prompt_set == second,
-                              prompt_set=first, official_code=official_code if first == "official" else None)
+        other = prompt_set(first, str(official_code) if first == "official" else None)
+        crossed = run_judging(RunStore(run), client, benchmark_contexts(bench), JudgingConfig(
+            judge_model="Claude 3.5 Sonnet", dimensions=list(DIMENSIONS), prompts=other,
+            select=lambda d: d.prompt_set == second))
     assert crossed.stored > 0
     result = _compare(tmp_path / "bench", run, second, official_code)
     store = RunStore(run)

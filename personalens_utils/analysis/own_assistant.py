@@ -20,11 +20,11 @@ from personalens_utils.analysis.tables import table3
 from personalens_utils.assistants import Assistant
 from personalens_utils.data import MD, SD, Benchmark
 from personalens_utils.engine import StageReport
-from personalens_utils.judging import benchmark_contexts, run_judging
-from personalens_utils.prompts.official import KIT_PROMPTS
+from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
+from personalens_utils.prompting import KIT, PromptSet
 from personalens_utils.records import Dialogue
 from personalens_utils.roles import ModelRole
-from personalens_utils.simulation import run_simulation
+from personalens_utils.simulation import SimulationConfig, run_simulation
 from personalens_utils.store import RunStore
 from personalens_utils.tables import TableResult
 
@@ -44,8 +44,7 @@ class AssistantComparison:
     """Your assistant (`compare_assistant`)."""
     setting: str = "base+I"
     task_types: Sequence[str] = (SD, MD)
-    prompt_set: str = KIT_PROMPTS
-    official_code: str | None = None
+    prompts: PromptSet = KIT
 
 
 @dataclass(frozen=True)
@@ -61,26 +60,27 @@ def compare_assistants(benchmark: Benchmark, store: RunStore, comparison: Assist
                        seed: int = 0) -> ComparisonResult:
     """Simulate, judge and tabulate the comparison on `benchmark`'s users (see the module doc)."""
     c = comparison
-    prompts = {"prompt_set": c.prompt_set, "official_code": c.official_code}
+    prompt_set = c.prompts.name
     both = (c.baseline, c.own)
     simulated = tuple(
-        run_simulation(benchmark, store, c.user.client, assistant=assistant, settings=[c.setting],
-                       task_types=list(c.task_types), user_model=c.user.model, **prompts)
+        run_simulation(benchmark, store, c.user.client,
+                       SimulationConfig(settings=[c.setting], task_types=list(c.task_types),
+                                        user_model=c.user.model, assistant=assistant, prompts=c.prompts))
         for assistant in both)
     users = sorted(benchmark.users)
     keep = [ablation_filter(a.model, [c.setting], users, list(c.task_types)) for a in both]
     made_by = {(a.backend, a.model_id) for a in both}
 
     def chosen(d: Dialogue) -> bool:
-        return d.prompt_set == c.prompt_set and d.assistant in made_by and any(k(d) for k in keep)
+        return d.prompt_set == prompt_set and d.assistant in made_by and any(k(d) for k in keep)
 
-    judged = run_judging(store, c.judge.client, benchmark_contexts(benchmark), judge_model=c.judge.model,
-                         dimensions=list(DIMENSIONS), select=chosen, **prompts)
-    tidy = load_scores(store, judge_model=c.judge.model, user_model=c.user.model,
-                       judge_prompt_set=c.prompt_set)
+    judged = run_judging(store, c.judge.client, benchmark_contexts(benchmark),
+                         JudgingConfig(judge_model=c.judge.model, dimensions=list(DIMENSIONS), select=chosen,
+                                       prompts=c.prompts))
+    tidy = load_scores(store, judge_model=c.judge.model, user_model=c.user.model, judge_prompt_set=prompt_set)
     assistant = pd.Series(list(zip(tidy["assistant_backend"], tidy["assistant_model_id"], strict=True)),
                           index=tidy.index, dtype=object)
     tidy = tidy[tidy["user_id"].isin(users) & tidy["task_type"].isin(list(c.task_types))
-                & (tidy["dialogue_prompt_set"] == c.prompt_set) & assistant.isin(made_by)]
+                & (tidy["dialogue_prompt_set"] == prompt_set) & assistant.isin(made_by)]
     table = table3(tidy, setting=c.setting, models=[a.model for a in both], seed=seed)
     return ComparisonResult(simulated, judged, tidy, table)

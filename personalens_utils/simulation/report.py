@@ -3,21 +3,18 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
-from personalens_utils.assistants import Assistant
-from personalens_utils.data import MD, SAMPLES, SD, Benchmark
+from personalens_utils.data import SAMPLES, Benchmark
 from personalens_utils.llm.offline import OFFLINE_LABEL
-from personalens_utils.prompts.official import prompts_for
 from personalens_utils.records import Dialogue
 from personalens_utils.store import RunStore
 
+from .config import SimulationConfig
 from .loop import ERROR, TERMINATED, TURN_CAP
-from .runner import DEFAULT_MODEL, planned_ids
+from .runner import planned_ids
 from .settings import AssistantSetting
 
 DEFAULT_SAMPLE = "sample_50"
@@ -32,42 +29,15 @@ def default_users(benchmark_dir: str | os.PathLike[str]) -> str | None:
     return DEFAULT_SAMPLE if all((profiles / f"user{u}").is_dir() for u in SAMPLES[DEFAULT_SAMPLE]) else None
 
 
-@dataclass(frozen=True)
-class DialogueSelection:
-    """Which stored dialogues a report reads: the user agent on `backend`, the assistant on
-    `assistant_backend` (default: the same) with its id there `assistant_model_id` (default: the
-    registry's), these settings and task types, made with the prompts of `prompt_set`."""
-
-    backend: str
-    user_model: str = DEFAULT_MODEL
-    assistant_model: str = DEFAULT_MODEL
-    assistant_backend: str | None = None
-    assistant_model_id: str | None = None
-    settings: Sequence[str] = ("base",)
-    task_types: Sequence[str] = (SD, MD)
-    prompt_set: str = "kit"
-    official_code: str | None = None
-
-    @classmethod
-    def of(cls, assistant: Assistant, *, backend: str, user_model: str = DEFAULT_MODEL,
-           settings: Sequence[str] = ("base",), task_types: Sequence[str] = (SD, MD),
-           prompt_set: str = "kit", official_code: str | None = None) -> DialogueSelection:
-        """The selection of the dialogues `assistant` (an `assistants.Assistant`) made."""
-        return cls(backend, user_model, assistant.model, assistant.backend, assistant.model_id,
-                   tuple(settings), tuple(task_types), prompt_set, official_code)
-
-
-def run_dialogues(store: RunStore, benchmark: Benchmark, selection: DialogueSelection) -> pd.DataFrame:
-    """The stored dialogues of these scenarios, settings and roles (other runs in the store, other
-    backends and prompt sets included, left out)."""
-    names = [AssistantSetting.parse(s).name for s in selection.settings]
-    frame = benchmark.scenarios[benchmark.scenarios["task_type"].isin(list(selection.task_types))]
-    ids = planned_ids(store, list(frame["scenario_id"]), names, backend=selection.backend,
-                      user_model=selection.user_model, assistant_model=selection.assistant_model,
-                      assistant_backend=selection.assistant_backend,
-                      prompts=prompts_for(selection.prompt_set, selection.official_code),
-                      assistant_model_id=selection.assistant_model_id)
-    wanted = set(ids.values())
+def run_dialogues(store: RunStore, benchmark: Benchmark, config: SimulationConfig, *, backend: str,
+                  assistant_backend: str | None = None) -> pd.DataFrame:
+    """The stored dialogues of the configured scenarios, settings, models and prompt set, the user agent
+    on `backend` and the assistant on `assistant_backend` (default: the same); other runs in the store,
+    other backends and prompt sets included, are left out."""
+    names = [AssistantSetting.parse(s).name for s in config.settings]
+    frame = benchmark.scenarios[benchmark.scenarios["task_type"].isin(list(config.task_types))]
+    wanted = set(planned_ids(store, list(frame["scenario_id"]), names, config, backend,
+                             assistant_backend or backend).values())
     records = [r for r in store.records(Dialogue) if r["id"] in wanted]
     return pd.DataFrame.from_records(records)
 
