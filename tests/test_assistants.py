@@ -24,7 +24,7 @@ from personalens_utils.data import save_benchmark
 from personalens_utils.llm.clients import Clients
 from personalens_utils.records import Dialogue
 from personalens_utils.session import Session, SessionConfig, SessionError
-from personalens_utils.simulation import run_simulation
+from personalens_utils.simulation import SimulationConfig, run_simulation
 from personalens_utils.store import RunStore
 
 PACKAGE_DIR = Path(personalens_utils.__file__).resolve().parent
@@ -136,7 +136,7 @@ def _run(tmp_path: Path, target: str, **options: object):
         assistant = resolve_assistant(f"python:support.assistants:{target}", clients,
                                       options=PythonOptions(**options))  # type: ignore[arg-type]
         report = run_simulation(bench, store, clients.client(clients.spec("Claude 3 Sonnet")),
-                                assistant=assistant, task_types=["SD"], max_turns=2)
+                                SimulationConfig(assistant=assistant, task_types=["SD"], max_turns=2))
     finally:
         clients.close()
     return report, store.read(Dialogue)

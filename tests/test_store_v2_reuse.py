@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from personalens_utils import judging
-from personalens_utils.assistants import prompting, resolve_assistant
+from personalens_utils import judging, prompting
+from personalens_utils.assistants import resolve_assistant
 from personalens_utils.data import load_benchmark
 from personalens_utils.judging import JudgingConfig
 from personalens_utils.llm.clients import Clients
