@@ -17,8 +17,7 @@ from typing import Any
 
 import orjson
 
-from personalens_utils.llm import python_assistant, registry
-from personalens_utils.llm.specs import PYTHON
+from personalens_utils.llm import registry
 from personalens_utils.llm.types import FatalError
 from personalens_utils.prompts.official import KIT_PROMPTS
 
@@ -33,11 +32,9 @@ def resolved_model(model: str, backend: str) -> str:
     """The id `backend` is called with for `model` (the registry's id; for offline, its offline id).
 
     A model the registry cannot place on that backend keeps its given name: such calls fail, and the
-    error record still needs an identity. An assistant written in Python (backend "python") is
-    identified by its target, its declared version and the backend:id of the model it calls.
+    error record still needs an identity. An assistant that is not a model (one written in Python)
+    says its own id (`assistants.Assistant.model_id`), which records store as given.
     """
-    if backend == PYTHON:
-        return python_assistant.model_id(model)
     try:
         return registry.resolve(model, backend)
     except FatalError:

@@ -26,8 +26,7 @@ from typing import Any, ClassVar, NoReturn, Self
 
 from personalens_utils.display import chat_html, esc, fields_html, inline
 from personalens_utils.identity import Role, dialogue_id, judgment_id, resolved_model, stable_id
-from personalens_utils.llm import python_assistant
-from personalens_utils.llm.specs import PYTHON
+from personalens_utils.llm import registry
 from personalens_utils.llm.types import Message, Usage
 from personalens_utils.prompting import PROMPT_SETS
 from personalens_utils.prompts.official import KIT_PROMPTS, OFFICIAL_PROMPTS
@@ -240,11 +239,10 @@ class Dialogue(Record):
     @property
     def made_offline(self) -> bool:
         """Whether any of it came from the offline backend: the user agent, the assistant, or the
-        model an assistant written in Python calls."""
+        model an assistant calls through the kit (`registry.called_backend` of its model id)."""
         if OFFLINE in (self.user_backend, self.assistant_backend):
             return True
-        called = python_assistant.calls_backend(self.assistant_model_id)
-        return self.assistant_backend == PYTHON and called == OFFLINE
+        return registry.called_backend(self.assistant_model_id) == OFFLINE
 
     @property
     def failure(self) -> str:

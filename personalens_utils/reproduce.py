@@ -26,9 +26,11 @@ import papermill
 
 from personalens_utils.analysis.scores import load_dialogues, load_judgments
 
+from .assistants import AssistantSpec
+from .assistants.python import SPEC_FORM as PYTHON_SPEC_FORM
+from .assistants.reference import DESIGNED_ORDER, FOCUS_ASSISTANT, SETTING_ASSISTANT
+from .assistants.retrieval import SPEC as RETRIEVAL_SPEC
 from .judging import SCORING_RULES
-from .llm import registry
-from .llm.offline.reference import DESIGNED_ORDER
 from .llm.options import ClientOptions
 from .llm.specs import ModelSpec, SpecError
 from .paths import find_official_data, project_root, runs_dir, write_latest
@@ -40,10 +42,10 @@ NOTEBOOKS = ("01_generation", "02_validation", "03_simulation", "04_judging", "0
 PERSONA_USERS = 12
 """Users of the synthetic PERSONA Bench data notebook 08 writes and runs offline in the generated pass."""
 OFFLINE_ASSISTANTS = DESIGNED_ORDER
-"""Offline, Table 3 compares reference assistants of a known order (llm/offline/reference.py)."""
-OFFLINE_ABLATION = "ref-follows-setting"
+"""Offline, Table 3 compares reference assistants of a known order (assistants/reference.py)."""
+OFFLINE_ABLATION = SETTING_ASSISTANT
 """The offline ablation assistant: it uses exactly the context each setting gives."""
-OFFLINE_FOCUS = "ref-past-interactions"
+OFFLINE_FOCUS = FOCUS_ASSISTANT
 """The offline assistant of Figures 4, 5 and Table 13: its per-domain scores vary with the summaries."""
 ANTHROPIC_ASSISTANTS = ("Claude Haiku 4.5", "Claude Sonnet 4.5")
 
@@ -114,7 +116,7 @@ class Settings:
     judge_model: str = "Claude 3.5 Sonnet"
     second_judge_model: str = "Claude 3.7 Sonnet"
     compare_assistant: str | None = None
-    """An assistant (e.g. a `python:` spec) notebook 05 compares with the ablation assistant in Table 3."""
+    """An assistant (e.g. one written in Python) notebook 05 compares with the ablation one in Table 3."""
     official_users: str = "sample_50"
     ablation_users: int = 20
     generated_users: int = 20
@@ -228,21 +230,29 @@ def _slug(model: str) -> str:
     return "-" + "".join(c if c.isalnum() else "_" for c in model).strip("_").lower()
 
 
-def role_specs(settings: Settings) -> dict[str, ModelSpec]:
-    """Every role's model spec (`backend:model`, `python:...`, or a model on `--backend`); a spec that
-    cannot be read stops the run before any notebook starts."""
-    roles = {"user agent": settings.user_model,
-             **{f"assistant {m}": m for m in settings.assistant_models},
-             "ablation assistant": settings.ablation_model,
-             "judge": settings.judge_model,
-             "second judge": settings.second_judge_model,
-             **({"compared assistant": settings.compare_assistant} if settings.compare_assistant else {})}
-    return {role: ModelSpec.parse(text, settings.backend, what=role) for role, text in roles.items()}
+def role_specs(settings: Settings) -> dict[str, ModelSpec | AssistantSpec]:
+    """Every role's spec (`backend:model`, a model on `--backend`, or for an assistant any assistant spec);
+    a spec that cannot be read stops the run before any notebook starts."""
+    models = {"user agent": settings.user_model, "judge": settings.judge_model,
+              "second judge": settings.second_judge_model}
+    compared = {"compared assistant": settings.compare_assistant} if settings.compare_assistant else {}
+    assistants = {**{f"assistant {m}": m for m in settings.assistant_models},
+                  "ablation assistant": settings.ablation_model, **compared}
+    specs: dict[str, ModelSpec | AssistantSpec] = {
+        role: ModelSpec.parse(text, settings.backend, what=role) for role, text in models.items()}
+    specs.update({role: AssistantSpec.parse(text, settings.backend, what=role)
+                  for role, text in assistants.items()})
+    return specs
 
 
 def model_name(settings: Settings, text: str) -> str:
-    """The model name a spec's records carry (notebook 06 selects stored records by name)."""
+    """The model name a model spec's records carry (notebook 06 selects stored records by name)."""
     return ModelSpec.parse(text, settings.backend).model
+
+
+def assistant_name(settings: Settings, text: str) -> str:
+    """The model name an assistant spec's records carry."""
+    return AssistantSpec.parse(text, settings.backend).model
 
 
 def run_pass(settings: Settings, name: str, benchmark_dir: Path | None) -> PassResult:
@@ -328,8 +338,8 @@ def run_pass(settings: Settings, name: str, benchmark_dir: Path | None) -> PassR
                 **common,
                 "user_model": model_name(settings, settings.user_model),
                 "judge_model": model_name(settings, settings.judge_model),
-                "assistant_models": [model_name(settings, m) for m in settings.assistant_models],
-                "focus_model": model_name(settings, settings.focus),
+                "assistant_models": [assistant_name(settings, m) for m in settings.assistant_models],
+                "focus_model": assistant_name(settings, settings.focus),
                 "second_judge_model": settings.second_judge_model,
                 "annotation_sheets": settings.annotations,
             },
@@ -458,7 +468,7 @@ def _called_lines(settings: Settings) -> list[str]:
     if all(spec.backend == "offline" for spec in specs.values()):
         return []
     lines = [line for role, spec in specs.items()
-             for line in registry.role_lines({role: spec.model}, spec.backend)]
+             for line in (spec.describe(role) if isinstance(spec, AssistantSpec) else [spec.describe(role)])]
     return ["Called (see Table 11 for the paper's models):", "", *(f"- {line}" for line in lines), ""]
 
 
@@ -489,7 +499,7 @@ def write_index(settings: Settings, results: Sequence[PassResult], seconds: floa
             " The offline backend is a rule-based simulation, not a language model: its numbers show the "
             "pipeline at work, not findings about any model, and every table and figure says so. Its "
             "assistants are reference assistants built to rank in a known order on personalization and "
-            f"task completion ({' < '.join(DESIGNED_ORDER)}; llm/offline/reference.py): a judge that "
+            f"task completion ({' < '.join(DESIGNED_ORDER)}; assistants/reference.py): a judge that "
             "does not recover that order in Table 3 is broken."
             if offline
             else ""
@@ -619,18 +629,18 @@ def parse_args(argv: Sequence[str] | None = None) -> Settings:
     parser.add_argument(
         "--assistant-models",
         help="comma list of assistants for Table 3; each a model on --backend or a spec: backend:model, "
-        "openai@VAR:model, python:package.module:Name[?k=v&...]",
+        f"openai@VAR:model, {PYTHON_SPEC_FORM}",
     )
     parser.add_argument("--ablation-model", help="the assistant of the ablation (Table 4); a spec too")
     parser.add_argument(
-        "--focus-model", help="assistant of Figures 4, 5 and Table 13 (offline: ref-past-interactions)"
+        "--focus-model", help=f"assistant of Figures 4, 5 and Table 13 (offline: {FOCUS_ASSISTANT})"
     )
     parser.add_argument("--user-model", help="the user agent's model, or a spec backend:model")
     parser.add_argument("--judge-model", help="the judge's model, or a spec backend:model")
     parser.add_argument("--second-judge-model", help="judge for judge-judge agreement when no annotations")
     parser.add_argument(
         "--compare-assistant",
-        help="your assistant (e.g. python:personalens_utils.assistants.retrieval:RetrievalAssistant): "
+        help=f"your assistant (e.g. {RETRIEVAL_SPEC}): "
         "notebook 05 compares it with the ablation assistant on the same scenarios "
         "(Table 3, table3_own_assistant)",
     )

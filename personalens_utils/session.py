@@ -1,9 +1,12 @@
 """The setup cell of every notebook: one `Session` resolves the parameters the same way everywhere.
 
-A notebook's parameters cell names what to work on; `Session.open(...)` turns those names into
-things: the benchmark folder, the users, the run store, the output folder and (on first use) the
-LLM client, which `session.close()` (or leaving a `with` block) closes again. Each parameter has
-one meaning in every notebook (docs/parameters.md):
+A notebook's parameters cell names what to work on; `Session.open(SessionConfig(...))` turns those
+names into things: the benchmark folder, the users, the run store, the output folder, each role
+(`models`: the user agent, judge, ...; `assistants`: the assistant under test) and (on first use) the
+LLM clients, which `session.close()` (or leaving a `with` block) closes again. Every role's spec is
+read when the session opens, so a malformed one stops the setup cell with one line naming the
+parameter; below the session, code gets role objects (`roles.ModelRole`, `assistants.Assistant`),
+never spec texts. Each parameter has one meaning in every notebook (docs/parameters.md):
 
 - `users`: None is the benchmark's default users (the paper's sample_50 when the benchmark holds
   the official users, every user of a generated benchmark); "all" is every user; a sample name
@@ -29,16 +32,20 @@ from typing import Any
 import pandas as pd
 
 from personalens_utils import paths
+from personalens_utils.assistants import Assistant, AssistantSpec, PythonOptions
+from personalens_utils.assistants.prompted import PromptedAssistant
+from personalens_utils.assistants.python import DEFAULT_REPLY_TIMEOUT_S
 from personalens_utils.data import Benchmark, load_benchmark, resolve_users
 from personalens_utils.display import UsageTable, use_in_notebook
 from personalens_utils.llm import LLMClient
 from personalens_utils.llm.clients import Clients
 from personalens_utils.llm.options import ClientOptions
-from personalens_utils.llm.specs import ModelSpec
+from personalens_utils.llm.specs import ModelSpec, SpecError
 from personalens_utils.prompting import KIT, OfficialPromptSet, PromptSet
 from personalens_utils.prompting import prompt_set as find_prompt_set
 from personalens_utils.prompts.official import KIT_PROMPTS
 from personalens_utils.records import Dialogue
+from personalens_utils.roles import ModelRole
 from personalens_utils.simulation.report import default_users
 from personalens_utils.store import RunStore
 
@@ -55,6 +62,22 @@ class SessionError(ValueError):
     def _render_traceback_(self) -> list[str]:
         """IPython shows this instead of a traceback: the one line says all there is to fix."""
         return [f"{type(self).__name__}: {self}"]
+
+
+Role = str | ModelSpec | ModelRole | Assistant
+"""A role as `Session.preflight` takes it: a model (text on the session's backend, spec, or resolved) or an
+assistant under test."""
+
+
+def _model_spec(value: Role, backend: str) -> ModelSpec | None:
+    """The model spec of a role that is one model on one client; None for an assistant of another kind."""
+    if isinstance(value, str):
+        return ModelSpec(backend, value)
+    if isinstance(value, ModelSpec):
+        return value
+    if isinstance(value, ModelRole | PromptedAssistant):
+        return value.spec
+    return None
 
 
 def _benchmark_folder(path: str | os.PathLike[str]) -> Path:
@@ -136,6 +159,53 @@ def resolve_session_users(benchmark_dir: str | os.PathLike[str], users: Any) -> 
         raise SessionError(f"parameter users={users!r}: {exc}; or use None or {ALL_USERS!r}") from exc
 
 
+@dataclass(frozen=True)
+class SessionConfig:
+    """A notebook's setup parameters (docs/parameters.md). `store=False` when the notebook keeps nothing in a
+    store unless `run_dir` is given (notebook 02); outputs go to `output_dir` or runs/<default_output>/.
+
+    `models` maps a role's parameter name ("user_model", "judge_model", ...) to its model spec;
+    `assistants` maps the parameter of an assistant under test ("assistant_model", "compare_assistant")
+    to its spec (None: the backend's default assistant). A Python assistant's reply may take
+    `assistant_timeout_s` seconds; `on_assistant_error` says whether its failure stops the run
+    ("stop") or is stored as an error record ("record")."""
+
+    benchmark_dir: str | os.PathLike[str] | None = None
+    users: Any = None
+    run_dir: str | os.PathLike[str] | None = None
+    output_dir: str | os.PathLike[str] | None = None
+    default_output: str = "analysis"
+    backend: str = "offline"
+    max_concurrency: int | Mapping[str, int] = 8
+    backend_seed: int = 0
+    stage: str = ""
+    task_types: Sequence[str] | str = ("SD", "MD")
+    store: bool = True
+    prompt_set: str = KIT_PROMPTS
+    official_code: str | os.PathLike[str] | None = None
+    models: Mapping[str, str] = field(default_factory=dict)
+    assistants: Mapping[str, str | None] = field(default_factory=dict)
+    assistant_timeout_s: float = DEFAULT_REPLY_TIMEOUT_S
+    on_assistant_error: str = "stop"
+    request_timeout_s: float = ClientOptions.request_timeout_s
+    call_deadline_s: float = ClientOptions.call_deadline_s
+
+
+def _read_roles(
+    config: SessionConfig,
+) -> tuple[dict[str, ModelSpec], dict[str, AssistantSpec], PythonOptions]:
+    """Every role's spec read (a Python assistant loaded); the first that cannot be is one `SessionError`."""
+    try:
+        models = {name: ModelSpec.parse(text, config.backend, what=name)
+                  for name, text in config.models.items()}
+        assistants = {name: AssistantSpec.parse(text, config.backend, what=name)
+                      for name, text in config.assistants.items()}
+        options = PythonOptions(config.assistant_timeout_s, config.on_assistant_error)  # type: ignore[arg-type]
+    except SpecError as exc:
+        raise SessionError(f"parameter {exc}") from exc
+    return models, assistants, options
+
+
 @dataclass
 class Session:
     """What a notebook works on, resolved from its parameters. Close it in the last cell."""
@@ -155,67 +225,80 @@ class Session:
     official_code: str | None = None
     prompts: PromptSet = KIT
     """The prompt set `prompt_set` names (an official set's templates are read when the session opens)."""
+    model_specs: dict[str, ModelSpec] = field(default_factory=dict)
+    """Each model role's spec, by parameter name (read when the session opens)."""
+    assistant_specs: dict[str, AssistantSpec] = field(default_factory=dict)
+    """Each assistant under test's spec, by parameter name (read, and loaded, when the session opens)."""
+    assistant_options: PythonOptions = field(default_factory=PythonOptions)
     started: float = field(default_factory=time.perf_counter)
     _clients: Clients | None = field(default=None, repr=False)
     _benchmark: Benchmark | None = field(default=None, repr=False)
+    _assistants: dict[str, Assistant] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def open(
-        cls,
-        *,
-        benchmark_dir: str | os.PathLike[str] | None = None,
-        users: Any = None,
-        run_dir: str | os.PathLike[str] | None = None,
-        output_dir: str | os.PathLike[str] | None = None,
-        default_output: str = "analysis",
-        backend: str = "offline",
-        max_concurrency: int | Mapping[str, int] = 8,
-        backend_seed: int = 0,
-        stage: str = "",
-        task_types: Sequence[str] | str = ("SD", "MD"),
-        store: bool = True,
-        prompt_set: str = KIT_PROMPTS,
-        official_code: str | os.PathLike[str] | None = None,
-        request_timeout_s: float = ClientOptions.request_timeout_s,
-        call_deadline_s: float = ClientOptions.call_deadline_s,
-    ) -> Session:
-        """Resolve a notebook's parameters; `store=False` when the notebook keeps nothing in a store
-        unless `run_dir` is given (notebook 02). Outputs go to `output_dir` or runs/<default_output>/."""
-        task_types = list_param("task_types", task_types) or []
+    def open(cls, config: SessionConfig | None = None) -> Session:
+        """Resolve a notebook's parameters (`SessionConfig`); what cannot be is one `SessionError`."""
+        config = config or SessionConfig()
+        task_types = list_param("task_types", config.task_types) or []
         unknown = sorted(set(task_types) - {"SD", "MD"})
         if unknown:
             raise SessionError(f"parameter task_types: unknown {unknown}; use 'SD' and/or 'MD'")
+        models, assistants, options = _read_roles(config)
         use_in_notebook()
         try:
-            timeouts = ClientOptions(request_timeout_s=request_timeout_s, call_deadline_s=call_deadline_s)
+            timeouts = ClientOptions(request_timeout_s=config.request_timeout_s,
+                                     call_deadline_s=config.call_deadline_s)
         except ValueError as exc:
             raise SessionError(f"parameter {exc}") from exc
         try:
-            prompts = find_prompt_set(prompt_set, official_code)
+            prompts = find_prompt_set(config.prompt_set, config.official_code)
         except ValueError as exc:
-            raise SessionError(f"parameter prompt_set={prompt_set!r}: {exc}") from exc
-        bench = paths.resolve_benchmark_dir(benchmark_dir)
-        if not benchmark_dir and not paths.is_benchmark(bench):
+            raise SessionError(f"parameter prompt_set={config.prompt_set!r}: {exc}") from exc
+        bench = paths.resolve_benchmark_dir(config.benchmark_dir)
+        if not config.benchmark_dir and not paths.is_benchmark(bench):
             raise _no_benchmark(bench)
-        if store or run_dir:
-            run_store: RunStore | None = RunStore(run_dir or default_run_dir(bench))
+        if config.store or config.run_dir:
+            run_store: RunStore | None = RunStore(config.run_dir or default_run_dir(bench))
         else:
             run_store = None
+        output_dir = config.output_dir
         return cls(
             benchmark_dir=bench,
-            users=resolve_session_users(bench, users),
+            users=resolve_session_users(bench, config.users),
             store=run_store,
-            output_dir=Path(output_dir) if output_dir else paths.runs_dir() / default_output,
-            backend=backend,
-            max_concurrency=max_concurrency,
-            backend_seed=backend_seed,
-            stage=stage,
+            output_dir=Path(output_dir) if output_dir else paths.runs_dir() / config.default_output,
+            backend=config.backend,
+            max_concurrency=config.max_concurrency,
+            backend_seed=config.backend_seed,
+            stage=config.stage,
             timeouts=timeouts,
             task_types=tuple(task_types),
-            prompt_set=prompt_set,
+            prompt_set=config.prompt_set,
             official_code=str(prompts.folder) if isinstance(prompts, OfficialPromptSet) else None,
             prompts=prompts,
+            model_specs=models,
+            assistant_specs=assistants,
+            assistant_options=options,
         )
+
+    def role(self, parameter: str) -> ModelRole:
+        """The role whose model the parameter `parameter` names (given in `SessionConfig.models`)."""
+        if parameter not in self.model_specs:
+            raise SessionError(f"no model role {parameter!r} was given when the session opened "
+                               f"(roles: {sorted(self.model_specs)})")
+        spec = self.model_specs[parameter]
+        return ModelRole(spec, self.clients.client(spec))
+
+    def assistant(self, parameter: str) -> Assistant:
+        """The assistant under test the parameter `parameter` names (given in `SessionConfig.assistants`),
+        made once on first use."""
+        if parameter not in self.assistant_specs:
+            raise SessionError(f"no assistant {parameter!r} was given when the session opened "
+                               f"(assistants: {sorted(self.assistant_specs)})")
+        if parameter not in self._assistants:
+            self._assistants[parameter] = self.assistant_specs[parameter].make(self.clients,
+                                                                               self.assistant_options)
+        return self._assistants[parameter]
 
     @property
     def run_store(self) -> RunStore:
@@ -285,10 +368,6 @@ class Session:
         """A role's model parameter as a `ModelSpec` (`backend:model`, or a bare model on `backend`)."""
         return self.clients.spec(text, default_model=default_model, what=parameter)
 
-    def client_for(self, spec: ModelSpec) -> LLMClient:
-        """The client that serves a role's spec (shared by roles on the same backend)."""
-        return self.clients.client(spec)
-
     def usage_frame(self, stage: str | None = None) -> pd.DataFrame:
         """Calls of every client with the role and backend of each (`Clients.usage_frame`)."""
         return self.clients.usage_frame(stage)
@@ -297,20 +376,32 @@ class Session:
         """`usage_frame` for display: the table, or one line when this session made no model calls."""
         return UsageTable(self.usage_frame(stage), stage)
 
-    def preflight(self, roles: Mapping[str, str | ModelSpec]) -> str:
-        """Check each role's model once on its own backend's client, before any work is planned or stored
-        (`LLMClient.preflight`); a failure stops the notebook with one message. The lines to show.
-        A role given as text is a model on the session's backend."""
-        specs = {role: spec if isinstance(spec, ModelSpec) else ModelSpec(self.backend, spec)
-                 for role, spec in roles.items()}
+    def preflight(self, roles: Mapping[str, Role]) -> str:
+        """Check each role once on its own backend's client, before any work is planned or stored
+        (`LLMClient.preflight`; a Python assistant checks the model it calls); a failure stops the
+        notebook with one message. The lines to show. A role given as text is a model on the session's
+        backend; roles with the same model on one client share one check."""
         by_client: dict[str, dict[str, str]] = {}
-        for role, spec in specs.items():
-            by_client.setdefault(spec.client_key, {})[role] = spec.model
+        specs: dict[str, ModelSpec] = {}
         lines = []
+        for role, value in roles.items():
+            spec = _model_spec(value, self.backend)
+            if spec is None:
+                lines += value.preflight(role)  # type: ignore[union-attr]  # an assistant of its own kind
+                continue
+            specs[role] = spec
+            by_client.setdefault(spec.client_key, {})[role] = spec.model
         for key, group in by_client.items():
             spec = next(specs[role] for role in group)
             lines += [line if key == spec.backend else f"{line} ({key})"
                       for line in self.clients.client(spec).preflight(group)]
+        return "\n".join(lines)
+
+    def describe(self, roles: Mapping[str, ModelSpec | ModelRole | Assistant]) -> str:
+        """One line per role naming the backend and the id of each model it will call."""
+        lines = []
+        for role, value in roles.items():
+            lines += [value.describe(role)] if isinstance(value, ModelSpec) else value.describe(role)
         return "\n".join(lines)
 
     def in_scope(self) -> Callable[[Dialogue], bool]:
@@ -337,6 +428,7 @@ class Session:
         if self._clients is not None:
             self._clients.close()
             self._clients = None
+        self._assistants.clear()
         return f"finished in {time.perf_counter() - self.started:.1f} s; outputs under {self.output_dir}"
 
     def __enter__(self) -> Session:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -13,10 +14,10 @@ from test_simulation_support import tiny_benchmark
 
 from personalens_utils.analysis.judge_check import judge_sanity, kendall_tau_b
 from personalens_utils.analysis.scores import SCALES, load_scores
+from personalens_utils.assistants.reference import DESIGNED_ORDER, view_of
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
 from personalens_utils.llm.client import LLMClient
 from personalens_utils.llm.offline.dialogue import assistant_turn
-from personalens_utils.llm.offline.reference import DESIGNED_ORDER, view_of
 from personalens_utils.simulation import (
     AssistantSetting,
     ScenarioContext,
@@ -47,6 +48,8 @@ def judged(bench, tmp_path_factory):
 def _reply(bench, model: str, setting: str, turns: list[dict[str, str]]) -> str:
     ctx = ScenarioContext.of(bench.scenario("user0/SD-Alarm-task-1"), bench.user(0))
     request = assistant_request(AssistantSetting.parse(setting), ctx, turns, model)
+    # with the view the reference assistant adds to its requests
+    request = replace(request, context={**request.context, **view_of(model).context()})
     return assistant_turn(request, random.Random(0))
 
 

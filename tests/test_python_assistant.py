@@ -14,12 +14,13 @@ from support.fake_server import FakeLLMServer
 from test_run_identity import scripted_reply
 from test_simulation_support import tiny_benchmark
 
+from personalens_utils.assistants import AssistantError, AssistantSpec, resolve_assistant
+from personalens_utils.assistants.python import VIEW_KEYS, AssistantLoadError, AssistantView, load
+from personalens_utils.assistants.reference import SETTING_ASSISTANT
 from personalens_utils.assistants.retrieval import RETRIEVED_HEADING, RetrievalAssistant, passages
 from personalens_utils.data import save_benchmark
 from personalens_utils.llm import Message, registry
 from personalens_utils.llm.clients import Clients
-from personalens_utils.llm.offline.reference import SETTING_ASSISTANT
-from personalens_utils.llm.python_assistant import VIEW_KEYS, AssistantLoadError, AssistantView, load
 from personalens_utils.llm.specs import ModelSpec, SpecError
 from personalens_utils.records import Dialogue
 from personalens_utils.simulation import (
@@ -51,7 +52,7 @@ def _load(text: str):
 ])
 def test_a_spec_that_cannot_be_read_names_itself(spec, message):
     with pytest.raises(SpecError, match=message) as err:
-        ModelSpec.parse(spec, "offline", what="assistant_model")
+        AssistantSpec.parse(spec, "offline", what="assistant_model")
     assert "assistant_model=" in str(err.value)
 
 
@@ -73,7 +74,7 @@ def test_an_assistant_that_cannot_be_loaded_fails_with_the_spec_named(target, me
 
 def test_options_are_written_canonically_and_become_the_identity():
     qwen = "openai@VLLM_URL:Qwen/Qwen2.5-7B-Instruct"
-    spec = ModelSpec.parse(f"python:{RETRIEVAL}?model={qwen}&k=2", "offline")
+    spec = AssistantSpec.parse(f"python:{RETRIEVAL}?model={qwen}&k=2", "offline")
     assert spec.backend == "python" and spec.model == f"{RETRIEVAL}?k=2&model={qwen}"
     loaded = _load(spec.model)
     assert loaded.inner == ModelSpec("openai", "Qwen/Qwen2.5-7B-Instruct", "VLLM_URL")
@@ -98,10 +99,9 @@ def test_the_python_assistant_sees_exactly_what_the_prompt_based_one_is_given(na
     clients = Clients("offline", progress=False)
     assistants.SEEN.clear()
     try:
-        spec = clients.spec("python:support.assistants:INSTANCE")
+        assistant = resolve_assistant("python:support.assistants:INSTANCE", clients)
         run_simulation(bench, RunStore(tmp_path), clients.client(clients.spec("Claude 3 Sonnet")),
-                       SimulationConfig(assistant_client=clients.client(spec), assistant_model=spec.model,
-                                        assistant_backend="python", settings=[name], task_types=["SD", "MD"],
+                       SimulationConfig(assistant=assistant, settings=[name], task_types=["SD", "MD"],
                                         max_turns=2))
     finally:
         clients.close()
@@ -129,11 +129,9 @@ def test_dialogues_of_a_python_assistant_carry_its_identity_and_the_model_it_cal
     try:
         user = clients.client(clients.spec("Claude 3 Sonnet"))
         for k in ("1", "4"):
-            spec = clients.spec(f"python:{RETRIEVAL}?k={k}")
+            assistant = resolve_assistant(f"python:{RETRIEVAL}?k={k}", clients)
             run_simulation(bench, store, user,
-                           SimulationConfig(assistant_client=clients.client(spec), assistant_model=spec.model,
-                                            assistant_backend="python", settings=["base+I"],
-                                            task_types=["SD"]))
+                           SimulationConfig(assistant=assistant, settings=["base+I"], task_types=["SD"]))
         usage = clients.usage_frame("simulation")
     finally:
         clients.close()
@@ -172,8 +170,8 @@ def test_the_offline_model_answers_from_what_retrieval_put_in_front_of_it():
         def reply(k: int, said: str) -> str:
             request = assistant_request(AssistantSetting.parse("base+I"), _ctx_with(notes), [
                 {"role": "user", "content": said}], f"{RETRIEVAL}?k={k}")
-            spec = clients.spec(f"python:{RETRIEVAL}?k={k}")
-            return asyncio.run(clients.client(spec).acomplete(request)).text
+            assistant = resolve_assistant(f"python:{RETRIEVAL}?k={k}", clients)
+            return asyncio.run(assistant.respond(request)).text
 
         about_time = reply(1, "Please set an alarm at my usual alarm time.")
         assert "7:30 AM" in about_time and "loud beeping" not in about_time
@@ -193,15 +191,13 @@ def test_a_reply_that_breaks_the_protocol_is_a_bug_naming_the_assistant(tmp_path
     bench = tiny_benchmark(n_users=1, seed=3)
     for target, error, message in [
         ("support.assistants:NotText", TypeError, "returned int, not the reply text"),
-        ("support.assistants:Undeclared", RuntimeError, "declares none"),
+        ("support.assistants:Undeclared", AssistantError, "support.assistants:Undeclared: .*declares none"),
     ]:
         clients = Clients("offline", progress=False)
         try:
-            spec = clients.spec(f"python:{target}")
             with pytest.raises(error, match=message):
                 run_simulation(bench, RunStore(tmp_path), clients.client(clients.spec("x")),
-                               SimulationConfig(assistant_client=clients.client(spec),
-                                                assistant_model=spec.model, assistant_backend="python",
+                               SimulationConfig(assistant=resolve_assistant(f"python:{target}", clients),
                                                 task_types=["SD"]))
         finally:
             clients.close()
@@ -281,6 +277,6 @@ def test_notebooks_evaluate_the_retrieval_assistant_against_the_prompt_based_one
     table = read_table(tmp_path / "ablation" / "tables" / "table3_own_assistant.csv")
     assert list(table["Assistant model"]) == ["Qwen/Qwen2.5-7B-Instruct", retrieval.removeprefix("python:")]
     assert table.notna().all().all()
-    shown = _shown(ablation, "analysis.table3(")
+    shown = _shown(ablation, "compare_assistants(")
     assert "Table 3." in shown and "backend anthropic, openai, python" in shown
     assert "OFFLINE" not in shown.upper().replace("OFFLINE_", "")

@@ -22,6 +22,7 @@ from test_simulation_support import tiny_benchmark
 from personalens_utils import analysis, judging
 from personalens_utils.analysis import scores
 from personalens_utils.analysis.dialogue_stats import table13
+from personalens_utils.assistants import resolve_assistant
 from personalens_utils.data import Benchmark, save_benchmark
 from personalens_utils.judging import JudgingConfig
 from personalens_utils.llm import LLMClient, registry
@@ -300,16 +301,14 @@ def test_a_real_judge_leaves_offline_made_dialogues_alone_unless_asked(bench, tm
     store = RunStore(tmp_path)
     offline = offline_client()
     clients = Clients("offline", progress=False)
-    python = clients.spec("python:personalens_utils.assistants.retrieval:RetrievalAssistant")
+    python = resolve_assistant("python:personalens_utils.assistants.retrieval:RetrievalAssistant", clients)
     with FakeLLMServer(reply=scripted_reply) as server:
         real = anthropic_client(server, monkeypatch)
         try:
             # offline user and assistant
             run_simulation(bench, store, offline, SimulationConfig(task_types=["SD"]))
             run_simulation(bench, store, real,
-                           SimulationConfig(user_model=MODEL, assistant_model=python.model,
-                                            assistant_client=clients.client(python),
-                                            assistant_backend="python", task_types=["SD"]))
+                           SimulationConfig(user_model=MODEL, assistant=python, task_types=["SD"]))
             # above: a real user agent, but the assistant's model is offline
             run_simulation(bench, store, real,
                            SimulationConfig(user_model=MODEL, assistant_model=MODEL, task_types=["SD"]))

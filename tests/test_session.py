@@ -15,7 +15,7 @@ from personalens_utils import paths, reproduce, session
 from personalens_utils.data import SAMPLES
 from personalens_utils.paths import project_root
 from personalens_utils.reproduce import Settings
-from personalens_utils.session import Session, SessionError, list_param, resolve_session_users
+from personalens_utils.session import Session, SessionConfig, SessionError, list_param, resolve_session_users
 
 NOTEBOOKS = sorted((project_root() / "notebooks").glob("0*.ipynb"))
 PARAMETERS_DOC = project_root() / "docs" / "parameters.md"
@@ -67,7 +67,7 @@ def test_open_resolves_folders_and_closes_the_client(tmp_path, monkeypatch):
     closed = []
     real_close = session.LLMClient.close
     monkeypatch.setattr(session.LLMClient, "close", lambda self: closed.append(self) or real_close(self))
-    with Session.open(benchmark_dir=bench, users=[1], task_types=["SD"]) as s:
+    with Session.open(SessionConfig(benchmark_dir=bench, users=[1], task_types=["SD"])) as s:
         assert s.store is not None and s.store.root == tmp_path / "runs" / session.DEFAULT_RUN
         assert s.output_dir == tmp_path / "runs" / "analysis" and s.users == [1]
         client = s.client
@@ -78,13 +78,13 @@ def test_open_resolves_folders_and_closes_the_client(tmp_path, monkeypatch):
         assert keep(dialogue("a", user_id=1, task_type="SD"))
         assert not keep(dialogue("b", user_id=0, task_type="SD"))
     assert closed == [client]  # closed on leaving the block
-    no_store = Session.open(benchmark_dir=bench, store=False, output_dir=tmp_path / "o")
+    no_store = Session.open(SessionConfig(benchmark_dir=bench, store=False, output_dir=tmp_path / "o"))
     with pytest.raises(SessionError, match="run_dir"):
         _ = no_store.run_store
     with pytest.raises(SessionError, match="task_types"):
-        Session.open(benchmark_dir=bench, task_types=["XD"])
-    assert Session.open(benchmark_dir=bench, task_types="MD,SD", output_dir=tmp_path / "o").task_types == (
-        "MD", "SD")
+        Session.open(SessionConfig(benchmark_dir=bench, task_types=["XD"]))
+    config = SessionConfig(benchmark_dir=bench, task_types="MD,SD", output_dir=tmp_path / "o")
+    assert Session.open(config).task_types == ("MD", "SD")
 
 
 def _declared(notebook: Path) -> dict[str, str]:
@@ -152,8 +152,9 @@ def test_defaults_follow_the_latest_reproduction_and_the_store_follows_the_bench
     with Session.open() as s:
         assert s.benchmark_dir == bench and s.store.root == folder / "store" and s.users is None
     other = _official_like(checkout / "elsewhere", [0])
-    assert Session.open(benchmark_dir=other).store.root == checkout / "runs" / session.DEFAULT_RUN
-    assert Session.open(benchmark_dir=bench).store.root == folder / "store"
+    elsewhere = Session.open(SessionConfig(benchmark_dir=other))
+    assert elsewhere.store.root == checkout / "runs" / session.DEFAULT_RUN
+    assert Session.open(SessionConfig(benchmark_dir=bench)).store.root == folder / "store"
     mine = _official_like(checkout / "data" / "generated" / "default", [0, 1, 2])  # notebook 01 ran since
     with Session.open() as s:
         assert s.benchmark_dir == mine and s.store.root == checkout / "runs" / session.DEFAULT_RUN
@@ -173,7 +174,8 @@ def test_a_gone_reproduction_is_ignored_and_no_benchmark_is_one_line(checkout):
 
 def test_require_names_the_empty_store_and_what_fills_it(checkout):
     bench = _official_like(checkout / "bench", [0])
-    s = Session.open(benchmark_dir=bench, users=[0], task_types=["SD"], run_dir=checkout / "store")
+    s = Session.open(SessionConfig(benchmark_dir=bench, users=[0], task_types=["SD"],
+                                   run_dir=checkout / "store"))
     frame = pd.DataFrame({"user_id": [0]})
     assert s.require(frame, "judgments", "notebooks 03 and 04") is frame
     with pytest.raises(SessionError) as error:
@@ -188,7 +190,7 @@ def test_require_says_which_prompt_set_the_store_holds(checkout):
     nothing to analyse: the one line names the store's prompt set and the parameter that reads it."""
     bench = _official_like(checkout / "bench", [0])
     store = checkout / "store"
-    s = Session.open(benchmark_dir=bench, users=[0], task_types=["SD"], run_dir=store)
+    s = Session.open(SessionConfig(benchmark_dir=bench, users=[0], task_types=["SD"], run_dir=store))
     identity = dict(user_backend="offline", user_model_id="user-sim", assistant_backend="offline",
                     assistant_model_id="assistant")
     s.run_store.append(dialogue("d-official", user_id=0, prompt_set="official", **identity))

@@ -13,6 +13,7 @@ from support.fake_server import FakeLLMServer
 from test_run_identity import scripted_reply
 from test_simulation_support import tiny_benchmark
 
+from personalens_utils.assistants import resolve_assistant
 from personalens_utils.data import save_benchmark
 from personalens_utils.llm import PreflightError, Usage, registry
 from personalens_utils.llm.clients import Clients
@@ -43,8 +44,8 @@ def test_user_agent_and_assistant_each_reach_only_their_own_server(tmp_path, mon
         user, assistant = clients.spec(USER), clients.spec(ASSISTANT)
         try:
             report = run_simulation(bench, store, clients.client(user),
-                                    SimulationConfig(user_model=user.model, assistant_model=assistant.model,
-                                                     assistant_client=clients.client(assistant)))
+                                    SimulationConfig(user_model=user.model,
+                                                     assistant=resolve_assistant(ASSISTANT, clients)))
             usage = clients.usage_frame("simulation")
         finally:
             clients.close()
@@ -81,8 +82,7 @@ def test_a_budget_counts_the_spending_of_the_assistants_own_client(tmp_path, mon
         monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key-not-secret")
         clients = Clients("offline", max_concurrency=1, use_cache=False, progress=False)
         user, assistant = clients.spec("Claude 3 Sonnet"), clients.spec("anthropic:claude-haiku-4-5")
-        options = dict(user_model=user.model, assistant_model=assistant.model,
-                       assistant_client=clients.client(assistant), assistant_backend="anthropic")
+        options = dict(user_model=user.model, assistant=resolve_assistant(str(assistant), clients))
         try:
             whole = run_simulation(bench, RunStore(tmp_path / "uncapped"), clients.client(user),
                                    SimulationConfig(**options))
@@ -117,8 +117,10 @@ def test_the_estimate_prices_each_role_on_its_own_backend(tmp_path):
         haiku, Usage(int(assistant["input_tokens"]), int(assistant["output_tokens"]))))
     assert assistant["cost_usd"] > 0
     # a Python assistant is priced on the model it declares, with the same turns
-    python = rows(assistant_model="personalens_utils.assistants.retrieval:RetrievalAssistant"
-                                  "?model=anthropic:claude-haiku-4-5", assistant_backend="python")
+    clients = Clients("offline", progress=False)
+    retrieval = "python:personalens_utils.assistants.retrieval:RetrievalAssistant"
+    python = rows(assistant=resolve_assistant(f"{retrieval}?model=anthropic:claude-haiku-4-5", clients))
+    clients.close()
     turn = python["assistant_turn"]
     assert (turn["backend"], turn["model"]) == ("anthropic", "claude-haiku-4-5")
     assert python["assistant_turn"]["cost_usd"] == pytest.approx(assistant["cost_usd"])

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from personalens_utils import judging, prompting
+from personalens_utils.assistants import resolve_assistant
 from personalens_utils.data import load_benchmark
 from personalens_utils.judging import JudgingConfig
 from personalens_utils.llm.clients import Clients
@@ -45,12 +46,10 @@ def test_the_store_written_before_issue_19_is_reused_without_a_call(old_store: P
                                       SimulationConfig(settings=["base", "base+all"], task_types=["SD", "MD"],
                                                        user_model=MODEL, assistant_model=MODEL, max_turns=3,
                                                        prompts=prompts)))
-    spec = ModelSpec.parse(RETRIEVAL, "offline")
     reports.append(run_simulation(bench, store, client,
-                                  SimulationConfig(assistant_client=clients.client(spec),
-                                                   assistant_backend="python", settings=["base+I"],
-                                                   task_types=["SD"], user_model=MODEL,
-                                                   assistant_model=spec.model, max_turns=2)))
+                                  SimulationConfig(assistant=resolve_assistant(RETRIEVAL, clients),
+                                                   settings=["base+I"], task_types=["SD"], user_model=MODEL,
+                                                   max_turns=2)))
     contexts = judging.benchmark_contexts(bench)
     for prompt_set in ("kit", "official"):
         prompts = prompting.prompt_set(prompt_set, str(official_code))

@@ -31,7 +31,7 @@ from personalens_utils.analysis.stats import bootstrap_ci
 from personalens_utils.identity import legacy_model_id
 from personalens_utils.judging import DIMENSIONS as JUDGE_DIMENSIONS
 from personalens_utils.judging import OFFICIAL, STRICT, check_scoring, judge_model_key, score_under
-from personalens_utils.llm.python_assistant import calls_backend
+from personalens_utils.llm import registry
 from personalens_utils.records import KIT_PROMPTS, Dialogue, Judgment, Record
 from personalens_utils.store import RunStore
 
@@ -401,12 +401,11 @@ def missing_rates(tidy: pd.DataFrame) -> pd.DataFrame:
 
 def backends(tidy: pd.DataFrame) -> set[str]:
     """Every backend that played a role (user agent, assistant, judge) in the frame, with the backend of
-    the model each assistant written in Python called (so an offline one is labelled as such)."""
+    the model each assistant that calls one through the kit called (so an offline one is labelled as such)."""
     roles = [c for c in ("user_backend", "assistant_backend", "judge_backend") if c in tidy.columns]
     found = set().union(*(set(tidy[c].dropna()) for c in roles)) if roles else set()
-    if "python" in found and "assistant_model_id" in tidy.columns:
-        ids = tidy.loc[tidy["assistant_backend"] == "python", "assistant_model_id"].dropna().unique()
-        found |= {b for b in map(calls_backend, ids) if b}
+    if "assistant_model_id" in tidy.columns:
+        found |= {b for b in map(registry.called_backend, tidy["assistant_model_id"].dropna().unique()) if b}
     return found
 
 

@@ -1,5 +1,26 @@
-"""Assistants under test written in Python (the `python:` spec; `llm.python_assistant` has the protocol).
+"""The assistant under test: one `Assistant` protocol and every kind of it, chosen by spec once.
 
-`retrieval.RetrievalAssistant` is the worked example: it ranks the user's past-interaction notes by
-BM25 relevance to what the user has asked and shows the model only the best few.
+- `prompted.PromptedAssistant`: a language model on any backend, given the prompt set's request;
+- `reference.ReferenceAssistant`: the offline reference assistants of known quality (`ref-*` on offline);
+- `python.PythonAssistant`: the user's own class (`python:package.module:Name`), e.g.
+  `retrieval.RetrievalAssistant` (BM25 over past-interaction notes, then one call to any model).
+
+`resolve.resolve_assistant(spec, clients)` (or `AssistantSpec.parse(...).make(clients)`) is the one place
+that reads an assistant spec; docs/architecture.md, "Add an assistant".
 """
+
+from .base import Assistant, Pricing
+from .python import AssistantError, AssistantLLM, AssistantView, PythonOptions
+from .resolve import AssistantSpec, assistant_on, resolve_assistant
+
+__all__ = [
+    "Assistant",
+    "AssistantError",
+    "AssistantLLM",
+    "AssistantSpec",
+    "AssistantView",
+    "Pricing",
+    "PythonOptions",
+    "assistant_on",
+    "resolve_assistant",
+]

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 
 from rank_bm25 import BM25Okapi
 
-from personalens_utils.llm.python_assistant import AssistantLLM, AssistantView
+from personalens_utils.assistants.python import AssistantLLM, AssistantView
 from personalens_utils.prompts import dialogue as P
 from personalens_utils.prompts.render import render_fields
 
@@ -31,6 +31,8 @@ _STOPWORDS = frozenset((
     "in", "is", "it", "its", "me", "my", "of", "on", "or", "our", "please", "so", "that", "the", "their",
     "them", "they", "this", "to", "was", "we", "were", "what", "which", "with", "would", "you", "your",
 ))
+SPEC = "python:personalens_utils.assistants.retrieval:RetrievalAssistant"
+"""The spec that names this assistant (options after `?`)."""
 RETRIEVED_HEADING = "## Notes from earlier conversations that match this request"
 
 

@@ -1,9 +1,7 @@
 """One `LLMClient` per backend, so each role (user agent, assistant, judge) can run on its own.
 
 Roles whose specs share a backend (and endpoint variable) share a client, its concurrency bound and
-its books; roles on different backends never wait on, or are counted with, each other. An assistant
-written in Python (`python:` spec) is served by a `PythonAssistant`, whose model calls go through
-the client of that model's backend and are booked there as the assistant's.
+its books; roles on different backends never wait on, or are counted with, each other.
 """
 
 from __future__ import annotations
@@ -14,9 +12,8 @@ from typing import Any
 import pandas as pd
 
 from .client import USAGE_COLUMNS, LLMClient
-from .python_assistant import PythonAssistant
 from .registry import KNOWN_BACKENDS
-from .specs import PYTHON, ModelSpec, SpecError
+from .specs import ModelSpec, SpecError
 from .types import ROLES
 
 DEFAULT_CONCURRENCY = 8
@@ -40,7 +37,6 @@ class Clients:
         self.max_concurrency = max_concurrency
         self.client_options = client_options
         self._clients: dict[str, LLMClient] = {}
-        self._python: dict[str, PythonAssistant] = {}
 
     def spec(self, text: str, *, default_model: str = "", what: str = "model") -> ModelSpec:
         """`ModelSpec.parse` with this session's default backend."""
@@ -53,12 +49,7 @@ class Clients:
                                         self.max_concurrency.get(spec.backend, DEFAULT_CONCURRENCY))
 
     def client(self, spec: ModelSpec) -> LLMClient:
-        """The client that serves `spec`, made on first use. A `python:` spec gets a `PythonAssistant`
-        (one per assistant), which calls its own model through the client of that model's backend."""
-        if spec.backend == PYTHON:
-            if spec.model not in self._python:
-                self._python[spec.model] = PythonAssistant(spec.model, self)
-            return self._python[spec.model]  # type: ignore[return-value]  # it stands in for the assistant's client
+        """The client that serves `spec`, made on first use."""
         key = spec.client_key
         if key not in self._clients:
             self._clients[key] = LLMClient(spec.backend, max_concurrency=self._bound(spec),
@@ -85,4 +76,3 @@ class Clients:
         for client in self._clients.values():
             client.close()
         self._clients.clear()
-        self._python.clear()

@@ -495,13 +495,19 @@ def resolve(model: str, backend: str) -> str:
 
 
 def role_lines(roles: dict[str, str], backend: str) -> list[str]:
-    """One line per role (e.g. {"user agent": "Claude 3 Sonnet"}) naming what will be called on `backend`;
-    on "python", the Python assistant and the model it calls."""
-    if backend == "python":
-        from .python_assistant import model_id
-
-        return [f"{role}: python:{model_id(model)}" for role, model in roles.items()]
+    """One line per role (e.g. {"user agent": "Claude 3 Sonnet"}) naming what will be called on `backend`."""
     return [resolve_model(model, backend).describe(role) for role, model in roles.items()]
+
+
+CALLS = " -> "
+"""Separates the own id of an assistant that calls a model of its own from that model's backend:id, in
+its model id (`<own id> -> backend:id`)."""
+
+
+def called_backend(model_id: str) -> str | None:
+    """The backend a model id of that form says its model runs on, or None when it names none."""
+    _, sep, called = model_id.rpartition(CALLS)
+    return called.partition(":")[0] if sep else None
 
 
 def price_for(model: str) -> Price | None:

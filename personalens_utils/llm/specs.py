@@ -10,22 +10,24 @@ An OpenAI-compatible endpoint other than OPENAI_BASE_URL is named by the environ
 holds its URL: `openai@VLLM_URL:Qwen/Qwen2.5-7B-Instruct` calls the server at $VLLM_URL. Specs never
 carry URLs or keys themselves; those come from the environment only (the key from OPENAI_API_KEY).
 
-The assistant under test may also be Python code: `python:package.module:Name` (options after `?`,
-e.g. `python:personalens_utils.assistants.retrieval:RetrievalAssistant?k=3&model=offline`); see
-`llm.python_assistant`.
+A spec is refused when it cannot mean a model: nothing before or after its colon (`::`), a model name
+without a letter or digit, or, on the offline backend (which answers any name), a word before the
+first colon that names no backend (`nosuchbackend:model`). The assistant under test has more kinds
+of spec than a model's; those are read by `assistants.resolve`.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from typing import Any
 
+from . import registry
 from .registry import KNOWN_BACKENDS
 
 DEFAULT_BASE_URL_VAR = "OPENAI_BASE_URL"
-PYTHON = "python"
-"""Not a backend: `python:package.module:Name` is an assistant written in Python (llm/python_assistant.py)."""
+_BACKEND_WORD = re.compile(r"[a-z][a-z0-9_-]*")
 
 
 class SpecError(ValueError):
@@ -54,13 +56,14 @@ class ModelSpec:
         head, colon, model = text.partition(":")
         backend, at, var = head.partition("@")
         backend = backend.strip().lower()
-        if backend == PYTHON:
-            return cls._python(text, at, model.strip(), what)
+        if colon and not head.strip():
+            raise SpecError(f"{what}={text!r}: nothing before ':'; write 'backend:model' with a backend of "
+                            f"{KNOWN_BACKENDS}, or a model name alone")
         if backend not in KNOWN_BACKENDS:
-            if at:
-                raise SpecError(f"{what}={text!r}: unknown backend {backend!r} before '@'; "
-                                f"use one of {KNOWN_BACKENDS}")
-            return cls(default_backend, text)
+            if at or (colon and default_backend == "offline" and _BACKEND_WORD.fullmatch(backend)):
+                raise SpecError(f"{what}={text!r}: unknown backend {backend!r}; write 'backend:model' with a "
+                                f"backend of {KNOWN_BACKENDS}, or a model name alone")
+            return cls(default_backend, _named(text, text, what))
         model = model.strip()
         if colon and not model:
             raise SpecError(f"{what}={text!r}: no model after '{head}:'; "
@@ -72,18 +75,11 @@ class ModelSpec:
                 raise SpecError(f"{what}={text!r} names no model and this role has no default: "
                                 f"write '{backend}:<model>'")
             model = default_model
-        return cls(backend, model, var.strip() or None)
+        return cls(backend, _named(model, text, what), var.strip() or None)
 
-    @classmethod
-    def _python(cls, text: str, at: str, target: str, what: str) -> ModelSpec:
-        """`python:package.module:Name[?options]`: an assistant written in Python (llm/python_assistant.py),
-        its target written canonically; the object is loaded when its client is made."""
-        from .python_assistant import Target
-
-        if at or not target:
-            raise SpecError(f"{what}={text!r}: write python:package.module:Name (a class or object with a "
-                            "reply(view, llm) method; docs/simulation.md)")
-        return cls(PYTHON, str(Target.parse(target, what)))
+    def describe(self, role: str) -> str:
+        """The line naming what `role` will call: the backend and the id sent there."""
+        return registry.resolve_model(self.model, self.backend).describe(role)
 
     @staticmethod
     def _check_var(text: str, backend: str, var: str, model: str, what: str) -> None:
@@ -111,3 +107,11 @@ class ModelSpec:
 
     def __str__(self) -> str:
         return f"{self.client_key}:{self.model}"
+
+
+def _named(model: str, text: str, what: str) -> str:
+    """`model` when it can name one: it has a letter or a digit."""
+    if not any(ch.isalnum() for ch in model):
+        raise SpecError(f"{what}={text!r}: {model!r} is not a model name; write a model such as "
+                        "'Claude 3 Sonnet' or a spec 'backend:model'")
+    return model

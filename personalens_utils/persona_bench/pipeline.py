@@ -19,9 +19,10 @@ from personalens_utils.persona_bench import report as R
 from personalens_utils.persona_bench.data import find_dataset
 from personalens_utils.persona_bench.items import KIT, SETTINGS, TASKS, PersonaItem, dataset_id, iter_items
 from personalens_utils.persona_bench.official import OFFICIAL, make_official_prompts, read_official_items
-from personalens_utils.persona_bench.runner import DEFAULT_MODEL, run_items
+from personalens_utils.persona_bench.runner import run_items
 from personalens_utils.persona_bench.synthetic import SYNTHETIC_LABEL, write_synthetic
 from personalens_utils.plots import FigureResult
+from personalens_utils.roles import ModelRole
 from personalens_utils.session import Session
 from personalens_utils.shards import Shard
 from personalens_utils.store import RunStore
@@ -82,11 +83,9 @@ class PersonaRun:
     model: str
 
     @classmethod
-    def of(cls, session: Session, data: Path, data_label: str, model: str = DEFAULT_MODEL) -> PersonaRun:
-        spec = session.spec(model, "model")
-        return cls(
-            data, data_label, session.run_store, session.output_dir, session.client_for(spec), spec.model
-        )
+    def of(cls, session: Session, data: Path, data_label: str, role: ModelRole) -> PersonaRun:
+        """The run of the session's `role` (the model asked, resolved when the session opened)."""
+        return cls(data, data_label, session.run_store, session.output_dir, role.client, role.model)
 
     def items(
         self,

@@ -18,7 +18,7 @@ from .runner import (
     plan_dialogues,
     run_simulation,
 )
-from .settings import PAPER_SETTINGS, AssistantSetting, SettingError, default_assistant
+from .settings import PAPER_SETTINGS, AssistantSetting, SettingError
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -31,7 +31,6 @@ __all__ = [
     "arun_simulation",
     "assistant_request",
     "assistant_system",
-    "default_assistant",
     "default_users",
     "dialogue_frame",
     "estimate_simulation",

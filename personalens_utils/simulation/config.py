@@ -22,8 +22,9 @@ class SimulationConfig:
     """A simulation run: the scenarios (task types) and assistant settings, the two roles' models,
     whose prompts, and the run's limits.
 
-    `assistant_client` answers the assistant's turns (default: the user agent's client; a
-    `PythonAssistant` for a `python:` spec); `assistant_backend` is a check of the backend it calls.
+    `assistant` is the assistant under test (an `assistants.Assistant`; default: `assistant_model` on
+    the user agent's client); without one, `assistant_backend` is where a planner or an estimate
+    places `assistant_model`.
     `max_turns` overrides the 20/30 caps; `limit` runs at most that many of the planned dialogues;
     `shard="i/n"` one machine's share; `max_cost_usd` stops new calls once that much is spent;
     `retry_errors` redoes dialogues stored as errors."""
@@ -33,7 +34,7 @@ class SimulationConfig:
     user_model: str = DEFAULT_MODEL
     assistant_model: str = DEFAULT_MODEL
     prompts: PromptSet = KIT
-    assistant_client: Any = None
+    assistant: Any = None
     assistant_backend: str | None = None
     retry_errors: bool = False
     max_turns: int | None = None

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from personalens_utils.assistants import Assistant, assistant_on
 from personalens_utils.engine import error_message
 from personalens_utils.identity import resolved_model
 from personalens_utils.llm import Message, Response, Usage
@@ -47,14 +48,14 @@ async def simulate_dialogue(
     setting: AssistantSetting,
     *,
     user_model: str,
-    assistant_model: str,
+    assistant_model: str = "",
     max_turns: int | None = None,
-    assistant_client: Any = None,
+    assistant: Assistant | None = None,
     prompts: PromptSet = KIT,
 ) -> Dialogue:
     """Run one dialogue and return its run-store record: the user agent speaks through `client` (an
-    `LLMClient`), the assistant through `assistant_client` (default: the same client), both with the
-    requests and by the rules of `prompts`.
+    `LLMClient`), the assistant is `assistant` (default: `assistant_model` on the same client), both
+    with the requests and by the rules of `prompts`.
 
     A call failing in the llm layer does not raise (except an authentication failure, see
     `engine.error_message`): the record comes back with status "error", the error message and the
@@ -63,10 +64,10 @@ async def simulate_dialogue(
     scenario = ctx.scenario
     cap = max_turns if max_turns is not None else TURN_CAPS[scenario.task_type]
     turns: list[dict[str, str]] = []
-    assistant_client = assistant_client or client
+    assistant = assistant or assistant_on(client, assistant_model)
+    assistant_model = assistant.model
     backend = getattr(client, "backend_name", "")
-    assistant_backend = getattr(assistant_client, "backend_name", "")
-    books = _Books(backend=assistant_backend)
+    books = _Books(backend=assistant.backend)
     status, error = TURN_CAP, None
     try:
         for index in range(prompts.user_messages(cap)):
@@ -76,7 +77,7 @@ async def simulate_dialogue(
             if index >= cap and not done:  # a set counting replies: the cap's last user message
                 break
             request = prompts.assistant_request(setting, ctx, turns, assistant_model)
-            reply = books.add(await assistant_client.acomplete(request))
+            reply = books.add(await assistant.respond(request))
             turns.append({"role": "assistant", "content": prompts.kept_reply(reply, assistant_model)})
             if done and index > 0:
                 status = TERMINATED
@@ -94,11 +95,11 @@ async def simulate_dialogue(
         assistant_setting=setting.name,
         prompt_version=prompts.version,
         prompt_set=prompts.name,
-        backend=assistant_backend or books.backend,
+        backend=assistant.backend or books.backend,
         user_backend=backend,
         user_model_id=resolved_model(user_model, backend),
-        assistant_backend=assistant_backend,
-        assistant_model_id=resolved_model(assistant_model, assistant_backend),
+        assistant_backend=assistant.backend,
+        assistant_model_id=assistant.model_id,
         status=status,
         error=error,
         turns=tuple(Message(t["role"], t["content"]) for t in turns),  # type: ignore[arg-type]

@@ -14,19 +14,18 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
 
 import pandas as pd
 
 from personalens_utils import engine
+from personalens_utils.assistants import Assistant, Pricing, assistant_on
+from personalens_utils.assistants.python import AssistantError, AssistantStopped
 from personalens_utils.data import MD, SD, Benchmark
 from personalens_utils.engine import Item, Plan, StageReport
 from personalens_utils.identity import Role, dialogue_id
 from personalens_utils.llm import CallKind, LLMClient
 from personalens_utils.llm.budget import CostEstimate, Tally, request_tokens
-from personalens_utils.llm.python_assistant import PythonAssistant, load
-from personalens_utils.llm.specs import PYTHON
 from personalens_utils.prompting import ScenarioContext
 from personalens_utils.records import Dialogue, Record
 from personalens_utils.shards import Shard
@@ -60,9 +59,10 @@ def planned_ids(store: RunStore, scenario_ids: Sequence[str], settings: Sequence
                 config: SimulationConfig, backend: str, assistant_backend: str) -> dict[tuple[str, str], str]:
     """(scenario id, setting name) -> the id of its dialogue when the user agent runs on `backend` and
     the assistant on `assistant_backend` with the configured models and prompts."""
-    prompts = config.prompts
+    prompts, given = config.prompts, config.assistant
     user = Role.of(config.user_model, backend)
-    assistant = Role.of(config.assistant_model, assistant_backend)
+    assistant = (Role(given.model, given.backend, given.model_id) if given is not None
+                 else Role.of(config.assistant_model, assistant_backend))
     return {(sid, name): dialogue_id(sid, name, user=user, assistant=assistant, prompt_set=prompts.name,
                                      prompt_version=prompts.version)
             for sid in scenario_ids for name in settings}
@@ -100,63 +100,68 @@ def plan_dialogues(benchmark: Benchmark, store: RunStore, config: SimulationConf
     return engine.plan(store, Dialogue, candidates, retry_errors=config.retry_errors, limit=config.limit)
 
 
-def _stage(config: SimulationConfig, assistant_client: LLMClient | None) -> engine.Stage[PlannedDialogue]:
+def _stage(config: SimulationConfig, assistant: Assistant) -> engine.Stage[PlannedDialogue]:
     async def work(client: LLMClient, item: Item[PlannedDialogue]) -> list[Record]:
-        assistant = assistant_client or client
+        ctx, setting = item.payload.ctx, item.payload.setting
         with assistant.stage(client.current_stage):  # the assistant's calls are booked under this stage too
-            ctx, setting = item.payload.ctx, item.payload.setting
-            return [await simulate_dialogue(client, ctx, setting, user_model=config.user_model,
-                                            assistant_model=config.assistant_model,
-                                            max_turns=config.max_turns, assistant_client=assistant,
-                                            prompts=config.prompts)]
+            try:
+                return [await simulate_dialogue(client, ctx, setting, user_model=config.user_model,
+                                                assistant=assistant, max_turns=config.max_turns,
+                                                prompts=config.prompts)]
+            except AssistantStopped as exc:
+                raise AssistantError(
+                    f"{exc} (user {ctx.scenario.user_id}, task {ctx.scenario.task_id}, "
+                    f"setting {setting.name}). Dialogues finished before this are kept; fix the assistant "
+                    "and run again, or set on_assistant_error='record' to store such dialogues as errors "
+                    "and go on") from exc
 
     return engine.Stage(STAGE, Dialogue, work)
+
+
+def with_assistant(config: SimulationConfig, client: LLMClient) -> SimulationConfig:
+    """`config` with its assistant under test made: the one given (`config.assistant`, whose model
+    name then is `assistant_model`), or `assistant_model` on the user agent's client."""
+    if config.assistant is None:
+        return replace(config, assistant=assistant_on(client, config.assistant_model))
+    return replace(config, assistant_model=config.assistant.model)
 
 
 def _prepare(benchmark: Benchmark, run: RunStore | str | os.PathLike[str], client: LLMClient,
              config: SimulationConfig,
              ) -> tuple[RunStore, engine.Stage[PlannedDialogue], Plan[PlannedDialogue], StageReport]:
-    assistant_client = None if config.assistant_client is client else config.assistant_client
-    if config.assistant_backend not in (None, (assistant_client or client).backend_name):
-        raise ValueError(f"assistant_backend={config.assistant_backend!r} but the assistant's client calls "
-                         f"{(assistant_client or client).backend_name!r}: pass the assistant's own client "
-                         "as assistant_client")
+    config = with_assistant(config, client)
     store = _store(run)
-    planned = plan_dialogues(benchmark, store, config, backend=client.backend_name,
-                             assistant_backend=(assistant_client or client).backend_name)
+    planned = plan_dialogues(benchmark, store, config, backend=client.backend_name)
     shard = config.shard
     report = StageReport(STAGE, shard=str(shard) if shard else None, max_cost_usd=config.max_cost_usd,
                          details=config.prompts.details())
-    return store, _stage(config, assistant_client), planned, report
+    return store, _stage(config, config.assistant), planned, report
 
 
-def _others(client: LLMClient, assistant: Any) -> list[LLMClient]:
-    """The clients besides the user agent's that the assistant's calls go to (a Python assistant's
-    are those of the model it calls): their spending counts against `max_cost_usd` and in the report."""
-    if assistant is None:
-        return []
-    found = assistant.llm_clients() if isinstance(assistant, PythonAssistant) else [assistant]
-    return [c for c in found if c is not client]
+def _others(client: LLMClient, assistant: Assistant) -> list[LLMClient]:
+    """The clients besides the user agent's that the assistant's calls go to (`Assistant.clients`):
+    their spending counts against `max_cost_usd` and in the report."""
+    return [c for c in assistant.clients() if c is not client]
 
 
-def _pool_size(client: LLMClient, assistant: LLMClient | None) -> int:
+def _pool_size(client: LLMClient, assistant: Assistant) -> int:
     """Dialogues in progress at once: a dialogue makes one call at a time, alternating between the user
     agent's and the assistant's client, so the sum of their call bounds keeps every slot busy (also
     while some dialogues wait out a retry) without spreading the calls over more dialogues than
     needed; fewer dialogues in flight means less lost to a kill or cut by a budget."""
-    return client.max_concurrency + (assistant or client).max_concurrency
+    return client.max_concurrency + assistant.max_concurrency
 
 
 async def arun_simulation(benchmark: Benchmark, run: RunStore | str | os.PathLike[str], client: LLMClient,
                           config: SimulationConfig | None = None) -> StageReport:
     """Simulate every planned dialogue into the run store; see `run_simulation`."""
-    config = config or SimulationConfig()
+    config = with_assistant(config or SimulationConfig(), client)
     store, stage, planned, report = _prepare(benchmark, run, client, config)
-    others = _others(client, config.assistant_client)
+    others = _others(client, config.assistant)
     before = [c.totals() for c in others]
     await engine.arun_stage(stage, store, client, planned, report=report, desc=Dialogue.table,
                             max_cost_usd=report.max_cost_usd,
-                            pool_size=_pool_size(client, config.assistant_client), others=others)
+                            pool_size=_pool_size(client, config.assistant), others=others)
     for other, totals in zip(others, before, strict=True):
         report.spent(totals, other.totals())
     return report
@@ -165,21 +170,21 @@ async def arun_simulation(benchmark: Benchmark, run: RunStore | str | os.PathLik
 def run_simulation(benchmark: Benchmark, run: RunStore | str | os.PathLike[str], client: LLMClient,
                    config: SimulationConfig | None = None) -> StageReport:
     """Simulate every planned dialogue into the run store: the user agent through `client` (an
-    `LLMClient`), the assistant through `config.assistant_client` (default: `client`), as configured
+    `LLMClient`), the assistant under test is `config.assistant` (an `assistants.Assistant`, e.g.
+    `Session.assistant(...)`; default: `config.assistant_model` on `client`), as configured
     (`SimulationConfig`: settings, task types, models, prompt set, limits).
 
-    `max_cost_usd` stops new calls once this much is spent in this call by the user agent's and the
-    assistant's clients together; the report's `status` is then "budget reached" and a rerun continues
-    where it stopped. The report counts the calls of both clients. `assistant_client` may be a
-    `PythonAssistant` (a `python:` spec's client): its model's calls are counted and limited the same
-    way. Works in scripts and in notebooks with a running event loop.
+    `max_cost_usd` stops new calls once this much is spent in this call by the user agent's client and
+    every client the assistant's calls go through (`Assistant.clients`) together; the report's
+    `status` is then "budget reached" and a rerun continues where it stopped. The report counts the
+    calls of all of them. Works in scripts and in notebooks with a running event loop.
     """
-    config = config or SimulationConfig()
+    config = with_assistant(config or SimulationConfig(), client)
     store, stage, planned, report = _prepare(benchmark, run, client, config)
-    others = _others(client, config.assistant_client)
+    others = _others(client, config.assistant)
     before = [c.totals() for c in others]
     engine.run_stage(stage, store, client, planned, report=report, desc=Dialogue.table,
-                     max_cost_usd=report.max_cost_usd, pool_size=_pool_size(client, config.assistant_client),
+                     max_cost_usd=report.max_cost_usd, pool_size=_pool_size(client, config.assistant),
                      others=others)
     for other, totals in zip(others, before, strict=True):
         report.spent(totals, other.totals())
@@ -195,15 +200,21 @@ def estimate_simulation(benchmark: Benchmark, run: RunStore | str | os.PathLike[
     dialogue and tokens per turn are the paper's Table 13 averages (`PAPER_TURNS`,
     `PAPER_TOKENS_PER_TURN`), capped by `max_turns`; the fixed part of each prompt (instructions,
     profile, assistant context) is rendered for up to `sample` dialogues per task type and setting
-    and scaled up. `backend` is the user agent's and `config.assistant_backend` (default the same)
-    the assistant's: they decide which dialogues are already stored, and each role's calls are priced
-    on its own backend ("offline": nothing is spent; a `python:` assistant on the model it declares).
+    and scaled up. `backend` is the user agent's and `config.assistant` (an `Assistant`; without one,
+    `assistant_model` on `config.assistant_backend`, default the same) the assistant under test: they
+    decide which dialogues are already stored, and each role's calls are priced on its own backend
+    ("offline": nothing is spent; the assistant as `Assistant.pricing` says, e.g. a Python assistant
+    on the model it declares).
     """
     config = config or SimulationConfig()
+    if config.assistant is not None:
+        config = replace(config, assistant_model=config.assistant.model)
+        pricing = config.assistant.pricing()
+    else:
+        priced_on = config.assistant_backend or backend
+        pricing = Pricing(priced_on, config.assistant_model, f"{priced_on}:{config.assistant_model}")
     max_turns, prompts = config.max_turns, config.prompts
     user_model, assistant_model = config.user_model, config.assistant_model
-    assistant_backend, priced_model, note = _assistant_pricing(backend, config.assistant_backend,
-                                                               assistant_model)
     todo = [item.payload
             for item in plan_dialogues(benchmark, _store(run), config, backend=backend,
                                        assistant_backend=config.assistant_backend).items]
@@ -227,10 +238,10 @@ def estimate_simulation(benchmark: Benchmark, run: RunStore | str | os.PathLike[
         tally.add(STAGE, str(CallKind.USER_TURN), user_model, calls=n * turns,
                   input_tokens=scale * (opening + (turns - 1) * next_turn) + n * history,
                   output_tokens=n * turns * user_out)
-        if priced_model is not None:
-            tally.add(STAGE, str(CallKind.ASSISTANT_TURN), priced_model, calls=n * turns,
+        if pricing.model is not None:
+            tally.add(STAGE, str(CallKind.ASSISTANT_TURN), pricing.model, calls=n * turns,
                       input_tokens=scale * turns * system + n * (history + turns * user_out),
-                      output_tokens=n * turns * (per_turn - user_out), backend=assistant_backend)
+                      output_tokens=n * turns * (per_turn - user_out), backend=pricing.backend)
     counts = ", ".join(f"{kind} {setting}: {len(items)}" for (kind, setting), items in groups.items())
     return tally.estimate([
         f"{len(todo)} dialogues still to run ({counts or 'none'})",
@@ -239,23 +250,8 @@ def estimate_simulation(benchmark: Benchmark, run: RunStore | str | os.PathLike[
         f"tokens per turn from Table 13: SD {PAPER_TOKENS_PER_TURN[SD]}, MD {PAPER_TOKENS_PER_TURN[MD]}; "
         f"the user's message taken as {USER_SHARE:.0%} of a turn",
         "every turn re-sends the dialogue so far to both the user agent and the assistant",
-        f"each role priced on its own backend: user agent {backend}:{user_model}, assistant {note}",
+        f"each role priced on its own backend: user agent {backend}:{user_model}, assistant {pricing.note}",
     ])
-
-
-def _assistant_pricing(
-    backend: str, assistant_backend: str | None, model: str
-) -> tuple[str, str | None, str]:
-    """The backend and model an estimate prices the assistant's turns on, and how to say so: a Python
-    assistant's are its declared model's, sized like a prompt-based assistant's turns."""
-    assistant_backend = assistant_backend or backend
-    if assistant_backend != PYTHON:
-        return assistant_backend, model, f"{assistant_backend}:{model}"
-    inner = load(model).inner
-    if inner is None:
-        return PYTHON, None, f"python:{model} (calls no model through the kit: nothing priced)"
-    return inner.backend, inner.model, (f"python:{model} through {inner.backend}:{inner.model}, one call "
-                                        "per turn sized like the prompt-based assistant's")
 
 
 _EMPTY_TURN = ({"role": "user", "content": ""}, {"role": "assistant", "content": ""})

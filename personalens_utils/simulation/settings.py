@@ -19,15 +19,6 @@ CONTEXT_PARTS = {
 
 PAPER_SETTINGS = ("vanilla", "base", "base+D", "base+I", "base+S", "base+all")
 
-OFFLINE_ASSISTANT = "ref-follows-setting"
-PAPER_ASSISTANT = "Claude 3 Sonnet"
-
-
-def default_assistant(backend: str) -> str:
-    """The assistant a notebook simulates when none is named: offline, the reference assistant that
-    uses exactly its setting's context (llm/offline/reference.py); elsewhere the paper's assistant."""
-    return OFFLINE_ASSISTANT if backend == "offline" else PAPER_ASSISTANT
-
 
 class SettingError(ValueError):
     """An assistant setting name that cannot be parsed."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from typing import Any
 
 SEEN: list[Any] = []
@@ -53,3 +55,37 @@ class BadModel:
 
 
 INSTANCE = Recorder()
+
+
+HANG_S = 30.0
+"""How long `Hangs` waits before giving up on its own (far beyond any timeout a test sets)."""
+
+
+class Hangs:
+    """A plain reply that does not return (for as long as any test waits)."""
+
+    def reply(self, view: Any, llm: Any) -> str:
+        threading.Event().wait(HANG_S)
+        return "Too late."
+
+
+class HangsAsync:
+    """An async reply that does not return."""
+
+    async def reply(self, view: Any, llm: Any) -> str:
+        await asyncio.sleep(HANG_S)
+        return "Too late."
+
+
+class Raises:
+    """A reply that raises from the user's own code."""
+
+    def reply(self, view: Any, llm: Any) -> str:
+        raise ValueError("the notes index is empty")
+
+
+class Empty:
+    """A reply with nothing in it."""
+
+    async def reply(self, view: Any, llm: Any) -> str:
+        return "  \n"

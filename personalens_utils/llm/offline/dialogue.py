@@ -14,9 +14,9 @@ them unasked; demographics (D) and the situation (S) only yield a guess when one
 an option of a preference type, plus a remark fitted to them. Whatever is not known it asks for, two
 types a turn (three for multi-domain tasks, one with vanilla instructions).
 
-Which of that the assistant uses depends on its model name: a reference assistant
-(`reference.REFERENCE_ASSISTANTS`, e.g. `ref-dialogue-only`) has a fixed view whatever its setting;
-any other name sees exactly its setting's context.
+Which of that the assistant uses is its view (`views.View`, the request's `view` context entry): the
+reference assistants (`assistants.reference`) fix it whatever their setting; without one the
+assistant sees exactly its setting's context.
 
 Preference values always appear verbatim: in the user's text when revealed, in the assistant's when
 applied, so an evidence-based judge can tell proactive from reactive personalization.
@@ -36,7 +36,7 @@ from personalens_utils.reference.schema import PreferenceType, load_schema
 from ..types import CallKind, Request
 from . import register
 from .judge import words_of
-from .reference import view_of
+from .views import View
 
 # ---------------------------------------------------------------------------------------------
 # Vocabulary both agents share: how a preference type is named in conversation, and the sentence
@@ -427,13 +427,13 @@ def _opening_remarks(instructions: str, context: Mapping[str, Any], rng: random.
 
 
 def _oracle_known(oracle: Mapping[str, Any]) -> dict[tuple[str, str], str]:
-    """The task's relevant preference values, as `ref-all-preferences` knows them from the start."""
+    """The task's relevant preference values, as an assistant with the oracle view knows them at once."""
     relevant, _ = _user_items(oracle.get("task") or {}, oracle.get("preferences") or {})
     return {_key(item.pref): _join(item.values) for item in relevant}
 
 
 def _ignoring_reply(user_messages: Sequence[str], rng: random.Random) -> str:
-    """`ref-ignores-context`: the same stock arrangement whatever the user asked for or said."""
+    """An assistant that reads no dialogue: the same stock arrangement whatever the user asked for or said."""
     last = user_messages[-1] if user_messages else ""
     if len(user_messages) > 1 and re.search(r"\b(never mind|leave it there)\b", last, re.IGNORECASE):
         return _APOLOGY
@@ -445,7 +445,7 @@ def _ignoring_reply(user_messages: Sequence[str], rng: random.Random) -> str:
 @register(CallKind.ASSISTANT_TURN)
 def assistant_turn(request: Request, rng: random.Random) -> str:
     context = request.context
-    view = view_of(request.model)
+    view = View.of(context)
     user_messages = [m.content for m in request.messages if m.role == "user"]
     if not view.dialogue:
         return _ignoring_reply(user_messages, rng)

@@ -1,5 +1,5 @@
-"""Your own assistant in Python: the protocol, the loader of `python:` specs, and the adapter the
-dialogue loop calls in place of a prompt-based assistant.
+"""Your own assistant in Python: the protocol, the loader of `python:` specs, and `PythonAssistant`,
+the `Assistant` the dialogue loop calls.
 
 A spec `python:package.module:Name` (options after `?`: `python:package.module:Name?k=3&model=offline`)
 names an assistant under test written in Python. `Name` is a class, called once with the options as
@@ -18,31 +18,44 @@ and may declare two attributes that become part of its run identity (docs/simula
 setting, task type, domains, the context parts the setting lets it see (demographics, interaction
 summaries, situation), the dialogue so far, and the instructions the prompt-based assistant would
 read. A plain `reply` runs in a worker thread and calls `llm.complete_sync`.
+
+A reply that takes longer than `reply_timeout_s` (`DEFAULT_REPLY_TIMEOUT_S`), raises, or is empty is
+a failure of the assistant, not of the kit: by default the run stops with one line naming the
+assistant, the user and the task (`AssistantError`); with `on_error="record"` the dialogue is
+stored as an error record instead (rerun with `retry_errors=True`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import importlib
 import inspect
+import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager, nullcontext
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Literal
 
-from . import registry
-from .offline.reference import SETTING_ASSISTANT
-from .registry import KNOWN_BACKENDS
-from .specs import PYTHON, ModelSpec, SpecError
-from .types import CallKind, FatalError, Message, Request, Response, Usage
+from personalens_utils.llm import LLMClient, registry
+from personalens_utils.llm.registry import CALLS, KNOWN_BACKENDS
+from personalens_utils.llm.specs import ModelSpec, SpecError
+from personalens_utils.llm.types import CallKind, FatalError, LLMError, Message, Request, Response, Usage
+from personalens_utils.records import OFFLINE
 
-if TYPE_CHECKING:
-    from .client import LLMClient
+from .base import Pricing
+from .reference import SETTING_ASSISTANT, view_of
 
-CALLS = " -> "
-"""Separates a Python assistant's own id from the backend:model it calls, in its model id."""
+PYTHON = "python"
+"""The backend dialogue records of a Python assistant carry; its spec is `python:package.module:Name`."""
+SPEC_FORM = "python:package.module:Name[?k=v&...]"
+"""How a Python assistant's spec is written (help texts)."""
+DEFAULT_REPLY_TIMEOUT_S = 300.0
+"""How long one `reply` may take, its model calls included, before the assistant counts as hung."""
+ON_ERROR = ("stop", "record")
+
 VIEW_KEYS = ("setting", "task_type", "domains", "demographics", "interactions", "situation")
 """The context keys of an assistant request a Python assistant sees (never the offline `oracle`)."""
 
@@ -195,24 +208,11 @@ def load(text: str) -> Loaded:
     if model is not None and not isinstance(model, str | ModelSpec):
         raise AssistantLoadError(f"{where}: its `model` must be a spec text such as 'offline', got {model!r}")
     inner = model if isinstance(model, ModelSpec) else inner_spec(model, where) if model else None
-    if inner is not None and inner.backend == PYTHON:
-        raise AssistantLoadError(f"{where}: its model must be a language model, not another python: spec")
     return Loaded(target, obj, inner, str(version) if version is not None else None)
 
 
 def _kwargs(target: Target) -> str:
     return ", ".join(f"{k}={v!r}" for k, v in target.options)
-
-
-def model_id(text: str) -> str:
-    """The run identity of the assistant a `python:` spec names (see `Loaded.model_id`)."""
-    return load(text).model_id
-
-
-def calls_backend(assistant_model_id: str) -> str | None:
-    """The backend a Python assistant's model id says it calls, or None when it calls no model."""
-    _, sep, called = assistant_model_id.rpartition(CALLS)
-    return called.partition(":")[0] if sep else None
 
 
 @dataclass
@@ -250,7 +250,7 @@ class AssistantLLM:
                        model=self.spec.model,
                        temperature=self.temperature if temperature is None else temperature,
                        max_tokens=max_tokens or self.max_tokens,
-                       context={**self.view.context(), **(context or {})})
+                       context={**self.view.context(), **(context or {}), **_offline_view(self.spec)})
 
     async def complete(self, system: str, messages: Sequence[Message] | None = None, **options: Any) -> str:
         """The model's answer text (options: `context`, `temperature`, `max_tokens`)."""
@@ -269,69 +269,171 @@ class AssistantLLM:
         return response.text
 
 
+def _offline_view(spec: ModelSpec | None) -> dict[str, Any]:
+    """The view entry an offline reference assistant named as a Python assistant's model needs."""
+    if spec is None or spec.backend != OFFLINE:
+        return {}
+    return view_of(spec.model).context()
+
+
+class AssistantFailed(LLMError):
+    """A Python assistant's reply failed (hung, raised, or empty) and the run was asked to go on: the
+    dialogue is stored as an error record naming the assistant and what went wrong."""
+
+
+class AssistantStopped(Exception):
+    """A Python assistant's reply failed and the run stops (the default); the runner adds the scenario."""
+
+    def __init__(self, message: str, assistant: str):
+        super().__init__(message)
+        self.assistant = assistant
+
+
+class AssistantError(RuntimeError):
+    """A run stopped by its Python assistant: one line naming the assistant, the user and the task."""
+
+    def _render_traceback_(self) -> list[str]:
+        """IPython shows this instead of a traceback (the cause is in the user's own code)."""
+        return [f"{type(self).__name__}: {self}"]
+
+
+@dataclass(frozen=True)
+class PythonOptions:
+    """How a Python assistant's failures are handled: the per-reply timeout, and whether a failed reply
+    stops the run ("stop") or is stored as an error record ("record")."""
+
+    reply_timeout_s: float = DEFAULT_REPLY_TIMEOUT_S
+    on_error: Literal["stop", "record"] = "stop"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.reply_timeout_s, int | float) or isinstance(self.reply_timeout_s, bool) \
+                or self.reply_timeout_s <= 0:
+            raise SpecError(f"assistant_timeout_s={self.reply_timeout_s!r}: give a number of seconds above 0")
+        if self.on_error not in ON_ERROR:
+            raise SpecError(f"on_assistant_error={self.on_error!r}: use one of {ON_ERROR}")
+
+
+async def _in_daemon_thread(fn: Callable[[], Any]) -> Any:
+    """`fn()` in a daemon thread: a reply that never returns cannot keep the process from ending."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[Any] = loop.create_future()
+
+    def settle(outcome: Callable[[], None]) -> None:
+        if not done.done():
+            outcome()
+
+    def run() -> None:
+        try:
+            value = fn()
+            outcome = functools.partial(done.set_result, value)
+        except BaseException as exc:  # handed to the awaiting coroutine, which decides
+            outcome = functools.partial(done.set_exception, exc)
+        with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits for it any more
+            loop.call_soon_threadsafe(settle, outcome)
+
+    threading.Thread(target=run, name="python-assistant-reply", daemon=True).start()
+    return await done
+
+
 class PythonAssistant:
-    """Stands where an assistant's `LLMClient` stands in the dialogue loop: `acomplete(request)` hands
-    the request's view to the Python assistant and returns its reply, with the usage and cost of
-    the calls it made through its `llm` door. `clients` (an `llm.clients.Clients`) serves those calls."""
+    """The `Assistant` of a `python:` spec: `respond` hands the request's view to the user's object and
+    returns its reply, with the usage and cost of the calls it made through its `llm` door, which go
+    through the client of the model it declares (`inner`)."""
 
-    backend_name = PYTHON
-
-    def __init__(self, text: str, clients: Any):
+    def __init__(self, text: str, inner: LLMClient | None, options: PythonOptions | None = None):
         self.loaded = load(text)
-        self._clients = clients
-        self.inner = clients.client(self.loaded.inner) if self.loaded.inner is not None else None
+        self.inner = inner
+        self.options = options or PythonOptions()
+        if (inner is None) != (self.loaded.inner is None):
+            raise ValueError(f"python:{self.loaded.target}: give the client of its model "
+                             f"{self.loaded.inner} (and only then)")
 
     def __repr__(self) -> str:
         return f"PythonAssistant({self.loaded.model_id!r})"
 
     @property
+    def name(self) -> str:
+        return f"{PYTHON}:{self.loaded.target}"
+
+    @property
+    def model(self) -> str:
+        return str(self.loaded.target)
+
+    @property
+    def backend(self) -> str:
+        return PYTHON
+
+    @property
+    def model_id(self) -> str:
+        return self.loaded.model_id
+
+    @property
+    def made_offline(self) -> bool:
+        return self.loaded.inner is not None and self.loaded.inner.backend == OFFLINE
+
+    @property
     def max_concurrency(self) -> int:
         return self.inner.max_concurrency if self.inner is not None else 8
 
-    @contextmanager
-    def stage(self, name: str) -> Iterator[PythonAssistant]:
-        """Book the calls of the assistant's model under stage `name`."""
-        with self.inner.stage(name) if self.inner is not None else nullcontext():
-            yield self
-
-    def llm_clients(self) -> list[LLMClient]:
-        """The clients the assistant's calls go to (what a spending limit must count)."""
+    def clients(self) -> list[LLMClient]:
         return [self.inner] if self.inner is not None else []
 
-    async def acomplete(self, request: Request) -> Response:
-        """The Python assistant's reply to an assistant request of the dialogue loop."""
+    def stage(self, name: str) -> AbstractContextManager[object]:
+        return self.inner.stage(name) if self.inner is not None else nullcontext()
+
+    async def respond(self, request: Request) -> Response:
+        """The reply to an assistant request of the dialogue loop; a reply that hangs, raises or is
+        empty is the assistant's failure (`PythonOptions`)."""
         loaded = self.loaded
-        if Target.parse(request.model) != loaded.target:
-            raise ValueError(f"a request for python:{request.model} reached the adapter of "
-                             f"python:{loaded.target}")
         view = AssistantView.of(request)
-        door = AssistantLLM(self.inner, loaded.inner, view, f"python:{loaded.target}", request.temperature,
+        door = AssistantLLM(self.inner, loaded.inner, view, self.name, request.temperature,
                             request.max_tokens)
         started = time.perf_counter()
-        if inspect.iscoroutinefunction(loaded.obj.reply):
-            text = await loaded.obj.reply(view, door)
-        else:
-            text = await asyncio.to_thread(loaded.obj.reply, view, door)
-            if inspect.isawaitable(text):
-                text = await text
+        text = await self._reply(view, door)
         if not isinstance(text, str):
-            raise TypeError(f"python:{loaded.target}: reply() returned {type(text).__name__}, "
-                            "not the reply text")
+            raise TypeError(f"{self.name}: reply() returned {type(text).__name__}, not the reply text")
+        if not text.strip():
+            self._fail("reply() returned an empty reply; an assistant must say something")
         usage = sum((r.usage for r in door.responses), Usage())
         return Response(text=text, usage=usage, backend=PYTHON, model=loaded.model_id,
                         latency_s=time.perf_counter() - started,
                         retries=sum(r.retries for r in door.responses),
                         cost_usd=sum(r.cost_usd for r in door.responses))
 
-    def preflight(self, roles: Mapping[str, str]) -> list[str]:
-        """Load each role's assistant (a failure names the spec), then check the model it calls."""
-        lines = []
-        for role, text in roles.items():
-            loaded = load(text)
-            line = f"{role}: python assistant {loaded.model_id}"
-            if loaded.inner is None:
-                lines.append(f"{line}, calls no model")
-                continue
-            checked = self._clients.client(loaded.inner).preflight({f"{role}'s model": loaded.inner.model})
-            lines += [line, *checked]
-        return lines
+    async def _reply(self, view: AssistantView, door: AssistantLLM) -> Any:
+        reply = self.loaded.obj.reply
+        timeout = self.options.reply_timeout_s
+        try:
+            if inspect.iscoroutinefunction(reply):
+                return await asyncio.wait_for(reply(view, door), timeout)
+            text = await asyncio.wait_for(_in_daemon_thread(lambda: reply(view, door)), timeout)
+            return await asyncio.wait_for(text, timeout) if inspect.isawaitable(text) else text
+        except TimeoutError:
+            self._fail(f"reply() gave no answer within {timeout:g} s (assistant_timeout_s)")
+        except LLMError:
+            raise  # its model's call failed: the kit's error policy applies
+        except Exception as exc:
+            self._fail(f"reply() raised {type(exc).__name__}: {exc}", exc)
+
+    def _fail(self, problem: str, cause: BaseException | None = None) -> Any:
+        message = f"{self.name}: {problem}"
+        if self.options.on_error == "record":
+            raise AssistantFailed(message) from cause
+        raise AssistantStopped(message, self.name) from cause
+
+    def preflight(self, role: str) -> list[str]:
+        """The assistant is loaded already; check the model it calls."""
+        line = f"{role}: python assistant {self.model_id}"
+        if self.inner is None or self.loaded.inner is None:
+            return [f"{line}, calls no model"]
+        return [line, *self.inner.preflight({f"{role}'s model": self.loaded.inner.model})]
+
+    def describe(self, role: str) -> list[str]:
+        return [f"{role}: {PYTHON}:{self.model_id}"]
+
+    def pricing(self) -> Pricing:
+        inner = self.loaded.inner
+        if inner is None:
+            return Pricing(PYTHON, None, f"{self.name} (calls no model through the kit: nothing priced)")
+        return Pricing(inner.backend, inner.model, f"{self.name} through {inner.backend}:{inner.model}, one "
+                                                   "call per turn sized like the prompt-based assistant's")
