@@ -30,6 +30,7 @@ from typing import Any, ClassVar, NoReturn, Self
 import orjson
 
 from personalens_utils.display import chat_html, esc, fields_html, inline
+from personalens_utils.errors import KitError
 from personalens_utils.llm import python_assistant, registry
 from personalens_utils.llm.specs import PYTHON
 from personalens_utils.llm.types import FatalError, Message, Usage
@@ -47,7 +48,7 @@ LAYOUT_HINT = (
 )
 
 
-class RecordError(ValueError):
+class RecordError(KitError, ValueError):
     """A stored line that does not fit its record type; the message names where and what."""
 
 

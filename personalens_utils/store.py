@@ -22,6 +22,7 @@ import orjson
 import pandas as pd
 from filelock import FileLock
 
+from personalens_utils.errors import KitError
 from personalens_utils.records import ERROR, Dialogue, Judgment, Record, stable_id
 
 ERROR_STATUS = ERROR
@@ -33,7 +34,7 @@ __all__ = ["ERROR_STATUS", "MERGED_TYPES", "DuplicateRecordError", "RunStore", "
            "stable_id"]
 
 
-class StoreError(Exception):
+class StoreError(KitError):
     """A run-store file is unreadable or a write would break its invariants."""
 
 
@@ -48,11 +49,12 @@ def _table(kind: type[Record]) -> str:
 
 
 class RunStore:
-    """One folder of JSONL tables. Safe for threads in one process and for several processes."""
+    """One folder of JSONL tables. Safe for threads in one process and for several processes. The
+    folder is made by the first write, so opening a store (or a run that stops before storing
+    anything) leaves nothing behind."""
 
     def __init__(self, run_dir: str | os.PathLike[str]):
         self.root = Path(run_dir)
-        self.root.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._status: dict[str, dict[str, str | None]] = {}
         self._offset: dict[str, int] = {}
@@ -165,6 +167,7 @@ class RunStore:
             return
         table = _table(kind)
         path = self.path(kind)
+        self.root.mkdir(parents=True, exist_ok=True)
         with self._lock, FileLock(str(path) + ".lock"):
             index = self._index(kind)  # catches up with what other processes appended
             seen: set[str] = set()

@@ -21,6 +21,8 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from personalens_utils.errors import KitError
+
 from .registry import KNOWN_BACKENDS
 
 DEFAULT_BASE_URL_VAR = "OPENAI_BASE_URL"
@@ -28,7 +30,7 @@ PYTHON = "python"
 """Not a backend: `python:package.module:Name` is an assistant written in Python (llm/python_assistant.py)."""
 
 
-class SpecError(ValueError):
+class SpecError(KitError, ValueError):
     """A model spec that cannot be read; the message names the spec and the fix."""
 
 

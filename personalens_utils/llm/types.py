@@ -14,6 +14,8 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 import orjson
 
+from personalens_utils.errors import KitError
+
 Role = Literal["user", "assistant"]
 
 
@@ -131,7 +133,7 @@ class ChatModel(Protocol):
     async def acomplete(self, request: Request, model: str) -> Response: ...
 
 
-class LLMError(Exception):
+class LLMError(KitError):
     """Base of every error the llm layer raises."""
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from personalens_utils.errors import KitError
+
 INSTRUCTIONS = ("vanilla", "base")
 CONTEXT_PARTS = {
     "D": "demographics",
@@ -29,7 +31,7 @@ def default_assistant(backend: str) -> str:
     return OFFLINE_ASSISTANT if backend == "offline" else PAPER_ASSISTANT
 
 
-class SettingError(ValueError):
+class SettingError(KitError, ValueError):
     """An assistant setting name that cannot be parsed."""
 
 
