@@ -140,13 +140,13 @@ def run_pass(settings: Settings, name: str, benchmark_dir: Path | None) -> PassR
 
 
 def publish(result: PassResult) -> list[Path]:
-    """Copy the tables and figures a pass's notebooks wrote in this run to the top-level tables/ and
-    figures/ folders."""
+    """Copy the tables and figures the finished notebooks of a pass wrote in this run to the top-level
+    tables/ and figures/ folders."""
     copied = []
     for sub in OUTPUT_FOLDERS:
         target = project_root() / sub
-        written = (p for step in result.steps for p in step.written if p.parent == result.folder / sub)
-        for path in sorted(written):
+        finished = [step for step in result.steps if step.ok]
+        for path in sorted(p for step in finished for p in step.written if p.parent == result.folder / sub):
             target.mkdir(exist_ok=True)
             copied.append(Path(shutil.copy2(path, target / path.name)))
     return copied
