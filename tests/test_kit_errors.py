@@ -34,8 +34,6 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 def _package_exceptions() -> list[type[BaseException]]:
     found = []
     for module in pkgutil.walk_packages(personalens_utils.__path__, f"{personalens_utils.__name__}."):
-        if module.name.endswith("__main__"):
-            continue
         loaded = importlib.import_module(module.name)
         found += [obj for _, obj in inspect.getmembers(loaded, inspect.isclass)
                   if issubclass(obj, BaseException) and obj.__module__ == module.name]
