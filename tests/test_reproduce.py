@@ -173,6 +173,7 @@ def test_index_lists_every_paper_item_with_its_file_or_the_reason(tmp_path, monk
     assert "| 04_judging | - | 0 s | not run: 03_simulation-b failed |" in text
     assert "| 03_simulation-b | - | 3 s | FAILED: SpecError: bad |" in text
     assert "Run store: empty." in text
+    assert "**Not published**: in pass `official`, 03_simulation-b, 02_validation failed" in text
     assert "Judge answers read under the `strict` scoring rule" in text
 
 

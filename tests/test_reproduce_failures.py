@@ -63,6 +63,7 @@ def test_a_failed_notebook_01_stops_the_pass_and_nothing_stale_is_published(proj
     index = (project / "runs" / "r" / "INDEX.md").read_text()
     assert "| 01_generation | `generated/01_generation.ipynb` | " in index
     assert "FAILED: ValueError: n_users must be at least 1, got 0 |" in index
+    assert "**Not published**: in pass `generated`, 01_generation failed" in index
     assert "| 06_analysis | - | 0 s | not run: 01_generation failed |" in index
     reproduced, missing = index.split("### Not reproduced")
     assert "table3_assistant_models" not in index

@@ -181,6 +181,19 @@ def _scoring_line(settings: Settings) -> str:
             f"12 show the `{other}` rule's mean after a cell wherever it differs.")
 
 
+def _outcome_lines(results: Sequence[PassResult]) -> list[str]:
+    """Whether the last pass was published (`pipeline`: only when every notebook of it finished)."""
+    if not results:
+        return ["No pass ran: nothing was published.", ""]
+    main = results[-1]
+    if main.finished:
+        return [f"Published: pass `{main.name}` (its tables and figures copied to `tables/` and `figures/`; "
+                "`runs/LATEST` names it).", ""]
+    stopped = [s.notebook for s in main.steps if not s.ok and not s.skipped]
+    return [f"**Not published**: in pass `{main.name}`, {', '.join(stopped)} failed, so nothing was copied "
+            "to `tables/` and `figures/` and `runs/LATEST` was left as it was.", ""]
+
+
 def write_index(settings: Settings, results: Sequence[PassResult], seconds: float) -> Path:
     """runs/<run>/INDEX.md: every paper table and figure, the file that reproduces it, or why not."""
     root = settings.root
@@ -215,6 +228,7 @@ def write_index(settings: Settings, results: Sequence[PassResult], seconds: floa
         f"{' '.join(settings.argv)}`".rstrip()
         + "",
         "",
+        *_outcome_lines(results),
     ]
     for res in results:
         lines += [
