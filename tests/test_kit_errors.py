@@ -31,12 +31,13 @@ MAX_LINES = 15
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
-def _package_exceptions() -> list[type[BaseException]]:
+def _package_exceptions() -> list[type[Exception]]:
+    """Every exception class the package defines (warnings are not errors)."""
     found = []
     for module in pkgutil.walk_packages(personalens_utils.__path__, f"{personalens_utils.__name__}."):
         loaded = importlib.import_module(module.name)
-        found += [obj for _, obj in inspect.getmembers(loaded, inspect.isclass)
-                  if issubclass(obj, BaseException) and obj.__module__ == module.name]
+        classes = [c for _, c in inspect.getmembers(loaded, inspect.isclass) if c.__module__ == module.name]
+        found += [c for c in classes if issubclass(c, Exception) and not issubclass(c, Warning)]
     return found
 
 

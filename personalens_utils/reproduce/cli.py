@@ -21,7 +21,8 @@ from personalens_utils.judging import SCORING_RULES
 from personalens_utils.llm.registry import KNOWN_BACKENDS
 from personalens_utils.llm.specs import PYTHON, ModelSpec, SpecError
 from personalens_utils.paths import find_official_data, is_benchmark
-from personalens_utils.prompts.official import PROMPT_SETS, OfficialCodeError, load_official_prompts
+from personalens_utils.prompting import PROMPT_SETS
+from personalens_utils.prompts.official import OfficialCodeError, load_official_prompts
 
 from .pipeline import failures, reproduce
 from .settings import ANTHROPIC_ASSISTANTS, PASSES, Settings, role_models
