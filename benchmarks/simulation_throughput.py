@@ -1,27 +1,31 @@
 """Simulation throughput against a loopback fake server (100 ms latency) at 1, 8, 32 and 128 calls in flight.
 
     python benchmarks/simulation_throughput.py [--turns 5] [--waves 4] [--repeat 2]
-                                               [--paths sdk sdk-aiohttp loopback] [--concurrency 1 8 32 128]
+                                               [--paths sdk sdk-httpx loopback] [--concurrency 1 8 32 128]
 
 Each measurement is the kit's simulation path end to end: `run_simulation` over a benchmark made
 by the offline generator, through `LLMClient` (response cache on, in a temporary folder, as for any
-network backend) and a backend that speaks HTTP to `llm.fake_server.FakeLLMServer` running in its
+network backend) and a backend that speaks HTTP to `support.fake_server.FakeLLMServer` running in its
 own process (100 ms before every answer; short replies, unique per request and never TERMINATE, so
 every dialogue runs exactly `--turns` turns = 2 x turns calls, none of them a cache hit; the server's
 request counter confirms it). Paths:
 
-- `sdk`: the anthropic backend as the kit builds it (anthropic SDK, its default httpx2 transport);
-- `sdk-aiohttp`: the same backend given `http_client=anthropic.DefaultAioHttpClient()` (the SDK's
-  aiohttp transport, from the `anthropic[aiohttp]` extra);
-- `sdk-lean`: as `sdk-aiohttp`, with the SDK's OpenTelemetry span building switched off
-  (`ANTHROPIC_OPEN_TELEMETRY=false`): the least CPU per call the SDK backend takes today;
+- `sdk`: the anthropic backend as the kit builds it by default (anthropic SDK over its aiohttp
+  transport, `http_transport="aiohttp"`);
+- `sdk-httpx`: the previous default, the same backend over the SDK's own httpx2 transport
+  (`http_transport="httpx"`);
+- `sdk-lean`: as `sdk`, with the SDK's OpenTelemetry span building switched off
+  (`ANTHROPIC_OPEN_TELEMETRY=false`): the least CPU per call the SDK backend takes;
+- `openai`, `openai-aiohttp`: the OpenAI-compatible backend as the kit builds it (openai SDK, httpx2)
+  and the same given `http_client=openai.DefaultAioHttpClient()`;
 - `loopback`: `LoopbackModel`, the kit's lean Anthropic-format client over bare keep-alive sockets
   (no SDK): what the runner and client reach when a call costs little CPU.
 
 For C calls in flight the ideal is C / (calls per dialogue x latency) dialogues per second. Each
 point runs `--waves` x C dialogues (at least 4) after a warm-up that opens the connections; the best
 of `--repeat` runs is reported with the range, because other jobs on a shared machine only slow a
-run down. Targets: at least 80 % of ideal at 32 and 60 % at 128.
+run down. Targets for the default anthropic path: at least 80 % of ideal at 32 and 60 % at 128; the
+closing lines print both figures for the default transport and the previous one.
 """
 
 from __future__ import annotations
@@ -52,7 +56,8 @@ LATENCY_S = 0.1
 MODEL, WARM_UP_MODEL = "claude-haiku-4-5", "warm-up-model"
 SETTINGS = ["base"]
 TARGETS = {32: 0.80, 128: 0.60}
-PATHS = ("sdk", "sdk-aiohttp", "sdk-lean", "loopback")
+PATHS = ("sdk", "sdk-httpx", "sdk-lean", "openai", "openai-aiohttp", "loopback")
+TRANSPORTS = {"sdk": "default transport (aiohttp)", "sdk-httpx": "previous transport (httpx2)"}
 TRACING_ENV = "ANTHROPIC_OPEN_TELEMETRY"
 
 
@@ -81,22 +86,25 @@ def make_client(path: str, url: str, concurrency: int, cache_dir: str) -> tuple[
     common = {"max_concurrency": concurrency, "cache_dir": cache_dir, "use_cache": True, "progress": False}
     if path == "loopback":
         return LLMClient(LoopbackModel(url), **common), None
-    http = None
-    if path in ("sdk-aiohttp", "sdk-lean"):
-        import anthropic
+    if path.startswith("openai"):
+        import openai
 
-        http = anthropic.DefaultAioHttpClient()
+        http = openai.DefaultAioHttpClient() if path == "openai-aiohttp" else None
+        client = LLMClient("openai", base_url=f"{url}/v1", http_client=http, **common)
+        client.complete(Request(kind=CallKind.JUDGE, messages=(Message("user", "warm-up"),), model=MODEL))
+        return client, http
     tracing = os.environ.pop(TRACING_ENV, None)
     if path == "sdk-lean":
         os.environ[TRACING_ENV] = "false"
+    transport = "httpx" if path == "sdk-httpx" else "aiohttp"
     try:  # the SDK reads the variable when its client is made, on the first call of the warm-up
-        client = LLMClient("anthropic", base_url=url, http_client=http, **common)
+        client = LLMClient("anthropic", base_url=url, http_transport=transport, **common)
         client.complete(Request(kind=CallKind.JUDGE, messages=(Message("user", "warm-up"),), model=MODEL))
     finally:
         os.environ.pop(TRACING_ENV, None)
         if tracing is not None:
             os.environ[TRACING_ENV] = tracing
-    return client, http
+    return client, None
 
 
 def one_run(bench: Any, path: str, server: FakeLLMServer, concurrency: int, turns: int, waves: int,
@@ -139,14 +147,14 @@ def measure(bench: Any, path: str, server: FakeLLMServer, concurrency: int, args
 
 def report(points: list[Point], turns: int) -> None:
     calls = 2 * turns
-    print(f"\n{'path':<12} {'C':>4} {'dialogues':>9} {'seconds':>8} {'dial/min':>9} {'ideal/min':>9} "
+    print(f"\n{'path':<14} {'C':>4} {'dialogues':>9} {'seconds':>8} {'dial/min':>9} {'ideal/min':>9} "
           f"{'of ideal':>9} {'range':>11} {'CPU ms/call':>11}")
     for p in points:
         ideal = p.concurrency / (calls * LATENCY_S) * 60
         low, high = min(p.fractions), max(p.fractions)
         spread = f"{low:.0%}-{high:.0%}"
         rate = p.fraction * ideal
-        print(f"{p.path:<12} {p.concurrency:>4} {p.dialogues:>9} {p.seconds:>8.2f} {rate:>9.0f} "
+        print(f"{p.path:<14} {p.concurrency:>4} {p.dialogues:>9} {p.seconds:>8.2f} {rate:>9.0f} "
               f"{ideal:>9.0f} {p.fraction:>9.0%} {spread:>11} {p.cpu_ms_per_call:>11.2f}")
     print()
     for path in dict.fromkeys(p.path for p in points):
@@ -156,7 +164,13 @@ def report(points: list[Point], turns: int) -> None:
             if point is not None:
                 met = "met" if point.fraction >= target else "NOT MET"
                 verdicts.append(f">= {target:.0%} at {concurrency}: {met} ({point.fraction:.0%})")
-        print(f"{path:<12} " + "; ".join(verdicts))
+        print(f"{path:<14} " + "; ".join(verdicts))
+    print()
+    for path, label in TRANSPORTS.items():
+        figures = {p.concurrency: p.fraction for p in points if p.path == path and p.concurrency in TARGETS}
+        if figures:
+            shown = ", ".join(f"{figures[c]:.0%} at {c}" for c in TARGETS if c in figures)
+            print(f"anthropic backend, {label}: {shown} in flight (of ideal)")
 
 
 def main() -> None:
@@ -169,6 +183,7 @@ def main() -> None:
     parser.add_argument("--concurrency", nargs="+", type=int, default=[1, 8, 32, 128])
     args = parser.parse_args()
     os.environ.setdefault("ANTHROPIC_API_KEY", "dummy-key-for-the-fake-server")
+    os.environ.setdefault("OPENAI_API_KEY", "dummy-key-for-the-fake-server")
     warnings.filterwarnings("ignore", message="The model .* is deprecated")
     print(f"cpu count {os.cpu_count()}, load average {os.getloadavg()[0]:.2f} at start; "
           f"{LATENCY_S * 1000:.0f} ms latency, {args.turns} turns = {2 * args.turns} calls per dialogue")

@@ -9,6 +9,8 @@ of the figure; the caption, with the provenance and N, goes in a text file besid
 from __future__ import annotations
 
 import os
+import textwrap
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -31,6 +33,10 @@ SERIF_FONTS = ("STIXGeneral", "DejaVu Serif")
 PDF_METADATA = {"CreationDate": None}
 """PDF document info without the timestamp matplotlib would otherwise write."""
 CAPTION_SUFFIX = ".txt"
+OFFLINE_NOTE = "Offline backend: rule-based simulation, not a language model"
+"""Printed in the corner of a figure made from offline results, so it cannot be pasted without it."""
+NOTE_CHAR_EM = 0.62
+"""Rough width of a character of the note, in ems, for wrapping it to the figure's width."""
 
 Span = Literal["column", "text"]
 
@@ -133,6 +139,21 @@ def new_figure(span: Span, height: float, **subplots: Any) -> tuple[Figure, Any]
     return fig, fig.subplots(**subplots)
 
 
+def mark_offline(fig: Figure, backend_names: Iterable[str]) -> None:
+    """Print `OFFLINE_NOTE` small in the figure's top right corner when any number in it came from the
+    offline backend. It is the figure's suptitle, so constrained layout keeps room for it."""
+    if "offline" not in set(backend_names):
+        return
+    chars = int(fig.get_figwidth() * 72 / (MIN_FONT_PT * NOTE_CHAR_EM))
+    fig.suptitle(textwrap.fill(OFFLINE_NOTE, chars), x=0.995, ha="right", fontsize=MIN_FONT_PT,
+                 color="0.35", fontstyle="italic", linespacing=1.0)
+
+
+def span_of(fig: Figure) -> Span:
+    """Which of the style's widths a figure was drawn at."""
+    return "column" if abs(fig.get_figwidth() - _style.column_width) < 1e-6 else "text"
+
+
 @dataclass(frozen=True)
 class FigureResult:
     """A figure, its caption (what it shows, with the offline label where it applies), where its
@@ -142,14 +163,22 @@ class FigureResult:
     caption: str
     source: Source
     data: pd.DataFrame | None = None
+    at: Callable[[Span], Figure] | None = None
+    """Draws the same figure at the other width, so a paper can place it in a column or across both."""
 
     def describe(self) -> str:
         """The caption file's text: caption, then the source sentence (provenance and N)."""
         return f"{self.caption} {self.source.describe()}"
 
     def save(self, output_dir: str | os.PathLike[str], number: int | str, slug: str) -> dict[str, Path]:
-        """`save_figure` with this figure's caption."""
-        return save_figure(self.figure, output_dir, number, slug, caption=self.describe())
+        """`save_figure` with this figure's caption; with `at`, also the figure at the other width as
+        `figure<number>_<slug>_<column|text>.{pdf,png}`."""
+        paths = save_figure(self.figure, output_dir, number, slug, caption=self.describe())
+        if self.at is not None:
+            other: Span = "text" if span_of(self.figure) == "column" else "column"
+            drawn = save_figure(self.at(other), output_dir, number, f"{slug}_{other}")
+            paths |= {f"{ext}_{other}": path for ext, path in drawn.items()}
+        return paths
 
 
 def figure_paths(output_dir: str | os.PathLike[str], number: int | str, slug: str) -> dict[str, Path]:

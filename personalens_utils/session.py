@@ -11,6 +11,8 @@ one meaning in every notebook (docs/parameters.md):
 - `prompt_set` ("kit" or "official") picks whose prompts notebooks 03-06 use and analyse;
   "official" reads them from the official code at `official_code` or `$PERSONALENS_CODE`, checked
   when the session opens (docs/simulation.md, "Prompt sets").
+- `request_timeout_s` and `call_deadline_s` bound every model call: one attempt's wait for an answer,
+  and the whole call with its retries (docs/llm.md, "Concurrency, retries and time limits").
 - `seed` seeds sampling and resampling (bootstrap, permutation, Self-BLEU and annotation samples);
   `backend_seed` seeds the offline backend; `demographics_seed` seeds notebook 01's demographics.
 """
@@ -32,6 +34,7 @@ from personalens_utils.display import UsageTable, use_in_notebook
 from personalens_utils.errors import KitError
 from personalens_utils.llm import LLMClient
 from personalens_utils.llm.clients import Clients
+from personalens_utils.llm.options import ClientOptions
 from personalens_utils.llm.specs import ModelSpec
 from personalens_utils.prompting import KIT, OfficialPromptSet, PromptSet
 from personalens_utils.prompting import prompt_set as find_prompt_set
@@ -144,6 +147,8 @@ class Session:
     max_concurrency: int | Mapping[str, int] = 8
     backend_seed: int = 0
     stage: str = ""
+    timeouts: ClientOptions = field(default_factory=ClientOptions)
+    """The session's `request_timeout_s` and `call_deadline_s`, checked when it opens."""
     task_types: tuple[str, ...] = ("SD", "MD")
     prompt_set: str = KIT_PROMPTS
     official_code: str | None = None
@@ -170,6 +175,8 @@ class Session:
         store: bool = True,
         prompt_set: str = KIT_PROMPTS,
         official_code: str | os.PathLike[str] | None = None,
+        request_timeout_s: float = ClientOptions.request_timeout_s,
+        call_deadline_s: float = ClientOptions.call_deadline_s,
     ) -> Session:
         """Resolve a notebook's parameters; `store=False` when the notebook keeps nothing in a store
         unless `run_dir` is given (notebook 02). Outputs go to `output_dir` or runs/<default_output>/."""
@@ -178,6 +185,10 @@ class Session:
         if unknown:
             raise SessionError(f"parameter task_types: unknown {unknown}; use 'SD' and/or 'MD'")
         use_in_notebook()
+        try:
+            timeouts = ClientOptions(request_timeout_s=request_timeout_s, call_deadline_s=call_deadline_s)
+        except ValueError as exc:
+            raise SessionError(f"parameter {exc}") from exc
         try:
             prompts = find_prompt_set(prompt_set, official_code)
         except ValueError as exc:
@@ -198,6 +209,7 @@ class Session:
             max_concurrency=max_concurrency,
             backend_seed=backend_seed,
             stage=stage,
+            timeouts=timeouts,
             task_types=tuple(task_types),
             prompt_set=prompt_set,
             official_code=str(prompts.folder) if isinstance(prompts, OfficialPromptSet) else None,
@@ -256,10 +268,11 @@ class Session:
     @property
     def clients(self) -> Clients:
         """One client per backend (`llm.clients.Clients`), made on first use with the session's bounds
-        (`max_concurrency`: one number, or a mapping backend -> number) and backend seed."""
+        (`max_concurrency`: one number, or a mapping backend -> number), time limits and backend seed."""
         if self._clients is None:
             self._clients = Clients(self.backend, max_concurrency=self.max_concurrency, stage=self.stage,
-                                    seed=self.backend_seed)
+                                    seed=self.backend_seed, request_timeout_s=self.timeouts.request_timeout_s,
+                                    call_deadline_s=self.timeouts.call_deadline_s)
         return self._clients
 
     @property

@@ -4,14 +4,17 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from personalens_utils.display import frame_html
-from personalens_utils.latex import label_for, table_latex
+from personalens_utils.latex import Printed, label_for, table_latex
+
+Layout = Callable[[pd.DataFrame], Printed]
+"""A table's print layout: its frame as shown (floats formatted) -> the blocks a paper prints."""
 
 
 @dataclass(frozen=True)
@@ -50,7 +53,8 @@ class TableResult:
     """A table to show (`frame`), its caption, where its numbers come from, optionally the long
     numeric frame behind a formatted display (`data`, e.g. means and interval bounds as floats), and
     for a table that compares systems the direction in which each column is better (`best`, bold
-    in the LaTeX export)."""
+    in the LaTeX export), and for a table too wide to print as it is shown, its print layout
+    (`printed`; without one the LaTeX export splits a wide table by itself)."""
 
     frame: pd.DataFrame
     caption: str
@@ -59,6 +63,7 @@ class TableResult:
     best: Mapping[str, str] | None = None
     precision: int = 2
     """Decimals of the floats shown in a notebook (`_repr_html_`), the table's own precision."""
+    printed: Layout | None = None
 
     def save(
         self,
@@ -75,7 +80,7 @@ class TableResult:
         float_format = float_format or f"{{:.{self.precision}f}}"
         return save_table(
             self.frame, output_dir, number, slug, self.caption, float_format=float_format,
-            best=self.best if best is None else best,
+            best=self.best if best is None else best, printed=self.printed,
         )
 
     def save_data(
@@ -116,13 +121,14 @@ def save_table(
     index: bool = False,
     float_format: str = "{:.2f}",
     best: Mapping[str, str] | None = None,
+    printed: Layout | None = None,
 ) -> dict[str, Path]:
     """Write `df` as `<output_dir>/tables/table<number>_<slug>.{csv,tex,md}`; the caption goes in all three.
 
     The CSV keeps full precision (caption as a leading `#` comment line); LaTeX and Markdown are
     rounded with `float_format` for reading. The LaTeX compiles as it is in a paper (`latex`), with
-    a label made from the table's number and slug and, where `best` names columns ("max"/"min"),
-    their best values in bold.
+    a label made from the table's number and slug, where `best` names columns ("max"/"min"),
+    their best values in bold, and laid out by `printed` when given.
     """
     paths = table_paths(output_dir, number, slug)
     paths["csv"].parent.mkdir(parents=True, exist_ok=True)
@@ -134,7 +140,8 @@ def save_table(
         if pd.api.types.is_float_dtype(shown[col]):
             shown[col] = shown[col].map(lambda v: "" if pd.isna(v) else float_format.format(v))
     latex_frame = shown.reset_index() if index else shown
-    latex = table_latex(latex_frame, caption, label_for(number, slug), best=best)
+    layout = latex_frame if printed is None else printed(latex_frame)
+    latex = table_latex(layout, caption, label_for(number, slug), best=best)
     paths["tex"].write_text(latex, encoding="utf-8")
     align = ["right" if pd.api.types.is_numeric_dtype(df[col]) else "left" for col in df.columns]
     if index:

@@ -14,7 +14,7 @@ import pytest
 from support.records import put
 from test_analysis_support import JUDGE, SECOND_JUDGE, build_store
 
-from personalens_utils import analysis
+from personalens_utils import analysis, plots
 from personalens_utils.analysis import agreement, scores
 from personalens_utils.llm.offline import OFFLINE_LABEL
 from personalens_utils.records import Dialogue, Judgment, Record
@@ -219,7 +219,8 @@ def test_table5_without_annotations_says_so_and_uses_the_second_judge(store, tid
 
 def test_figures_carry_the_offline_label_and_show_the_turn_trends(tidy):
     fig4 = analysis.figure4(tidy, assistant_model="model-a")
-    assert OFFLINE_LABEL in fig4.caption and fig4.figure.get_suptitle() == ""
+    assert OFFLINE_LABEL in fig4.caption  # and no title: the only text above the panels is the offline note
+    assert " ".join(fig4.figure.get_suptitle().split()) == plots.OFFLINE_NOTE
     assert [t.get_text() for t in fig4.figure.axes[1].get_xticklabels()] == sorted(
         ["Alarm", "Books", "Messaging", "Movies", "Music"]
     )

@@ -23,60 +23,35 @@ import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.text import Text
+from support.pdf import font_sizes, font_subtypes, page_size
 from test_analysis_support import JUDGE, build_store
 from test_determinism import write_outputs
 
 from personalens_utils import analysis, plots
 from personalens_utils.analysis import scores
 from personalens_utils.data.demographics import sample_demographics
+from personalens_utils.llm.offline import OFFLINE_LABEL
 from personalens_utils.reference.schema import load_schema
 from personalens_utils.validation.figures import figure3
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("determinism")]
 POINTS_PER_INCH = 72.0
 FIGURES = ("figure3_demographics", "figure4_domains", "figure5_turns", "figure_radar_personalization")
+OTHER_WIDTH = {"figure3_demographics": "column", "figure4_domains": "column", "figure5_turns": "text",
+               "figure_radar_personalization": "text"}
 
 
 @pytest.fixture(scope="module")
 def figure_dir(tmp_path_factory) -> Path:
+    """Every figure of `write_outputs`, and Figures 3 and 5 made from offline results as well."""
     root = tmp_path_factory.mktemp("figure_export")
-    build_store(root / "store")
+    store = build_store(root / "store")
     write_outputs(root / "store", root / "out")
+    turns = scores.turn_frame(scores.load_scores(store, judge_model=JUDGE))
+    fig5 = analysis.figure5(turns, assistant_model="model-a", backend_names={"offline"})
+    fig5.save(root / "out", 5, "offline")
+    figure3(sample_demographics(40, seed=1), backend_names=["offline"]).save(root / "out", 3, "offline")
     return root / "out" / "figures"
-
-
-def page_size(pdf: bytes) -> tuple[float, float]:
-    """Width and height in points of a one-page PDF, from its MediaBox."""
-    boxes = re.findall(rb"/MediaBox\s*\[\s*([-\d.]+)\s+([-\d.]+)\s+([-\d.]+)\s+([-\d.]+)\s*\]", pdf)
-    assert len(boxes) == 1, f"expected one page, found {len(boxes)} MediaBox entries"
-    x0, y0, x1, y1 = (float(v) for v in boxes[0])
-    return x1 - x0, y1 - y0
-
-
-def content_streams(pdf: bytes) -> list[bytes]:
-    """Every stream of the PDF, inflated where it is Flate-compressed."""
-    streams = []
-    for head, body in re.findall(rb"<<(.*?)>>\s*stream\r?\n(.*?)\r?\nendstream", pdf, flags=re.S):
-        streams.append(zlib.decompress(body) if b"/FlateDecode" in head else body)
-    return streams
-
-
-def font_sizes(pdf: bytes) -> list[float]:
-    """The size of every `Tf` (set font) operator in the page's content."""
-    sizes = []
-    for stream in content_streams(pdf):
-        sizes += [float(v) for v in re.findall(rb"/\S+\s+([\d.]+)\s+Tf\b", stream)]
-    return sizes
-
-
-def font_subtypes(pdf: bytes) -> set[str]:
-    """Subtypes of the font dictionaries (`/Type /Font`) the PDF holds."""
-    found = set()
-    for obj in re.findall(rb"<<(.*?)>>", pdf, flags=re.S):
-        if re.search(rb"/Type\s*/Font\b", obj):
-            match = re.search(rb"/Subtype\s*/(\w+)", obj)
-            found.add(match.group(1).decode() if match else "?")
-    return found
 
 
 def test_every_figure_is_written_with_pdf_png_and_caption(figure_dir):
@@ -85,6 +60,34 @@ def test_every_figure_is_written_with_pdf_png_and_caption(figure_dir):
             assert (figure_dir / f"{stem}.{ext}").is_file(), f"{stem}.{ext} not written"
         caption = (figure_dir / f"{stem}.txt").read_text(encoding="utf-8")
         assert re.search(r"Source: .+, \d+ ", caption), f"{stem}.txt names no source and N: {caption!r}"
+
+
+def test_every_figure_exists_at_the_column_and_the_text_width(figure_dir):
+    style = plots.current_style()
+    for stem, other in OTHER_WIDTH.items():
+        widths = set()
+        for name in (stem, f"{stem}_{other}"):
+            for ext in ("pdf", "png"):
+                assert (figure_dir / f"{name}.{ext}").is_file(), f"{name}.{ext} not written"
+            widths.add(round(page_size((figure_dir / f"{name}.pdf").read_bytes())[0], 1))
+        assert widths == {round(w * POINTS_PER_INCH, 1) for w in style.widths}, stem
+
+
+def test_a_figure_from_offline_results_carries_the_note_inside(figure_dir):
+    if shutil.which("pdftotext") is None:
+        pytest.skip("pdftotext (poppler-utils) is not installed: apt-get install poppler-utils")
+    offline = [t for t in sorted(figure_dir.glob("*.txt")) if OFFLINE_LABEL in t.read_text(encoding="utf-8")]
+    assert {t.stem for t in offline} >= {"figure4_domains", "figure_radar_personalization", "figure5_offline",
+                                          "figure3_offline"}
+    for caption in offline:
+        for pdf in sorted(figure_dir.glob(f"{caption.stem}*.pdf")):
+            text = pdf_text(pdf)
+            assert plots.OFFLINE_NOTE in " ".join(text.split()), f"{pdf.name}: no offline note in the image"
+    assert "Offline" not in pdf_text(figure_dir / "figure3_demographics.pdf")  # given data: no note
+
+
+def pdf_text(pdf: Path) -> str:
+    return subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
 
 
 def test_pages_are_one_of_the_two_widths(figure_dir):
@@ -184,24 +187,33 @@ def figures(tmp_path_factory) -> dict[str, Figure]:
             )
         ]
     )
-    return {
-        "figure3": figure3(sample_demographics(300, seed=2)).figure,
-        "figure4": analysis.figure4(tidy, assistant_model="model-a").figure,
-        "figure5": analysis.figure5(turns, assistant_model="model-a", backend_names={"offline"}).figure,
-        "radar": analysis.radar_chart(tidy).figure,
-        "figure4_20_domains": analysis.figure4(every_domain, assistant_model="model-a").figure,
-        "radar_20_domains": analysis.radar_chart(every_domain).figure,
+    results = {
+        "figure3": figure3(sample_demographics(300, seed=2), backend_names=["offline"]),
+        "figure4": analysis.figure4(tidy, assistant_model="model-a"),
+        "figure5": analysis.figure5(turns, assistant_model="model-a", backend_names={"offline"}),
+        "radar": analysis.radar_chart(tidy),
+        "figure4_20_domains": analysis.figure4(every_domain, assistant_model="model-a"),
+        "radar_20_domains": analysis.radar_chart(every_domain),
     }
+    drawn = {name: result.figure for name, result in results.items()}
+    for name, result in results.items():
+        other = "text" if plots.span_of(result.figure) == "column" else "column"
+        drawn[f"{name}_{other}"] = result.at(other)
+    return drawn
 
 
-@pytest.mark.parametrize(
-    "name", ["figure3", "figure4", "figure5", "radar", "figure4_20_domains", "radar_20_domains"]
-)
+FIGURE_NAMES = ["figure3", "figure4", "figure5", "radar", "figure4_20_domains", "radar_20_domains"]
+
+
+@pytest.mark.parametrize("name", [*FIGURE_NAMES, "figure3_column", "figure4_column", "figure5_text",
+                                  "radar_text", "figure4_20_domains_column", "radar_20_domains_text"])
 def test_no_text_overlaps_or_leaves_the_figure(figures, name):
     fig = figures[name]
     assert round(fig.get_figwidth(), 2) in {round(w, 2) for w in plots.current_style().widths}
     assert overlaps_and_overflows(fig) == []
-    assert not fig.texts or all(t.get_text() == "" for t in fig.texts), "titles belong in the caption file"
+    texts = [" ".join(t.get_text().split()) for t in fig.texts]
+    extra = [t for t in texts if t and t != plots.OFFLINE_NOTE]
+    assert extra == [], "titles belong in the caption file; only the offline note is printed in the figure"
 
 
 def test_the_overlap_check_sees_overlapping_labels():

@@ -1,24 +1,28 @@
-"""Exported LaTeX tables: escaping, labels, bold best values, and that every table the analysis and
-validation code writes compiles with pdflatex without a box wider than the text."""
+"""Exported LaTeX tables: escaping, labels, bold best values, layouts, and that every table the
+analysis and validation code writes prints in an ACL-like two-column paper at its natural size: no
+scaling, no box more than 1 pt too wide, no text under 7 pt."""
 
 from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from test_analysis_support import build_store
+from support.latex_page import compile_table
+from test_analysis_support import JUDGE, build_store
 from test_determinism import write_outputs
 
+from personalens_utils import analysis
+from personalens_utils.analysis import scores
 from personalens_utils.latex import (
     MISSING,
+    Block,
+    Printed,
     escape,
     label_for,
     split_caption,
-    standalone_document,
     table_latex,
 )
 from personalens_utils.tables import save_table
@@ -28,6 +32,7 @@ needs_tex = pytest.mark.skipif(
     PDFLATEX is None,
     reason="pdflatex not found: install TeX Live (apt-get install texlive-latex-extra); .ci/run does this",
 )
+MIN_TEXT_PT = 7.0
 
 
 def test_special_characters_and_symbols_are_escaped():
@@ -74,36 +79,116 @@ def test_best_values_are_bold_and_a_wrong_column_is_named():
 
 def test_a_wide_table_spans_both_columns_and_a_narrow_one_does_not():
     narrow = table_latex(pd.DataFrame({"a": [1], "b": [2]}), "C.", "tab:n")
-    columns = {f"column {i}": ["99.94 [99.85, 100.00]"] for i in range(8)}
+    columns = {"model": [f"model {i}" for i in range(6)]}
+    columns |= {f"column {i}": ["99.94 [99.85, 100.00]"] * 6 for i in range(4)}
     wide = table_latex(pd.DataFrame(columns), "C.", "tab:w")
     assert "\\begin{table}" in narrow and "\\begin{table*}" in wide
+    assert "adjustbox" not in wide and "scriptsize" not in wide and "resizebox" not in wide
+
+
+def test_quotes_print_as_quotes():
+    assert escape("the 'base' setting") == "the {\\textquoteleft}base{\\textquoteright} setting"
+    assert escape('a "quoted" word') == "a {\\textquotedblleft}quoted{\\textquotedblright} word"
+    assert escape("Cohen's κ").startswith("Cohen")  # an apostrophe stays one
+
+
+def test_caption_above_the_table_and_the_note_below():
+    latex = table_latex(pd.DataFrame({"x": [1]}), "Scores. Made offline.", "tab:c")
+    assert latex.index("\\caption{Scores.}") < latex.index("\\begin{tabular}") < latex.index("Made offline.")
+
+
+def test_a_tie_bolds_nothing_and_the_note_says_where():
+    frame = pd.DataFrame({"model": ["a", "b", "c"], "TCR": [90.0, 90.0, 80.0], "P": [2.0, 3.0, 1.0]})
+    latex = table_latex(frame, "C.", "tab:t", best={"TCR": "max", "P": "max"})
+    assert "\\textbf{3.0}" in latex and "\\textbf{90.0}" not in latex
+    assert "none in TCR (the best value is tied)" in latex
+
+
+def test_intervals_print_on_lines_below_their_value_at_the_same_size():
+    cells = ["+0.12 [+0.01, +0.25], p=0.030", "2.53 [2.31, 2.75] (official 2.61)"]
+    frame = pd.DataFrame({"model": ["a", "b"], "ΔP": cells})
+    latex = table_latex(frame, "C.", "tab:i")
+    assert "+0.12\\\\{}[+0.01, +0.25]\\\\{}p=0.030" in latex
+    assert "2.53\\\\{}[2.31, 2.75]\\\\{}(official 2.61)" in latex
+
+
+def test_a_table_with_a_few_rows_and_many_columns_is_turned_on_its_side():
+    assistants = {f"assistant {i}": ["2.00 [1.50, 2.50]"] * 2 for i in range(5)}
+    frame = pd.DataFrame({"Dimension": ["P", "TC"], **assistants})
+    latex = table_latex(frame, "C.", "tab:s")
+    assert "\\begin{table}" in latex
+    assert " & P & TC \\\\" in latex and "assistant 4 & " in latex
+
+
+def test_a_table_too_wide_for_the_page_is_split_repeating_its_row_labels():
+    columns = {"model": ["model-a", "model-b", "model-c", "model-d", "model-e"]}
+    columns |= {f"{kind} {dim}": ["99.94 [99.85, 100.00]"] * 5
+                for kind in ("SD", "MD") for dim in ("TCR", "P", "Nat", "Coh", "X")}
+    latex = table_latex(pd.DataFrame(columns), "C.", "tab:split")
+    assert "\\begin{table*}" in latex
+    assert latex.count("\\begin{tabular}{l") == 2 and latex.count("model-e") == 2
+    assert "\\multicolumn{5}{c}{SD}" in latex and "\\cmidrule(lr){2-6}" in latex
+
+
+def test_blocks_with_group_headings_and_a_legend():
+    frame = pd.DataFrame({"model": ["A", "A", "B"], "backend": ["x", "y", "x"], "id": ["a1", "a2", "b1"]})
+    latex = table_latex(Printed((Block(frame, group="model"),), legend="x: the x backend."), "C.", "tab:g")
+    assert latex.count("\\textit{A}") == 1 and latex.count("\\textit{B}") == 1
+    assert "x: the x backend." in latex
+
+
+def test_a_column_too_wide_for_the_text_is_named():
+    frame = pd.DataFrame({"name": ["a"], "text": ["word" * 60], "n": [1]})
+    with pytest.raises(ValueError, match=r"table tab:long: column 'text' \(\d+ pt\) is too wide"):
+        table_latex(frame.assign(other=[2.5] * 1, more=["x" * 10]), "C.", "tab:long")
 
 
 def compile_problems(tex: Path) -> list[str]:
-    """pdflatex problems of one table in a minimal article: errors and boxes wider than the text."""
-    doc = tex.with_name(tex.stem + "_doc.tex")
-    doc.write_text(standalone_document([tex.read_text(encoding="utf-8")]), encoding="utf-8")
-    run = subprocess.run(
-        [PDFLATEX, "-interaction=nonstopmode", "-halt-on-error", doc.name],
-        cwd=doc.parent, capture_output=True, text=True, timeout=120,
-    )
-    log = doc.with_suffix(".log").read_text(errors="replace")
-    problems = [line for line in log.splitlines() if line.startswith("!")]
-    problems += re.findall(r"Overfull \\hbox \([\d.]+pt too wide\)", log)
-    if run.returncode and not problems:
-        problems.append(f"pdflatex exited with {run.returncode}")
+    """pdflatex problems of one table on an ACL-like page: errors, boxes more than 1 pt too wide, and
+    text under 7 pt."""
+    problems, smallest = compile_table(PDFLATEX, tex, tex.parent / "acl_pages")
+    if smallest < MIN_TEXT_PT - 0.05:
+        problems.append(f"text at {smallest:.2f} pt")
     return problems
+
+
+def all_exported_tables(out) -> None:
+    """Every table of notebooks 02-06 (`write_outputs`), Table 11, J3 and a table of symbols, under `out`."""
+    store = build_store(out.parent / "store")
+    write_outputs(out.parent / "store", out)
+    tidy = scores.load_scores(store, judge_model=JUDGE)
+    analysis.table11().save(out, 11, "models")
+    sanity = analysis.judge_sanity(tidy, ["model-a", "model-b", "model-c"], n_resamples=200)
+    sanity.save(out, "J3", "judge_sanity")
+    save_table(pd.DataFrame({"κ": [0.5], "95% CI": ["[0.1, 0.9]"], "n_items": [None]}), out, 99,
+               "symbols", "Symbols: κ, Δ, ≥, 95%, # and _ in the 'base' setting. Second sentence.")
 
 
 @needs_tex
 @pytest.mark.slow
 @pytest.mark.xdist_group("determinism")
-def test_every_written_table_compiles_without_overfull_boxes(tmp_path):
-    build_store(tmp_path / "store")
-    write_outputs(tmp_path / "store", tmp_path / "out")
-    save_table(pd.DataFrame({"κ": [0.5], "95% CI": ["[0.1, 0.9]"], "n_items": [None]}), tmp_path / "out", 99,
-               "symbols", "Symbols: κ, Δ, ≥, 95%, # and _. Second sentence.")
+def test_every_written_table_prints_at_its_natural_size_on_an_acl_page(tmp_path):
+    all_exported_tables(tmp_path / "out")
     tables = sorted((tmp_path / "out" / "tables").glob("*.tex"))
-    assert len(tables) >= 15
-    failed = {tex.name: problems for tex in tables if (problems := compile_problems(tex))}
+    assert len(tables) >= 17
+    failed, placed = {}, {}
+    for tex in tables:
+        text = tex.read_text(encoding="utf-8")
+        assert "adjustbox" not in text and "resizebox" not in text and "scalebox" not in text, tex.name
+        placed[tex.name] = re.search(r"\\begin\{(table\*?)\}", text).group(1)
+        if problems := compile_problems(tex):
+            failed[tex.name] = problems
+    print("\n".join(f"{name}: {env}" for name, env in placed.items()))
     assert failed == {}
+    assert "table" in placed.values() and "table*" in placed.values()
+
+
+def test_the_page_check_sees_a_table_too_wide_and_text_too_small(tmp_path):
+    if PDFLATEX is None:
+        pytest.skip("pdflatex not found: install TeX Live (apt-get install texlive-latex-extra)")
+    tex = tmp_path / "bad.tex"
+    tex.write_text("\\begin{table}\\tiny\\begin{tabular}{l}" + "wide " * 80 + "\\end{tabular}\\end{table}\n")
+    problems, smallest = compile_table(PDFLATEX, tex, tmp_path / "pages")
+    assert any("overfull box" in p for p in problems) and smallest < MIN_TEXT_PT
+
+

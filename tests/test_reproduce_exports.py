@@ -4,13 +4,16 @@ compiles without an error or an overfull box, and every figure PDF passes the pr
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
-from test_figure_export import POINTS_PER_INCH, font_sizes, font_subtypes, page_size
+from support.pdf import font_sizes, font_subtypes, page_size
+from test_figure_export import POINTS_PER_INCH, pdf_text
 from test_latex_tables import PDFLATEX, compile_problems
 
 from personalens_utils import plots
+from personalens_utils.llm.offline import OFFLINE_LABEL
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("reproduced_checkout")]
 
@@ -46,3 +49,15 @@ def test_every_exported_figure_is_print_ready(run_dir):
         assert round(page_size(data)[0], 1) in widths, f"{pdf}: page width not one of {sorted(widths)}"
         assert "Type3" not in font_subtypes(data), f"{pdf}: Type 3 fonts"
         assert min(font_sizes(data)) >= plots.MIN_FONT_PT, f"{pdf}: text below {plots.MIN_FONT_PT} pt"
+
+
+@pytest.mark.skipif(shutil.which("pdftotext") is None, reason="pdftotext not found: install poppler-utils")
+def test_every_offline_figure_carries_the_offline_note(run_dir):
+    """The reproduction is offline: every figure whose caption says so prints the note, at both widths."""
+    captions = [t for t in sorted(run_dir.rglob("figures/*.txt")) if OFFLINE_LABEL in t.read_text("utf-8")]
+    assert len(captions) >= 4
+    for caption in captions:
+        pdfs = sorted(caption.parent.glob(f"{caption.stem}*.pdf"))
+        assert len(pdfs) == 2, f"{caption.stem}: expected the figure at both widths, found {pdfs}"
+        for pdf in pdfs:
+            assert plots.OFFLINE_NOTE in " ".join(pdf_text(pdf).split()), f"{pdf.name}: no offline note"

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
+from matplotlib.figure import Figure
 
 from personalens_utils.analysis.scores import (
     PERSONALIZATION,
@@ -23,11 +24,23 @@ from personalens_utils.analysis.scores import (
 )
 from personalens_utils.analysis.stats import bootstrap_ci
 from personalens_utils.analysis.tables import MAIN_SETTING, provenance_note, score_source
-from personalens_utils.plots import FigureResult, current_style, greyscale_styles, new_figure, scale_limits
+from personalens_utils.plots import (
+    FigureResult,
+    Span,
+    current_style,
+    greyscale_styles,
+    mark_offline,
+    new_figure,
+    scale_limits,
+)
 from personalens_utils.tables import Source
 
 REPRESENTATIVE_DOMAINS = ("Movies", "Music", "Messaging")
 MIN_DIALOGUES_PER_TURN = 5
+RADAR_HOLE = 0.25
+"""Radius below the lowest score, as a share of the scale, so the lowest score is a ring, not a point."""
+RADAR_LABEL_GAP = 0.1
+"""Distance of a domain label beyond the outer ring, as a share of the scale."""
 
 
 def _side(angle: float) -> str:
@@ -67,11 +80,14 @@ def figure4(
     setting: str = MAIN_SETTING,
     task_types: Sequence[str] = ("SD",),
     seed: int = 0,
+    span: Span = "text",
 ) -> FigureResult:
-    """Per-domain TCR and P for one assistant at text width; the dashed line is its mean over all dialogues.
+    """Per-domain TCR and P for one assistant (at text width unless `span` says column; `at` draws the
+    other); the dashed line is its mean over all dialogues.
 
     Bars start at the bottom of each scale (0% for TCR, 1 for P), so a bar's length is its distance
-    from the worst score.
+    from the worst score. A panel whose every domain has the same score says so inside it, since a
+    row of equal bars looks like a drawing error.
     """
     per_domain = domain_scores(
         tidy, assistant_model=assistant_model, setting=setting, task_types=task_types, seed=seed
@@ -81,43 +97,46 @@ def figure4(
         & (tidy["assistant_setting"] == setting)
         & tidy["task_type"].isin(task_types)
     ]
-    fig, axes = new_figure("text", 3.6, nrows=2, ncols=1, sharex=True)
-    domains = sorted(per_domain["domain"].unique())
-    x = np.arange(len(domains))
-    for ax, dim, color in zip(axes, (TASK_COMPLETION, PERSONALIZATION), ("C0", "C1"), strict=True):
-        factor = 100 if dim == TASK_COMPLETION else 1
-        scale = SCALES[dim]
-        low, high = scale.low * factor, scale.high * factor
-        sel = per_domain[per_domain["dimension"] == dim].set_index("domain").reindex(domains)
-        err = np.vstack([sel["mean"] - sel["ci_low"], sel["ci_high"] - sel["mean"]])
-        ax.bar(
-            x,
-            sel["mean"] - low,
-            bottom=low,
-            yerr=err,
-            color=color,
-            capsize=1.5,
-            width=0.7,
-            error_kw={"lw": 0.7, "ecolor": "0.3"},
-            zorder=2,
-        )
-        mean = part.loc[part["dimension"] == dim, "score"].dropna().mean() * factor
-        ax.axhline(
-            mean, color="black", ls=(0, (4, 2)), lw=1.1, zorder=4, label=f"mean over all domains: {mean:.2f}"
-        )
-        ax.set_ylabel("TCR (%)" if dim == TASK_COMPLETION else f"P ({scale.low}-{scale.high})")
-        ax.set_ylim(*scale_limits(low, high))
-        ax.set_xlim(-0.6, len(domains) - 0.4)
-        ax.legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), borderaxespad=0.2, frameon=False)
-        ax.grid(axis="x", visible=False)
-    axes[-1].set_xticks(x, domains, rotation=90)  # vertical labels never overlap their neighbours
+    used = backends(part)
+
+    def draw(width: Span) -> Figure:
+        fig, axes = new_figure(width, 3.6 if width == "text" else 4.2, nrows=2, ncols=1, sharex=True)
+        domains = sorted(per_domain["domain"].unique())
+        x = np.arange(len(domains))
+        for ax, dim, color in zip(axes, (TASK_COMPLETION, PERSONALIZATION), ("C0", "C1"), strict=True):
+            factor = 100 if dim == TASK_COMPLETION else 1
+            scale = SCALES[dim]
+            low, high = scale.low * factor, scale.high * factor
+            sel = per_domain[per_domain["dimension"] == dim].set_index("domain").reindex(domains)
+            err = np.vstack([sel["mean"] - sel["ci_low"], sel["ci_high"] - sel["mean"]])
+            ax.bar(x, sel["mean"] - low, bottom=low, yerr=err, color=color, capsize=1.5, width=0.7,
+                   error_kw={"lw": 0.7, "ecolor": "0.3"}, zorder=2)
+            mean = part.loc[part["dimension"] == dim, "score"].dropna().mean() * factor
+            ax.axhline(mean, color="black", ls=(0, (4, 2)), lw=1.1, zorder=4,
+                       label=f"mean over all domains: {mean:.2f}")
+            name = "TCR" if dim == TASK_COMPLETION else "P"
+            ax.set_ylabel("TCR (%)" if dim == TASK_COMPLETION else f"P ({scale.low}-{scale.high})")
+            ax.set_ylim(*scale_limits(low, high))
+            ax.set_yticks(np.linspace(low, high, 6 if dim == TASK_COMPLETION else scale.high - scale.low + 1))
+            ax.set_xlim(-0.6, len(domains) - 0.4)
+            values = sel["mean"].dropna().round(6).unique()
+            if len(values) == 1 and len(domains) > 1:
+                ax.text(0.5, 0.5, f"{name} is {values[0]:.4g}{'%' if factor == 100 else ''} in every domain",
+                        transform=ax.transAxes, ha="center", va="center", zorder=5,
+                        bbox={"facecolor": "white", "edgecolor": "0.5", "lw": 0.5, "pad": 2})
+            ax.legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), borderaxespad=0.2, frameon=False)
+            ax.grid(axis="x", visible=False)
+        axes[-1].set_xticks(x, domains, rotation=90)  # vertical labels never overlap their neighbours
+        mark_offline(fig, used)
+        return fig
+
     kinds = "/".join(task_types)
     caption = (
         f"Task completion rate (TCR) and personalization (P) of {assistant_model} per domain "
         f"({kinds} tasks, {setting!r} setting), with 95% bootstrap intervals; the dashed line is the "
-        f"mean over all its dialogues." + provenance_note(backends(part))
+        f"mean over all its dialogues." + provenance_note(used)
     )
-    return FigureResult(fig, caption, score_source(part), per_domain)
+    return FigureResult(draw(span), caption, score_source(part), per_domain, at=draw)
 
 
 def turn_curves(turns: pd.DataFrame, *, domains: Sequence[str], seed: int = 0) -> pd.DataFrame:
@@ -148,27 +167,40 @@ def figure5(
     domains: Sequence[str] = REPRESENTATIVE_DOMAINS,
     backend_names: set[str] | Sequence[str] = (),
     seed: int = 0,
+    span: Span = "column",
 ) -> FigureResult:
-    """Turn-level personalization against turn number at column width, for representative domains and
-    all SD tasks; each series has its own colour, dash pattern and marker."""
+    """Turn-level personalization against turn number (at column width unless `span` says text; `at`
+    draws the other), for representative domains and all SD tasks; each series has its own colour,
+    dash pattern and marker."""
     part = turns[(turns["assistant_model"] == assistant_model) & (turns["assistant_setting"] == setting)]
     if part.empty:
         raise ValueError(f"no turn-level personalization scores for {assistant_model!r} under {setting!r}")
     curves = turn_curves(part, domains=domains, seed=seed)
-    fig, ax = new_figure("column", 2.6)
-    series = list(dict.fromkeys(curves["series"]))
-    for label, style in zip(series, greyscale_styles(len(series)), strict=True):
-        sel = curves[curves["series"] == label]
-        if label == "All SD tasks":
-            style = {**style, "color": "black", "lw": 1.6}
-        ax.plot(sel["turn"], sel["mean"], label=label, zorder=3, **style)
-        ax.fill_between(sel["turn"], sel["ci_low"], sel["ci_high"], alpha=0.12, color=style["color"], lw=0)
     scale = SCALES[PERSONALIZATION]
-    ax.set_xlabel("Assistant turn")
-    ax.set_ylabel(f"Turn-level P ({scale.low}-{scale.high})")
-    ax.set_ylim(*scale_limits(scale.low, scale.high))
-    ax.xaxis.get_major_locator().set_params(integer=True)
-    fig.legend(loc="outside lower center", ncol=2, frameon=False, handlelength=2.6)
+
+    def draw(width: Span) -> Figure:
+        fig, ax = new_figure(width, 2.6)
+        series = list(dict.fromkeys(curves["series"]))
+        for label, style in zip(series, greyscale_styles(len(series)), strict=True):
+            sel = curves[curves["series"] == label]
+            if label == "All SD tasks":
+                style = {**style, "color": "black", "lw": 1.6}
+            ax.plot(sel["turn"], sel["mean"], label=label, zorder=3, **style)
+            ax.fill_between(sel["turn"], sel["ci_low"], sel["ci_high"], alpha=0.12, color=style["color"],
+                            lw=0)
+        ax.set_xlabel("Assistant turn")
+        ax.set_ylabel(f"Turn-level P ({scale.low}-{scale.high})")
+        ax.set_ylim(*scale_limits(scale.low, scale.high))
+        ax.set_yticks(np.arange(scale.low, scale.high + 1))
+        if len(curves):
+            first, last = int(curves["turn"].min()), int(curves["turn"].max())
+            step = max(1, int(np.ceil((last - first + 1) / (8 if width == "column" else 16))))
+            ax.set_xticks(np.arange(first, last + 1, step))
+        fig.legend(loc="outside lower center", ncol=2 if width == "column" else 4, frameon=False,
+                   handlelength=2.6)
+        mark_offline(fig, backend_names)
+        return fig
+
     caption = (
         f"Mean turn-level personalization of {assistant_model} at each assistant turn ({setting!r} setting), "
         f"for {', '.join(domains)} and all SD tasks, with 95% bootstrap intervals; turns scored in fewer "
@@ -181,55 +213,60 @@ def figure5(
         backend_names,
         [assistant_model],
     )
-    return FigureResult(fig, caption, source, curves)
+    return FigureResult(draw(span), caption, source, curves, at=draw)
 
 
 def radar_chart(
-    tidy: pd.DataFrame, *, setting: str = MAIN_SETTING, task_types: Sequence[str] = ("SD",), seed: int = 0
+    tidy: pd.DataFrame,
+    *,
+    setting: str = MAIN_SETTING,
+    task_types: Sequence[str] = ("SD",),
+    seed: int = 0,
+    span: Span = "column",
 ) -> FigureResult:
-    """Per-domain personalization at column width, one polygon (colour, dashes, marker) per assistant."""
+    """Per-domain personalization (at column width unless `span` says text; `at` draws the other), one
+    polygon (colour, dashes, marker) per assistant.
+
+    The radius starts below the scale's lowest score, so an assistant scoring 1 everywhere draws a
+    small ring rather than a dot at the centre.
+    """
     per = domain_scores(tidy, setting=setting, task_types=task_types, seed=seed)
     per = per[per["dimension"] == PERSONALIZATION]
     wide = per.pivot_table(index="assistant_model", columns="domain", values="mean")
-    domains = list(wide.columns)
-    angles = np.linspace(0, 2 * np.pi, len(domains), endpoint=False)
-    fig, ax = new_figure("column", 3.4, subplot_kw={"projection": "polar"})
-    closed = np.append(angles, angles[0])
-    for (model, row), style in zip(wide.iterrows(), greyscale_styles(len(wide)), strict=True):
-        values = row.to_numpy(dtype=float)
-        ax.plot(closed, np.append(values, values[0]), lw=1.1, ms=3, label=model, **style)
-        ax.fill(closed, np.append(values, values[0]), color=style["color"], alpha=0.06)
-    scale = SCALES[PERSONALIZATION]
-    ax.set_ylim(scale.low, scale.high)
-    ax.set_yticks(np.arange(scale.low + 1, scale.high + 0.5, 1.0))  # the centre, `low`, needs no label
-    ax.set_xticks(angles, [])
-    for angle, domain in zip(angles, domains, strict=True):
-        ax.text(
-            angle,
-            scale.high + 0.22 * (scale.high - scale.low),
-            domain,
-            fontsize=current_style().small,
-            ha=_side(angle),
-            va=_height(angle),
-        )
-    between = float(angles[1] / 2) if len(angles) > 1 else np.pi / 2
-    ax.set_rlabel_position(np.degrees(between))
-    for label in ax.get_yticklabels():  # readable where a polygon crosses it
-        label.set_bbox({"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 0.6})
-    ax.text(
-        between,
-        scale.high + 0.12 * (scale.high - scale.low),
-        f"P ({scale.low}-{scale.high})",
-        fontsize=current_style().small,
-        rotation=np.degrees(between),
-        rotation_mode="anchor",
-        ha="left",
-        va="center",
-    )
-    fig.legend(loc="outside lower center", ncol=2, frameon=False, handlelength=2.6)
     part = tidy[(tidy["assistant_setting"] == setting) & tidy["task_type"].isin(task_types)]
+    used = backends(part)
+    scale = SCALES[PERSONALIZATION]
+
+    def draw(width: Span) -> Figure:
+        domains = list(wide.columns)
+        angles = np.linspace(0, 2 * np.pi, len(domains), endpoint=False)
+        fig, ax = new_figure(width, 3.6, subplot_kw={"projection": "polar"})
+        closed = np.append(angles, angles[0])
+        for (model, row), style in zip(wide.iterrows(), greyscale_styles(len(wide)), strict=True):
+            values = row.to_numpy(dtype=float)
+            ax.plot(closed, np.append(values, values[0]), lw=1.1, ms=3, label=model, **style)
+            ax.fill(closed, np.append(values, values[0]), color=style["color"], alpha=0.06)
+        ax.set_rorigin(scale.low - RADAR_HOLE * (scale.high - scale.low))
+        ax.set_ylim(scale.low, scale.high)
+        ax.set_yticks(np.arange(scale.low, scale.high + 0.5, 1.0))
+        ax.set_xticks(angles, [])
+        small = current_style().small
+        for angle, domain in zip(angles, domains, strict=True):
+            ax.text(angle, scale.high + RADAR_LABEL_GAP * (scale.high - scale.low), domain, fontsize=small,
+                    ha=_side(angle), va=_height(angle))
+        between = float(angles[1] / 2) if len(angles) > 1 else np.pi / 2
+        ax.set_rlabel_position(np.degrees(between))
+        for label in ax.get_yticklabels():  # readable where a polygon crosses it
+            label.set_bbox({"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 0.6})
+        beside = width == "text"  # across the page the legend stands to the right, the chart keeps its height
+        fig.legend(loc="outside right center" if beside else "outside lower center", ncol=1 if beside else 2,
+                   frameon=False, handlelength=2.6)
+        mark_offline(fig, used)
+        return fig
+
     caption = (
-        f"Personalization (P, {scale.low}-{scale.high}) per domain of each assistant model "
-        f"({'/'.join(task_types)} tasks, {setting!r} setting)." + provenance_note(backends(part))
+        f"Personalization (P, {scale.low}-{scale.high}; rings at each score, the innermost at {scale.low}) "
+        f"per domain of each assistant model ({'/'.join(task_types)} tasks, {setting!r} setting)."
+        + provenance_note(used)
     )
-    return FigureResult(fig, caption, score_source(part), per)
+    return FigureResult(draw(span), caption, score_source(part), per, at=draw)

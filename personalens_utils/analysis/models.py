@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from personalens_utils.latex import Block, Printed
 from personalens_utils.llm import registry
 from personalens_utils.llm.registry import ModelInfo
 from personalens_utils.tables import Source, TableResult
@@ -79,4 +80,32 @@ def table11(
     )
     source = Source.of("llm/registry.py", len(frame), "model-backend rows", backends,
                        frame["model called"])
-    return TableResult(frame, caption, source)
+    return TableResult(frame, caption, source, printed=printed_table11)
+
+
+def printed_table11(shown: pd.DataFrame) -> Printed:
+    """Table 11 for a paper: the paper's models once (version, official name, role), then under each
+    model the backends with the retirement date, the successor called and its id and prices, so no
+    column repeats what a heading says."""
+    paper = shown[["model", "paper version", "official name", "paper role"]].drop_duplicates("model")
+    paper = paper.rename(columns={"model": "Model", "paper version": "Paper version",
+                                  "official name": "Official name", "paper role": "Paper role"})
+    retired = shown["status"].str.removeprefix("retired ")
+    calls = pd.DataFrame({
+        "model": shown["model"],
+        "Backend": shown["backend"],
+        "Retired": retired.where(shown["status"].str.startswith("retired "), "--"),
+        "Successor": shown["model called"].where(shown["model called"] != shown["model"], "--"),
+        "Id called": shown["id called"],
+        "In": shown["input USD/Mtok"],
+        "Out": shown["output USD/Mtok"],
+    })
+    dated = shown.loc[shown["input USD/Mtok"].astype(str).str.strip() != "", "prices read"]
+    unpriced = sorted(set(shown.loc[~shown.index.isin(dated.index), "prices read"]))
+    legend = (
+        "Retired: the date the paper's model was retired on that backend, after which its successor is "
+        "called (-- none recorded). In, Out: list prices in USD per million input and output "
+        f"tokens, read {', '.join(sorted(set(dated)))}"
+        + (f"; -- where there is none ({'; '.join(unpriced)})." if unpriced else ".")
+    )
+    return Printed((Block(paper.reset_index(drop=True)), Block(calls, group="model")), legend)

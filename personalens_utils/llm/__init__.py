@@ -3,6 +3,7 @@
 from .backends import make_backend
 from .cache import ResponseCache
 from .client import LLMClient
+from .options import ClientOptions
 from .types import (
     CallKind,
     ChatModel,
@@ -20,6 +21,7 @@ from .types import (
 __all__ = [
     "CallKind",
     "ChatModel",
+    "ClientOptions",
     "FatalError",
     "LLMClient",
     "LLMError",

@@ -166,7 +166,7 @@ class BatchRunner:
 
     def run(self, requests: Mapping[str, Request]) -> dict[str, Outcome]:
         """Blocking `arun`, usable from scripts and notebooks."""
-        return self.client._run_sync(self.arun(requests))
+        return self.client.run_sync(self.arun(requests))
 
     async def arun(self, requests: Mapping[str, Request]) -> dict[str, Outcome]:
         """The outcome of every key that is final; keys still in flight (after `max_wait_s`) are absent."""
@@ -317,7 +317,7 @@ class BatchRunner:
                 response = _outcome(record).response
                 assert response is not None
                 request = requests[entry.key]
-                self.client._book(stage, request, self.client.resolve_model(request.model), response,
+                self.client.ledger.book(stage, request, self.client.resolve_model(request.model), response,
                                   record["cost_usd"])
         if len(fresh) < len(entries_of_batch):  # some were stored meanwhile by another process
             fresh |= {r["id"]: r for r in self.store.results() if r["batch_id"] == batch_id}
@@ -354,5 +354,5 @@ class BatchRunner:
                         attempts=attempt + 1,
                         last_error=err,
                     ) from err
-                await asyncio.sleep(self.client._backoff(attempt, err.retry_after))
+                await asyncio.sleep(self.client.retry_policy.backoff(attempt, err.retry_after))
                 attempt += 1

@@ -18,6 +18,7 @@ from typing import NoReturn
 from personalens_utils.data import SAMPLES
 from personalens_utils.errors import KitError, full_traceback_wanted
 from personalens_utils.judging import SCORING_RULES
+from personalens_utils.llm.options import ClientOptions
 from personalens_utils.llm.registry import KNOWN_BACKENDS
 from personalens_utils.llm.specs import PYTHON, ModelSpec, SpecError
 from personalens_utils.paths import find_official_data, is_benchmark
@@ -87,6 +88,10 @@ def parse_args(argv: Sequence[str] | None = None) -> Settings:
     )
     parser.add_argument("--annotations", help="glob of filled annotation sheets (CSV) for Table 5")
     parser.add_argument("--max-concurrency", type=int, default=16)
+    parser.add_argument("--request-timeout-s", type=float, default=ClientOptions.request_timeout_s,
+                        help="seconds a model call waits for an answer before retrying (notebooks 03-05)")
+    parser.add_argument("--call-deadline-s", type=float, default=ClientOptions.call_deadline_s,
+                        help="seconds a model call may take in all, retries included (notebooks 03-05)")
     parser.add_argument(
         "--seed", type=int, default=0, help="seed of bootstrap, permutation, Self-BLEU and annotation samples"
     )
@@ -111,6 +116,8 @@ def parse_args(argv: Sequence[str] | None = None) -> Settings:
         ablation_users=args.ablation_users,
         generated_users=args.generated_users,
         max_concurrency=args.max_concurrency,
+        request_timeout_s=args.request_timeout_s,
+        call_deadline_s=args.call_deadline_s,
         seed=args.seed,
         backend_seed=args.backend_seed,
         demographics_seed=args.demographics_seed,
@@ -151,6 +158,10 @@ def problems(settings: Settings) -> list[str]:
                             if "generated" in settings.passes else ())):
         if value < 1:
             found.append(f"{option} {value}: give a number of at least 1")
+    try:
+        ClientOptions(request_timeout_s=settings.request_timeout_s, call_deadline_s=settings.call_deadline_s)
+    except ValueError as exc:
+        found.append(f"--request-timeout-s/--call-deadline-s: {exc}")
     for option, value in (("--seed", settings.seed), ("--backend-seed", settings.backend_seed),
                           ("--demographics-seed", settings.demographics_seed)):
         if value < 0:

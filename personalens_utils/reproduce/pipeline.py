@@ -66,6 +66,8 @@ def plan_pass(settings: Settings, folder: Path, bench: Path, users: Any, generat
         "run_dir": str(folder / "store"),
         "output_dir": str(folder),
         "max_concurrency": settings.max_concurrency,
+        "request_timeout_s": settings.request_timeout_s,
+        "call_deadline_s": settings.call_deadline_s,
         "seed": settings.seed,
         "backend_seed": settings.backend_seed,
         "user_model": settings.user_model,

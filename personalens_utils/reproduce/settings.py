@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from personalens_utils.llm.offline.reference import DESIGNED_ORDER
+from personalens_utils.llm.options import ClientOptions
 from personalens_utils.llm.specs import ModelSpec
 from personalens_utils.paths import project_root, runs_dir
 
@@ -40,6 +41,9 @@ class Settings:
     generated_users: int = 20
     task_types: tuple[str, ...] = ("SD", "MD")
     max_concurrency: int = 16
+    request_timeout_s: float = ClientOptions.request_timeout_s
+    call_deadline_s: float = ClientOptions.call_deadline_s
+    """Time limits of every model call (notebooks 03-05, docs/parameters.md)."""
     seed: int = 0
     """Sampling and resampling seed: bootstrap, permutation, Self-BLEU and annotation samples."""
     backend_seed: int = 0

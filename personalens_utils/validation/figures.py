@@ -6,11 +6,15 @@ categories in the paper's order top to bottom, each bar labelled with its share 
 
 from __future__ import annotations
 
+import re
 import textwrap
+from collections.abc import Iterable
 
 import pandas as pd
+from matplotlib.figure import Figure
 
-from personalens_utils.plots import FigureResult, current_style, new_figure
+from personalens_utils.analysis.tables import provenance_note
+from personalens_utils.plots import FigureResult, Span, current_style, mark_offline, new_figure
 from personalens_utils.tables import Source
 from personalens_utils.validation.metrics import demographics_table
 
@@ -30,12 +34,26 @@ SLOT_HEIGHT_IN = 0.2
 """Height of one bar's slot: room for a wrapped two-line label at the style's small font."""
 
 
+def _in_order(variable: str, rows: pd.DataFrame) -> pd.DataFrame:
+    """Age groups from the youngest down (they are ranges, not names); other categories as given."""
+    if variable != "Age":
+        return rows
+    start = rows["Category"].map(lambda c: int(m.group()) if (m := re.search(r"\d+", str(c))) else 10**6)
+    return rows.assign(_start=start.to_numpy()).sort_values("_start", kind="stable").drop(columns="_start")
+
+
 def figure3(
-    demographics: pd.DataFrame | list[dict[str, str]], *, origin: str = "sampled demographics"
+    demographics: pd.DataFrame | list[dict[str, str]],
+    *,
+    origin: str = "sampled demographics",
+    backend_names: Iterable[str] = (),
+    span: Span = "text",
 ) -> FigureResult:
     """Draw Figure 3 from a Tables 6-7 frame (`demographics_table` rows) or from raw demographic records.
 
     `origin` names the benchmark in the caption's source sentence; N is the number of users counted.
+    `backend_names` are the backends that generated the users (the offline one is marked in the
+    figure). At text width the panels stand three to a row, at column width one (`at` draws the other).
     """
     table = (
         demographics
@@ -47,44 +65,44 @@ def figure3(
     missing = [v for v, _ in FIGURE3_PANELS if v not in set(table["Variable"])]
     if missing:
         raise ValueError(f"Figure 3 needs the variables {missing}, absent from the table given")
-    panels = [table[table["Variable"] == variable] for variable, _ in FIGURE3_PANELS]
-    row_slots = [
-        max(len(rows) for rows in panels[start : start + PANEL_COLUMNS])
-        for start in range(0, len(panels), PANEL_COLUMNS)
-    ]
-    height = sum(slots * SLOT_HEIGHT_IN + 0.3 for slots in row_slots)
-    fig, axes = new_figure(
-        "text",
-        height,
-        nrows=len(row_slots),
-        ncols=PANEL_COLUMNS,
-        squeeze=False,
-        gridspec_kw={"height_ratios": row_slots},
-    )
-    flat = list(axes.flat)
-    small = current_style().small
-    for i, (ax, rows, (_, panel_title)) in enumerate(zip(flat, panels, FIGURE3_PANELS, strict=False)):
-        slots = row_slots[i // PANEL_COLUMNS]
-        ys = [slots - 1 - k for k in range(len(rows))]
-        ax.barh(ys, rows["Percent"], color=f"C{i}", height=0.7)
-        top = float(rows["Percent"].max())
-        for y, pct in zip(ys, rows["Percent"], strict=True):
-            ax.text(pct + top * 0.03, y, f"{pct:.1f}%", va="center", fontsize=small)
-        labels = [textwrap.fill(str(c), LABEL_CHARS) for c in rows["Category"]]
-        ax.set_yticks(ys, labels, linespacing=0.9)
-        ax.set_xlim(0, top * 1.5)
-        ax.set_ylim(-0.6, slots - 0.4)
-        ax.set_title(panel_title, fontsize=current_style().font_size)
-        ax.set_xticks([])
-        ax.grid(visible=False)
-        ax.tick_params(axis="y", length=0, pad=2)
-        for side in ("top", "right", "bottom"):
-            ax.spines[side].set_visible(False)
-    for ax in flat[len(panels) :]:
-        ax.set_axis_off()
+    panels = [_in_order(variable, table[table["Variable"] == variable]) for variable, _ in FIGURE3_PANELS]
+    used = sorted(set(backend_names))
+
+    def draw(width: Span) -> Figure:
+        per_row = PANEL_COLUMNS if width == "text" else 1
+        row_slots = [max(len(rows) for rows in panels[start : start + per_row])
+                     for start in range(0, len(panels), per_row)]
+        height = sum(slots * SLOT_HEIGHT_IN + 0.3 for slots in row_slots) + (0.2 if "offline" in used else 0)
+        fig, axes = new_figure(width, height, nrows=len(row_slots), ncols=per_row, squeeze=False,
+                               gridspec_kw={"height_ratios": row_slots})
+        flat = list(axes.flat)
+        small = current_style().small
+        for i, (ax, rows, (_, panel_title)) in enumerate(zip(flat, panels, FIGURE3_PANELS, strict=False)):
+            slots = row_slots[i // per_row]
+            ys = [slots - 1 - k for k in range(len(rows))]
+            ax.barh(ys, rows["Percent"], color=f"C{i}", height=0.7)
+            top = float(rows["Percent"].max())
+            for y, pct in zip(ys, rows["Percent"], strict=True):
+                ax.text(pct + top * 0.03, y, f"{pct:.1f}%", va="center", fontsize=small)
+            labels = [textwrap.fill(str(c), LABEL_CHARS) for c in rows["Category"]]
+            ax.set_yticks(ys, labels, linespacing=0.9)
+            ax.set_xlim(0, top * 1.5)
+            ax.set_ylim(-0.6, slots - 0.4)
+            ax.set_title(panel_title, fontsize=current_style().font_size)
+            ax.set_xticks([])
+            ax.grid(visible=False)
+            ax.tick_params(axis="y", length=0, pad=2)
+            for side in ("top", "right", "bottom"):
+                ax.spines[side].set_visible(False)
+        for ax in flat[len(panels) :]:
+            ax.set_axis_off()
+        mark_offline(fig, used)
+        return fig
+
     n = int(panels[0]["Count"].sum())
     caption = (
         "Demographic distribution of the users: share of users per category of gender, age, "
         "self-reported ethnicity, self-reported religion and region of birth."
+        + provenance_note(used)
     )
-    return FigureResult(fig, caption, Source.of(origin, n, "users"), table)
+    return FigureResult(draw(span), caption, Source.of(origin, n, "users", used), table, at=draw)

@@ -7,6 +7,7 @@ caption and source, worded once, so notebooks only call and show.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -24,6 +25,17 @@ from personalens_utils.validation import metrics as V
 def benchmark_label(benchmark: Any) -> tuple[str, bool]:
     """How captions name the benchmark, and whether the kit generated it (see `metrics.benchmark_source`)."""
     return V.benchmark_source(benchmark.root)
+
+
+def benchmark_backends(benchmark: Any) -> list[str]:
+    """The backend that generated a benchmark (from notebook 01's manifest); none for given data."""
+    from personalens_utils.generation.runner import MANIFEST
+
+    manifest = Path(benchmark.root) / MANIFEST
+    if not manifest.is_file():
+        return []
+    backend = json.loads(manifest.read_text("utf-8")).get("backend")
+    return [backend] if backend else []
 
 
 def _source(benchmark: Any, n: int, unit: str) -> Source:

@@ -9,7 +9,8 @@ It speaks just enough of three wire formats for the kit's backends:
 with a fixed latency, injected faults (429 with retry-after, 529, 500) decided deterministically
 from the seed and the request body, an optional required key (wrong key -> 401), counters per
 path, and the peak number of requests in flight. Other helpers add endpoints with `add_route`;
-`support.fake_batches.FakeBatches` adds Anthropic's Message Batches endpoints. With
+`support.fake_batches.FakeBatches` adds Anthropic's Message Batches endpoints, and
+`support.fault_server.FaultServer` scripted faults (hang, drop, garbage, error statuses). With
 `prompt_cache_min_tokens` set, the Anthropic format also plays prompt caching: the text up to a
 `cache_control` breakpoint is written on first sight and read afterwards, as the usage fields report.
 
@@ -346,6 +347,9 @@ class FakeLLMServer:
         if path.startswith("/_fake/"):
             await self._send(writer, *self._control(method, path), close=close)
             return not close
+        intercepted = await self._intercept(path, writer, close=close)
+        if intercepted is not None:
+            return intercepted
         with self._lock:
             self.in_flight += 1
             self._peak = max(self._peak, self.in_flight)
@@ -363,6 +367,11 @@ class FakeLLMServer:
             counter["ok" if status < 400 else "faults"] += 1
         await self._send(writer, status, payload, extra, close=close)
         return not close
+
+    async def _intercept(self, path: str, writer: asyncio.StreamWriter, *, close: bool) -> bool | None:
+        """A subclass's chance to hold, drop or answer a request its own way (`support.fault_server`).
+        None: answer it as usual; otherwise it was dealt with, and the connection stays open (True)."""
+        return None
 
     @staticmethod
     async def _send(

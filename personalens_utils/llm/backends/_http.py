@@ -102,6 +102,15 @@ def unreachable(backend: str, endpoint: str, err: Exception) -> FatalError:
     )
 
 
+def unreadable(backend: str, model: str, endpoint: str, err: Exception) -> RetryableError:
+    """A 200 whose body is not the API's JSON (a proxy's page, a wrong address): retried like a dropped
+    connection, and a preflight stops at once on it, naming where the answer came from."""
+    return RetryableError(
+        f"{backend} backend, model {model!r}: the answer from {endpoint} is not the API's JSON ({err}). "
+        "Check that this address serves the API."
+    )
+
+
 class PerLoop(Generic[T]):
     """One SDK client per event loop: an async HTTP pool must not be shared between loops."""
 

@@ -7,6 +7,7 @@ is set, a fixed placeholder is sent because the SDK refuses to run without one.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from typing import Any
@@ -15,7 +16,7 @@ import httpx2
 import openai
 
 from ..types import FatalError, Request, Response, RetryableError, Usage
-from ._http import PING, PerLoop, classify_status, unreachable
+from ._http import PING, PerLoop, classify_status, unreachable, unreadable
 
 OPENAI_URL = "https://api.openai.com/v1"
 LOCAL_PLACEHOLDER_KEY = "no-key-needed"
@@ -88,6 +89,8 @@ class OpenAIBackend:
             raise RetryableError(
                 f"openai backend, model {model!r} at {self.base_url}: connection failed: {err}"
             ) from err
+        except (json.JSONDecodeError, openai.APIResponseValidationError) as err:
+            raise unreadable(self.name, model, self.endpoint(), err) from err
         if not completion.choices:
             raise RetryableError(f"openai backend, model {model!r}: the reply had no choices")
         text = completion.choices[0].message.content or ""
@@ -129,6 +132,8 @@ class OpenAIBackend:
             raise self._status_error(err, model) from err
         except openai.APIConnectionError as err:
             raise unreachable(self.name, self.endpoint(), err) from err
+        except (json.JSONDecodeError, openai.APIResponseValidationError) as err:
+            raise unreadable(self.name, model, self.endpoint(), err) from err
 
     async def aclose(self) -> None:
         client = self._clients.pop()
