@@ -170,6 +170,5 @@ class RetriesExhaustedError(LLMError):
 class PreflightError(FatalError):
     """A role's backend failed its check before any work started; nothing was run or stored."""
 
-    def _render_traceback_(self) -> list[str]:
-        """IPython shows this instead of a traceback: the message names the role, backend, cause and fix."""
-        return [f"{type(self).__name__}: {self}"]
+    says_all = True
+    """The message names the role, backend, cause and fix (`errors.KitError`)."""
