@@ -29,6 +29,7 @@ from typing import Any, Generic, TypeVar
 import pandas as pd
 
 from personalens_utils.display import esc, frame_html, inline
+from personalens_utils.errors import KitError
 from personalens_utils.llm import FatalError, LLMClient, LLMError, Request, Response, Usage
 from personalens_utils.llm.client import shared_spending_limit
 from personalens_utils.records import Record
@@ -42,7 +43,7 @@ ABORTING_STATUSES = (401, 403)
 stops the run instead of being stored once per item."""
 
 
-class UnreadableAnswer(ValueError):
+class UnreadableAnswer(KitError, ValueError):
     """A model's answer that its parser cannot read; the message says what is wrong (sent back to it)."""
 
 

@@ -41,6 +41,7 @@ from typing import Any
 
 from personalens_utils.data import Benchmark
 from personalens_utils.data.types import parse_task_id, scenario_id
+from personalens_utils.errors import KitError
 from personalens_utils.judging import DIMENSIONS, judge_model_key
 from personalens_utils.judging.answers import Answer, score_fields
 from personalens_utils.llm import Message, registry
@@ -75,7 +76,7 @@ EVALUATION_DIMENSIONS = {
 """(official dimension folder, file ending) -> the kit's judge dimension."""
 
 
-class OfficialLayoutError(ValueError):
+class OfficialLayoutError(KitError, ValueError):
     """A file or folder of the official layout that cannot be read; names the path and the problem."""
 
     def __init__(self, path: str | Path, problem: str):
@@ -83,7 +84,7 @@ class OfficialLayoutError(ValueError):
         super().__init__(f"{self.path}: {problem}")
 
 
-class OfficialExportError(ValueError):
+class OfficialExportError(KitError, ValueError):
     """Dialogues the official scripts could not read as asked; nothing was written."""
 
     def __init__(self, problems: Sequence[str]):

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, NoReturn, Self
 
 from personalens_utils.display import chat_html, esc, fields_html, inline
+from personalens_utils.errors import KitError
 from personalens_utils.identity import Role, dialogue_id, judgment_id, resolved_model, stable_id
 from personalens_utils.llm import registry
 from personalens_utils.llm.types import Message, Usage
@@ -43,7 +44,7 @@ LAYOUT_HINT = (
 )
 
 
-class RecordError(ValueError):
+class RecordError(KitError, ValueError):
     """A stored line that does not fit its record type; the message names where and what."""
 
 

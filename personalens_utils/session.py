@@ -37,6 +37,7 @@ from personalens_utils.assistants.prompted import PromptedAssistant
 from personalens_utils.assistants.python import DEFAULT_REPLY_TIMEOUT_S
 from personalens_utils.data import Benchmark, load_benchmark, resolve_users
 from personalens_utils.display import UsageTable, use_in_notebook
+from personalens_utils.errors import KitError
 from personalens_utils.llm import LLMClient
 from personalens_utils.llm.clients import Clients
 from personalens_utils.llm.options import ClientOptions
@@ -55,13 +56,11 @@ DEFAULT_RUN = "simulation"
 of the same benchmark is on record (`default_run_dir`)."""
 
 
-class SessionError(ValueError):
+class SessionError(KitError, ValueError):
     """A notebook parameter that cannot be resolved, or input a notebook needs and does not have; the
     message names it and what produces it."""
 
-    def _render_traceback_(self) -> list[str]:
-        """IPython shows this instead of a traceback: the one line says all there is to fix."""
-        return [f"{type(self).__name__}: {self}"]
+    says_all = True
 
 
 Role = str | ModelSpec | ModelRole | Assistant

@@ -13,10 +13,12 @@ import hashlib
 import re
 from dataclasses import dataclass
 
+from personalens_utils.errors import KitError
+
 _SPEC = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 
 
-class ShardError(ValueError):
+class ShardError(KitError, ValueError):
     """A shard specification that cannot be read."""
 
 

@@ -23,6 +23,7 @@ import orjson
 import pandas as pd
 from filelock import FileLock
 
+from personalens_utils.errors import KitError
 from personalens_utils.records import ERROR, Dialogue, Judgment, Record, stable_id
 from personalens_utils.store_migration import migrate_store, needs_migration
 
@@ -35,7 +36,7 @@ __all__ = ["ERROR_STATUS", "MERGED_TYPES", "DuplicateRecordError", "RunStore", "
            "merge_stores", "stable_id"]
 
 
-class StoreError(Exception):
+class StoreError(KitError):
     """A run-store file is unreadable or a write would break its invariants."""
 
 
@@ -54,11 +55,12 @@ def _table(kind: type[Record]) -> str:
 
 
 class RunStore:
-    """One folder of JSONL tables. Safe for threads in one process and for several processes."""
+    """One folder of JSONL tables. Safe for threads in one process and for several processes. The
+    folder is made by the first write, so opening a store (or a run that stops before storing
+    anything) leaves nothing behind."""
 
     def __init__(self, run_dir: str | os.PathLike[str]):
         self.root = Path(run_dir)
-        self.root.mkdir(parents=True, exist_ok=True)
         if needs_migration(self.root) and (done := migrate_store(self.root)) is not None:
             warnings.warn(done.message, StoreMigrated, stacklevel=2)
         self._lock = threading.Lock()
@@ -173,6 +175,7 @@ class RunStore:
             return
         table = _table(kind)
         path = self.path(kind)
+        self.root.mkdir(parents=True, exist_ok=True)
         with self._lock, FileLock(str(path) + ".lock"):
             index = self._index(kind)  # catches up with what other processes appended
             seen: set[str] = set()

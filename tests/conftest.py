@@ -67,9 +67,9 @@ def official_run_user7(official_code_root: Path) -> Path:
 @pytest.fixture(scope="session")
 def reproduced_checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh copy of the kit right after a small offline `make reproduce` (support.checkout:
-    generated pass, 6 users): `runs/small/generated/` and `runs/LATEST`. Read-only by convention; a
-    test that runs notebooks copies it first. Tests using it share the xdist group
-    "reproduced_checkout", so one worker makes it once."""
+    generated pass, 6 users): `runs/small/generated/` and `runs/LATEST`; what the command printed is
+    in `reproduce.log` beside the checkout. Read-only by convention; a test that runs notebooks copies
+    it first. Tests using it share the xdist group "reproduced_checkout", so one worker makes it once."""
     checkout = fresh_copy(tmp_path_factory.mktemp("reproduced") / "checkout")
-    run_reproduce(checkout)
+    (checkout.parent / "reproduce.log").write_text(run_reproduce(checkout), encoding="utf-8")
     return checkout

@@ -181,13 +181,13 @@ def test_reproduce_passes_the_time_limits_to_notebooks_03_to_05_and_refuses_bad_
         calls[name + label] = params
         return reproduce.StepResult(name + label, None, 0.0, True)
 
-    monkeypatch.setattr(reproduce, "run_notebook", record)
-    monkeypatch.setattr(reproduce, "runs_dir", lambda: tmp_path)
+    monkeypatch.setattr(reproduce.pipeline, "run_notebook", record)
+    monkeypatch.setattr(reproduce.settings, "runs_dir", lambda: tmp_path)
     settings = reproduce.parse_args(["--request-timeout-s", "7.5", "--call-deadline-s", "40"])
     assert (settings.request_timeout_s, settings.call_deadline_s) == (7.5, 40.0)
     reproduce.run_pass(Settings(run="r", request_timeout_s=7.5, call_deadline_s=40, assistant_models=("m",)),
                        "generated", None)
     for name in ("03_simulation-m", "04_judging", "05_ablation"):
         assert (calls[name]["request_timeout_s"], calls[name]["call_deadline_s"]) == (7.5, 40), name
-    assert reproduce.main(["--request-timeout-s", "0"]) == 2
+    assert reproduce.main(["--request-timeout-s", "0"]) == 1
     assert "request_timeout_s must be a positive number of seconds, got 0.0" in capsys.readouterr().err

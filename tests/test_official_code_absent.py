@@ -152,7 +152,7 @@ def test_make_reproduce_with_the_official_prompts_stops_at_once_without_the_code
     settings = reproduce.parse_args(["--prompt-set", "official", "--official-code", str(tmp_path)])
     assert settings.prompt_set == "official" and settings.official_code == tmp_path
     assert (
-        reproduce.main(["--run", "never", "--prompt-set", "official", "--official-code", str(tmp_path)]) == 2
+        reproduce.main(["--run", "never", "--prompt-set", "official", "--official-code", str(tmp_path)]) == 1
     )
     assert f"{tmp_path} does not hold the official PersonaLens code" in capsys.readouterr().err
-    assert not (reproduce.runs_dir() / "never").exists()
+    assert not reproduce.Settings(run="never").root.exists()

@@ -20,14 +20,16 @@ PACKAGE = PACKAGE_DIR.name
 TEST_SUPPORT = ("support", "tests", "conftest", "pytest")
 """Top-level names of test infrastructure (besides the tests' own `test_*` helper modules)."""
 BOTTOM_LAYERS = {
-    "reference": {"reference"},
-    "paths": set(),
-    "prompts": {"prompts", "reference", "paths"},
-    "llm": {"llm", "prompts", "reference", "paths"},
+    "errors": set(),
+    "reference": {"reference", "errors"},
+    "paths": {"errors"},
+    "prompts": {"prompts", "reference", "paths", "errors"},
+    "llm": {"llm", "prompts", "reference", "paths", "errors"},
 }
 """The layers under every stage, each with the parts of the package it may import (itself included).
-llm/ reads prompt labels, the reference schema and regions, and the cache folder; none of those
-reaches back into data/, a stage, the store or the records."""
+`errors` (the kit's error base) is under all of them; llm/ reads prompt labels, the reference schema
+and regions, and the cache folder; none of those reaches back into data/, a stage, the store or the
+records."""
 
 
 def module_name(path: Path) -> str:
@@ -84,7 +86,7 @@ def package_parts_imported(layer: str) -> dict[str, set[str]]:
 
 
 def test_the_layer_scan_names_what_a_file_reaches_into() -> None:
-    assert package_parts_imported("data")["data/types.py"] == {"reference"}
+    assert package_parts_imported("data")["data/types.py"] == {"reference", "errors"}
     assert "paths" in package_parts_imported("llm")["llm/cache.py"]
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import time
 from pathlib import Path
 
 import matplotlib
@@ -18,7 +16,17 @@ from nbformat.v4 import new_code_cell, new_notebook
 
 from personalens_utils import reproduce
 from personalens_utils.plots import save_figure
-from personalens_utils.reproduce import PAPER_ITEMS, PassResult, Settings, StepResult
+from personalens_utils.reproduce import (
+    PAPER_ITEMS,
+    PassResult,
+    Settings,
+    StepResult,
+    cli,
+    index,
+    notebooks,
+    pipeline,
+)
+from personalens_utils.reproduce import settings as reproduce_settings
 from personalens_utils.tables import save_table
 
 
@@ -36,23 +44,23 @@ def test_defaults_are_offline_and_anthropic_switches_to_current_models():
     assert custom.official_users == "sample_50"
     assert offline.scoring == "strict"
     assert reproduce.parse_args(["--scoring", "official"]).scoring == "official"
-    with pytest.raises(SystemExit):
-        reproduce.parse_args(["--passes", "everything"])
-    with pytest.raises(SystemExit):
+    assert reproduce.problems(reproduce.parse_args(["--passes", "everything"])) == [
+        "--passes 'everything': unknown pass; use generated and/or official"]
+    with pytest.raises(reproduce.OptionError, match="--scoring: invalid choice: 'lenient'"):
         reproduce.parse_args(["--scoring", "lenient"])
 
 
 def test_a_paid_backend_runs_one_pass_by_default(monkeypatch, tmp_path):
-    monkeypatch.setattr(reproduce, "find_official_data", lambda: None)
+    monkeypatch.setattr(cli, "find_official_data", lambda: None)
     assert reproduce.parse_args(["--backend", "anthropic"]).passes == ("generated",)
-    monkeypatch.setattr(reproduce, "find_official_data", lambda: tmp_path)
+    monkeypatch.setattr(cli, "find_official_data", lambda: tmp_path)
     assert reproduce.parse_args(["--backend", "anthropic"]).passes == ("official",)
     assert reproduce.parse_args([]).passes == ("generated", "official")
 
 
 def test_anthropic_without_a_key_stops_before_running(monkeypatch, capsys):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    assert reproduce.main(["--run", "nokey", "--backend", "anthropic"]) == 2
+    assert reproduce.main(["--run", "nokey", "--backend", "anthropic"]) == 1
     assert "ANTHROPIC_API_KEY" in capsys.readouterr().err
 
 
@@ -66,7 +74,8 @@ def _notebook(path: Path, parameters: str, body: str) -> None:
 
 @pytest.fixture(scope="module")
 def executed(tmp_path_factory):
-    """Three tiny notebooks run through `run_notebook`: one writes a table, one fails, one is absent."""
+    """Three tiny notebooks run through `run_notebook`: one writes a table, one fails, one is absent.
+    The folder holds a table an earlier run left, which none of them wrote."""
     root = tmp_path_factory.mktemp("nb")
     books = root / "notebooks"
     books.mkdir()
@@ -78,6 +87,7 @@ def executed(tmp_path_factory):
     )
     _notebook(books / "broken.ipynb", "output_dir = None", 'raise RuntimeError("the data is bad")')
     settings = Settings(run="t", notebooks_dir=books)
+    save_table(pd.DataFrame({"x": [0]}), root / "out", 4, "earlier", "left by an earlier run")
     params = {"label": "passed", "output_dir": str(root / "out"), "undeclared": 1}
     return root, {
         "writer": reproduce.run_notebook(settings, "writer", root / "out", params),
@@ -93,58 +103,61 @@ def test_run_notebook_passes_declared_parameters_only(executed):
     assert (root / "out" / "tables" / "table3_tiny.csv").read_text().startswith("# caption passed")
     injected = nbformat.read(step.executed, 4).cells[1].source  # papermill's injected-parameters cell
     assert "passed" in injected and "undeclared" not in injected
+    assert {p.name for p in step.written} == {f"table3_tiny.{ext}" for ext in ("csv", "md", "tex")}
 
 
-def test_a_failing_notebook_is_recorded_and_a_missing_one_skipped(executed):
+def test_a_failing_notebook_and_a_missing_one_are_recorded_as_failed(executed):
     _, steps = executed
     broken = steps["broken"]
     assert not broken.ok and not broken.skipped and "the data is bad" in broken.message
     assert broken.notebook == "broken-x" and broken.executed.is_file()  # the executed copy shows the error
+    assert broken.written == ()
     absent = steps["absent"]
-    assert absent.skipped and not absent.ok and "does not exist" in absent.message
+    assert not absent.ok and not absent.skipped and "notebooks/absent.ipynb does not exist" in absent.message
 
 
-def _pass(root: Path, started: float) -> PassResult:
+def _pass(root: Path) -> PassResult:
+    """A pass whose notebooks wrote tables and figures (02 some before it failed, 04 not run), in a
+    folder that also holds a figure an earlier run left."""
     folder = root / "runs" / "r" / "official"
-    tables = {
-        3: "assistant_models",
-        4: "ablation",
-        5: "agreement",
-        12: "user_agent",
-        13: "dialogue_stats",
-        6: "demographics_part1",
-        99: "extra",
-    }
-    for number, slug in tables.items():
-        save_table(pd.DataFrame({"a": [1.0]}), folder, number, slug, f"Caption of table {number} [offline]")
+    stale = folder / "figures" / "figure3_demographics.png"
+    stale.parent.mkdir(parents=True, exist_ok=True)
+    stale.write_bytes(b"old")
+    tables = {3: "assistant_models", 5: "agreement", 12: "user_agent", 13: "dialogue_stats", 99: "extra"}
+    analysis = [path for number, slug in tables.items() for path in save_table(
+        pd.DataFrame({"a": [1.0]}), folder, number, slug, f"Caption of table {number} [offline]").values()]
     for number, slug in ((4, "domains"), (5, "turns")):
         fig, ax = plt.subplots()
         ax.plot([1, 2])
-        save_figure(fig, folder, number, slug)
+        analysis += save_figure(fig, folder, number, slug).values()
         plt.close(fig)
-    stale = folder / "figures" / "figure3_demographics.png"
-    stale.write_bytes(b"old")
-    os.utime(stale, (started - 3600, started - 3600))  # left over from an earlier run: not listed
+    ablation = save_table(pd.DataFrame({"a": [1.0]}), folder, 4, "ablation", "Caption of table 4 [offline]")
+    partial = save_table(pd.DataFrame({"a": [1.0]}), folder, 6, "demographics_part1", "Caption of table 6")
     result = PassResult("official", "/data/official", "sample_30", "first 10 users of sample_30", folder)
-    result.started = started
     result.steps = [
         StepResult("03_simulation-a", folder / "03_simulation-a.ipynb", 3.0, True),
-        StepResult("02_validation", folder / "02_validation.ipynb", 5.0, False, "KeyError: 'Gender'"),
-        StepResult("05_ablation", folder / "05_ablation.ipynb", 4.0, True),
-        StepResult("06_analysis", folder / "06_analysis.ipynb", 6.0, True),
-        StepResult("01_generation", None, 0.0, False, "01_generation.ipynb does not exist yet", skipped=True),
+        StepResult("03_simulation-b", folder / "03_simulation-b.ipynb", 3.0, False, "SpecError: bad"),
+        StepResult("04_judging", None, 0.0, False, "03_simulation-b failed", skipped=True),
+        StepResult("02_validation", folder / "02_validation.ipynb", 5.0, False, "KeyError: 'Gender'",
+                   written=tuple(partial.values())),
+        StepResult("05_ablation", folder / "05_ablation.ipynb", 4.0, True, written=tuple(ablation.values())),
+        StepResult("06_analysis", folder / "06_analysis.ipynb", 6.0, True, written=tuple(analysis)),
     ]
     return result
 
 
 def test_index_lists_every_paper_item_with_its_file_or_the_reason(tmp_path, monkeypatch):
-    monkeypatch.setattr(reproduce, "runs_dir", lambda: tmp_path / "runs")
+    monkeypatch.setattr(reproduce_settings, "runs_dir", lambda: tmp_path / "runs")
     settings = Settings(run="r", argv=("--run", "r"))
-    result = _pass(tmp_path, time.time())
+    result = _pass(tmp_path)
     text = reproduce.write_index(settings, [result], 125.0).read_text()
     reproduced, missing = text.split("### Not reproduced")
-    for name in ("Table 3", "Table 4", "Table 5", "Table 6", "Table 12", "Table 13", "Figure 4", "Figure 5"):
+    for name in ("Table 3", "Table 4", "Table 5", "Table 12", "Table 13", "Figure 4", "Figure 5"):
         assert f"**{name}**" in reproduced
+    assert "**Table 6** (demographics, part 1): 02_validation failed: KeyError: 'Gender'" in missing
+    assert "- `official/tables/table6_demographics_part1.md` (02_validation)" in \
+        text.split("### Written by notebooks that failed (not published)")[1]
+    assert "figure3_demographics" not in text  # an earlier run's file is not this run's output
     assert "`official/tables/table3_assistant_models.md`" in reproduced
     assert "`official/figures/figure5_turns.png`" in reproduced
     assert "caption: Caption of table 3 [offline]" in reproduced
@@ -157,29 +170,31 @@ def test_index_lists_every_paper_item_with_its_file_or_the_reason(tmp_path, monk
     assert "`official/tables/table99_extra.md`" in text.split("### Other outputs")[1]
     assert "rule-based simulation, not a language model" in text
     assert "Total time: 2.1 min" in text and "--run r" in text
-    assert "| 01_generation | - | 0 s | skipped: 01_generation.ipynb does not exist yet |" in text
+    assert "| 04_judging | - | 0 s | not run: 03_simulation-b failed |" in text
+    assert "| 03_simulation-b | - | 3 s | FAILED: SpecError: bad |" in text
     assert "Run store: empty." in text
+    assert "**Not published**: in pass `official`, 03_simulation-b, 02_validation failed" in text
     assert "Judge answers read under the `strict` scoring rule" in text
 
 
 def test_index_names_the_successor_called_for_a_retired_paper_model(tmp_path, monkeypatch):
-    monkeypatch.setattr(reproduce, "runs_dir", lambda: tmp_path / "runs")
+    monkeypatch.setattr(reproduce_settings, "runs_dir", lambda: tmp_path / "runs")
     settings = Settings(run="r", backend="anthropic", assistant_models=("Claude Haiku 4.5",))
-    text = reproduce.write_index(settings, [_pass(tmp_path, time.time())], 60.0).read_text()
+    text = reproduce.write_index(settings, [_pass(tmp_path)], 60.0).read_text()
     assert "- user agent: anthropic:claude-sonnet-4-5-20250929 (Claude Sonnet 4.5) - Claude 3 Sonnet was " \
         "retired on the Anthropic API" in text
     assert "- assistant Claude Haiku 4.5: anthropic:claude-haiku-4-5-20251001 (Claude Haiku 4.5)\n" in text
-    offline = reproduce.write_index(Settings(run="r"), [_pass(tmp_path, time.time())], 60.0).read_text()
+    offline = reproduce.write_index(Settings(run="r"), [_pass(tmp_path)], 60.0).read_text()
     assert "Called (see Table 11" not in offline
 
 
 def test_publish_copies_only_this_runs_files(tmp_path, monkeypatch):
-    monkeypatch.setattr(reproduce, "project_root", lambda: tmp_path)
-    started = time.time()
-    result = _pass(tmp_path, started)
+    monkeypatch.setattr(pipeline, "project_root", lambda: tmp_path)
+    result = _pass(tmp_path)
     copied = {p.name for p in reproduce.publish(result)}
     assert "table3_assistant_models.tex" in copied and "figure4_domains.pdf" in copied
-    assert "figure3_demographics.png" not in copied
+    assert "figure3_demographics.png" not in copied  # an earlier run's
+    assert "table6_demographics_part1.csv" not in copied  # written by a notebook that failed
     assert (tmp_path / "tables" / "table3_assistant_models.md").is_file()
 
 
@@ -189,20 +204,20 @@ def test_a_kernel_that_dies_at_start_is_started_again_once(tmp_path, monkeypatch
     def flaky(*args, **kwargs):
         calls.append(args)
         if len(calls) == 1:
-            raise RuntimeError(reproduce.KERNEL_START_FAILURE)
+            raise RuntimeError(notebooks.KERNEL_START_FAILURE)
 
-    monkeypatch.setattr(reproduce.papermill, "execute_notebook", flaky)
-    reproduce._execute(tmp_path / "a.ipynb", tmp_path / "b.ipynb", {}, tmp_path, "a")
+    monkeypatch.setattr(notebooks.papermill, "execute_notebook", flaky)
+    notebooks._execute(tmp_path / "a.ipynb", tmp_path / "b.ipynb", {}, tmp_path, "a")
     assert len(calls) == 2
 
     def always(*args, **kwargs):
         calls.append(args)
-        raise RuntimeError(reproduce.KERNEL_START_FAILURE)
+        raise RuntimeError(notebooks.KERNEL_START_FAILURE)
 
     calls.clear()
-    monkeypatch.setattr(reproduce.papermill, "execute_notebook", always)
+    monkeypatch.setattr(notebooks.papermill, "execute_notebook", always)
     with pytest.raises(RuntimeError, match="kernel_info"):
-        reproduce._execute(tmp_path / "a.ipynb", tmp_path / "b.ipynb", {}, tmp_path, "a")
+        notebooks._execute(tmp_path / "a.ipynb", tmp_path / "b.ipynb", {}, tmp_path, "a")
     assert len(calls) == 2
 
     def broken(*args, **kwargs):
@@ -210,9 +225,9 @@ def test_a_kernel_that_dies_at_start_is_started_again_once(tmp_path, monkeypatch
         raise RuntimeError("the notebook's own error")
 
     calls.clear()
-    monkeypatch.setattr(reproduce.papermill, "execute_notebook", broken)
+    monkeypatch.setattr(notebooks.papermill, "execute_notebook", broken)
     with pytest.raises(RuntimeError, match="own error"):
-        reproduce._execute(tmp_path / "a.ipynb", tmp_path / "b.ipynb", {}, tmp_path, "a")
+        notebooks._execute(tmp_path / "a.ipynb", tmp_path / "b.ipynb", {}, tmp_path, "a")
     assert len(calls) == 1
 
 
@@ -220,7 +235,7 @@ RETRIEVAL = "python:personalens_utils.assistants.retrieval:RetrievalAssistant?k=
 
 
 def test_per_role_specs_reach_the_notebooks_and_notebook_06_gets_the_stored_names(monkeypatch, tmp_path):
-    monkeypatch.setattr(reproduce, "runs_dir", lambda: tmp_path)
+    monkeypatch.setattr(reproduce_settings, "runs_dir", lambda: tmp_path)
     settings = reproduce.parse_args([
         "--run", "specs", "--passes", "generated", "--user-model", "anthropic:claude-haiku-4-5",
         "--assistant-models", f"openai@VLLM_URL:Qwen/Qwen2.5-7B-Instruct,{RETRIEVAL}",
@@ -232,7 +247,7 @@ def test_per_role_specs_reach_the_notebooks_and_notebook_06_gets_the_stored_name
         calls[name + label] = params
         return StepResult(name + label, None, 0.0, True)
 
-    monkeypatch.setattr(reproduce, "run_notebook", record)
+    monkeypatch.setattr(pipeline, "run_notebook", record)
     reproduce.run_pass(settings, "generated", None)
     sims = {k: v for k, v in calls.items() if k.startswith("03_simulation")}
     assert sorted(p["assistant_model"] for p in sims.values()) == sorted(
@@ -245,7 +260,7 @@ def test_per_role_specs_reach_the_notebooks_and_notebook_06_gets_the_stored_name
     assert analysis["assistant_models"] == [
         "Qwen/Qwen2.5-7B-Instruct", RETRIEVAL.removeprefix("python:")]
     assert (analysis["user_model"], analysis["judge_model"]) == ("claude-haiku-4-5", "claude-sonnet-4-5")
-    lines = reproduce._called_lines(settings)
+    lines = index._called_lines(settings)
     assert "- judge: anthropic:" in "\n".join(lines)
     assert any("python:personalens_utils.assistants.retrieval:RetrievalAssistant" in line and
                "-> offline:ref-follows-setting" in line for line in lines)
@@ -253,7 +268,7 @@ def test_per_role_specs_reach_the_notebooks_and_notebook_06_gets_the_stored_name
 
 def test_a_role_on_anthropic_without_a_key_stops_before_running(monkeypatch, capsys):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    assert reproduce.main(["--run", "nokey", "--judge-model", "anthropic:claude-sonnet-4-5"]) == 2
+    assert reproduce.main(["--run", "nokey", "--judge-model", "anthropic:claude-sonnet-4-5"]) == 1
     assert "judge" in capsys.readouterr().err
-    assert reproduce.main(["--run", "bad", "--assistant-models", "python:no_colon"]) == 2
+    assert reproduce.main(["--run", "bad", "--assistant-models", "python:no_colon"]) == 1
     assert "python:package.module:Name" in capsys.readouterr().err

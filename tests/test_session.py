@@ -124,8 +124,8 @@ def test_reproduce_passes_each_seed_under_its_own_name(monkeypatch, tmp_path):
         calls[name + label] = params
         return reproduce.StepResult(name + label, None, 0.0, True)
 
-    monkeypatch.setattr(reproduce, "run_notebook", record)
-    monkeypatch.setattr(reproduce, "runs_dir", lambda: tmp_path)
+    monkeypatch.setattr(reproduce.pipeline, "run_notebook", record)
+    monkeypatch.setattr(reproduce.settings, "runs_dir", lambda: tmp_path)
     settings = Settings(run="r", seed=4, backend_seed=5, demographics_seed=6, assistant_models=("m",))
     reproduce.run_pass(settings, "generated", None)
     assert calls["01_generation"]["demographics_seed"] == 6

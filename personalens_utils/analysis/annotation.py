@@ -22,6 +22,7 @@ from typing import Any
 
 import pandas as pd
 
+from personalens_utils.errors import KitError
 from personalens_utils.judging import DIMENSIONS, JUDGEABLE_STATUSES, benchmark_contexts
 from personalens_utils.prompts import judge as judge_prompts
 from personalens_utils.prompts.render import render_conversation, render_interactions, render_preferences
@@ -56,7 +57,7 @@ _TRUE = {"true", "t", "yes", "y", "1", "1.0"}
 _FALSE = {"false", "f", "no", "n", "0", "0.0"}
 
 
-class AnnotationError(ValueError):
+class AnnotationError(KitError, ValueError):
     """A filled sheet cannot be read: the message names the file, row and column."""
 
 

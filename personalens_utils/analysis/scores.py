@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from personalens_utils.analysis.stats import bootstrap_ci
+from personalens_utils.errors import KitError
 from personalens_utils.identity import legacy_model_id
 from personalens_utils.judging import DIMENSIONS as JUDGE_DIMENSIONS
 from personalens_utils.judging import OFFICIAL, STRICT, check_scoring, judge_model_key, score_under
@@ -79,7 +80,7 @@ PROMPT_SET_COLUMNS = (("dialogue prompts", "dialogue_prompt_set"), ("judge promp
 ROLES = (("user agent", "user"), ("assistant", "assistant"), ("judge", "judge"))
 
 
-class ScoresError(ValueError):
+class ScoresError(KitError, ValueError):
     """The run store cannot be turned into one score per dialogue and dimension as asked."""
 
 

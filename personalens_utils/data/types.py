@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from personalens_utils.errors import KitError
 from personalens_utils.reference.schema import MULTI_DOMAIN, load_schema
 from personalens_utils.reference.situation import SITUATION_FIELDS
 
@@ -53,7 +54,7 @@ SAMPLES: dict[str, tuple[int, ...]] = {
 """The user samples the paper's experiments ran on (user indices)."""
 
 
-class BenchmarkDataError(ValueError):
+class BenchmarkDataError(KitError, ValueError):
     """Benchmark data that cannot be used as it is; names the file and, where known, the field."""
 
     def __init__(self, path: str | Path, field: str | None, problem: str):

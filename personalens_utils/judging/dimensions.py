@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from personalens_utils.errors import KitError
 from personalens_utils.llm import registry as model_registry
 from personalens_utils.prompts import judge as prompts
 
@@ -19,7 +20,7 @@ from .parsing import ParsedAnswer, parse_score, parse_verdict
 DEFAULT_JUDGE_MODEL = "Claude 3.5 Sonnet"
 
 
-class JudgingError(ValueError):
+class JudgingError(KitError, ValueError):
     """Judging cannot start as asked: unknown dimension, dialogue without its scenario, bad record."""
 
 

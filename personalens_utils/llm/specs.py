@@ -23,6 +23,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from personalens_utils.errors import KitError
+
 from . import registry
 from .registry import KNOWN_BACKENDS
 
@@ -30,7 +32,7 @@ DEFAULT_BASE_URL_VAR = "OPENAI_BASE_URL"
 _BACKEND_WORD = re.compile(r"[a-z][a-z0-9_-]*")
 
 
-class SpecError(ValueError):
+class SpecError(KitError, ValueError):
     """A model spec that cannot be read; the message names the spec and the fix."""
 
 

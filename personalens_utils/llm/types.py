@@ -14,6 +14,8 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 import orjson
 
+from personalens_utils.errors import KitError
+
 Role = Literal["user", "assistant"]
 
 
@@ -133,7 +135,7 @@ class ChatModel(Protocol):
     async def acomplete(self, request: Request, model: str) -> Response: ...
 
 
-class LLMError(Exception):
+class LLMError(KitError):
     """Base of every error the llm layer raises."""
 
 
@@ -170,6 +172,5 @@ class RetriesExhaustedError(LLMError):
 class PreflightError(FatalError):
     """A role's backend failed its check before any work started; nothing was run or stored."""
 
-    def _render_traceback_(self) -> list[str]:
-        """IPython shows this instead of a traceback: the message names the role, backend, cause and fix."""
-        return [f"{type(self).__name__}: {self}"]
+    says_all = True
+    """The message names the role, backend, cause and fix (`errors.KitError`)."""

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Self
 
+from personalens_utils.errors import KitError
 from personalens_utils.llm import CallKind, Message, Request, registry
 from personalens_utils.prompts import official
 from personalens_utils.prompts.dialogue import TERMINATE
@@ -42,7 +43,7 @@ OFFICIAL_MAX_TOKENS = 4000
 """The official judge's answer limit (src/evaluate_dialogue.py)."""
 
 
-class OfficialContextError(ValueError):
+class OfficialContextError(KitError, ValueError):
     """A judge context that lacks what the official prompts name."""
 
 

@@ -21,6 +21,7 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
+from personalens_utils.errors import KitError
 from personalens_utils.paths import CODE_ENV, OFFICIAL_CODE_FILES, find_official_code
 
 KIT_PROMPTS, OFFICIAL_PROMPTS = "kit", "official"
@@ -57,11 +58,11 @@ WHERE_TO_GET = (
 )
 
 
-class OfficialCodeError(ValueError):
+class OfficialCodeError(KitError, ValueError):
     """The official code is missing or not the one the kit knows how to read; says what to do."""
 
 
-class OfficialPromptError(ValueError):
+class OfficialPromptError(KitError, ValueError):
     """A call the official code never makes (a setting without an official flag, a vanilla Llama)."""
 
 

@@ -15,6 +15,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from personalens_utils.errors import KitError
+
 FIELDS: tuple[str, ...] = (
     "age",
     "gender",
@@ -30,7 +32,7 @@ FIELDS: tuple[str, ...] = (
 """The demographic fields of a profile, in the official data's order (plus `user_id` there)."""
 
 
-class DemographicsError(ValueError):
+class DemographicsError(KitError, ValueError):
     """A demographic record or file that does not fit the kit's fields and categories."""
 
 

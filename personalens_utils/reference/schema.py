@@ -13,11 +13,13 @@ from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 
+from personalens_utils.errors import KitError
+
 MULTI_DOMAIN = "Multi-Domain"
 """Folder name under task/ holding the multi-domain task definitions (not a domain itself)."""
 
 
-class SchemaError(KeyError):
+class SchemaError(KitError, KeyError):
     """A domain or preference type the schema does not know."""
 
     def __str__(self) -> str:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from personalens_utils.errors import KitError
+
 INSTRUCTIONS = ("vanilla", "base")
 CONTEXT_PARTS = {
     "D": "demographics",
@@ -20,7 +22,7 @@ CONTEXT_PARTS = {
 PAPER_SETTINGS = ("vanilla", "base", "base+D", "base+I", "base+S", "base+all")
 
 
-class SettingError(ValueError):
+class SettingError(KitError, ValueError):
     """An assistant setting name that cannot be parsed."""
 
 

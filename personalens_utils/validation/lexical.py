@@ -31,6 +31,7 @@ from sacrebleu.metrics.bleu import BLEU
 from sacrebleu.metrics.helpers import extract_all_word_ngrams
 from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
 
+from personalens_utils.errors import KitError
 from personalens_utils.records import Dialogue
 from personalens_utils.store import RunStore
 
@@ -41,7 +42,7 @@ SELF_BLEU_SAMPLE = 1000
 """Utterances per group Self-BLEU is computed over (each against the rest of the sample)."""
 
 
-class LexicalInputError(ValueError):
+class LexicalInputError(KitError, ValueError):
     """Dialogue input that the lexical measures cannot use."""
 
 

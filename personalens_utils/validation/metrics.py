@@ -25,6 +25,7 @@ from typing import Any
 
 import pandas as pd
 
+from personalens_utils.errors import KitError
 from personalens_utils.reference import demographics as demo
 from personalens_utils.reference.schema import Schema, load_schema
 
@@ -35,7 +36,7 @@ TABLE_6_7_COLUMNS = ["Variable", "Category", "Count", "Percent"]
 TABLE_8_9_COLUMNS = ["Domain", "Preference Type", "Is Categorical", "# Poss.", "# Gen.", "Evenness"]
 
 
-class ValidationInputError(ValueError):
+class ValidationInputError(KitError, ValueError):
     """Validation input that cannot be tabulated (unknown domain, malformed answer, ...)."""
 
 

@@ -48,7 +48,8 @@ def copy_env(checkout: Path) -> dict[str, str]:
 
 
 def run_reproduce(checkout: Path, args: Sequence[str] = SMALL_REPRODUCE, timeout: float = 600) -> str:
-    """What `make reproduce ARGS=...` runs, in `checkout` with its own package; returns the output."""
+    """What `make reproduce ARGS=...` runs, in `checkout` with its own package; returns what it printed
+    (standard output, then standard error, where the notebooks' kernels write)."""
     done = subprocess.run(
         [sys.executable, "-m", "personalens_utils.reproduce", *args], cwd=checkout, env=copy_env(checkout),
         capture_output=True, text=True, timeout=timeout,
@@ -56,4 +57,4 @@ def run_reproduce(checkout: Path, args: Sequence[str] = SMALL_REPRODUCE, timeout
     if done.returncode != 0:
         raise AssertionError(f"reproduce failed ({done.returncode}) in {checkout}:\n{done.stdout[-3000:]}"
                              f"\n{done.stderr[-3000:]}")
-    return done.stdout
+    return done.stdout + done.stderr

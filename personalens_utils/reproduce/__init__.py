@@ -1,0 +1,27 @@
+"""One command that regenerates the paper's tables and figures: notebooks 01-06 under papermill.
+
+`python -m personalens_utils.reproduce --run NAME` (what `make reproduce` calls) runs the notebooks
+in pipeline order from one parameter set, once per benchmark "pass": a small benchmark generated
+on the spot, and the official data when the kit finds it. Executed notebooks, run stores, tables
+and figures of a pass go to `runs/<run>/<pass>/`; when every notebook of the main pass finished, its
+tables and figures are copied to the top-level `tables/` and `figures/`, and `runs/LATEST` names
+that pass, so the notebooks on their default parameters work on its benchmark and run store.
+`runs/<run>/INDEX.md` lists every table and figure of the paper with the file this run wrote for
+it, or the reason it was not reproduced.
+
+- `cli`: the options, checked before any notebook starts, and `main`;
+- `settings`: the one parameter set (`Settings`) and the roles' models;
+- `pipeline`: the notebooks of a pass, what each needs, and publishing;
+- `notebooks`: one notebook under papermill and the files it wrote;
+- `index`: INDEX.md.
+"""
+
+from .cli import OptionError, main, parse_args, problems
+from .index import PAPER_ITEMS, PaperItem, write_index
+from .notebooks import StepResult, run_notebook
+from .pipeline import PassResult, publish, reproduce, run_pass
+from .settings import ANTHROPIC_ASSISTANTS, OFFLINE_ASSISTANTS, Settings, model_name, role_specs
+
+__all__ = ["ANTHROPIC_ASSISTANTS", "OFFLINE_ASSISTANTS", "PAPER_ITEMS", "OptionError", "PaperItem",
+           "PassResult", "Settings", "StepResult", "main", "model_name", "parse_args", "problems", "publish",
+           "reproduce", "role_specs", "run_notebook", "run_pass", "write_index"]

@@ -1,0 +1,243 @@
+"""The command line of a reproduction: `python -m personalens_utils.reproduce` (what `make reproduce` runs).
+
+Every option is read and checked before any notebook starts: each problem is one line, and the
+command exits with code 1, as it does for any error of the kit's own (`errors.KitError`), which it
+prints as one message (the traceback with PERSONALENS_TRACEBACK=1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NoReturn
+
+from personalens_utils.assistants.python import SPEC_FORM as PYTHON_SPEC_FORM
+from personalens_utils.assistants.reference import FOCUS_ASSISTANT
+from personalens_utils.assistants.retrieval import SPEC as RETRIEVAL_SPEC
+from personalens_utils.data import SAMPLES
+from personalens_utils.errors import KitError, full_traceback_wanted
+from personalens_utils.judging import SCORING_RULES
+from personalens_utils.llm.options import ClientOptions
+from personalens_utils.llm.registry import KNOWN_BACKENDS
+from personalens_utils.llm.specs import ModelSpec, SpecError
+from personalens_utils.paths import find_official_data, is_benchmark
+from personalens_utils.prompting import PROMPT_SETS
+from personalens_utils.prompts.official import OfficialCodeError, load_official_prompts
+
+from .pipeline import failures, reproduce
+from .settings import ANTHROPIC_ASSISTANTS, PASSES, Settings, role_models, role_spec
+
+ALL_USERS = "all"
+OPTIONS = {"user agent": "--user-model", "ablation assistant": "--ablation-model", "judge": "--judge-model",
+           "second judge": "--second-judge-model", "compared assistant": "--compare-assistant"}
+"""The option that names each role's model (every other role is one of --assistant-models)."""
+
+
+class OptionError(KitError):
+    """An option of the command line that cannot be used; the message names it."""
+
+    says_all = True
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises `OptionError` (one line, exit code 1) instead of printing its usage."""
+
+    def error(self, message: str) -> NoReturn:
+        raise OptionError(message)
+
+
+def parse_args(argv: Sequence[str] | None = None) -> Settings:
+    parser = _Parser(
+        prog="python -m personalens_utils.reproduce",
+        description="Run notebooks 01-06 with papermill and write runs/<run>/INDEX.md.",
+    )
+    parser.add_argument("--run", default="default", help="name of the run folder under runs/")
+    parser.add_argument(
+        "--backend", default="offline", choices=KNOWN_BACKENDS,
+        help="offline (default), anthropic, openai or bedrock",
+    )
+    parser.add_argument("--benchmark-dir", type=Path, help="official-layout benchmark for the official pass")
+    parser.add_argument(
+        "--passes",
+        help="comma list of passes: generated (a fresh small benchmark) and/or official (the data found). "
+        "Default: both on the offline backend; on a paid backend the official data if found, else generated",
+    )
+    parser.add_argument("--users", default="sample_50", help="users of the official pass: sample_30/50/100")
+    parser.add_argument(
+        "--ablation-users", type=int, default=20, help="how many of those users the six-setting ablation uses"
+    )
+    parser.add_argument("--generated-users", type=int, default=20, help="size of the generated benchmark")
+    parser.add_argument(
+        "--assistant-models",
+        help="comma list of assistants for Table 3; each a model on --backend or a spec: backend:model, "
+        f"openai@VAR:model, {PYTHON_SPEC_FORM}",
+    )
+    parser.add_argument("--ablation-model", help="the assistant of the ablation (Table 4); a spec too")
+    parser.add_argument(
+        "--focus-model", help=f"assistant of Figures 4, 5 and Table 13 (offline: {FOCUS_ASSISTANT})"
+    )
+    parser.add_argument("--user-model", help="the user agent's model, or a spec backend:model")
+    parser.add_argument("--judge-model", help="the judge's model, or a spec backend:model")
+    parser.add_argument("--second-judge-model", help="judge for judge-judge agreement when no annotations")
+    parser.add_argument(
+        "--compare-assistant",
+        help=f"your assistant (e.g. {RETRIEVAL_SPEC}): "
+        "notebook 05 compares it with the ablation assistant on the same scenarios "
+        "(Table 3, table3_own_assistant)",
+    )
+    parser.add_argument("--annotations", help="glob of filled annotation sheets (CSV) for Table 5")
+    parser.add_argument("--max-concurrency", type=int, default=16)
+    parser.add_argument("--request-timeout-s", type=float, default=ClientOptions.request_timeout_s,
+                        help="seconds a model call waits for an answer before retrying (notebooks 03-05)")
+    parser.add_argument("--call-deadline-s", type=float, default=ClientOptions.call_deadline_s,
+                        help="seconds a model call may take in all, retries included (notebooks 03-05)")
+    parser.add_argument(
+        "--seed", type=int, default=0, help="seed of bootstrap, permutation, Self-BLEU and annotation samples"
+    )
+    parser.add_argument("--backend-seed", type=int, default=0, help="seed of the offline backend")
+    parser.add_argument("--prompt-set", default="kit", choices=PROMPT_SETS,
+                        help="kit (default): the kit's prompts; official: the authors' prompts, read from "
+                        "--official-code or $PERSONALENS_CODE")
+    parser.add_argument("--official-code", type=Path, help="a clone of the official PersonaLens code")
+    parser.add_argument("--scoring", default="strict", choices=SCORING_RULES,
+                        help="strict (default): the kit's answer parser; official: the official gather "
+                        "script's reading (notebooks 04 and 06)")
+    parser.add_argument(
+        "--demographics-seed", type=int, default=0, help="seed of the generated benchmark's demographics"
+    )
+    args = parser.parse_args(argv)
+    settings = Settings(
+        argv=tuple(sys.argv[1:] if argv is None else argv),
+        run=args.run,
+        backend=args.backend,
+        benchmark_dir=args.benchmark_dir,
+        official_users=args.users,
+        ablation_users=args.ablation_users,
+        generated_users=args.generated_users,
+        max_concurrency=args.max_concurrency,
+        request_timeout_s=args.request_timeout_s,
+        call_deadline_s=args.call_deadline_s,
+        seed=args.seed,
+        backend_seed=args.backend_seed,
+        demographics_seed=args.demographics_seed,
+        annotations=args.annotations,
+        prompt_set=args.prompt_set,
+        official_code=args.official_code,
+        scoring=args.scoring,
+    )
+    if args.passes:
+        settings.passes = tuple(p.strip() for p in args.passes.split(",") if p.strip())
+    elif args.backend != "offline":
+        settings.passes = ("official",) if (args.benchmark_dir or find_official_data()) else ("generated",)
+    if args.backend != "offline":
+        settings.assistant_models = ANTHROPIC_ASSISTANTS
+        settings.user_model = settings.judge_model = "Claude Sonnet 4.5"
+        settings.ablation_model, settings.second_judge_model = "Claude Haiku 4.5", "Claude Haiku 4.5"
+        settings.focus_model = None
+    if args.assistant_models:
+        settings.assistant_models = tuple(m.strip() for m in args.assistant_models.split(",") if m.strip())
+        if settings.focus_model not in settings.assistant_models:
+            settings.focus_model = None
+    for name in ("ablation_model", "focus_model", "user_model", "judge_model", "second_judge_model",
+                 "compare_assistant"):
+        if getattr(args, name):
+            setattr(settings, name, getattr(args, name))
+    return settings
+
+
+def problems(settings: Settings) -> list[str]:
+    """Everything wrong with the options, one line each, found before any notebook starts."""
+    found = [f"--passes {p!r}: unknown pass; use {' and/or '.join(PASSES)}"
+             for p in settings.passes if p not in PASSES]
+    if not settings.passes:
+        found.append(f"--passes: name at least one pass ({' and/or '.join(PASSES)})")
+    for option, value in (("--max-concurrency", settings.max_concurrency),
+                          ("--ablation-users", settings.ablation_users),
+                          *((("--generated-users", settings.generated_users),)
+                            if "generated" in settings.passes else ())):
+        if value < 1:
+            found.append(f"{option} {value}: give a number of at least 1")
+    try:
+        ClientOptions(request_timeout_s=settings.request_timeout_s, call_deadline_s=settings.call_deadline_s)
+    except ValueError as exc:
+        found.append(f"--request-timeout-s/--call-deadline-s: {exc}")
+    for option, value in (("--seed", settings.seed), ("--backend-seed", settings.backend_seed),
+                          ("--demographics-seed", settings.demographics_seed)):
+        if value < 0:
+            found.append(f"{option} {value}: a seed is a number of at least 0")
+    if settings.official_users not in (*SAMPLES, ALL_USERS):
+        found.append(f"--users {settings.official_users!r}: use one of {', '.join(SAMPLES)} or {ALL_USERS}")
+    if settings.benchmark_dir is not None and not is_benchmark(settings.benchmark_dir):
+        found.append(f"--benchmark-dir {settings.benchmark_dir}: no benchmark there (profile/ and task/)")
+    if settings.annotations and not glob.glob(settings.annotations):
+        found.append(f"--annotations {settings.annotations!r}: no file matches")
+    if not settings.assistant_models:
+        found.append("--assistant-models: name at least one assistant for Table 3")
+    elif settings.focus not in (*settings.assistant_models, settings.ablation_model):
+        found.append(f"--focus-model {settings.focus!r}: use one of the assistants (--assistant-models) or "
+                     "the ablation assistant, whose dialogues the run makes")
+    return found + _spec_problems(settings) + _prompt_problems(settings)
+
+
+def _spec_problems(settings: Settings) -> list[str]:
+    """Each role's spec read as the notebooks will read it, its endpoint variable set, and a key for
+    every role on the anthropic backend."""
+    found, keyless = [], []
+    for role, text in role_models(settings).items():
+        option = OPTIONS.get(role, "--assistant-models")
+        try:
+            spec = role_spec(settings, role, text, option)
+            model = spec if isinstance(spec, ModelSpec) else spec.spec
+            if model is not None:
+                model.backend_options()
+        except SpecError as exc:
+            found.append(str(exc))
+            continue
+        if model is not None and not any(c.isalnum() for c in spec.model):
+            found.append(f"{option}={text!r}: {spec.model!r} is not a model name; write a model on "
+                         f"--backend or a spec such as 'anthropic:claude-sonnet-4-5'")
+        elif spec.backend == "anthropic" and not os.environ.get("ANTHROPIC_API_KEY"):
+            keyless.append(role)
+    if keyless:
+        found.append(f"the anthropic backend ({', '.join(keyless)}) needs ANTHROPIC_API_KEY in the "
+                     "environment: export ANTHROPIC_API_KEY=<your key> and run again")
+    return found
+
+
+def _prompt_problems(settings: Settings) -> list[str]:
+    if settings.prompt_set == "kit":
+        return []
+    try:
+        load_official_prompts(settings.official_code)
+    except OfficialCodeError as exc:
+        return [str(exc)]
+    return []
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Check the options, run the reproduction, say what failed; 0 when every notebook finished."""
+    try:
+        settings = parse_args(argv)
+        if found := problems(settings):
+            for line in found:
+                print(f"[reproduce] {line}", file=sys.stderr)
+            return 1
+        results, index = reproduce(settings)
+    except KitError as exc:
+        if full_traceback_wanted():
+            raise
+        print(f"[reproduce] {exc.short()}", file=sys.stderr)
+        return 1
+    steps = [s for r in results for s in r.steps]
+    not_ok = failures(results)
+    failed = [s for s in not_ok if not s.skipped]
+    print(f"[reproduce] ran {sum(s.ok for s in steps)} notebook(s), {len(failed)} failed"
+          + (f", {len(not_ok) - len(failed)} not run" if len(not_ok) > len(failed) else "")
+          + f"; index: {index}")
+    for step in not_ok:
+        print(f"[reproduce]   {step.notebook}: {step.outcome}")
+    return 1 if not_ok else 0

@@ -1,0 +1,279 @@
+"""runs/<run>/INDEX.md: every table and figure of the paper, the file this run wrote for it, or why not.
+
+Only what the run's notebooks wrote is listed (each `StepResult.written`), never a file an earlier
+run left in the same folder; a notebook that failed or did not run is marked so, and its items are
+listed as not reproduced with the reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from personalens_utils.analysis.scores import load_dialogues, load_judgments
+from personalens_utils.assistants import AssistantSpec
+from personalens_utils.assistants.reference import DESIGNED_ORDER
+from personalens_utils.prompts.official import load_official_prompts
+from personalens_utils.store import RunStore
+
+from .settings import Settings, role_specs
+
+if TYPE_CHECKING:
+    from .pipeline import PassResult
+
+
+@dataclass(frozen=True)
+class PaperItem:
+    """One table or figure of the paper, the file stem that reproduces it and the notebook that writes it."""
+
+    name: str
+    stem: str
+    notebook: str
+    what: str
+    models: str  # which models made it: see `_models`
+
+
+PAPER_ITEMS = (
+    PaperItem("Table 1", "table1_", "02_validation", "tasks and dialogues per domain", "none"),
+    PaperItem("Table 3", "table3_", "06_analysis", "assistant models: TCR, P, Nat., Coh. (SD, MD)", "judged"),
+    PaperItem("Table 4", "table4_", "05_ablation", "ablation over assistant settings", "ablation"),
+    PaperItem("Table 5", "table5_", "06_analysis", "agreement of the judge with annotators", "judges"),
+    PaperItem("Table 6", "table6_", "02_validation", "demographics, part 1", "none"),
+    PaperItem("Table 7", "table7_", "02_validation", "demographics, part 2", "none"),
+    PaperItem("Table 8", "table8_", "02_validation", "preference types, part 1", "none"),
+    PaperItem("Table 9", "table9_", "02_validation", "preference types, part 2", "none"),
+    PaperItem("Table 10", "table10_", "02_validation", "lexical diversity of dialogues", "simulated"),
+    PaperItem("Table 11", "table11_", "06_analysis", "models: roles, backend ids, prices", "registry"),
+    PaperItem("Table 12", "table12_", "06_analysis", "user agent naturalness and coherence", "judged"),
+    PaperItem("Table 13", "table13_", "06_analysis", "dialogue statistics", "focus_dialogues"),
+    PaperItem("Figure 3", "figure3_", "02_validation", "demographic distribution", "none"),
+    PaperItem("Figure 4", "figure4_", "06_analysis", "per-domain TCR and P of one assistant", "focus"),
+    PaperItem("Figure 5", "figure5_", "06_analysis", "turn-level personalization", "focus"),
+    PaperItem(
+        "Radar chart",
+        "figure_radar",
+        "06_analysis",
+        "per-domain P, one polygon per model (extra)",
+        "judged",
+    ),
+)
+NOT_COMPUTED = (
+    ("Table 2", "a comparison with other benchmarks taken from the literature; nothing to compute"),
+    ("Figures 1, 2", "illustrations of the benchmark"),
+    ("Figures 6-21", "prompts; the kit's own wording lives in personalens_utils/prompts"),
+)
+
+
+
+
+def _caption(files: Sequence[Path]) -> str:
+    csv = next((f for f in files if f.suffix == ".csv"), None)
+    if csv is None:
+        return ""
+    first = csv.read_text(encoding="utf-8").splitlines()[:1]
+    return first[0].lstrip("# ").strip() if first else ""
+
+
+def _models(settings: Settings, kind: str, generated: bool) -> str:
+    """Which models made an item: `kind` says whose dialogues and whose judgments it is computed from."""
+    if kind == "registry":
+        return "none called; written from personalens_utils/llm/registry.py"
+    if kind == "none":
+        source = (
+            f"a benchmark notebook 01 generated on the {settings.backend} backend" if generated else "data"
+        )
+        return f"none at analysis time; computed from the benchmark ({source})"
+    assistants = ", ".join(settings.assistant_models)
+    user, judge = f"user {settings.user_model}", f"judge {settings.judge_model}"
+    return {
+        "simulated": f"assistants {assistants}; {user}",
+        "judged": f"assistants {assistants}; {user}; {judge}",
+        "focus": f"assistant {settings.focus}; {user}; {judge}",
+        "focus_dialogues": f"assistant {settings.focus}; {user}",
+        "ablation": f"assistant {settings.ablation_model} in six settings; {user}; {judge}",
+        "judges": f"{judge}; annotators' sheets if given, else second judge {settings.second_judge_model}",
+    }[kind]
+
+
+def _reason(item: PaperItem, result: PassResult) -> str:
+    steps = [s for s in result.steps if s.notebook.startswith(item.notebook)]
+    if not steps:
+        return f"{item.notebook} is not part of this pass"
+    failed = [s for s in steps if not s.ok]
+    if failed:
+        step = failed[0]
+        return f"{step.notebook} {'did not run' if step.skipped else 'failed'}: {step.message}"
+    return f"{item.notebook} ran but wrote no {item.stem}* file (see its executed copy)"
+
+
+def store_summary(folder: Path) -> list[str]:
+    """Markdown lines: a pass's stored dialogues per assistant, setting and task type, and its judgments."""
+    store = RunStore(folder / "store")
+    dialogues = load_dialogues(store)
+    if dialogues.empty:
+        return ["Run store: empty."]
+    counts = dialogues.groupby(
+        ["assistant_model", "assistant_setting", "task_type", "dialogue_status"]
+    ).size()
+    lines = ["Run store `store/` (dialogues by assistant, setting, task type and how they ended):", ""]
+    lines += ["| assistant | setting | type | status | dialogues |", "| --- | --- | --- | --- | --- |"]
+    lines += [f"| {m} | {st} | {t} | {status} | {n} |" for (m, st, t, status), n in counts.items()]
+    judgments = load_judgments(store)
+    if not judgments.empty:
+        per = judgments.groupby(["judge_model", "judgment_status"]).size()
+        lines += ["", "Judgments: " + "; ".join(f"{j} {status}: {n}" for (j, status), n in per.items())]
+    return [*lines, ""]
+
+
+def _shown(files: Sequence[Path]) -> list[Path]:
+    """The files of a listing a reader opens: tables as Markdown, figures as PNG."""
+    return [f for f in files if f.suffix in (".md", ".png")]
+
+
+def produced(res: PassResult, stem: str) -> list[Path]:
+    """The tables and figures of a pass (its own tables/ and figures/) starting with `stem` that its
+    finished notebooks wrote in this run."""
+    return sorted(f for step in res.steps if step.ok for f in step.written
+                  if f.parent.parent == res.folder and f.name.startswith(stem))
+
+
+def _item_lines(settings: Settings, res: PassResult, item: PaperItem, files: list[Path]) -> list[str]:
+    root = settings.root
+    shown = ", ".join(f"`{f.relative_to(root)}`" for f in _shown(files))
+    step = next((s for s in res.steps if s.notebook.startswith(item.notebook) and s.executed), None)
+    made = f"`{step.executed.relative_to(root)}`" if step and step.executed else item.notebook
+    lines = [
+        f"- **{item.name}** ({item.what}): {shown}",
+        f"  - made by {made}; backend {settings.backend}; "
+        f"models: {_models(settings, item.models, res.name == 'generated')}",
+    ]
+    caption = _caption(files)
+    if caption:
+        lines.append(f"  - caption: {caption}")
+    return lines
+
+
+def _called_lines(settings: Settings) -> list[str]:
+    """When any role is not offline, the backend and id each role calls, so a retired paper model's
+    successor (and a Python assistant's model) is on record."""
+    specs = role_specs(settings)
+    if all(spec.backend == "offline" for spec in specs.values()):
+        return []
+    lines = [line for role, spec in specs.items()
+             for line in (spec.describe(role) if isinstance(spec, AssistantSpec) else [spec.describe(role)])]
+    return ["Called (see Table 11 for the paper's models):", "", *(f"- {line}" for line in lines), ""]
+
+
+def _prompt_line(settings: Settings) -> str:
+    if settings.prompt_set == "kit":
+        return "Prompts: the kit's own (`prompt_set=kit`)."
+    prompts = load_official_prompts(settings.official_code)
+    return (f"Prompts: the official code's (`prompt_set=official`, read from `{prompts.folder}`, prompt "
+            f"version `{prompts.version}`); turn-level personalization, which the official code never "
+            "runs, with the kit's prompt.")
+
+
+def _scoring_line(settings: Settings) -> str:
+    other = "official" if settings.scoring == "strict" else "strict"
+    return (f"Judge answers read under the `{settings.scoring}` scoring rule (docs/judging.md); Tables 3 and "
+            f"12 show the `{other}` rule's mean after a cell wherever it differs.")
+
+
+def _outcome_lines(results: Sequence[PassResult]) -> list[str]:
+    """Whether the last pass was published (`pipeline`: only when every notebook of it finished)."""
+    if not results:
+        return ["No pass ran: nothing was published.", ""]
+    main = results[-1]
+    if main.finished:
+        return [f"Published: pass `{main.name}` (its tables and figures copied to `tables/` and `figures/`; "
+                "`runs/LATEST` names it).", ""]
+    stopped = [s.notebook for s in main.steps if not s.ok and not s.skipped]
+    return [f"**Not published**: in pass `{main.name}`, {', '.join(stopped)} failed, so nothing was copied "
+            "to `tables/` and `figures/` and `runs/LATEST` was left as it was.", ""]
+
+
+def write_index(settings: Settings, results: Sequence[PassResult], seconds: float) -> Path:
+    """runs/<run>/INDEX.md: every paper table and figure, the file that reproduces it, or why not."""
+    root = settings.root
+    offline = settings.backend == "offline"
+    lines = [
+        f"# Reproduction `{settings.run}`",
+        "",
+        f"Backend: **{settings.backend}**."
+        + (
+            " The offline backend is a rule-based simulation, not a language model: its numbers show the "
+            "pipeline at work, not findings about any model, and every table and figure says so. Its "
+            "assistants are reference assistants built to rank in a known order on personalization and "
+            f"task completion ({' < '.join(DESIGNED_ORDER)}; assistants/reference.py): a judge that "
+            "does not recover that order in Table 3 is broken."
+            if offline
+            else ""
+        ),
+        "",
+        f"Models: user agent {settings.user_model}; assistants {', '.join(settings.assistant_models)}; "
+        f"ablation assistant {settings.ablation_model}; Figures 4, 5 assistant {settings.focus}; "
+        f"judge {settings.judge_model}; second judge "
+        f"(Table 5 without annotation sheets) {settings.second_judge_model}"
+        + (f"; compared with the ablation assistant in notebook 05: {settings.compare_assistant}."
+           if settings.compare_assistant else "."),
+        "",
+        _prompt_line(settings),
+        "",
+        _scoring_line(settings),
+        "",
+        *_called_lines(settings),
+        f"Total time: {seconds / 60:.1f} min. Command: `python -m personalens_utils.reproduce "
+        f"{' '.join(settings.argv)}`".rstrip()
+        + "",
+        "",
+        *_outcome_lines(results),
+    ]
+    for res in results:
+        lines += [
+            f"## Pass `{res.name}`",
+            "",
+            f"- benchmark: `{res.benchmark}`",
+            f"- users of Tables 3, 5, 12, 13 and Figures 4, 5: {res.users}",
+            f"- users of the six-setting ablation (Table 4): {res.ablation_users}",
+            f"- folder: `{res.folder.relative_to(root)}/` (executed notebooks, store, tables, figures)",
+            "",
+            "### Reproduced",
+            "",
+        ]
+        missing, matched = [], set()
+        for item in PAPER_ITEMS:
+            files = produced(res, item.stem)
+            matched.update(files)
+            if files:
+                lines += _item_lines(settings, res, item, files)
+            else:
+                missing.append((item, _reason(item, res)))
+        lines.append("")
+        if missing:
+            lines += ["### Not reproduced", ""]
+            lines += [f"- **{item.name}** ({item.what}): {why}" for item, why in missing]
+            lines.append("")
+        others = [f for s in res.steps if s.ok for f in _shown(s.written) if f not in matched]
+        if others:
+            lines += ["### Other outputs", ""] + [f"- `{f.relative_to(root)}`" for f in others] + [""]
+        partial = [f"- `{f.relative_to(root)}` ({s.notebook})" for s in res.steps if not s.ok
+                   for f in _shown(s.written)]
+        if partial:
+            lines += ["### Written by notebooks that failed (not published)", "", *partial, ""]
+        lines += ["### Run store", "", *store_summary(res.folder)]
+        lines += [
+            "### Notebooks",
+            "",
+            "| notebook | executed copy | time | result |",
+            "| --- | --- | --- | --- |",
+        ]
+        for step in res.steps:
+            copy = f"`{step.executed.relative_to(root)}`" if step.executed and step.executed.exists() else "-"
+            lines.append(f"| {step.notebook} | {copy} | {step.seconds:.0f} s | {step.outcome} |")
+        lines.append("")
+    lines += ["## Not computational", ""] + [f"- {name}: {why}" for name, why in NOT_COMPUTED] + [""]
+    index = root / "INDEX.md"
+    index.write_text("\n".join(lines), encoding="utf-8")
+    return index

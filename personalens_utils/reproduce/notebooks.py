@@ -1,0 +1,106 @@
+"""One notebook of a reproduction run under papermill, and the tables and figures it wrote."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import papermill
+from traitlets.config import Config
+
+from .settings import Settings
+
+OUTPUT_FOLDERS = ("tables", "figures")
+KERNEL_START_FAILURE = "Kernel died before replying to kernel_info"
+"""What papermill raises when a kernel cannot start, e.g. when another kernel took its port first."""
+KERNEL_CONFIG = Config({"KernelManager": {"transport_encryption": "auto"}})
+"""The kernel manager gives each kernel CurveZMQ keys when its kernelspec declares support (the one
+`make install` registers does), so the kernel's sockets are encrypted instead of plain TCP, about which
+ipykernel warns once per kernel."""
+
+
+@dataclass
+class StepResult:
+    """One notebook of a pass: ok, failed (`message` says why), or not run (`skipped`: a notebook it
+    needs failed). `written` lists the tables and figures it wrote, found by comparing the pass's
+    output folders before and after it ran."""
+
+    notebook: str
+    executed: Path | None
+    seconds: float
+    ok: bool
+    message: str = ""
+    skipped: bool = False
+    written: tuple[Path, ...] = ()
+
+    @property
+    def outcome(self) -> str:
+        if self.ok:
+            return "ok"
+        return ("not run: " if self.skipped else "FAILED: ") + self.message
+
+
+def outputs(folder: Path) -> dict[Path, tuple[int, int]]:
+    """Every file in a tables/ or figures/ folder under `folder`, with its modification time and size."""
+    found = {}
+    for sub in OUTPUT_FOLDERS:
+        for path in folder.rglob(f"{sub}/*"):
+            if path.is_file():
+                stat = path.stat()
+                found[path] = (stat.st_mtime_ns, stat.st_size)
+    return found
+
+
+def _declared(notebook: Path) -> set[str]:
+    return set(papermill.inspect_notebook(str(notebook)))
+
+
+def run_notebook(
+    settings: Settings, name: str, out: Path, params: dict[str, Any], label: str = ""
+) -> StepResult:
+    """Execute one notebook with the parameters it declares into `out`; a failure is recorded, not raised."""
+    source = settings.notebooks_dir / f"{name}.ipynb"
+    if not source.is_file():
+        print(f"[reproduce] {name}{label} FAILED: {source} does not exist", flush=True)
+        return StepResult(name + label, None, 0.0, False, f"notebooks/{source.name} does not exist")
+    declared = _declared(source)
+    passed = {k: v for k, v in params.items() if k in declared}
+    out.mkdir(parents=True, exist_ok=True)
+    executed = out / f"{name}{label}.ipynb"
+    before = outputs(out)
+    started = time.perf_counter()
+    print(f"[reproduce] {name}{label}: {', '.join(f'{k}={v!r}' for k, v in passed.items())}", flush=True)
+    try:
+        _execute(source, executed, passed, settings.notebooks_dir, f"{name}{label}")
+    except Exception as exc:  # a failed notebook is reported in INDEX.md; its dependants do not run
+        seconds = time.perf_counter() - started
+        summary = str(exc).strip().splitlines()
+        message = next((line for line in reversed(summary) if line.strip()), type(exc).__name__)
+        print(f"[reproduce] {name}{label} FAILED after {seconds:.0f}s: {message}", flush=True)
+        return StepResult(name + label, executed, seconds, False, message[:400],
+                          written=_written(out, before))
+    seconds = time.perf_counter() - started
+    print(f"[reproduce] {name}{label} done in {seconds:.0f}s", flush=True)
+    return StepResult(name + label, executed, seconds, True, written=_written(out, before))
+
+
+def _written(folder: Path, before: dict[Path, tuple[int, int]]) -> tuple[Path, ...]:
+    return tuple(sorted(path for path, stamp in outputs(folder).items() if before.get(path) != stamp))
+
+
+def _execute(source: Path, executed: Path, params: dict[str, Any], cwd: Path, name: str) -> None:
+    """papermill, started again once if the kernel died before running anything (a port race
+    between kernels starting at the same moment); any other failure is the notebook's own."""
+    for attempt in (1, 2):
+        try:
+            papermill.execute_notebook(
+                str(source), str(executed), parameters=params, kernel_name="python3", progress_bar=False,
+                cwd=str(cwd), config=KERNEL_CONFIG,
+            )
+            return
+        except Exception as exc:  # papermill re-raises the kernel client's RuntimeError as it is
+            if attempt == 2 or KERNEL_START_FAILURE not in str(exc):
+                raise
+            print(f"[reproduce] {name}: the kernel did not start ({exc}); starting it again", flush=True)

@@ -1,0 +1,193 @@
+"""A reproduction's order of work: the notebooks of each pass, what each needs, and what is published.
+
+A notebook runs only when every notebook it reads from finished; a failure stops its dependants,
+which are recorded as not run. A pass's tables and figures are copied to the top-level `tables/` and
+`figures/`, and `runs/LATEST` names it, only when every one of its notebooks finished: a failed run
+publishes nothing and leaves the previous reproduction the notebooks' default.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from personalens_utils.paths import find_official_data, project_root, runs_dir, write_latest
+
+from .index import write_index
+from .notebooks import OUTPUT_FOLDERS, StepResult, run_notebook
+from .settings import Settings, assistant_name, model_name
+
+
+@dataclass
+class PassResult:
+    name: str
+    benchmark: str
+    users: str
+    ablation_users: str
+    folder: Path
+    steps: list[StepResult] = field(default_factory=list)
+
+    @property
+    def finished(self) -> bool:
+        """Every notebook of the pass ran to its end."""
+        return bool(self.steps) and all(step.ok for step in self.steps)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One notebook run of a pass: its parameters, and the steps whose results it reads."""
+
+    notebook: str
+    params: dict[str, Any]
+    label: str = ""
+    needs: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return self.notebook + self.label
+
+
+def _slug(model: str) -> str:
+    return "-" + "".join(c if c.isalnum() else "_" for c in model).strip("_").lower()
+
+
+def plan_pass(settings: Settings, folder: Path, bench: Path, users: Any, generated: bool) -> list[Step]:
+    """The notebooks of one pass in order. 01 makes the benchmark every other notebook reads; 03 makes
+    the dialogues 02 (Table 10) and 04 read; 06 reads the judgments of 04 and 05."""
+    common = {
+        "backend": settings.backend,
+        "benchmark_dir": str(bench),
+        "users": users,
+        "task_types": list(settings.task_types),
+        "run_dir": str(folder / "store"),
+        "output_dir": str(folder),
+        "max_concurrency": settings.max_concurrency,
+        "request_timeout_s": settings.request_timeout_s,
+        "call_deadline_s": settings.call_deadline_s,
+        "seed": settings.seed,
+        "backend_seed": settings.backend_seed,
+        "user_model": settings.user_model,
+        "judge_model": settings.judge_model,
+        "prompt_set": settings.prompt_set,
+        "official_code": str(settings.official_code) if settings.official_code else None,
+        "scoring": settings.scoring,
+    }
+    steps = []
+    if generated:
+        steps.append(Step("01_generation", {
+            **common,
+            "n_users": settings.generated_users,
+            "demographics_seed": settings.demographics_seed,
+            "generated_dir": str(bench),
+            "run_dir": str(folder / "generation"),
+            "model": settings.user_model,
+        }))
+    benchmark = tuple(s.name for s in steps)
+    simulations = tuple(
+        Step("03_simulation",
+             {**common, "assistant_model": model, "output_dir": str(folder / f"simulation{_slug(model)}")},
+             _slug(model), benchmark)
+        for model in settings.assistant_models
+    )
+    dialogues = (*benchmark, *(s.name for s in simulations))
+    judging = Step("04_judging", common, needs=dialogues)
+    ablation = Step("05_ablation", {
+        **common,
+        "assistant_model": settings.ablation_model,
+        "ablation_users": settings.ablation_users,
+        "compare_assistant": settings.compare_assistant,
+    }, needs=benchmark)
+    analysis = Step("06_analysis", {
+        **common,
+        "user_model": model_name(settings, settings.user_model),
+        "judge_model": model_name(settings, settings.judge_model),
+        "assistant_models": [assistant_name(settings, m) for m in settings.assistant_models],
+        "focus_model": assistant_name(settings, settings.focus),
+        "second_judge_model": settings.second_judge_model,
+        "annotation_sheets": settings.annotations,
+    }, needs=(*dialogues, judging.name, ablation.name))
+    return [*steps, *simulations, judging, Step("02_validation", common, needs=dialogues), ablation, analysis]
+
+
+def run_pass(settings: Settings, name: str, benchmark_dir: Path | None) -> PassResult:
+    """Run 01 (generated pass only) through 06 on one benchmark into runs/<run>/<name>/; a notebook
+    whose input a failed notebook should have made is not run."""
+    folder = settings.root / name
+    folder.mkdir(parents=True, exist_ok=True)
+    generated = benchmark_dir is None
+    bench = folder / "benchmark" if generated else benchmark_dir
+    users: Any = None if generated else settings.official_users
+    ablation_users = (
+        f"first {settings.ablation_users} users of the benchmark"
+        if generated
+        else f"first {settings.ablation_users} users of {settings.official_users}"
+    )
+    result = PassResult(name, str(bench), "all generated" if generated else str(users), ablation_users,
+                        folder)
+    done: dict[str, StepResult] = {}
+    for step in plan_pass(settings, folder, bench, users, generated):
+        missing = [need for need in step.needs if not done[need].ok]
+        if missing:
+            why = f"{missing[0]} {'failed' if not done[missing[0]].skipped else 'did not run'}"
+            print(f"[reproduce] {step.name}: not run, {why}", flush=True)
+            done[step.name] = StepResult(step.name, None, 0.0, False, why, skipped=True)
+        else:
+            done[step.name] = run_notebook(settings, step.notebook, folder, step.params, step.label)
+        result.steps.append(done[step.name])
+    return result
+
+
+def publish(result: PassResult) -> list[Path]:
+    """Copy the tables and figures the finished notebooks of a pass wrote in this run to the top-level
+    tables/ and figures/ folders."""
+    copied = []
+    for sub in OUTPUT_FOLDERS:
+        target = project_root() / sub
+        finished = [step for step in result.steps if step.ok]
+        for path in sorted(p for step in finished for p in step.written if p.parent == result.folder / sub):
+            target.mkdir(exist_ok=True)
+            copied.append(Path(shutil.copy2(path, target / path.name)))
+    return copied
+
+
+def reproduce(settings: Settings) -> tuple[list[PassResult], Path]:
+    """Run every pass, publish the last one if it finished, and write runs/<run>/INDEX.md."""
+    started = time.perf_counter()
+    settings.root.mkdir(parents=True, exist_ok=True)
+    official = settings.benchmark_dir or find_official_data()
+    results = []
+    if "generated" in settings.passes:
+        results.append(run_pass(settings, "generated", None))
+    if "official" in settings.passes:
+        if official is None:
+            print(
+                "[reproduce] official data not found ($PERSONALENS_DATA or data/personalens/): "
+                "skipping the official pass",
+                flush=True,
+            )
+        else:
+            results.append(run_pass(settings, "official", Path(official)))
+    if results:
+        _publish(results[-1])
+    index = write_index(settings, results, time.perf_counter() - started)
+    return results, index
+
+
+def _publish(main: PassResult) -> None:
+    if not main.finished:
+        print(f"[reproduce] pass {main.name!r} did not finish: nothing copied to tables/ and figures/, "
+              "runs/LATEST unchanged", flush=True)
+        return
+    n = len(publish(main))
+    print(f"[reproduce] copied {n} table/figure files of pass {main.name!r} to tables/ and figures/")
+    latest = write_latest(main.folder, Path(main.benchmark), runs=runs_dir())
+    print(f"[reproduce] {latest} points notebooks 02-06 on default parameters at pass {main.name!r}")
+
+
+def failures(results: Sequence[PassResult]) -> list[StepResult]:
+    """The notebooks that failed or did not run, in order."""
+    return [step for res in results for step in res.steps if not step.ok]

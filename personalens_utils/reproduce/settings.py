@@ -1,0 +1,114 @@
+"""The one parameter set every notebook of a reproduction runs from, and the models it names."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from personalens_utils.assistants import AssistantSpec
+from personalens_utils.assistants.reference import DESIGNED_ORDER, FOCUS_ASSISTANT, SETTING_ASSISTANT
+from personalens_utils.llm.options import ClientOptions
+from personalens_utils.llm.specs import ModelSpec
+from personalens_utils.paths import project_root, runs_dir
+
+OFFLINE_ASSISTANTS = DESIGNED_ORDER
+"""Offline, Table 3 compares reference assistants of a known order (assistants/reference.py)."""
+OFFLINE_ABLATION = SETTING_ASSISTANT
+"""The offline ablation assistant: it uses exactly the context each setting gives."""
+OFFLINE_FOCUS = FOCUS_ASSISTANT
+"""The offline assistant of Figures 4, 5 and Table 13: its per-domain scores vary with the summaries."""
+ANTHROPIC_ASSISTANTS = ("Claude Haiku 4.5", "Claude Sonnet 4.5")
+PASSES = ("generated", "official")
+"""A small benchmark notebook 01 generates on the spot, and the official data when the kit finds it."""
+
+
+@dataclass
+class Settings:
+    """The one parameter set every notebook of a reproduction is run from."""
+
+    run: str
+    backend: str = "offline"
+    user_model: str = "Claude 3 Sonnet"
+    assistant_models: tuple[str, ...] = OFFLINE_ASSISTANTS
+    ablation_model: str = OFFLINE_ABLATION
+    focus_model: str | None = OFFLINE_FOCUS
+    """The assistant of Figures 4, 5 and Table 13; None: the ablation assistant."""
+    judge_model: str = "Claude 3.5 Sonnet"
+    second_judge_model: str = "Claude 3.7 Sonnet"
+    compare_assistant: str | None = None
+    """An assistant (e.g. one written in Python) notebook 05 compares with the ablation one in Table 3."""
+    official_users: str = "sample_50"
+    ablation_users: int = 20
+    generated_users: int = 20
+    task_types: tuple[str, ...] = ("SD", "MD")
+    max_concurrency: int = 16
+    request_timeout_s: float = ClientOptions.request_timeout_s
+    call_deadline_s: float = ClientOptions.call_deadline_s
+    """Time limits of every model call (notebooks 03-05, docs/parameters.md)."""
+    seed: int = 0
+    """Sampling and resampling seed: bootstrap, permutation, Self-BLEU and annotation samples."""
+    backend_seed: int = 0
+    """Seed of the offline backend in every notebook that calls a model."""
+    demographics_seed: int = 0
+    """Seed of the demographics notebook 01 samples for the generated benchmark."""
+    benchmark_dir: Path | None = None
+    passes: tuple[str, ...] = PASSES
+    annotations: str | None = None
+    prompt_set: str = "kit"
+    """Whose prompts notebooks 03-06 use: the kit's, or the official code's (docs/simulation.md)."""
+    official_code: Path | None = None
+    """The official code for `prompt_set="official"`; None: $PERSONALENS_CODE or found beside the data."""
+    scoring: str = "strict"
+    """How notebooks 04 and 06 read judge answers: the kit's parser, or the official one (docs/judging.md)."""
+    argv: tuple[str, ...] = ()
+    notebooks_dir: Path = field(default_factory=lambda: project_root() / "notebooks")
+
+    @property
+    def focus(self) -> str:
+        return self.focus_model or self.ablation_model
+
+    @property
+    def root(self) -> Path:
+        return runs_dir() / self.run
+
+
+ASSISTANT_ROLES = ("assistant ", "ablation assistant", "compared assistant")
+"""Roles (by the start of their name in `role_models`) played by an assistant under test."""
+
+
+def role_models(settings: Settings) -> dict[str, str]:
+    """Every role of the reproduction and the model text it was given."""
+    return {"user agent": settings.user_model,
+            **{f"assistant {m}": m for m in settings.assistant_models},
+            "ablation assistant": settings.ablation_model,
+            "judge": settings.judge_model,
+            "second judge": settings.second_judge_model,
+            **({"compared assistant": settings.compare_assistant} if settings.compare_assistant else {})}
+
+
+def is_assistant_role(role: str) -> bool:
+    return role.startswith(ASSISTANT_ROLES)
+
+
+def role_spec(settings: Settings, role: str, text: str, what: str) -> ModelSpec | AssistantSpec:
+    """One role's spec as its notebook reads it: an assistant's as an assistant spec (any kind of
+    assistant), every other role's as a model spec; `SpecError` names `what`."""
+    if is_assistant_role(role):
+        return AssistantSpec.parse(text, settings.backend, what=what)
+    return ModelSpec.parse(text, settings.backend, what=what)
+
+
+def role_specs(settings: Settings) -> dict[str, ModelSpec | AssistantSpec]:
+    """Every role's spec (`backend:model`, a model on `--backend`, or for an assistant any assistant
+    spec); a spec that cannot be read raises `SpecError` naming the role."""
+    return {role: role_spec(settings, role, text, role) for role, text in role_models(settings).items()}
+
+
+def model_name(settings: Settings, text: str) -> str:
+    """The model name a model spec's records carry (notebook 06 selects stored records by name)."""
+    return ModelSpec.parse(text, settings.backend).model
+
+
+def assistant_name(settings: Settings, text: str) -> str:
+    """The model name an assistant spec's records carry."""
+    return AssistantSpec.parse(text, settings.backend).model
