@@ -24,12 +24,13 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import pandas as pd
 
 from personalens_utils.display import esc, frame_html, inline
 from personalens_utils.llm import FatalError, LLMClient, LLMError, Request, Response, Usage
+from personalens_utils.llm.batch import BatchEntryError
 from personalens_utils.llm.client import shared_spending_limit
 from personalens_utils.records import Record
 from personalens_utils.store import RunStore
@@ -46,6 +47,22 @@ class UnreadableAnswer(ValueError):
     """A model's answer that its parser cannot read; the message says what is wrong (sent back to it)."""
 
 
+class Pending(Exception):
+    """Raised by a stage's work when answers it needs are still awaited (a Message Batch in flight):
+    the `finished` records are stored, the `awaited` ones are counted as pending in the report, and a
+    later run collects them."""
+
+    def __init__(self, finished: Sequence[Record], awaited: int):
+        super().__init__(f"{awaited} record(s) still awaited")
+        self.finished, self.awaited = tuple(finished), awaited
+
+
+class Asker(Protocol):
+    """What `ask_parsed` asks: an `LLMClient`, or a stand-in that answers from Message Batches."""
+
+    async def acomplete(self, request: Request, *, use_cache: bool | None = None) -> Response: ...
+
+
 def error_message(exc: BaseException) -> str:
     """The message of an error record for an llm failure; anything else is re-raised unchanged.
 
@@ -54,6 +71,8 @@ def error_message(exc: BaseException) -> str:
     """
     if not isinstance(exc, LLMError) or (isinstance(exc, FatalError) and exc.status in ABORTING_STATUSES):
         raise exc
+    if isinstance(exc, BatchEntryError):
+        return str(exc)  # already the record's explanation: what ended the entry, how often it was sent
     return f"{type(exc).__name__}: {exc}"
 
 
@@ -88,7 +107,7 @@ class Asked(Generic[T]):
 
 
 async def ask_parsed(
-    client: LLMClient,
+    client: Asker,
     request: Request,
     parse: Callable[[str], T],
     again: Callable[[Request, str, str, int], Request],
@@ -348,6 +367,9 @@ def _jobs(stage: Stage[P], client: LLMClient, items: Sequence[Item[P]], report: 
             return
         try:
             records = list(await stage.work(client, item))
+        except Pending as waiting:
+            report.pending += waiting.awaited
+            records = list(waiting.finished)
         except Exception as exc:
             if isinstance(exc, FatalError) and exc.status in ABORTING_STATUSES:
                 raise _stopped(stage.name, writer.store, exc) from exc

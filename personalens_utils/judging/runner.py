@@ -16,8 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from personalens_utils import engine
-from personalens_utils.engine import Item, StageReport, UnreadableAnswer
-from personalens_utils.llm import Request
+from personalens_utils.engine import Item, StageReport
 from personalens_utils.llm.client import LLMClient
 from personalens_utils.prompts import judge as prompts
 from personalens_utils.prompts.official import OfficialPrompts, prompts_for
@@ -25,41 +24,14 @@ from personalens_utils.records import Dialogue, Judgment, Record
 from personalens_utils.shards import Shard
 from personalens_utils.store import RunStore
 
-from .answers import combine, error_fields, judgment_record, score_fields
+from .answers import judgment_record
+from .asking import judge_dimension
 from .batch import run_judging_batch
 from .dimensions import DEFAULT_JUDGE_MODEL, Dimension, judge_model_key
-from .parsing import ParsedAnswer
 from .plan import Select, plan_judging, sharded
-from .requests import ContextFor, dimension_requests, judge_prompt_identity, official_judged, reminder_request
+from .requests import ContextFor, judge_prompt_identity
 
 STAGE = "judging"
-
-
-async def _judge_one(
-    client: LLMClient, dimension: Dimension, context: Mapping[str, Any], judge_model: str,
-    official: OfficialPrompts | None = None,
-) -> dict[str, Any]:
-    """Score fields of one dimension: each call asked, and asked again once with a format reminder
-    (an official call is asked once, as the official script asks it)."""
-
-    def parse(text: str) -> ParsedAnswer:
-        parsed = dimension.parse(text)
-        if not parsed.ok:
-            raise UnreadableAnswer(str(parsed.problem))
-        return parsed
-
-    def again(request: Request, answer: str, problem: str, attempt: int) -> Request:
-        return reminder_request(request, answer, dimension)
-
-    requests = dimension_requests(dimension, context, judge_model, official)
-    attempts = 1 if official_judged(dimension, official) else 2
-    asked = await asyncio.gather(*(engine.ask_parsed(client, r, parse, again, attempts=attempts)
-                                   for r in requests))
-    failed = [a.error for a in asked if a.error is not None]
-    if failed:
-        return error_fields(failed[0])
-    answers = [combine(dimension, a.answers[0], a.answers[1] if len(a.answers) > 1 else None) for a in asked]
-    return score_fields(dimension, answers)
 
 
 async def judge_dialogue(
@@ -74,7 +46,7 @@ async def judge_dialogue(
     """Judgment records of one dialogue on the given dimensions, with the kit's prompts or the
     official ones (`official`); llm failures become error records."""
     model_key = judge_model_key(judge_model)
-    fields = await asyncio.gather(*(_judge_one(client, d, context, judge_model, official)
+    fields = await asyncio.gather(*(judge_dimension(lambda _: client, d, context, judge_model, official)
                                     for d in dimensions))
     records = []
     for dimension, f in zip(dimensions, fields, strict=True):
