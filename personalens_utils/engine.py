@@ -397,6 +397,17 @@ def _stopped(stage: str, store: RunStore, exc: FatalError) -> FatalError:
     )
 
 
+@dataclass(frozen=True)
+class StageOptions:
+    """How `run_stage` runs: the spending limit, counted over `client` and the `others` (clients of
+    other roles) together; the pool size (None: the client's bound); the progress bar's label."""
+
+    max_cost_usd: float | None = None
+    pool_size: int | None = None
+    desc: str = ""
+    others: Sequence[LLMClient] = ()
+
+
 def run_stage(
     stage: Stage[P],
     store: RunStore,
@@ -404,17 +415,14 @@ def run_stage(
     planned: Plan[P],
     *,
     report: StageReport | None = None,
-    max_cost_usd: float | None = None,
-    pool_size: int | None = None,
-    desc: str = "",
-    others: Sequence[LLMClient] = (),
+    options: StageOptions = StageOptions(),
 ) -> StageReport:
-    """Run the planned items through the client's pool into the store (blocking; works in notebooks).
-    `max_cost_usd` counts the spending of `client` and of the `others` (clients of other roles) together."""
-    report, writer, jobs, before = _begin(stage, store, client, planned, report, max_cost_usd)
+    """Run the planned items through the client's pool into the store (blocking; works in notebooks)."""
+    report, writer, jobs, before = _begin(stage, store, client, planned, report, options.max_cost_usd)
     try:
-        with _limit(client, others, max_cost_usd):
-            client.run_all(jobs, desc=desc or stage.name, stage=stage.name, pool_size=pool_size)
+        with store.writing(stage.kind, stage.name), _limit(client, options.others, options.max_cost_usd):
+            client.run_all(jobs, desc=options.desc or stage.name, stage=stage.name,
+                           pool_size=options.pool_size)
     finally:
         _end(report, writer, client, before)
     return report
@@ -452,16 +460,14 @@ async def arun_stage(
     planned: Plan[P],
     *,
     report: StageReport | None = None,
-    max_cost_usd: float | None = None,
-    pool_size: int | None = None,
-    desc: str = "",
-    others: Sequence[LLMClient] = (),
+    options: StageOptions = StageOptions(),
 ) -> StageReport:
     """`run_stage` from a coroutine (on the caller's event loop)."""
-    report, writer, jobs, before = _begin(stage, store, client, planned, report, max_cost_usd)
+    report, writer, jobs, before = _begin(stage, store, client, planned, report, options.max_cost_usd)
     try:
-        with _limit(client, others, max_cost_usd):
-            await client.arun_all(jobs, desc=desc or stage.name, stage=stage.name, pool_size=pool_size)
+        with store.writing(stage.kind, stage.name), _limit(client, options.others, options.max_cost_usd):
+            await client.arun_all(jobs, desc=options.desc or stage.name, stage=stage.name,
+                                  pool_size=options.pool_size)
     finally:
         _end(report, writer, client, before)
     return report

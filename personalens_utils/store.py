@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 import orjson
 import pandas as pd
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
 from personalens_utils.records import ERROR, Dialogue, Judgment, Record, stable_id
 
@@ -29,8 +31,8 @@ MERGED_TYPES: tuple[type[Record], ...] = (Dialogue, Judgment)
 _MERGE_BATCH = 5000
 R = TypeVar("R", bound=Record)
 
-__all__ = ["ERROR_STATUS", "MERGED_TYPES", "DuplicateRecordError", "RunStore", "StoreError", "merge_stores",
-           "stable_id"]
+__all__ = ["ERROR_STATUS", "MERGED_TYPES", "DuplicateRecordError", "RunStore", "StoreError", "StoreInUse",
+           "merge_stores", "stable_id"]
 
 
 class StoreError(Exception):
@@ -39,6 +41,14 @@ class StoreError(Exception):
 
 class DuplicateRecordError(StoreError):
     pass
+
+
+class StoreInUse(StoreError):
+    """Another run is writing the same table of the run store: refused before any call is made."""
+
+    def _render_traceback_(self) -> list[str]:
+        """IPython shows this instead of a traceback: the one line names the store and the other run."""
+        return [f"{type(self).__name__}: {self}"]
 
 
 def _table(kind: type[Record]) -> str:
@@ -56,6 +66,7 @@ class RunStore:
         self._lock = threading.Lock()
         self._status: dict[str, dict[str, str | None]] = {}
         self._offset: dict[str, int] = {}
+        self._writers: dict[str, FileLock] = {}
 
     def path(self, kind: type[Record]) -> Path:
         return self.root / f"{_table(kind)}.jsonl"
@@ -144,6 +155,33 @@ class RunStore:
         with self._lock:
             return record_id in self._index(kind)
 
+    @contextlib.contextmanager
+    def writing(self, kind: type[Record], stage: str) -> Iterator[None]:
+        """Hold a table as the one run writing it while `stage` runs: a second run on the same table
+        (another notebook, process or thread) is refused at once with a `StoreInUse` naming this one,
+        since both would make the same calls and write the same records. Re-entrant in one thread;
+        the operating system releases it when the process dies, so a killed run does not block."""
+        path = self.path(kind)
+        with self._lock:
+            lock = self._writers.setdefault(kind.table, FileLock(str(path) + ".writer"))
+        info = Path(str(path) + ".writer-info")
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:
+            raise StoreInUse(
+                f"the run store {self.root} is in use: {_holder(info)} is writing its {kind.table} table; "
+                "wait for that run to end (or stop it), or give this run another run_dir"
+            ) from None
+        try:
+            if lock.lock_counter == 1:
+                info.write_text(orjson.dumps({
+                    "pid": os.getpid(), "host": socket.gethostname(), "stage": stage,
+                    "since": datetime.now(UTC).isoformat(timespec="seconds"),
+                }).decode())
+            yield
+        finally:
+            lock.release()
+
     def append(self, record: Record) -> None:
         self.extend([record])
 
@@ -174,8 +212,8 @@ class RunStore:
                     raise StoreError(f"{path}: refusing a record without an 'id': {str(rec)[:200]}")
                 if rid in seen or (rid in index and index[rid] != ERROR_STATUS):
                     raise DuplicateRecordError(
-                        f"{path}: a record with id {rid!r} is already stored; "
-                        "refusing to write it twice (delete the old record first to replace it)"
+                        f"{path}: a record with id {rid!r} is already stored (by another run, or twice by "
+                        "this one); the stored record is kept and this one is not written"
                     )
                 seen.add(rid)
             blob = b"".join(orjson.dumps(r, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n" for r in records)
@@ -200,6 +238,15 @@ class RunStore:
                 return
             data = fh.seek(0) or fh.read()
             fh.truncate(data.rfind(b"\n") + 1)
+
+
+def _holder(info: Path) -> str:
+    """Who holds a table's writer lock, from the note it left: "process 12 on host (judging, since ...)"."""
+    try:
+        note = orjson.loads(info.read_bytes())
+        return f"process {note['pid']} on {note['host']} ({note['stage']}, since {note['since']})"
+    except (OSError, orjson.JSONDecodeError, KeyError, TypeError):
+        return "another process"
 
 
 # -- merging shards ---------------------------------------------------------------------------------

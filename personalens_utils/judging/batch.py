@@ -173,21 +173,23 @@ def run_judging_batch(
     stage = _judge_batched(planned, context_for, judge_model, official, client.backend_name, answers)
     items = planned.plan.items
     before = client.totals()
-    with client.stage(STAGE):
-        while True:
-            answers.unasked = {}
-            client.run_all([lambda item=item: stage.work(client, item) for item in items],
-                           desc="judging (batch requests)", pool_size=max(1, len(items)))
-            if not answers.unasked:
-                break
-            got = runner.run(answers.unasked)
-            answers.outcomes |= got
-            if len(got) < len(answers.unasked):  # still in flight after max_wait_s
-                break
-    asked = client.totals()
-    answers.learning = False
     report = StageReport(STAGE, details=planned.details())
-    engine.run_stage(stage, store, client, planned.plan, report=report, desc=f"judging ({planned.model_key})")
+    with store.writing(Judgment, STAGE):
+        with client.stage(STAGE):
+            while True:
+                answers.unasked = {}
+                client.run_all([lambda item=item: stage.work(client, item) for item in items],
+                               desc="judging (batch requests)", pool_size=max(1, len(items)))
+                if not answers.unasked:
+                    break
+                got = runner.run(answers.unasked)
+                answers.outcomes |= got
+                if len(got) < len(answers.unasked):  # still in flight after max_wait_s
+                    break
+        asked = client.totals()
+        answers.learning = False
+        engine.run_stage(stage, store, client, planned.plan, report=report,
+                         options=engine.StageOptions(desc=f"judging ({planned.model_key})"))
     report.spent(before, asked)
     report.elapsed_s = time.perf_counter() - started
     return report

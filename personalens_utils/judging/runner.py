@@ -111,5 +111,5 @@ def run_judging(
 
     report = StageReport(STAGE, shard=str(shard) if shard else None, details=planned.details())
     stage = engine.Stage(STAGE, Judgment, work)
-    return engine.run_stage(stage, store, client, planned.plan, report=report, max_cost_usd=max_cost_usd,
-                            desc=f"judging ({planned.model_key})")
+    options = engine.StageOptions(max_cost_usd=max_cost_usd, desc=f"judging ({planned.model_key})")
+    return engine.run_stage(stage, store, client, planned.plan, report=report, options=options)

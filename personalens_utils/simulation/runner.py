@@ -187,6 +187,13 @@ def _pool_size(client: LLMClient, assistant: LLMClient | None) -> int:
     return client.max_concurrency + (assistant or client).max_concurrency
 
 
+def _stage_options(report: StageReport, client: LLMClient, assistant: LLMClient | None,
+                   others: list[LLMClient]) -> engine.StageOptions:
+    """The engine's options of a simulation run: its budget over every role's client, its pool."""
+    return engine.StageOptions(max_cost_usd=report.max_cost_usd, pool_size=_pool_size(client, assistant),
+                               desc=Dialogue.table, others=others)
+
+
 async def arun_simulation(benchmark: Benchmark, run: RunStore | str | os.PathLike[str], client: LLMClient,
                           **options: Any) -> StageReport:
     """Simulate every planned dialogue into the run store; see `run_simulation`."""
@@ -194,9 +201,8 @@ async def arun_simulation(benchmark: Benchmark, run: RunStore | str | os.PathLik
     assistant = options.get("assistant_client")
     others = _others(client, assistant)
     before = [c.totals() for c in others]
-    await engine.arun_stage(stage, store, client, planned, report=report, desc=Dialogue.table,
-                            max_cost_usd=report.max_cost_usd, pool_size=_pool_size(client, assistant),
-                            others=others)
+    await engine.arun_stage(stage, store, client, planned, report=report,
+                            options=_stage_options(report, client, assistant, others))
     for other, totals in zip(others, before, strict=True):
         report.spent(totals, other.totals())
     return report
@@ -223,8 +229,8 @@ def run_simulation(benchmark: Benchmark, run: RunStore | str | os.PathLike[str],
     assistant = options.get("assistant_client")
     others = _others(client, assistant)
     before = [c.totals() for c in others]
-    engine.run_stage(stage, store, client, planned, report=report, desc=Dialogue.table,
-                     max_cost_usd=report.max_cost_usd, pool_size=_pool_size(client, assistant), others=others)
+    engine.run_stage(stage, store, client, planned, report=report,
+                     options=_stage_options(report, client, assistant, others))
     for other, totals in zip(others, before, strict=True):
         report.spent(totals, other.totals())
     return report
