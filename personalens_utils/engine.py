@@ -213,6 +213,8 @@ class StageReport:
     """Work items this run set out to do."""
     already_done: int = 0
     """Candidates whose records were already stored (finished, or errored and not retried)."""
+    errors_kept: int = 0
+    """Of those, the ones stored as errors and left alone because `retry_errors` was False."""
     retried: int = 0
     """Planned items that redo an errored record."""
     finished: int = 0
@@ -253,6 +255,9 @@ class StageReport:
 
     def message(self) -> str:
         stored = f"{self.stored} records stored ({self.errors} errors)"
+        if not self.budget_reached and self.errors_kept:
+            return (f"{self.stage} finished, errors kept: {stored}, {self.already_done} items already "
+                    f"stored, {self._kept()}")
         if not self.budget_reached:
             return f"{self.stage} complete: {stored}, {self.already_done} items already stored"
         return (
@@ -282,13 +287,18 @@ class StageReport:
         """One line when the stage had nothing to do; otherwise its message above its one-row table."""
         if self.idle:
             shard = f" (shard {self.shard})" if self.shard else ""
+            kept = f", {self._kept()}" if self.errors_kept else ""
             return (f'<div class="pl-stage pl-stage-idle">{esc(self.stage)}{esc(shard)}: nothing to do, '
-                    f"{self.already_done} items already stored.</div>")
+                    f"{self.already_done} items already stored{esc(kept)}.</div>")
         return inline(f'<div class="pl-stage">{esc(self.message())}</div>') + frame_html(self.frame())
 
     def __repr__(self) -> str:
         return (f"StageReport({self.message()}; planned {self.planned}, retried {self.retried}, "
                 f"${self.cost_usd:.4f}, {self.elapsed_s:.1f}s)")
+
+    def _kept(self) -> str:
+        return (f"{self.errors_kept} of them as errors (not retried: run again with retry_errors=True "
+                "to retry them)")
 
     def count(self, records: Iterable[Record]) -> None:
         """Book records just stored."""
@@ -304,6 +314,7 @@ class StageReport:
     def start(self, planned: Plan[Any]) -> None:
         self.planned, self.retried = len(planned.items), planned.retried
         self.already_done = planned.already_done + planned.errors_kept
+        self.errors_kept = planned.errors_kept
 
     def spent(self, before: dict[str, float], after: dict[str, float]) -> None:
         """Book the client's calls between two `LLMClient.totals()`."""

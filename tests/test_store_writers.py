@@ -55,9 +55,9 @@ def test_a_second_simulation_on_a_store_being_written_is_refused_naming_the_othe
 
 def test_the_writer_lock_is_reentrant_in_one_run_and_refuses_another_store_object(tmp_path: Path):
     store = RunStore(tmp_path)
-    with store.writing(Dialogue, "simulation"), store.writing(Dialogue, "simulation"):
-        with pytest.raises(StoreError, match="in use: process"):
-            with RunStore(tmp_path).writing(Dialogue, "simulation"):
-                pass
+    other = RunStore(tmp_path)
+    with (store.writing(Dialogue, "simulation"), store.writing(Dialogue, "simulation"),
+          pytest.raises(StoreError, match="in use: process"), other.writing(Dialogue, "simulation")):
+        pass
     with RunStore(tmp_path).writing(Dialogue, "simulation"):
         pass
