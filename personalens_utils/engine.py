@@ -253,8 +253,32 @@ class StageReport:
         """"complete", or "budget reached" when work was left for a run with a higher limit."""
         return "budget reached" if self.budget_reached else "complete"
 
+    def why_nothing(self) -> str | None:
+        """Why this run stored no finished record, and what to do; None when it stored some, or when
+        there was nothing left to do because everything was already stored and finished."""
+        if self.finished:
+            return None
+        if self.budget_reached:
+            return (f"the spending limit max_cost_usd={self.max_cost_usd} was reached before any record "
+                    "was finished; run again with a higher max_cost_usd")
+        if self.errors:
+            first = f" (first: {self.first_errors[0]})" if self.first_errors else ""
+            return (f"every one of the {self.errors} records it made is an error{first}; fix the cause, then "
+                    "run again with retry_errors=True")
+        if self.pending:
+            return f"{self.pending} records are awaited from Message Batches in flight; run again later"
+        if not (self.planned or self.already_done):
+            return ("nothing was selected: no work item matches the users, task types, settings, "
+                    "dimensions or shard asked for; widen the selection")
+        if self.already_done and self.errors_kept == self.already_done:
+            return f"every one of the {self.errors_kept} items already stored is an error; {self._retry()}"
+        return None
+
     def message(self) -> str:
         stored = f"{self.stored} records stored ({self.errors} errors)"
+        why = None if self.budget_reached else self.why_nothing()
+        if why:
+            return f"{self.stage} stored nothing usable: {why}"
         if not self.budget_reached and self.errors_kept:
             return (f"{self.stage} finished, errors kept: {stored}, {self.already_done} items already "
                     f"stored, {self._kept()}")
@@ -285,6 +309,8 @@ class StageReport:
 
     def _repr_html_(self) -> str:
         """One line when the stage had nothing to do; otherwise its message above its one-row table."""
+        if self.idle and self.why_nothing():
+            return f'<div class="pl-stage pl-stage-idle">{esc(self.message())}</div>'
         if self.idle:
             shard = f" (shard {self.shard})" if self.shard else ""
             kept = f", {self._kept()}" if self.errors_kept else ""
@@ -297,8 +323,11 @@ class StageReport:
                 f"${self.cost_usd:.4f}, {self.elapsed_s:.1f}s)")
 
     def _kept(self) -> str:
-        return (f"{self.errors_kept} of them as errors (not retried: run again with retry_errors=True "
-                "to retry them)")
+        return f"{self.errors_kept} of them as errors (not retried: {self._retry()})"
+
+    @staticmethod
+    def _retry() -> str:
+        return "run again with retry_errors=True to retry them"
 
     def count(self, records: Iterable[Record]) -> None:
         """Book records just stored."""

@@ -6,7 +6,7 @@
 
 from .loop import TURN_CAPS, dialogue_id, simulate_dialogue, split_terminate
 from .prompting import ScenarioContext, assistant_request, assistant_system, user_request
-from .report import default_users, outcome_table, run_dialogues
+from .report import default_users, nothing_to_describe, outcome_table, run_dialogues
 from .runner import (
     DEFAULT_MODEL,
     arun_simulation,
@@ -32,6 +32,7 @@ __all__ = [
     "dialogue_frame",
     "dialogue_id",
     "estimate_simulation",
+    "nothing_to_describe",
     "outcome_table",
     "plan_dialogues",
     "run_dialogues",
