@@ -3,7 +3,8 @@
 Every table holds one record type and is named by it (`store.read(Dialogue)`,
 `store.append(judgment)`). Every stage writes its results here as they finish, so a killed run
 loses at most the records being written and a rerun skips what is done. A torn last line (the
-process died mid-write) is ignored on read and cut off before the next append. `merge_stores`
+process died mid-write) is skipped on read and cut off before the next append, and the log says so
+once, naming the file, the line and its size. `merge_stores`
 joins the run folders of several shards (see `shards`) into one, refusing any record that two of
 them hold.
 """
@@ -11,6 +12,7 @@ them hold.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import socket
 import threading
@@ -27,6 +29,8 @@ from filelock import FileLock, Timeout
 from personalens_utils.records import ERROR, Dialogue, Judgment, Record, stable_id
 
 ERROR_STATUS = ERROR
+log = logging.getLogger(__name__)
+_TORN_REPORTED: set[tuple[str, int]] = set()
 MERGED_TYPES: tuple[type[Record], ...] = (Dialogue, Judgment)
 _MERGE_BATCH = 5000
 R = TypeVar("R", bound=Record)
@@ -80,9 +84,12 @@ class RunStore:
         if not path.exists():
             return
         with path.open("rb") as fh:
+            offset = 0
             for lineno, line in enumerate(fh, 1):
                 if not line.endswith(b"\n"):
-                    return  # torn tail from a killed writer
+                    _report_torn(path, lineno, offset, len(line))
+                    return
+                offset += len(line)
                 if not line.strip():
                     continue
                 try:
@@ -237,7 +244,30 @@ class RunStore:
             if fh.read(1) == b"\n":
                 return
             data = fh.seek(0) or fh.read()
-            fh.truncate(data.rfind(b"\n") + 1)
+            end = data.rfind(b"\n") + 1
+            _report_torn(path, data.count(b"\n", 0, end) + 1, end, len(data) - end, writing=True)
+            fh.truncate(end)
+
+
+def _report_torn(path: Path, lineno: int, offset: int, size: int, *, writing: bool = False) -> None:
+    """Say once that a table's last line is torn (a run stopped mid-write): readers skip it and the next
+    append cuts it off. A reader that finds a write under way (the table's lock held) says nothing."""
+    key = (str(path.resolve()), offset)
+    if key in _TORN_REPORTED:
+        return
+    if not writing:
+        probe = FileLock(str(path) + ".lock")
+        try:
+            probe.acquire(timeout=0)
+        except Timeout:
+            return  # another process is appending this line right now
+        except OSError:
+            pass  # a folder this process cannot write to: the line is torn all the same
+        else:
+            probe.release()
+    _TORN_REPORTED.add(key)
+    log.warning("%s: line %d is torn (%d bytes with no line end: a run was stopped while writing it); it is "
+                "skipped, and the next append to this table cuts it off", path, lineno, size)
 
 
 def _holder(info: Path) -> str:
@@ -270,7 +300,8 @@ def _scan(path: Path) -> dict[str, _Line]:
     with path.open("rb") as fh:
         for lineno, line in enumerate(fh, 1):
             if not line.endswith(b"\n"):
-                break  # torn tail from a killed writer
+                _report_torn(path, lineno, offset, len(line))
+                break
             if line.strip():
                 try:
                     rec = orjson.loads(line)
