@@ -75,10 +75,12 @@ class RunStore:
     def path(self, kind: type[Record]) -> Path:
         return self.root / f"{_table(kind)}.jsonl"
 
-    def iter_lines(self, kind: type[Record]) -> Iterator[tuple[int, dict[str, Any]]]:
+    def iter_lines(self, kind: type[Record], *, checked: bool = True) -> Iterator[tuple[int, dict[str, Any]]]:
         """Every stored JSON object of a table as written, with its line number (a torn last line is skipped).
 
-        Streams the file, so a reader that keeps only a few fields never holds the whole table.
+        Streams the file, so a reader that keeps only a few fields never holds the whole table. Each
+        line is checked against its record type first (`checked`), so a reader that keeps only a few
+        fields still meets a wrong-typed one as a `RecordError` naming the file, line and field.
         """
         path = self.path(kind)
         if not path.exists():
@@ -93,13 +95,16 @@ class RunStore:
                 if not line.strip():
                     continue
                 try:
-                    yield lineno, orjson.loads(line)
+                    rec = orjson.loads(line)
                 except orjson.JSONDecodeError as exc:
                     raise StoreError(f"{path}:{lineno}: not valid JSON ({exc})") from exc
+                if checked:
+                    kind.from_json(rec, f"{path}:{lineno}")
+                yield lineno, rec
 
-    def _current(self, kind: type[Record]) -> dict[str, tuple[int, dict[str, Any]]]:
+    def _current(self, kind: type[Record], *, checked: bool = True) -> dict[str, tuple[int, dict[str, Any]]]:
         latest: dict[str, tuple[int, dict[str, Any]]] = {}
-        for lineno, rec in self.iter_lines(kind):
+        for lineno, rec in self.iter_lines(kind, checked=checked):
             if not isinstance(rec, dict) or not rec.get("id"):
                 raise StoreError(f"{self.path(kind)}:{lineno}: record has no 'id'")
             latest[rec["id"]] = lineno, rec
@@ -107,13 +112,15 @@ class RunStore:
 
     def records(self, kind: type[Record]) -> list[dict[str, Any]]:
         """The current records of a table as stored JSON objects, one per id (a later record for an id
-        replaces an errored one). For frames and tools; stage code reads typed records with `read`."""
+        replaces an errored one), each checked against its type. For frames and tools; stage code reads
+        typed records with `read`."""
         return [rec for _, rec in self._current(kind).values()]
 
     def read(self, kind: type[R]) -> list[R]:
         """The current records of a table as `kind`; a line that does not fit names its file and line."""
         path = self.path(kind)
-        return [kind.from_json(rec, f"{path}:{lineno}") for lineno, rec in self._current(kind).values()]
+        return [kind.from_json(rec, f"{path}:{lineno}")
+                for lineno, rec in self._current(kind, checked=False).values()]
 
     def frame(self, kind: type[Record]) -> pd.DataFrame:
         """The current records of a table, one row each, columns as stored."""
