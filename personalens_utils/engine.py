@@ -460,7 +460,7 @@ def run_stage(
     """Run the planned items through the client's pool into the store (blocking; works in notebooks)."""
     report, writer, jobs, before = _begin(stage, store, client, planned, report, options.max_cost_usd)
     try:
-        with store.writing(stage.kind, stage.name), _limit(client, options.others, options.max_cost_usd):
+        with store.writing(stage.name), _limit(client, options.others, options.max_cost_usd):
             client.run_all(jobs, desc=options.desc or stage.name, stage=stage.name,
                            pool_size=options.pool_size)
     finally:
@@ -505,7 +505,7 @@ async def arun_stage(
     """`run_stage` from a coroutine (on the caller's event loop)."""
     report, writer, jobs, before = _begin(stage, store, client, planned, report, options.max_cost_usd)
     try:
-        with store.writing(stage.kind, stage.name), _limit(client, options.others, options.max_cost_usd):
+        with store.writing(stage.name), _limit(client, options.others, options.max_cost_usd):
             await client.arun_all(jobs, desc=options.desc or stage.name, stage=stage.name,
                                   pool_size=options.pool_size)
     finally:

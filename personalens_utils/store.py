@@ -170,21 +170,20 @@ class RunStore:
             return record_id in self._index(kind)
 
     @contextlib.contextmanager
-    def writing(self, kind: type[Record], stage: str) -> Iterator[None]:
-        """Hold a table as the one run writing it while `stage` runs: a second run on the same table
+    def writing(self, stage: str) -> Iterator[None]:
+        """Hold the store as the one run of `stage` writing it: a second run of the stage on the store
         (another notebook, process or thread) is refused at once with a `StoreInUse` naming this one,
         since both would make the same calls and write the same records. Re-entrant in one thread;
         the operating system releases it when the process dies, so a killed run does not block."""
-        path = self.path(kind)
         with self._lock:
-            lock = self._writers.setdefault(kind.table, FileLock(str(path) + ".writer"))
-        info = Path(str(path) + ".writer-info")
+            lock = self._writers.setdefault(stage, FileLock(str(self.root / f"{stage}.writer")))
+        info = self.root / f"{stage}.writer-info"
         try:
             lock.acquire(timeout=0)
         except Timeout:
             raise StoreInUse(
-                f"the run store {self.root} is in use: {_holder(info)} is writing its {kind.table} table; "
-                "wait for that run to end (or stop it), or give this run another run_dir"
+                f"the run store {self.root} is in use: {_holder(info)} is running {stage} on it; wait for "
+                "that run to end (or stop it), or give this run another run_dir"
             ) from None
         try:
             if lock.lock_counter == 1:
@@ -278,7 +277,7 @@ def _report_torn(path: Path, lineno: int, offset: int, size: int, *, writing: bo
 
 
 def _holder(info: Path) -> str:
-    """Who holds a table's writer lock, from the note it left: "process 12 on host (judging, since ...)"."""
+    """Who holds a stage's writer lock, from the note it left: "process 12 on host (judging, since ...)"."""
     try:
         note = orjson.loads(info.read_bytes())
         return f"process {note['pid']} on {note['host']} ({note['stage']}, since {note['since']})"

@@ -174,7 +174,7 @@ def run_judging_batch(
     items = planned.plan.items
     before = client.totals()
     report = StageReport(STAGE, details=planned.details())
-    with store.writing(Judgment, STAGE):
+    with store.writing(STAGE):
         with client.stage(STAGE):
             while True:
                 answers.unasked = {}
