@@ -277,10 +277,10 @@ def _report_torn(path: Path, lineno: int, offset: int, size: int, *, writing: bo
 
 
 def _holder(info: Path) -> str:
-    """Who holds a stage's writer lock, from the note it left: "process 12 on host (judging, since ...)"."""
+    """Who holds a stage's writer lock, from the note it left: "process 12 on host (since ...)"."""
     try:
         note = orjson.loads(info.read_bytes())
-        return f"process {note['pid']} on {note['host']} ({note['stage']}, since {note['since']})"
+        return f"process {note['pid']} on {note['host']} (since {note['since']})"
     except (OSError, orjson.JSONDecodeError, KeyError, TypeError):
         return "another process"
 
