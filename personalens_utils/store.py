@@ -16,6 +16,7 @@ import logging
 import os
 import socket
 import threading
+import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -27,6 +28,7 @@ import pandas as pd
 from filelock import FileLock, Timeout
 
 from personalens_utils.records import ERROR, Dialogue, Judgment, Record, stable_id
+from personalens_utils.store_migration import migrate_store, needs_migration
 
 ERROR_STATUS = ERROR
 log = logging.getLogger(__name__)
@@ -36,7 +38,7 @@ _MERGE_BATCH = 5000
 R = TypeVar("R", bound=Record)
 
 __all__ = ["ERROR_STATUS", "MERGED_TYPES", "DuplicateRecordError", "RunStore", "StoreError", "StoreInUse",
-           "merge_stores", "stable_id"]
+           "StoreMigrated", "merge_stores", "stable_id"]
 
 
 class StoreError(Exception):
@@ -48,11 +50,15 @@ class DuplicateRecordError(StoreError):
 
 
 class StoreInUse(StoreError):
-    """Another run is writing the same table of the run store: refused before any call is made."""
+    """Another run of the same stage is writing the run store: refused before any call is made."""
 
     def _render_traceback_(self) -> list[str]:
         """IPython shows this instead of a traceback: the one line names the store and the other run."""
         return [f"{type(self).__name__}: {self}"]
+
+
+class StoreMigrated(UserWarning):
+    """A store written before run identity was migrated when opened; the message says what changed."""
 
 
 def _table(kind: type[Record]) -> str:
@@ -67,6 +73,8 @@ class RunStore:
     def __init__(self, run_dir: str | os.PathLike[str]):
         self.root = Path(run_dir)
         self.root.mkdir(parents=True, exist_ok=True)
+        if needs_migration(self.root) and (done := migrate_store(self.root)) is not None:
+            warnings.warn(done.message, StoreMigrated, stacklevel=2)
         self._lock = threading.Lock()
         self._status: dict[str, dict[str, str | None]] = {}
         self._offset: dict[str, int] = {}

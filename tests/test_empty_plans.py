@@ -16,7 +16,7 @@ from personalens_utils import session
 from personalens_utils.data import save_benchmark
 from personalens_utils.llm.client import LLMClient
 from personalens_utils.session import Session, SessionError, selection_param
-from personalens_utils.simulation import nothing_to_describe, run_dialogues, run_simulation
+from personalens_utils.simulation import SimulationConfig, nothing_to_describe, run_dialogues, run_simulation
 from personalens_utils.store import RunStore
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "03_simulation.ipynb"
@@ -37,8 +37,8 @@ def test_an_empty_selection_is_refused_in_the_setup_cell(tmp_path: Path, monkeyp
 def test_a_run_that_stored_nothing_says_why_and_what_to_do(tmp_path: Path):
     bench = tiny_benchmark(n_users=2)
     with LLMClient("offline", progress=False) as client:
-        budget = run_simulation(bench, tmp_path / "budget", client, max_cost_usd=0)
-        nothing = run_simulation(bench, tmp_path / "none", client, task_types=[])
+        budget = run_simulation(bench, tmp_path / "budget", client, SimulationConfig(max_cost_usd=0))
+        nothing = run_simulation(bench, tmp_path / "none", client, SimulationConfig(task_types=[]))
     with LLMClient(Overloaded(), progress=False, max_retries=0) as client:
         failed = run_simulation(bench, tmp_path / "failed", client)
 
@@ -48,7 +48,7 @@ def test_a_run_that_stored_nothing_says_why_and_what_to_do(tmp_path: Path):
     assert "every one of the 8 records it made is an error" in failed.why_nothing()
     assert "retry_errors=True" in failed.why_nothing()
     for report, run in ((budget, "budget"), (failed, "failed")):
-        dialogues = run_dialogues(RunStore(tmp_path / run), bench, backend="offline")
+        dialogues = run_dialogues(RunStore(tmp_path / run), bench, SimulationConfig(), backend="offline")
         note = nothing_to_describe(dialogues, report)
         assert note is not None and note.startswith("**Nothing to describe:**")
         assert str(report.why_nothing()) in note

@@ -10,7 +10,7 @@ from test_simulation_support import tiny_benchmark
 from personalens_utils.llm import Request, Response, RetryableError
 from personalens_utils.llm.client import LLMClient
 from personalens_utils.llm.offline import OfflineBackend
-from personalens_utils.simulation import run_simulation
+from personalens_utils.simulation import SimulationConfig, run_simulation
 
 
 class Overloaded(OfflineBackend):
@@ -37,6 +37,6 @@ def test_a_rerun_that_keeps_errored_dialogues_says_how_many_and_how_to_retry_the
     assert "retry_errors=True" in again._repr_html_() and str(first.errors) in again._repr_html_()
 
     with LLMClient("offline", progress=False) as client:
-        retried = run_simulation(bench, tmp_path, client, retry_errors=True)
+        retried = run_simulation(bench, tmp_path, client, SimulationConfig(retry_errors=True))
     assert retried.retried == first.errors and retried.errors == 0
     assert retried.message().startswith("simulation complete")

@@ -42,7 +42,8 @@ def banana(tmp_path_factory: pytest.TempPathFactory) -> tuple[RunStore, int]:
     store = RunStore(root)
     with LLMClient("offline", progress=False) as client:
         run_simulation(bench, store, client)
-        judging.run_judging(store, client, judging.benchmark_contexts(bench), judge_model="Claude 3.5 Sonnet")
+        judging.run_judging(store, client, judging.benchmark_contexts(bench),
+                            judging.JudgingConfig(judge_model="Claude 3.5 Sonnet"))
     path = store.path(Dialogue)
     lines = path.read_bytes().splitlines(keepends=True)
     record = orjson.loads(lines[2])

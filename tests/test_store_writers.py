@@ -15,8 +15,10 @@ from test_simulation_support import tiny_benchmark
 from personalens_utils.data import load_benchmark, save_benchmark
 from personalens_utils.llm.client import LLMClient
 from personalens_utils.records import Dialogue
-from personalens_utils.simulation import run_simulation
+from personalens_utils.simulation import SimulationConfig, run_simulation
 from personalens_utils.store import RunStore, StoreError
+
+CONFIG = SimulationConfig(settings=SETTINGS)
 
 
 def test_a_second_simulation_on_a_store_being_written_is_refused_naming_the_other_process(tmp_path: Path):
@@ -33,7 +35,7 @@ def test_a_second_simulation_on_a_store_being_written_is_refused_naming_the_othe
             time.sleep(0.02)
         before = table.read_bytes()
         with LLMClient("offline", progress=False) as client, pytest.raises(StoreError) as refused:
-            run_simulation(load_benchmark(tmp_path / "bench"), run_dir, client, settings=SETTINGS)
+            run_simulation(load_benchmark(tmp_path / "bench"), run_dir, client, CONFIG)
         assert client.totals()["calls"] == 0, "refused before any call"
     finally:
         first.send_signal(signal.SIGKILL)
@@ -47,7 +49,7 @@ def test_a_second_simulation_on_a_store_being_written_is_refused_naming_the_othe
     assert table.read_bytes().startswith(before), "the refused run wrote nothing"
 
     with LLMClient("offline", progress=False) as client:  # the killed writer holds nothing any more
-        report = run_simulation(load_benchmark(tmp_path / "bench"), run_dir, client, settings=SETTINGS)
+        report = run_simulation(load_benchmark(tmp_path / "bench"), run_dir, client, CONFIG)
     ids = Counter(d.id for d in RunStore(run_dir).read(Dialogue))
     assert set(Counter(r["id"] for r in stored_lines(table)).values()) == {1}
     assert len(ids) == len(bench.scenarios) * len(SETTINGS) and report.errors == 0

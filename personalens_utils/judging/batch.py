@@ -13,7 +13,7 @@ judgments; those still awaited are the report's `pending`.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,16 +22,15 @@ from personalens_utils.engine import Asker, Item, StageReport
 from personalens_utils.llm import LLMError, Request, Response
 from personalens_utils.llm.batch import BatchEntryError, BatchRunner, Outcome
 from personalens_utils.llm.client import LLMClient
-from personalens_utils.prompts import judge as prompts
-from personalens_utils.prompts.official import OfficialPrompts
 from personalens_utils.records import Batch, BatchEntry, Dialogue, Judgment, Record
 from personalens_utils.store import RunStore
 
 from .answers import judgment_record
 from .asking import judge_dimension
-from .dimensions import DEFAULT_JUDGE_MODEL, Dimension
-from .plan import JudgingPlan, Select, plan_judging
-from .requests import ContextFor, judge_prompt_identity
+from .config import JudgingConfig
+from .dimensions import Dimension
+from .plan import JudgingPlan, plan_judging
+from .requests import ContextFor
 
 STAGE = "judging"
 
@@ -102,8 +101,8 @@ class _BatchCall:
 
 
 def _judge_batched(
-    planned: JudgingPlan, context_for: ContextFor, judge_model: str, official: OfficialPrompts | None,
-    backend: str, answers: _BatchAnswers,
+    planned: JudgingPlan, context_for: ContextFor, config: JudgingConfig, backend: str,
+    answers: _BatchAnswers,
 ) -> engine.Stage[Dialogue]:
     """The stage: each dialogue's judgments from the batches' answers; those still awaited are pending."""
     contexts = {item.payload.id: context_for(item.payload) for item in planned.plan.items}
@@ -115,13 +114,13 @@ def _judge_batched(
             jid = planned.ids[item.payload.id, dim.name]
             try:
                 fields = await judge_dimension(_caller(answers, jid, dim), dim, contexts[item.payload.id],
-                                               judge_model, official)
+                                               config.judge_model, config.prompts)
             except _Awaited:
                 awaited += 1
                 continue
-            prompt_set, version = judge_prompt_identity(dim, official, planned.prompt_version)
+            name, version = config.prompts.judge_identity(dim, config.prompt_version)
             finished.append(judgment_record(item.payload.id, dim, planned.model_key, version, backend, fields,
-                                            prompt_set))
+                                            name))
         if awaited:
             raise engine.Pending(finished, awaited)
         return finished
@@ -139,20 +138,7 @@ def _caller(answers: _BatchAnswers, judgment_id: str, dimension: Dimension) -> C
 
 
 def run_judging_batch(
-    store: RunStore,
-    client: LLMClient,
-    context_for: ContextFor,
-    *,
-    judge_model: str = DEFAULT_JUDGE_MODEL,
-    dimensions: Iterable[str] | None = None,
-    prompt_version: str = prompts.JUDGE_PROMPT_VERSION,
-    select: Select | None = None,
-    poll_interval_s: float = 60.0,
-    max_rounds: int = 3,
-    max_wait_s: float | None = None,
-    retry_errors: bool = True,
-    official: OfficialPrompts | None = None,
-    offline_dialogues: bool | None = None,
+    store: RunStore, client: LLMClient, context_for: ContextFor, config: JudgingConfig | None = None
 ) -> StageReport:
     """`run_judging` through the Anthropic Message Batches API, at batch prices (docs/scale.md).
 
@@ -163,14 +149,13 @@ def run_judging_batch(
     `max_rounds` times, then stored as error records with the reason. With `max_wait_s` the call
     returns after that long; the report's `pending` judgments are finished by a later call.
     """
+    config = config or JudgingConfig()
     started = time.perf_counter()
-    runner = BatchRunner(client, StoredBatches(store), poll_interval_s=poll_interval_s,
-                         max_rounds=max_rounds, max_wait_s=max_wait_s)
-    planned = plan_judging(store, judge_model=judge_model, backend=client.backend_name, dimensions=dimensions,
-                           prompt_version=prompt_version, select=select, retry_errors=retry_errors,
-                           official=official, offline_dialogues=offline_dialogues)
+    runner = BatchRunner(client, StoredBatches(store), poll_interval_s=config.poll_interval_s,
+                         max_rounds=config.max_rounds, max_wait_s=config.max_wait_s)
+    planned = plan_judging(store, config, client.backend_name)
     answers = _BatchAnswers()
-    stage = _judge_batched(planned, context_for, judge_model, official, client.backend_name, answers)
+    stage = _judge_batched(planned, context_for, config, client.backend_name, answers)
     items = planned.plan.items
     before = client.totals()
     report = StageReport(STAGE, details=planned.details())
