@@ -24,13 +24,14 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import pandas as pd
 
 from personalens_utils.display import esc, frame_html, inline
 from personalens_utils.errors import KitError
 from personalens_utils.llm import FatalError, LLMClient, LLMError, Request, Response, Usage
+from personalens_utils.llm.batch import BatchEntryError
 from personalens_utils.llm.client import shared_spending_limit
 from personalens_utils.records import Record
 from personalens_utils.store import RunStore
@@ -47,6 +48,22 @@ class UnreadableAnswer(KitError, ValueError):
     """A model's answer that its parser cannot read; the message says what is wrong (sent back to it)."""
 
 
+class Pending(Exception):
+    """Raised by a stage's work when answers it needs are still awaited (a Message Batch in flight):
+    the `finished` records are stored, the `awaited` ones are counted as pending in the report, and a
+    later run collects them."""
+
+    def __init__(self, finished: Sequence[Record], awaited: int):
+        super().__init__(f"{awaited} record(s) still awaited")
+        self.finished, self.awaited = tuple(finished), awaited
+
+
+class Asker(Protocol):
+    """What `ask_parsed` asks: an `LLMClient`, or a stand-in that answers from Message Batches."""
+
+    async def acomplete(self, request: Request, *, use_cache: bool | None = None) -> Response: ...
+
+
 def error_message(exc: BaseException) -> str:
     """The message of an error record for an llm failure; anything else is re-raised unchanged.
 
@@ -55,6 +72,8 @@ def error_message(exc: BaseException) -> str:
     """
     if not isinstance(exc, LLMError) or (isinstance(exc, FatalError) and exc.status in ABORTING_STATUSES):
         raise exc
+    if isinstance(exc, BatchEntryError):
+        return str(exc)  # already the record's explanation: what ended the entry, how often it was sent
     return f"{type(exc).__name__}: {exc}"
 
 
@@ -89,7 +108,7 @@ class Asked(Generic[T]):
 
 
 async def ask_parsed(
-    client: LLMClient,
+    client: Asker,
     request: Request,
     parse: Callable[[str], T],
     again: Callable[[Request, str, str, int], Request],
@@ -195,6 +214,8 @@ class StageReport:
     """Work items this run set out to do."""
     already_done: int = 0
     """Candidates whose records were already stored (finished, or errored and not retried)."""
+    errors_kept: int = 0
+    """Of those, the ones stored as errors and left alone because `retry_errors` was False."""
     retried: int = 0
     """Planned items that redo an errored record."""
     finished: int = 0
@@ -233,8 +254,35 @@ class StageReport:
         """"complete", or "budget reached" when work was left for a run with a higher limit."""
         return "budget reached" if self.budget_reached else "complete"
 
+    def why_nothing(self) -> str | None:
+        """Why this run stored no finished record, and what to do; None when it stored some, or when
+        there was nothing left to do because everything was already stored and finished."""
+        if self.finished:
+            return None
+        if self.budget_reached:
+            return (f"the spending limit max_cost_usd={self.max_cost_usd} was reached before any record "
+                    "was finished; run again with a higher max_cost_usd")
+        if self.errors:
+            first = f" (first: {self.first_errors[0]})" if self.first_errors else ""
+            return (f"every one of the {self.errors} records it made is an error{first}; fix the cause, then "
+                    "run again with retry_errors=True")
+        if self.pending:
+            return f"{self.pending} records are awaited from Message Batches in flight; run again later"
+        if not (self.planned or self.already_done):
+            return ("nothing was selected: no work item matches the users, task types, settings, "
+                    "dimensions or shard asked for; widen the selection")
+        if self.already_done and self.errors_kept == self.already_done:
+            return f"every one of the {self.errors_kept} items already stored is an error; {self._retry()}"
+        return None
+
     def message(self) -> str:
         stored = f"{self.stored} records stored ({self.errors} errors)"
+        why = None if self.budget_reached else self.why_nothing()
+        if why:
+            return f"{self.stage} stored nothing usable: {why}"
+        if not self.budget_reached and self.errors_kept:
+            return (f"{self.stage} finished, errors kept: {stored}, {self.already_done} items already "
+                    f"stored, {self._kept()}")
         if not self.budget_reached:
             return f"{self.stage} complete: {stored}, {self.already_done} items already stored"
         return (
@@ -262,15 +310,25 @@ class StageReport:
 
     def _repr_html_(self) -> str:
         """One line when the stage had nothing to do; otherwise its message above its one-row table."""
+        if self.idle and self.why_nothing():
+            return f'<div class="pl-stage pl-stage-idle">{esc(self.message())}</div>'
         if self.idle:
             shard = f" (shard {self.shard})" if self.shard else ""
+            kept = f", {self._kept()}" if self.errors_kept else ""
             return (f'<div class="pl-stage pl-stage-idle">{esc(self.stage)}{esc(shard)}: nothing to do, '
-                    f"{self.already_done} items already stored.</div>")
+                    f"{self.already_done} items already stored{esc(kept)}.</div>")
         return inline(f'<div class="pl-stage">{esc(self.message())}</div>') + frame_html(self.frame())
 
     def __repr__(self) -> str:
         return (f"StageReport({self.message()}; planned {self.planned}, retried {self.retried}, "
                 f"${self.cost_usd:.4f}, {self.elapsed_s:.1f}s)")
+
+    def _kept(self) -> str:
+        return f"{self.errors_kept} of them as errors (not retried: {self._retry()})"
+
+    @staticmethod
+    def _retry() -> str:
+        return "run again with retry_errors=True to retry them"
 
     def count(self, records: Iterable[Record]) -> None:
         """Book records just stored."""
@@ -286,6 +344,7 @@ class StageReport:
     def start(self, planned: Plan[Any]) -> None:
         self.planned, self.retried = len(planned.items), planned.retried
         self.already_done = planned.already_done + planned.errors_kept
+        self.errors_kept = planned.errors_kept
 
     def spent(self, before: dict[str, float], after: dict[str, float]) -> None:
         """Book the client's calls between two `LLMClient.totals()`."""
@@ -349,6 +408,9 @@ def _jobs(stage: Stage[P], client: LLMClient, items: Sequence[Item[P]], report: 
             return
         try:
             records = list(await stage.work(client, item))
+        except Pending as waiting:
+            report.pending += waiting.awaited
+            records = list(waiting.finished)
         except Exception as exc:
             if isinstance(exc, FatalError) and exc.status in ABORTING_STATUSES:
                 raise _stopped(stage.name, writer.store, exc) from exc
@@ -376,6 +438,17 @@ def _stopped(stage: str, store: RunStore, exc: FatalError) -> FatalError:
     )
 
 
+@dataclass(frozen=True)
+class StageOptions:
+    """How `run_stage` runs: the spending limit, counted over `client` and the `others` (clients of
+    other roles) together; the pool size (None: the client's bound); the progress bar's label."""
+
+    max_cost_usd: float | None = None
+    pool_size: int | None = None
+    desc: str = ""
+    others: Sequence[LLMClient] = ()
+
+
 def run_stage(
     stage: Stage[P],
     store: RunStore,
@@ -383,17 +456,14 @@ def run_stage(
     planned: Plan[P],
     *,
     report: StageReport | None = None,
-    max_cost_usd: float | None = None,
-    pool_size: int | None = None,
-    desc: str = "",
-    others: Sequence[LLMClient] = (),
+    options: StageOptions = StageOptions(),
 ) -> StageReport:
-    """Run the planned items through the client's pool into the store (blocking; works in notebooks).
-    `max_cost_usd` counts the spending of `client` and of the `others` (clients of other roles) together."""
-    report, writer, jobs, before = _begin(stage, store, client, planned, report, max_cost_usd)
+    """Run the planned items through the client's pool into the store (blocking; works in notebooks)."""
+    report, writer, jobs, before = _begin(stage, store, client, planned, report, options.max_cost_usd)
     try:
-        with _limit(client, others, max_cost_usd):
-            client.run_all(jobs, desc=desc or stage.name, stage=stage.name, pool_size=pool_size)
+        with store.writing(stage.name), _limit(client, options.others, options.max_cost_usd):
+            client.run_all(jobs, desc=options.desc or stage.name, stage=stage.name,
+                           pool_size=options.pool_size)
     finally:
         _end(report, writer, client, before)
     return report
@@ -431,16 +501,14 @@ async def arun_stage(
     planned: Plan[P],
     *,
     report: StageReport | None = None,
-    max_cost_usd: float | None = None,
-    pool_size: int | None = None,
-    desc: str = "",
-    others: Sequence[LLMClient] = (),
+    options: StageOptions = StageOptions(),
 ) -> StageReport:
     """`run_stage` from a coroutine (on the caller's event loop)."""
-    report, writer, jobs, before = _begin(stage, store, client, planned, report, max_cost_usd)
+    report, writer, jobs, before = _begin(stage, store, client, planned, report, options.max_cost_usd)
     try:
-        with _limit(client, others, max_cost_usd):
-            await client.arun_all(jobs, desc=desc or stage.name, stage=stage.name, pool_size=pool_size)
+        with store.writing(stage.name), _limit(client, options.others, options.max_cost_usd):
+            await client.arun_all(jobs, desc=options.desc or stage.name, stage=stage.name,
+                                  pool_size=options.pool_size)
     finally:
         _end(report, writer, client, before)
     return report

@@ -137,6 +137,15 @@ def list_param(name: str, value: Any, *, item: type[str] | type[int] = str) -> l
     raise _use_yaml(name, value, f"expected a list, got {type(value).__name__}")
 
 
+def selection_param(name: str, value: Any) -> list[Any] | None:
+    """`list_param` for a parameter that selects the work (task types, settings, dimensions): an empty
+    list would select nothing and leave a later cell with nothing to describe, so it is refused here."""
+    values = list_param(name, value)
+    if values == []:
+        raise SessionError(f"parameter {name}=[] selects nothing; name at least one")
+    return values
+
+
 def users_param(users: Any) -> Any:
     """`users` with text from `papermill -p` read: "7,66" is [7, 66]; other text without a comma ("all",
     a sample name, a typo) stays text, so the error for a typo lists the known samples."""
@@ -153,9 +162,13 @@ def resolve_session_users(benchmark_dir: str | os.PathLike[str], users: Any) -> 
     if users == ALL_USERS:
         return None
     try:
-        return resolve_users(users)
+        resolved = resolve_users(users)
     except (TypeError, ValueError) as exc:
         raise SessionError(f"parameter users={users!r}: {exc}; or use None or {ALL_USERS!r}") from exc
+    if resolved == []:
+        raise SessionError(f"parameter users={users!r} selects no user; give user indices, a sample name, "
+                           f"None (the benchmark's default users) or {ALL_USERS!r}")
+    return resolved
 
 
 @dataclass(frozen=True)
@@ -238,7 +251,7 @@ class Session:
     def open(cls, config: SessionConfig | None = None) -> Session:
         """Resolve a notebook's parameters (`SessionConfig`); what cannot be is one `SessionError`."""
         config = config or SessionConfig()
-        task_types = list_param("task_types", config.task_types) or []
+        task_types = selection_param("task_types", config.task_types) or []
         unknown = sorted(set(task_types) - {"SD", "MD"})
         if unknown:
             raise SessionError(f"parameter task_types: unknown {unknown}; use 'SD' and/or 'MD'")

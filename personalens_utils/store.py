@@ -3,7 +3,8 @@
 Every table holds one record type and is named by it (`store.read(Dialogue)`,
 `store.append(judgment)`). Every stage writes its results here as they finish, so a killed run
 loses at most the records being written and a rerun skips what is done. A torn last line (the
-process died mid-write) is ignored on read and cut off before the next append. `merge_stores`
+process died mid-write) is skipped on read and cut off before the next append, and the log says so
+once, naming the file, the line and its size. `merge_stores`
 joins the run folders of several shards (see `shards`) into one, refusing any record that two of
 them hold.
 """
@@ -11,29 +12,34 @@ them hold.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
+import socket
 import threading
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 import orjson
 import pandas as pd
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
 from personalens_utils.errors import KitError
 from personalens_utils.records import ERROR, Dialogue, Judgment, Record, stable_id
 from personalens_utils.store_migration import migrate_store, needs_migration
 
 ERROR_STATUS = ERROR
+log = logging.getLogger(__name__)
+_TORN_REPORTED: set[tuple[str, int]] = set()
 MERGED_TYPES: tuple[type[Record], ...] = (Dialogue, Judgment)
 _MERGE_BATCH = 5000
 R = TypeVar("R", bound=Record)
 
-__all__ = ["ERROR_STATUS", "MERGED_TYPES", "DuplicateRecordError", "RunStore", "StoreError", "StoreMigrated",
-           "merge_stores", "stable_id"]
+__all__ = ["ERROR_STATUS", "MERGED_TYPES", "DuplicateRecordError", "RunStore", "StoreError", "StoreInUse",
+           "StoreMigrated", "merge_stores", "stable_id"]
 
 
 class StoreError(KitError):
@@ -42,6 +48,14 @@ class StoreError(KitError):
 
 class DuplicateRecordError(StoreError):
     pass
+
+
+class StoreInUse(StoreError):
+    """Another run of the same stage is writing the run store: refused before any call is made."""
+
+    def _render_traceback_(self) -> list[str]:
+        """IPython shows this instead of a traceback: the one line names the store and the other run."""
+        return [f"{type(self).__name__}: {self}"]
 
 
 class StoreMigrated(UserWarning):
@@ -66,32 +80,41 @@ class RunStore:
         self._lock = threading.Lock()
         self._status: dict[str, dict[str, str | None]] = {}
         self._offset: dict[str, int] = {}
+        self._writers: dict[str, FileLock] = {}
 
     def path(self, kind: type[Record]) -> Path:
         return self.root / f"{_table(kind)}.jsonl"
 
-    def iter_lines(self, kind: type[Record]) -> Iterator[tuple[int, dict[str, Any]]]:
+    def iter_lines(self, kind: type[Record], *, checked: bool = True) -> Iterator[tuple[int, dict[str, Any]]]:
         """Every stored JSON object of a table as written, with its line number (a torn last line is skipped).
 
-        Streams the file, so a reader that keeps only a few fields never holds the whole table.
+        Streams the file, so a reader that keeps only a few fields never holds the whole table. Each
+        line is checked against its record type first (`checked`), so a reader that keeps only a few
+        fields still meets a wrong-typed one as a `RecordError` naming the file, line and field.
         """
         path = self.path(kind)
         if not path.exists():
             return
         with path.open("rb") as fh:
+            offset = 0
             for lineno, line in enumerate(fh, 1):
                 if not line.endswith(b"\n"):
-                    return  # torn tail from a killed writer
+                    _report_torn(path, lineno, offset, len(line))
+                    return
+                offset += len(line)
                 if not line.strip():
                     continue
                 try:
-                    yield lineno, orjson.loads(line)
+                    rec = orjson.loads(line)
                 except orjson.JSONDecodeError as exc:
                     raise StoreError(f"{path}:{lineno}: not valid JSON ({exc})") from exc
+                if checked:
+                    kind.from_json(rec, f"{path}:{lineno}")
+                yield lineno, rec
 
-    def _current(self, kind: type[Record]) -> dict[str, tuple[int, dict[str, Any]]]:
+    def _current(self, kind: type[Record], *, checked: bool = True) -> dict[str, tuple[int, dict[str, Any]]]:
         latest: dict[str, tuple[int, dict[str, Any]]] = {}
-        for lineno, rec in self.iter_lines(kind):
+        for lineno, rec in self.iter_lines(kind, checked=checked):
             if not isinstance(rec, dict) or not rec.get("id"):
                 raise StoreError(f"{self.path(kind)}:{lineno}: record has no 'id'")
             latest[rec["id"]] = lineno, rec
@@ -99,13 +122,15 @@ class RunStore:
 
     def records(self, kind: type[Record]) -> list[dict[str, Any]]:
         """The current records of a table as stored JSON objects, one per id (a later record for an id
-        replaces an errored one). For frames and tools; stage code reads typed records with `read`."""
+        replaces an errored one), each checked against its type. For frames and tools; stage code reads
+        typed records with `read`."""
         return [rec for _, rec in self._current(kind).values()]
 
     def read(self, kind: type[R]) -> list[R]:
         """The current records of a table as `kind`; a line that does not fit names its file and line."""
         path = self.path(kind)
-        return [kind.from_json(rec, f"{path}:{lineno}") for lineno, rec in self._current(kind).values()]
+        return [kind.from_json(rec, f"{path}:{lineno}")
+                for lineno, rec in self._current(kind, checked=False).values()]
 
     def frame(self, kind: type[Record]) -> pd.DataFrame:
         """The current records of a table, one row each, columns as stored."""
@@ -154,6 +179,32 @@ class RunStore:
         with self._lock:
             return record_id in self._index(kind)
 
+    @contextlib.contextmanager
+    def writing(self, stage: str) -> Iterator[None]:
+        """Hold the store as the one run of `stage` writing it: a second run of the stage on the store
+        (another notebook, process or thread) is refused at once with a `StoreInUse` naming this one,
+        since both would make the same calls and write the same records. Re-entrant in one thread;
+        the operating system releases it when the process dies, so a killed run does not block."""
+        with self._lock:
+            lock = self._writers.setdefault(stage, FileLock(str(self.root / f"{stage}.writer")))
+        info = self.root / f"{stage}.writer-info"
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:
+            raise StoreInUse(
+                f"the run store {self.root} is in use: {_holder(info)} is running {stage} on it; wait for "
+                "that run to end (or stop it), or give this run another run_dir"
+            ) from None
+        try:
+            if lock.lock_counter == 1:
+                info.write_text(orjson.dumps({
+                    "pid": os.getpid(), "host": socket.gethostname(), "stage": stage,
+                    "since": datetime.now(UTC).isoformat(timespec="seconds"),
+                }).decode())
+            yield
+        finally:
+            lock.release()
+
     def append(self, record: Record) -> None:
         self.extend([record])
 
@@ -185,8 +236,8 @@ class RunStore:
                     raise StoreError(f"{path}: refusing a record without an 'id': {str(rec)[:200]}")
                 if rid in seen or (rid in index and index[rid] != ERROR_STATUS):
                     raise DuplicateRecordError(
-                        f"{path}: a record with id {rid!r} is already stored; "
-                        "refusing to write it twice (delete the old record first to replace it)"
+                        f"{path}: a record with id {rid!r} is already stored (by another run, or twice by "
+                        "this one); the stored record is kept and this one is not written"
                     )
                 seen.add(rid)
             blob = b"".join(orjson.dumps(r, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n" for r in records)
@@ -210,7 +261,39 @@ class RunStore:
             if fh.read(1) == b"\n":
                 return
             data = fh.seek(0) or fh.read()
-            fh.truncate(data.rfind(b"\n") + 1)
+            end = data.rfind(b"\n") + 1
+            _report_torn(path, data.count(b"\n", 0, end) + 1, end, len(data) - end, writing=True)
+            fh.truncate(end)
+
+
+def _report_torn(path: Path, lineno: int, offset: int, size: int, *, writing: bool = False) -> None:
+    """Say once that a table's last line is torn (a run stopped mid-write): readers skip it and the next
+    append cuts it off. A reader that finds a write under way (the table's lock held) says nothing."""
+    key = (str(path.resolve()), offset)
+    if key in _TORN_REPORTED:
+        return
+    if not writing:
+        probe = FileLock(str(path) + ".lock")
+        try:
+            probe.acquire(timeout=0)
+        except Timeout:
+            return  # another process is appending this line right now
+        except OSError:
+            pass  # a folder this process cannot write to: the line is torn all the same
+        else:
+            probe.release()
+    _TORN_REPORTED.add(key)
+    log.warning("%s: line %d is torn (%d bytes with no line end: a run was stopped while writing it); it is "
+                "skipped, and the next append to this table cuts it off", path, lineno, size)
+
+
+def _holder(info: Path) -> str:
+    """Who holds a stage's writer lock, from the note it left: "process 12 on host (since ...)"."""
+    try:
+        note = orjson.loads(info.read_bytes())
+        return f"process {note['pid']} on {note['host']} (since {note['since']})"
+    except (OSError, orjson.JSONDecodeError, KeyError, TypeError):
+        return "another process"
 
 
 # -- merging shards ---------------------------------------------------------------------------------
@@ -234,7 +317,8 @@ def _scan(path: Path) -> dict[str, _Line]:
     with path.open("rb") as fh:
         for lineno, line in enumerate(fh, 1):
             if not line.endswith(b"\n"):
-                break  # torn tail from a killed writer
+                _report_torn(path, lineno, offset, len(line))
+                break
             if line.strip():
                 try:
                     rec = orjson.loads(line)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
+from filelock import FileLock
 from support.records import dialogue
 
 from personalens_utils.records import Dialogue
@@ -34,6 +37,33 @@ def test_a_torn_last_line_is_ignored_then_cut(tmp_path):
     fresh.extend([dialogue("z")])
     assert store.ids(Dialogue) == {"x", "z"}
     assert [r.id for r in RunStore(tmp_path).read(Dialogue)] == ["x", "z"]
+
+
+def test_a_torn_last_line_is_said_once_naming_file_line_and_bytes(tmp_path, caplog):
+    store = RunStore(tmp_path)
+    store.extend([dialogue("x"), dialogue("y")])
+    path = store.path(Dialogue)
+    torn = b'{"id": "half", "sta'
+    with path.open("ab") as fh:
+        fh.write(torn)
+    with caplog.at_level(logging.WARNING, logger="personalens_utils.store"):
+        with FileLock(str(path) + ".lock"):  # a write under way in another process: not torn yet
+            assert len(RunStore(tmp_path).read(Dialogue)) == 2
+        assert not caplog.records
+        assert [r.id for r in RunStore(tmp_path).read(Dialogue)] == ["x", "y"]
+        assert len(RunStore(tmp_path).records(Dialogue)) == 2
+        RunStore(tmp_path).extend([dialogue("z")])
+    said = [r.getMessage() for r in caplog.records]
+    assert said == [f"{path}: line 3 is torn ({len(torn)} bytes with no line end: a run was stopped while "
+                    "writing it); it is skipped, and the next append to this table cuts it off"]
+
+    with path.open("ab") as fh:
+        fh.write(torn)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="personalens_utils.store"):
+        RunStore(tmp_path).extend([dialogue("w")])  # cut before this append, never read: said then
+    assert [r.getMessage().split(" is torn")[0] for r in caplog.records] == [f"{path}: line 4"]
+    assert [r.id for r in RunStore(tmp_path).read(Dialogue)] == ["x", "y", "z", "w"]
 
 
 def test_a_replaced_file_is_read_again(tmp_path):

@@ -30,6 +30,7 @@ from personalens_utils.analysis.figures import (
 from personalens_utils.analysis.judge_agreement import (
     AGREEMENT_DIMENSIONS,
     AGREEMENT_NAMES,
+    AnnotationSample,
     agreement_for_run,
     agreement_table,
     ratings_matrix,
@@ -60,6 +61,7 @@ __all__ = [
     "MIN_DIALOGUES_PER_TURN",
     "REPRESENTATIVE_DOMAINS",
     "USER_DIMENSIONS",
+    "AnnotationSample",
     "Source",
     "TableResult",
     "ablation_filter",

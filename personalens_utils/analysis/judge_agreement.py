@@ -8,6 +8,7 @@ Without annotation sheets the table compares two judge models and its caption sa
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -158,6 +159,17 @@ def _identical(first: pd.DataFrame, second: pd.DataFrame) -> bool:
     return bool(len(both)) and bool((both["score_x"] == both["score_y"]).all())
 
 
+@dataclass(frozen=True)
+class AnnotationSample:
+    """Table 5's annotation sample: the folder its sheet goes to, its size and seed, and the sheets
+    people filled (None: a second judge rates the sample instead)."""
+
+    directory: str | Path
+    sheets: Any = None
+    n: int = 100
+    seed: int = 0
+
+
 def agreement_for_run(
     store: RunStore | str | Path,
     benchmark: Benchmark,
@@ -165,10 +177,7 @@ def agreement_for_run(
     *,
     judge_model: str,
     second_judge_model: str,
-    annotation_dir: str | Path,
-    sheets: Any = None,
-    n: int = 100,
-    seed: int = 0,
+    sample: AnnotationSample,
     prompts: PromptSet = KIT,
 ) -> tuple[TableResult, dict[str, Path]]:
     """Table 5 for a run: export the annotation sample, then compare the judge with the filled sheets,
@@ -178,17 +187,18 @@ def agreement_for_run(
     store = store if isinstance(store, RunStore) else RunStore(store)
     origin = f"run store {store.root.name}/"
     paths = annotation.export_sheet(
-        store, benchmark, annotation_dir, n=n, seed=seed, where={"assistant_setting": MAIN_SETTING}
+        store, benchmark, sample.directory, n=sample.n, seed=sample.seed,
+        where={"assistant_setting": MAIN_SETTING},
     )
     ids = set(annotation.read_manifest(paths["manifest"])["dialogue_ids"])
 
-    def sample(model: str) -> pd.DataFrame:
+    def scores_of(model: str) -> pd.DataFrame:
         tidy = load_scores(store, judge_model=model, judge_prompt_set=prompts.name)
         return tidy[tidy["dialogue_id"].isin(ids) & tidy["dimension"].isin(AGREEMENT_DIMENSIONS)]
 
-    judge = sample(judge_model)
-    if sheets:
-        humans = annotation.read_sheets(sheets, manifest=paths["manifest"])
+    judge = scores_of(judge_model)
+    if sample.sheets:
+        humans = annotation.read_sheets(sample.sheets, manifest=paths["manifest"])
         result = table5(
             judge,
             humans,
@@ -200,7 +210,7 @@ def agreement_for_run(
     run_judging(store, client, benchmark_contexts(benchmark),
                 JudgingConfig(judge_model=second_judge_model, dimensions=AGREEMENT_DIMENSIONS,
                               select=lambda d: d.id in ids, prompts=prompts))
-    second = sample(second_judge_model)
+    second = scores_of(second_judge_model)
     result = table5(
         judge,
         None,

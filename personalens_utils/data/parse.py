@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -199,10 +200,11 @@ def parse_user_tasks(raw: Any, path: Path, user: User, kind: str, definitions: d
     """The scenarios of one user's tasks.json (kind SD) or tasks_md.json (kind MD), as frame rows."""
     rows: list[ScenarioRow] = []
     seen: dict[str, str] = {}
+    source = _TaskFile(path, kind, user, definitions, schema, interner)
     for entry_key, entry in as_object(raw, path, None).items():
         row = _plain_row(entry, kind, user, definitions, interner)
         if row is None or row[2] in seen:
-            row = _checked_row(entry_key, entry, path, kind, user, definitions, schema, interner, seen)
+            row = _checked_row(entry_key, entry, source, seen)
         seen[row[2]] = entry_key
         rows.append(row)
     return rows
@@ -241,10 +243,23 @@ def _plain_row(entry: Any, kind: str, user: User, definitions: dict[str, TaskDef
             definition.relevant_preferences, *map(text, place))
 
 
-def _checked_row(entry_key: str, entry: Any, path: Path, kind: str, user: User,
-                 definitions: dict[str, TaskDefinition], schema: Schema, interner: Interner,
-                 seen: dict[str, str]) -> ScenarioRow:
+@dataclass(frozen=True)
+class _TaskFile:
+    """One user's task file and what its entries are checked against."""
+
+    path: Path
+    kind: str
+    user: User
+    definitions: dict[str, TaskDefinition]
+    schema: Schema
+    interner: Interner
+
+
+def _checked_row(entry_key: str, entry: Any, source: _TaskFile, seen: dict[str, str]) -> ScenarioRow:
     """One task entry checked field by field: the row, or BenchmarkDataError naming the field."""
+    path, kind, user, definitions, schema, interner = (
+        source.path, source.kind, source.user, source.definitions, source.schema, source.interner
+    )
     entry = as_object(entry, path, entry_key)
     reject_unknown(entry, _ENTRY_KEY_ORDER, path, entry_key)
     id_field = f"{entry_key}/{USER_TASK_ID}"

@@ -74,7 +74,8 @@ class StepRunner:
                     spec.done(prior.value)
             todo += engine.plan(self.store, kind, [((s.id,), s) for s in mine], retry_errors=True).items
         stage = engine.Stage(STAGE, GenerationStep, self._work)
-        engine.run_stage(stage, self.store, self.client, engine.Plan(todo, 0, 0), desc=f"generation: {desc}")
+        engine.run_stage(stage, self.store, self.client, engine.Plan(todo, 0, 0),
+                         options=engine.StageOptions(desc=f"generation: {desc}"))
 
     async def _work(self, client: LLMClient, item: Item[StepSpec]) -> list[Record]:
         spec = item.payload

@@ -1,29 +1,36 @@
 """Judging through the Anthropic Message Batches API, at batch prices (docs/scale.md).
 
-The plan, requests and records are those of online judging (`judging.plan`, `judging.runner`);
-what differs is that the calls go out in batches whose ids are kept in the run store
-(`StoredBatches`), so a rerun polls instead of resubmitting.
+A stage on the engine like online judging, with its plan, requests, records and ask-again policy
+(`judging.plan`, `judging.asking`); only who answers the calls differs. `_BatchAnswers` stands in
+for the client: a pass of the stage's work over every dialogue learns which calls it makes, those
+go out together (`llm.batch.BatchRunner`, whose batch ids are kept in the run store so a rerun polls
+instead of resubmitting), and the next pass reads the answers, which is where unreadable ones ask
+their format reminder, as `engine.ask_parsed` does online. When a pass asks nothing new, or batches
+are still in flight after `max_wait_s`, the engine runs the work once more and stores the
+judgments; those still awaited are the report's `pending`.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from personalens_utils import engine
-from personalens_utils.engine import StageReport
-from personalens_utils.llm.batch import BatchRunner, Outcome
+from personalens_utils.engine import Asker, Item, StageReport
+from personalens_utils.llm import LLMError, Request, Response
+from personalens_utils.llm.batch import BatchEntryError, BatchRunner, Outcome
 from personalens_utils.llm.client import LLMClient
-from personalens_utils.records import Batch, BatchEntry, Judgment
+from personalens_utils.records import Batch, BatchEntry, Dialogue, Judgment, Record
 from personalens_utils.store import RunStore
 
-from .answers import combine, error_fields, judgment_record, score_fields
+from .answers import judgment_record
+from .asking import judge_dimension
 from .config import JudgingConfig
 from .dimensions import Dimension
-from .plan import plan_judging
-from .requests import ContextFor, dimension_requests, reminder_request
+from .plan import JudgingPlan, plan_judging
+from .requests import ContextFor
 
 STAGE = "judging"
 
@@ -51,6 +58,85 @@ class StoredBatches:
         self.store.extend([BatchEntry.from_json(r, "an entry of an ended batch") for r in records])
 
 
+class _Unasked(LLMError):
+    """A call no batch has answered yet, met while learning the calls: it ends that call's asking."""
+
+
+class _Awaited(Exception):
+    """A call whose batch is still in flight, met in the last pass: its judgment is left for later."""
+
+
+@dataclass
+class _BatchAnswers:
+    """The batches' outcomes by key "<judgment id>:<call>:<attempt>" (the keys earlier versions
+    stored), and the requests of the last pass that have none."""
+
+    outcomes: dict[str, Outcome] = field(default_factory=dict)
+    unasked: dict[str, Request] = field(default_factory=dict)
+    learning: bool = True
+
+
+@dataclass
+class _BatchCall:
+    """The k-th call of one judgment, answered from the batches: its first question, then its reminder."""
+
+    answers: _BatchAnswers
+    key: str
+    where: str
+    attempt: int = 0
+
+    async def acomplete(self, request: Request, *, use_cache: bool | None = None) -> Response:
+        self.attempt += 1
+        key = f"{self.key}:{self.attempt}"
+        outcome = self.answers.outcomes.get(key)
+        if outcome is None:
+            if not self.answers.learning:
+                raise _Awaited(key)
+            self.answers.unasked[key] = request
+            raise _Unasked(key)
+        if outcome.response is None:
+            reminder = "format reminder: " if self.attempt > 1 else ""
+            raise BatchEntryError(f"batch entry failed: {self.where}{reminder}{outcome.error}")
+        return outcome.response
+
+
+def _judge_batched(
+    planned: JudgingPlan, context_for: ContextFor, config: JudgingConfig, backend: str,
+    answers: _BatchAnswers,
+) -> engine.Stage[Dialogue]:
+    """The stage: each dialogue's judgments from the batches' answers; those still awaited are pending."""
+    contexts = {item.payload.id: context_for(item.payload) for item in planned.plan.items}
+
+    async def work(_: LLMClient, item: Item[Dialogue]) -> list[Record]:
+        finished: list[Record] = []
+        awaited = 0
+        for dim in planned.todo(item.payload.id, item.ids):
+            jid = planned.ids[item.payload.id, dim.name]
+            try:
+                fields = await judge_dimension(_caller(answers, jid, dim), dim, contexts[item.payload.id],
+                                               config.judge_model, config.prompts)
+            except _Awaited:
+                awaited += 1
+                continue
+            name, version = config.prompts.judge_identity(dim, config.prompt_version)
+            finished.append(judgment_record(item.payload.id, dim, planned.model_key, version, backend, fields,
+                                            name))
+        if awaited:
+            raise engine.Pending(finished, awaited)
+        return finished
+
+    return engine.Stage(STAGE, Judgment, work)
+
+
+def _caller(answers: _BatchAnswers, judgment_id: str, dimension: Dimension) -> Callable[[int], Asker]:
+    """Who answers the k-th call of a judgment: a `_BatchCall` keyed by the judgment id and k."""
+
+    def call(k: int) -> Asker:
+        return _BatchCall(answers, f"{judgment_id}:{k}", f"turn {k + 1}: " if dimension.turn_level else "")
+
+    return call
+
+
 def run_judging_batch(
     store: RunStore, client: LLMClient, context_for: ContextFor, config: JudgingConfig | None = None
 ) -> StageReport:
@@ -68,66 +154,27 @@ def run_judging_batch(
     runner = BatchRunner(client, StoredBatches(store), poll_interval_s=config.poll_interval_s,
                          max_rounds=config.max_rounds, max_wait_s=config.max_wait_s)
     planned = plan_judging(store, config, client.backend_name)
-    prompts = config.prompts
-    report = StageReport(STAGE, details=planned.details())
-    report.start(planned.plan)
-    model_key = planned.model_key
-    calls = []  # (dialogue id, dimension, judgment id, its calls); keys "<judgment id>:<call>:<attempt>"
-    for item in planned.plan.items:
-        context = context_for(item.payload)
-        for dim in planned.todo(item.payload.id, item.ids):
-            jid = planned.ids[item.payload.id, dim.name]
-            requests = dimension_requests(dim, context, config.judge_model, prompts)
-            calls.append((item.payload.id, dim, jid, requests))
-    firsts = {f"{jid}:{k}:1": (dim, r) for _, dim, jid, reqs in calls for k, r in enumerate(reqs)}
+    answers = _BatchAnswers()
+    stage = _judge_batched(planned, context_for, config, client.backend_name, answers)
+    items = planned.plan.items
     before = client.totals()
-    with client.stage(STAGE):
-        got = runner.run({key: r for key, (_, r) in firsts.items()})
-        reminders = {
-            key[:-1] + "2": reminder_request(firsts[key][1], outcome.response.text, firsts[key][0])
-            for key, outcome in got.items()
-            if outcome.response is not None and not firsts[key][0].parse(outcome.response.text).ok
-            and prompts.judge_set(firsts[key][0]).reminds
-        }
-        if reminders:
-            got |= runner.run(reminders)
-    records: list[Judgment] = []
-    for dialogue_id, dim, jid, reqs in calls:
-        outcomes = [(got.get(f"{jid}:{k}:1"), got.get(f"{jid}:{k}:2")) for k in range(len(reqs))]
-        fields = _batch_fields(dim, outcomes, reminded=prompts.judge_set(dim).reminds)
-        if fields is None:
-            report.pending += 1
-        else:
-            name, version = prompts.judge_identity(dim, config.prompt_version)
-            records.append(judgment_record(dialogue_id, dim, model_key, version, client.backend_name, fields,
-                                           name))
-    engine.store_finished(store, report, records)
-    report.spent(before, client.totals())
+    report = StageReport(STAGE, details=planned.details())
+    with store.writing(STAGE):
+        with client.stage(STAGE):
+            while True:
+                answers.unasked = {}
+                client.run_all([lambda item=item: stage.work(client, item) for item in items],
+                               desc="judging (batch requests)", pool_size=max(1, len(items)))
+                if not answers.unasked:
+                    break
+                got = runner.run(answers.unasked)
+                answers.outcomes |= got
+                if len(got) < len(answers.unasked):  # still in flight after max_wait_s
+                    break
+        asked = client.totals()
+        answers.learning = False
+        engine.run_stage(stage, store, client, planned.plan, report=report,
+                         options=engine.StageOptions(desc=f"judging ({planned.model_key})"))
+    report.spent(before, asked)
     report.elapsed_s = time.perf_counter() - started
     return report
-
-
-def _batch_fields(
-    dimension: Dimension, calls: Sequence[tuple[Outcome | None, Outcome | None]], *, reminded: bool = True
-) -> dict[str, Any] | None:
-    """Record fields from each call's (first, reminder) batch outcomes; None while one is still awaited
-    (official calls get no reminder: `reminded=False`)."""
-    answers, errors = [], []
-    for k, (first, second) in enumerate(calls, start=1):
-        where = f"turn {k}: " if dimension.turn_level else ""
-        if first is None:
-            return None
-        if first.response is None:
-            errors.append(where + first.error)
-            continue
-        if dimension.parse(first.response.text).ok or not reminded:
-            answers.append(combine(dimension, first.response.text, None))
-        elif second is None:
-            return None
-        elif second.response is None:
-            errors.append(f"{where}format reminder: {second.error}")
-        else:
-            answers.append(combine(dimension, first.response.text, second.response.text))
-    if errors:
-        return error_fields("batch entry failed: " + "; ".join(errors))
-    return score_fields(dimension, answers)

@@ -16,50 +16,22 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from personalens_utils import engine
-from personalens_utils.engine import Item, StageReport, UnreadableAnswer
-from personalens_utils.llm import Request
+from personalens_utils.engine import Item, StageReport
 from personalens_utils.llm.client import LLMClient
 from personalens_utils.prompting import KIT, PromptSet
 from personalens_utils.prompts import judge as prompts
 from personalens_utils.records import Dialogue, Judgment, Record
 from personalens_utils.store import RunStore
 
-from .answers import combine, error_fields, judgment_record, score_fields
+from .answers import judgment_record
+from .asking import judge_dimension
 from .batch import run_judging_batch
 from .config import JudgingConfig
 from .dimensions import Dimension, judge_model_key
-from .parsing import ParsedAnswer
 from .plan import plan_judging
-from .requests import ContextFor, dimension_requests, reminder_request
+from .requests import ContextFor
 
 STAGE = "judging"
-
-
-async def _judge_one(
-    client: LLMClient, dimension: Dimension, context: Mapping[str, Any], judge_model: str,
-    prompts: PromptSet,
-) -> dict[str, Any]:
-    """Score fields of one dimension: each call asked, and asked again once with a format reminder
-    when the prompt set that judges it reminds (the official script asks once)."""
-
-    def parse(text: str) -> ParsedAnswer:
-        parsed = dimension.parse(text)
-        if not parsed.ok:
-            raise UnreadableAnswer(str(parsed.problem))
-        return parsed
-
-    def again(request: Request, answer: str, problem: str, attempt: int) -> Request:
-        return reminder_request(request, answer, dimension)
-
-    requests = dimension_requests(dimension, context, judge_model, prompts)
-    attempts = 2 if prompts.judge_set(dimension).reminds else 1
-    asked = await asyncio.gather(*(engine.ask_parsed(client, r, parse, again, attempts=attempts)
-                                   for r in requests))
-    failed = [a.error for a in asked if a.error is not None]
-    if failed:
-        return error_fields(failed[0])
-    answers = [combine(dimension, a.answers[0], a.answers[1] if len(a.answers) > 1 else None) for a in asked]
-    return score_fields(dimension, answers)
 
 
 async def judge_dialogue(
@@ -74,7 +46,8 @@ async def judge_dialogue(
     """Judgment records of one dialogue on the given dimensions, with the judge prompts of `prompts`;
     llm failures become error records."""
     model_key = judge_model_key(judge_model)
-    fields = await asyncio.gather(*(_judge_one(client, d, context, judge_model, prompts) for d in dimensions))
+    fields = await asyncio.gather(*(judge_dimension(lambda _: client, d, context, judge_model, prompts)
+                                    for d in dimensions))
     records = []
     for dimension, f in zip(dimensions, fields, strict=True):
         name, version = prompts.judge_identity(dimension, prompt_version)
@@ -120,5 +93,5 @@ def run_judging(
     shard = config.shard
     report = StageReport(STAGE, shard=str(shard) if shard else None, details=planned.details())
     stage = engine.Stage(STAGE, Judgment, work)
-    return engine.run_stage(stage, store, client, planned.plan, report=report,
-                            max_cost_usd=config.max_cost_usd, desc=f"judging ({planned.model_key})")
+    options = engine.StageOptions(max_cost_usd=config.max_cost_usd, desc=f"judging ({planned.model_key})")
+    return engine.run_stage(stage, store, client, planned.plan, report=report, options=options)

@@ -31,7 +31,7 @@ import orjson
 
 from . import registry
 from .progress import progress_bar
-from .types import FatalError, Request, Response, RetriesExhaustedError, RetryableError, Usage
+from .types import FatalError, LLMError, Request, Response, RetriesExhaustedError, RetryableError, Usage
 
 if TYPE_CHECKING:
     from .client import LLMClient
@@ -43,6 +43,11 @@ MAX_BATCH_BYTES = 200 * 2**20
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+
+
+class BatchEntryError(LLMError):
+    """A request whose batch entry ended without an answer (errored, expired, canceled); the message
+    says so in the words of the error record that keeps it."""
 
 
 @dataclass(frozen=True)

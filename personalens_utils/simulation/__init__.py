@@ -10,7 +10,7 @@ from personalens_utils.prompting.kit import assistant_request, assistant_system,
 
 from .config import DEFAULT_MODEL, SimulationConfig
 from .loop import TURN_CAPS, simulate_dialogue
-from .report import default_users, outcome_table, run_dialogues
+from .report import default_users, nothing_to_describe, outcome_table, run_dialogues
 from .runner import (
     arun_simulation,
     dialogue_frame,
@@ -34,6 +34,7 @@ __all__ = [
     "default_users",
     "dialogue_frame",
     "estimate_simulation",
+    "nothing_to_describe",
     "outcome_table",
     "plan_dialogues",
     "run_dialogues",

@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from personalens_utils.data import SAMPLES, Benchmark
+from personalens_utils.engine import StageReport
 from personalens_utils.llm.offline import OFFLINE_LABEL
 from personalens_utils.records import Dialogue
 from personalens_utils.store import RunStore
@@ -62,3 +63,12 @@ def outcome_table(dialogues: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     else:
         caption += f" Backend: {', '.join(backends)}."
     return table, caption
+
+
+def nothing_to_describe(dialogues: pd.DataFrame, report: StageReport) -> str | None:
+    """Markdown for the describing cells when no finished dialogue of the selection is stored: why
+    (the run's budget, its errors, an empty selection) and what to do; None when there is one."""
+    if not dialogues.empty and (dialogues["status"] != ERROR).any():
+        return None
+    why = report.why_nothing() or "the run store holds none of them"
+    return f"**Nothing to describe:** no finished dialogue is stored for this selection: {why}."

@@ -152,6 +152,13 @@ def _pool_size(client: LLMClient, assistant: Assistant) -> int:
     return client.max_concurrency + assistant.max_concurrency
 
 
+def _stage_options(report: StageReport, client: LLMClient, assistant: Assistant,
+                   others: list[LLMClient]) -> engine.StageOptions:
+    """The engine's options of a simulation run: its budget over every role's client, its pool."""
+    return engine.StageOptions(max_cost_usd=report.max_cost_usd, pool_size=_pool_size(client, assistant),
+                               desc=Dialogue.table, others=others)
+
+
 async def arun_simulation(benchmark: Benchmark, run: RunStore | str | os.PathLike[str], client: LLMClient,
                           config: SimulationConfig | None = None) -> StageReport:
     """Simulate every planned dialogue into the run store; see `run_simulation`."""
@@ -159,9 +166,8 @@ async def arun_simulation(benchmark: Benchmark, run: RunStore | str | os.PathLik
     store, stage, planned, report = _prepare(benchmark, run, client, config)
     others = _others(client, config.assistant)
     before = [c.totals() for c in others]
-    await engine.arun_stage(stage, store, client, planned, report=report, desc=Dialogue.table,
-                            max_cost_usd=report.max_cost_usd,
-                            pool_size=_pool_size(client, config.assistant), others=others)
+    await engine.arun_stage(stage, store, client, planned, report=report,
+                            options=_stage_options(report, client, config.assistant, others))
     for other, totals in zip(others, before, strict=True):
         report.spent(totals, other.totals())
     return report
@@ -183,9 +189,8 @@ def run_simulation(benchmark: Benchmark, run: RunStore | str | os.PathLike[str],
     store, stage, planned, report = _prepare(benchmark, run, client, config)
     others = _others(client, config.assistant)
     before = [c.totals() for c in others]
-    engine.run_stage(stage, store, client, planned, report=report, desc=Dialogue.table,
-                     max_cost_usd=report.max_cost_usd, pool_size=_pool_size(client, config.assistant),
-                     others=others)
+    engine.run_stage(stage, store, client, planned, report=report,
+                     options=_stage_options(report, client, config.assistant, others))
     for other, totals in zip(others, before, strict=True):
         report.spent(totals, other.totals())
     return report

@@ -246,7 +246,7 @@ def _run(
         return [await check_profile(llm, item.payload, model, max_attempts)]
 
     stage = engine.Stage(STAGE, ConsistencyCheck, work)
-    engine.run_stage(stage, store, client, planned, desc="profile checks")
+    engine.run_stage(stage, store, client, planned, options=engine.StageOptions(desc="profile checks"))
     stored = {r.id: r for r in store.read(ConsistencyCheck)}
     return [stored[i] for i in ids]
 

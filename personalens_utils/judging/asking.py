@@ -1,0 +1,46 @@
+"""One judgment's calls, asked and asked again with a format reminder: the same policy online and in
+batches (`engine.ask_parsed`); only who answers the calls differs."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from personalens_utils import engine
+from personalens_utils.engine import Asker, UnreadableAnswer
+from personalens_utils.llm import Request
+from personalens_utils.prompting import PromptSet
+
+from .answers import combine, error_fields, score_fields
+from .dimensions import Dimension
+from .parsing import ParsedAnswer
+from .requests import dimension_requests, reminder_request
+
+
+async def judge_dimension(
+    ask_for: Callable[[int], Asker], dimension: Dimension, context: Mapping[str, Any], judge_model: str,
+    prompts: PromptSet,
+) -> dict[str, Any]:
+    """Score fields of one dimension: each call asked, and asked again once with a format reminder
+    when the prompt set that judges it reminds (the official script asks once). `ask_for(k)` is who
+    answers the k-th call (0-based): the client online, the Message Batches stand-in in batch judging."""
+
+    def parse(text: str) -> ParsedAnswer:
+        parsed = dimension.parse(text)
+        if not parsed.ok:
+            raise UnreadableAnswer(str(parsed.problem))
+        return parsed
+
+    def again(request: Request, answer: str, problem: str, attempt: int) -> Request:
+        return reminder_request(request, answer, dimension)
+
+    requests = dimension_requests(dimension, context, judge_model, prompts)
+    attempts = 2 if prompts.judge_set(dimension).reminds else 1
+    asked = await asyncio.gather(*(engine.ask_parsed(ask_for(k), r, parse, again, attempts=attempts)
+                                   for k, r in enumerate(requests)))
+    failed = [a.error for a in asked if a.error is not None]
+    if failed:
+        return error_fields(failed[0])
+    answers = [combine(dimension, a.answers[0], a.answers[1] if len(a.answers) > 1 else None) for a in asked]
+    return score_fields(dimension, answers)
