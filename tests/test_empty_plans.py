@@ -15,7 +15,7 @@ from test_stage_report_errors import Overloaded
 from personalens_utils import session
 from personalens_utils.data import save_benchmark
 from personalens_utils.llm.client import LLMClient
-from personalens_utils.session import Session, SessionError, selection_param
+from personalens_utils.session import Session, SessionConfig, SessionError, selection_param
 from personalens_utils.simulation import SimulationConfig, nothing_to_describe, run_dialogues, run_simulation
 from personalens_utils.store import RunStore
 
@@ -26,9 +26,9 @@ def test_an_empty_selection_is_refused_in_the_setup_cell(tmp_path: Path, monkeyp
     save_benchmark(tiny_benchmark(n_users=2), tmp_path / "bench")
     monkeypatch.setattr(session.paths, "runs_dir", lambda: tmp_path / "runs")
     with pytest.raises(SessionError, match=r"^parameter users=\[\] selects no user; "):
-        Session.open(benchmark_dir=tmp_path / "bench", users=[])
+        Session.open(SessionConfig(benchmark_dir=tmp_path / "bench", users=[]))
     with pytest.raises(SessionError, match=r"^parameter task_types=\[\] selects nothing"):
-        Session.open(benchmark_dir=tmp_path / "bench", task_types=[])
+        Session.open(SessionConfig(benchmark_dir=tmp_path / "bench", task_types=[]))
     with pytest.raises(SessionError, match=r"^parameter settings=\[\] selects nothing"):
         selection_param("settings", [])
     assert selection_param("settings", "base,base+I") == ["base", "base+I"]

@@ -112,7 +112,7 @@ def test_every_bad_option_is_one_line_before_any_notebook_starts(monkeypatch, tm
         "--max-concurrency", "--generated-users", "--seed", "--users", "--annotations", "--assistant-models",
         "--judge-model"]
     assert all(line.startswith("[reproduce] ") for line in lines)
-    assert "'::' is not a model name" in lines[5]
+    assert "--assistant-models='::': nothing before ':'" in lines[5]
     for argv, said in (
             (["--max-concurrency", "x"], "argument --max-concurrency: invalid int value: 'x'"),
             (["--backend", "nosuch"], "argument --backend: invalid choice: 'nosuch'"),

@@ -39,6 +39,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from personalens_utils.errors import KitError
 from personalens_utils.llm import LLMClient, registry
 from personalens_utils.llm.registry import CALLS, KNOWN_BACKENDS
 from personalens_utils.llm.specs import ModelSpec, SpecError
@@ -281,7 +282,7 @@ class AssistantFailed(LLMError):
     dialogue is stored as an error record naming the assistant and what went wrong."""
 
 
-class AssistantStopped(Exception):
+class AssistantStopped(KitError):
     """A Python assistant's reply failed and the run stops (the default); the runner adds the scenario."""
 
     def __init__(self, message: str, assistant: str):
@@ -289,12 +290,9 @@ class AssistantStopped(Exception):
         self.assistant = assistant
 
 
-class AssistantError(RuntimeError):
-    """A run stopped by its Python assistant: one line naming the assistant, the user and the task."""
-
-    def _render_traceback_(self) -> list[str]:
-        """IPython shows this instead of a traceback (the cause is in the user's own code)."""
-        return [f"{type(self).__name__}: {self}"]
+class AssistantError(KitError, RuntimeError):
+    """A run stopped by its Python assistant: one line naming the assistant, the user and the task (and
+    how to see the traceback into the user's own code)."""
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from typing import Any
 
 import ijson
 
+from personalens_utils.errors import KitError
 from personalens_utils.paths import project_root
 
 DATA_FILE = "merged_posts_remapped.json"
@@ -27,7 +28,7 @@ DATA_ENV = "PERSONA_BENCH_DATA"
 DEFAULT_DIR = Path("data") / "persona_bench"
 
 
-class PersonaDataError(ValueError):
+class PersonaDataError(KitError, ValueError):
     """The dataset file is missing or does not fit the authors' layout; the message names file and path."""
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from personalens_utils.errors import KitError
 from personalens_utils.persona_bench.data import DATA_FILE, PersonaDataError, find_dataset, iter_users
 from personalens_utils.persona_bench.items import SETTINGS, TASKS, PersonaItem, _check, clean, dataset_id
 
@@ -65,7 +66,7 @@ class CallParams:
 CALLS = {"3.1": CallParams(10, 0.0), "3.2": CallParams(25, 0.0), "3.3": CallParams(256, 0.7, candidates=10)}
 
 
-class OfficialCodeError(RuntimeError):
+class OfficialCodeError(KitError, RuntimeError):
     """The authors' code is not where it was looked for, or one of its scripts failed."""
 
 

@@ -133,6 +133,5 @@ def run_items(
         client,
         planned,
         report=report,
-        max_cost_usd=max_cost_usd,
-        desc=f"PERSONA Bench ({model})",
+        options=engine.StageOptions(max_cost_usd=max_cost_usd, desc=f"PERSONA Bench ({model})"),
     )

@@ -44,5 +44,6 @@ def put(store: RunStore, kind: type[Record], rows: Iterable[Mapping[str, Any]]) 
 
 def write_lines(store: RunStore, kind: type[Record], rows: Iterable[Any]) -> None:
     """Append JSON lines as they are, bypassing every check: a store edited by hand or by other code."""
+    store.path(kind).parent.mkdir(parents=True, exist_ok=True)
     with store.path(kind).open("ab") as fh:
         fh.write(b"".join(orjson.dumps(row) + b"\n" for row in rows))
