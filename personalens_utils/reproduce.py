@@ -550,7 +550,9 @@ def reproduce(settings: Settings) -> tuple[list[PassResult], Path]:
         main = results[-1]
         n = len(publish(main))
         print(f"[reproduce] copied {n} table/figure files of pass {main.name!r} to tables/ and figures/")
-        latest = write_latest(main.folder, Path(main.benchmark), runs=runs_dir())
+        latest = write_latest(main.folder, Path(main.benchmark), runs=runs_dir(),
+                              assistant_models=[model_name(settings, m) for m in settings.assistant_models],
+                              focus_model=model_name(settings, settings.focus))
         print(f"[reproduce] {latest} points notebooks 02-06 on default parameters at pass {main.name!r}")
     index = write_index(settings, results, time.perf_counter() - started)
     return results, index

@@ -35,12 +35,13 @@ from personalens_utils.llm.specs import ModelSpec
 from personalens_utils.prompts.official import KIT_PROMPTS, OfficialPrompts, prompts_for
 from personalens_utils.records import Dialogue
 from personalens_utils.simulation.report import default_users
-from personalens_utils.store import RunStore
+from personalens_utils.store import ReproductionStore, RunStore
 
 ALL_USERS = "all"
 DEFAULT_RUN = "simulation"
 """The run store under runs/ that notebooks 03-06 share when `run_dir` is None and no reproduction
-of the same benchmark is on record (`default_run_dir`)."""
+of the same benchmark is on record (`reproduction_of`), and where a session on a finished
+reproduction's store writes instead of it (`store.ReproductionStore`)."""
 
 
 class SessionError(ValueError):
@@ -57,13 +58,12 @@ def _benchmark_folder(path: str | os.PathLike[str]) -> Path:
     return folder / "data" if (folder / "data" / "profile").is_dir() else folder
 
 
-def default_run_dir(benchmark_dir: str | os.PathLike[str]) -> Path:
-    """`run_dir=None`: the store of the latest `make reproduce` (runs/LATEST) when the session works on
-    that reproduction's benchmark, so results and benchmark belong together; else runs/simulation/."""
+def reproduction_of(benchmark_dir: str | os.PathLike[str]) -> paths.LatestRun | None:
+    """The latest `make reproduce` pass (runs/LATEST) when it ran on this benchmark."""
     latest = paths.latest_run()
     if latest is not None and _benchmark_folder(latest.benchmark) == _benchmark_folder(benchmark_dir):
-        return latest.store
-    return paths.runs_dir() / DEFAULT_RUN
+        return latest
+    return None
 
 
 def _no_benchmark(folder: Path) -> SessionError:
@@ -148,6 +148,8 @@ class Session:
     official_code: str | None = None
     prompts: OfficialPrompts | None = None
     """The official templates when `prompt_set` is "official" (read when the session opens)."""
+    reproduction: paths.LatestRun | None = None
+    """The finished `make reproduce` pass whose store the session reads (run_dir=None), else None."""
     started: float = field(default_factory=time.perf_counter)
     _clients: Clients | None = field(default=None, repr=False)
     _benchmark: Benchmark | None = field(default=None, repr=False)
@@ -171,7 +173,9 @@ class Session:
         official_code: str | os.PathLike[str] | None = None,
     ) -> Session:
         """Resolve a notebook's parameters; `store=False` when the notebook keeps nothing in a store
-        unless `run_dir` is given (notebook 02). Outputs go to `output_dir` or runs/<default_output>/."""
+        unless `run_dir` is given (notebook 02). Outputs go to `output_dir` or runs/<default_output>/.
+        With `run_dir=None` on the benchmark of the latest `make reproduce`, the session reads that
+        reproduction's store and never writes into it (`store.ReproductionStore`)."""
         task_types = list_param("task_types", task_types) or []
         unknown = sorted(set(task_types) - {"SD", "MD"})
         if unknown:
@@ -184,8 +188,11 @@ class Session:
         bench = paths.resolve_benchmark_dir(benchmark_dir)
         if not benchmark_dir and not paths.is_benchmark(bench):
             raise _no_benchmark(bench)
-        if store or run_dir:
-            run_store: RunStore | None = RunStore(run_dir or default_run_dir(bench))
+        reproduction = None if run_dir else reproduction_of(bench)
+        if reproduction is not None:
+            run_store: RunStore | None = ReproductionStore(reproduction.store, paths.runs_dir() / DEFAULT_RUN)
+        elif store or run_dir:
+            run_store = RunStore(run_dir or paths.runs_dir() / DEFAULT_RUN)
         else:
             run_store = None
         return cls(
@@ -201,7 +208,21 @@ class Session:
             prompt_set=prompt_set,
             official_code=str(prompts.folder) if prompts is not None else None,
             prompts=prompts,
+            reproduction=reproduction,
         )
+
+    def assistants(self, given: Sequence[str] | None) -> list[str] | None:
+        """The assistant models to analyse: those given, else the reproduction's own (on its store), else
+        None (every assistant the store holds)."""
+        if given:
+            return list(given)
+        if self.reproduction is not None and self.reproduction.assistant_models:
+            return list(self.reproduction.assistant_models)
+        return None
+
+    def focus(self, given: str | None) -> str | None:
+        """The assistant a notebook looks at alone: the one given, else the reproduction's focus."""
+        return given or (self.reproduction.focus_model if self.reproduction is not None else None)
 
     @property
     def run_store(self) -> RunStore:

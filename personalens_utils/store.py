@@ -29,8 +29,8 @@ MERGED_TYPES: tuple[type[Record], ...] = (Dialogue, Judgment)
 _MERGE_BATCH = 5000
 R = TypeVar("R", bound=Record)
 
-__all__ = ["ERROR_STATUS", "MERGED_TYPES", "DuplicateRecordError", "RunStore", "StoreError", "merge_stores",
-           "stable_id"]
+__all__ = ["ERROR_STATUS", "MERGED_TYPES", "DuplicateRecordError", "ReproductionStore", "RunStore",
+           "StoreError", "merge_stores", "stable_id"]
 
 
 class StoreError(Exception):
@@ -330,3 +330,32 @@ def _copy(path: Path, lines: list[_Line], into: RunStore, kind: type[Record]) ->
             for row in rows:
                 kind.from_json(row, f"{path}: record {row.get('id')!r}")
             into._extend_json(kind, rows)
+
+
+class ReproductionStore(RunStore):
+    """A finished reproduction's store, opened by a notebook on its default parameters.
+
+    It reads as the reproduction left it. The first write moves it to the notebook's own run
+    (`own`, which first receives a copy of the reproduction's dialogues and judgments, so nothing
+    done there is done again) and says so: the reproduction's store and its INDEX.md stay exactly
+    as `make reproduce` wrote them.
+    """
+
+    def __init__(self, reproduction: str | os.PathLike[str], own: str | os.PathLike[str]):
+        super().__init__(reproduction)
+        self.reproduction = Path(reproduction)
+        self.own = Path(own)
+
+    def _extend_json(self, kind: type[Record], records: list[dict[str, Any]]) -> None:
+        if records and self.root == self.reproduction:
+            with self._lock:
+                if self.root == self.reproduction:
+                    merge_stores([self.reproduction], self.own)
+                    self.root = self.own
+                    self._status.clear()
+                    self._offset.clear()
+                    print(f"{self.reproduction} is a finished `make reproduce` store and stays as it is; "
+                          f"new records go to this notebook's own run {self.own} (a copy of its dialogues "
+                          f"and judgments plus the new work): pass run_dir={str(self.own)!r} to the next "
+                          "notebooks to use them", flush=True)
+        super()._extend_json(kind, records)

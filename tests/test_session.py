@@ -14,8 +14,10 @@ from support.records import dialogue
 from personalens_utils import paths, reproduce, session
 from personalens_utils.data import SAMPLES
 from personalens_utils.paths import project_root
+from personalens_utils.records import Dialogue
 from personalens_utils.reproduce import Settings
 from personalens_utils.session import Session, SessionError, list_param, resolve_session_users
+from personalens_utils.store import RunStore
 
 NOTEBOOKS = sorted((project_root() / "notebooks").glob("0*.ipynb"))
 PARAMETERS_DOC = project_root() / "docs" / "parameters.md"
@@ -159,6 +161,28 @@ def test_defaults_follow_the_latest_reproduction_and_the_store_follows_the_bench
         assert s.benchmark_dir == mine and s.store.root == checkout / "runs" / session.DEFAULT_RUN
     official = _official_like(checkout / "data" / "personalens", [3])
     assert paths.default_benchmark_dir() == official
+
+
+def test_defaults_read_a_finished_reproduction_and_write_only_to_their_own_run(checkout, capsys):
+    folder = checkout / "runs" / "small" / "generated"
+    bench = _official_like(folder / "benchmark", [0, 1])
+    paths.write_latest(folder, bench, assistant_models=["ref-a", "ref-b"], focus_model="ref-b")
+    RunStore(folder / "store").append(dialogue("d1"))
+    held = (folder / "store" / "dialogues.jsonl").read_bytes()
+    with Session.open() as s:  # the reproduction's own rows, not every assistant its store holds
+        assert s.assistants(None) == ["ref-a", "ref-b"] and s.focus(None) == "ref-b"
+        assert s.assistants(["mine"]) == ["mine"] and s.focus("mine") == "mine"
+        assert [d.id for d in s.run_store.read(Dialogue)] == ["d1"]
+        s.run_store.append(dialogue("d2"))
+        own = checkout / "runs" / session.DEFAULT_RUN
+        assert s.run_store.root == own and sorted(d.id for d in s.run_store.read(Dialogue)) == ["d1", "d2"]
+    assert (folder / "store" / "dialogues.jsonl").read_bytes() == held  # the reproduction is unchanged
+    said = capsys.readouterr().out
+    assert f"{folder / 'store'} is a finished `make reproduce` store" in said and str(own) in said
+    with Session.open(stage="validation", store=False) as s:  # 02 reads the reproduction's dialogues too
+        assert s.store.root == folder / "store"
+    with Session.open(run_dir=folder / "store") as s:  # named by hand: a store like any other
+        assert type(s.run_store) is RunStore and s.assistants(None) is None and s.focus(None) is None
 
 
 def test_a_gone_reproduction_is_ignored_and_no_benchmark_is_one_line(checkout):
