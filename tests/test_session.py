@@ -169,6 +169,7 @@ def test_defaults_read_a_finished_reproduction_and_write_only_to_their_own_run(c
     paths.write_latest(folder, bench, assistant_models=["ref-a", "ref-b"], focus_model="ref-b")
     RunStore(folder / "store").append(dialogue("d1"))
     held = (folder / "store" / "dialogues.jsonl").read_bytes()
+    assert Session.open(stage="validation", store=False).store.root == folder / "store"  # 02 reads it too
     with Session.open() as s:  # the reproduction's own rows, not every assistant its store holds
         assert s.assistants(None) == ["ref-a", "ref-b"] and s.focus(None) == "ref-b"
         assert s.assistants(["mine"]) == ["mine"] and s.focus("mine") == "mine"
@@ -179,8 +180,8 @@ def test_defaults_read_a_finished_reproduction_and_write_only_to_their_own_run(c
     assert (folder / "store" / "dialogues.jsonl").read_bytes() == held  # the reproduction is unchanged
     said = capsys.readouterr().out
     assert f"{folder / 'store'} is a finished `make reproduce` store" in said and str(own) in said
-    with Session.open(stage="validation", store=False) as s:  # 02 reads the reproduction's dialogues too
-        assert s.store.root == folder / "store"
+    for s in (Session.open(), Session.open(stage="validation", store=False)):  # the next ones go on there
+        assert s.store.root == own and len(s.store.read(Dialogue)) == 2
     with Session.open(run_dir=folder / "store") as s:  # named by hand: a store like any other
         assert type(s.run_store) is RunStore and s.assistants(None) is None and s.focus(None) is None
 
