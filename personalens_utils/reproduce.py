@@ -675,10 +675,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     steps = [s for r in results for s in r.steps]
     failed = [s for s in steps if not s.ok and not s.skipped]
     skipped = [s for s in steps if s.skipped]
-    print(
-        f"[reproduce] ran {sum(s.ok for s in steps)} notebook(s), {len(skipped)} skipped (not written yet), "
-        f"{len(failed)} failed; index: {index}"
-    )
+    missing = f", {len(skipped)} not run (their notebook file is missing)" if skipped else ""
+    print(f"[reproduce] ran {sum(s.ok for s in steps)} notebook(s){missing}, {len(failed)} failed; "
+          f"index: {index}")
     for step in [*skipped, *failed]:
         print(f"[reproduce]   {step.notebook}: {'skipped' if step.skipped else 'FAILED'}: {step.message}")
     return 1 if failed else 0

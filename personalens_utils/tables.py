@@ -133,6 +133,7 @@ def save_table(
     for col in shown.columns:
         if pd.api.types.is_float_dtype(shown[col]):
             shown[col] = shown[col].map(lambda v: "" if pd.isna(v) else float_format.format(v))
+    shown = shown.astype(object).where(shown.notna(), "")  # a blank, not `<NA>` or `nan`, where undefined
     latex_frame = shown.reset_index() if index else shown
     latex = table_latex(latex_frame, caption, label_for(number, slug), best=best)
     paths["tex"].write_text(latex, encoding="utf-8")

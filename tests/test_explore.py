@@ -146,7 +146,7 @@ def test_the_page_shows_transcript_profile_applied_preferences_and_every_judgmen
     # the whole explanation of every judgment, with judge, parse status and score
     for dimension in ("personalization", "task_completion"):
         assert f"{dimension} of d-base: {LONG}" in page
-    assert "judge judge-1" in page and "parsed after 1 answer(s)" in page
+    assert "parsed · judge judge-1 (offline rules) · prompts" in page and "answer(s)" not in page
     # the task's relevant preference, its values, and where the assistant applied one (whole words:
     # "jazzy" in the last turn is not "jazz")
     relevant = re.search(r'<table class="pl-table pl-relevant">.*?</table>', page).group(0)
@@ -168,7 +168,7 @@ def test_a_missing_judgment_shows_its_status_and_never_a_score(store, benchmark)
     view.select("d-music")
     block = re.search(r'<div class="pl-judgment" data-dimension="naturalness_assistant".*?</details></div>',
                       plain(view.page.value)).group(0)
-    assert 'data-status="missing"' in block and "no score" in block and "after 2 answer(s)" in block
+    assert 'data-status="missing"' in block and "no score" in block and "(missing) after 2 answers" in block
     assert "no valid score: the answer had no &#x27;Naturalness Score:&#x27; line" in block
 
 
@@ -469,3 +469,16 @@ def test_turn_notes_read_the_explanation_the_judging_stage_writes():
     notes = turn_notes(judgment)
     assert notes[1] == "Justification: offered jazz first.\nPersonalization Score: 3"
     assert notes[2].startswith("no valid score:") and set(notes) == {1, 2}
+
+
+def test_turn_notes_are_written_once_single_spaced_and_no_model_is_named_for_offline_answers(store):
+    same = "Justification: none of the relevant values came up.\n\n\nScore reasoning follows."
+    put(store, Judgment, [_judgment("d-plus-i", "turn_personalization", 1.0, turn_scores=[1.0, 1.0],
+                                    explanation="\n".join(f"turn {k}: {same}" for k in (1, 2)))])
+    view = explore(store)
+    view.select("d-plus-i")
+    page = plain(view.page.value)
+    notes = [page[page.index(f'data-turn-score="{k}"'):][:400] for k in (1, 2)]
+    assert "none of the relevant values came up.\nScore reasoning" in notes[0]  # one line break, no blank
+    assert all("the same note as turn 1" in note and "came up" not in note for note in notes[1:])
+    assert "(offline rules)" in page and "claude" not in page.lower()  # the rules answered, not a model
