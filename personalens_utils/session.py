@@ -31,6 +31,7 @@ from personalens_utils.data import Benchmark, load_benchmark, resolve_users
 from personalens_utils.display import UsageTable, use_in_notebook
 from personalens_utils.llm import LLMClient
 from personalens_utils.llm.clients import Clients
+from personalens_utils.llm.offline import OFFLINE_RULES
 from personalens_utils.llm.specs import ModelSpec
 from personalens_utils.prompts.official import KIT_PROMPTS, OfficialPrompts, prompts_for
 from personalens_utils.records import Dialogue
@@ -301,7 +302,11 @@ class Session:
 
     def usage(self, stage: str | None = None) -> UsageTable:
         """`usage_frame` for display: the table, or one line when this session made no model calls."""
-        return UsageTable(self.usage_frame(stage), stage)
+        frame = self.usage_frame(stage)
+        offline = frame["backend"] == "offline"  # no model answered these: name the rules that did
+        frame.loc[offline, "model"] = [f"{OFFLINE_RULES} in the role of {m}"
+                                       for m in frame.loc[offline, "model"]]
+        return UsageTable(frame, stage)
 
     def preflight(self, roles: Mapping[str, str | ModelSpec]) -> str:
         """Check each role's model once on its own backend's client, before any work is planned or stored

@@ -38,8 +38,9 @@ class Source:
     def describe(self) -> str:
         """One sentence naming the source (the caption itself carries the offline label)."""
         parts = [f"Source: {self.origin}, {self.n} {self.unit}"]
-        if self.models:
-            parts.append(f"models {', '.join(self.models)}")
+        if self.models:  # offline, no model answered: the names are the roles the rules played
+            named = "offline rules in the roles of" if self.backends == ("offline",) else "models"
+            parts.append(f"{named} {', '.join(self.models)}")
         if self.backends:
             parts.append(f"backend {', '.join(self.backends)}")
         return "; ".join(parts) + "."

@@ -13,6 +13,7 @@ from support.records import dialogue
 
 from personalens_utils import paths, reproduce, session
 from personalens_utils.data import SAMPLES
+from personalens_utils.llm import CallKind, Message, Request
 from personalens_utils.paths import project_root
 from personalens_utils.records import Dialogue
 from personalens_utils.reproduce import Settings
@@ -229,3 +230,13 @@ def test_require_says_which_prompt_set_the_store_holds(checkout):
     s.run_store.append(dialogue("d-kit", user_id=0, prompt_set="kit", **identity))
     with pytest.raises(SessionError, match=r"\): run notebooks 03 and 04 first, or set run_dir"):
         s.require(pd.DataFrame({"user_id": []}), "judgments by J", "notebooks 03 and 04")
+
+
+def test_usage_rows_answered_offline_name_the_rules_not_the_model(checkout):
+    bench = _official_like(checkout / "bench", [0])
+    with Session.open(benchmark_dir=bench) as s:
+        spec = s.spec("Claude 3.5 Sonnet", "judge_model")
+        s.client_for(spec).complete(Request(CallKind.USER_TURN, (Message("user", "hi"),), model=spec.model))
+        asked = s.usage_frame()["model"].tolist()  # the books keep the model id the call asked for
+        assert asked == ["claude-3-5-sonnet-20241022"]
+        assert s.usage().frame["model"].tolist() == [f"offline rules in the role of {asked[0]}"]
