@@ -18,6 +18,7 @@ from personalens_utils.analysis.annotation import AnnotationError
 from personalens_utils.display import UsageTable, frame_html
 from personalens_utils.engine import StageReport
 from personalens_utils.explore import Annotator, annotate, explore, side_by_side
+from personalens_utils.explore import widgets as widgets_module
 from personalens_utils.explore.catalog import DialogueView
 from personalens_utils.explore.views import dialogue_page, turn_notes
 from personalens_utils.judging import DIMENSIONS
@@ -482,3 +483,37 @@ def test_turn_notes_are_written_once_single_spaced_and_no_model_is_named_for_off
     assert "none of the relevant values came up.\nScore reasoning" in notes[0]  # one line break, no blank
     assert all("the same note as turn 1" in note and "came up" not in note for note in notes[1:])
     assert "(offline rules)" in page and "claude" not in page.lower()  # the rules answered, not a model
+
+
+def test_a_long_dialogue_list_is_paged_and_searched_and_dimensions_read_as_words(store, monkeypatch):
+    monkeypatch.setattr(widgets_module, "SHOWN", 3)  # a store of 4 stands for one of 26,134
+    view = explore(store)
+    assert _shown(view) == ["d-base", "d-plus-i", "d-music"] and view.later.disabled is False
+    assert view.count.value == "4 of 4 dialogues; showing 1-3" and view.earlier.disabled
+    view.later.click()
+    assert _shown(view) == ["d-md"] and view.later.disabled
+    assert view.count.value == "4 of 4 dialogues; showing 4-4"
+    view.earlier.click()
+    view.select("d-md")  # a dialogue on another page: the list turns to it
+    assert _shown(view) == ["d-md"] and 'data-dialogue="d-md"' in view.page.value
+    view.search.value = "MUSIC"
+    assert _shown(view) == ["d-music"] and view.count.value == "1 of 4 dialogues"
+    view.search.value = "model-a 2 turns"  # every word, anywhere in the line
+    assert _shown(view) == ["d-base"]
+    labels = dict((value, label) for label, value in view.filters["dimension"].options)
+    assert labels["naturalness_assistant"] == "naturalness (assistant)" and labels["task_completion"] == \
+        "task completion"
+    view.set_filters(dimension="naturalness_assistant")  # filters still take the ids
+    assert view.filters["dimension"].label == "naturalness (assistant)"
+
+
+def test_side_by_side_offers_finished_dialogues_the_judge_scored_not_every_run_ever_made(store):
+    base = {**DIALOGUES["d-base"]}
+    put(store, Dialogue, [dialogue_json("d-error", **{**base, "assistant_setting": "base+S"}, status="error",
+                                        error="HTTP 500"),
+                          dialogue_json("d-unjudged", **{**base, "assistant_setting": "base+D"})])
+    assert {d.id for d in side_by_side(store).catalog.runs_of("user1/SD-Movies-task-1")} == {
+        "d-base", "d-plus-i", "d-unjudged"}  # the errored run is no side to compare
+    view = side_by_side(store, judge_model="judge-1")
+    assert [value for _, value in view.left.options] == ["d-base", "d-plus-i"]  # what judge-1 scored
+    assert list(view.scenario.options) == ["user1/SD-Movies-task-1"]
