@@ -360,6 +360,12 @@ class ReproductionStore(RunStore):
         if records and self.root == self.reproduction:
             with self._lock:
                 if self.root == self.reproduction:
+                    mark = self.own / self.MARK
+                    if mark.is_file():  # it extends an earlier reproduction: its records are not this one's
+                        raise StoreError(
+                            f"{self.own} extends an earlier `make reproduce` ({mark} names it), not "
+                            f"{self.reproduction}: move that run away or pass run_dir to choose where "
+                            "new records go; nothing was written")
                     merge_stores([self.reproduction], self.own)
                     (self.own / self.MARK).write_text(self._stamp(), encoding="utf-8")
                     self.root = self.own

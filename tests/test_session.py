@@ -18,7 +18,7 @@ from personalens_utils.paths import project_root
 from personalens_utils.records import Dialogue
 from personalens_utils.reproduce import Settings
 from personalens_utils.session import Session, SessionError, list_param, resolve_session_users
-from personalens_utils.store import RunStore
+from personalens_utils.store import RunStore, StoreError
 
 NOTEBOOKS = sorted((project_root() / "notebooks").glob("0*.ipynb"))
 PARAMETERS_DOC = project_root() / "docs" / "parameters.md"
@@ -183,6 +183,11 @@ def test_defaults_read_a_finished_reproduction_and_write_only_to_their_own_run(c
     assert f"{folder / 'store'} is a finished `make reproduce` store" in said and str(own) in said
     for s in (Session.open(), Session.open(stage="validation", store=False)):  # the next ones go on there
         assert s.store.root == own and len(s.store.read(Dialogue)) == 2
+    RunStore(folder / "store").append(dialogue("d3"))  # a new `make reproduce` into the same folder
+    with Session.open() as s, pytest.raises(StoreError, match="extends an earlier `make reproduce`"):
+        assert s.store.root == folder / "store"  # the old run is not this reproduction's
+        s.store.append(dialogue("d4"))
+    assert len(RunStore(own).read(Dialogue)) == 2
     with Session.open(run_dir=folder / "store") as s:  # named by hand: a store like any other
         assert type(s.run_store) is RunStore and s.assistants(None) is None and s.focus(None) is None
 
