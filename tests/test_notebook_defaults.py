@@ -164,5 +164,11 @@ def test_a_notebook_that_would_extend_the_reproduction_says_so_and_writes_to_its
     own = runs / "simulation"
     assert f"{runs / 'small' / 'generated' / 'store'} is a finished `make reproduce` store" in text
     assert f"new records go to this notebook's own run {own}" in text
-    made = [json.loads(line) for line in (own / "dialogues.jsonl").read_text(encoding="utf-8").splitlines()]
-    assert {d["assistant_setting"] for d in made} == {"base", "base+I"}  # the reproduction's, then the new
+    def stored(store: Path) -> dict[str, dict]:
+        lines = (store / "dialogues.jsonl").read_text(encoding="utf-8").splitlines()
+        return {d["id"]: d for d in map(json.loads, lines)}
+
+    made, held = stored(own), stored(runs / "small" / "generated" / "store")
+    assert set(held) < set(made)  # a copy of the reproduction's dialogues, then the new ones
+    new = {(d["assistant_model"], d["assistant_setting"]) for i, d in made.items() if i not in held}
+    assert new == {("ref-dialogue-only", "base+I")}
