@@ -23,8 +23,8 @@ from pathlib import Path
 
 import orjson
 
-from personalens_utils.judging import ALL_DIMENSIONS, DIMENSIONS, judgment_id
-from personalens_utils.simulation.loop import dialogue_id
+from personalens_utils.identity import Role, dialogue_id, judgment_id
+from personalens_utils.judging import ALL_DIMENSIONS, DIMENSIONS
 
 PAPER_DIALOGUES = 122_133
 PAPER_MD = 24_018
@@ -37,6 +37,7 @@ turn-level personalization answers once per assistant turn; quality dimensions d
 MAX_SECONDS, MAX_GIB = 60.0, 4.0
 USAGE = {"input_tokens": 9000, "output_tokens": 700, "cache_read_tokens": 0, "cache_write_tokens": 0}
 MODEL, JUDGE = "Claude 3 Sonnet", "Claude 3.5 Sonnet"
+ROLE, JUDGE_ROLE = Role.of(MODEL, "synthetic"), Role.of(JUDGE, "synthetic")
 DOMAINS = ("Alarm", "Books", "Calendar", "Events", "Hotels", "Media", "Movies", "Music", "Restaurants")
 
 CHILD = """
@@ -77,7 +78,8 @@ def build(root: Path, n_dialogues: int, seed: int = 0) -> None:
             domains = rng.sample(DOMAINS, 3) if task_type == "MD" else [rng.choice(DOMAINS)]
             task_id = f"MD-task-{i % 25 + 1}" if task_type == "MD" else f"SD-{domains[0]}-task-{i % 9 + 1}"
             scenario = f"user{i // 82}/{task_id}-{i}"
-            did = dialogue_id(scenario, MODEL, MODEL, "base", backend="synthetic")
+            did = dialogue_id(scenario, "base", user=ROLE, assistant=ROLE, prompt_set="kit",
+                              prompt_version="v1")
             n_turns = _turns(rng, task_type)
             turns = []
             for _ in range(n_turns):
@@ -110,7 +112,8 @@ def _judgment(rng: random.Random, pool: list[str], did: str, name: str, n_turns:
         score = float(rng.randint(dim.low, dim.high))
         raw = _text(rng, pool, RAW_CHARS.get(name, 600))
     ok = status == "ok"
-    return {"id": judgment_id(did, name, JUDGE, "v2", backend="synthetic"), "dialogue_id": did,
+    return {"id": judgment_id(did, name, judge=JUDGE_ROLE, prompt_set="kit",
+                              prompt_version="v2"), "dialogue_id": did,
             "dimension": name,
             "judge_model": JUDGE, "prompt_version": "v2", "backend": "synthetic", "judge_model_id": JUDGE,
             "status": status,

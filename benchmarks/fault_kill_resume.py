@@ -52,13 +52,14 @@ CHILD = """
 import json, sys
 from personalens_utils.data import Benchmark, load_benchmark
 from personalens_utils.llm import LLMClient
-from personalens_utils.simulation import run_simulation
+from personalens_utils.simulation import SimulationConfig, run_simulation
 bench_dir, run_dir, cache_dir, n, concurrency, model = sys.argv[1:7]
 full = load_benchmark(bench_dir)
 bench = Benchmark(full.users, full.tasks, full.scenarios.iloc[: int(n)].reset_index(drop=True), full.root)
 with LLMClient("anthropic", max_concurrency=int(concurrency), cache_dir=cache_dir, retry_base_s=0.1,
                retry_cap_s=2.0, progress=False) as client:
-    summary = run_simulation(bench, run_dir, client, user_model=model, assistant_model=model)
+    config = SimulationConfig(user_model=model, assistant_model=model)
+    summary = run_simulation(bench, run_dir, client, config)
 print(json.dumps({"planned": summary.planned, "skipped": summary.already_done,
                   "statuses": dict(summary.statuses), "retries": summary.retries}))
 """

@@ -28,7 +28,7 @@ from personalens_utils.data import load_benchmark
 from personalens_utils.llm.client import LLMClient
 from personalens_utils.llm.offline import OFFLINE_LABEL, OfflineBackend
 from personalens_utils.llm.types import Request, Response
-from personalens_utils.simulation import run_simulation
+from personalens_utils.simulation import SimulationConfig, run_simulation
 
 TARGET_CALLS_PER_S = 1000.0
 
@@ -61,7 +61,7 @@ def _measure(data_dir: Path, users: str, settings: list[str], limit: int | None)
     client = LLMClient(backend, progress=False, use_cache=False)
     with tempfile.TemporaryDirectory() as run_dir:
         start = time.perf_counter()
-        summary = run_simulation(bench, run_dir, client, settings=settings, limit=limit)
+        summary = run_simulation(bench, run_dir, client, SimulationConfig(settings=settings, limit=limit))
         elapsed = time.perf_counter() - start
     calls = len(backend.requests)
     print(f"simulation: {summary.stored} dialogues ({dict(summary.statuses)}), {calls} calls in "

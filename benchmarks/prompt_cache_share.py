@@ -39,7 +39,7 @@ from personalens_utils.data import load_benchmark, resolve_users
 from personalens_utils.llm import LLMClient, Request, Response, registry
 from personalens_utils.llm.backends.anthropic import cache_marked, min_cacheable_tokens, stable_prefix
 from personalens_utils.llm.offline import OFFLINE_LABEL, OfflineBackend, count_tokens
-from personalens_utils.simulation import run_simulation
+from personalens_utils.simulation import SimulationConfig, run_simulation
 from personalens_utils.store import RunStore
 
 
@@ -96,7 +96,7 @@ def _measure(data_dir: Path, users: list[int], settings: list[str]) -> None:
     with tempfile.TemporaryDirectory() as run_dir:
         store = RunStore(run_dir)
         client = LLMClient(backend, max_concurrency=16, progress=False)
-        summary = run_simulation(bench, store, client, settings=settings)
+        summary = run_simulation(bench, store, client, SimulationConfig(settings=settings))
         report = judging.run_judging(store, client, judging.benchmark_contexts(bench))
     print(f"{OFFLINE_LABEL}: {len(users)} users, {len(bench.scenarios)} scenarios x settings {settings} "
           f"-> {summary.stored} dialogues, {report.stored} judgments "

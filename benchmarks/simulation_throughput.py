@@ -46,7 +46,7 @@ from support.loopback_model import LoopbackModel
 from personalens_utils.data import load_benchmark
 from personalens_utils.generation import GenerationConfig, generate_benchmark
 from personalens_utils.llm import CallKind, LLMClient, Message, Request
-from personalens_utils.simulation import run_simulation
+from personalens_utils.simulation import SimulationConfig, run_simulation
 
 LATENCY_S = 0.1
 MODEL, WARM_UP_MODEL = "claude-haiku-4-5", "warm-up-model"
@@ -106,12 +106,14 @@ def one_run(bench: Any, path: str, server: FakeLLMServer, concurrency: int, turn
     run_dir = Path(tempfile.mkdtemp(dir=tmp))
     client, http = make_client(path, server.url, concurrency, str(run_dir / "cache"))
     try:  # the warm-up opens the connections; another model name keeps its answers out of the way
-        run_simulation(bench, run_dir / "warm-up", client, settings=SETTINGS, max_turns=1, limit=concurrency,
-                       user_model=WARM_UP_MODEL, assistant_model=WARM_UP_MODEL)
+        run_simulation(bench, run_dir / "warm-up", client,
+                       SimulationConfig(settings=SETTINGS, max_turns=1, limit=concurrency,
+                                        user_model=WARM_UP_MODEL, assistant_model=WARM_UP_MODEL))
         before = server.total("requests")
         cpu, start = time.process_time(), time.perf_counter()
-        summary = run_simulation(bench, run_dir / "run", client, settings=SETTINGS, max_turns=turns, limit=n,
-                                 user_model=MODEL, assistant_model=MODEL)
+        summary = run_simulation(bench, run_dir / "run", client,
+                                 SimulationConfig(settings=SETTINGS, max_turns=turns, limit=n,
+                                                  user_model=MODEL, assistant_model=MODEL))
         elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
         calls = server.total("requests") - before
         if summary.statuses != {"turn_cap": n} or calls != 2 * turns * n:

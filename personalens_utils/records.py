@@ -8,11 +8,9 @@ file, the line and the field, and how to repair the store.
 
 Run identity: a dialogue's id includes the backend and the resolved model id (`resolved_model`)
 of the user agent and of the assistant, a judgment's those of the judge, so an offline run and a
-real model's run of the same scenarios are different records. Records written before these fields
-existed ("legacy" records, `legacy=True`) lack them: they read as made on the backend they
-stored, with the model ids the registry gives for it (`legacy_model_id`), and keep their old ids (the recipe
-without the identity fields) and their stored layout; `legacy_id` gives that recipe so planners
-can accept an old record as finished work when its backend is the one asked for (`current_id`).
+real model's run of the same scenarios are different records; `identity` computes every id. A line
+written before these fields existed is refused with a pointer to `store_migration`, which `RunStore`
+runs when it opens such a store.
 
 Prompt sets: a dialogue or judgment made with the official authors' prompts (`prompt_set="official"`,
 docs/simulation.md) carries its prompt set in its id and in its stored line; one made with the kit's
@@ -22,18 +20,17 @@ written before prompt sets existed read as `kit` with their ids unchanged.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, NoReturn, Self
 
-import orjson
-
 from personalens_utils.display import chat_html, esc, fields_html, inline
-from personalens_utils.llm import python_assistant, registry
+from personalens_utils.identity import Role, dialogue_id, judgment_id, resolved_model, stable_id
+from personalens_utils.llm import python_assistant
 from personalens_utils.llm.specs import PYTHON
-from personalens_utils.llm.types import FatalError, Message, Usage
-from personalens_utils.prompts.official import KIT_PROMPTS, OFFICIAL_PROMPTS, PROMPT_SETS
+from personalens_utils.llm.types import Message, Usage
+from personalens_utils.prompting import PROMPT_SETS
+from personalens_utils.prompts.official import KIT_PROMPTS, OFFICIAL_PROMPTS
 
 OFFLINE = "offline"
 
@@ -49,39 +46,6 @@ LAYOUT_HINT = (
 
 class RecordError(ValueError):
     """A stored line that does not fit its record type; the message names where and what."""
-
-
-def stable_id(*parts: Any) -> str:
-    """A short id that depends only on the given parts (order matters)."""
-    raw = orjson.dumps([str(p) for p in parts])
-    return hashlib.sha256(raw).hexdigest()[:20]
-
-
-def with_prompt_set(parts: tuple[Any, ...], prompt_set: str) -> tuple[Any, ...]:
-    """Id parts with the prompt set added unless it is the kit's, so kit ids stay what they were."""
-    return parts if prompt_set == KIT_PROMPTS else (*parts, "prompt_set", prompt_set)
-
-
-def resolved_model(model: str, backend: str) -> str:
-    """The id `backend` is called with for `model` (the registry's id; for offline, its offline id).
-
-    A model the registry cannot place on that backend keeps its given name: such calls fail, and the
-    error record still needs an identity. An assistant written in Python (backend "python") is
-    identified by its target, its declared version and the backend:id of the model it calls.
-    """
-    if backend == PYTHON:
-        return python_assistant.model_id(model)
-    try:
-        return registry.resolve(model, backend)
-    except FatalError:
-        return model
-
-
-def legacy_model_id(model: str, backend: str) -> str:
-    """The id a record written before run identity was made with: the registry's id for `backend`
-    without today's retirement substitutions (the kit named no successors then)."""
-    info = registry.lookup(model) if model else None
-    return info.ids.get(backend, model) if info else model
 
 
 class _Reader:
@@ -127,6 +91,15 @@ class _Reader:
         if not all(isinstance(v, str) for v in value):
             self.fail(key, f"must be a list of strings, got {value!r:.80}")
         return tuple(value)
+
+    def identity(self, keys: tuple[str, ...]) -> dict[str, Any]:
+        """The run-identity fields; a line without them was written before run identity."""
+        missing = [key for key in keys if key not in self.data]
+        if missing:
+            raise RecordError(f"{self.where}: {self.kind.__name__} record lacks {missing}: it was written "
+                              "before run identity; opening its store with RunStore migrates it (or run "
+                              "`python -m personalens_utils.store_migration RUN_DIR`)")
+        return {key: self.str(key) for key in keys}
 
     def prompt_set(self) -> str:
         """The stored prompt set; a line without one was made with the kit's prompts."""
@@ -251,17 +224,16 @@ class Dialogue(Record):
     usage: Usage = field(default_factory=Usage)
     cost_usd: float = 0.0
     retries: int = 0
-    legacy: bool = False
-    """Written before run identity: id by `legacy_id`, stored without the identity fields."""
+    sample: int = 0
+    """Which repetition of the same work this is (0: the first; stored only when not 0)."""
 
     def __post_init__(self) -> None:
         fill = object.__setattr__
-        model_id = legacy_model_id if self.legacy else resolved_model
         fill(self, "user_backend", self.user_backend or self.backend)
         fill(self, "assistant_backend", self.assistant_backend or self.backend)
-        fill(self, "user_model_id", self.user_model_id or model_id(self.user_model, self.user_backend))
+        fill(self, "user_model_id", self.user_model_id or resolved_model(self.user_model, self.user_backend))
         fill(self, "assistant_model_id",
-             self.assistant_model_id or model_id(self.assistant_model, self.assistant_backend))
+             self.assistant_model_id or resolved_model(self.assistant_model, self.assistant_backend))
         _check_prompt_set(self)
         super().__post_init__()
 
@@ -278,28 +250,6 @@ class Dialogue(Record):
     def failure(self) -> str:
         return f"{self.scenario_id} ({self.assistant_setting}): {self.error or self.status}"
 
-    @staticmethod
-    def make_id(
-        scenario_id: str,
-        user_model: str,
-        assistant_model: str,
-        setting: str,
-        prompt_version: str,
-        user: tuple[str, str],
-        assistant: tuple[str, str],
-        prompt_set: str = KIT_PROMPTS,
-    ) -> str:
-        """The id of a dialogue; `user` and `assistant` are each (backend, resolved model id)."""
-        parts = (scenario_id, user_model, assistant_model, setting, prompt_version, *user, *assistant)
-        return stable_id(*with_prompt_set(parts, prompt_set))
-
-    @staticmethod
-    def legacy_id(
-        scenario_id: str, user_model: str, assistant_model: str, setting: str, prompt_version: str
-    ) -> str:
-        """The id a dialogue got before run identity (no backends, no model ids)."""
-        return stable_id(scenario_id, user_model, assistant_model, setting, prompt_version)
-
     @property
     def user(self) -> tuple[str, str]:
         """The user agent's (backend, resolved model id)."""
@@ -311,11 +261,10 @@ class Dialogue(Record):
         return self.assistant_backend, self.assistant_model_id
 
     def identity(self) -> str:
-        names = (self.scenario_id, self.user_model, self.assistant_model, self.assistant_setting,
-                 self.prompt_version)
-        if self.legacy:
-            return self.legacy_id(*names)
-        return self.make_id(*names, self.user, self.assistant, self.prompt_set)
+        return dialogue_id(self.scenario_id, self.assistant_setting,
+                           user=Role(self.user_model, *self.user),
+                           assistant=Role(self.assistant_model, *self.assistant),
+                           prompt_set=self.prompt_set, prompt_version=self.prompt_version, sample=self.sample)
 
     @property
     def n_turns(self) -> int:
@@ -329,12 +278,6 @@ class Dialogue(Record):
         return fields_html({"id": self.id, **summary}) + chat_html((t.role, t.content) for t in self.turns)
 
     def to_json(self) -> dict[str, Any]:
-        identity = {} if self.legacy else {
-            "user_backend": self.user_backend,
-            "user_model_id": self.user_model_id,
-            "assistant_backend": self.assistant_backend,
-            "assistant_model_id": self.assistant_model_id,
-        }
         return {
             "id": self.id,
             "scenario_id": self.scenario_id,
@@ -347,8 +290,12 @@ class Dialogue(Record):
             "assistant_setting": self.assistant_setting,
             "prompt_version": self.prompt_version,
             **_prompt_set_entry(self.prompt_set),
+            **({"sample": self.sample} if self.sample else {}),
             "backend": self.backend,
-            **identity,
+            "user_backend": self.user_backend,
+            "user_model_id": self.user_model_id,
+            "assistant_backend": self.assistant_backend,
+            "assistant_model_id": self.assistant_model_id,
             "status": self.status,
             "error": self.error,
             "turns": [t.as_dict() for t in self.turns],
@@ -365,9 +312,7 @@ class Dialogue(Record):
         counted = sum(t.role == "user" for t in turns)
         if r.int("n_turns") != counted:
             r.fail("n_turns", f"is {data['n_turns']} but the turns hold {counted} user messages")
-        legacy = "user_backend" not in data
-        keys = ("user_backend", "user_model_id", "assistant_backend", "assistant_model_id")
-        identity = {} if legacy else {key: r.str(key) for key in keys}
+        identity = r.identity(("user_backend", "user_model_id", "assistant_backend", "assistant_model_id"))
         return cls(
             id=cls.read_id(data, where),
             scenario_id=r.str("scenario_id"),
@@ -380,6 +325,7 @@ class Dialogue(Record):
             assistant_setting=r.str("assistant_setting"),
             prompt_version=r.str("prompt_version"),
             prompt_set=r.prompt_set(),
+            sample=r.int("sample") if "sample" in data else 0,
             backend=r.str("backend"),
             **identity,
             status=r.str("status"),
@@ -388,32 +334,17 @@ class Dialogue(Record):
             usage=r.usage("usage"),
             cost_usd=r.number("cost_usd"),
             retries=r.int("retries"),
-            legacy=legacy,
         )
 
 
 def _check_prompt_set(record: Dialogue | Judgment) -> None:
     if record.prompt_set not in PROMPT_SETS:
         raise RecordError(f"prompt_set must be one of {list(PROMPT_SETS)}, got {record.prompt_set!r}")
-    if record.legacy and record.prompt_set != KIT_PROMPTS:
-        raise RecordError("a record written before run identity was made with the kit's prompts; "
-                          f"{record.prompt_set!r} records carry their run identity")
 
 
 def _prompt_set_entry(prompt_set: str) -> dict[str, str]:
     """The stored `prompt_set` key: only for records not made with the kit's prompts."""
     return {} if prompt_set == KIT_PROMPTS else {"prompt_set": prompt_set}
-
-
-def current_id(
-    new_id: str, legacy_id: str, stored: set[str], legacy: Mapping[str, Any], identity: Any
-) -> str:
-    """The id that stands for one piece of work in a store: `new_id`, unless only a legacy record
-    (`legacy` maps their ids to their run identity as read) of the same `identity` holds it, so a
-    rerun over a store written before run identity skips its finished work, and only that."""
-    if new_id not in stored and legacy.get(legacy_id) == identity:
-        return legacy_id
-    return new_id
 
 
 # -- judging ---------------------------------------------------------------------------------------------
@@ -444,13 +375,12 @@ class Judgment(Record):
     explanation: str = ""
     raw: str = ""
     attempts: int = 0
-    legacy: bool = False
-    """Written before run identity: id by `legacy_id`, stored without `judge_model_id`."""
+    sample: int = 0
+    """Which repetition of the same work this is (0: the first; stored only when not 0)."""
 
     def __post_init__(self) -> None:
         if not self.judge_model_id:
-            model_id = legacy_model_id if self.legacy else resolved_model
-            object.__setattr__(self, "judge_model_id", model_id(self.judge_model, self.backend))
+            object.__setattr__(self, "judge_model_id", resolved_model(self.judge_model, self.backend))
         _check_prompt_set(self)
         super().__post_init__()
 
@@ -458,28 +388,14 @@ class Judgment(Record):
     def failure(self) -> str:
         return f"dialogue {self.dialogue_id}, {self.dimension}: {self.explanation}"
 
-    @staticmethod
-    def make_id(
-        dialogue_id: str, dimension: str, judge_model: str, prompt_version: str, judge: tuple[str, str],
-        prompt_set: str = KIT_PROMPTS,
-    ) -> str:
-        """The id of a judgment; `judge` is the judge's (backend, resolved model id)."""
-        parts = (dialogue_id, dimension, judge_model, prompt_version, *judge)
-        return stable_id(*with_prompt_set(parts, prompt_set))
-
-    @staticmethod
-    def legacy_id(dialogue_id: str, dimension: str, judge_model: str, prompt_version: str) -> str:
-        """The id a judgment got before run identity (no backend, no model id)."""
-        return stable_id(dialogue_id, dimension, judge_model, prompt_version)
-
     @property
     def judge(self) -> tuple[str, str]:
         """The judge's (backend, resolved model id)."""
         return self.backend, self.judge_model_id
 
     def identity(self) -> str:
-        names = (self.dialogue_id, self.dimension, self.judge_model, self.prompt_version)
-        return self.legacy_id(*names) if self.legacy else self.make_id(*names, self.judge, self.prompt_set)
+        return judgment_id(self.dialogue_id, self.dimension, judge=Role(self.judge_model, *self.judge),
+                           prompt_set=self.prompt_set, prompt_version=self.prompt_version, sample=self.sample)
 
     def _repr_html_(self) -> str:
         """The judgment's fields, then the full explanation (never cut) and the raw answer folded."""
@@ -497,8 +413,9 @@ class Judgment(Record):
             "judge_model": self.judge_model,
             "prompt_version": self.prompt_version,
             **_prompt_set_entry(self.prompt_set),
+            **({"sample": self.sample} if self.sample else {}),
             "backend": self.backend,
-            **({} if self.legacy else {"judge_model_id": self.judge_model_id}),
+            "judge_model_id": self.judge_model_id,
             "status": self.status,
             "score": self.score,
             "turn_scores": None if self.turn_scores is None else list(self.turn_scores),
@@ -513,7 +430,6 @@ class Judgment(Record):
         turns = r.get("turn_scores", list, optional=True)
         if turns is not None and not all(s is None or isinstance(s, int | float) for s in turns):
             r.fail("turn_scores", f"must be a list of numbers or nulls, got {turns!r:.80}")
-        legacy = "judge_model_id" not in data
         return cls(
             id=cls.read_id(data, where),
             dialogue_id=r.str("dialogue_id"),
@@ -521,15 +437,15 @@ class Judgment(Record):
             judge_model=r.str("judge_model"),
             prompt_version=r.str("prompt_version"),
             prompt_set=r.prompt_set(),
+            sample=r.int("sample") if "sample" in data else 0,
             backend=r.str("backend"),
-            judge_model_id="" if legacy else r.str("judge_model_id"),
+            **r.identity(("judge_model_id",)),
             status=r.str("status"),
             score=r.number("score", optional=True),
             turn_scores=None if turns is None else tuple(None if s is None else float(s) for s in turns),
             explanation=r.str("explanation"),
             raw=r.str("raw"),
             attempts=r.int("attempts"),
-            legacy=legacy,
         )
 
 
@@ -859,7 +775,6 @@ __all__ = [
     "GENERATION_STEPS",
     "KIT_PROMPTS",
     "OFFICIAL_PROMPTS",
-    "PROMPT_SETS",
     "RECORD_TYPES",
     "Batch",
     "BatchEntry",
@@ -875,10 +790,7 @@ __all__ = [
     "RecordError",
     "SdTasksStep",
     "SituationStep",
-    "current_id",
-    "legacy_model_id",
     "record_type",
     "resolved_model",
     "stable_id",
-    "with_prompt_set",
 ]

@@ -30,7 +30,8 @@ from .llm import registry
 from .llm.offline.reference import DESIGNED_ORDER
 from .llm.specs import ModelSpec, SpecError
 from .paths import find_official_data, project_root, runs_dir, write_latest
-from .prompts.official import PROMPT_SETS, OfficialCodeError, load_official_prompts
+from .prompting import PROMPT_SETS
+from .prompts.official import OfficialCodeError, load_official_prompts
 from .store import RunStore
 
 NOTEBOOKS = ("01_generation", "02_validation", "03_simulation", "04_judging", "05_ablation", "06_analysis")

@@ -33,7 +33,9 @@ from personalens_utils.llm import LLMClient
 from personalens_utils.llm.clients import Clients
 from personalens_utils.llm.offline import OFFLINE_RULES
 from personalens_utils.llm.specs import ModelSpec
-from personalens_utils.prompts.official import KIT_PROMPTS, OfficialPrompts, prompts_for
+from personalens_utils.prompting import KIT, OfficialPromptSet, PromptSet
+from personalens_utils.prompting import prompt_set as find_prompt_set
+from personalens_utils.prompts.official import KIT_PROMPTS
 from personalens_utils.records import Dialogue
 from personalens_utils.simulation.report import default_users
 from personalens_utils.store import ReproductionStore, RunStore
@@ -147,8 +149,8 @@ class Session:
     task_types: tuple[str, ...] = ("SD", "MD")
     prompt_set: str = KIT_PROMPTS
     official_code: str | None = None
-    prompts: OfficialPrompts | None = None
-    """The official templates when `prompt_set` is "official" (read when the session opens)."""
+    prompts: PromptSet = KIT
+    """The prompt set `prompt_set` names (an official set's templates are read when the session opens)."""
     reproduction: paths.LatestRun | None = None
     """The finished `make reproduce` pass whose store the session reads (run_dir=None), else None."""
     started: float = field(default_factory=time.perf_counter)
@@ -183,7 +185,7 @@ class Session:
             raise SessionError(f"parameter task_types: unknown {unknown}; use 'SD' and/or 'MD'")
         use_in_notebook()
         try:
-            prompts = prompts_for(prompt_set, official_code)
+            prompts = find_prompt_set(prompt_set, official_code)
         except ValueError as exc:
             raise SessionError(f"parameter prompt_set={prompt_set!r}: {exc}") from exc
         bench = paths.resolve_benchmark_dir(benchmark_dir)
@@ -207,7 +209,7 @@ class Session:
             stage=stage,
             task_types=tuple(task_types),
             prompt_set=prompt_set,
-            official_code=str(prompts.folder) if prompts is not None else None,
+            official_code=str(prompts.folder) if isinstance(prompts, OfficialPromptSet) else None,
             prompts=prompts,
             reproduction=reproduction,
         )
@@ -331,11 +333,6 @@ class Session:
         types = set(self.task_types)
         return lambda d: ((wanted is None or d.user_id in wanted) and d.task_type in types
                           and d.prompt_set == self.prompt_set)
-
-    @property
-    def prompt_options(self) -> dict[str, Any]:
-        """`prompt_set` and `official_code` for the runners (run_simulation, run_judging, ...)."""
-        return {"prompt_set": self.prompt_set, "official_code": self.official_code}
 
     def scope(self, frame: pd.DataFrame) -> pd.DataFrame:
         """Rows of a frame with `user_id` and `task_type` columns that belong to the session, and made

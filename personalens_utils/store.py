@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,7 @@ import pandas as pd
 from filelock import FileLock
 
 from personalens_utils.records import ERROR, Dialogue, Judgment, Record, stable_id
+from personalens_utils.store_migration import migrate_store, needs_migration
 
 ERROR_STATUS = ERROR
 MERGED_TYPES: tuple[type[Record], ...] = (Dialogue, Judgment)
@@ -30,7 +32,7 @@ _MERGE_BATCH = 5000
 R = TypeVar("R", bound=Record)
 
 __all__ = ["ERROR_STATUS", "MERGED_TYPES", "DuplicateRecordError", "ReproductionStore", "RunStore",
-           "StoreError", "merge_stores", "stable_id"]
+           "StoreError", "StoreMigrated", "merge_stores", "stable_id"]
 
 
 class StoreError(Exception):
@@ -39,6 +41,10 @@ class StoreError(Exception):
 
 class DuplicateRecordError(StoreError):
     pass
+
+
+class StoreMigrated(UserWarning):
+    """A store written before run identity was migrated when opened; the message says what changed."""
 
 
 def _table(kind: type[Record]) -> str:
@@ -53,6 +59,8 @@ class RunStore:
     def __init__(self, run_dir: str | os.PathLike[str]):
         self.root = Path(run_dir)
         self.root.mkdir(parents=True, exist_ok=True)
+        if needs_migration(self.root) and (done := migrate_store(self.root)) is not None:
+            warnings.warn(done.message, StoreMigrated, stacklevel=2)
         self._lock = threading.Lock()
         self._status: dict[str, dict[str, str | None]] = {}
         self._offset: dict[str, int] = {}

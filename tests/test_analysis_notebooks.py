@@ -13,11 +13,12 @@ import pytest
 from personalens_utils.analysis import annotation
 from personalens_utils.data import load_benchmark
 from personalens_utils.generation import GenerationConfig, generate_benchmark
-from personalens_utils.judging import benchmark_contexts, run_judging
+from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
 from personalens_utils.llm import LLMClient
 from personalens_utils.llm.offline import OFFLINE_LABEL
 from personalens_utils.paths import project_root
 from personalens_utils.records import Dialogue
+from personalens_utils.simulation import SimulationConfig
 from personalens_utils.simulation.runner import run_simulation
 from personalens_utils.store import RunStore
 from personalens_utils.tables import read_table
@@ -43,8 +44,9 @@ def prepared(tmp_path_factory):
         benchmark = load_benchmark(root / "bench")
         store = RunStore(root / "store")
         for model in MODELS:
-            run_simulation(benchmark, store, client, assistant_model=model, user_model="user-sim")
-        run_judging(store, client, benchmark_contexts(benchmark), judge_model="judge-1")
+            run_simulation(benchmark, store, client,
+                           SimulationConfig(assistant_model=model, user_model="user-sim"))
+        run_judging(store, client, benchmark_contexts(benchmark), JudgingConfig(judge_model="judge-1"))
     return root
 
 

@@ -14,9 +14,10 @@ from support.records import put
 
 from personalens_utils.data import Benchmark
 from personalens_utils.data.types import TaskDefinition, User
+from personalens_utils.identity import Role, dialogue_id, judgment_id
 from personalens_utils.judging import DIMENSIONS as JUDGE_DIMENSIONS
 from personalens_utils.records import Dialogue, Judgment
-from personalens_utils.store import RunStore, stable_id
+from personalens_utils.store import RunStore
 
 SD_DOMAINS = ("Movies", "Music", "Messaging", "Alarm", "Books")
 MD_TASKS = {"MD-task-1": ["Movies", "Music", "Events"], "MD-task-2": ["Alarm", "Messaging", "Calendar"]}
@@ -50,8 +51,10 @@ def _dialogue(
     for i in range(2 * n_turns):  # n_turns user messages, each answered
         role = "user" if i % 2 == 0 else "assistant"
         turns.append({"role": role, "content": f"{role} message {i} about {domains[0]} for user {user}"})
+    user_agent, assistant = Role.of(USER_MODEL, "offline"), Role.of(model, "offline")
     return {
-        "id": stable_id(scenario, USER_MODEL, model, setting, "v1"),
+        "id": dialogue_id(scenario, setting, user=user_agent, assistant=assistant, prompt_set="kit",
+                          prompt_version="v1"),
         "scenario_id": scenario,
         "user_id": user,
         "task_id": task_id,
@@ -62,6 +65,10 @@ def _dialogue(
         "assistant_setting": setting,
         "prompt_version": "v1",
         "backend": "offline",
+        "user_backend": user_agent.backend,
+        "user_model_id": user_agent.model_id,
+        "assistant_backend": assistant.backend,
+        "assistant_model_id": assistant.model_id,
         "status": status,
         "error": "connection reset" if status == "error" else None,
         "turns": [] if status == "error" else turns,
@@ -78,15 +85,17 @@ def _dialogue(
 
 
 def _judgment(
-    dialogue_id: str, dimension: str, score: float | None, judge: str = JUDGE, turn_scores: list | None = None
+    dialogue: str, dimension: str, score: float | None, judge: str = JUDGE, turn_scores: list | None = None
 ) -> dict:
+    judge_role = Role.of(judge, "offline")
     return {
-        "id": stable_id(dialogue_id, dimension, judge, "v1"),
-        "dialogue_id": dialogue_id,
+        "id": judgment_id(dialogue, dimension, judge=judge_role, prompt_set="kit", prompt_version="v1"),
+        "dialogue_id": dialogue,
         "dimension": dimension,
         "judge_model": judge,
         "prompt_version": "v1",
         "backend": "offline",
+        "judge_model_id": judge_role.model_id,
         "status": "ok" if score is not None or turn_scores is not None else "missing",
         "score": score,
         "turn_scores": turn_scores,

@@ -14,7 +14,7 @@ from support.fake_server import FakeLLMServer
 from support.records import put
 from test_batch_support import JUDGE, context_for, dialogue, judge_reply
 
-from personalens_utils.judging import ALL_DIMENSIONS, Dimension, run_judging, run_judging_batch
+from personalens_utils.judging import ALL_DIMENSIONS, Dimension, JudgingConfig, run_judging, run_judging_batch
 from personalens_utils.llm import FatalError, LLMClient, registry
 from personalens_utils.records import Batch, BatchEntry, Dialogue, Judgment
 from personalens_utils.store import RunStore
@@ -56,14 +56,14 @@ def test_batch_judging_sends_the_online_requests_and_stores_the_same_records_at_
     server.reply = recording_reply
     online = store_with(tmp_path / "online", dialogues)
     with client() as llm:
-        run_judging(online, llm, context_for, **JUDGE)
+        run_judging(online, llm, context_for, JudgingConfig(**JUDGE))
         online_books = llm.usage_frame()
     server.reply = judge_reply
 
     batches = FakeBatches(polls_in_progress=2).install(server)
     batched = store_with(tmp_path / "batch", dialogues)
     with client() as llm:
-        report = run_judging_batch(batched, llm, context_for, **JUDGE, **FAST)
+        report = run_judging_batch(batched, llm, context_for, JudgingConfig(**JUDGE, **FAST))
         batch_books = llm.usage_frame()
 
     assert sent_params(batches) == online_bodies, "every batch entry is exactly an online request"
@@ -96,8 +96,8 @@ def test_run_judging_batch_flag_and_rerun_does_nothing(server, tmp_path):
     batches = FakeBatches(polls_in_progress=0).install(server)
     store = store_with(tmp_path / "run", [dialogue(i) for i in range(3)])
     with client() as llm:
-        first = run_judging(store, llm, context_for, **JUDGE, batch=True)
-        again = run_judging(store, llm, context_for, **JUDGE, batch=True)
+        first = run_judging(store, llm, context_for, JudgingConfig(**JUDGE, batch=True))
+        again = run_judging(store, llm, context_for, JudgingConfig(**JUDGE, batch=True))
     assert first.stored == 3 * len(ALL_DIMENSIONS) and first.statuses == {"ok": 21}
     assert again.stored == 0 and again.details["judgments_done_before"] == 21
     assert len(batches.created) == 1
@@ -107,7 +107,7 @@ def test_errored_and_expired_entries_are_resubmitted_until_they_succeed(server, 
     batches = FakeBatches(polls_in_progress=1, errored_rate=0.25, expired_rate=0.15, seed=4).install(server)
     store = store_with(tmp_path / "run", [dialogue(i) for i in range(6)])
     with client() as llm:
-        report = run_judging_batch(store, llm, context_for, **JUDGE, max_rounds=8, **FAST)
+        report = run_judging_batch(store, llm, context_for, JudgingConfig(**JUDGE, max_rounds=8, **FAST))
     assert report.statuses == {"ok": 6 * len(ALL_DIMENSIONS)} and report.pending == 0
     results = store.records(BatchEntry)
     outcomes = Counter(r["outcome"] for r in results)
@@ -127,7 +127,7 @@ def test_entries_that_keep_failing_become_error_records_with_the_reason_and_a_re
     batches = FakeBatches(polls_in_progress=0, outcome=outcome).install(server)
     store = store_with(tmp_path / "run", [dialogue(0), dialogue(1, "STUCK"), dialogue(2, "BROKEN")])
     with client() as llm:
-        report = run_judging_batch(store, llm, context_for, **JUDGE, max_rounds=3, **FAST)
+        report = run_judging_batch(store, llm, context_for, JudgingConfig(**JUDGE, max_rounds=3, **FAST))
     records = {(r["dialogue_id"], r["dimension"]): r for r in store.records(Judgment)}
     assert len(records) == 3 * len(ALL_DIMENSIONS), "nothing is dropped"
     assert report.statuses == {"ok": 7, "error": 14}
@@ -146,7 +146,7 @@ def test_entries_that_keep_failing_become_error_records_with_the_reason_and_a_re
 
     batches.outcome = None
     with client() as llm:
-        rerun = run_judging_batch(store, llm, context_for, **JUDGE, **FAST)
+        rerun = run_judging_batch(store, llm, context_for, JudgingConfig(**JUDGE, **FAST))
     assert rerun.stored == 14 and rerun.statuses == {"ok": 14}
     assert {r["status"] for r in store.records(Judgment)} == {"ok"}
 
@@ -156,13 +156,13 @@ def test_max_wait_returns_early_and_a_later_call_collects_without_resubmitting(s
     batches.hold = True
     store = store_with(tmp_path / "run", [dialogue(i) for i in range(2)])
     with client() as llm:
-        waiting = run_judging_batch(store, llm, context_for, **JUDGE, max_wait_s=0, **FAST)
+        waiting = run_judging_batch(store, llm, context_for, JudgingConfig(**JUDGE, max_wait_s=0, **FAST))
     assert waiting.stored == 0 and waiting.pending == 2 * len(ALL_DIMENSIONS)
     assert len(batches.created) == 1 and not store.path(Judgment).exists()
 
     batches.hold = False
     with client() as llm:
-        done = run_judging_batch(store, llm, context_for, **JUDGE, **FAST)
+        done = run_judging_batch(store, llm, context_for, JudgingConfig(**JUDGE, **FAST))
     assert done.stored == 2 * len(ALL_DIMENSIONS) and done.pending == 0
     assert len(batches.created) == 1 and batches.retrieved[batches.created[0]] >= 2
 
@@ -170,19 +170,19 @@ def test_max_wait_returns_early_and_a_later_call_collects_without_resubmitting(s
 def test_batch_judging_needs_a_backend_with_a_batch_api(tmp_path):
     store = store_with(tmp_path / "run", [dialogue(0)])
     with pytest.raises(FatalError, match="backend='anthropic'"):
-        run_judging_batch(store, LLMClient("offline", progress=False), context_for, **JUDGE)
+        run_judging_batch(store, LLMClient("offline", progress=False), context_for, JudgingConfig(**JUDGE))
 
 
 def test_stored_batch_results_are_used_again_without_any_call(server, tmp_path):
     FakeBatches(polls_in_progress=0).install(server)
     store = store_with(tmp_path / "run", [dialogue(0), dialogue(1, "MUMBLE")])
     with client() as llm:
-        run_judging_batch(store, llm, context_for, **JUDGE, **FAST)
+        run_judging_batch(store, llm, context_for, JudgingConfig(**JUDGE, **FAST))
     first = sorted(store.records(Judgment), key=lambda r: r["id"])
     store.path(Judgment).unlink()  # as if the process died after storing the results, before the judgments
     calls_before = server.total("requests")
     with client() as llm:
-        report = run_judging_batch(RunStore(store.root), llm, context_for, **JUDGE, **FAST)
+        report = run_judging_batch(RunStore(store.root), llm, context_for, JudgingConfig(**JUDGE, **FAST))
         assert llm.totals()["calls"] == 0, "answers read back from the store are not booked again"
     assert server.total("requests") == calls_before
     assert report.stored == len(first)
@@ -198,6 +198,7 @@ def test_a_parser_bug_stops_batch_judging_and_stores_no_judgment(server, tmp_pat
 
     monkeypatch.setattr(Dimension, "parse", broken)
     with client() as llm, pytest.raises(KeyError, match="a bug in the parser"):
-        run_judging_batch(store, llm, context_for, **JUDGE, dimensions=["coherence_user"], **FAST)
+        run_judging_batch(store, llm, context_for,
+                          JudgingConfig(**JUDGE, dimensions=["coherence_user"], **FAST))
     assert store.read(Judgment) == []
     assert store.read(BatchEntry), "the answers are kept: a rerun after the fix does not pay for them again"

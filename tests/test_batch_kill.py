@@ -18,7 +18,7 @@ from support.fake_server import FakeLLMServer
 from support.records import put
 from test_batch_support import JUDGE, context_for, dialogue, judge_reply
 
-from personalens_utils.judging import ALL_DIMENSIONS, run_judging_batch
+from personalens_utils.judging import ALL_DIMENSIONS, JudgingConfig, run_judging_batch
 from personalens_utils.llm import LLMClient
 from personalens_utils.records import Batch, BatchEntry, Dialogue, Judgment
 from personalens_utils.store import RunStore
@@ -32,9 +32,10 @@ from test_batch_support import JUDGE, MODEL, context_for
 from personalens_utils.judging import run_judging_batch
 from personalens_utils.llm import LLMClient
 from personalens_utils.store import RunStore
+from personalens_utils.judging import JudgingConfig
 
 client = LLMClient("anthropic", use_cache=False, progress=False)
-run_judging_batch(RunStore(sys.argv[1]), client, context_for, **JUDGE, poll_interval_s=0.02)
+run_judging_batch(RunStore(sys.argv[1]), client, context_for, JudgingConfig(**JUDGE, poll_interval_s=0.02))
 """
 
 
@@ -73,8 +74,8 @@ def test_killed_batch_judging_resumes_polling_and_does_not_resubmit(
 
         batches.hold = False
         with LLMClient("anthropic", use_cache=False, progress=False) as client:
-            report = run_judging_batch(RunStore(store.root), client, context_for, **JUDGE,
-                                       poll_interval_s=0.01)
+            report = run_judging_batch(RunStore(store.root), client, context_for,
+                                       JudgingConfig(**JUDGE, poll_interval_s=0.01))
 
     assert batches.created == [batch_id], "nothing was submitted again"
     assert batches.retrieved[batch_id] > polled_before, "the stored batch id was polled after the restart"

@@ -11,12 +11,13 @@ import pytest
 from test_simulation_support import tiny_benchmark
 
 from personalens_utils import judging
+from personalens_utils.judging import JudgingConfig
 from personalens_utils.llm import CallKind, Message, Request, Response, Usage, registry
 from personalens_utils.llm.budget import BudgetReachedError, Tally, request_tokens
 from personalens_utils.llm.client import LLMClient
 from personalens_utils.llm.offline import OfflineBackend, count_tokens
 from personalens_utils.records import Dialogue, Judgment
-from personalens_utils.simulation import run_simulation
+from personalens_utils.simulation import SimulationConfig, run_simulation
 from personalens_utils.simulation.runner import PAPER_TOKENS_PER_TURN, USER_SHARE, estimate_simulation
 from personalens_utils.store import RunStore
 
@@ -129,8 +130,9 @@ def simulate(bench, run_dir, backend, cache_dir, concurrency=4, **options):
     """`cache_dir=None`: no response cache (every request reaches the backend)."""
     with LLMClient(backend, max_concurrency=concurrency, cache_dir=str(cache_dir),
                    use_cache=cache_dir is not None, progress=False) as client:
-        return run_simulation(bench, run_dir, client, settings=SETTINGS, user_model=MODEL,
-                              assistant_model=MODEL, **options)
+        return run_simulation(bench, run_dir, client,
+                              SimulationConfig(settings=SETTINGS, user_model=MODEL, assistant_model=MODEL,
+                                               **options))
 
 
 def test_simulation_stops_at_the_budget_and_a_rerun_finishes_without_repeating_a_call(bench, tmp_path):
@@ -161,14 +163,15 @@ def test_judging_stops_at_the_budget_and_resumes(bench, tmp_path):
     contexts = judging.benchmark_contexts(bench)
     dims = ["task_completion", "personalization", "naturalness_user"]
     with LLMClient(Priced(delay_s=0.002), max_concurrency=4, use_cache=False, progress=False) as client:
-        first = judging.run_judging(store, client, contexts, judge_model=MODEL, dimensions=dims,
-                                    max_cost_usd=0.01, offline_dialogues=True)
+        first = judging.run_judging(store, client, contexts,
+                                    JudgingConfig(judge_model=MODEL, dimensions=dims, max_cost_usd=0.01,
+                                                  offline_dialogues=True))
     assert first.status == "budget reached" and first.left_by_budget > 0
     stored = store.records(Judgment)
     assert stored and all(r["status"] != "error" for r in stored)
     with LLMClient(Priced(), max_concurrency=4, use_cache=False, progress=False) as client:
-        second = judging.run_judging(store, client, contexts, judge_model=MODEL, dimensions=dims,
-                                     offline_dialogues=True)
+        config = JudgingConfig(judge_model=MODEL, dimensions=dims, offline_dialogues=True)
+        second = judging.run_judging(store, client, contexts, config)
     assert second.status == "complete" and second.details["judgments_done_before"] == len(stored)
     ids = Counter(r["id"] for r in store.records(Judgment))
     assert len(ids) == len(store.records(Dialogue)) * len(dims) and set(ids.values()) == {1}
@@ -181,14 +184,16 @@ def test_a_budget_with_batch_judging_is_refused_before_anything_is_sent(bench, t
         LLMClient(Priced(), max_concurrency=4, use_cache=False, progress=False) as client,
         pytest.raises(ValueError, match="max_cost_usd cannot stop a Message Batch"),
     ):
-        judging.run_judging(store, client, judging.benchmark_contexts(bench), judge_model=MODEL,
-                            batch=True, max_cost_usd=1.0)
+        judging.run_judging(store, client, judging.benchmark_contexts(bench),
+                            JudgingConfig(judge_model=MODEL, batch=True, max_cost_usd=1.0))
     assert client.totals()["calls"] == 0 and not store.records(Judgment)
 
 
 def test_simulation_estimate_counts_the_prompts_a_one_turn_run_sends(bench, tmp_path):
-    estimate = estimate_simulation(bench, tmp_path / "run", settings=SETTINGS, user_model=MODEL,
-                                   assistant_model=MODEL, max_turns=1, sample=10_000)
+    estimate = estimate_simulation(bench, tmp_path / "run",
+                                   SimulationConfig(settings=SETTINGS, user_model=MODEL,
+                                                    assistant_model=MODEL, max_turns=1),
+                                   sample=10_000)
     backend = Priced()
     simulate(bench, tmp_path / "run", backend, None, max_turns=1)
     table = estimate.table.set_index("kind")
@@ -206,20 +211,24 @@ def test_simulation_estimate_counts_the_prompts_a_one_turn_run_sends(bench, tmp_
     assert estimate.total_cost_usd == pytest.approx(table["cost_usd"].iloc[:-1].sum())
     assert any("Table 13" in note for note in estimate.assumptions)
     # once stored, nothing is left to pay for
-    again = estimate_simulation(bench, tmp_path / "run", backend=backend.name, settings=SETTINGS,
-                                user_model=MODEL, assistant_model=MODEL, max_turns=1)
+    again = estimate_simulation(bench, tmp_path / "run",
+                                SimulationConfig(settings=SETTINGS, user_model=MODEL, assistant_model=MODEL,
+                                                 max_turns=1),
+                                backend=backend.name)
     assert again.calls == 0
 
 
 def test_simulation_estimate_prices_by_backend_and_model(bench, tmp_path):
-    offline = estimate_simulation(bench, tmp_path, backend="offline", settings=["base"])
+    offline = estimate_simulation(bench, tmp_path, SimulationConfig(settings=["base"]), backend="offline")
     assert offline.total_cost_usd == 0 and offline.calls > 0
     assert any("offline" in note for note in offline.assumptions)
-    unpriced = estimate_simulation(bench, tmp_path, backend="openai", user_model="llama-3.1-8b",
-                                   settings=["base"])
+    unpriced = estimate_simulation(bench, tmp_path,
+                                   SimulationConfig(user_model="llama-3.1-8b", settings=["base"]),
+                                   backend="openai")
     assert math.isnan(unpriced.total_cost_usd)
     assert any("llama-3.1-8b" in note for note in unpriced.assumptions)
-    sd, md = (estimate_simulation(bench, tmp_path, backend="anthropic", task_types=[t], settings=["base"])
+    sd, md = (estimate_simulation(bench, tmp_path, SimulationConfig(task_types=[t], settings=["base"]),
+                                  backend="anthropic")
               for t in ("SD", "MD"))
     per_sd = sd.calls / (bench.scenarios["task_type"] == "SD").sum()
     per_md = md.calls / (bench.scenarios["task_type"] == "MD").sum()
@@ -231,16 +240,17 @@ def test_judging_estimate_counts_the_calls_judging_makes(bench, tmp_path):
     store = RunStore(tmp_path / "run")
     contexts = judging.benchmark_contexts(bench)
     judge = dict(judge_model=MODEL, offline_dialogues=True)  # the dialogues are offline-made
-    estimate = judging.estimate_judging(store, contexts, backend="anthropic", sample=10_000, **judge)
-    batch = judging.estimate_judging(store, contexts, backend="anthropic", batch=True, **judge)
+    estimate = judging.estimate_judging(store, contexts, JudgingConfig(**judge), backend="anthropic",
+                                        sample=10_000)
+    batch = judging.estimate_judging(store, contexts, JudgingConfig(batch=True, **judge), backend="anthropic")
     backend = Priced()
     with LLMClient(backend, max_concurrency=4, use_cache=False, progress=False) as client:
-        judging.run_judging(store, client, contexts, **judge)
+        judging.run_judging(store, client, contexts, JudgingConfig(**judge))
     firsts = [r for r in backend.requests if not r.context.get("retry")]
     assert estimate.calls == len(firsts)
     assert estimate.table["input_tokens"].iloc[-1] == sum(request_tokens(r) for r in firsts)
     assert batch.total_cost_usd == pytest.approx(estimate.total_cost_usd * registry.BATCH_DISCOUNT, rel=0.01)
-    assert judging.estimate_judging(store, contexts, backend=backend.name, **judge).calls == 0
+    assert judging.estimate_judging(store, contexts, JudgingConfig(**judge), backend=backend.name).calls == 0
 
 
 def test_estimate_prices_the_successor_of_a_retired_model() -> None:

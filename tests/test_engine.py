@@ -27,8 +27,9 @@ from personalens_utils.llm import (
     RetryableError,
     Usage,
 )
+from personalens_utils.prompting import KitPrompts
 from personalens_utils.records import ConsistencyCheck, Dialogue, MaskStep
-from personalens_utils.simulation import loop, run_simulation
+from personalens_utils.simulation import SimulationConfig, run_simulation
 from personalens_utils.store import RunStore
 from personalens_utils.validation import consistency
 from personalens_utils.validation.consistency import ProfileToCheck, run_consistency
@@ -126,7 +127,7 @@ def broken_parser(*args, **kwargs):
 
 
 def test_a_bug_stops_the_simulation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(loop, "split_terminate", broken_parser)
+    monkeypatch.setattr(KitPrompts, "read_user_message", broken_parser)
     with pytest.raises(KeyError, match="a bug in the parser"):
         run_simulation(tiny_benchmark(1), tmp_path, LLMClient("offline", progress=False))
     assert RunStore(tmp_path).read(Dialogue) == []
@@ -175,12 +176,12 @@ def test_an_llm_failure_in_the_consistency_check_is_an_error_record_retried_on_r
 
 def test_a_stage_report_counts_what_it_stored(tmp_path: Path) -> None:
     report = run_simulation(tiny_benchmark(1), tmp_path, LLMClient("offline", progress=False),
-                            task_types=["SD"], max_turns=2)
+                            SimulationConfig(task_types=["SD"], max_turns=2))
     assert report.planned == report.stored == report.finished == 3 and report.errors == 0
     assert report.calls == 12 and report.status == "complete"
     frame = report.frame()
     assert frame.loc[0, "finished"] == 3 and frame.loc[0, "stage"] == "simulation"
     assert "simulation complete: 3 records stored" in repr(report)
     again = run_simulation(tiny_benchmark(1), tmp_path, LLMClient("offline", progress=False),
-                           task_types=["SD"], max_turns=2)
+                           SimulationConfig(task_types=["SD"], max_turns=2))
     assert again.planned == 0 and again.already_done == 3 and again.calls == 0

@@ -63,7 +63,8 @@ SCORES = {"d-base": (4.0, 1.0), "d-plus-i": (3.0, 1.0), "d-music": (1.0, 0.0), "
 
 def _judgment(dialogue_id: str, dimension: str, score: float | None, **fields) -> dict:
     return {"id": f"{dialogue_id}-{dimension}", "dialogue_id": dialogue_id, "dimension": dimension,
-            "judge_model": "judge-1", "prompt_version": "v1", "backend": "offline", "status": "ok",
+            "judge_model": "judge-1", "prompt_version": "v1", "backend": "offline",
+            "judge_model_id": "judge-1", "status": "ok",
             "score": score, "turn_scores": None, "explanation": f"{dimension} of {dialogue_id}: {LONG}",
             "raw": f"raw answer of {dialogue_id}", "attempts": 1, **fields}
 

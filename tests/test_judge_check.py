@@ -13,11 +13,16 @@ from test_simulation_support import tiny_benchmark
 
 from personalens_utils.analysis.judge_check import judge_sanity, kendall_tau_b
 from personalens_utils.analysis.scores import SCALES, load_scores
-from personalens_utils.judging import benchmark_contexts, run_judging
+from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
 from personalens_utils.llm.client import LLMClient
 from personalens_utils.llm.offline.dialogue import assistant_turn
 from personalens_utils.llm.offline.reference import DESIGNED_ORDER, view_of
-from personalens_utils.simulation import AssistantSetting, ScenarioContext, assistant_request
+from personalens_utils.simulation import (
+    AssistantSetting,
+    ScenarioContext,
+    SimulationConfig,
+    assistant_request,
+)
 from personalens_utils.simulation.runner import run_simulation
 from personalens_utils.store import RunStore
 
@@ -33,9 +38,9 @@ def judged(bench, tmp_path_factory):
     store = RunStore(tmp_path_factory.mktemp("ref") / "store")
     client = LLMClient("offline", progress=False)
     for model in DESIGNED_ORDER:
-        run_simulation(bench, store, client, assistant_model=model, user_model="user-sim")
-    run_judging(store, client, benchmark_contexts(bench), judge_model="judge-sim",
-                dimensions=["task_completion", "personalization"])
+        run_simulation(bench, store, client, SimulationConfig(assistant_model=model, user_model="user-sim"))
+    run_judging(store, client, benchmark_contexts(bench),
+                JudgingConfig(judge_model="judge-sim", dimensions=["task_completion", "personalization"]))
     return load_scores(store, judge_model="judge-sim")
 
 

@@ -15,6 +15,7 @@ from personalens_utils import judging
 from personalens_utils.judging import (
     ALL_DIMENSIONS,
     DIMENSIONS,
+    JudgingConfig,
     JudgingError,
     judge_request,
     missing_rate,
@@ -211,19 +212,20 @@ def test_run_judging_writes_one_record_per_dimension_and_resumes(tmp_path: Path)
     again = run_judging(store, offline_client(), context_for)
     assert again.stored == 0 and again.details["judgments_done_before"] == 3 * len(ALL_DIMENSIONS)
 
-    alias = run_judging(store, offline_client(), context_for, judge_model="claude-3-5-sonnet-20241022")
+    alias = run_judging(store, offline_client(), context_for,
+                        JudgingConfig(judge_model="claude-3-5-sonnet-20241022"))
     assert alias.stored == 0, "an alias of the same judge model must find its records"
 
-    second = run_judging(store, offline_client(), context_for, judge_model="Claude Sonnet 4.5",
-                         dimensions=["personalization"])
+    second = run_judging(store, offline_client(), context_for,
+                         JudgingConfig(judge_model="Claude Sonnet 4.5", dimensions=["personalization"]))
     assert second.stored == 3
     assert len(store.records(Judgment)) == 3 * len(ALL_DIMENSIONS) + 3
 
 
 def test_select_limits_which_dialogues_are_judged(tmp_path: Path) -> None:
     store = store_with_dialogues(tmp_path)
-    report = run_judging(store, offline_client(), context_for, dimensions=["task_completion"],
-                         select=lambda d: d.user_id == 2)
+    report = run_judging(store, offline_client(), context_for,
+                         JudgingConfig(dimensions=["task_completion"], select=lambda d: d.user_id == 2))
     assert report.stored == 1
     assert store.records(Judgment)[0]["dialogue_id"] == "dlg2"
 
@@ -259,8 +261,9 @@ def same_backend_answering(text: str) -> LLMClient:
 def test_unreadable_answer_is_retried_once_then_stored_as_missing(tmp_path: Path) -> None:
     store = store_with_dialogues(tmp_path)
     client, backend = scripted_client(lambda r, n: "The assistant did a fine job overall.")
-    run_judging(store, client, context_for, dimensions=["personalization", "task_completion"],
-                select=lambda d: d.id == "dlg1")
+    run_judging(store, client, context_for,
+                JudgingConfig(dimensions=["personalization", "task_completion"],
+                              select=lambda d: d.id == "dlg1"))
     records = {r["dimension"]: r for r in store.records(Judgment)}
     for rec in records.values():
         assert rec["status"] == "missing" and rec["score"] is None and rec["attempts"] == 2
@@ -282,8 +285,8 @@ def test_retry_that_succeeds_is_ok_with_two_attempts(tmp_path: Path) -> None:
         return "Personalization Score: 3" if len(request.messages) == 3 else "Personalization Score: 9"
 
     client, _ = scripted_client(answer)
-    run_judging(store, client, context_for, dimensions=["personalization"],
-                select=lambda d: d.id == "dlg1")
+    run_judging(store, client, context_for,
+                JudgingConfig(dimensions=["personalization"], select=lambda d: d.id == "dlg1"))
     (rec,) = store.records(Judgment)
     assert (rec["status"], rec["score"], rec["attempts"]) == ("ok", 3.0, 2)
     assert "Personalization Score: 9" in rec["raw"] and "Personalization Score: 3" in rec["raw"]
@@ -297,8 +300,8 @@ def test_turn_level_keeps_unreadable_turns_as_null(tmp_path: Path) -> None:
         return "no idea" if turn == 2 else f"Personalization Score: {turn}"
 
     client, _ = scripted_client(answer)
-    run_judging(store, client, context_for, dimensions=["turn_personalization"],
-                select=lambda d: d.id == "dlg2")
+    run_judging(store, client, context_for,
+                JudgingConfig(dimensions=["turn_personalization"], select=lambda d: d.id == "dlg2"))
     (rec,) = store.records(Judgment)
     assert rec["status"] == "ok" and rec["turn_scores"] == [1.0, None, 3.0]
     assert rec["score"] == 2.0 and rec["attempts"] == 4
@@ -315,7 +318,7 @@ def test_missing_is_never_counted_as_a_score(tmp_path: Path) -> None:
             "Done") else "VERDICT: maybe"
 
     client, _ = scripted_client(answer)
-    run_judging(store, client, context_for, dimensions=["task_completion"])
+    run_judging(store, client, context_for, JudgingConfig(dimensions=["task_completion"]))
     frame = store.frame(Judgment)
     assert sorted(frame["status"]) == ["missing", "missing", "ok"]
     assert frame.loc[frame["status"] == "missing", "score"].isna().all()
@@ -327,14 +330,14 @@ def test_missing_is_never_counted_as_a_score(tmp_path: Path) -> None:
 def test_llm_errors_become_error_records_that_a_rerun_replaces(tmp_path: Path) -> None:
     store = store_with_dialogues(tmp_path)
     client, _ = scripted_client(lambda r, n: RetryableError("overloaded", status=529))
-    report = run_judging(store, client, context_for, dimensions=["coherence_user"])
+    report = run_judging(store, client, context_for, JudgingConfig(dimensions=["coherence_user"]))
     assert report.statuses == {"error": 3}
     assert all("overloaded" in r["explanation"] for r in store.records(Judgment))
     rates = missing_rate(store).iloc[0]
     assert rates["error"] == 3 and math.isnan(rates["missing_rate"])
 
     fixed = run_judging(store, same_backend_answering("Coherence Score: 4"), context_for,
-                        dimensions=["coherence_user"])
+                        JudgingConfig(dimensions=["coherence_user"]))
     assert fixed.stored == 3
     assert {r["status"] for r in store.records(Judgment)} == {"ok"}
     assert len(store.records(Judgment)) == 3
@@ -350,11 +353,11 @@ def test_bad_key_stops_the_run_and_keeps_finished_records(tmp_path: Path) -> Non
 
     client = LLMClient(Scripted(answer), progress=False, use_cache=False, max_concurrency=1)
     with pytest.raises(FatalError, match="invalid x-api-key"):
-        run_judging(store, client, context_for, dimensions=["coherence_user"])
+        run_judging(store, client, context_for, JudgingConfig(dimensions=["coherence_user"]))
     kept = store.records(Judgment)
     assert kept and all(r["status"] == "ok" for r in kept)
     rerun = run_judging(store, same_backend_answering("Coherence Score: 4"), context_for,
-                        dimensions=["coherence_user"])
+                        JudgingConfig(dimensions=["coherence_user"]))
     assert rerun.stored == 3 - len(kept)
 
 
@@ -370,9 +373,9 @@ def test_malformed_dialogue_record_is_named(tmp_path: Path) -> None:
 def test_llm_errors_are_kept_when_retry_errors_is_false(tmp_path: Path) -> None:
     store = store_with_dialogues(tmp_path)
     client, _ = scripted_client(lambda r, n: RetryableError("overloaded", status=529))
-    run_judging(store, client, context_for, dimensions=["coherence_user"])
+    run_judging(store, client, context_for, JudgingConfig(dimensions=["coherence_user"]))
     kept = run_judging(store, same_backend_answering("Coherence Score: 4"), context_for,
-                       dimensions=["coherence_user"], retry_errors=False)
+                       JudgingConfig(dimensions=["coherence_user"], retry_errors=False))
     assert kept.planned == 0 and kept.already_done == 3
     assert {r.status for r in store.read(Judgment)} == {"error"}
 
@@ -385,7 +388,7 @@ def test_a_bug_in_a_parser_stops_the_run_and_stores_nothing_for_it(tmp_path: Pat
 
     monkeypatch.setattr(judging.Dimension, "parse", broken)
     with pytest.raises(KeyError, match="label"):
-        run_judging(store, offline_client(), context_for, dimensions=["coherence_user"])
+        run_judging(store, offline_client(), context_for, JudgingConfig(dimensions=["coherence_user"]))
     assert store.read(Judgment) == []
 
 

@@ -16,11 +16,12 @@ from pathlib import Path
 import pytest
 from test_simulation_support import tiny_benchmark
 
-from personalens_utils import judging, reproduce
+from personalens_utils import judging, prompting, reproduce
+from personalens_utils.judging import JudgingConfig
 from personalens_utils.llm import LLMClient
 from personalens_utils.paths import CODE_ENV, project_root
 from personalens_utils.prompts.official import OfficialCodeError, load_official_prompts
-from personalens_utils.simulation import run_simulation
+from personalens_utils.simulation import SimulationConfig, run_simulation
 from personalens_utils.store import RunStore
 
 WINDOW = 60
@@ -133,21 +134,18 @@ def test_an_official_run_without_the_code_fails_before_any_call(tmp_path, monkey
     store = RunStore(tmp_path / "run")
     with LLMClient("offline", progress=False) as client:
         for run in (
-            lambda: run_simulation(bench, store, client, prompt_set="official", official_code=tmp_path),
-            lambda: judging.run_judging(
-                store,
-                client,
-                judging.benchmark_contexts(bench),
-                prompt_set="official",
-                official_code=tmp_path,
-            ),
+            lambda: run_simulation(bench, store, client,
+                                   SimulationConfig(prompts=prompting.prompt_set("official", tmp_path))),
+            lambda: judging.run_judging(store, client, judging.benchmark_contexts(bench),
+                                        JudgingConfig(prompts=prompting.prompt_set("official", tmp_path))),
         ):
             with pytest.raises(OfficialCodeError, match=CODE_ENV):
                 run()
         assert client.totals()["calls"] == 0
     assert not any(store.root.glob("*.jsonl"))
     with pytest.raises(ValueError, match=r"unknown prompt_set 'paper'; choose one of \['kit', 'official'\]"):
-        run_simulation(bench, store, LLMClient("offline", progress=False), prompt_set="paper")
+        run_simulation(bench, store, LLMClient("offline", progress=False),
+                       SimulationConfig(prompts=prompting.prompt_set("paper")))
 
 
 def test_make_reproduce_with_the_official_prompts_stops_at_once_without_the_code(tmp_path, capsys):

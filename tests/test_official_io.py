@@ -26,7 +26,7 @@ from personalens_utils.official_io import (
     plan_export,
 )
 from personalens_utils.records import Dialogue, Judgment
-from personalens_utils.simulation import PAPER_SETTINGS, AssistantSetting, run_simulation
+from personalens_utils.simulation import PAPER_SETTINGS, AssistantSetting, SimulationConfig, run_simulation
 from personalens_utils.store import RunStore
 
 
@@ -38,7 +38,8 @@ def bench():
 @pytest.fixture(scope="module")
 def simulated(bench, tmp_path_factory):
     run = tmp_path_factory.mktemp("run")
-    run_simulation(bench, run, LLMClient("offline", progress=False), settings=list(PAPER_SETTINGS))
+    run_simulation(bench, run, LLMClient("offline", progress=False),
+                   SimulationConfig(settings=list(PAPER_SETTINGS)))
     return RunStore(run)
 
 

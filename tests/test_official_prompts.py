@@ -36,11 +36,11 @@ from personalens_utils.data import Benchmark, load_benchmark
 from personalens_utils.judging import DIMENSIONS, benchmark_contexts, dimension_requests
 from personalens_utils.llm import Request, Response, Usage
 from personalens_utils.official_io import read_dialogue_file
-from personalens_utils.prompts.official import OfficialPromptError, OfficialPrompts, load_official_prompts
+from personalens_utils.prompting import OfficialPromptSet, ScenarioContext
+from personalens_utils.prompts.official import OfficialPromptError, load_official_prompts
 from personalens_utils.records import Dialogue
-from personalens_utils.simulation import plan_dialogues
+from personalens_utils.simulation import SimulationConfig, plan_dialogues
 from personalens_utils.simulation.loop import simulate_dialogue
-from personalens_utils.simulation.prompting import ScenarioContext
 from personalens_utils.simulation.settings import AssistantSetting
 from personalens_utils.store import RunStore
 
@@ -127,7 +127,7 @@ class ScriptedClient:
 @dataclass
 class World:
     code: Path
-    prompts: OfficialPrompts
+    prompts: OfficialPromptSet
     bench: Benchmark
     tasks: dict[tuple[int, str], list[str]]
     """(user, "SD"/"MD") -> the task ids kept, in the order of the user's task file."""
@@ -149,7 +149,7 @@ def world(official_code: Path, official_data: Path, tmp_path_factory: pytest.Tem
             tasks[user, kind] = listed[::every]
     bench = load_benchmark(official_data, users=list(USERS))
     system = user_system_prompt(code, root, FakeBedrock(reply=lambda *_: ""))
-    return World(code, load_official_prompts(code), bench, tasks, official_data, system)
+    return World(code, OfficialPromptSet(load_official_prompts(code)), bench, tasks, official_data, system)
 
 
 def workdir(world: World, tmp_path: Path) -> Path:
@@ -341,11 +341,7 @@ def test_a_call_the_official_code_never_makes_is_refused_before_the_run(world, t
         ("vanilla", "Llama 3.1 8B Instruct", r"defines no \['LLAMA_SYSTEM_PROMPT_VANILLA'"),
     ):
         with pytest.raises(OfficialPromptError, match=problem):
-            plan_dialogues(
-                world.bench,
-                run,
-                backend="offline",
-                settings=[setting],
-                assistant_model=assistant,
-                prompts=world.prompts,
-            )
+            plan_dialogues(world.bench, run,
+                           SimulationConfig(settings=[setting], assistant_model=assistant,
+                                            prompts=world.prompts),
+                           backend="offline")

@@ -33,7 +33,7 @@ from personalens_utils.official_io import (
     plan_export,
 )
 from personalens_utils.records import Dialogue
-from personalens_utils.simulation import run_simulation
+from personalens_utils.simulation import SimulationConfig, run_simulation
 from personalens_utils.store import RunStore
 
 pytestmark = pytest.mark.slow
@@ -62,7 +62,8 @@ def official_run(official_code: Path, tmp_path_factory: pytest.TempPathFactory):
     bench = tiny_benchmark(n_users=2)
     save_benchmark(bench, tmp / "bench")
     store = RunStore(tmp / "run")
-    run_simulation(bench, store, LLMClient("offline", progress=False), settings=["base", "base+all"])
+    run_simulation(bench, store, LLMClient("offline", progress=False),
+                   SimulationConfig(settings=["base", "base+all"]))
     code = tmp / "code"
     shutil.copytree(official_code, code)
     (code / "data").symlink_to(tmp / "bench")

@@ -11,7 +11,7 @@ from support.records import dialogue_json, put
 from test_batch_support import MODEL, TASK, context_for, dialogue, judge_reply
 from test_simulation_support import tiny_benchmark
 
-from personalens_utils.judging import DIMENSIONS, dimension_requests, run_judging
+from personalens_utils.judging import DIMENSIONS, JudgingConfig, dimension_requests, run_judging
 from personalens_utils.llm import LLMClient, Request, registry
 from personalens_utils.llm.backends.anthropic import (
     CACHE_PREFIX_KEY,
@@ -157,8 +157,9 @@ def test_cache_reads_and_writes_reach_the_usage_books_and_the_cost(caching_serve
     put(store, Dialogue, [dialogue(0), dialogue(1)])
     shared = head(dimension_requests(DIMENSIONS["personalization"], judge_context(TWO_TURNS), MODEL)[0])
     with LLMClient("anthropic", use_cache=False, progress=False) as client:
-        run_judging(store, client, rich_context_for, judge_model=MODEL, offline_dialogues=True,
-                    dimensions=["personalization", "turn_personalization"])
+        run_judging(store, client, rich_context_for,
+                    JudgingConfig(judge_model=MODEL, offline_dialogues=True,
+                                  dimensions=["personalization", "turn_personalization"]))
         books = client.usage_frame("judging")
     words = len(shared.split())
     calls = 2 * (1 + 2)  # two dialogues: the dialogue-level call and one per assistant turn

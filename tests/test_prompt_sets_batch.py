@@ -15,7 +15,8 @@ from support.fake_server import FakeLLMServer
 from support.records import put
 from test_batch_support import MODEL, context_for, dialogue, judge_reply
 
-from personalens_utils.judging import run_judging
+from personalens_utils import prompting
+from personalens_utils.judging import JudgingConfig, run_judging
 from personalens_utils.llm import LLMClient
 from personalens_utils.records import Dialogue, Judgment
 from personalens_utils.store import RunStore
@@ -35,16 +36,9 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLMServer]:
 
 def judge(store: RunStore, code: Path, **options: Any) -> None:
     with LLMClient("anthropic", use_cache=False, progress=False, retry_base_s=0.01) as llm:
-        run_judging(
-            store,
-            llm,
-            official_context,
-            judge_model=MODEL,
-            prompt_set="official",
-            official_code=code,
-            offline_dialogues=True,  # the records here are offline-made; the judge under test is not
-            **options,
-        )
+        run_judging(store, llm, official_context,
+                    JudgingConfig(judge_model=MODEL, offline_dialogues=True, **options,
+                                  prompts=prompting.prompt_set("official", code)))
 
 
 def test_official_batch_judging_matches_online_and_never_reminds(server, official_code, tmp_path):

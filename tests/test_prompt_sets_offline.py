@@ -10,15 +10,16 @@ import papermill
 import pytest
 from test_simulation_support import tiny_benchmark
 
-from personalens_utils import analysis, judging
+from personalens_utils import analysis, judging, prompting
 from personalens_utils.analysis import scores
 from personalens_utils.data import save_benchmark
+from personalens_utils.judging import JudgingConfig
 from personalens_utils.judging.report import missing_rate
 from personalens_utils.llm import CallKind, LLMClient
 from personalens_utils.prompts.judge import JUDGE_PROMPT_VERSION
 from personalens_utils.prompts.official import load_official_prompts
 from personalens_utils.records import Dialogue, Judgment
-from personalens_utils.simulation import run_simulation
+from personalens_utils.simulation import SimulationConfig, run_simulation
 from personalens_utils.store import RunStore
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
@@ -26,12 +27,12 @@ DIMENSIONS = ["task_completion", "personalization", "naturalness_user", "turn_pe
 
 
 def run(bench, store, prompt_set: str, code: Path | None) -> tuple:
-    options = {"prompt_set": prompt_set, "official_code": code}
+    options = {"prompts": prompting.prompt_set(prompt_set, code)}
     with LLMClient("offline", progress=False, use_cache=False) as client:
-        simulated = run_simulation(bench, store, client, settings=["base", "base+I"], **options)
-        judged = judging.run_judging(
-            store, client, judging.benchmark_contexts(bench), dimensions=DIMENSIONS, **options
-        )
+        simulated = run_simulation(bench, store, client,
+                                   SimulationConfig(settings=["base", "base+I"], **options))
+        judged = judging.run_judging(store, client, judging.benchmark_contexts(bench),
+                                     JudgingConfig(dimensions=DIMENSIONS, **options))
         kinds = set(client.usage_frame()["kind"])
     return simulated, judged, kinds
 

@@ -26,6 +26,7 @@ from personalens_utils.simulation import (
     PAPER_SETTINGS,
     AssistantSetting,
     ScenarioContext,
+    SimulationConfig,
     assistant_request,
     assistant_system,
     run_simulation,
@@ -99,8 +100,9 @@ def test_the_python_assistant_sees_exactly_what_the_prompt_based_one_is_given(na
     try:
         spec = clients.spec("python:support.assistants:INSTANCE")
         run_simulation(bench, RunStore(tmp_path), clients.client(clients.spec("Claude 3 Sonnet")),
-                       assistant_client=clients.client(spec), assistant_model=spec.model,
-                       assistant_backend="python", settings=[name], task_types=["SD", "MD"], max_turns=2)
+                       SimulationConfig(assistant_client=clients.client(spec), assistant_model=spec.model,
+                                        assistant_backend="python", settings=[name], task_types=["SD", "MD"],
+                                        max_turns=2))
     finally:
         clients.close()
     dialogues = {d.scenario_id: d for d in RunStore(tmp_path).read(Dialogue)}
@@ -128,9 +130,10 @@ def test_dialogues_of_a_python_assistant_carry_its_identity_and_the_model_it_cal
         user = clients.client(clients.spec("Claude 3 Sonnet"))
         for k in ("1", "4"):
             spec = clients.spec(f"python:{RETRIEVAL}?k={k}")
-            run_simulation(bench, store, user, assistant_client=clients.client(spec),
-                           assistant_model=spec.model, assistant_backend="python", settings=["base+I"],
-                           task_types=["SD"])
+            run_simulation(bench, store, user,
+                           SimulationConfig(assistant_client=clients.client(spec), assistant_model=spec.model,
+                                            assistant_backend="python", settings=["base+I"],
+                                            task_types=["SD"]))
         usage = clients.usage_frame("simulation")
     finally:
         clients.close()
@@ -197,8 +200,9 @@ def test_a_reply_that_breaks_the_protocol_is_a_bug_naming_the_assistant(tmp_path
             spec = clients.spec(f"python:{target}")
             with pytest.raises(error, match=message):
                 run_simulation(bench, RunStore(tmp_path), clients.client(clients.spec("x")),
-                               assistant_client=clients.client(spec), assistant_model=spec.model,
-                               assistant_backend="python", task_types=["SD"])
+                               SimulationConfig(assistant_client=clients.client(spec),
+                                                assistant_model=spec.model, assistant_backend="python",
+                                                task_types=["SD"]))
         finally:
             clients.close()
     assert not RunStore(tmp_path).read(Dialogue)  # nothing stored for the items a bug broke

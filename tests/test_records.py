@@ -1,4 +1,5 @@
-"""Typed run-store records: stores written before the record types existed still load, byte for byte,
+"""Typed run-store records: stores written before the record types existed still load (those written
+before run identity once migrated), byte for byte,
 a line that does not fit names its file, line and field, and no table name is spelled outside records."""
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import pytest
 from support.records import dialogue_json, write_lines
 
 import personalens_utils
+from personalens_utils.llm import registry
 from personalens_utils.records import (
     RECORD_TYPES,
     Batch,
@@ -24,14 +26,26 @@ from personalens_utils.records import (
     RecordError,
     record_type,
 )
-from personalens_utils.store import RunStore, merge_stores
+from personalens_utils.store import RunStore, StoreMigrated, merge_stores
 
 OLD_STORE = Path(__file__).parent / "fixtures" / "store_v1"
 PACKAGE = Path(personalens_utils.__file__).parent
+MIGRATED = {Dialogue.table, Judgment.table}
+"""The tables of store_v1 written before run identity: migrated when the store is opened."""
 
 
 def _old_tables() -> list[Path]:
-    return sorted(OLD_STORE.rglob("*.jsonl"))
+    return sorted(p.relative_to(OLD_STORE) for p in OLD_STORE.rglob("*.jsonl"))
+
+
+@pytest.fixture
+def old_store(tmp_path: Path) -> Path:
+    """A copy of store_v1, opened once (its dialogues and judgments are migrated then)."""
+    shutil.copytree(OLD_STORE, tmp_path / "v1")
+    for folder in (tmp_path / "v1", tmp_path / "v1" / "batch"):
+        with pytest.warns(StoreMigrated, match="before run identity"):
+            RunStore(folder)
+    return tmp_path / "v1"
 
 
 def test_the_old_store_covers_every_record_type():
@@ -39,11 +53,13 @@ def test_the_old_store_covers_every_record_type():
         record_type("generation_md_tasks")}  # the tiny generation asked for no multi-domain task
 
 
-@pytest.mark.parametrize("path", _old_tables(), ids=lambda p: str(p.relative_to(OLD_STORE)))
-def test_every_old_record_reads_and_writes_back_the_same_bytes(path):
+@pytest.mark.parametrize("path", _old_tables(), ids=str)
+def test_every_old_record_reads_and_writes_back_the_same_bytes(old_store, path):
     kind = record_type(path.stem)
-    store = RunStore(path.parent)
-    lines = path.read_bytes().splitlines()
+    store = RunStore((old_store / path).parent)
+    lines = (old_store / path).read_bytes().splitlines()
+    if kind.table not in MIGRATED:
+        assert lines == (OLD_STORE / path).read_bytes().splitlines()
     records = store.read(kind)
     assert len(records) == len(lines)
     for line, record in zip(lines, records, strict=True):
@@ -52,28 +68,50 @@ def test_every_old_record_reads_and_writes_back_the_same_bytes(path):
 
 
 @pytest.mark.parametrize("kind", [Dialogue, Judgment, ConsistencyCheck])
-def test_old_ids_are_the_ids_computed_from_the_identity_fields(kind):
-    records = RunStore(OLD_STORE).read(kind)
+def test_ids_are_the_ids_computed_from_the_identity_fields(old_store, kind):
+    records = RunStore(old_store).read(kind)
     assert records and all(r.id == r.identity() for r in records)
 
 
-def test_a_new_record_computes_its_id_with_the_old_recipe():
-    old = RunStore(OLD_STORE).read(Dialogue)[0]
+def test_a_new_record_computes_its_id_from_its_identity(old_store):
+    old = RunStore(old_store).read(Dialogue)[0]
     assert dataclasses.replace(old, id="").id == old.id
     assert dataclasses.replace(old, id="", assistant_setting="base+I").id != old.id
 
 
-def test_batch_entries_keep_their_outcome_and_answer():
-    entries = RunStore(OLD_STORE / "batch").read(BatchEntry)
+def test_batch_entries_keep_their_outcome_and_answer(old_store):
+    entries = RunStore(old_store / "batch").read(BatchEntry)
     assert {e.status for e in entries} == {"succeeded", "errored"}
     assert all((e.text is not None) == e.succeeded for e in entries)
-    batches = RunStore(OLD_STORE / "batch").read(Batch)
+    batches = RunStore(old_store / "batch").read(Batch)
     assert {c for b in batches for c in b.entries} == {e.id for e in entries}
 
 
-def test_typed_rows_match_the_stored_layout_through_merge(tmp_path):
-    source = tmp_path / "source"
-    shutil.copytree(OLD_STORE, source)
+def test_store_v1_is_migrated_once_and_its_judgments_follow_their_dialogues(old_store):
+    store = RunStore(old_store)
+    dialogues = {d.id: d for d in store.read(Dialogue)}
+    judgments = store.read(Judgment)
+    assert judgments and all(j.dialogue_id in dialogues for j in judgments)
+    offline_id = registry.lookup("Claude 3 Sonnet").ids["offline"]
+    assert {d.user for d in dialogues.values()} == {("offline", offline_id)}
+    moved = orjson.loads((old_store / "id_migration.json").read_bytes())
+    old_ids = [orjson.loads(line)["id"] for line in (OLD_STORE / "dialogues.jsonl").read_bytes().splitlines()]
+    assert sorted(moved[Dialogue.table]) == sorted(old_ids)
+    assert sorted(moved[Dialogue.table].values()) == sorted(dialogues)
+    kept = (old_store / "dialogues.jsonl.before-run-identity").read_bytes()
+    assert kept == (OLD_STORE / "dialogues.jsonl").read_bytes()  # nothing lost
+
+
+def test_judgments_of_dialogues_kept_elsewhere_are_migrated_and_named_as_such(tmp_path):
+    shutil.copytree(OLD_STORE / "batch", tmp_path / "batch")
+    with pytest.warns(StoreMigrated, match=r"2 judgment\(s\) of dialogues kept elsewhere still name the old"):
+        store = RunStore(tmp_path / "batch")
+    old = [orjson.loads(line) for line in (OLD_STORE / "batch" / "judgments.jsonl").read_bytes().splitlines()]
+    assert [j.dialogue_id for j in store.read(Judgment)] == [row["dialogue_id"] for row in old]
+
+
+def test_typed_rows_match_the_stored_layout_through_merge(old_store, tmp_path):
+    source = old_store
     merge_stores([source], tmp_path / "merged", kinds=[Dialogue, Judgment, ConsistencyCheck, MaskStep])
     for kind in (Dialogue, Judgment, ConsistencyCheck, MaskStep):
         merged = RunStore(tmp_path / "merged").path(kind)

@@ -1,16 +1,18 @@
 """Run identity: dialogues and judgments are keyed by the backend and resolved model id of each role.
 
 An offline run is never reused for a real model (the planner simulates and judges again), a store
-holding both keeps them apart in the tables, and a store written before run identity still loads
-and is resumed on the backend it was made with.
+holding both keeps them apart in the tables, and a store written before run identity is migrated
+once, when opened, and is resumed on the backend it was made with.
 """
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import orjson
 import papermill
 import pytest
 from support.fake_server import FakeLLMServer, last_user_text
@@ -21,12 +23,13 @@ from personalens_utils import analysis, judging
 from personalens_utils.analysis import scores
 from personalens_utils.analysis.dialogue_stats import table13
 from personalens_utils.data import Benchmark, save_benchmark
+from personalens_utils.judging import JudgingConfig
 from personalens_utils.llm import LLMClient, registry
 from personalens_utils.llm.clients import Clients
 from personalens_utils.prompts.dialogue import USER_SYSTEM
 from personalens_utils.records import Dialogue, Judgment
-from personalens_utils.simulation import plan_dialogues, run_simulation
-from personalens_utils.store import RunStore
+from personalens_utils.simulation import SimulationConfig, plan_dialogues, run_simulation
+from personalens_utils.store import RunStore, StoreMigrated, stable_id
 from personalens_utils.tables import read_table
 
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
@@ -71,9 +74,9 @@ def bench() -> Benchmark:
 
 def simulate_and_judge(bench: Benchmark, store: RunStore, client: LLMClient) -> None:
     with client:
-        run_simulation(bench, store, client, user_model=MODEL, assistant_model=MODEL)
-        judging.run_judging(store, client, judging.benchmark_contexts(bench), judge_model=JUDGE,
-                            select=only(client.backend_name))
+        run_simulation(bench, store, client, SimulationConfig(user_model=MODEL, assistant_model=MODEL))
+        judging.run_judging(store, client, judging.benchmark_contexts(bench),
+                            JudgingConfig(judge_model=JUDGE, select=only(client.backend_name)))
 
 
 def test_records_carry_each_roles_backend_and_model_id_and_ids_depend_on_them(bench, tmp_path):
@@ -106,9 +109,10 @@ def test_after_an_offline_run_a_real_backend_simulates_and_judges_everything_aga
     with FakeLLMServer(reply=scripted_reply, **faults) as server:
         client = anthropic_client(server, monkeypatch)
         with client:
-            report = run_simulation(bench, store, client, user_model=MODEL, assistant_model=MODEL)
-            judged = judging.run_judging(store, client, judging.benchmark_contexts(bench), judge_model=JUDGE,
-                                         select=only("anthropic"))
+            report = run_simulation(bench, store, client,
+                                    SimulationConfig(user_model=MODEL, assistant_model=MODEL))
+            judged = judging.run_judging(store, client, judging.benchmark_contexts(bench),
+                                         JudgingConfig(judge_model=JUDGE, select=only("anthropic")))
         served = server.total("requests") - server.total("injected")
     assert report.already_done == 0 and report.statuses == {"terminated": n}
     assert judged.details["judgments_done_before"] == 0 and judged.statuses == {"ok": n * 7}
@@ -126,7 +130,8 @@ def test_after_an_offline_run_a_real_backend_simulates_and_judges_everything_aga
     # a second real run finds everything done
     with FakeLLMServer(reply=scripted_reply) as server:
         with anthropic_client(server, monkeypatch) as client:
-            again = run_simulation(bench, store, client, user_model=MODEL, assistant_model=MODEL)
+            again = run_simulation(bench, store, client,
+                                   SimulationConfig(user_model=MODEL, assistant_model=MODEL))
         assert server.total("requests") == 0
     assert again.already_done == n and again.stored == 0
 
@@ -169,53 +174,60 @@ def test_one_judge_on_two_backends_is_told_apart_by_judge_backend(bench, tmp_pat
     assert set(tidy["judge_backend"]) == {"offline"}
 
 
-def _as_before_run_identity(store: RunStore, old: Path) -> RunStore:
-    """A copy of `store` written the way the kit wrote it before run identity: no identity fields and
-    ids by the old recipe."""
-    target = RunStore(old)
-    new_to_old = {}
-    dialogues = []
-    for rec in store.records(Dialogue):
-        row = {k: v for k, v in rec.items()
-               if k not in ("user_backend", "user_model_id", "assistant_backend", "assistant_model_id")}
-        row["id"] = Dialogue.legacy_id(rec["scenario_id"], rec["user_model"], rec["assistant_model"],
-                                       rec["assistant_setting"], rec["prompt_version"])
-        new_to_old[rec["id"]] = row["id"]
-        dialogues.append(row)
+IDENTITY_KEYS = ("user_backend", "user_model_id", "assistant_backend", "assistant_model_id")
+
+
+def old_dialogue_id(row: dict[str, Any]) -> str:
+    """The id recipe before run identity, written out: no backends, no model ids."""
+    return stable_id(row["scenario_id"], row["user_model"], row["assistant_model"], row["assistant_setting"],
+                     row["prompt_version"])
+
+
+def _as_before_run_identity(store: RunStore, old: Path) -> dict[str, str]:
+    """Write a copy of `store` in `old` the way the kit wrote it before run identity (no identity fields,
+    ids by the old recipe), without opening it; the new dialogue ids by their old ones."""
+    old.mkdir()
+    new_to_old = {rec["id"]: old_dialogue_id(rec) for rec in store.records(Dialogue)}
+    dialogues = [{**{k: v for k, v in rec.items() if k not in IDENTITY_KEYS}, "id": new_to_old[rec["id"]]}
+                 for rec in store.records(Dialogue)]
     judgments = []
     for rec in store.records(Judgment):
         row = {k: v for k, v in rec.items() if k != "judge_model_id"}
         row["dialogue_id"] = new_to_old[rec["dialogue_id"]]
-        row["id"] = Judgment.legacy_id(row["dialogue_id"], rec["dimension"], rec["judge_model"],
-                                       rec["prompt_version"])
+        row["id"] = stable_id(row["dialogue_id"], rec["dimension"], rec["judge_model"], rec["prompt_version"])
         judgments.append(row)
-    write_lines(target, Dialogue, dialogues)
-    write_lines(target, Judgment, judgments)
-    return target
+    for kind, rows in ((Dialogue, dialogues), (Judgment, judgments)):
+        (old / f"{kind.table}.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    return {v: k for k, v in new_to_old.items()}
 
 
-def test_a_store_from_before_run_identity_loads_as_it_was_and_resumes_on_its_backend(bench, tmp_path):
+def test_a_store_from_before_run_identity_is_migrated_once_and_resumes_on_its_backend(bench, tmp_path):
     fresh = RunStore(tmp_path / "new")
     simulate_and_judge(bench, fresh, offline_client())
-    old = _as_before_run_identity(fresh, tmp_path / "old")
-    raw = old.records(Dialogue)
-    dialogues = old.read(Dialogue)
-    assert all(d.legacy for d in dialogues) and all(j.legacy for j in old.read(Judgment))
-    assert [d.id for d in dialogues] == [r["id"] for r in raw]
-    assert [d.to_json() for d in dialogues] == raw  # read and written back unchanged
-    offline_id = registry.resolve(MODEL, "offline")
-    assert {(d.user, d.assistant) for d in dialogues} == {(("offline", offline_id), ("offline", offline_id))}
-    assert {d.id for d in dialogues} == {Dialogue.legacy_id(d.scenario_id, MODEL, MODEL, "base", "v1")
-                                         for d in dialogues}
+    old_to_new = _as_before_run_identity(fresh, tmp_path / "old")
+    with pytest.warns(StoreMigrated, match=r"(\d+) dialogue\(s\) and (\d+) judgment\(s\) written before run"):
+        old = RunStore(tmp_path / "old")
+    # the same work, so the same identity, ids and lines as the store written today
+    assert old.records(Dialogue) == fresh.records(Dialogue)
+    assert old.records(Judgment) == fresh.records(Judgment)
+    moved = orjson.loads((tmp_path / "old" / "id_migration.json").read_bytes())
+    assert moved[Dialogue.table] == old_to_new
+    assert (tmp_path / "old" / "dialogues.jsonl.before-run-identity").exists()  # nothing lost
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        RunStore(tmp_path / "old")  # once: opening it again changes nothing
 
     n = len(bench.scenarios)
-    same = plan_dialogues(bench, old, backend="offline", user_model=MODEL, assistant_model=MODEL)
+    same = plan_dialogues(bench, old, SimulationConfig(user_model=MODEL, assistant_model=MODEL),
+                          backend="offline")
     assert same.items == [] and same.already_done == n
-    other = plan_dialogues(bench, old, backend="anthropic", user_model=MODEL, assistant_model=MODEL)
+    other = plan_dialogues(bench, old, SimulationConfig(user_model=MODEL, assistant_model=MODEL),
+                           backend="anthropic")
     assert len(other.items) == n
     with offline_client() as client:
-        rerun = run_simulation(bench, old, client, user_model=MODEL, assistant_model=MODEL)
-        rejudged = judging.run_judging(old, client, judging.benchmark_contexts(bench), judge_model=JUDGE)
+        rerun = run_simulation(bench, old, client, SimulationConfig(user_model=MODEL, assistant_model=MODEL))
+        rejudged = judging.run_judging(old, client, judging.benchmark_contexts(bench),
+                                       JudgingConfig(judge_model=JUDGE))
     assert rerun.stored == 0 and rerun.already_done == n
     assert rejudged.stored == 0 and rejudged.details["judgments_done_before"] == n * 7
 
@@ -259,24 +271,27 @@ def test_notebook_03_on_a_real_backend_after_an_offline_run_simulates_again(tmp_
     assert stats["# Dialogues"].sum() == n
 
 
-def test_an_old_record_of_a_model_now_retired_reads_as_what_it_was_and_is_not_reused(bench, tmp_path):
+def test_an_old_record_of_a_model_now_retired_migrates_as_what_it_was_and_is_not_reused(bench, tmp_path):
     paper_model = "Claude 3 Sonnet"  # retired on the Anthropic API: today's runs call its successor
     successor = registry.resolve(paper_model, "anthropic")
     original = registry.lookup(paper_model).ids["anthropic"]
     assert successor != original
-    store = RunStore(tmp_path)
     scenario = bench.scenarios.iloc[0]
-    old_id = Dialogue.legacy_id(scenario["scenario_id"], paper_model, paper_model, "base", "v1")
-    write_lines(store, Dialogue, [dialogue_json(
-        old_id, scenario_id=scenario["scenario_id"], user_id=int(scenario["user_id"]),
-        task_id=scenario["task_id"], task_type=scenario["task_type"], user_model=paper_model,
-        assistant_model=paper_model, backend="anthropic")])
+    row = dialogue_json("", scenario_id=scenario["scenario_id"], user_id=int(scenario["user_id"]),
+                        task_id=scenario["task_id"], task_type=scenario["task_type"], user_model=paper_model,
+                        assistant_model=paper_model, backend="anthropic")
+    row = {k: v for k, v in row.items() if k not in IDENTITY_KEYS}
+    row["id"] = old_id = old_dialogue_id(row)
+    (tmp_path / "dialogues.jsonl").write_bytes(orjson.dumps(row) + b"\n")
+    with pytest.warns(StoreMigrated):
+        store = RunStore(tmp_path)
     (old,) = store.read(Dialogue)
-    assert old.legacy and old.user == old.assistant == ("anthropic", original)
-    planned = plan_dialogues(bench, store, backend="anthropic", user_model=paper_model,
-                             assistant_model=paper_model)
+    assert old.user == old.assistant == ("anthropic", original) and old.id != old_id
+    planned = plan_dialogues(bench, store,
+                             SimulationConfig(user_model=paper_model, assistant_model=paper_model),
+                             backend="anthropic")
     assert planned.already_done == 0 and len(planned.items) == len(bench.scenarios)
-    assert old_id not in {i for item in planned.items for i in item.ids}
+    assert old.id not in {i for item in planned.items for i in item.ids}
     tidy_dialogues = scores.load_dialogues(store)
     assert tidy_dialogues.loc[0, "assistant_model_id"] == original
 
@@ -289,32 +304,39 @@ def test_a_real_judge_leaves_offline_made_dialogues_alone_unless_asked(bench, tm
     with FakeLLMServer(reply=scripted_reply) as server:
         real = anthropic_client(server, monkeypatch)
         try:
-            run_simulation(bench, store, offline, task_types=["SD"])  # offline user and assistant
-            run_simulation(bench, store, real, user_model=MODEL, assistant_model=python.model,
-                           assistant_client=clients.client(python), assistant_backend="python",
-                           task_types=["SD"])  # a real user agent, but the assistant's model is offline
-            run_simulation(bench, store, real, user_model=MODEL, assistant_model=MODEL, task_types=["SD"])
+            # offline user and assistant
+            run_simulation(bench, store, offline, SimulationConfig(task_types=["SD"]))
+            run_simulation(bench, store, real,
+                           SimulationConfig(user_model=MODEL, assistant_model=python.model,
+                                            assistant_client=clients.client(python),
+                                            assistant_backend="python", task_types=["SD"]))
+            # above: a real user agent, but the assistant's model is offline
+            run_simulation(bench, store, real,
+                           SimulationConfig(user_model=MODEL, assistant_model=MODEL, task_types=["SD"]))
             dialogues = store.read(Dialogue)
             made_offline = [d for d in dialogues if d.made_offline]
             assert len(dialogues) == 3 * 6 and len(made_offline) == 2 * 6
             contexts = judging.benchmark_contexts(bench)
             options = dict(judge_model=JUDGE, dimensions=["personalization"])
-            estimate = judging.estimate_judging(store, contexts, backend="anthropic", **options)
+            estimate = judging.estimate_judging(store, contexts, JudgingConfig(**options),
+                                                backend="anthropic")
             skipped = "12 finished dialogue(s) made on the offline backend"
             assert estimate.calls == 6 and skipped in str(estimate)
-            report = judging.run_judging(store, real, contexts, **options)
+            report = judging.run_judging(store, real, contexts, JudgingConfig(**options))
             assert report.statuses == {"ok": 6}
             note = judging.skipped_offline_note(report.details)
             assert note.startswith(f"{skipped} were not judged by the anthropic judge")
             assert "judge_offline_dialogues=True" in note
             judged = {j.dialogue_id for j in store.read(Judgment)}
             assert judged == {d.id for d in dialogues if not d.made_offline}
-            anyway = judging.run_judging(store, real, contexts, offline_dialogues=True, **options)
+            anyway = judging.run_judging(store, real, contexts,
+                                         JudgingConfig(offline_dialogues=True, **options))
             assert anyway.statuses == {"ok": 12} and not judging.skipped_offline_note(anyway.details)
         finally:
             real.close()
             clients.close()
     # an offline judge judges every dialogue by default, and says nothing about skipping
-    by_offline = judging.run_judging(store, offline, judging.benchmark_contexts(bench), **options)
+    by_offline = judging.run_judging(store, offline, judging.benchmark_contexts(bench),
+                                     JudgingConfig(**options))
     assert by_offline.statuses == {"ok": 18} and not judging.skipped_offline_note(by_offline.details)
     offline.close()

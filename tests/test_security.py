@@ -23,7 +23,7 @@ from test_batch_support import judge_reply
 from test_simulation_support import tiny_benchmark
 
 from personalens_utils.data import load_benchmark, save_benchmark
-from personalens_utils.judging import benchmark_contexts, run_judging_batch
+from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging_batch
 from personalens_utils.llm import LLMClient
 from personalens_utils.prompts.dialogue import USER_SYSTEM
 from personalens_utils.records import Batch, BatchEntry, Dialogue, Judgment
@@ -94,8 +94,8 @@ def test_the_api_key_is_in_no_notebook_log_cache_entry_run_file_or_output(tmp_pa
                 )
         contexts = benchmark_contexts(load_benchmark(tmp_path / "bench"))
         with LLMClient("anthropic", progress=False) as client:
-            report = run_judging_batch(RunStore(run), client, contexts, judge_model="Claude Opus 4.6",
-                                       poll_interval_s=0.01)
+            report = run_judging_batch(RunStore(run), client, contexts,
+                                       JudgingConfig(judge_model="Claude Opus 4.6", poll_interval_s=0.01))
         assert server.total("401") == 0 and server.total("requests") > 0
 
     store = RunStore(run)

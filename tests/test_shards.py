@@ -12,10 +12,11 @@ from support.records import dialogue_json
 from test_simulation_support import tiny_benchmark
 
 from personalens_utils import judging
+from personalens_utils.judging import JudgingConfig
 from personalens_utils.llm.client import LLMClient
 from personalens_utils.records import Dialogue, Judgment
 from personalens_utils.shards import Shard, ShardError
-from personalens_utils.simulation import plan_dialogues, run_simulation
+from personalens_utils.simulation import SimulationConfig, plan_dialogues, run_simulation
 from personalens_utils.store import DuplicateRecordError, RunStore, StoreError, merge_stores
 
 SETTINGS = ["base", "base+I"]
@@ -53,9 +54,9 @@ def bench():
 
 def run(bench, run_dir, shard=None):
     with LLMClient("offline", max_concurrency=4, progress=False) as client:
-        summary = run_simulation(bench, run_dir, client, settings=SETTINGS, shard=shard)
+        summary = run_simulation(bench, run_dir, client, SimulationConfig(settings=SETTINGS, shard=shard))
         judging.run_judging(RunStore(run_dir), client, judging.benchmark_contexts(bench),
-                            dimensions=DIMENSIONS, shard=shard)
+                            JudgingConfig(dimensions=DIMENSIONS, shard=shard))
     return summary
 
 
@@ -83,7 +84,7 @@ def test_shards_split_the_run_and_merge_into_the_unsplit_result(bench, tmp_path)
     assert again["appended"].sum() == 0 and again["already_in_target"].sum() == report["records"].sum()
     # the planner agrees: nothing of any shard is left to run in the merged store
     merged = RunStore(tmp_path / "merged")
-    assert plan_dialogues(bench, merged, backend="offline", settings=SETTINGS).items == []
+    assert plan_dialogues(bench, merged, SimulationConfig(settings=SETTINGS), backend="offline").items == []
 
 
 def write(path, recs):

@@ -18,6 +18,7 @@ from personalens_utils.simulation import (
     AssistantSetting,
     ScenarioContext,
     SettingError,
+    SimulationConfig,
     assistant_request,
     dialogue_frame,
     plan_dialogues,
@@ -190,10 +191,10 @@ def test_terminate_in_the_opening_does_not_end_the_dialogue(bench):
 
 def test_rerun_skips_finished_dialogues(bench, tmp_path):
     client, backend = client_for(polite)
-    first = run_simulation(bench, tmp_path, client, settings=["base", "base+I"])
+    first = run_simulation(bench, tmp_path, client, SimulationConfig(settings=["base", "base+I"]))
     assert first.planned == 24 and first.statuses == {"terminated": 24}
     calls = sum(backend.calls.values())
-    again = run_simulation(bench, tmp_path, client, settings=["base", "base+I"])
+    again = run_simulation(bench, tmp_path, client, SimulationConfig(settings=["base", "base+I"]))
     assert again.planned == 0 and again.already_done == 24
     assert sum(backend.calls.values()) == calls
     frame = dialogue_frame(tmp_path)
@@ -220,7 +221,7 @@ def test_a_failing_dialogue_is_stored_as_error_and_retried_on_demand(bench, tmp_
     assert all("529" in r["error"] or "overloaded" in r["error"] for r in errors)
     assert run_simulation(bench, tmp_path, client).planned == 0
     broken["on"] = False
-    retried = run_simulation(bench, tmp_path, client, retry_errors=True)
+    retried = run_simulation(bench, tmp_path, client, SimulationConfig(retry_errors=True))
     assert retried.planned == 3 and retried.statuses == {"terminated": 3}
     records = RunStore(tmp_path).records(Dialogue)
     assert len(records) == 12 and all(r["status"] == "terminated" for r in records)
@@ -238,14 +239,14 @@ def test_an_authentication_failure_stops_the_run(bench, tmp_path):
 
 def test_plan_rejects_unknown_task_types(bench, tmp_path):
     with pytest.raises(ValueError, match="task type"):
-        plan_dialogues(bench, RunStore(tmp_path), backend="offline", task_types=["XD"])
+        plan_dialogues(bench, RunStore(tmp_path), SimulationConfig(task_types=["XD"]), backend="offline")
 
 
 def test_offline_runs_repeat_exactly_for_a_seed(bench, tmp_path):
     runs = []
     for name, seed in (("a", 0), ("b", 0), ("c", 7)):
         client = LLMClient("offline", progress=False, seed=seed)
-        run_simulation(bench, tmp_path / name, client, settings=["base", "base+I"])
+        run_simulation(bench, tmp_path / name, client, SimulationConfig(settings=["base", "base+I"]))
         runs.append(sorted(RunStore(tmp_path / name).records(Dialogue), key=lambda r: r["id"]))
     assert runs[0] == runs[1]
     assert [r["turns"] for r in runs[0]] != [r["turns"] for r in runs[2]]

@@ -12,7 +12,7 @@ from test_simulation_support import tiny_benchmark
 from personalens_utils.llm import LLMClient
 from personalens_utils.prompts.dialogue import USER_SYSTEM
 from personalens_utils.records import Dialogue
-from personalens_utils.simulation import run_simulation
+from personalens_utils.simulation import SimulationConfig, run_simulation
 from personalens_utils.store import RunStore
 
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
@@ -39,7 +39,8 @@ def test_two_hundred_dialogues_survive_injected_server_errors(tmp_path, monkeypa
         monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key-not-secret")
         with LLMClient("anthropic", max_concurrency=16, use_cache=False, progress=False,
                        retry_base_s=0.01, retry_cap_s=0.05) as client:
-            summary = run_simulation(bench, tmp_path, client, user_model=MODEL, assistant_model=MODEL)
+            summary = run_simulation(bench, tmp_path, client,
+                                     SimulationConfig(user_model=MODEL, assistant_model=MODEL))
             booked = client.usage_frame("simulation")
         injected = server.total("injected")
         requests = server.total("requests")

@@ -23,7 +23,7 @@ import asyncio, logging, sys
 from personalens_utils.data import load_benchmark
 from personalens_utils.llm.client import LLMClient
 from personalens_utils.llm.offline import OfflineBackend
-from personalens_utils.simulation import run_simulation
+from personalens_utils.simulation import SimulationConfig, run_simulation
 
 class SlowOffline(OfflineBackend):
     async def acomplete(self, request, model):
@@ -36,7 +36,7 @@ log = logging.getLogger("personalens_utils.simulation")
 log.addHandler(handler)
 log.setLevel(logging.DEBUG)
 client = LLMClient(SlowOffline(), max_concurrency=4, progress=False)
-summary = run_simulation(load_benchmark(bench_dir), run_dir, client, settings=SETTINGS)
+summary = run_simulation(load_benchmark(bench_dir), run_dir, client, SimulationConfig(settings=SETTINGS))
 print(summary.planned, summary.already_done, dict(summary.statuses))
 """.replace("SETTINGS", repr(SETTINGS))
 

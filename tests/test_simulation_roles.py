@@ -18,7 +18,7 @@ from personalens_utils.llm import PreflightError, Usage, registry
 from personalens_utils.llm.clients import Clients
 from personalens_utils.records import Dialogue, Judgment
 from personalens_utils.session import Session
-from personalens_utils.simulation import estimate_simulation, plan_dialogues, run_simulation
+from personalens_utils.simulation import SimulationConfig, estimate_simulation, plan_dialogues, run_simulation
 from personalens_utils.store import RunStore
 
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
@@ -42,9 +42,9 @@ def test_user_agent_and_assistant_each_reach_only_their_own_server(tmp_path, mon
                           progress=False, retry_base_s=0.01, retry_cap_s=0.05)
         user, assistant = clients.spec(USER), clients.spec(ASSISTANT)
         try:
-            report = run_simulation(bench, store, clients.client(user), user_model=user.model,
-                                    assistant_model=assistant.model,
-                                    assistant_client=clients.client(assistant))
+            report = run_simulation(bench, store, clients.client(user),
+                                    SimulationConfig(user_model=user.model, assistant_model=assistant.model,
+                                                     assistant_client=clients.client(assistant)))
             usage = clients.usage_frame("simulation")
         finally:
             clients.close()
@@ -61,11 +61,13 @@ def test_user_agent_and_assistant_each_reach_only_their_own_server(tmp_path, mon
     by_role = usage.groupby(["role", "backend"])["calls"].sum().to_dict()
     assert by_role == {("assistant", "openai"): turns, ("user agent", "anthropic"): turns}
     # the same roles again find everything done; the assistant on the user's backend is other work
-    again = plan_dialogues(bench, store, backend="anthropic", assistant_backend="openai",
-                           user_model=user.model, assistant_model=assistant.model)
+    again = plan_dialogues(bench, store,
+                           SimulationConfig(user_model=user.model, assistant_model=assistant.model),
+                           backend="anthropic", assistant_backend="openai")
     assert not again.items and again.already_done == n
-    other = plan_dialogues(bench, store, backend="anthropic", user_model=user.model,
-                           assistant_model=assistant.model)
+    other = plan_dialogues(bench, store,
+                           SimulationConfig(user_model=user.model, assistant_model=assistant.model),
+                           backend="anthropic")
     assert len(other.items) == n
 
 
@@ -82,15 +84,17 @@ def test_a_budget_counts_the_spending_of_the_assistants_own_client(tmp_path, mon
         options = dict(user_model=user.model, assistant_model=assistant.model,
                        assistant_client=clients.client(assistant), assistant_backend="anthropic")
         try:
-            whole = run_simulation(bench, RunStore(tmp_path / "uncapped"), clients.client(user), **options)
+            whole = run_simulation(bench, RunStore(tmp_path / "uncapped"), clients.client(user),
+                                   SimulationConfig(**options))
             limit = whole.cost_usd / 2
-            report = run_simulation(bench, store, clients.client(user), max_cost_usd=limit, **options)
+            report = run_simulation(bench, store, clients.client(user),
+                                    SimulationConfig(max_cost_usd=limit, **options))
             assert report.status == "budget reached"
             assert report.cost_usd >= limit  # the assistant's spending, booked in the report
             kept = store.read(Dialogue)
             assert 0 < len(kept) < len(bench.scenarios) and {d.status for d in kept} == {"terminated"}
             assert report.left_by_budget == len(bench.scenarios) - len(kept)
-            rest = run_simulation(bench, store, clients.client(user), **options)
+            rest = run_simulation(bench, store, clients.client(user), SimulationConfig(**options))
         finally:
             clients.close()
     assert rest.status == "complete" and len(store.read(Dialogue)) == len(bench.scenarios)
@@ -101,8 +105,9 @@ def test_the_estimate_prices_each_role_on_its_own_backend(tmp_path):
     haiku = registry.resolve("claude-haiku-4-5", "anthropic")
 
     def rows(**options):
-        table = estimate_simulation(bench, RunStore(tmp_path), backend="offline",
-                                    user_model="Claude 3 Sonnet", **options).table
+        table = estimate_simulation(bench, RunStore(tmp_path),
+                                    SimulationConfig(user_model="Claude 3 Sonnet", **options),
+                                    backend="offline").table
         return {kind: row for kind, row in table.set_index("kind").iterrows() if kind}
 
     priced = rows(assistant_model="claude-haiku-4-5", assistant_backend="anthropic")
@@ -118,9 +123,11 @@ def test_the_estimate_prices_each_role_on_its_own_backend(tmp_path):
     assert (turn["backend"], turn["model"]) == ("anthropic", "claude-haiku-4-5")
     assert python["assistant_turn"]["cost_usd"] == pytest.approx(assistant["cost_usd"])
     # an assistant on a self-hosted server has no price; the user agent on Claude still has one
-    hosted = estimate_simulation(bench, RunStore(tmp_path), backend="anthropic",
-                                 user_model="claude-haiku-4-5", assistant_model="Qwen/Qwen2.5-7B-Instruct",
-                                 assistant_backend="openai")
+    hosted = estimate_simulation(bench, RunStore(tmp_path),
+                                 SimulationConfig(user_model="claude-haiku-4-5",
+                                                  assistant_model="Qwen/Qwen2.5-7B-Instruct",
+                                                  assistant_backend="openai"),
+                                 backend="anthropic")
     by_kind = hosted.table.set_index("kind")["cost_usd"]
     assert by_kind["user_turn"] > 0 and math.isnan(by_kind["assistant_turn"])
 

@@ -20,7 +20,9 @@ def record(rid: str, task_type: str, n_turns: int, output_tokens: int, *, status
                   {"role": "assistant", "content": " ".join(["word"] * words)}]
     return {"id": rid, "scenario_id": f"user1/{rid}", "user_id": 1, "task_id": rid, "task_type": task_type,
             "domains": ["Alarm"], "user_model": "u", "assistant_model": "a", "assistant_setting": setting,
-            "prompt_version": "v1", "backend": backend, "status": status, "error": None, "turns": turns,
+            "prompt_version": "v1", "backend": backend, "user_backend": backend, "user_model_id": "u",
+            "assistant_backend": backend, "assistant_model_id": "a", "status": status, "error": None,
+            "turns": turns,
             "n_turns": n_turns, "usage": {"input_tokens": 5, "output_tokens": output_tokens,
                                           "cache_read_tokens": 0, "cache_write_tokens": 0},
             "cost_usd": 0.0, "retries": 0}

@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from personalens_utils import judging
+from personalens_utils import judging, prompting
 from personalens_utils.data import load_benchmark
+from personalens_utils.judging import JudgingConfig
 from personalens_utils.llm.clients import Clients
 from personalens_utils.llm.specs import ModelSpec
-from personalens_utils.simulation import run_simulation
+from personalens_utils.simulation import SimulationConfig, run_simulation
 from personalens_utils.store import RunStore
 
 FIXTURE = Path(__file__).parent / "fixtures" / "store_v2"
@@ -39,22 +40,28 @@ def test_the_store_written_before_issue_19_is_reused_without_a_call(old_store: P
     client = clients.client(ModelSpec("offline", ""))
     reports = []
     for prompt_set in ("kit", "official"):
-        reports.append(run_simulation(bench, store, client, settings=["base", "base+all"],
-                                      task_types=["SD", "MD"], user_model=MODEL, assistant_model=MODEL,
-                                      max_turns=3,
-                                      prompt_set=prompt_set, official_code=str(official_code)))
+        prompts = prompting.prompt_set(prompt_set, str(official_code))
+        reports.append(run_simulation(bench, store, client,
+                                      SimulationConfig(settings=["base", "base+all"], task_types=["SD", "MD"],
+                                                       user_model=MODEL, assistant_model=MODEL, max_turns=3,
+                                                       prompts=prompts)))
     spec = ModelSpec.parse(RETRIEVAL, "offline")
-    reports.append(run_simulation(bench, store, client, assistant_client=clients.client(spec),
-                                  assistant_backend="python", settings=["base+I"], task_types=["SD"],
-                                  user_model=MODEL, assistant_model=spec.model, max_turns=2))
+    reports.append(run_simulation(bench, store, client,
+                                  SimulationConfig(assistant_client=clients.client(spec),
+                                                   assistant_backend="python", settings=["base+I"],
+                                                   task_types=["SD"], user_model=MODEL,
+                                                   assistant_model=spec.model, max_turns=2)))
     contexts = judging.benchmark_contexts(bench)
     for prompt_set in ("kit", "official"):
-        reports.append(judging.run_judging(store, client, contexts, judge_model=JUDGE, prompt_set=prompt_set,
-                                           official_code=str(official_code), offline_dialogues=True,
-                                           select=lambda d, p=prompt_set: d.prompt_set == p))
-    reports.append(judging.run_judging(store, client, contexts, judge_model=JUDGE,
-                                       dimensions=["turn_personalization"], offline_dialogues=True,
-                                       select=lambda d: d.prompt_set == "kit"))
+        prompts = prompting.prompt_set(prompt_set, str(official_code))
+        reports.append(judging.run_judging(store, client, contexts,
+                                           JudgingConfig(judge_model=JUDGE, offline_dialogues=True,
+                                                         select=lambda d, p=prompt_set: d.prompt_set == p,
+                                                         prompts=prompts)))
+    reports.append(judging.run_judging(store, client, contexts,
+                                       JudgingConfig(judge_model=JUDGE, dimensions=["turn_personalization"],
+                                                     offline_dialogues=True,
+                                                     select=lambda d: d.prompt_set == "kit")))
     usage = clients.usage_frame()
     clients.close()
     assert usage.empty or int(usage["calls"].sum()) == 0, usage

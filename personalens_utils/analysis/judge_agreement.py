@@ -18,7 +18,8 @@ from personalens_utils.analysis import agreement, annotation
 from personalens_utils.analysis.scores import PERSONALIZATION, SCALES, TASK_COMPLETION, backends, load_scores
 from personalens_utils.analysis.tables import MAIN_SETTING, provenance_note
 from personalens_utils.data import Benchmark
-from personalens_utils.judging import benchmark_contexts, judge_model_key, run_judging
+from personalens_utils.judging import JudgingConfig, benchmark_contexts, judge_model_key, run_judging
+from personalens_utils.prompting import KIT, PromptSet
 from personalens_utils.store import RunStore
 from personalens_utils.tables import Source, TableResult
 
@@ -168,12 +169,11 @@ def agreement_for_run(
     sheets: Any = None,
     n: int = 100,
     seed: int = 0,
-    prompt_set: str = "kit",
-    official_code: str | None = None,
+    prompts: PromptSet = KIT,
 ) -> tuple[TableResult, dict[str, Path]]:
     """Table 5 for a run: export the annotation sample, then compare the judge with the filled sheets,
     or, with none, judge the sample again with `second_judge_model` and compare the two judges; both
-    judges' scores are those made with the prompts of `prompt_set` (docs/judging.md).
+    judges' scores are those made with the judge prompts of `prompts` (docs/judging.md).
     """
     store = store if isinstance(store, RunStore) else RunStore(store)
     origin = f"run store {store.root.name}/"
@@ -183,7 +183,7 @@ def agreement_for_run(
     ids = set(annotation.read_manifest(paths["manifest"])["dialogue_ids"])
 
     def sample(model: str) -> pd.DataFrame:
-        tidy = load_scores(store, judge_model=model, judge_prompt_set=prompt_set)
+        tidy = load_scores(store, judge_model=model, judge_prompt_set=prompts.name)
         return tidy[tidy["dialogue_id"].isin(ids) & tidy["dimension"].isin(AGREEMENT_DIMENSIONS)]
 
     judge = sample(judge_model)
@@ -197,16 +197,9 @@ def agreement_for_run(
             origin=origin,
         )
         return result, paths
-    run_judging(
-        store,
-        client,
-        benchmark_contexts(benchmark),
-        judge_model=second_judge_model,
-        dimensions=AGREEMENT_DIMENSIONS,
-        select=lambda d: d.id in ids,
-        prompt_set=prompt_set,
-        official_code=official_code,
-    )
+    run_judging(store, client, benchmark_contexts(benchmark),
+                JudgingConfig(judge_model=second_judge_model, dimensions=AGREEMENT_DIMENSIONS,
+                              select=lambda d: d.id in ids, prompts=prompts))
     second = sample(second_judge_model)
     result = table5(
         judge,

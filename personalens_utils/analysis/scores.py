@@ -28,10 +28,11 @@ import numpy as np
 import pandas as pd
 
 from personalens_utils.analysis.stats import bootstrap_ci
+from personalens_utils.identity import legacy_model_id
 from personalens_utils.judging import DIMENSIONS as JUDGE_DIMENSIONS
 from personalens_utils.judging import OFFICIAL, STRICT, check_scoring, judge_model_key, score_under
 from personalens_utils.llm.python_assistant import calls_backend
-from personalens_utils.records import KIT_PROMPTS, Dialogue, Judgment, Record, legacy_model_id
+from personalens_utils.records import KIT_PROMPTS, Dialogue, Judgment, Record
 from personalens_utils.store import RunStore
 
 TASK_COMPLETION = "task_completion"

@@ -18,8 +18,8 @@ from typing import Any
 
 from personalens_utils.data import Benchmark
 from personalens_utils.judging import JudgingError, judge_context
+from personalens_utils.prompting import ScenarioContext
 from personalens_utils.records import Dialogue
-from personalens_utils.simulation.prompting import ScenarioContext
 from personalens_utils.store import RunStore
 
 from .annotate import Annotator

@@ -2,12 +2,16 @@
 
 By concern: `dimensions` (what is scored, with its template and parser), `parsing` (reading answers
 strictly, and as the official code does), `scoring` (the two rules over a stored answer), `requests`
-(the judge's context and calls), `answers` (answers to records), `plan` (what is left to judge, the
-cost estimate), `runner` (online), `batch` (Message Batches), `report`.
+(the judge's context and calls), `answers` (answers to records), `config` (`JudgingConfig`: what a
+run is asked to do), `plan` (what is left to judge, the cost estimate), `runner` (online), `batch`
+(Message Batches), `report`.
 This module re-exports what notebooks and scripts use.
 """
 
+from personalens_utils.prompting.kit import build_prompt, judge_request
+
 from .batch import run_judging_batch
+from .config import JudgingConfig
 from .dimensions import (
     ALL_DIMENSIONS,
     DEFAULT_JUDGE_MODEL,
@@ -16,7 +20,6 @@ from .dimensions import (
     JudgingError,
     dimensions_from,
     judge_model_key,
-    judgment_id,
 )
 from .plan import (
     JUDGEABLE_STATUSES,
@@ -28,7 +31,7 @@ from .plan import (
     skipped_offline_note,
 )
 from .report import missing_rate
-from .requests import benchmark_contexts, build_prompt, dimension_requests, judge_context, judge_request
+from .requests import benchmark_contexts, dimension_requests, judge_context
 from .runner import judge_dialogue, run_judging
 from .scoring import OFFICIAL, SCORING_RULES, STRICT, check_scoring, official_reading, score_under
 
@@ -41,6 +44,7 @@ __all__ = [
     "SCORING_RULES",
     "STRICT",
     "Dimension",
+    "JudgingConfig",
     "JudgingError",
     "benchmark_contexts",
     "build_prompt",
@@ -54,7 +58,6 @@ __all__ = [
     "judge_model_key",
     "judge_request",
     "judged_users",
-    "judgment_id",
     "missing_rate",
     "official_reading",
     "run_judging",

@@ -8,7 +8,7 @@ what differs is that the calls go out in batches whose ids are kept in the run s
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,15 +16,14 @@ from personalens_utils import engine
 from personalens_utils.engine import StageReport
 from personalens_utils.llm.batch import BatchRunner, Outcome
 from personalens_utils.llm.client import LLMClient
-from personalens_utils.prompts import judge as prompts
-from personalens_utils.prompts.official import OfficialPrompts
 from personalens_utils.records import Batch, BatchEntry, Judgment
 from personalens_utils.store import RunStore
 
 from .answers import combine, error_fields, judgment_record, score_fields
-from .dimensions import DEFAULT_JUDGE_MODEL, Dimension
-from .plan import Select, plan_judging
-from .requests import ContextFor, dimension_requests, judge_prompt_identity, official_judged, reminder_request
+from .config import JudgingConfig
+from .dimensions import Dimension
+from .plan import plan_judging
+from .requests import ContextFor, dimension_requests, reminder_request
 
 STAGE = "judging"
 
@@ -53,20 +52,7 @@ class StoredBatches:
 
 
 def run_judging_batch(
-    store: RunStore,
-    client: LLMClient,
-    context_for: ContextFor,
-    *,
-    judge_model: str = DEFAULT_JUDGE_MODEL,
-    dimensions: Iterable[str] | None = None,
-    prompt_version: str = prompts.JUDGE_PROMPT_VERSION,
-    select: Select | None = None,
-    poll_interval_s: float = 60.0,
-    max_rounds: int = 3,
-    max_wait_s: float | None = None,
-    retry_errors: bool = True,
-    official: OfficialPrompts | None = None,
-    offline_dialogues: bool | None = None,
+    store: RunStore, client: LLMClient, context_for: ContextFor, config: JudgingConfig | None = None
 ) -> StageReport:
     """`run_judging` through the Anthropic Message Batches API, at batch prices (docs/scale.md).
 
@@ -77,12 +63,12 @@ def run_judging_batch(
     `max_rounds` times, then stored as error records with the reason. With `max_wait_s` the call
     returns after that long; the report's `pending` judgments are finished by a later call.
     """
+    config = config or JudgingConfig()
     started = time.perf_counter()
-    runner = BatchRunner(client, StoredBatches(store), poll_interval_s=poll_interval_s,
-                         max_rounds=max_rounds, max_wait_s=max_wait_s)
-    planned = plan_judging(store, judge_model=judge_model, backend=client.backend_name, dimensions=dimensions,
-                           prompt_version=prompt_version, select=select, retry_errors=retry_errors,
-                           official=official, offline_dialogues=offline_dialogues)
+    runner = BatchRunner(client, StoredBatches(store), poll_interval_s=config.poll_interval_s,
+                         max_rounds=config.max_rounds, max_wait_s=config.max_wait_s)
+    planned = plan_judging(store, config, client.backend_name)
+    prompts = config.prompts
     report = StageReport(STAGE, details=planned.details())
     report.start(planned.plan)
     model_key = planned.model_key
@@ -91,7 +77,8 @@ def run_judging_batch(
         context = context_for(item.payload)
         for dim in planned.todo(item.payload.id, item.ids):
             jid = planned.ids[item.payload.id, dim.name]
-            calls.append((item.payload.id, dim, jid, dimension_requests(dim, context, judge_model, official)))
+            requests = dimension_requests(dim, context, config.judge_model, prompts)
+            calls.append((item.payload.id, dim, jid, requests))
     firsts = {f"{jid}:{k}:1": (dim, r) for _, dim, jid, reqs in calls for k, r in enumerate(reqs)}
     before = client.totals()
     with client.stage(STAGE):
@@ -100,20 +87,20 @@ def run_judging_batch(
             key[:-1] + "2": reminder_request(firsts[key][1], outcome.response.text, firsts[key][0])
             for key, outcome in got.items()
             if outcome.response is not None and not firsts[key][0].parse(outcome.response.text).ok
-            and not official_judged(firsts[key][0], official)
+            and prompts.judge_set(firsts[key][0]).reminds
         }
         if reminders:
             got |= runner.run(reminders)
     records: list[Judgment] = []
     for dialogue_id, dim, jid, reqs in calls:
         outcomes = [(got.get(f"{jid}:{k}:1"), got.get(f"{jid}:{k}:2")) for k in range(len(reqs))]
-        fields = _batch_fields(dim, outcomes, reminded=not official_judged(dim, official))
+        fields = _batch_fields(dim, outcomes, reminded=prompts.judge_set(dim).reminds)
         if fields is None:
             report.pending += 1
         else:
-            prompt_set, version = judge_prompt_identity(dim, official, prompt_version)
+            name, version = prompts.judge_identity(dim, config.prompt_version)
             records.append(judgment_record(dialogue_id, dim, model_key, version, client.backend_name, fields,
-                                           prompt_set))
+                                           name))
     engine.store_finished(store, report, records)
     report.spent(before, client.totals())
     report.elapsed_s = time.perf_counter() - started

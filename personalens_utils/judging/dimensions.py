@@ -3,7 +3,7 @@
 The templates live in `prompts.judge` (where to change a prompt); a dimension names the pair it
 uses, so the judge request builder and the parser never branch on dimension names. Judgments are
 keyed by dimension name, judge model (its registry name), prompt version and the judge's run identity:
-its backend and the model id that backend is called with (`judgment_id`).
+its backend and the model id that backend is called with (`identity.judgment_id`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 from personalens_utils.llm import registry as model_registry
 from personalens_utils.prompts import judge as prompts
-from personalens_utils.records import KIT_PROMPTS, Judgment, resolved_model
 
 from .parsing import ParsedAnswer, parse_score, parse_verdict
 
@@ -100,14 +99,3 @@ def judge_model_key(model: str) -> str:
         raise JudgingError("judge_model is empty; name the model that judges (e.g. 'Claude 3.5 Sonnet')")
     info = model_registry.lookup(model)
     return info.name if info is not None else model
-
-
-def judgment_id(
-    dialogue_id: str, dimension: str, judge_model: str, prompt_version: str, *, backend: str,
-    prompt_set: str = KIT_PROMPTS,
-) -> str:
-    """The stable id of one judgment by `judge_model` (its key) on `backend` with the prompts of
-    `prompt_set` (docs/architecture.md)."""
-    judge = (backend, resolved_model(judge_model, backend))
-    return Judgment.make_id(dialogue_id, dimension, judge_model, prompt_version, judge, prompt_set)
-

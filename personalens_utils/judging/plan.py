@@ -3,45 +3,35 @@
 Both runners (online and batch) and the cost estimate plan with `plan_judging` (the stage engine's
 planning: a work item is one dialogue, its record ids the judgments still to make), so an
 estimate counts exactly the judgments a run with the same arguments would make. A judgment belongs
-to its judge's backend: judging on another backend makes new records; a judgment stored before run
-identity counts as done when it was made on the backend asked for.
+to its judge's backend: judging on another backend makes new records.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from personalens_utils import engine
 from personalens_utils.data import UsersArg, resolve_users
 from personalens_utils.engine import Plan
+from personalens_utils.identity import Role, judgment_id
 from personalens_utils.llm.budget import CostEstimate, Tally
 from personalens_utils.llm.registry import KNOWN_BACKENDS
-from personalens_utils.prompts import judge as prompts
-from personalens_utils.prompts.official import OfficialPrompts, prompts_for
-from personalens_utils.records import Dialogue, Judgment, current_id, resolved_model
+from personalens_utils.prompting import KIT, PromptSet
+from personalens_utils.records import Dialogue, Judgment
 from personalens_utils.shards import Shard
 from personalens_utils.store import RunStore
 
-from .dimensions import (
-    DEFAULT_JUDGE_MODEL,
-    Dimension,
-    JudgingError,
-    dimensions_from,
-    judge_model_key,
-    judgment_id,
-)
-from .requests import ContextFor, dimension_requests, judge_prompt_identity
+from .config import JudgingConfig, Select
+from .dimensions import Dimension, JudgingError, dimensions_from, judge_model_key
+from .requests import ContextFor, dimension_requests
 
 JUDGEABLE_STATUSES = ("terminated", "turn_cap")
 REAL_BACKENDS = tuple(b for b in KNOWN_BACKENDS if b != "offline")
 """Backends of language models; a judge on one skips offline-made dialogues by default."""
 ANSWER_TOKENS = 300
 """Answer length assumed by `estimate_judging` (a score line and a few sentences of justification)."""
-
-Select = Callable[[Dialogue], bool]
-
 
 def judgeable(dialogues: Iterable[Dialogue], select: Select | None) -> list[Dialogue]:
     """The finished dialogues `select` keeps (all finished ones when it is None)."""
@@ -61,8 +51,8 @@ class JudgingPlan:
     plan: Plan[Dialogue]
     ids: dict[tuple[str, str], str]
     """(dialogue id, dimension name) -> the id of its judgment in the store."""
-    official: OfficialPrompts | None = None
-    """The official templates when judging with `prompt_set="official"`."""
+    prompts: PromptSet = KIT
+    """Whose judge prompts (`PromptSet.judge_set` says which set scores each dimension)."""
     skipped_offline: int = 0
     """Finished dialogues made on the offline backend that a real judge left alone (`offline_dialogues`)."""
 
@@ -80,10 +70,7 @@ class JudgingPlan:
         return {
             "judge_model": self.model_key, "judge_backend": self.backend,
             "prompt_version": self.prompt_version,
-            "prompt_set": "official" if self.official is not None else "kit",
-            **({"official_prompt_version": self.official.version} if self.official is not None else {}),
-            **({"turn_level_prompts": "kit (the official code has no turn-level prompt)"}
-               if self.official is not None and any(d.turn_level for d in self.dimensions) else {}),
+            **self.prompts.judge_details(self.dimensions),
             "dimensions": ", ".join(d.name for d in self.dimensions),
             "dialogues_in_store": len(self.dialogues),
             "dialogues_judgeable": len(self.to_judge),
@@ -93,46 +80,31 @@ class JudgingPlan:
         }
 
 
-def plan_judging(
-    store: RunStore,
-    *,
-    judge_model: str,
-    backend: str,
-    dimensions: Iterable[str] | None,
-    prompt_version: str,
-    select: Select | None,
-    retry_errors: bool,
-    official: OfficialPrompts | None = None,
-    offline_dialogues: bool | None = None,
-) -> JudgingPlan:
-    """Every judgeable dialogue with a judgment by `judge_model` on `backend` still to make on
-    `dimensions` (errored ones when asked), with the kit's prompts or the official ones (`official`).
+def plan_judging(store: RunStore, config: JudgingConfig, backend: str) -> JudgingPlan:
+    """Every judgeable dialogue with a judgment by the configured judge on `backend` still to make on
+    its dimensions (errored ones when asked), with the judge prompts of `config.prompts`.
     A judge on a real backend (`REAL_BACKENDS`) leaves the dialogues made on the offline backend alone
     (money spent on rule-based text) unless `offline_dialogues=True`; other judges (offline, test
     doubles) judge them (False: never)."""
-    dims = dimensions_from(dimensions)
-    model_key = judge_model_key(judge_model)
+    dims = dimensions_from(config.dimensions)
+    model_key = judge_model_key(config.judge_model)
     dialogues = store.read(Dialogue)
-    to_judge = judgeable(dialogues, select)
-    skipped = sum(d.made_offline for d in to_judge) if _skips_offline(backend, offline_dialogues) else 0
+    to_judge = judgeable(dialogues, sharded(config.select, config.shard))
+    skips = _skips_offline(backend, config.offline_dialogues)
+    skipped = sum(d.made_offline for d in to_judge) if skips else 0
     if skipped:
         to_judge = [d for d in to_judge if not d.made_offline]
-    stored = store.ids(Judgment)
-    legacy = {j.id: j.judge for j in store.read(Judgment) if j.legacy}
-    judge = (backend, resolved_model(model_key, backend))
+    judge = Role.of(model_key, backend)
     ids = {}
     for dim in dims:
-        prompt_set, version = judge_prompt_identity(dim, official, prompt_version)
-        old = legacy if prompt_set == "kit" else {}
+        name, version = config.prompts.judge_identity(dim, config.prompt_version)
         for d in to_judge:
-            ids[d.id, dim.name] = current_id(
-                judgment_id(d.id, dim.name, model_key, version, backend=backend, prompt_set=prompt_set),
-                Judgment.legacy_id(d.id, dim.name, model_key, version), stored, old, judge,
-            )
+            ids[d.id, dim.name] = judgment_id(d.id, dim.name, judge=judge, prompt_set=name,
+                                              prompt_version=version)
     candidates = [([ids[d.id, dim.name] for dim in dims], d) for d in to_judge]
-    planned = engine.plan(store, Judgment, candidates, retry_errors=retry_errors)
-    return JudgingPlan(dialogues, to_judge, dims, model_key, prompt_version, backend, planned, ids,
-                       official=official, skipped_offline=skipped)
+    planned = engine.plan(store, Judgment, candidates, retry_errors=config.retry_errors)
+    return JudgingPlan(dialogues, to_judge, dims, model_key, config.prompt_version, backend, planned, ids,
+                       prompts=config.prompts, skipped_offline=skipped)
 
 
 OFFLINE_PARAMETER = "judge_offline_dialogues"
@@ -200,36 +172,20 @@ def _skips_offline(backend: str, offline_dialogues: bool | None) -> bool:
     return not (backend not in REAL_BACKENDS if offline_dialogues is None else offline_dialogues)
 
 
-def estimate_judging(
-    store: RunStore,
-    context_for: ContextFor,
-    *,
-    judge_model: str = DEFAULT_JUDGE_MODEL,
-    dimensions: Iterable[str] | None = None,
-    prompt_version: str = prompts.JUDGE_PROMPT_VERSION,
-    select: Select | None = None,
-    shard: str | Shard | None = None,
-    backend: str = "",
-    batch: bool = False,
-    answer_tokens: int = ANSWER_TOKENS,
-    sample: int = 300,
-    retry_errors: bool = True,
-    prompt_set: str = "kit",
-    official_code: str | None = None,
-    offline_dialogues: bool | None = None,
-) -> CostEstimate:
-    """Calls, tokens and cost of the judgments `run_judging` with these arguments would still make.
+def estimate_judging(store: RunStore, context_for: ContextFor, config: JudgingConfig | None = None, *,
+                     backend: str = "", answer_tokens: int = ANSWER_TOKENS, sample: int = 300,
+                     ) -> CostEstimate:
+    """Calls, tokens and cost of the judgments `run_judging` with this configuration would still make
+    (at batch prices when `config.batch`).
 
     `backend` is the judge's: it decides which judgments are already stored and prices the calls.
     The prompts are built for up to `sample` of the dialogues to judge and scaled up per dimension;
     answers are assumed to be `answer_tokens` long and format reminders are not counted.
     """
-    official = prompts_for(prompt_set, official_code)
-    planned = plan_judging(store, judge_model=judge_model, backend=backend, dimensions=dimensions,
-                           prompt_version=prompt_version, select=sharded(select, shard),
-                           retry_errors=retry_errors, official=official, offline_dialogues=offline_dialogues)
+    config = config or JudgingConfig()
+    planned = plan_judging(store, config, backend)
     work = [(item.payload, planned.todo(item.payload.id, item.ids)) for item in planned.plan.items]
-    tally = Tally(backend, batch=batch)
+    tally = Tally(backend, batch=config.batch)
     contexts: dict[str, Mapping[str, Any]] = {}
     for dim in planned.dimensions:
         wanted = [dialogue for dialogue, todo in work if dim in todo]
@@ -238,8 +194,8 @@ def estimate_judging(
             if dialogue.id not in contexts:
                 contexts[dialogue.id] = context_for(dialogue)
             context = contexts[dialogue.id]
-            tally.add_requests("judging", dimension_requests(dim, context, judge_model, official),
-                               answer_tokens, weight=len(wanted) / len(chosen))
+            calls = dimension_requests(dim, context, config.judge_model, config.prompts)
+            tally.add_requests("judging", calls, answer_tokens, weight=len(wanted) / len(chosen))
     return tally.estimate([
         f"{planned.judgments} judgments of {len(work)} dialogues to make; prompts built for {len(contexts)} "
         "of them",

@@ -12,35 +12,35 @@ other exception is a bug and stops the run.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from personalens_utils import engine
 from personalens_utils.engine import Item, StageReport, UnreadableAnswer
 from personalens_utils.llm import Request
 from personalens_utils.llm.client import LLMClient
+from personalens_utils.prompting import KIT, PromptSet
 from personalens_utils.prompts import judge as prompts
-from personalens_utils.prompts.official import OfficialPrompts, prompts_for
 from personalens_utils.records import Dialogue, Judgment, Record
-from personalens_utils.shards import Shard
 from personalens_utils.store import RunStore
 
 from .answers import combine, error_fields, judgment_record, score_fields
 from .batch import run_judging_batch
-from .dimensions import DEFAULT_JUDGE_MODEL, Dimension, judge_model_key
+from .config import JudgingConfig
+from .dimensions import Dimension, judge_model_key
 from .parsing import ParsedAnswer
-from .plan import Select, plan_judging, sharded
-from .requests import ContextFor, dimension_requests, judge_prompt_identity, official_judged, reminder_request
+from .plan import plan_judging
+from .requests import ContextFor, dimension_requests, reminder_request
 
 STAGE = "judging"
 
 
 async def _judge_one(
     client: LLMClient, dimension: Dimension, context: Mapping[str, Any], judge_model: str,
-    official: OfficialPrompts | None = None,
+    prompts: PromptSet,
 ) -> dict[str, Any]:
     """Score fields of one dimension: each call asked, and asked again once with a format reminder
-    (an official call is asked once, as the official script asks it)."""
+    when the prompt set that judges it reminds (the official script asks once)."""
 
     def parse(text: str) -> ParsedAnswer:
         parsed = dimension.parse(text)
@@ -51,8 +51,8 @@ async def _judge_one(
     def again(request: Request, answer: str, problem: str, attempt: int) -> Request:
         return reminder_request(request, answer, dimension)
 
-    requests = dimension_requests(dimension, context, judge_model, official)
-    attempts = 1 if official_judged(dimension, official) else 2
+    requests = dimension_requests(dimension, context, judge_model, prompts)
+    attempts = 2 if prompts.judge_set(dimension).reminds else 1
     asked = await asyncio.gather(*(engine.ask_parsed(client, r, parse, again, attempts=attempts)
                                    for r in requests))
     failed = [a.error for a in asked if a.error is not None]
@@ -69,41 +69,26 @@ async def judge_dialogue(
     dimensions: Sequence[Dimension],
     judge_model: str,
     prompt_version: str = prompts.JUDGE_PROMPT_VERSION,
-    official: OfficialPrompts | None = None,
+    prompts: PromptSet = KIT,
 ) -> list[Judgment]:
-    """Judgment records of one dialogue on the given dimensions, with the kit's prompts or the
-    official ones (`official`); llm failures become error records."""
+    """Judgment records of one dialogue on the given dimensions, with the judge prompts of `prompts`;
+    llm failures become error records."""
     model_key = judge_model_key(judge_model)
-    fields = await asyncio.gather(*(_judge_one(client, d, context, judge_model, official)
-                                    for d in dimensions))
+    fields = await asyncio.gather(*(_judge_one(client, d, context, judge_model, prompts) for d in dimensions))
     records = []
     for dimension, f in zip(dimensions, fields, strict=True):
-        prompt_set, version = judge_prompt_identity(dimension, official, prompt_version)
+        name, version = prompts.judge_identity(dimension, prompt_version)
         records.append(judgment_record(dialogue.id, dimension, model_key, version, client.backend_name, f,
-                                       prompt_set))
+                                       name))
     return records
 
 
 def run_judging(
-    store: RunStore,
-    client: LLMClient,
-    context_for: ContextFor,
-    *,
-    judge_model: str = DEFAULT_JUDGE_MODEL,
-    dimensions: Iterable[str] | None = None,
-    prompt_version: str = prompts.JUDGE_PROMPT_VERSION,
-    select: Select | None = None,
-    batch: bool = False,
-    shard: str | Shard | None = None,
-    max_cost_usd: float | None = None,
-    retry_errors: bool = True,
-    prompt_set: str = "kit",
-    official_code: str | None = None,
-    offline_dialogues: bool | None = None,
+    store: RunStore, client: LLMClient, context_for: ContextFor, config: JudgingConfig | None = None
 ) -> StageReport:
-    """Judge every finished dialogue in `store` not yet judged by `judge_model` on `dimensions`,
-    with the kit's prompts or (`prompt_set="official"`) the official code's, read from
-    `official_code` or `$PERSONALENS_CODE` (docs/judging.md; turn-level personalization stays the kit's).
+    """Judge every finished dialogue in `store` not yet judged by the configured judge on its
+    dimensions, with the judge prompts of `config.prompts` (docs/judging.md; under the official set
+    turn-level personalization stays the kit's).
 
     `context_for(dialogue)` gives that dialogue's judge context (see `judge_context` and
     `benchmark_contexts`); every context is made before the first call, so bad input fails early.
@@ -116,28 +101,24 @@ def run_judging(
     A judge on a real backend leaves dialogues made on the offline backend alone unless
     `offline_dialogues=True` (the report's details count them; `skipped_offline_note` says so).
     """
-    select = sharded(select, shard)
-    official = prompts_for(prompt_set, official_code)
-    if batch and max_cost_usd is not None:
+    config = config or JudgingConfig()
+    if config.batch and config.max_cost_usd is not None:
         raise ValueError(
             "max_cost_usd cannot stop a Message Batch part-way (the whole batch is paid once submitted); "
             "check estimate_judging(..., batch=True) first, or judge online with a budget"
         )
-    if batch:
-        return run_judging_batch(store, client, context_for, judge_model=judge_model, dimensions=dimensions,
-                                 prompt_version=prompt_version, select=select, retry_errors=retry_errors,
-                                 official=official, offline_dialogues=offline_dialogues)
-    planned = plan_judging(store, judge_model=judge_model, backend=client.backend_name, dimensions=dimensions,
-                           prompt_version=prompt_version, select=select, retry_errors=retry_errors,
-                           official=official, offline_dialogues=offline_dialogues)
+    if config.batch:
+        return run_judging_batch(store, client, context_for, config)
+    planned = plan_judging(store, config, client.backend_name)
     contexts = {item.payload.id: context_for(item.payload) for item in planned.plan.items}
 
     async def work(llm: LLMClient, item: Item[Dialogue]) -> list[Record]:
         todo = planned.todo(item.payload.id, item.ids)
-        return list(await judge_dialogue(llm, item.payload, contexts[item.payload.id], todo, judge_model,
-                                         prompt_version, official))
+        return list(await judge_dialogue(llm, item.payload, contexts[item.payload.id], todo,
+                                         config.judge_model, config.prompt_version, config.prompts))
 
+    shard = config.shard
     report = StageReport(STAGE, shard=str(shard) if shard else None, details=planned.details())
     stage = engine.Stage(STAGE, Judgment, work)
-    return engine.run_stage(stage, store, client, planned.plan, report=report, max_cost_usd=max_cost_usd,
-                            desc=f"judging ({planned.model_key})")
+    return engine.run_stage(stage, store, client, planned.plan, report=report,
+                            max_cost_usd=config.max_cost_usd, desc=f"judging ({planned.model_key})")

@@ -24,8 +24,7 @@ from typing import Any
 from personalens_utils.paths import CODE_ENV, OFFICIAL_CODE_FILES, find_official_code
 
 KIT_PROMPTS, OFFICIAL_PROMPTS = "kit", "official"
-PROMPT_SETS = (KIT_PROMPTS, OFFICIAL_PROMPTS)
-"""Whose prompts a dialogue or judgment is made with: the kit's own, or the official code's."""
+"""The names of the kit's and the official prompt sets (`prompting.KitPrompts`, `OfficialPromptSet`)."""
 
 ASSISTANT_MODULE, JUDGE_MODULE, SD_SCRIPT, MD_SCRIPT = OFFICIAL_CODE_FILES
 USER_TEMPLATE_CLASS = "UserPromptTemplate"
@@ -183,16 +182,6 @@ def load_official_prompts(official_code: str | Path | None = None) -> OfficialPr
         )
     stamp = tuple((folder / f).stat().st_mtime for f in OFFICIAL_CODE_FILES)
     return _read_cached(str(folder), stamp)
-
-
-def prompts_for(prompt_set: str, official_code: str | Path | None = None) -> OfficialPrompts | None:
-    """A notebook's `prompt_set` and `official_code`: None for the kit's prompts, else the official
-    templates (OfficialCodeError saying what to do when the code is not there)."""
-    if prompt_set == KIT_PROMPTS:
-        return None
-    if prompt_set == OFFICIAL_PROMPTS:
-        return load_official_prompts(official_code)
-    raise ValueError(f"unknown prompt_set {prompt_set!r}; choose one of {list(PROMPT_SETS)}")
 
 
 # -- filling the templates as the official scripts do -------------------------------------------------------

@@ -1,14 +1,17 @@
 """The simulation stage: a user agent and the assistant under test talk through each scenario.
 
-`run_simulation(benchmark, run_dir, client, settings=[...])` fills the run store's dialogues table;
-`simulate_dialogue` runs one dialogue; `AssistantSetting` composes the assistant's setting.
+`run_simulation(benchmark, run_dir, client, SimulationConfig(settings=[...]))` fills the run store's
+dialogues table; `simulate_dialogue` runs one dialogue; `AssistantSetting` composes the assistant's
+setting. The requests are the prompt set's (`prompting`); the kit's builders are re-exported here.
 """
 
-from .loop import TURN_CAPS, dialogue_id, simulate_dialogue, split_terminate
-from .prompting import ScenarioContext, assistant_request, assistant_system, user_request
+from personalens_utils.prompting import ScenarioContext, split_terminate
+from personalens_utils.prompting.kit import assistant_request, assistant_system, user_request
+
+from .config import DEFAULT_MODEL, SimulationConfig
+from .loop import TURN_CAPS, simulate_dialogue
 from .report import default_users, outcome_table, run_dialogues
 from .runner import (
-    DEFAULT_MODEL,
     arun_simulation,
     dialogue_frame,
     estimate_simulation,
@@ -24,13 +27,13 @@ __all__ = [
     "AssistantSetting",
     "ScenarioContext",
     "SettingError",
+    "SimulationConfig",
     "arun_simulation",
     "assistant_request",
     "assistant_system",
     "default_assistant",
     "default_users",
     "dialogue_frame",
-    "dialogue_id",
     "estimate_simulation",
     "outcome_table",
     "plan_dialogues",

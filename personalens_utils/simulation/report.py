@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
 
-from personalens_utils.data import MD, SAMPLES, SD, Benchmark
+from personalens_utils.data import SAMPLES, Benchmark
 from personalens_utils.llm.offline import OFFLINE_LABEL
-from personalens_utils.prompts.official import prompts_for
 from personalens_utils.records import Dialogue
 from personalens_utils.store import RunStore
 
+from .config import SimulationConfig
 from .loop import ERROR, TERMINATED, TURN_CAP
-from .runner import DEFAULT_MODEL, planned_ids
+from .runner import planned_ids
 from .settings import AssistantSetting
 
 DEFAULT_SAMPLE = "sample_50"
@@ -30,18 +29,15 @@ def default_users(benchmark_dir: str | os.PathLike[str]) -> str | None:
     return DEFAULT_SAMPLE if all((profiles / f"user{u}").is_dir() for u in SAMPLES[DEFAULT_SAMPLE]) else None
 
 
-def run_dialogues(store: RunStore, benchmark: Benchmark, *, backend: str, settings: Sequence[str] = ("base",),
-                  task_types: Sequence[str] = (SD, MD), user_model: str = DEFAULT_MODEL,
-                  assistant_model: str = DEFAULT_MODEL, assistant_backend: str | None = None,
-                  prompt_set: str = "kit", official_code: str | None = None) -> pd.DataFrame:
-    """The stored dialogues of these scenarios, settings and models, the user agent on `backend` and the
-    assistant on `assistant_backend` (default: the same), made with the prompts of `prompt_set`
-    (other runs in the store, other backends and prompt sets included, left out)."""
-    names = [AssistantSetting.parse(s).name for s in settings]
-    frame = benchmark.scenarios[benchmark.scenarios["task_type"].isin(list(task_types))]
-    wanted = set(planned_ids(store, list(frame["scenario_id"]), names, backend=backend, user_model=user_model,
-                             assistant_model=assistant_model, assistant_backend=assistant_backend,
-                             prompts=prompts_for(prompt_set, official_code)).values())
+def run_dialogues(store: RunStore, benchmark: Benchmark, config: SimulationConfig, *, backend: str,
+                  assistant_backend: str | None = None) -> pd.DataFrame:
+    """The stored dialogues of the configured scenarios, settings, models and prompt set, the user agent
+    on `backend` and the assistant on `assistant_backend` (default: the same); other runs in the store,
+    other backends and prompt sets included, are left out."""
+    names = [AssistantSetting.parse(s).name for s in config.settings]
+    frame = benchmark.scenarios[benchmark.scenarios["task_type"].isin(list(config.task_types))]
+    wanted = set(planned_ids(store, list(frame["scenario_id"]), names, config, backend,
+                             assistant_backend or backend).values())
     records = [r for r in store.records(Dialogue) if r["id"] in wanted]
     return pd.DataFrame.from_records(records)
 

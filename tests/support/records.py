@@ -7,6 +7,7 @@ from typing import Any
 
 import orjson
 
+from personalens_utils.identity import resolved_model
 from personalens_utils.records import Dialogue, Record
 from personalens_utils.store import RunStore
 
@@ -22,8 +23,14 @@ DIALOGUE_DEFAULTS: dict[str, Any] = {
 
 
 def dialogue_json(record_id: str, **fields: Any) -> dict[str, Any]:
-    """A dialogue in the stored layout with an id given by hand; other fields default to a short dialogue."""
-    return {"id": record_id, **DIALOGUE_DEFAULTS, **fields}
+    """A dialogue in the stored layout with an id given by hand; other fields default to a short dialogue
+    whose user agent and assistant ran on its `backend` (the run-identity fields follow it unless given)."""
+    row = {"id": record_id, **DIALOGUE_DEFAULTS, **fields}
+    backend = row["backend"]
+    identity = {"user_backend": backend, "user_model_id": resolved_model(row["user_model"], backend),
+                "assistant_backend": backend,
+                "assistant_model_id": resolved_model(row["assistant_model"], backend)}
+    return {**row, **{key: row.get(key, value) for key, value in identity.items()}}
 
 
 def dialogue(record_id: str, status: str = "terminated", **fields: Any) -> Dialogue:

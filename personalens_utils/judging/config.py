@@ -1,0 +1,42 @@
+"""What a judging run is asked to do, as one typed value shared by the runners, the planner and the
+cost estimate (so an estimate prices exactly what a run with the same configuration makes)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from personalens_utils.prompting import KIT, PromptSet
+from personalens_utils.prompts import judge as prompts
+from personalens_utils.records import Dialogue
+from personalens_utils.shards import Shard
+
+from .dimensions import DEFAULT_JUDGE_MODEL
+
+Select = Callable[[Dialogue], bool]
+
+
+@dataclass(frozen=True)
+class JudgingConfig:
+    """A judging run: who judges what, with whose prompts, and the run's limits.
+
+    `select` keeps the dialogues to judge (`dialogue_filter`); `shard="i/n"` one machine's share;
+    `retry_errors` redoes error records; a judge on a real backend leaves offline-made dialogues alone
+    unless `offline_dialogues=True` (False: never; None: judge them on other backends); `batch` sends
+    the calls through Message Batches, polled every `poll_interval_s`, resubmitting failed entries up
+    to `max_rounds` times and returning after `max_wait_s`; `max_cost_usd` stops new online calls."""
+
+    judge_model: str = DEFAULT_JUDGE_MODEL
+    dimensions: Iterable[str] | None = None
+    prompt_version: str = prompts.JUDGE_PROMPT_VERSION
+    """The kit's judge prompt version (a set with its own judge prompts versions them itself)."""
+    prompts: PromptSet = KIT
+    select: Select | None = None
+    shard: str | Shard | None = None
+    retry_errors: bool = True
+    offline_dialogues: bool | None = None
+    batch: bool = False
+    max_cost_usd: float | None = None
+    poll_interval_s: float = 60.0
+    max_rounds: int = 3
+    max_wait_s: float | None = None

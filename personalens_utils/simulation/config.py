@@ -1,0 +1,42 @@
+"""What a simulation run is asked to do, as one typed value shared by the runner, the planner and
+the cost estimate."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from personalens_utils.data import MD, SD
+from personalens_utils.prompting import KIT, PromptSet
+from personalens_utils.shards import Shard
+
+from .settings import AssistantSetting
+
+DEFAULT_MODEL = "Claude 3 Sonnet"
+"""The paper's user agent and main assistant (Claude 3 Sonnet)."""
+
+
+@dataclass(frozen=True)
+class SimulationConfig:
+    """A simulation run: the scenarios (task types) and assistant settings, the two roles' models,
+    whose prompts, and the run's limits.
+
+    `assistant_client` answers the assistant's turns (default: the user agent's client; a
+    `PythonAssistant` for a `python:` spec); `assistant_backend` is a check of the backend it calls.
+    `max_turns` overrides the 20/30 caps; `limit` runs at most that many of the planned dialogues;
+    `shard="i/n"` one machine's share; `max_cost_usd` stops new calls once that much is spent;
+    `retry_errors` redoes dialogues stored as errors."""
+
+    settings: Sequence[str | AssistantSetting] = ("base",)
+    task_types: Sequence[str] = (SD, MD)
+    user_model: str = DEFAULT_MODEL
+    assistant_model: str = DEFAULT_MODEL
+    prompts: PromptSet = KIT
+    assistant_client: Any = None
+    assistant_backend: str | None = None
+    retry_errors: bool = False
+    max_turns: int | None = None
+    limit: int | None = None
+    shard: str | Shard | None = None
+    max_cost_usd: float | None = None

@@ -1,0 +1,44 @@
+"""No function of the run stages takes more than 8 parameters: what a run is asked to do travels as one
+typed configuration (`SimulationConfig`, `JudgingConfig`), not as long parameter lists."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import personalens_utils
+
+PACKAGE = Path(personalens_utils.__file__).parent
+MAX_PARAMETERS = 8
+CHECKED = ("simulation", "judging", "prompting", "identity.py", "records.py", "store.py",
+           "store_migration.py")
+"""The modules whose functions this checks (the rest of the package follows as it is reworked)."""
+
+
+def parameter_counts(path: Path) -> list[tuple[str, int]]:
+    """(function at line, its parameters besides self/cls) for every function in a file."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            a = node.args
+            names = [p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
+            bound = names[:1] in (["self"], ["cls"])
+            n = len(names) + (a.vararg is not None) + (a.kwarg is not None) - bound
+            out.append((f"{path.relative_to(PACKAGE)}:{node.lineno} {node.name}", n))
+    return out
+
+
+def test_the_count_sees_keyword_only_parameters() -> None:
+    path = PACKAGE / "simulation" / "runner.py"
+    counts = dict(parameter_counts(path))
+    assert any(name.endswith(" estimate_simulation") and n == 5 for name, n in counts.items())
+
+
+@pytest.mark.parametrize("part", CHECKED)
+def test_no_function_takes_more_than_eight_parameters(part: str) -> None:
+    root = PACKAGE / part
+    files = sorted(root.rglob("*.py")) if root.is_dir() else [root]
+    over = [(name, n) for path in files for name, n in parameter_counts(path) if n > MAX_PARAMETERS]
+    assert over == []
