@@ -281,9 +281,8 @@ def test_notebooks_evaluate_the_retrieval_assistant_against_the_prompt_based_one
     table = read_table(tmp_path / "ablation" / "tables" / "table3_own_assistant.csv")
     assert list(table["Assistant model"]) == ["Qwen/Qwen2.5-7B-Instruct",
                                               f"RetrievalAssistant (k=2, model={QWEN})"]  # no module path
-    caption = (tmp_path / "ablation" / "tables" / "table3_own_assistant.csv").read_text().splitlines()[0]
-    assert f"{RETRIEVAL}?k=2" in caption  # the row is short; the source names the whole spec
     assert table.notna().all().all()
     shown = _shown(ablation, "analysis.table3(")
     assert "Table 3." in shown and "backend anthropic, openai, python" in shown
+    assert f"{RETRIEVAL}?k=2" in shown  # the row is short; the table's source names the whole spec
     assert "OFFLINE" not in shown.upper().replace("OFFLINE_", "")
