@@ -8,9 +8,16 @@ ARGS ?=
 # JupyterLab refuses to run as root unless told; containers often run as root.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: install test lint reproduce lab bench clean-runs strip
+.PHONY: install git-filter test lint reproduce lab bench clean-runs strip
 
-install: $(STAMP)
+install: $(STAMP) git-filter
+
+# Strip notebook outputs when git stages them (JupyterLab's autosave leaves them in the files), by
+# nbstripout's git filter in this checkout's own git config; nothing to do outside a git checkout.
+git-filter: $(STAMP)
+	@if [ "$$(git rev-parse --show-toplevel 2>/dev/null)" = "$(CURDIR)" ]; then \
+		$(BIN)/nbstripout --install; \
+	fi
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,10 +61,13 @@ def find_official_data() -> Path | None:
 
 @dataclass(frozen=True)
 class LatestRun:
-    """The pass `make reproduce` ran last: its folder (runs/<run>/<pass>/) and the benchmark it used."""
+    """The pass `make reproduce` ran last: its folder (runs/<run>/<pass>/), the benchmark it used, and
+    the assistants its analysis compared (Table 3's rows) and focused on (Figures 4, 5, Table 13)."""
 
     folder: Path
     benchmark: Path
+    assistant_models: tuple[str, ...] = ()
+    focus_model: str | None = None
 
     @property
     def store(self) -> Path:
@@ -73,16 +78,20 @@ def _relative(path: Path, runs: Path) -> str:
     return str(path.relative_to(runs)) if path.is_relative_to(runs) else str(path)
 
 
-def write_latest(folder: Path, benchmark: Path, runs: Path | None = None) -> Path:
+def write_latest(folder: Path, benchmark: Path, runs: Path | None = None, *,
+                 assistant_models: Sequence[str] = (), focus_model: str | None = None) -> Path:
     """Point runs/LATEST at a finished reproduction pass; paths under runs/ are kept relative, so a copied
-    checkout still finds them."""
+    checkout still finds them. The assistants are kept so notebooks on their defaults analyse the
+    reproduction's own rows, not every assistant its store holds."""
     runs = runs or runs_dir()
     target = runs / LATEST
     target.write_text(
         "# written by `make reproduce`: notebooks 02-06 on default parameters use this pass "
         "(docs/parameters.md)\n"
         f"folder: {_relative(folder.resolve(), runs.resolve())}\n"
-        f"benchmark: {_relative(benchmark.resolve(), runs.resolve())}\n",
+        f"benchmark: {_relative(benchmark.resolve(), runs.resolve())}\n"
+        f"assistant_models: {json.dumps(list(assistant_models))}\n"
+        f"focus_model: {json.dumps(focus_model)}\n",
         encoding="utf-8",
     )
     return target
@@ -99,7 +108,9 @@ def latest_run() -> LatestRun | None:
     if "folder" not in fields or "benchmark" not in fields:
         return None
     folder, benchmark = runs / fields["folder"], runs / fields["benchmark"]
-    return LatestRun(folder, benchmark) if folder.is_dir() else None
+    models = json.loads(fields.get("assistant_models", "[]"))
+    focus = json.loads(fields.get("focus_model", "null"))
+    return LatestRun(folder, benchmark, tuple(models), focus) if folder.is_dir() else None
 def find_official_code(folder: str | os.PathLike[str] | None = None) -> Path | None:
     """A copy of the official PersonaLens code (a clone of the authors' repository), if there is one.
 

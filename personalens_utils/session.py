@@ -40,6 +40,7 @@ from personalens_utils.display import UsageTable, use_in_notebook
 from personalens_utils.errors import KitError
 from personalens_utils.llm import LLMClient
 from personalens_utils.llm.clients import Clients
+from personalens_utils.llm.offline import OFFLINE_RULES
 from personalens_utils.llm.options import ClientOptions
 from personalens_utils.llm.specs import ModelSpec, SpecError
 from personalens_utils.prompting import KIT, OfficialPromptSet, PromptSet
@@ -48,12 +49,13 @@ from personalens_utils.prompts.official import KIT_PROMPTS
 from personalens_utils.records import Dialogue
 from personalens_utils.roles import ModelRole
 from personalens_utils.simulation.report import default_users
-from personalens_utils.store import RunStore
+from personalens_utils.store import ReproductionStore, RunStore
 
 ALL_USERS = "all"
 DEFAULT_RUN = "simulation"
 """The run store under runs/ that notebooks 03-06 share when `run_dir` is None and no reproduction
-of the same benchmark is on record (`default_run_dir`)."""
+of the same benchmark is on record (`reproduction_of`), and where a session on a finished
+reproduction's store writes instead of it (`store.ReproductionStore`)."""
 
 
 class SessionError(KitError, ValueError):
@@ -84,13 +86,12 @@ def _benchmark_folder(path: str | os.PathLike[str]) -> Path:
     return folder / "data" if (folder / "data" / "profile").is_dir() else folder
 
 
-def default_run_dir(benchmark_dir: str | os.PathLike[str]) -> Path:
-    """`run_dir=None`: the store of the latest `make reproduce` (runs/LATEST) when the session works on
-    that reproduction's benchmark, so results and benchmark belong together; else runs/simulation/."""
+def reproduction_of(benchmark_dir: str | os.PathLike[str]) -> paths.LatestRun | None:
+    """The latest `make reproduce` pass (runs/LATEST) when it ran on this benchmark."""
     latest = paths.latest_run()
     if latest is not None and _benchmark_folder(latest.benchmark) == _benchmark_folder(benchmark_dir):
-        return latest.store
-    return paths.runs_dir() / DEFAULT_RUN
+        return latest
+    return None
 
 
 def _no_benchmark(folder: Path) -> SessionError:
@@ -201,6 +202,9 @@ class SessionConfig:
     on_assistant_error: str = "stop"
     request_timeout_s: float = ClientOptions.request_timeout_s
     call_deadline_s: float = ClientOptions.call_deadline_s
+    focus_defaults: tuple[str, ...] = ()
+    """Assistant parameters whose None means, on a finished reproduction's store, the assistant that
+    reproduction focused on (notebook 03: its defaults then have nothing left to simulate)."""
 
 
 def _read_roles(
@@ -216,6 +220,15 @@ def _read_roles(
     except SpecError as exc:
         raise SessionError(f"parameter {exc}") from exc
     return models, assistants, options
+
+
+def _focus_defaults(config: SessionConfig, focus: str) -> dict[str, AssistantSpec]:
+    """The reproduction's focus assistant for each parameter of `config.focus_defaults` given as None."""
+    try:
+        return {name: AssistantSpec.parse(focus, config.backend, what=name)
+                for name in config.focus_defaults if config.assistants.get(name) is None}
+    except SpecError as exc:
+        raise SessionError(f"the reproduction's focus assistant: {exc}") from exc
 
 
 @dataclass
@@ -242,6 +255,8 @@ class Session:
     assistant_specs: dict[str, AssistantSpec] = field(default_factory=dict)
     """Each assistant under test's spec, by parameter name (read, and loaded, when the session opens)."""
     assistant_options: PythonOptions = field(default_factory=PythonOptions)
+    reproduction: paths.LatestRun | None = None
+    """The finished `make reproduce` pass whose store the session reads (run_dir=None), else None."""
     started: float = field(default_factory=time.perf_counter)
     _clients: Clients | None = field(default=None, repr=False)
     _benchmark: Benchmark | None = field(default=None, repr=False)
@@ -269,8 +284,13 @@ class Session:
         bench = paths.resolve_benchmark_dir(config.benchmark_dir)
         if not config.benchmark_dir and not paths.is_benchmark(bench):
             raise _no_benchmark(bench)
-        if config.store or config.run_dir:
-            run_store: RunStore | None = RunStore(config.run_dir or default_run_dir(bench))
+        reproduction = None if config.run_dir else reproduction_of(bench)
+        if reproduction is not None and reproduction.focus_model:
+            assistants.update(_focus_defaults(config, reproduction.focus_model))
+        if reproduction is not None:
+            run_store: RunStore | None = ReproductionStore(reproduction.store, paths.runs_dir() / DEFAULT_RUN)
+        elif config.store or config.run_dir:
+            run_store = RunStore(config.run_dir or paths.runs_dir() / DEFAULT_RUN)
         else:
             run_store = None
         output_dir = config.output_dir
@@ -291,6 +311,7 @@ class Session:
             model_specs=models,
             assistant_specs=assistants,
             assistant_options=options,
+            reproduction=reproduction,
         )
 
     def role(self, parameter: str) -> ModelRole:
@@ -311,6 +332,19 @@ class Session:
             self._assistants[parameter] = self.assistant_specs[parameter].make(self.clients,
                                                                                self.assistant_options)
         return self._assistants[parameter]
+
+    def assistants(self, given: Sequence[str] | None) -> list[str] | None:
+        """The assistant models to analyse: those given, else the reproduction's own (on its store), else
+        None (every assistant the store holds)."""
+        if given:
+            return list(given)
+        if self.reproduction is not None and self.reproduction.assistant_models:
+            return list(self.reproduction.assistant_models)
+        return None
+
+    def focus(self, given: str | None) -> str | None:
+        """The assistant a notebook looks at alone: the one given, else the reproduction's focus."""
+        return given or (self.reproduction.focus_model if self.reproduction is not None else None)
 
     @property
     def run_store(self) -> RunStore:
@@ -386,7 +420,11 @@ class Session:
 
     def usage(self, stage: str | None = None) -> UsageTable:
         """`usage_frame` for display: the table, or one line when this session made no model calls."""
-        return UsageTable(self.usage_frame(stage), stage)
+        frame = self.usage_frame(stage)
+        offline = frame["backend"] == "offline"  # no model answered these: name the rules that did
+        frame.loc[offline, "model"] = [f"{OFFLINE_RULES} in the role of {m}"
+                                       for m in frame.loc[offline, "model"]]
+        return UsageTable(frame, stage)
 
     def preflight(self, roles: Mapping[str, Role]) -> str:
         """Check each role once on its own backend's client, before any work is planned or stored

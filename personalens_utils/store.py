@@ -38,8 +38,8 @@ MERGED_TYPES: tuple[type[Record], ...] = (Dialogue, Judgment)
 _MERGE_BATCH = 5000
 R = TypeVar("R", bound=Record)
 
-__all__ = ["ERROR_STATUS", "MERGED_TYPES", "DuplicateRecordError", "RunStore", "StoreError", "StoreInUse",
-           "StoreMigrated", "merge_stores", "stable_id"]
+__all__ = ["ERROR_STATUS", "MERGED_TYPES", "DuplicateRecordError", "ReproductionStore", "RunStore",
+           "StoreError", "StoreInUse", "StoreMigrated", "merge_stores", "stable_id"]
 
 
 class StoreError(KitError):
@@ -425,3 +425,49 @@ def _copy(path: Path, lines: list[_Line], into: RunStore, kind: type[Record]) ->
             for row in rows:
                 kind.from_json(row, f"{path}: record {row.get('id')!r}")
             into._extend_json(kind, rows)
+
+
+class ReproductionStore(RunStore):
+    """A finished reproduction's store, opened by a notebook on its default parameters.
+
+    It reads as the reproduction left it. The first write moves it to the notebook's own run
+    (`own`, which first receives a copy of the reproduction's dialogues and judgments, so nothing
+    done there is done again) and says so: the reproduction's store and its INDEX.md stay exactly
+    as `make reproduce` wrote them. An own run that already extends this reproduction (its
+    `EXTENDS` file names it, as it was then) is opened at once, so a second notebook goes on there.
+    """
+
+    MARK = "EXTENDS"
+
+    def __init__(self, reproduction: str | os.PathLike[str], own: str | os.PathLike[str]):
+        self.reproduction = Path(reproduction)
+        self.own = Path(own)
+        mark = self.own / self.MARK
+        extended = mark.is_file() and mark.read_text(encoding="utf-8") == self._stamp()
+        super().__init__(self.own if extended else self.reproduction)
+
+    def _stamp(self) -> str:
+        """The reproduction's store as it is now: a new `make reproduce` into it makes older copies stale."""
+        table = self.reproduction / f"{Dialogue.table}.jsonl"
+        return f"{self.reproduction.resolve()}\n{table.stat().st_mtime_ns if table.exists() else 0}\n"
+
+    def _extend_json(self, kind: type[Record], records: list[dict[str, Any]]) -> None:
+        if records and self.root == self.reproduction:
+            with self._lock:
+                if self.root == self.reproduction:
+                    mark = self.own / self.MARK
+                    if mark.is_file():  # it extends an earlier reproduction: its records are not this one's
+                        raise StoreError(
+                            f"{self.own} extends an earlier `make reproduce` ({mark} names it), not "
+                            f"{self.reproduction}: move that run away or pass run_dir to choose where "
+                            "new records go; nothing was written")
+                    merge_stores([self.reproduction], self.own)
+                    (self.own / self.MARK).write_text(self._stamp(), encoding="utf-8")
+                    self.root = self.own
+                    self._status.clear()
+                    self._offset.clear()
+                    print(f"{self.reproduction} is a finished `make reproduce` store and stays as it is; "
+                          f"new records go to this notebook's own run {self.own} (a copy of its dialogues "
+                          "and judgments plus the new work), where notebooks on their defaults go on",
+                          flush=True)
+        super()._extend_json(kind, records)

@@ -41,8 +41,9 @@ class Source:
     def describe(self) -> str:
         """One sentence naming the source (the caption itself carries the offline label)."""
         parts = [f"Source: {self.origin}, {self.n} {self.unit}"]
-        if self.models:
-            parts.append(f"models {', '.join(self.models)}")
+        if self.models:  # offline, no model answered: the names are the roles the rules played
+            named = "offline rules in the roles of" if self.backends == ("offline",) else "models"
+            parts.append(f"{named} {', '.join(self.models)}")
         if self.backends:
             parts.append(f"backend {', '.join(self.backends)}")
         return "; ".join(parts) + "."
@@ -139,6 +140,7 @@ def save_table(
     for col in shown.columns:
         if pd.api.types.is_float_dtype(shown[col]):
             shown[col] = shown[col].map(lambda v: "" if pd.isna(v) else float_format.format(v))
+    shown = shown.astype(object).where(shown.notna(), "")  # a blank, not `<NA>` or `nan`, where undefined
     latex_frame = shown.reset_index() if index else shown
     layout = latex_frame if printed is None else printed(latex_frame)
     latex = table_latex(layout, caption, label_for(number, slug), best=best)

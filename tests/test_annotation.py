@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 
 import numpy as np
 import pandas as pd
@@ -147,3 +149,18 @@ def test_sheets_feed_table5(exported, tmp_path):
     result = analysis.table5(judge, ratings, judge_model=JUDGE, backend_names={"offline"})
     assert "2 human annotator(s) on 20 dialogues" in result.caption
     assert (result.frame["items"] == 20).all() and (result.frame["raters"] == 2).all()
+
+
+def test_sheets_written_atomically_follow_the_users_umask_and_keep_their_mode(exported, tmp_path):
+    header, rows, _ = annotation.read_table(exported[1]["sheet"])
+    old = os.umask(0o027)
+    try:
+        annotation.write_table(tmp_path / "new.csv", header, rows)
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "new.csv").stat().st_mode) == 0o640  # not mkstemp's private 0600
+    shared = tmp_path / "shared.csv"
+    shared.write_text("x\n", encoding="utf-8")
+    shared.chmod(0o664)
+    annotation.write_table(shared, header, rows)
+    assert stat.S_IMODE(shared.stat().st_mode) == 0o664 and annotation.read_table(shared)[1] == rows

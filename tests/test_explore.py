@@ -18,6 +18,7 @@ from personalens_utils.analysis.annotation import AnnotationError
 from personalens_utils.display import UsageTable, frame_html
 from personalens_utils.engine import StageReport
 from personalens_utils.explore import Annotator, annotate, explore, side_by_side
+from personalens_utils.explore import widgets as widgets_module
 from personalens_utils.explore.catalog import DialogueView
 from personalens_utils.explore.views import dialogue_page, turn_notes
 from personalens_utils.judging import DIMENSIONS
@@ -147,7 +148,7 @@ def test_the_page_shows_transcript_profile_applied_preferences_and_every_judgmen
     # the whole explanation of every judgment, with judge, parse status and score
     for dimension in ("personalization", "task_completion"):
         assert f"{dimension} of d-base: {LONG}" in page
-    assert "judge judge-1" in page and "parsed after 1 answer(s)" in page
+    assert "parsed · judge judge-1 (offline rules) · prompts" in page and "answer(s)" not in page
     # the task's relevant preference, its values, and where the assistant applied one (whole words:
     # "jazzy" in the last turn is not "jazz")
     relevant = re.search(r'<table class="pl-table pl-relevant">.*?</table>', page).group(0)
@@ -169,7 +170,7 @@ def test_a_missing_judgment_shows_its_status_and_never_a_score(store, benchmark)
     view.select("d-music")
     block = re.search(r'<div class="pl-judgment" data-dimension="naturalness_assistant".*?</details></div>',
                       plain(view.page.value)).group(0)
-    assert 'data-status="missing"' in block and "no score" in block and "after 2 answer(s)" in block
+    assert 'data-status="missing"' in block and "no score" in block and "(missing) after 2 answers" in block
     assert "no valid score: the answer had no &#x27;Naturalness Score:&#x27; line" in block
 
 
@@ -470,3 +471,50 @@ def test_turn_notes_read_the_explanation_the_judging_stage_writes():
     notes = turn_notes(judgment)
     assert notes[1] == "Justification: offered jazz first.\nPersonalization Score: 3"
     assert notes[2].startswith("no valid score:") and set(notes) == {1, 2}
+
+
+def test_turn_notes_are_written_once_single_spaced_and_no_model_is_named_for_offline_answers(store):
+    same = "Justification: none of the relevant values came up.\n\n\nScore reasoning follows."
+    put(store, Judgment, [_judgment("d-plus-i", "turn_personalization", 1.0, turn_scores=[1.0, 1.0],
+                                    explanation="\n".join(f"turn {k}: {same}" for k in (1, 2)))])
+    view = explore(store)
+    view.select("d-plus-i")
+    page = plain(view.page.value)
+    notes = [page[page.index(f'data-turn-score="{k}"'):][:400] for k in (1, 2)]
+    assert "none of the relevant values came up.\nScore reasoning" in notes[0]  # one line break, no blank
+    assert all("the same note as turn 1" in note and "came up" not in note for note in notes[1:])
+    assert "(offline rules)" in page and "claude" not in page.lower()  # the rules answered, not a model
+
+
+def test_a_long_dialogue_list_is_paged_and_searched_and_dimensions_read_as_words(store, monkeypatch):
+    monkeypatch.setattr(widgets_module, "SHOWN", 3)  # a store of 4 stands for one of 26,134
+    view = explore(store)
+    assert _shown(view) == ["d-base", "d-plus-i", "d-music"] and view.later.disabled is False
+    assert view.count.value == "4 of 4 dialogues; showing 1-3" and view.earlier.disabled
+    view.later.click()
+    assert _shown(view) == ["d-md"] and view.later.disabled
+    assert view.count.value == "4 of 4 dialogues; showing 4-4"
+    view.earlier.click()
+    view.select("d-md")  # a dialogue on another page: the list turns to it
+    assert _shown(view) == ["d-md"] and 'data-dialogue="d-md"' in view.page.value
+    view.search.value = "MUSIC"
+    assert _shown(view) == ["d-music"] and view.count.value == "1 of 4 dialogues"
+    view.search.value = "model-a 2 turns"  # every word, anywhere in the line
+    assert _shown(view) == ["d-base"]
+    labels = dict((value, label) for label, value in view.filters["dimension"].options)
+    assert labels["naturalness_assistant"] == "naturalness (assistant)" and labels["task_completion"] == \
+        "task completion"
+    view.set_filters(dimension="naturalness_assistant")  # filters still take the ids
+    assert view.filters["dimension"].label == "naturalness (assistant)"
+
+
+def test_side_by_side_offers_finished_dialogues_the_judge_scored_not_every_run_ever_made(store):
+    base = {**DIALOGUES["d-base"]}
+    put(store, Dialogue, [dialogue_json("d-error", **{**base, "assistant_setting": "base+S"}, status="error",
+                                        error="HTTP 500"),
+                          dialogue_json("d-unjudged", **{**base, "assistant_setting": "base+D"})])
+    assert {d.id for d in side_by_side(store).catalog.runs_of("user1/SD-Movies-task-1")} == {
+        "d-base", "d-plus-i", "d-unjudged"}  # the errored run is no side to compare
+    view = side_by_side(store, judge_model="judge-1")
+    assert [value for _, value in view.left.options] == ["d-base", "d-plus-i"]  # what judge-1 scored
+    assert list(view.scenario.options) == ["user1/SD-Movies-task-1"]

@@ -70,11 +70,15 @@ def test_every_notebook_runs_on_its_defaults_right_after_reproduce(checkout, tmp
     executed = {name: _run(checkout, name, out) for name in ORDER}
     texts = {name: _text(path) for name, path in executed.items()}
     assert "6 users" in texts["02_validation"]  # the reproduction's 6-user benchmark, not data/generated
-    for name in ("03_simulation", "04_judging", "05_ablation", "06_analysis"):
+    own = checkout / "runs" / "simulation"
+    for name in ("03_simulation", "04_judging"):
         assert str(store) in texts[name], f"{name} did not work on the reproduction's store"
+    # 04 judges what the reproduction's 05 added: the reproduction stays, 04 and then 05, 06 use their own run
+    assert f"{store} is a finished `make reproduce` store" in texts["04_judging"]
+    for name in ("05_ablation", "06_analysis"):
+        assert str(own) in texts[name], f"{name} did not go on in the run 04 extended"
     assert "Notebook 06 finished" in texts["06_analysis"]
-    # 04 run to the end on the reproduction (05 added dialogues since; 01 made another benchmark the
-    # default), then reopened and run again: nothing to do
+    # 04 run to the end (01 made another benchmark the default), then reopened and run again: nothing to do
     bench = str(checkout / "runs" / "small" / "generated" / "benchmark")
     _run(checkout, "04_judging", tmp_path / "finish", benchmark_dir=bench)
     rerun = _run(checkout, "04_judging", tmp_path / "again", benchmark_dir=bench)
@@ -85,7 +89,7 @@ def test_every_notebook_runs_on_its_defaults_right_after_reproduce(checkout, tmp
     usage = [html for html in shown if "pl-usage" in html]  # nothing to do: one line, no empty table
     assert len(usage) == 1 and "judging: no model calls in this session" in usage[0]
     assert "<table" not in usage[0]
-    assert not (checkout / "runs" / "simulation").exists()  # nothing went to a second store
+    assert not (store / "EXTENDS").exists() and (own / "EXTENDS").is_file()
     assert (checkout / "data" / "generated" / "default" / "profile").is_dir()  # 01 wrote its own benchmark
 
 
@@ -113,3 +117,58 @@ def test_a_notebook_without_its_input_says_in_one_line_what_to_run_first(checkou
     assert len(no_judgments.value.traceback) == 1
     assert f"the run store {empty} holds no judgments by Claude 3.5 Sonnet" in no_judgments.value.evalue
     assert "run notebooks 03 and 04 first" in no_judgments.value.evalue
+
+
+def _digest(folder: Path) -> dict[str, bytes]:
+    """Every file under `folder` with its bytes (a store, the executed copies, INDEX.md)."""
+    return {str(path.relative_to(folder)): path.read_bytes() for path in sorted(folder.rglob("*"))
+            if path.is_file()}
+
+
+def _same_tables(made: Path, reproduced: Path) -> list[str]:
+    """The CSV tables a notebook wrote on its defaults, each checked against the reproduction's copy."""
+    names = sorted(path.name for path in (made / "tables").glob("*.csv"))
+    for name in names:
+        mine, theirs = (folder / "tables" / name for folder in (made, reproduced))
+        assert mine.read_text(encoding="utf-8") == theirs.read_text(encoding="utf-8"), f"{name} differs"
+    return names
+
+
+def test_notebooks_on_their_defaults_show_the_reproduction_and_leave_it_as_it_was(checkout, tmp_path):
+    runs = checkout / "runs"
+    before, latest = _digest(runs / "small"), (runs / "LATEST").read_bytes()
+    out = tmp_path / "executed"
+    texts = {name: _text(_run(checkout, name, out))
+             for name in ("02_validation", "03_simulation", "06_analysis")}
+    assert _digest(runs / "small") == before and (runs / "LATEST").read_bytes() == latest
+    assert not (runs / "simulation").exists()  # nothing was to be written, so no run of their own either
+    repro = runs / "small" / "generated"
+    assert "table10_lexical_diversity.csv" in _same_tables(runs / "validation", repro)  # Table 10 found
+    shown = _same_tables(runs / "analysis", repro)  # 06: the reproduction's four assistants, no extra row
+    assert {"table3_assistant_models.csv", "table12_user_agent.csv", "table13_dialogue_stats.csv"} <= {*shown}
+    table3 = runs / "analysis" / "tables" / "table3_assistant_models.csv"
+    assert "ref-follows-setting" not in table3.read_text(encoding="utf-8")
+    assert "focus ref-past-interactions" in texts["06_analysis"]
+    # 03 shows the reproduction's focus assistant, all of whose dialogues are stored: nothing to do
+    assert "table13_dialogue_stats.csv" in _same_tables(runs / "simulation-report",
+                                                         repro / "simulation-ref_past_interactions")
+    assert "assistant `offline:ref-past-interactions`" in texts["03_simulation"]
+
+
+def test_a_notebook_that_would_extend_the_reproduction_says_so_and_writes_to_its_own_run(checkout, tmp_path):
+    runs = checkout / "runs"
+    before = _digest(runs / "small")
+    text = _text(_run(checkout, "03_simulation", tmp_path / "executed", assistant_model="ref-dialogue-only",
+                      settings=["base+I"]))
+    assert _digest(runs / "small") == before
+    own = runs / "simulation"
+    assert f"{runs / 'small' / 'generated' / 'store'} is a finished `make reproduce` store" in text
+    assert f"new records go to this notebook's own run {own}" in text
+    def stored(store: Path) -> dict[str, dict]:
+        lines = (store / "dialogues.jsonl").read_text(encoding="utf-8").splitlines()
+        return {d["id"]: d for d in map(json.loads, lines)}
+
+    made, held = stored(own), stored(runs / "small" / "generated" / "store")
+    assert set(held) < set(made)  # a copy of the reproduction's dialogues, then the new ones
+    new = {(d["assistant_model"], d["assistant_setting"]) for i, d in made.items() if i not in held}
+    assert new == {("ref-dialogue-only", "base+I")}

@@ -13,9 +13,12 @@ from support.records import dialogue
 
 from personalens_utils import paths, reproduce, session
 from personalens_utils.data import SAMPLES
+from personalens_utils.llm import CallKind, Message, Request
 from personalens_utils.paths import project_root
+from personalens_utils.records import Dialogue
 from personalens_utils.reproduce import Settings
 from personalens_utils.session import Session, SessionConfig, SessionError, list_param, resolve_session_users
+from personalens_utils.store import RunStore, StoreError
 
 NOTEBOOKS = sorted((project_root() / "notebooks").glob("0*.ipynb"))
 PARAMETERS_DOC = project_root() / "docs" / "parameters.md"
@@ -162,6 +165,34 @@ def test_defaults_follow_the_latest_reproduction_and_the_store_follows_the_bench
     assert paths.default_benchmark_dir() == official
 
 
+def test_defaults_read_a_finished_reproduction_and_write_only_to_their_own_run(checkout, capsys):
+    folder = checkout / "runs" / "small" / "generated"
+    bench = _official_like(folder / "benchmark", [0, 1])
+    paths.write_latest(folder, bench, assistant_models=["ref-a", "ref-b"], focus_model="ref-b")
+    RunStore(folder / "store").append(dialogue("d1"))
+    held = (folder / "store" / "dialogues.jsonl").read_bytes()
+    assert Session.open(SessionConfig(stage="validation", store=False)).store.root == folder / "store"  # 02 reads it too
+    with Session.open() as s:  # the reproduction's own rows, not every assistant its store holds
+        assert s.assistants(None) == ["ref-a", "ref-b"] and s.focus(None) == "ref-b"
+        assert s.assistants(["mine"]) == ["mine"] and s.focus("mine") == "mine"
+        assert [d.id for d in s.run_store.read(Dialogue)] == ["d1"]
+        s.run_store.append(dialogue("d2"))
+        own = checkout / "runs" / session.DEFAULT_RUN
+        assert s.run_store.root == own and sorted(d.id for d in s.run_store.read(Dialogue)) == ["d1", "d2"]
+    assert (folder / "store" / "dialogues.jsonl").read_bytes() == held  # the reproduction is unchanged
+    said = capsys.readouterr().out
+    assert f"{folder / 'store'} is a finished `make reproduce` store" in said and str(own) in said
+    for s in (Session.open(), Session.open(SessionConfig(stage="validation", store=False))):  # the next ones go on there
+        assert s.store.root == own and len(s.store.read(Dialogue)) == 2
+    RunStore(folder / "store").append(dialogue("d3"))  # a new `make reproduce` into the same folder
+    with Session.open() as s, pytest.raises(StoreError, match="extends an earlier `make reproduce`"):
+        assert s.store.root == folder / "store"  # the old run is not this reproduction's
+        s.store.append(dialogue("d4"))
+    assert len(RunStore(own).read(Dialogue)) == 2
+    with Session.open(SessionConfig(run_dir=folder / "store")) as s:  # named by hand: a store like any other
+        assert type(s.run_store) is RunStore and s.assistants(None) is None and s.focus(None) is None
+
+
 def test_a_gone_reproduction_is_ignored_and_no_benchmark_is_one_line(checkout):
     paths.write_latest(checkout / "runs" / "old" / "generated", checkout / "runs" / "old" / "benchmark")
     assert paths.latest_run() is None  # its folder was cleaned away
@@ -206,3 +237,13 @@ def test_require_says_which_prompt_set_the_store_holds(checkout):
     s.run_store.append(dialogue("d-kit", user_id=0, prompt_set="kit", **identity))
     with pytest.raises(SessionError, match=r"\): run notebooks 03 and 04 first, or set run_dir"):
         s.require(pd.DataFrame({"user_id": []}), "judgments by J", "notebooks 03 and 04")
+
+
+def test_usage_rows_answered_offline_name_the_rules_not_the_model(checkout):
+    bench = _official_like(checkout / "bench", [0])
+    with Session.open(SessionConfig(benchmark_dir=bench, models={"judge_model": "Claude 3.5 Sonnet"})) as s:
+        judge = s.role("judge_model")
+        judge.client.complete(Request(CallKind.USER_TURN, (Message("user", "hi"),), model=judge.model))
+        asked = s.usage_frame()["model"].tolist()  # the books keep the model id the call asked for
+        assert asked == ["claude-3-5-sonnet-20241022"]
+        assert s.usage().frame["model"].tolist() == [f"offline rules in the role of {asked[0]}"]

@@ -18,6 +18,17 @@ def test_source_sorts_its_names_and_says_where_from():
     assert source.describe() == (
         "Source: run store store/, 12 judged dialogues; models m1, m2; backend anthropic, offline."
     )
+    offline = Source.of("store/", 3, "judged dialogues", {"offline"}, ["claude-3-5-sonnet-20241022"])
+    assert offline.describe() == ("Source: store/, 3 judged dialogues; offline rules in the roles of "
+                                  "claude-3-5-sonnet-20241022; backend offline.")
+
+
+def test_markdown_and_latex_exports_leave_undefined_cells_blank(tmp_path):
+    frame = pd.DataFrame({"Model": ["a", None], "n": pd.array([1, None], dtype="Int64"), "P": [1.5, None]})
+    paths = TableResult(frame, "Caption.", Source.of("x/", 2, "dialogues")).save(tmp_path, 9, "blank")
+    for ext in ("md", "tex"):
+        text = paths[ext].read_text(encoding="utf-8")
+        assert "<NA>" not in text and "nan" not in text.lower() and "None" not in text, ext
 
 
 def test_save_writes_the_frame_and_save_data_the_long_form(tmp_path):

@@ -252,10 +252,13 @@ def read_table(path: str | os.PathLike[str]) -> tuple[list[str], list[dict[str, 
 def write_table(path: str | os.PathLike[str], header: Sequence[str], rows: Iterable[Mapping[str, str]],
                 delimiter: str = ",") -> None:
     """Write a sheet atomically (a temporary file beside it, then a rename), quoted as the export
-    quotes it: a crash or a closed tab mid-write leaves the previous sheet whole."""
+    quotes it: a crash or a closed tab mid-write leaves the previous sheet whole. The sheet keeps its
+    own permissions (a new one gets the user's umask), not the temporary file's private 0600."""
     path = Path(path)
+    mode = path.stat().st_mode & 0o777 if path.exists() else _umask_mode()
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
             writer = csv.DictWriter(fh, fieldnames=list(header), delimiter=delimiter,
                                     quoting=csv.QUOTE_NONNUMERIC, extrasaction="ignore", lineterminator="\n")
@@ -267,6 +270,13 @@ def write_table(path: str | os.PathLike[str], header: Sequence[str], rows: Itera
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _umask_mode() -> int:
+    """The mode `open()` gives a new file: 0o666 less the process umask (read by setting it back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
 
 
 def _read_csv(path: Path) -> list[dict[str, str]]:

@@ -32,6 +32,7 @@ from personalens_utils.analysis.scores import (
     run_label,
     scoring_of,
 )
+from personalens_utils.assistants.python import row_label
 from personalens_utils.llm.offline import OFFLINE_LABEL
 from personalens_utils.records import KIT_PROMPTS, resolved_model
 from personalens_utils.store import RunStore
@@ -166,6 +167,7 @@ def table3(
     if order is not None:
         display = display.reindex(order)
     display = display.rename_axis("Assistant model").reset_index()
+    display["Assistant model"] = display["Assistant model"].map(row_label)
     caption = (
         f"Assistant models under the {setting!r} setting: task completion rate (TCR, %), "
         "personalization (P, 1-4), and the assistant's naturalness and coherence (1-5), "

@@ -216,6 +216,26 @@ def _kwargs(target: Target) -> str:
     return ", ".join(f"{k}={v!r}" for k, v in target.options)
 
 
+def row_label(model: str) -> str:
+    """A model name as a table row shows it: a Python assistant (`package.module:Name?options`, with
+    or without `python:`) as its class and options, `RetrievalAssistant (k=3)`, since the module path
+    does not fit a row and the table's source names the whole spec; any other name as it is."""
+    try:
+        target = Target.parse(model.removeprefix(f"{PYTHON}:"))
+    except SpecError:
+        return model
+    if not model.startswith(f"{PYTHON}:") and "." not in target.module:
+        return model  # `backend:model` of a served model, not a Python assistant
+    options = ", ".join(f"{k}={v}" for k, v in target.options)
+    return f"{target.name} ({options})" if options else target.name
+
+
+def calls_backend(assistant_model_id: str) -> str | None:
+    """The backend a Python assistant's model id says it calls, or None when it calls no model."""
+    _, sep, called = assistant_model_id.rpartition(CALLS)
+    return called.partition(":")[0] if sep else None
+
+
 @dataclass
 class AssistantLLM:
     """The door through which a Python assistant calls its declared model, for one reply.

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from personalens_utils.data import BenchmarkDataError
-from personalens_utils.judging import ALL_DIMENSIONS, JudgingError, benchmark_contexts
+from personalens_utils.judging import ALL_DIMENSIONS, JUDGEABLE_STATUSES, JudgingError, benchmark_contexts
 from personalens_utils.llm.offline.judge import Mention, mentions
 from personalens_utils.records import Dialogue, Judgment
 from personalens_utils.store import RunStore
@@ -160,13 +160,23 @@ class Catalog:
             return DialogueView(dialogue, judgments, None, str(exc))
         return DialogueView(dialogue, judgments, context, mentions=tuple(mentions(context)))
 
-    def runs_of(self, scenario_id: str) -> list[Dialogue]:
-        """Every dialogue of one scenario (one per assistant model, setting and run identity)."""
-        return [d for d in self.dialogues if d.scenario_id == scenario_id]
+    def comparable(self, dialogue: Dialogue, judge_model: str | None = None) -> bool:
+        """A dialogue worth a side of the comparison: it finished (an errored or unfinished one has
+        nothing to compare) and, when a judge is named, that judge scored it."""
+        if dialogue.status not in JUDGEABLE_STATUSES:
+            return False
+        judges = {j.judge_model for j in self.judgments.get(dialogue.id, ())}
+        return judge_model is None or judge_model in judges
 
-    def compared_scenarios(self, dialogues: Iterable[Dialogue] | None = None) -> list[str]:
-        """Scenarios with at least two dialogues (two settings or assistants), in catalog order."""
+    def runs_of(self, scenario_id: str, judge_model: str | None = None) -> list[Dialogue]:
+        """The comparable dialogues of one scenario (one per assistant model, setting and run identity)."""
+        return [d for d in self.dialogues if d.scenario_id == scenario_id and self.comparable(d, judge_model)]
+
+    def compared_scenarios(
+        self, dialogues: Iterable[Dialogue] | None = None, judge_model: str | None = None
+    ) -> list[str]:
+        """Scenarios with at least two comparable dialogues (two settings or assistants), in catalog order."""
         count: dict[str, int] = defaultdict(int)
         for d in self.dialogues if dialogues is None else dialogues:
-            count[d.scenario_id] += 1
+            count[d.scenario_id] += self.comparable(d, judge_model)
         return [s for s, n in count.items() if n >= 2]

@@ -16,12 +16,14 @@ from typing import Any
 
 from personalens_utils.display import cell, chat_html, esc, fields_html, inline
 from personalens_utils.judging import ALL_DIMENSIONS
+from personalens_utils.llm.offline import answered_by
 from personalens_utils.records import Dialogue, Judgment
 
 from .catalog import Catalog, DialogueView
 
 _NOT_APPLIED = '<span class="pl-muted">not applied</span>'
 _TURN_NOTE = re.compile(r"^turn (\d+): ", re.MULTILINE)
+_BLANK_LINES = re.compile(r"\n[ \t]*\n(?:[ \t]*\n)*")
 
 
 def turn_notes(judgment: Judgment) -> dict[int, str]:
@@ -33,6 +35,16 @@ def turn_notes(judgment: Judgment) -> dict[int, str]:
         int(m.group(1)): text[m.end() : marks[i + 1].start() if i + 1 < len(marks) else len(text)].strip()
         for i, m in enumerate(marks)
     }
+
+
+def _single_spaced(text: str) -> str:
+    """Blank lines between a judge's paragraphs dropped: the page keeps line breaks as they are."""
+    return _BLANK_LINES.sub("\n", text.strip())
+
+
+def _answers(attempts: int) -> str:
+    """How many answers the judge gave before this result; nothing to say for the usual one."""
+    return f" after {attempts} answers" if attempts > 1 else ""
 
 
 def _score(judgment: Judgment) -> str:
@@ -49,7 +61,7 @@ def judgment_html(judgment: Judgment, *, turns_beside: bool = False) -> str:
     With `turns_beside` a turn-level judgment's per-turn notes are left to the transcript.
     """
     status = {"ok": "parsed", "missing": "no valid score (missing)", "error": "call failed (error)"}
-    explanation = judgment.explanation
+    explanation = _single_spaced(judgment.explanation)
     if judgment.turn_scores is not None:
         scores = ", ".join(cell(s, 0) or "–" for s in judgment.turn_scores)
         explanation = f"turn scores: {scores}" + ("" if turns_beside else "\n" + explanation)
@@ -57,10 +69,10 @@ def judgment_html(judgment: Judgment, *, turns_beside: bool = False) -> str:
         f'<div class="pl-judgment" data-dimension="{esc(judgment.dimension)}" '
         f'data-status="{esc(judgment.status)}">'
         f'<b>{esc(judgment.dimension)}</b>: <span class="pl-score">{esc(_score(judgment))}</span> '
-        f'<span class="pl-muted">· {esc(status.get(judgment.status, judgment.status))} after '
-        f"{judgment.attempts} answer(s) · judge {esc(judgment.judge_model)} ({esc(judgment.backend)}: "
-        f"{esc(judgment.judge_model_id)}) · prompts {esc(judgment.prompt_set)} "
-        f"{esc(judgment.prompt_version)}</span>"
+        f'<span class="pl-muted">· {esc(status.get(judgment.status, judgment.status))}'
+        f"{esc(_answers(judgment.attempts))} · judge {esc(judgment.judge_model)} "
+        f"({esc(answered_by(judgment.backend, judgment.judge_model_id))}) · prompts "
+        f"{esc(judgment.prompt_set)} {esc(judgment.prompt_version)}</span>"
         f'<div class="pl-explanation">{esc(explanation)}</div>'
         f'<details><summary>raw answer</summary><div class="pl-explanation pl-muted">{esc(judgment.raw)}'
         "</div></details></div>"
@@ -75,11 +87,15 @@ def _turn_extras(dialogue: Dialogue, judgments: Sequence[Judgment]) -> dict[int,
         if judgment.turn_scores is None:
             continue
         notes = turn_notes(judgment)
+        first: dict[str, int] = {}
         for k, (index, score) in enumerate(zip(assistant_at, judgment.turn_scores, strict=False), start=1):
+            note = _single_spaced(notes.get(k, ""))
+            seen = first.setdefault(note, k)
+            shown = f"the same note as turn {seen}" if note and seen != k else note  # each note written once
             extra[index].append(
                 f'<div class="pl-turn-score" data-turn-score="{k}"><b>{esc(judgment.dimension)}</b> '
                 f"({esc(judgment.judge_model)}): {esc(cell(score, 0) or 'no score')}"
-                f'<div class="pl-explanation pl-muted">{esc(notes.get(k, ""))}</div></div>'
+                f'<div class="pl-explanation pl-muted">{esc(shown)}</div></div>'
             )
     return {index: "".join(parts) for index, parts in extra.items()}
 
@@ -171,11 +187,11 @@ def header_html(dialogue: Dialogue) -> str:
     """Who and what: scenario, assistant and user agent with their backends and model ids, prompts."""
     fields = {
         "scenario": dialogue.scenario_id,
-        "assistant": f"{dialogue.assistant_model} ({dialogue.assistant_backend}: "
-        f"{dialogue.assistant_model_id})",
+        "assistant": f"{dialogue.assistant_model} "
+        f"({answered_by(dialogue.assistant_backend, dialogue.assistant_model_id)})",
         "setting": dialogue.assistant_setting,
         "prompts": f"{dialogue.prompt_set} {dialogue.prompt_version}",
-        "user agent": f"{dialogue.user_model} ({dialogue.user_backend}: {dialogue.user_model_id})",
+        "user agent": f"{dialogue.user_model} ({answered_by(dialogue.user_backend, dialogue.user_model_id)})",
         "status": dialogue.status + (f": {dialogue.error}" if dialogue.error else ""),
         "turns": dialogue.n_turns,
         "dialogue id": dialogue.id,

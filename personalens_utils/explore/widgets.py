@@ -39,11 +39,23 @@ _FULL = {"width": "auto", "max_width": "100%"}
 100%: a box stretches to its container's width less its own margins, where 100% adds them on top."""
 ANY = "(any)"
 """The value of a filter left open (a dropdown shows no selection for None, so it gets a label)."""
+SHOWN = 200
+"""At most this many dialogues in the list at once (a store may hold tens of thousands): the rest are
+reached with the filters, the search box or the page buttons."""
+
+
+def dimension_label(name: str) -> str:
+    """A dimension's id as the paper names it: `naturalness_user` is "naturalness (user)"."""
+    head, _, whose = name.rpartition("_")
+    if whose in ("user", "assistant"):
+        return f"{head.replace('_', ' ')} ({whose})"
+    return name.replace("_", " ")
 
 
 def _dropdown(name: str, description: str, values: Sequence[Any], css: str) -> widgets.Dropdown:
+    shown = dimension_label if name == "dimension" else str
     box = widgets.Dropdown(
-        options=[(ANY, ANY), *((str(v), v) for v in values)],
+        options=[(ANY, ANY), *((shown(v), v) for v in values)],
         value=ANY,
         description=description,
         style=_WIDE,
@@ -94,6 +106,15 @@ class Explorer(_Page):
         self.score.add_class("pl-explorer-score")
         self.count = widgets.HTML()
         self.count.add_class("pl-explorer-count")
+        self.search = widgets.Text(placeholder="words of the line: user 7, a task id, a status",
+                                   description="search", style=_WIDE, continuous_update=False,
+                                   layout=widgets.Layout(**_FULL))
+        self.search.add_class("pl-explorer-search")
+        self.earlier = widgets.Button(description="previous page", layout=widgets.Layout(width="auto"))
+        self.later = widgets.Button(description="next page", layout=widgets.Layout(width="auto"))
+        self.earlier.add_class("pl-explorer-earlier")
+        self.later.add_class("pl-explorer-later")
+        self.first = 0
         self.dialogue = widgets.Select(
             options=[], rows=8, description="dialogue", style=_WIDE, layout=widgets.Layout(**_FULL)
         )
@@ -102,14 +123,17 @@ class Explorer(_Page):
         self.page.add_class("pl-explorer-page")
         wrap = widgets.Layout(flex_flow="row wrap", **_FULL)
         controls = widgets.HBox(list(self.filters.values()), layout=wrap)
-        super().__init__(
-            [controls, self.score, self.count, self.dialogue, self.page], layout=widgets.Layout(**_FULL)
-        )
+        pages = widgets.HBox([self.count, self.earlier, self.later], layout=wrap)
+        parts = [controls, self.score, self.search, pages, self.dialogue, self.page]
+        super().__init__(parts, layout=widgets.Layout(**_FULL))
         self.add_class("pl-explorer")
         for box in self.filters.values():
             box.observe(self._refilter, names="value")
         self.filters["dimension"].observe(self._rescale, names="value")
         self.score.observe(self._refilter, names="value")
+        self.search.observe(self._refilter, names="value")
+        self.earlier.on_click(lambda _: self.turn_page(-1))
+        self.later.on_click(lambda _: self.turn_page(1))
         self.dialogue.observe(self._show, names="value")
         self._refilter()
 
@@ -156,12 +180,28 @@ class Explorer(_Page):
             self.score.min, self.score.max = low, high
         self.score.disabled = False
 
-    def _refilter(self, _: Any = None) -> None:
-        chosen = self.catalog.select(self.current())
+    def matching(self) -> list[tuple[str, str]]:
+        """(line, dialogue id) of every dialogue that passes the filters and holds each searched word."""
+        words = self.search.value.lower().split()
+        lines = [(Catalog.label(d), d.id) for d in self.catalog.select(self.current())]
+        return [(line, i) for line, i in lines if all(w in line.lower() for w in words)]
+
+    def turn_page(self, step: int) -> None:
+        """Show the next (1) or previous (-1) page of the list."""
+        self.first = max(0, self.first + step * SHOWN)
+        self._refilter(keep_page=True)
+
+    def _refilter(self, _: Any = None, *, keep_page: bool = False) -> None:
+        found = self.matching()
+        if not keep_page or self.first >= len(found):
+            self.first = 0
+        options = found[self.first : self.first + SHOWN]
         total = len(self.catalog.dialogues)
-        self.count.value = f"{len(chosen)} of {total} dialogues"
+        shown = f"; showing {self.first + 1}-{self.first + len(options)}" if len(found) > SHOWN else ""
+        self.count.value = f"{len(found)} of {total} dialogues{shown}"
+        self.earlier.disabled = self.first == 0
+        self.later.disabled = self.first + SHOWN >= len(found)
         previous = self.dialogue.value
-        options = [(Catalog.label(d), d.id) for d in chosen]
         self.dialogue.options = options
         ids = [i for _, i in options]
         self.dialogue.value = previous if previous in ids else (ids[0] if ids else None)
@@ -171,7 +211,11 @@ class Explorer(_Page):
         self.page.value = self.html()
 
     def select(self, dialogue_id: str) -> None:
-        """Open one dialogue (it must pass the current filters)."""
+        """Open one dialogue (it must pass the current filters and search), on whichever page it is."""
+        ids = [i for _, i in self.matching()]
+        if dialogue_id in ids:
+            self.first = ids.index(dialogue_id) // SHOWN * SHOWN
+            self._refilter(keep_page=True)
         self.dialogue.value = dialogue_id
 
     def html(self) -> str:
@@ -194,7 +238,8 @@ class SideBySide(_Page):
     ) -> None:
         self.catalog = catalog
         self.judge_model = judge_model_key(judge_model) if judge_model else None
-        pool = list(scenarios) if scenarios is not None else catalog.compared_scenarios()
+        pool = list(scenarios) if scenarios is not None else catalog.compared_scenarios(
+            judge_model=self.judge_model)
         self.scenario = widgets.Dropdown(
             options=pool, description="scenario", style=_WIDE, layout=widgets.Layout(max_width="100%")
         )
@@ -219,7 +264,7 @@ class SideBySide(_Page):
         return f"{dialogue.assistant_model} · {dialogue.assistant_setting} · {dialogue.assistant_backend}"
 
     def _runs(self, _: Any = None) -> None:
-        runs = self.catalog.runs_of(self.scenario.value) if self.scenario.value else []
+        runs = self.catalog.runs_of(self.scenario.value, self.judge_model) if self.scenario.value else []
         options = [(self.run_label(d), d.id) for d in runs]
         with self.hold_trait_notifications():
             self.left.options, self.right.options = options, options
@@ -235,7 +280,7 @@ class SideBySide(_Page):
     ) -> None:
         """Pick a scenario and its two runs, each a dialogue id or a test on the dialogue record."""
         self.scenario.value = scenario_id
-        runs = self.catalog.runs_of(scenario_id)
+        runs = self.catalog.runs_of(scenario_id, self.judge_model)
 
         def find(which: Callable[[Any], bool] | str) -> str:
             found = [d.id for d in runs if (d.id == which if isinstance(which, str) else which(d))]

@@ -172,19 +172,21 @@ def reproduce(settings: Settings) -> tuple[list[PassResult], Path]:
         else:
             results.append(run_pass(settings, "official", Path(official)))
     if results:
-        _publish(results[-1])
+        _publish(results[-1], settings)
     index = write_index(settings, results, time.perf_counter() - started)
     return results, index
 
 
-def _publish(main: PassResult) -> None:
+def _publish(main: PassResult, settings: Settings) -> None:
     if not main.finished:
         print(f"[reproduce] pass {main.name!r} did not finish: nothing copied to tables/ and figures/, "
               "runs/LATEST unchanged", flush=True)
         return
     n = len(publish(main))
     print(f"[reproduce] copied {n} table/figure files of pass {main.name!r} to tables/ and figures/")
-    latest = write_latest(main.folder, Path(main.benchmark), runs=runs_dir())
+    latest = write_latest(main.folder, Path(main.benchmark), runs=runs_dir(),
+                          assistant_models=[assistant_name(settings, m) for m in settings.assistant_models],
+                          focus_model=assistant_name(settings, settings.focus))
     print(f"[reproduce] {latest} points notebooks 02-06 on default parameters at pass {main.name!r}")
 
 

@@ -197,8 +197,10 @@ def run_store_lexical_diversity(
     *,
     self_bleu_sample: int = SELF_BLEU_SAMPLE,
     seed: int = 0,
+    assistant_models: Sequence[str] | None = None,
 ) -> tuple[pd.DataFrame, set[str]]:
-    """Table 10's measures over the dialogues of a run store, and the backends that made them.
+    """Table 10's measures over the dialogues of a run store (of `assistant_models` only, when given),
+    and the backends that made them.
 
     Raises FileNotFoundError when the run folder holds no dialogues.jsonl (run simulation first).
     """
@@ -206,7 +208,8 @@ def run_store_lexical_diversity(
     if not path.is_file():
         raise FileNotFoundError(f"no dialogues to measure: {path} does not exist (run notebook 03 first)")
     records = sorted(
-        (r for r in RunStore(run_dir).records(Dialogue) if r.get("task_type") in task_types),
+        (r for r in RunStore(run_dir).records(Dialogue) if r.get("task_type") in task_types
+         and (assistant_models is None or r.get("assistant_model") in assistant_models)),
         key=lambda r: r["id"],
     )
     table = lexical_diversity(records, self_bleu_sample=self_bleu_sample, seed=seed)

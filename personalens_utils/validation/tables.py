@@ -99,10 +99,12 @@ def table10(
     *,
     self_bleu_sample: int = lexical.SELF_BLEU_SAMPLE,
     seed: int = 0,
+    assistant_models: Sequence[str] | None = None,
 ) -> TableResult:
-    """Table 10: lexical diversity of the dialogues of a run store (Self-BLEU over a seeded sample)."""
+    """Table 10: lexical diversity of the dialogues of a run store (Self-BLEU over a seeded sample), of
+    `assistant_models` only when given (a reproduction's own assistants, not its ablation's)."""
     table, used = lexical.run_store_lexical_diversity(
-        run_dir, task_types, self_bleu_sample=self_bleu_sample, seed=seed
+        run_dir, task_types, self_bleu_sample=self_bleu_sample, seed=seed, assistant_models=assistant_models
     )
     made_by = OFFLINE_LABEL if "offline" in used else f"dialogues from backend(s) {', '.join(sorted(used))}"
     caption = (

@@ -16,6 +16,14 @@ from collections.abc import Callable
 from ..types import CallKind, FatalError, Request, Response, Usage
 
 OFFLINE_LABEL = "offline backend (rule-based simulation, not a language model)"
+OFFLINE_RULES = "offline rules"
+"""What answered a call on the offline backend, shown where a model id would be: no model answered."""
+
+
+def answered_by(backend: str, model_id: str) -> str:
+    """`backend: model id` of a role's calls, or the offline rules where no model answered them."""
+    return OFFLINE_RULES if backend == "offline" else f"{backend}: {model_id}"
+
 
 Responder = Callable[[Request, random.Random], str]
 _RESPONDERS: dict[CallKind, Responder] = {}
