@@ -171,7 +171,8 @@ def test_defaults_read_a_finished_reproduction_and_write_only_to_their_own_run(c
     paths.write_latest(folder, bench, assistant_models=["ref-a", "ref-b"], focus_model="ref-b")
     RunStore(folder / "store").append(dialogue("d1"))
     held = (folder / "store" / "dialogues.jsonl").read_bytes()
-    assert Session.open(SessionConfig(stage="validation", store=False)).store.root == folder / "store"  # 02 reads it too
+    validation = SessionConfig(stage="validation", store=False)
+    assert Session.open(validation).store.root == folder / "store"  # 02 reads it too
     with Session.open() as s:  # the reproduction's own rows, not every assistant its store holds
         assert s.assistants(None) == ["ref-a", "ref-b"] and s.focus(None) == "ref-b"
         assert s.assistants(["mine"]) == ["mine"] and s.focus("mine") == "mine"
@@ -182,7 +183,7 @@ def test_defaults_read_a_finished_reproduction_and_write_only_to_their_own_run(c
     assert (folder / "store" / "dialogues.jsonl").read_bytes() == held  # the reproduction is unchanged
     said = capsys.readouterr().out
     assert f"{folder / 'store'} is a finished `make reproduce` store" in said and str(own) in said
-    for s in (Session.open(), Session.open(SessionConfig(stage="validation", store=False))):  # the next ones go on there
+    for s in (Session.open(), Session.open(validation)):  # the next ones go on there
         assert s.store.root == own and len(s.store.read(Dialogue)) == 2
     RunStore(folder / "store").append(dialogue("d3"))  # a new `make reproduce` into the same folder
     with Session.open() as s, pytest.raises(StoreError, match="extends an earlier `make reproduce`"):
