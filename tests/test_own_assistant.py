@@ -65,7 +65,8 @@ def test_the_comparison_reads_only_the_records_of_its_prompt_set(official_code, 
     assert set(tidy["dialogue_id"]) <= own_set_ids
     assert set(tidy["assistant_backend"]) == {"offline", "python"}
     frame = result.table.frame
-    assert list(frame["Assistant model"]) == ["ref-follows-setting", RETRIEVAL.removeprefix("python:")]
+    labels = ["ref-follows-setting", "RetrievalAssistant (k=2, model=offline)"]  # row_label of the spec
+    assert list(frame["Assistant model"]) == labels
     assert frame.notna().all().all()
     per_assistant = len(tidy["dialogue_id"].unique()) // 2
     assert [(r.planned, r.already_done) for r in result.simulated] == [(0, per_assistant)] * 2  # reused

@@ -273,17 +273,3 @@ def test_a_role_on_anthropic_without_a_key_stops_before_running(monkeypatch, cap
     assert reproduce.main(["--run", "bad", "--assistant-models", "python:no_colon"]) == 1
     assert "python:package.module:Name" in capsys.readouterr().err
 
-
-def test_the_closing_line_names_notebooks_not_run_only_when_there_are_any(tmp_path, monkeypatch, capsys):
-    passed = PassResult("generated", "b", "all", "first 3", tmp_path)
-    passed.steps = [StepResult("01_generation", tmp_path / "01.ipynb", 1.0, True)]
-    monkeypatch.setattr(reproduce, "reproduce", lambda settings: ([passed], tmp_path / "INDEX.md"))
-    assert reproduce.main(["--run", "t", "--passes", "generated"]) == 0
-    index = tmp_path / "INDEX.md"
-    assert capsys.readouterr().out.strip() == f"[reproduce] ran 1 notebook(s), 0 failed; index: {index}"
-    missing = StepResult("07_extra", None, 0.0, False, "07_extra.ipynb does not exist yet", skipped=True)
-    passed.steps.append(missing)
-    assert reproduce.main(["--run", "t", "--passes", "generated"]) == 0
-    said = capsys.readouterr().out
-    assert "ran 1 notebook(s), 1 not run (their notebook file is missing), 0 failed" in said
-    assert "07_extra: skipped: 07_extra.ipynb does not exist yet" in said

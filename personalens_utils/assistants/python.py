@@ -311,8 +311,10 @@ class AssistantStopped(KitError):
 
 
 class AssistantError(KitError, RuntimeError):
-    """A run stopped by its Python assistant: one line naming the assistant, the user and the task (and
-    how to see the traceback into the user's own code)."""
+    """A run stopped by its Python assistant: one line naming the assistant, the user and the task
+    (`%xmode Verbose` shows the traceback into the user's own code)."""
+
+    says_all = True
 
 
 @dataclass(frozen=True)
