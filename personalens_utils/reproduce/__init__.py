@@ -1,4 +1,5 @@
-"""One command that regenerates the paper's tables and figures: notebooks 01-06 under papermill.
+"""One command that regenerates the paper's tables and figures: notebooks 01-06 under papermill (and, in
+the generated pass, notebook 08: PERSONA Bench offline on synthetic data).
 
 `python -m personalens_utils.reproduce --run NAME` (what `make reproduce` calls) runs the notebooks
 in pipeline order from one parameter set, once per benchmark "pass": a small benchmark generated

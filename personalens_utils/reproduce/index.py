@@ -18,7 +18,7 @@ from personalens_utils.assistants.reference import DESIGNED_ORDER
 from personalens_utils.prompts.official import load_official_prompts
 from personalens_utils.store import RunStore
 
-from .settings import Settings, role_specs
+from .settings import PERSONA_USERS, Settings, role_specs
 
 if TYPE_CHECKING:
     from .pipeline import PassResult
@@ -58,6 +58,16 @@ PAPER_ITEMS = (
         "per-domain P, one polygon per model (extra)",
         "judged",
     ),
+    PaperItem("PERSONA Bench results", "tableP1_persona", "08_persona_bench",
+              "PERSONA Bench: task x metric, P-Conv | P-NonConv (the authors' layout)", "persona"),
+    PaperItem("PERSONA Bench per domain", "tableP2_persona", "08_persona_bench",
+              "PERSONA Bench: headline metric per domain and setting", "persona"),
+    PaperItem("PERSONA Bench gains", "tableP3_persona", "08_persona_bench",
+              "PERSONA Bench: paired gains of P-Conv with intervals over users", "persona"),
+    PaperItem("PERSONA Bench coverage", "tableP4_persona", "08_persona_bench",
+              "PERSONA Bench: answers read of items asked", "persona"),
+    PaperItem("PERSONA Bench radar plot", "figureP1_persona", "08_persona_bench",
+              "PERSONA Bench: one model's metrics, one polygon per setting", "persona"),
 )
 NOT_COMPUTED = (
     ("Table 2", "a comparison with other benchmarks taken from the literature; nothing to compute"),
@@ -80,6 +90,9 @@ def _models(settings: Settings, kind: str, generated: bool) -> str:
     """Which models made an item: `kind` says whose dialogues and whose judgments it is computed from."""
     if kind == "registry":
         return "none called; written from personalens_utils/llm/registry.py"
+    if kind == "persona":
+        return (f"the PERSONA Bench offline predictor on {PERSONA_USERS} users of synthetic data "
+                "(persona_bench/offline.py, persona_bench/synthetic.py)")
     if kind == "none":
         source = (
             f"a benchmark notebook 01 generated on the {settings.backend} backend" if generated else "data"

@@ -19,7 +19,7 @@ from personalens_utils.paths import find_official_data, project_root, runs_dir, 
 
 from .index import write_index
 from .notebooks import OUTPUT_FOLDERS, StepResult, run_notebook
-from .settings import Settings, assistant_name, model_name
+from .settings import PERSONA_USERS, Settings, assistant_name, model_name
 
 
 @dataclass
@@ -110,7 +110,17 @@ def plan_pass(settings: Settings, folder: Path, bench: Path, users: Any, generat
         "second_judge_model": settings.second_judge_model,
         "annotation_sheets": settings.annotations,
     }, needs=(*dialogues, judging.name, ablation.name))
-    return [*steps, *simulations, judging, Step("02_validation", common, needs=dialogues), ablation, analysis]
+    persona = [Step("08_persona_bench", {
+        "backend": "offline",
+        "synthetic_users": PERSONA_USERS,
+        "persona_data": str(folder / "persona_bench"),
+        "output_dir": str(folder),
+        "seed": settings.seed,
+        "backend_seed": settings.backend_seed,
+        "n_resamples": 100,
+    })] if generated else []
+    return [*steps, *simulations, judging, Step("02_validation", common, needs=dialogues), ablation, analysis,
+            *persona]
 
 
 def run_pass(settings: Settings, name: str, benchmark_dir: Path | None) -> PassResult:

@@ -18,6 +18,8 @@ OFFLINE_ABLATION = SETTING_ASSISTANT
 OFFLINE_FOCUS = FOCUS_ASSISTANT
 """The offline assistant of Figures 4, 5 and Table 13: its per-domain scores vary with the summaries."""
 ANTHROPIC_ASSISTANTS = ("Claude Haiku 4.5", "Claude Sonnet 4.5")
+PERSONA_USERS = 12
+"""Users of the synthetic PERSONA Bench data notebook 08 writes and runs offline in the generated pass."""
 PASSES = ("generated", "official")
 """A small benchmark notebook 01 generates on the spot, and the official data when the kit finds it."""
 
