@@ -39,6 +39,7 @@ def project(tmp_path, monkeypatch) -> Path:
     _notebook(books / "01_generation.ipynb", 'raise ValueError("n_users must be at least 1, got 0")')
     for name in ("02_validation", "03_simulation", "04_judging", "05_ablation", "06_analysis"):
         _notebook(books / f"{name}.ipynb", WRITER)
+    _notebook(books / "08_persona_bench.ipynb", "pass")  # needs nothing of 01; writes no table here
     return tmp_path
 
 
@@ -56,7 +57,7 @@ def test_a_failed_notebook_01_stops_the_pass_and_nothing_stale_is_published(proj
     assert code == 1
     assert "[reproduce] 03_simulation-ref_follows_setting: not run, 01_generation failed" in out
     assert "nothing copied to tables/ and figures/, runs/LATEST unchanged" in out
-    assert "ran 0 notebook(s), 1 failed, 5 not run" in out
+    assert "ran 1 notebook(s), 1 failed, 5 not run" in out  # 08 (PERSONA Bench) needs nothing of 01
     assert not (project / "tables").exists()
     assert latest.read_text() == "folder: r/generated\nbenchmark: r/generated/benchmark\n"
     assert not (old / "06_analysis.ipynb").exists()  # no notebook ran on the old benchmark
@@ -91,7 +92,8 @@ def test_a_failure_stops_only_the_notebooks_that_need_its_output(monkeypatch, tm
     results, _ = pipeline.reproduce(settings)
     generated, official = results
     assert [s.outcome for s in generated.steps] == [
-        "ok", "ok", "ok", "ok", "ok", "FAILED: ScoresError: no judgments", "not run: 05_ablation failed"]
+        "ok", "ok", "ok", "ok", "ok", "FAILED: ScoresError: no judgments", "not run: 05_ablation failed",
+        "ok"]  # 08 needs nothing of 05
     assert "generated/06_analysis" not in ran and "official/06_analysis" in ran
     assert official.finished and not generated.finished
     assert "folder: r/official" in (tmp_path / "runs" / "LATEST").read_text()
