@@ -444,7 +444,17 @@ class ReproductionStore(RunStore):
         self.own = Path(own)
         mark = self.own / self.MARK
         extended = mark.is_file() and mark.read_text(encoding="utf-8") == self._stamp()
+        self._own_store: RunStore | None = None
         super().__init__(self.own if extended else self.reproduction)
+
+    @contextlib.contextmanager
+    def writing(self, stage: str) -> Iterator[None]:
+        """Runs lock the notebook's own run, where their records go: the reproduction's folder is never
+        touched, not even by a run that finds nothing to do."""
+        if self._own_store is None:
+            self._own_store = RunStore(self.own)
+        with self._own_store.writing(stage):
+            yield
 
     def _stamp(self) -> str:
         """The reproduction's store as it is now: a new `make reproduce` into it makes older copies stale."""
