@@ -43,6 +43,13 @@ NOT_RUN = {
     '7B-Instruct"': "a vLLM server",
     'make reproduce RUN=mine ARGS="--compare-assistant python:personalens_utils.assistants.retrieval:'
     'RetrievalAssistant"': "a full reproduction (about 10 minutes) with one more assistant",
+    ".venv/bin/papermill notebooks/08_persona_bench.ipynb runs/mine/08.ipynb":
+        "about a minute; tests/test_persona_bench_notebook.py runs notebook 08 the same way, offline, on "
+        "synthetic data",
+    ".venv/bin/papermill notebooks/08_persona_bench.ipynb runs/mine/08.ipynb -p synthetic_users None "
+    "-p backend anthropic": "a real key and the authors' data",
+    ".venv/bin/papermill notebooks/08_persona_bench.ipynb runs/mine/08.ipynb -p prompt_set official "
+    "-p persona_code ~/PERSONA": "a copy of the authors' code at ~/PERSONA",
 }
 
 

@@ -226,6 +226,7 @@ def judge_missing(store: RunStore, judge_model: str, prompt_version: str) -> Tab
 def judge_scores(tidy: pd.DataFrame, *, seed: int = 0) -> TableResult:
     """Table J2: mean scores with intervals per assistant model (per run), setting and task type."""
     scores = aggregate(by_run(tidy)[0], ["assistant_model", "assistant_setting", "task_type"], seed=seed)
+    scores["assistant_model"] = scores["assistant_model"].map(row_label)  # the source names the full spec
     judges = ", ".join(sorted(tidy["judge_model"].unique()))
     caption = f"Judge scores per assistant model, setting and task type (judge {judges})." + provenance_note(
         backends(tidy)
