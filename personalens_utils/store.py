@@ -186,8 +186,8 @@ class RunStore:
         since both would make the same calls and write the same records. Re-entrant in one thread;
         the operating system releases it when the process dies, so a killed run does not block."""
         with self._lock:
-            lock = self._writers.setdefault(stage, FileLock(str(self.root / f"{stage}.writer")))
-        info = self.root / f"{stage}.writer-info"
+            lock = self._writers.setdefault(stage, FileLock(str(self._writer_lock(stage))))
+        info = self._writer_lock(stage).with_name(f"{self._writer_lock(stage).name}-info")
         try:
             lock.acquire(timeout=0)
         except Timeout:
@@ -204,6 +204,10 @@ class RunStore:
             yield
         finally:
             lock.release()
+
+    def _writer_lock(self, stage: str) -> Path:
+        """The lock file a run of `stage` holds (its `-info` file beside it names the holder)."""
+        return self.root / f"{stage}.writer"
 
     def append(self, record: Record) -> None:
         self.extend([record])
@@ -444,17 +448,12 @@ class ReproductionStore(RunStore):
         self.own = Path(own)
         mark = self.own / self.MARK
         extended = mark.is_file() and mark.read_text(encoding="utf-8") == self._stamp()
-        self._own_store: RunStore | None = None
         super().__init__(self.own if extended else self.reproduction)
 
-    @contextlib.contextmanager
-    def writing(self, stage: str) -> Iterator[None]:
-        """Runs lock the notebook's own run, where their records go: the reproduction's folder is never
-        touched, not even by a run that finds nothing to do."""
-        if self._own_store is None:
-            self._own_store = RunStore(self.own)
-        with self._own_store.writing(stage):
-            yield
+    def _writer_lock(self, stage: str) -> Path:
+        """Beside the notebook's own run, not in it and never in the reproduction: a run that finds
+        nothing to do leaves both folders as they were."""
+        return self.own.parent / f".{self.own.name}.{stage}.writer"
 
     def _stamp(self) -> str:
         """The reproduction's store as it is now: a new `make reproduce` into it makes older copies stale."""
