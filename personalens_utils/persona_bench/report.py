@@ -13,12 +13,20 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
+from matplotlib.figure import Figure
 
 from personalens_utils.llm.offline import OFFLINE_LABEL
 from personalens_utils.persona_bench.items import SETTINGS, TASK_NAMES
 from personalens_utils.persona_bench.metrics import LOWER_IS_BETTER, METRICS, NOT_MEASURED, sentence_split
 from personalens_utils.persona_bench.records import PersonaPrediction
-from personalens_utils.plots import FigureResult, current_style, greyscale_styles, new_figure
+from personalens_utils.plots import (
+    FigureResult,
+    Span,
+    current_style,
+    greyscale_styles,
+    mark_offline,
+    new_figure,
+)
 from personalens_utils.store import RunStore
 from personalens_utils.tables import Source, TableResult
 
@@ -183,30 +191,35 @@ def radar(
         raise ValueError(f"model {model!r}: fewer than three measured metrics in [0, 1] to draw a radar plot")
     angles = np.linspace(0, 2 * np.pi, len(metrics), endpoint=False)
     closed = np.append(angles, angles[0])
-    fig, ax = new_figure("column", 3.2, subplot_kw={"projection": "polar"})
-    for setting, style in zip(settings, greyscale_styles(len(settings)), strict=True):
-        values = np.clip(wide.loc[setting, metrics].to_numpy(dtype=float), 0, 1)
-        ax.plot(closed, np.append(values, values[0]), lw=1.1, ms=3, label=setting, **style)
-        ax.fill(closed, np.append(values, values[0]), color=style["color"], alpha=0.06)
-    ax.set_ylim(0, 1)
-    ax.set_yticks([0.25, 0.5, 0.75, 1.0])
-    ax.set_rlabel_position(float(np.degrees(angles[1] / 2)))  # between the first two axes
-    for label in ax.get_yticklabels():  # readable where a polygon crosses it
-        label.set_bbox({"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 0.6})
-    ax.set_xticks(angles, metrics, fontsize=current_style().small)
-    ax.legend(
-        loc="upper center",
-        bbox_to_anchor=(0.5, -0.08),
-        ncol=len(settings),
-        frameon=False,
-        fontsize=current_style().small,
-    )
     model_frame = frame[frame["model"] == model]
+
+    def draw(width: Span) -> Figure:
+        fig, ax = new_figure(width, 3.2, subplot_kw={"projection": "polar"})
+        for setting, style in zip(settings, greyscale_styles(len(settings)), strict=True):
+            values = np.clip(wide.loc[setting, metrics].to_numpy(dtype=float), 0, 1)
+            ax.plot(closed, np.append(values, values[0]), lw=1.1, ms=3, label=setting, **style)
+            ax.fill(closed, np.append(values, values[0]), color=style["color"], alpha=0.06)
+        ax.set_ylim(0, 1)
+        ax.set_yticks([0.25, 0.5, 0.75, 1.0])
+        ax.set_rlabel_position(float(np.degrees(angles[1] / 2)))  # between the first two axes
+        for label in ax.get_yticklabels():  # readable where a polygon crosses it
+            label.set_bbox({"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 0.6})
+        ax.set_xticks(angles, metrics, fontsize=current_style().small)
+        ax.legend(
+            loc="upper center",
+            bbox_to_anchor=(0.5, -0.08),
+            ncol=len(settings),
+            frameon=False,
+            fontsize=current_style().small,
+        )
+        mark_offline(fig, model_frame["backend"])
+        return fig
+
     caption = (
         f"PERSONA Bench radar plot of {model}: metrics in [0, 1] (MCC below 0 drawn at 0), one polygon "
         f"per setting; metrics not measured are left out. {_labels(model_frame, data_label)}"
     )
-    return FigureResult(fig, caption, _source(model_frame, origin), data=mine)
+    return FigureResult(draw("column"), caption, _source(model_frame, origin), data=mine, at=draw)
 
 
 def explorer(
