@@ -206,8 +206,7 @@ class RunStore:
             lock.release()
 
     def _writer_lock(self, stage: str) -> Path:
-        """The lock file a run of `stage` holds (its `-info` file beside it names the holder)."""
-        return self.root / f"{stage}.writer"
+        return writer_lock(self.root, stage)
 
     def append(self, record: Record) -> None:
         self.extend([record])
@@ -431,6 +430,13 @@ def _copy(path: Path, lines: list[_Line], into: RunStore, kind: type[Record]) ->
             into._extend_json(kind, rows)
 
 
+def writer_lock(folder: Path, stage: str) -> Path:
+    """The lock file a run of `stage` on the store in `folder` holds (an `-info` file beside it names
+    the holder). It sits beside the folder, not in it, so one lock serves every way of opening that
+    store, and a run that finds nothing to do leaves the folder as it was."""
+    return folder.parent / f".{folder.name}.{stage}.writer"
+
+
 class ReproductionStore(RunStore):
     """A finished reproduction's store, opened by a notebook on its default parameters.
 
@@ -451,9 +457,9 @@ class ReproductionStore(RunStore):
         super().__init__(self.own if extended else self.reproduction)
 
     def _writer_lock(self, stage: str) -> Path:
-        """Beside the notebook's own run, not in it and never in the reproduction: a run that finds
-        nothing to do leaves both folders as they were."""
-        return self.own.parent / f".{self.own.name}.{stage}.writer"
+        """The own run's lock, whether or not it exists yet: a run given that folder as its run_dir
+        excludes this one, and the reproduction's folder is never touched."""
+        return writer_lock(self.own, stage)
 
     def _stamp(self) -> str:
         """The reproduction's store as it is now: a new `make reproduce` into it makes older copies stale."""

@@ -16,7 +16,7 @@ from personalens_utils.data import load_benchmark, save_benchmark
 from personalens_utils.llm.client import LLMClient
 from personalens_utils.records import Dialogue
 from personalens_utils.simulation import SimulationConfig, run_simulation
-from personalens_utils.store import RunStore, StoreError
+from personalens_utils.store import ReproductionStore, RunStore, StoreError
 
 CONFIG = SimulationConfig(settings=SETTINGS)
 
@@ -63,3 +63,20 @@ def test_the_writer_lock_is_reentrant_in_one_run_and_refuses_another_store_objec
         pass
     with RunStore(tmp_path).writing("simulation"), other.writing("judging"):
         pass  # free again once released; another stage may run beside it
+
+
+def test_a_notebook_extending_a_reproduction_and_a_run_given_its_folder_exclude_each_other(
+    tmp_path: Path,
+) -> None:
+    reproduction, own = tmp_path / "reproduction", tmp_path / "simulation"
+    reproduction.mkdir()
+    extending, given = ReproductionStore(reproduction, own), RunStore(own)
+    with (
+        extending.writing("simulation"),
+        pytest.raises(StoreError, match="in use"),
+        given.writing("simulation"),
+    ):
+        pass
+    with given.writing("judging"), pytest.raises(StoreError, match="in use"), extending.writing("judging"):
+        pass
+    assert sorted(p.name for p in reproduction.iterdir()) == []
