@@ -22,7 +22,8 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -459,13 +460,8 @@ def run_stage(
     options: StageOptions = StageOptions(),
 ) -> StageReport:
     """Run the planned items through the client's pool into the store (blocking; works in notebooks)."""
-    report, writer, jobs, before = _begin(stage, store, client, planned, report, options.max_cost_usd)
-    try:
-        with store.writing(stage.name), _limit(client, options.others, options.max_cost_usd):
-            client.run_all(jobs, desc=options.desc or stage.name, stage=stage.name,
-                           pool_size=options.pool_size)
-    finally:
-        _end(report, writer, client, before)
+    with _running(stage, store, client, planned, report, options) as (report, jobs):
+        client.run_all(jobs, desc=options.desc or stage.name, stage=stage.name, pool_size=options.pool_size)
     return report
 
 
@@ -476,22 +472,27 @@ def _limit(client: LLMClient, others: Sequence[LLMClient], max_cost_usd: float |
     return client.spending_limit(max_cost_usd)
 
 
-def _begin(
+@contextmanager
+def _running(
     stage: Stage[P], store: RunStore, client: LLMClient, planned: Plan[P], report: StageReport | None,
-    max_cost_usd: float | None,
-) -> tuple[StageReport, _Writer, list[Callable[[], Awaitable[None]]], dict[str, float]]:
+    options: StageOptions,
+) -> Iterator[tuple[StageReport, list[Callable[[], Awaitable[None]]]]]:
+    """What `run_stage` and `arun_stage` do around the pool that runs the jobs: the report started, the
+    store's writer and the spending limit held, and, however the pool ends, the records flushed and the
+    cost and time booked."""
     report = report or StageReport(stage.name)
     report.start(planned)
-    report.max_cost_usd = max_cost_usd
+    report.max_cost_usd = options.max_cost_usd
     report.elapsed_s = -time.perf_counter()
     writer = _Writer(store, report)
-    return report, writer, _jobs(stage, client, planned.items, report, writer), client.totals()
-
-
-def _end(report: StageReport, writer: _Writer, client: LLMClient, before: dict[str, float]) -> None:
-    writer.flush()
-    report.spent(before, client.totals())
-    report.elapsed_s += time.perf_counter()
+    jobs, before = _jobs(stage, client, planned.items, report, writer), client.totals()
+    try:
+        with store.writing(stage.name), _limit(client, options.others, options.max_cost_usd):
+            yield report, jobs
+    finally:
+        writer.flush()
+        report.spent(before, client.totals())
+        report.elapsed_s += time.perf_counter()
 
 
 async def arun_stage(
@@ -504,13 +505,9 @@ async def arun_stage(
     options: StageOptions = StageOptions(),
 ) -> StageReport:
     """`run_stage` from a coroutine (on the caller's event loop)."""
-    report, writer, jobs, before = _begin(stage, store, client, planned, report, options.max_cost_usd)
-    try:
-        with store.writing(stage.name), _limit(client, options.others, options.max_cost_usd):
-            await client.arun_all(jobs, desc=options.desc or stage.name, stage=stage.name,
-                                  pool_size=options.pool_size)
-    finally:
-        _end(report, writer, client, before)
+    with _running(stage, store, client, planned, report, options) as (report, jobs):
+        await client.arun_all(jobs, desc=options.desc or stage.name, stage=stage.name,
+                              pool_size=options.pool_size)
     return report
 
 

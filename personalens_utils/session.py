@@ -76,7 +76,9 @@ def _model_spec(value: Role, backend: str) -> ModelSpec | None:
         return ModelSpec(backend, value)
     if isinstance(value, ModelSpec):
         return value
-    if isinstance(value, ModelRole | PromptedAssistant):
+    if isinstance(value, PromptedAssistant):
+        return value.role.spec
+    if isinstance(value, ModelRole):
         return value.spec
     return None
 

@@ -4,32 +4,34 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager
 
-from personalens_utils.llm import LLMClient, Request, Response, registry
+from personalens_utils.llm import LLMClient, Request, Response
 from personalens_utils.llm.specs import ModelSpec
 from personalens_utils.records import OFFLINE, resolved_model
+from personalens_utils.roles import ModelRole
 
 from .base import Pricing
 
 
 class PromptedAssistant:
-    """A model on any backend, prompted with the request the prompt set built for its setting."""
+    """A model on any backend, prompted with the request the prompt set built for its setting: a
+    `roles.ModelRole` (its spec and client) with what the kit asks of an assistant besides."""
 
     def __init__(self, client: LLMClient, spec: ModelSpec):
         if client.backend_name != spec.backend:
             raise ValueError(f"assistant {spec}: its client calls {client.backend_name!r}, "
                              f"not {spec.backend!r}")
-        self.client, self.spec = client, spec
+        self.role = ModelRole(spec, client)
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({str(self.spec)!r})"
+        return f"{type(self).__name__}({str(self.role)!r})"
 
     @property
     def model(self) -> str:
-        return self.spec.model
+        return self.role.model
 
     @property
     def backend(self) -> str:
-        return self.spec.backend
+        return self.role.backend
 
     @property
     def model_id(self) -> str:
@@ -41,28 +43,28 @@ class PromptedAssistant:
 
     @property
     def max_concurrency(self) -> int:
-        return self.client.max_concurrency
+        return self.role.client.max_concurrency
 
     def clients(self) -> list[LLMClient]:
-        return [self.client]
+        return [self.role.client]
 
     def stage(self, name: str) -> AbstractContextManager[object]:
-        return self.client.stage(name)
+        return self.role.client.stage(name)
 
     def prepared(self, request: Request) -> Request:
         """The request as this assistant sends it (a subclass may add to its context)."""
         return request
 
     async def respond(self, request: Request) -> Response:
-        return await self.client.acomplete(self.prepared(request))
+        return await self.role.respond(self.prepared(request))
 
     def preflight(self, role: str) -> list[str]:
-        key = self.spec.client_key
-        lines = self.client.preflight({role: self.model})
+        key = self.role.spec.client_key
+        lines = self.role.client.preflight({role: self.model})
         return lines if key == self.backend else [f"{line} ({key})" for line in lines]
 
     def describe(self, role: str) -> list[str]:
-        return [registry.resolve_model(self.model, self.backend).describe(role)]
+        return self.role.describe(role)
 
     def pricing(self) -> Pricing:
         return Pricing(self.backend, self.model, f"{self.backend}:{self.model}")

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from personalens_utils.llm import LLMClient, registry
+from personalens_utils.llm import LLMClient
 from personalens_utils.llm.clients import Clients
-from personalens_utils.llm.specs import ModelSpec, SpecError
+from personalens_utils.llm.specs import ModelSpec, SpecError, SpecParts
 from personalens_utils.records import OFFLINE
 
 from .base import Assistant
@@ -35,12 +35,12 @@ class AssistantSpec:
         """Read `text` (None: the default assistant of `default_backend`); a spec that cannot be read or
         loaded raises `SpecError` naming `what` and what is accepted."""
         text = default_assistant(default_backend) if text is None else text
-        head, _, rest = text.strip().partition(":") if isinstance(text, str) else ("", "", "")
-        if head.partition("@")[0].strip().lower() == PYTHON:
-            if "@" in head or not rest.strip():
+        parts = SpecParts.of(text) if isinstance(text, str) else None
+        if parts is not None and parts.backend == PYTHON:
+            if parts.var is not None or not parts.rest:
                 raise SpecError(f"{what}={text!r}: write python:package.module:Name (a class or object "
                                 "with a reply(view, llm) method; docs/simulation.md)")
-            target = str(Target.parse(rest.strip(), what))
+            target = str(Target.parse(parts.rest, what))
             load(target)
             return cls(PYTHON, target)
         spec = ModelSpec.parse(text, default_backend, what=what)
@@ -60,7 +60,7 @@ class AssistantSpec:
         """What will be called for `role`, before any client is made."""
         if self.spec is None:
             return [f"{role}: {PYTHON}:{load(self.model).model_id}"]
-        return [registry.resolve_model(self.model, self.backend).describe(role)]
+        return [self.spec.describe(role)]
 
 
 def assistant_on(client: LLMClient, model: str, spec: ModelSpec | None = None) -> Assistant:

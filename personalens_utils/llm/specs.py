@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from personalens_utils.errors import KitError
 
@@ -34,6 +34,26 @@ _BACKEND_WORD = re.compile(r"[a-z][a-z0-9_-]*")
 
 class SpecError(KitError, ValueError):
     """A model spec that cannot be read; the message names the spec and the fix."""
+
+
+class SpecParts(NamedTuple):
+    """A spec text cut at its first colon, the one way every reader of specs (models, assistants) cuts it."""
+
+    head: str
+    """What stands before the first colon, as written."""
+    backend: str
+    """The word of `head` before any '@', stripped and in lower case."""
+    var: str | None
+    """What follows '@' in `head`, stripped; None without an '@'."""
+    rest: str | None
+    """What follows the first colon, stripped; None without a colon."""
+
+    @classmethod
+    def of(cls, text: str) -> SpecParts:
+        head, colon, rest = text.strip().partition(":")
+        backend, at, var = head.partition("@")
+        return cls(head, backend.strip().lower(), var.strip() if at else None,
+                   rest.strip() if colon else None)
 
 
 @dataclass(frozen=True)
@@ -55,29 +75,27 @@ class ModelSpec:
             raise SpecError(f"{what}={text!r}: give a model spec such as 'anthropic:claude-sonnet-4-5' "
                             "or a model name")
         text = text.strip()
-        head, colon, model = text.partition(":")
-        backend, at, var = head.partition("@")
-        backend = backend.strip().lower()
-        if colon and not head.strip():
+        head, backend, var, model = SpecParts.of(text)
+        if model is not None and not head.strip():
             raise SpecError(f"{what}={text!r}: nothing before ':'; write 'backend:model' with a backend of "
                             f"{KNOWN_BACKENDS}, or a model name alone")
         if backend not in KNOWN_BACKENDS:
-            if at or (colon and default_backend == "offline" and _BACKEND_WORD.fullmatch(backend)):
+            if var is not None or (model is not None and default_backend == "offline"
+                                   and _BACKEND_WORD.fullmatch(backend)):
                 raise SpecError(f"{what}={text!r}: unknown backend {backend!r}; write 'backend:model' with a "
                                 f"backend of {KNOWN_BACKENDS}, or a model name alone")
             return cls(default_backend, _named(text, text, what))
-        model = model.strip()
-        if colon and not model:
+        if model == "":
             raise SpecError(f"{what}={text!r}: no model after '{head}:'; "
                             f"write '{head}:<model>' or just '{head}'")
-        if at:
-            cls._check_var(text, backend, var.strip(), model, what)
+        if var is not None:
+            cls._check_var(text, backend, var, model or "", what)
         if not model:
             if not default_model:
                 raise SpecError(f"{what}={text!r} names no model and this role has no default: "
                                 f"write '{backend}:<model>'")
             model = default_model
-        return cls(backend, _named(model, text, what), var.strip() or None)
+        return cls(backend, _named(model, text, what), var or None)
 
     def describe(self, role: str) -> str:
         """The line naming what `role` will call: the backend and the id sent there."""
