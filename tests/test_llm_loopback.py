@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import time
 import urllib.error
 import urllib.request
@@ -41,15 +40,12 @@ def timed_run(server: FakeLLMServer, max_concurrency: int) -> float:
     return elapsed
 
 
-def test_200_calls_at_concurrency_32_finish_within_1_5x_ideal() -> None:
-    ideal = math.ceil(N_CALLS / 32) * LATENCY
-    # The server runs in a child process so that it does not compete with the client for the GIL.
+def test_200_calls_at_concurrency_32_keep_32_in_flight() -> None:
+    """The bound is reached, not only respected: the server sees 32 requests at once. How fast that is
+    is measured by benchmarks/simulation_throughput.py (`--paths loopback`), not here."""
     with FakeLLMServer(latency_s=LATENCY, reply="echo", process=True) as server:
-        # Best of three: a busy machine can only make a run slower, never faster.
-        best = min(timed_run(server, 32) for _ in range(3))
+        timed_run(server, 32)
         assert server.peak_in_flight == 32
-    print(f"200 calls, 50 ms latency, max_concurrency=32: {best:.3f} s (ideal {ideal:.3f} s)")
-    assert best < 1.5 * ideal
 
 
 @pytest.mark.slow

@@ -5,7 +5,6 @@ labelled synthetic and offline."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import matplotlib
@@ -27,9 +26,8 @@ NOTEBOOK = project_root() / "notebooks" / "08_persona_bench.ipynb"
 
 
 @pytest.fixture(scope="module")
-def executed(tmp_path_factory) -> tuple[Path, float]:
+def executed(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("nb08")
-    started = time.perf_counter()
     papermill.execute_notebook(
         str(NOTEBOOK),
         str(out / "08.ipynb"),
@@ -43,11 +41,11 @@ def executed(tmp_path_factory) -> tuple[Path, float]:
             "n_resamples": 20,
         },
     )
-    return out, time.perf_counter() - started
+    return out
 
 
 def test_the_notebook_writes_the_data_store_tables_and_figure(executed):
-    out, seconds = executed
+    out = executed
     assert (out / "data" / "merged_posts_remapped.json").is_file()
     assert (out / "data" / "store" / "persona_bench.jsonl").is_file()
     tables = sorted(p.name for p in (out / "tables").glob("*.md"))
@@ -61,18 +59,17 @@ def test_the_notebook_writes_the_data_store_tables_and_figure(executed):
     assert figures and all("persona" in name for name in figures)
     results = (out / "tables" / "tableP1_persona_results.md").read_text(encoding="utf-8")
     assert SYNTHETIC_LABEL in results and OFFLINE_LABEL in results and "not measured" in results
-    assert seconds < 120, f"notebook 08 took {seconds:.0f} s"
 
 
 @pytest.mark.skipif(PDFLATEX is None, reason="pdflatex not found: install TeX Live (.ci/run does this)")
 def test_the_tables_compile_without_overfull_boxes(executed):
-    out, _ = executed
+    out = executed
     failed = {tex.name: p for tex in sorted((out / "tables").glob("*.tex")) if (p := compile_problems(tex))}
     assert failed == {}
 
 
 def test_the_radar_figure_meets_the_print_rules(executed):
-    out, _ = executed
+    out = executed
     widths = {round(w * POINTS_PER_INCH, 1) for w in plots.current_style().widths}
     pdfs = sorted((out / "figures").glob("*.pdf"))
     assert pdfs and all(p.with_suffix(".png").is_file() for p in pdfs)
@@ -94,7 +91,7 @@ def test_a_second_evaluation_writes_the_same_bytes(executed, tmp_path):
     from personalens_utils.persona_bench.pipeline import PersonaRun
     from personalens_utils.store import RunStore
 
-    out, _ = executed
+    out = executed
     run = PersonaRun(
         out / "data" / "merged_posts_remapped.json",
         "synthetic",
