@@ -234,7 +234,8 @@ def test_table5_prints_one_column_wide_with_a_legend_for_its_short_names(store, 
         latex = tex.read_text(encoding="utf-8")
         assert "\\begin{table}[t]" in latex, f"{name}: Table 5 fits one column"
         assert "Dimension & Cohen {\\ensuremath{\\kappa}} & Fleiss" in latex and "level" not in latex
-        assert f"Cohen {{\\ensuremath{{\\kappa}}}}: Cohen's {{\\ensuremath{{\\kappa}}}}, {legends[name]}." in latex
+        kappa = "{\\ensuremath{\\kappa}}"
+        assert f"Cohen {kappa}: Cohen's {kappa}, {legends[name]}." in latex
         assert compile_problems(tex) == [], name
 
 

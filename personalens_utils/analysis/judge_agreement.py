@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 
 from personalens_utils.analysis import agreement, annotation
-from personalens_utils.analysis.scores import PERSONALIZATION, SCALES, TASK_COMPLETION, backends, load_scores
-from personalens_utils.analysis.tables import MAIN_SETTING, provenance_note
+from personalens_utils.analysis.scores import SCALES, backends, load_scores
+from personalens_utils.analysis.tables import DIMENSION_NAMES, MAIN_SETTING, provenance_note
 from personalens_utils.data import Benchmark
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, judge_model_key, run_judging
 from personalens_utils.latex import Block, Printed
@@ -26,14 +26,7 @@ from personalens_utils.store import RunStore
 from personalens_utils.tables import Source, TableResult
 
 AGREEMENT_DIMENSIONS = annotation.RATED
-AGREEMENT_NAMES = {
-    TASK_COMPLETION: "Task Completion",
-    PERSONALIZATION: "Personalization",
-    "naturalness_user": "Naturalness (U)",
-    "naturalness_assistant": "Naturalness (A)",
-    "coherence_user": "Coherence (U)",
-    "coherence_assistant": "Coherence (A)",
-}
+AGREEMENT_NAMES = {dim: DIMENSION_NAMES[dim] for dim in AGREEMENT_DIMENSIONS}
 
 
 def ratings_matrix(ratings: pd.DataFrame, items: Sequence[str]) -> tuple[list[str], np.ndarray]:
