@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import matplotlib as mpl
+import numpy as np
 import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
@@ -147,6 +148,22 @@ def mark_offline(fig: Figure, backend_names: Iterable[str]) -> None:
     chars = int(fig.get_figwidth() * 72 / (MIN_FONT_PT * NOTE_CHAR_EM))
     fig.suptitle(textwrap.fill(OFFLINE_NOTE, chars), x=0.995, ha="right", fontsize=MIN_FONT_PT,
                  color="0.35", fontstyle="italic", linespacing=1.0)
+
+
+SPOKE_LABEL_GAP = 0.1
+"""Distance of a radar chart's spoke label beyond the outer ring, as a share of the radius' range."""
+
+
+def label_spokes(ax: Any, angles: Iterable[float], labels: Iterable[str]) -> None:
+    """Name each spoke of a polar plot just beyond its outer ring, aligned away from the centre, so no
+    label reaches back over the ring or the markers drawn on it (tick labels would, centred on it)."""
+    low, high = ax.get_ylim()
+    ax.set_xticks(list(angles), [])
+    for angle, label in zip(angles, labels, strict=True):
+        cos, sin = np.cos(angle), np.sin(angle)
+        ax.text(angle, high + SPOKE_LABEL_GAP * (high - low), label, fontsize=current_style().small,
+                ha="left" if cos > 0.1 else "right" if cos < -0.1 else "center",
+                va="bottom" if sin > 0.1 else "top" if sin < -0.1 else "center")
 
 
 def span_of(fig: Figure) -> Span:

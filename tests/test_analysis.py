@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 from support.records import put
 from test_analysis_support import JUDGE, SECOND_JUDGE, build_store
+from test_latex_tables import compile_problems, needs_tex
 
 from personalens_utils import analysis, plots
 from personalens_utils.analysis import agreement, scores
@@ -215,6 +216,27 @@ def test_table5_without_annotations_says_so_and_uses_the_second_judge(store, tid
     assert ((kappas > 0.3) & (kappas < 1)).all()  # the second judge re-scored 20% of items at random
     with pytest.raises(ValueError, match="no human annotations and no second judge"):
         analysis.table5(first, None, judge_model=JUDGE)
+
+
+@needs_tex
+def test_table5_prints_one_column_wide_with_a_legend_for_its_short_names(store, tidy, tmp_path):
+    """Both forms of Table 5 (annotators, second judge) fit one ACL column at their natural size."""
+    second = scores.load_scores(store, judge_model=SECOND_JUDGE)
+    first = tidy[tidy["dialogue_id"].isin(second["dialogue_id"]) & tidy["dimension"].isin(
+        analysis.AGREEMENT_DIMENSIONS)]
+    human = analysis.table5(first, _annotators(first, 3, 0.25, seed=1), judge_model=JUDGE,
+                            backend_names={"offline"})
+    judges = analysis.table5(first, None, judge_model=JUDGE, second_judge=second,
+                             second_judge_model=SECOND_JUDGE, backend_names={"offline"})
+    legends = {"human": "judge vs annotator, mean", "judges": "judge vs second judge"}
+    for name, result in (("human", human), ("judges", judges)):
+        tex = result.save(tmp_path / name, 5, "agreement", float_format="{:.3f}")["tex"]
+        latex = tex.read_text(encoding="utf-8")
+        assert "\\begin{table}[t]" in latex, f"{name}: Table 5 fits one column"
+        assert "Dimension & Cohen {\\ensuremath{\\kappa}} & Fleiss" in latex and "level" not in latex
+        kappa = "{\\ensuremath{\\kappa}}"
+        assert f"Cohen {kappa}: Cohen's {kappa}, {legends[name]}." in latex
+        assert compile_problems(tex) == [], name
 
 
 def test_figures_carry_the_offline_label_and_show_the_turn_trends(tidy):

@@ -16,6 +16,8 @@ from pathlib import Path
 from unittest import mock
 
 import matplotlib
+import numpy as np
+import pandas as pd
 
 matplotlib.use("Agg")
 
@@ -31,6 +33,7 @@ from personalens_utils import analysis, plots
 from personalens_utils.analysis import scores
 from personalens_utils.data.demographics import sample_demographics
 from personalens_utils.llm.offline import OFFLINE_LABEL
+from personalens_utils.persona_bench import report
 from personalens_utils.reference.schema import load_schema
 from personalens_utils.validation.figures import figure3
 
@@ -171,6 +174,43 @@ def overlaps_and_overflows(fig: Figure) -> list[str]:
         if inter_w > 1 and inter_h > 1:
             problems.append(f"{a!r} overlaps {b!r}")
     return problems
+
+
+def spoke_labels_over_the_ring(fig: Figure) -> list[str]:
+    """Labels of a polar plot that reach inside its outer ring (where the markers of a full score sit)."""
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    margin = 3 * fig.dpi / 72  # a marker's half size (3 pt) and a point of air
+    problems = []
+    for ax in (a for a in fig.axes if a.name == "polar"):
+        cx, cy = ax.transAxes.transform((0.5, 0.5))
+        ring = float(np.hypot(*(ax.transData.transform((0, ax.get_ylim()[1])) - (cx, cy))))
+        labels = [*ax.texts, *(t for t in ax.get_xticklabels() if t.get_text())]
+        for text in labels:
+            box = text.get_window_extent(renderer)
+            near = np.hypot(cx - min(max(cx, box.x0), box.x1), cy - min(max(cy, box.y0), box.y1))
+            if near < ring + margin:
+                problems.append(f"{text.get_text()!r} reaches {ring + margin - near:.1f} px over the ring")
+    return problems
+
+
+def persona_radar() -> plots.FigureResult:
+    """PERSONA Bench's radar with every setting near the top of the scale on every metric."""
+    metrics = ["Accuracy", "F1", "MCC", "ROUGE-1", "ROUGE-L", "BLEU"]
+    summary = pd.DataFrame([{"model": "m", "setting": s, "metric": m, "value": 0.97 - 0.01 * i}
+                            for i, s in enumerate(("P-Conv", "P-NonConv", "NP-Conv")) for m in metrics])
+    frame = pd.DataFrame({"model": ["m"], "backend": ["offline"]})
+    return report.radar(summary, frame, "m", data_label="synthetic", origin="test")
+
+
+@pytest.mark.parametrize("span", ["column", "text"])
+def test_radar_labels_stay_outside_the_ring(figures, span):
+    drawn = {"persona": persona_radar().at(span), "radar": figures["radar"] if span == "column"
+             else figures["radar_text"]}
+    for name, fig in drawn.items():
+        assert spoke_labels_over_the_ring(fig) == [], name
+        assert overlaps_and_overflows(fig) == [], name
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,7 @@ from test_analysis_support import build_store
 
 from personalens_utils.data import load_benchmark
 from personalens_utils.generation import GenerationConfig, generate_benchmark
+from personalens_utils.latex import split_caption
 from personalens_utils.llm import LLMClient
 from personalens_utils.llm.offline import OFFLINE_LABEL
 from personalens_utils.records import ConsistencyCheck
@@ -46,6 +47,8 @@ def test_table10_names_its_store_and_the_offline_backend(tmp_path):
     result = VT.table10(tmp_path / "store", self_bleu_sample=50)
     assert list(result.frame["task_type"]) == ["SD", "MD"]
     assert OFFLINE_LABEL in result.caption and result.source.backends == ("offline",)
+    head, note = split_caption(result.caption)  # the label is a note of its own, below the table
+    assert OFFLINE_LABEL not in head and note == f"Made with the {OFFLINE_LABEL}."
     assert result.source.origin == "run store store/" and result.source.n == int(result.frame["# Dial"].sum())
 
 

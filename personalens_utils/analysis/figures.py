@@ -27,8 +27,8 @@ from personalens_utils.analysis.tables import MAIN_SETTING, provenance_note, sco
 from personalens_utils.plots import (
     FigureResult,
     Span,
-    current_style,
     greyscale_styles,
+    label_spokes,
     mark_offline,
     new_figure,
     scale_limits,
@@ -39,22 +39,6 @@ REPRESENTATIVE_DOMAINS = ("Movies", "Music", "Messaging")
 MIN_DIALOGUES_PER_TURN = 5
 RADAR_HOLE = 0.25
 """Radius below the lowest score, as a share of the scale, so the lowest score is a ring, not a point."""
-RADAR_LABEL_GAP = 0.1
-"""Distance of a domain label beyond the outer ring, as a share of the scale."""
-
-
-def _side(angle: float) -> str:
-    """Horizontal alignment that keeps a label at `angle` outside a polar plot's ring."""
-    cos = np.cos(angle)
-    return "left" if cos > 0.1 else "right" if cos < -0.1 else "center"
-
-
-def _height(angle: float) -> str:
-    """Vertical alignment that keeps a label at `angle` outside a polar plot's ring."""
-    sin = np.sin(angle)
-    return "bottom" if sin > 0.1 else "top" if sin < -0.1 else "center"
-
-
 def domain_scores(
     tidy: pd.DataFrame,
     *,
@@ -249,11 +233,7 @@ def radar_chart(
         ax.set_rorigin(scale.low - RADAR_HOLE * (scale.high - scale.low))
         ax.set_ylim(scale.low, scale.high)
         ax.set_yticks(np.arange(scale.low, scale.high + 0.5, 1.0))
-        ax.set_xticks(angles, [])
-        small = current_style().small
-        for angle, domain in zip(angles, domains, strict=True):
-            ax.text(angle, scale.high + RADAR_LABEL_GAP * (scale.high - scale.low), domain, fontsize=small,
-                    ha=_side(angle), va=_height(angle))
+        label_spokes(ax, angles, domains)
         between = float(angles[1] / 2) if len(angles) > 1 else np.pi / 2
         ax.set_rlabel_position(np.degrees(between))
         for label in ax.get_yticklabels():  # readable where a polygon crosses it

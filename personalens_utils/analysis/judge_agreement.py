@@ -16,23 +16,17 @@ import numpy as np
 import pandas as pd
 
 from personalens_utils.analysis import agreement, annotation
-from personalens_utils.analysis.scores import PERSONALIZATION, SCALES, TASK_COMPLETION, backends, load_scores
-from personalens_utils.analysis.tables import MAIN_SETTING, provenance_note
+from personalens_utils.analysis.scores import SCALES, backends, load_scores
+from personalens_utils.analysis.tables import DIMENSION_NAMES, MAIN_SETTING, provenance_note
 from personalens_utils.data import Benchmark
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, judge_model_key, run_judging
+from personalens_utils.latex import Block, Printed
 from personalens_utils.prompting import KIT, PromptSet
 from personalens_utils.store import RunStore
 from personalens_utils.tables import Source, TableResult
 
 AGREEMENT_DIMENSIONS = annotation.RATED
-AGREEMENT_NAMES = {
-    TASK_COMPLETION: "Task Completion",
-    PERSONALIZATION: "Personalization",
-    "naturalness_user": "Naturalness (U)",
-    "naturalness_assistant": "Naturalness (A)",
-    "coherence_user": "Coherence (U)",
-    "coherence_assistant": "Coherence (A)",
-}
+AGREEMENT_NAMES = {dim: DIMENSION_NAMES[dim] for dim in AGREEMENT_DIMENSIONS}
 
 
 def ratings_matrix(ratings: pd.DataFrame, items: Sequence[str]) -> tuple[list[str], np.ndarray]:
@@ -150,7 +144,31 @@ def table5(
         caption += " A blank cell is undefined: every rating in it was the same value, or too few items."
     caption += provenance_note(backend_names)
     source = Source.of(origin, n_items, "rated dialogues", backend_names, raters)
-    return TableResult(table, caption, source, precision=3)
+    return TableResult(table, caption, source, precision=3, printed=printed_table5)
+
+
+PRINTED_NAMES = {"Cohen's κ": "Cohen κ", "Fleiss' κ": "Fleiss κ", "Krippendorff's α": "Kripp. α"}
+"""Table 5's measures as a paper's column prints them; the legend says what each compares."""
+
+
+def printed_table5(shown: pd.DataFrame) -> Printed:
+    """Table 5 for a paper, one column wide: each measure under a short name whose legend says who it
+    compares; the alpha level, which the caption states per dimension, is left out, and so is a
+    number of raters that is the same on every row (the legend states it)."""
+    renamed, legend = {}, []
+    for column in shown.columns:
+        for long, short in PRINTED_NAMES.items():
+            if column.startswith(long):
+                renamed[column] = short
+                among = column.removeprefix(long).strip(" ()")
+                legend.append(f"{short}: {long}" + (f", {among}" if among else "") + ".")
+    dropped = ["α level"]
+    if "raters" in shown and shown["raters"].nunique() == 1:
+        dropped.append("raters")
+        legend.append(f"{shown['raters'].iloc[0]} raters on every dimension.")
+    frame = shown.drop(columns=dropped, errors="ignore")
+    frame = frame.rename(columns={**renamed, "Metric": "Dimension"})
+    return Printed((Block(frame),), " ".join(legend))
 
 
 def _identical(first: pd.DataFrame, second: pd.DataFrame) -> bool:

@@ -25,6 +25,7 @@ from personalens_utils.analysis.scores import (
     PERSONALIZATION,
     SCALES,
     TASK_COMPLETION,
+    TURN_PERSONALIZATION,
     aggregate,
     backends,
     model_ids,
@@ -33,12 +34,29 @@ from personalens_utils.analysis.scores import (
     scoring_of,
 )
 from personalens_utils.assistants.python import row_label
+from personalens_utils.latex import Block, Printed
 from personalens_utils.llm.offline import OFFLINE_LABEL
 from personalens_utils.records import KIT_PROMPTS, resolved_model
 from personalens_utils.store import RunStore
 from personalens_utils.tables import Source, TableResult
 
 MAIN_SETTING = "base"
+DIMENSION_NAMES = {
+    TASK_COMPLETION: "Task Completion",
+    PERSONALIZATION: "Personalization",
+    "naturalness_user": "Naturalness (U)",
+    "naturalness_assistant": "Naturalness (A)",
+    "coherence_user": "Coherence (U)",
+    "coherence_assistant": "Coherence (A)",
+    TURN_PERSONALIZATION: "Personalization (turns)",
+}
+"""Each judge dimension as a reader names it (U: the user agent's turns, A: the assistant's)."""
+J1_COLUMNS = {
+    "ok": "OK", "missing": "Missing", "error": "Error", "missing_rate": "Missing rate",
+    "official_missing": "Official missing", "read_differently": "Read differently", "turns": "Turns",
+    "turns_missing": "Turns missing", "turn_missing_rate": "Turn missing rate",
+}
+"""Table J1's count columns as a paper prints them."""
 ASSISTANT_DIMENSIONS = (TASK_COMPLETION, PERSONALIZATION, "naturalness_assistant", "coherence_assistant")
 USER_DIMENSIONS = ("naturalness_user", "coherence_user")
 
@@ -211,16 +229,30 @@ def judge_missing(store: RunStore, judge_model: str, prompt_version: str) -> Tab
     used = sorted(set(missing["backend"]))
     caption = (
         f"Judge answers without a valid score per dimension (judge {judging.judge_model_key(judge_model)}, "
-        f"prompt {prompt_version}). missing: no score under the strict rule after one retry; "
-        "official_missing: no score under the official rule (which counts an unreadable task-completion "
-        "verdict as a failure); read_differently: answers the two rules score differently."
+        f"prompt {prompt_version}). Missing (missing): no score under the strict rule after one retry; "
+        "official missing (official_missing): no score under the official rule (which counts an unreadable "
+        "task-completion verdict as a failure); read differently (read_differently): answers the two rules "
+        "score differently; error: a call that failed, judged again on the next run. Turns count the "
+        "assistant turns of the turn-level personalization. U: user agent, A: assistant."
         + provenance_note(used)
     )
     answered = int((missing["ok"] + missing["missing"] + missing["error"]).sum()) if len(missing) else 0
     key = judging.judge_model_key(judge_model)
     source = Source.of(f"run store {store.root.name}/", answered, "answered judgments", used,
                        [resolved_model(key, backend) for backend in used])
-    return TableResult(missing, caption, source, precision=4)
+    return TableResult(missing, caption, source, precision=4, printed=printed_judge_missing)
+
+
+def printed_judge_missing(shown: pd.DataFrame) -> Printed:
+    """Table J1 for a paper: a heading per judge, backend and prompt set, then a row per dimension under
+    its reader's name, the counts under words rather than ids."""
+    heading = shown["judge_model"] + ", " + shown["backend"] + " backend, " + shown["prompt_set"] + " prompts"
+    frame = pd.DataFrame({
+        "run": heading,
+        "Dimension": shown["dimension"].map(lambda d: DIMENSION_NAMES.get(d, d)),
+        **{name: shown[column] for column, name in J1_COLUMNS.items()},
+    })
+    return Printed((Block(frame.reset_index(drop=True), group="run"),))
 
 
 def judge_scores(tidy: pd.DataFrame, *, seed: int = 0) -> TableResult:

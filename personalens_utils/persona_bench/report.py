@@ -24,6 +24,7 @@ from personalens_utils.plots import (
     Span,
     current_style,
     greyscale_styles,
+    label_spokes,
     mark_offline,
     new_figure,
 )
@@ -204,7 +205,7 @@ def radar(
         ax.set_rlabel_position(float(np.degrees(angles[1] / 2)))  # between the first two axes
         for label in ax.get_yticklabels():  # readable where a polygon crosses it
             label.set_bbox({"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 0.6})
-        ax.set_xticks(angles, metrics, fontsize=current_style().small)
+        label_spokes(ax, angles, metrics)
         ax.legend(
             loc="upper center",
             bbox_to_anchor=(0.5, -0.08),

@@ -106,7 +106,8 @@ def table10(
     table, used = lexical.run_store_lexical_diversity(
         run_dir, task_types, self_bleu_sample=self_bleu_sample, seed=seed, assistant_models=assistant_models
     )
-    made_by = OFFLINE_LABEL if "offline" in used else f"dialogues from backend(s) {', '.join(sorted(used))}"
+    made_by = f"Made with the {OFFLINE_LABEL}" if "offline" in used else (
+        f"Dialogues from backend(s) {', '.join(sorted(used))}")
     caption = (
         "Lexical diversity: Dist-1/2 and Ent-4 per dialogue, averaged; Self-BLEU of sampled utterances "
         f"against the rest of the sample (lower is more diverse). {made_by}."
