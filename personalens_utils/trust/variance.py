@@ -170,8 +170,12 @@ def _repeats_note(tidy: pd.DataFrame, dimensions: Sequence[str], arm: str) -> st
     samples = design.groupby([ARM, USER, TASK])[SAMPLE].nunique()
     judges = design.groupby([ARM, USER, TASK, SAMPLE])[JUDGE_SAMPLE].nunique()
     return (f"{design[USER].nunique()} users, {design.groupby(ARM)[TASK].nunique().max()} scenarios, "
-            f"{samples.min()}-{samples.max()} simulation samples per scenario, {judges.min()}-{judges.max()} "
-            "judge samples per dialogue")
+            f"{_span(samples)} simulation samples per scenario, {_span(judges)} judge samples per dialogue")
+
+
+def _span(counts: pd.Series) -> str:
+    low, high = int(counts.min()), int(counts.max())
+    return str(low) if low == high else f"{low}-{high}"
 
 
 def variance_table(tidy: pd.DataFrame, dimensions: Sequence[str] = ("task_completion", "personalization"), *,
@@ -214,7 +218,7 @@ def variance_figure(tidy: pd.DataFrame, dimensions: Sequence[str] = ("task_compl
         ax.set_yticks(np.arange(len(labels)), labels)
         ax.invert_yaxis()
         ax.set_xlim(0, 1)
-        ax.set_xlabel("share of the variance (intraclass correlation)")
+        ax.set_xlabel("share of variance (ICC)")
         ax.grid(axis="y", visible=False)
         ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncols=2, frameon=False, borderaxespad=0.2)
         mark_offline(fig, used)

@@ -49,3 +49,27 @@ def simulate(truth: Truth, *, users: int, tasks: int, repeats: int, judge_sample
                                    SAMPLE: s.ravel(), JUDGE_SAMPLE: j.ravel(), ARM: arm,
                                    SCORE: score.ravel()}))
     return pd.concat(parts, ignore_index=True)
+
+
+def as_tidy(frame: pd.DataFrame, *, backend: str = "offline") -> pd.DataFrame:
+    """The design as the tidy score frame `load_scores` gives, in two dimensions: personalization
+    (the latent score moved to 2.5 and rounded onto 1-4) and task completion (latent above 0)."""
+    base = pd.DataFrame({
+        "user_id": frame[USER].to_numpy(),
+        "scenario_id": [f"user{u}/{t}" for u, t in zip(frame[USER], frame[TASK], strict=True)],
+        "sample": frame[SAMPLE].to_numpy(),
+        "judge_sample": frame[JUDGE_SAMPLE].to_numpy(),
+        "assistant_model": frame[ARM].to_numpy(),
+        "assistant_setting": "base",
+        "task_type": "SD",
+        "dialogue_id": [f"{a}/{u}/{t}/{s}" for a, u, t, s in
+                        zip(frame[ARM], frame[USER], frame[TASK], frame[SAMPLE], strict=True)],
+        "user_backend": backend, "assistant_backend": backend, "judge_backend": backend,
+        "user_model_id": "user-sim", "assistant_model_id": frame[ARM].to_numpy(), "judge_model_id": "judge-1",
+    })
+    latent = frame[SCORE].to_numpy()
+    parts = [base.assign(dimension="personalization", score=np.clip(np.round(2.5 + latent), 1, 4)),
+             base.assign(dimension="task_completion", score=(latent > 0).astype(float))]
+    tidy = pd.concat(parts, ignore_index=True)
+    tidy.attrs["origin"] = "a simulated design"
+    return tidy
