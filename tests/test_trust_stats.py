@@ -158,8 +158,8 @@ def test_the_mixed_model_agrees_with_anova_on_a_balanced_design():
     frame = simulate(TRUTH, users=25, tasks=4, repeats=2, judge_samples=2, seed=14)
     anova = variance.decompose_design(frame)["variance"].to_numpy()
     reml = variance.decompose_design(frame, method="mixedlm")["variance"].to_numpy()
-    if (anova > 0).all():  # balanced and nothing truncated: REML and ANOVA coincide
-        assert reml == pytest.approx(anova, rel=1e-3)
+    assert (anova > 0).all()  # balanced and nothing truncated: REML and ANOVA coincide
+    assert reml == pytest.approx(anova, rel=1e-3)
     with pytest.raises(DesignError, match="unknown variance method"):
         variance.decompose_design(frame, method="guess")
 

@@ -11,6 +11,9 @@ users, not dialogues, as the unit that varies.
 - `variance`: the share of each metric's variance due to users, tasks, simulation and judging;
 - `power`: the smallest difference a design detects, the users it needs, and what it costs.
 
-Modules are imported by name (`from personalens_utils.trust import power`): this package re-exports
-nothing, so `analysis` can use `bootstrap` without importing the table code that imports `analysis`.
+Modules are imported by name (`from personalens_utils.trust import power`). `analysis` uses
+`bootstrap` for its tables' intervals, and `bootstrap` uses `analysis.stats`; importing `analysis`
+first, here, lets either side be imported first (the import graph itself has no cycle).
 """
+
+import personalens_utils.analysis  # noqa: F401

@@ -377,8 +377,7 @@ def _figure(grid: pd.DataFrame, config: PlanConfig, ylabel: str, used: set[str],
         ax.set_xlabel("users N")
         ax.set_ylabel(ylabel)
         ax.set_ylim(bottom=0)
-        ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncols=2 if width == "column" else 3,
-                  frameon=False, borderaxespad=0.2)
+        fig.legend(loc="outside lower center", ncols=2 if width == "column" else 3, frameon=False)
         mark_offline(fig, used)
         return fig
 

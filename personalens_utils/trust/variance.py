@@ -13,9 +13,9 @@ Two estimators, one answer on balanced data:
   the triangular system is solved from the bottom up. Closed form, a few group-bys, milliseconds on a
   full run; an estimate below zero is set to zero (and flagged).
 - `mixedlm`: statsmodels' REML mixed model with the user as group and tasks and samples as variance
-  components. Never negative and efficient on unbalanced data, but it builds a design matrix per user
-  and iterates: minutes where ANOVA takes milliseconds (`benchmarks/trust_timing.py`), so it is the
-  cross-check on a pilot, not the default on a full run.
+  components. Never negative and efficient on unbalanced data, but iterative and 50-150 times slower
+  (38 s against 0.25 s on 36,000 judgments, `benchmarks/trust_timing.py`, docs/trust.md), so it is
+  the cross-check on a pilot, not the default on a full run.
 
 A level with no replication (one simulation sample per scenario, one judge sample per dialogue) cannot
 be told apart from the level above it: its variance is counted there, and the table says so.
