@@ -22,7 +22,7 @@ from personalens_utils.analysis import scores
 from personalens_utils.analysis.stats import bootstrap_ci
 from personalens_utils.llm import registry
 from personalens_utils.llm.types import Usage
-from personalens_utils.trust import bootstrap, power, variance
+from personalens_utils.trust import bootstrap, differences, power, variance
 from personalens_utils.trust.design import ARM, SCORE, USER, DesignError, design_frame
 
 
@@ -286,6 +286,7 @@ def exports(pilot_tidy, tmp_path_factory):
     out = tmp_path_factory.mktemp("trust_exports")
     variance.variance_table(pilot_tidy).save(out, "V1", "variance")
     variance.variance_figure(pilot_tidy).save(out, "V1", "variance")
+    differences.differences_table(pilot_tidy).save(out, "D1", "differences")
     config = power.PlanConfig(users=(20, 50, 100, 200), repeats=(1, 3), judge_samples=(1, 3), target=0.25)
     costs = power.UnitCosts.from_usage(usage_table(), dialogues=40, judge_samples=80)
     plan = power.plan_study(pilot_tidy, treatment="model-b", control="model-a", config=config, costs=costs)
@@ -324,7 +325,7 @@ def test_the_variance_table_names_its_method_and_shares(pilot_tidy):
 def test_the_trust_tables_compile_at_their_natural_size(exports):
     out, _ = exports
     tables = sorted((out / "tables").glob("*.tex"))
-    assert len(tables) == 3
+    assert len(tables) == 4
     for tex in tables:
         text = tex.read_text(encoding="utf-8")
         assert "adjustbox" not in text and "resizebox" not in text and "scalebox" not in text, tex.name
@@ -349,3 +350,35 @@ def test_the_trust_figures_meet_the_print_rules(exports, pilot_tidy):
     for result in figures:
         for drawn in (result.figure, result.at("text")):
             assert overlaps_and_overflows(drawn) == []
+
+
+def test_every_assistant_difference_has_a_paired_cluster_interval(tidy):
+    result = differences.differences_table(tidy)
+    data = result.data
+    assert set(zip(data["treatment"], data["control"], strict=True)) == {
+        ("model-b", "model-a"), ("model-c", "model-a"), ("model-c", "model-b")}
+    row = data[(data["treatment"] == "model-a") | (data["control"] == "model-a")]
+    row = row[(row["treatment"] == "model-c") & (row["task_type"] == "SD")
+              & (row["dimension"] == "task_completion")].iloc[0]
+    frame = design_frame(tidy[(tidy["assistant_setting"] == "base") & (tidy["task_type"] == "SD")],
+                         "task_completion")
+    expected = bootstrap.paired_difference(frame, "model-c", "model-a")
+    assert (row["difference"], row["ci_low"], row["ci_high"]) == (
+        expected.difference.estimate, expected.difference.low, expected.difference.high)
+    assert row["difference"] < 0  # the synthetic store's model effect: model-c completes fewer tasks
+    assert (data["p_holm"] >= data["p_permutation"]).all()
+    assert "cluster bootstrap over users" in result.caption
+
+
+def test_repeats_without_their_numbers_are_refused(tidy):
+    with pytest.raises(DesignError, match="select one setting"):
+        design_frame(tidy, "personalization")  # model-a's six settings would pool as one sample
+    tidy = tidy[tidy["assistant_setting"] == "base"]
+    assert len(design_frame(tidy, "personalization")) == tidy.loc[tidy["dimension"] == "personalization",
+                                                                   "score"].notna().sum()
+    doubled = pd.concat([tidy, tidy.assign(dialogue_id=tidy["dialogue_id"] + "-again")])
+    with pytest.raises(DesignError, match="'sample' column"):
+        design_frame(doubled, "personalization")
+    judged_twice = pd.concat([tidy, tidy])
+    with pytest.raises(DesignError, match="'judge_sample' column"):
+        design_frame(judged_twice, "personalization")

@@ -8,6 +8,7 @@ users, not dialogues, as the unit that varies.
   `judge_sample`, `assistant`, `score` (the frame every other module reads);
 - `bootstrap`: cluster-bootstrap intervals (users resampled, their tasks and repeats kept together)
   and paired differences between assistants or settings on the same scenarios;
+- `differences`: every pair of assistant models compared on their shared scenarios (a table);
 - `variance`: the share of each metric's variance due to users, tasks, simulation and judging;
 - `power`: the smallest difference a design detects, the users it needs, and what it costs.
 

@@ -44,6 +44,7 @@ def design_frame(tidy: pd.DataFrame, dimension: str, *, arm: str = "assistant_mo
     if part.empty:
         raise DesignError(f"no valid {dimension!r} scores in the frame; it holds dimensions "
                           f"{sorted(tidy['dimension'].unique())}")
+    _check_unlabelled_repeats(part, arm)
     factor = 100.0 if dimension in PERCENT_DIMENSIONS else 1.0
     frame = pd.DataFrame({
         USER: part[SOURCE_COLUMNS[USER]].to_numpy(),
@@ -58,6 +59,23 @@ def design_frame(tidy: pd.DataFrame, dimension: str, *, arm: str = "assistant_mo
 
 def _repeat(part: pd.DataFrame, column: str) -> object:
     return part[column].fillna(0).astype(int).to_numpy() if column in part.columns else 0
+
+
+def _check_unlabelled_repeats(part: pd.DataFrame, arm: str) -> None:
+    """Refuse repeats the frame does not number: without `sample`, a scenario must have one dialogue per
+    arm; without `judge_sample`, a dialogue one judgment per dimension. Otherwise they would be read as
+    one sample and pooled."""
+    if "dialogue_id" not in part.columns:
+        return
+    if SOURCE_COLUMNS[SAMPLE] not in part.columns:
+        dialogues = part.groupby([arm, SOURCE_COLUMNS[TASK]])["dialogue_id"].nunique()
+        if (dialogues > 1).any():
+            raise DesignError(f"{int((dialogues > 1).sum())} scenarios have several dialogues of one arm and "
+                              f"the frame has no {SOURCE_COLUMNS[SAMPLE]!r} column to tell repeats apart: "
+                              "select one setting (and run) per arm, or load a frame numbering its repeats")
+    if SOURCE_COLUMNS[JUDGE_SAMPLE] not in part.columns and part["dialogue_id"].duplicated().any():
+        raise DesignError(f"dialogues with several judgments of one dimension but no "
+                          f"{SOURCE_COLUMNS[JUDGE_SAMPLE]!r} column to tell the judge samples apart")
 
 
 def sort_design(frame: pd.DataFrame, extra: Sequence[str] = ()) -> pd.DataFrame:
