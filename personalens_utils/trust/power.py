@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import product
 
 import numpy as np
@@ -34,7 +34,7 @@ from personalens_utils.analysis.scores import SCALES, backends
 from personalens_utils.analysis.tables import provenance_note, score_source
 from personalens_utils.llm.budget import CostEstimate, Tally
 from personalens_utils.plots import FigureResult, Span, greyscale_styles, mark_offline, new_figure
-from personalens_utils.tables import TableResult
+from personalens_utils.tables import Source, TableResult
 from personalens_utils.trust.bootstrap import scenario_differences
 from personalens_utils.trust.design import (
     ARM,
@@ -273,7 +273,6 @@ class StudyPlan:
     table: TableResult
     figure: FigureResult
     needed: TableResult | None = None
-    notes: tuple[str, ...] = field(default=())
 
     def _repr_html_(self) -> str:
         parts = [self.table._repr_html_()]
@@ -332,7 +331,8 @@ def plan_study(tidy: pd.DataFrame, *, treatment: str, control: str, dimension: s
     grid = design_grid(components, config, costs)
     short = SCALES[dimension].short
     unit = "percentage points" if dimension == "task_completion" else "points"
-    used = backends(tidy[tidy[arm].isin([treatment, control])])
+    pilot_part = tidy[tidy[arm].isin([treatment, control]) & (tidy["dimension"] == dimension)]
+    used, source = backends(pilot_part), score_source(pilot_part)
     pilot = (f"Pilot: {frame[USER].nunique()} users, {len(scenario_differences(frame, treatment, control))} "
              f"shared scenarios of {treatment} and {control}; components (variance of the difference) user "
              f"{components.user:.3g}, task {components.task:.3g}, simulation {components.sample:.3g}, judge "
@@ -343,9 +343,7 @@ def plan_study(tidy: pd.DataFrame, *, treatment: str, control: str, dimension: s
     caption = (f"Smallest detectable difference in {short} ({unit}) of {treatment} minus {control} per "
                f"design: N users x T tasks x k simulation samples x m judge samples per assistant; {how}. "
                + pilot + priced + provenance_note(used))
-    table = TableResult(
-        _shown(grid, GRID_NAMES),
-        caption, score_source(tidy), grid, precision=3)
+    table = TableResult(_shown(grid, GRID_NAMES), caption, source, grid, precision=3)
     needed = None
     if config.target is not None:
         need = _needed(components, config, costs)
@@ -353,15 +351,15 @@ def plan_study(tidy: pd.DataFrame, *, treatment: str, control: str, dimension: s
             _shown(need, NEEDED_NAMES),
             f"Users needed to detect a difference of {config.target:g} {unit} in {short} of {treatment} "
             f"minus {control}; {how}. " + pilot + priced + provenance_note(used),
-            score_source(tidy), need, precision=3)
+            source, need, precision=3)
     figure = _figure(grid, config, f"{short} difference ({unit})", used,
                      caption=f"Smallest detectable difference in {short} against users, per design; {how}. "
-                             + pilot + provenance_note(used), source=score_source(tidy))
-    return StudyPlan(components, table, figure, needed, components.notes)
+                             + pilot + provenance_note(used), source=source)
+    return StudyPlan(components, table, figure, needed)
 
 
 def _figure(grid: pd.DataFrame, config: PlanConfig, ylabel: str, used: set[str], *, caption: str,
-            source: object) -> FigureResult:
+            source: Source) -> FigureResult:
     designs = list(grid.groupby(["tasks", "repeats", "judge_samples"], sort=True))
 
     def draw(width: Span) -> Figure:
@@ -381,4 +379,4 @@ def _figure(grid: pd.DataFrame, config: PlanConfig, ylabel: str, used: set[str],
         mark_offline(fig, used)
         return fig
 
-    return FigureResult(draw("column"), caption, source, grid, at=draw)  # type: ignore[arg-type]
+    return FigureResult(draw("column"), caption, source, grid, at=draw)

@@ -153,7 +153,8 @@ def _cell(row: pd.Series) -> str:
     if np.isnan(row["variance"]):
         return "n/a"
     mark = "*" if row["truncated"] else ""
-    return f"{row['variance']:.3g}{mark} ({row['share']:.0%})"
+    share = "" if np.isnan(row["share"]) else f" ({row['share']:.0%})"  # NaN: every variance is 0
+    return f"{row['variance']:.3g}{mark}{share}"
 
 
 def _display(long: pd.DataFrame) -> pd.DataFrame:
