@@ -13,7 +13,7 @@ import personalens_utils
 PACKAGE = Path(personalens_utils.__file__).parent
 MAX_PARAMETERS = 8
 CHECKED = ("simulation", "judging", "prompting", "identity.py", "records.py", "store.py",
-           "store_migration.py", "engine.py", "data", "analysis")
+           "store_migration.py", "engine.py", "data", "analysis", "trust")
 """The modules whose functions this checks (the rest of the package follows as it is reworked)."""
 
 

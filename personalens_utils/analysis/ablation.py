@@ -1,8 +1,9 @@
 """Table 4: the ablation over the assistant's instructions and context.
 
-Each setting gets TCR and P with bootstrap intervals; each setting other than `base` is compared
-with `base` on the scenarios both hold (paired bootstrap interval, sign-flip permutation p-value,
-Holm-adjusted p-values in the long frame).
+Each setting gets TCR and P with cluster-bootstrap intervals (users resampled); each setting other
+than `base` is compared with `base` on the scenarios both hold (`trust.bootstrap.paired_difference`:
+per-scenario differences, users resampled, sign flips per user; Holm-adjusted p-values in the long
+frame).
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ from typing import Any
 import pandas as pd
 
 from personalens_utils.analysis.scores import PERSONALIZATION, SCALES, TASK_COMPLETION, aggregate, backends
-from personalens_utils.analysis.stats import holm_adjust, paired_comparison
+from personalens_utils.analysis.stats import holm_adjust
 from personalens_utils.analysis.tables import (
+    CLUSTER,
     MAIN_SETTING,
     fmt_ci,
     missing_note,
@@ -26,6 +28,8 @@ from personalens_utils.judging import dialogue_filter as judging_filter
 from personalens_utils.records import Dialogue
 from personalens_utils.simulation.settings import PAPER_SETTINGS as ABLATION_SETTINGS
 from personalens_utils.tables import TableResult
+from personalens_utils.trust.bootstrap import method_note, paired_difference
+from personalens_utils.trust.design import design_frame
 
 __all__ = ["ABLATION_SETTINGS", "ablation_filter", "first_users", "paired_scores", "table4"]
 
@@ -55,16 +59,15 @@ def table4(
     require(part, "assistant_setting", [base], f"{assistant_model!r} under the setting")
     settings = [s for s in settings if s in set(part["assistant_setting"])]
     dims = (TASK_COMPLETION, PERSONALIZATION)
-    long = aggregate(part, ["assistant_setting", "task_type"], dims, seed=seed)
+    long = aggregate(part, ["assistant_setting", "task_type"], dims, seed=seed, cluster=CLUSTER)
     comparisons = []
+    designs = _designs(part, dims)
     for setting in settings:
         if setting == base:
             continue
-        for task_type in sorted(part["task_type"].unique()):
-            for dim in dims:
-                pairs = paired_scores(part, dim, task_type, setting, base)
-                factor = 100.0 if dim == TASK_COMPLETION else 1.0
-                result = paired_comparison(pairs[setting] * factor, pairs[base] * factor, seed=seed)
+        for (task_type, dim), design in designs.items():
+            if setting in set(design["assistant"]) and base in set(design["assistant"]):
+                result = paired_difference(design, setting, base, seed=seed)
                 comparisons.append(
                     {
                         "assistant_setting": setting,
@@ -90,13 +93,25 @@ def table4(
     caption = (
         f"Ablation of the assistant's instructions and context ({assistant_model}): vanilla (minimal "
         "instructions), base (asks for personalization), and base plus demographics (D), past-interaction "
-        "summaries (I), situational context (S), or all three. TCR in %, P on 1-4, with 95% bootstrap "
-        f"intervals. Δ columns: setting minus {base} on the same scenarios, paired bootstrap interval and "
-        "two-sided sign-flip permutation p-value (Holm-adjusted values in the CSV)."
+        f"summaries (I), situational context (S), or all three. TCR in %, P on 1-4, with {method_note()}. "
+        f"Δ columns: setting minus {base} on the same scenarios (each averaged over its repeats), the same "
+        "cluster bootstrap, and a two-sided permutation p-value flipping each user's sign (Holm-adjusted "
+        "values in the CSV)."
         + missing_note(long)
         + provenance_note(backends(part))
     )
     return TableResult(display, caption, score_source(part), data)
+
+
+def _designs(part: pd.DataFrame, dims: Sequence[str]) -> dict[tuple[str, str], pd.DataFrame]:
+    """The design frame (arm: setting) of each task type and dimension that has a valid score."""
+    out = {}
+    for task_type in sorted(part["task_type"].unique()):
+        of_type = part[part["task_type"] == task_type]
+        for dim in dims:
+            if of_type.loc[of_type["dimension"] == dim, "score"].notna().any():
+                out[(task_type, dim)] = design_frame(of_type, dim, arm="assistant_setting")
+    return out
 
 
 def _ablation_display(data: pd.DataFrame, settings: Sequence[str], base: str) -> pd.DataFrame:

@@ -35,6 +35,7 @@ from personalens_utils.judging import OFFICIAL, STRICT, check_scoring, judge_mod
 from personalens_utils.llm import registry
 from personalens_utils.records import KIT_PROMPTS, Dialogue, Judgment, Record
 from personalens_utils.store import RunStore
+from personalens_utils.trust.bootstrap import cluster_ci
 
 TASK_COMPLETION = "task_completion"
 PERSONALIZATION = "personalization"
@@ -342,10 +343,13 @@ def aggregate(
     confidence: float = 0.95,
     n_resamples: int = 2000,
     seed: int = 0,
+    cluster: str | None = None,
 ) -> pd.DataFrame:
     """Long frame: one row per group and dimension with mean, bootstrap interval, n and n_missing.
 
     Task completion is reported as a rate in percent (TCR); the other dimensions on their scale.
+    With `cluster` (a column, e.g. `user_id`) the interval resamples its values with all their rows
+    (`trust.bootstrap.cluster_ci`); without, it resamples rows as independent.
     A group holding rows of two run identities (`IDENTITY`) is refused (`check_one_identity`).
     """
     dims = (
@@ -362,9 +366,13 @@ def aggregate(
     for keys, group in part.groupby([*by, "dimension"], sort=True, dropna=False):
         keys = keys if isinstance(keys, tuple) else (keys,)
         dimension = keys[-1]
-        scores = group["score"].dropna().to_numpy()
-        factor = 100.0 if dimension == TASK_COMPLETION else 1.0
-        ci = bootstrap_ci(scores * factor, confidence=confidence, n_resamples=n_resamples, seed=seed)
+        valid = group[group["score"].notna()]
+        scores = valid["score"].to_numpy() * (100.0 if dimension == TASK_COMPLETION else 1.0)
+        if cluster is None:
+            ci = bootstrap_ci(scores, confidence=confidence, n_resamples=n_resamples, seed=seed)
+        else:
+            ci = cluster_ci(scores, valid[cluster].to_numpy(), confidence=confidence, n_resamples=n_resamples,
+                            seed=seed)
         rows.append(
             {
                 **dict(zip(by, keys[:-1], strict=True)),

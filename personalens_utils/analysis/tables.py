@@ -2,8 +2,10 @@
 checks J1 (missing judgments) and J2 (scores per model, setting and task type).
 
 Every builder takes the tidy score frame of `analysis.scores` and returns a `TableResult`:
-display cells read "mean [low, high]" with 95% bootstrap intervals, and the numbers behind them
-come back as the long `data` frame for export. Anything made with the offline backend says so in
+display cells read "mean [low, high]" with 95% intervals, and the numbers behind them come back as
+the long `data` frame for export. Tables 3 and 12 resample users (`trust.bootstrap`: a user's
+judgments move together, so users, not dialogues, are the unit drawn) and say so in the caption;
+J2 resamples judgments. Anything made with the offline backend says so in
 its caption, and every source names the backends and resolved model ids its rows came from. A row
 stands for one assistant model in one run: where a model was run on several backends (or with other
 model ids), each run is its own row, labelled with its identity (`scores.run_label`).
@@ -39,6 +41,7 @@ from personalens_utils.llm.offline import OFFLINE_LABEL
 from personalens_utils.records import KIT_PROMPTS, resolved_model
 from personalens_utils.store import RunStore
 from personalens_utils.tables import Source, TableResult
+from personalens_utils.trust.bootstrap import method_note
 
 MAIN_SETTING = "base"
 DIMENSION_NAMES = {
@@ -57,6 +60,8 @@ J1_COLUMNS = {
     "turns_missing": "Turns missing", "turn_missing_rate": "Turn missing rate",
 }
 """Table J1's count columns as a paper prints them."""
+CLUSTER = "user_id"
+"""The column the tables' intervals resample: users, each with all their tasks and repeats."""
 ASSISTANT_DIMENSIONS = (TASK_COMPLETION, PERSONALIZATION, "naturalness_assistant", "coherence_assistant")
 USER_DIMENSIONS = ("naturalness_user", "coherence_user")
 
@@ -179,8 +184,8 @@ def table3(
         raise ValueError(f"no judged dialogues under setting {setting!r}")
     labelled, order = by_run(part, models)
     by = ["assistant_model", "task_type"]
-    long = with_other_rule(aggregate(labelled, by, ASSISTANT_DIMENSIONS, seed=seed), labelled, by,
-                           ASSISTANT_DIMENSIONS)
+    means = aggregate(labelled, by, ASSISTANT_DIMENSIONS, seed=seed, cluster=CLUSTER)
+    long = with_other_rule(means, labelled, by, ASSISTANT_DIMENSIONS)
     display = _wide(long, "assistant_model", ASSISTANT_DIMENSIONS)
     if order is not None:
         display = display.reindex(order)
@@ -189,7 +194,7 @@ def table3(
     caption = (
         f"Assistant models under the {setting!r} setting: task completion rate (TCR, %), "
         "personalization (P, 1-4), and the assistant's naturalness and coherence (1-5), "
-        "on single-domain (SD) and multi-domain (MD) tasks; 95% bootstrap intervals in brackets."
+        f"on single-domain (SD) and multi-domain (MD) tasks; in brackets {method_note()}."
         + missing_note(long)
         + rule_note(long, tidy)
         + provenance_note(backends(part))
@@ -210,12 +215,13 @@ def table12(
     if part.empty:
         raise ValueError(f"no judged dialogues under setting {setting!r} for task types {list(task_types)}")
     labelled, by = by_run(part)[0], ["assistant_model", "task_type"]
-    long = with_other_rule(aggregate(labelled, by, USER_DIMENSIONS, seed=seed), labelled, by, USER_DIMENSIONS)
+    long = with_other_rule(aggregate(labelled, by, USER_DIMENSIONS, seed=seed, cluster=CLUSTER), labelled, by,
+                           USER_DIMENSIONS)
     display = _wide(long, "assistant_model", USER_DIMENSIONS)
     display = display.rename_axis("Assistant model").reset_index()
     caption = (
         f"The user agent's naturalness and coherence (1-5) when talking to each assistant model "
-        f"({'/'.join(task_types)} tasks, {setting!r} setting); 95% bootstrap intervals in brackets."
+        f"({'/'.join(task_types)} tasks, {setting!r} setting); in brackets {method_note()}."
         + missing_note(long)
         + rule_note(long, tidy)
         + provenance_note(backends(part))
