@@ -15,7 +15,6 @@ from personalens_utils.analysis.ablation import (
     ABLATION_SETTINGS,
     ablation_filter,
     first_users,
-    paired_scores,
     table4,
 )
 from personalens_utils.analysis.figures import (
@@ -75,7 +74,6 @@ __all__ = [
     "judge_missing",
     "judge_sanity",
     "judge_scores",
-    "paired_scores",
     "provenance_note",
     "radar_chart",
     "ratings_matrix",

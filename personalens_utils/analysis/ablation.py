@@ -31,19 +31,7 @@ from personalens_utils.tables import TableResult
 from personalens_utils.trust.bootstrap import method_note, paired_difference
 from personalens_utils.trust.design import design_frame
 
-__all__ = ["ABLATION_SETTINGS", "ablation_filter", "first_users", "paired_scores", "table4"]
-
-
-def paired_scores(
-    tidy: pd.DataFrame, dimension: str, task_type: str, treatment: str, control: str
-) -> pd.DataFrame:
-    """Per-scenario scores of two settings side by side, only where both have a valid score."""
-    part = tidy[(tidy["dimension"] == dimension) & (tidy["task_type"] == task_type)]
-    part = part[part["assistant_setting"].isin([treatment, control])].dropna(subset=["score"])
-    wide = part.pivot_table(index="scenario_id", columns="assistant_setting", values="score", aggfunc="first")
-    if treatment not in wide or control not in wide:
-        return pd.DataFrame(columns=[treatment, control])
-    return wide[[treatment, control]].dropna()
+__all__ = ["ABLATION_SETTINGS", "ablation_filter", "first_users", "table4"]
 
 
 def table4(
