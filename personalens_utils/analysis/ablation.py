@@ -93,7 +93,7 @@ def table4(
         "summaries (I), situational context (S), or all three. TCR in %, P on 1-4, with 95% bootstrap "
         f"intervals. Δ columns: setting minus {base} on the same scenarios, paired bootstrap interval and "
         "two-sided sign-flip permutation p-value (Holm-adjusted values in the CSV)."
-        + missing_note(long)
+        + missing_note(long, part)
         + provenance_note(backends(part))
     )
     return TableResult(display, caption, score_source(part), data)
