@@ -23,7 +23,7 @@ from pathlib import Path
 
 import orjson
 
-from personalens_utils.identity import Role, dialogue_id, judgment_id
+from personalens_utils.identity import Role, Variant, dialogue_id, judgment_id
 from personalens_utils.judging import ALL_DIMENSIONS, DIMENSIONS
 
 PAPER_DIALOGUES = 122_133
@@ -78,8 +78,7 @@ def build(root: Path, n_dialogues: int, seed: int = 0) -> None:
             domains = rng.sample(DOMAINS, 3) if task_type == "MD" else [rng.choice(DOMAINS)]
             task_id = f"MD-task-{i % 25 + 1}" if task_type == "MD" else f"SD-{domains[0]}-task-{i % 9 + 1}"
             scenario = f"user{i // 82}/{task_id}-{i}"
-            did = dialogue_id(scenario, "base", user=ROLE, assistant=ROLE, prompt_set="kit",
-                              prompt_version="v1")
+            did = dialogue_id(scenario, "base", user=ROLE, assistant=ROLE, variant=Variant("v1"))
             n_turns = _turns(rng, task_type)
             turns = []
             for _ in range(n_turns):
@@ -112,8 +111,7 @@ def _judgment(rng: random.Random, pool: list[str], did: str, name: str, n_turns:
         score = float(rng.randint(dim.low, dim.high))
         raw = _text(rng, pool, RAW_CHARS.get(name, 600))
     ok = status == "ok"
-    return {"id": judgment_id(did, name, judge=JUDGE_ROLE, prompt_set="kit",
-                              prompt_version="v2"), "dialogue_id": did,
+    return {"id": judgment_id(did, name, judge=JUDGE_ROLE, variant=Variant("v2")), "dialogue_id": did,
             "dimension": name,
             "judge_model": JUDGE, "prompt_version": "v2", "backend": "synthetic", "judge_model_id": JUDGE,
             "status": status,

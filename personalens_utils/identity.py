@@ -7,16 +7,23 @@ k-th repetition of the same work; sample 0 is a run's first, and gives the ids r
 A judgment: the dialogue, the dimension, the judge's model name, backend and resolved id, the judge
 prompt set and version, and a sample index. Records made with the kit's prompts leave the prompt set
 out of their id, so ids written before prompt sets existed are still the ids computed here.
+
+What a record is a version of (prompt set, prompt version, sample) is one value, a `Variant`: records
+hold it and store it through it (a set other than the kit's is stored right after the version, a
+sample other than 0 after that; a kit record of sample 0 stores neither), and analysis reads it from
+the columns `DIALOGUE_COLUMNS` and `JUDGE_COLUMNS` name.
 """
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, NoReturn
 
 import orjson
 
+from personalens_utils.errors import KitError
 from personalens_utils.llm import registry
 from personalens_utils.llm.types import FatalError
 from personalens_utils.prompts.official import KIT_PROMPTS
@@ -54,27 +61,157 @@ class Role:
         return cls(model, backend, resolved_model(model, backend))
 
 
-def _variant(parts: tuple[Any, ...], prompt_set: str, sample: int) -> tuple[Any, ...]:
-    """Id parts with the prompt set (unless the kit's) and the sample index (unless 0) added, so the
-    ids of kit records of a first sample stay what they were."""
-    if prompt_set != KIT_PROMPTS:
-        parts = (*parts, "prompt_set", prompt_set)
-    return parts if sample == 0 else (*parts, "sample", sample)
+class IdentityError(KitError, ValueError):
+    """A record identity that cannot be: a sample index that is not a whole number from 0, a count of
+    samples below 1, a prompt set not on offer."""
 
 
-def dialogue_id(scenario_id: str, setting: str, *, user: Role, assistant: Role, prompt_set: str,
-                prompt_version: str, sample: int = 0) -> str:
+def samples(count: int, parameter: str) -> range:
+    """The sample indices 0..count-1 of a run asked for `count` independent repetitions (`repeats`,
+    `judge_samples`); a count that is not a whole number of at least 1 is refused, naming `parameter`."""
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise IdentityError(f"{parameter} must be a whole number of at least 1 (independent repetitions "
+                            f"of the same work), got {count!r}")
+    return range(count)
+
+
+PROMPT_VERSION, PROMPT_SET, SAMPLE = "prompt_version", "prompt_set", "sample"
+"""The keys a record's variant is stored under (`Variant.stored`)."""
+
+
+@dataclass(frozen=True)
+class Variant:
+    """Which version of the same work a record is: whose prompts made it (the prompt set and its
+    version) and which sample (the k-th independent repetition; 0 is a run's first).
+
+    Records hold one and store it through `stored`/`read`; ids take it through `parts`, so a kit
+    record of sample 0 keeps the id and the line it had before prompt sets and samples existed.
+    """
+
+    prompt_version: str
+    prompt_set: str = KIT_PROMPTS
+    sample: int = 0
+
+    def __post_init__(self) -> None:
+        if isinstance(self.sample, bool) or not isinstance(self.sample, int) or self.sample < 0:
+            raise IdentityError(f"a sample index is a whole number from 0, got {self.sample!r}")
+
+    @property
+    def kit(self) -> bool:
+        """Made with the kit's own prompts."""
+        return self.prompt_set == KIT_PROMPTS
+
+    @property
+    def label(self) -> str:
+        """The prompts in words, e.g. "kit v1" (with the sample when not the first)."""
+        return f"{self.prompt_set} {self.prompt_version}" + (f", sample {self.sample}" if self.sample else "")
+
+    def same_set(self, other: Variant) -> bool:
+        """Made with the same prompt set as `other` (whatever the version or sample)."""
+        return self.prompt_set == other.prompt_set
+
+    def at(self, sample: int) -> Variant:
+        """The same prompts, another sample."""
+        return replace(self, sample=sample)
+
+    def parts(self, parts: tuple[Any, ...]) -> tuple[Any, ...]:
+        """Id parts with the prompt set (unless the kit's) and the sample index (unless 0) added."""
+        if not self.kit:
+            parts = (*parts, PROMPT_SET, self.prompt_set)
+        return parts if self.sample == 0 else (*parts, SAMPLE, self.sample)
+
+    def stored(self) -> dict[str, Any]:
+        """The stored keys of a dialogue or judgment: the version; the set unless the kit's; the sample
+        unless 0 (so lines written before prompt sets and samples are the lines written now)."""
+        return {PROMPT_VERSION: self.prompt_version, **({} if self.kit else {PROMPT_SET: self.prompt_set}),
+                **({SAMPLE: self.sample} if self.sample else {})}
+
+    def stored_in_full(self) -> dict[str, Any]:
+        """The stored keys of a PERSONA Bench prediction: set and version always (sample 0 only)."""
+        return {PROMPT_SET: self.prompt_set, PROMPT_VERSION: self.prompt_version}
+
+    @classmethod
+    def read(cls, data: Mapping[str, Any], fail: Callable[[str, str], NoReturn],
+             known: Iterable[str]) -> Variant:
+        """The variant of a stored line (`stored`'s layout); `fail(key, problem)` names the place of a
+        key that does not fit, and `known` are the prompt sets a record may name."""
+        known = list(known)
+        version = data.get(PROMPT_VERSION)
+        if not isinstance(version, str):
+            fail(PROMPT_VERSION, f"must be a string, got {version!r:.80}" if PROMPT_VERSION in data
+                 else "is missing")
+        prompts = data.get(PROMPT_SET, KIT_PROMPTS)
+        if prompts not in known:
+            fail(PROMPT_SET, f"must be one of {known} (or absent: kit), got {prompts!r:.80}")
+        sample = data.get(SAMPLE, 0)
+        if isinstance(sample, bool) or not isinstance(sample, int) or sample < 0:
+            fail(SAMPLE, f"must be a whole number from 0 (or absent: 0), got {sample!r:.80}")
+        return cls(version, prompts, sample)
+
+
+@dataclass(frozen=True)
+class VariantColumns:
+    """Where an analysis frame holds one role's variant: the columns of its prompt version, prompt set
+    and sample (rows of records that stored none read as the kit's prompts and sample 0)."""
+
+    prompt_version: str
+    prompt_set: str
+    sample: str
+
+    def renames(self) -> dict[str, str]:
+        """Stored key -> this role's column, for `DataFrame.rename`."""
+        return {PROMPT_VERSION: self.prompt_version, PROMPT_SET: self.prompt_set, SAMPLE: self.sample}
+
+    def fill(self, frame: Any) -> None:
+        """Give rows without a stored set or sample the ones they read as (in place, a DataFrame; a
+        column no row stored is added)."""
+        for column, default in ((self.prompt_set, KIT_PROMPTS), (self.sample, 0)):
+            frame[column] = frame[column].fillna(default) if column in frame else default
+        frame[self.sample] = frame[self.sample].astype(int)
+
+
+STORED_KEYS = (PROMPT_VERSION, PROMPT_SET, SAMPLE)
+"""The variant's keys in a stored line, in their order."""
+STORED_COLUMNS = VariantColumns(*STORED_KEYS)
+"""The variant in a frame of a table's lines as stored (`RunStore.frame`)."""
+DIALOGUE_COLUMNS = VariantColumns("dialogue_prompt_version", "dialogue_prompt_set", "sample")
+"""The simulation's variant in the tidy score frame: `sample` is the dialogue's repetition."""
+JUDGE_COLUMNS = VariantColumns("judge_prompt_version", "judge_prompt_set", "judge_sample")
+"""The judge's variant in the tidy score frame: `judge_sample` is the judgment's repetition."""
+DIALOGUE_PROMPTS, JUDGE_PROMPTS = DIALOGUE_COLUMNS.prompt_set, JUDGE_COLUMNS.prompt_set
+
+
+def dialogue_id(scenario_id: str, setting: str, *, user: Role, assistant: Role, variant: Variant) -> str:
     """The run-store id of a dialogue."""
-    parts = (scenario_id, user.model, assistant.model, setting, prompt_version,
+    parts = (scenario_id, user.model, assistant.model, setting, variant.prompt_version,
              user.backend, user.model_id, assistant.backend, assistant.model_id)
-    return stable_id(*_variant(parts, prompt_set, sample))
+    return stable_id(*variant.parts(parts))
 
 
-def judgment_id(dialogue_id: str, dimension: str, *, judge: Role, prompt_set: str, prompt_version: str,
-                sample: int = 0) -> str:
-    """The run-store id of one judgment; `judge.model` is the judge's key (its registry name)."""
-    parts = (dialogue_id, dimension, judge.model, prompt_version, judge.backend, judge.model_id)
-    return stable_id(*_variant(parts, prompt_set, sample))
+def judgment_id(dialogue_id: str, dimension: str, *, judge: Role, variant: Variant) -> str:
+    """The run-store id of one judgment; `judge.model` is the judge's key (its registry name), `variant`
+    the judge prompts' and the judge sample."""
+    parts = (dialogue_id, dimension, judge.model, variant.prompt_version, judge.backend, judge.model_id)
+    return stable_id(*variant.parts(parts))
+
+
+def variant_named(name: str, variants: Sequence[Variant]) -> Variant:
+    """The one of `variants` made with the prompt set `name`; another name is refused, naming them."""
+    for variant in variants:
+        if variant.prompt_set == name:
+            return variant
+    known = " or ".join(repr(v.prompt_set) for v in variants)
+    raise IdentityError(f"prompt_set must be {known}, got {name!r}")
+
+
+def item_key(dataset: str, variant: Variant, task: str, setting: str, target: str) -> str:
+    """A PERSONA Bench item's identity in its dataset: the kit's and the authors' items differ."""
+    return stable_id(dataset, variant.prompt_set, task, setting, target)
+
+
+def prediction_id(item: str, model: Role, variant: Variant) -> str:
+    """The run-store id of a model's answer to a PERSONA Bench item (`item`: its `item_key`)."""
+    return stable_id(item, model.model, model.backend, model.model_id, variant.prompt_version)
 
 
 def legacy_model_id(model: str, backend: str) -> str:

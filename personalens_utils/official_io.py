@@ -42,6 +42,7 @@ from typing import Any
 from personalens_utils.data import Benchmark
 from personalens_utils.data.types import parse_task_id, scenario_id
 from personalens_utils.errors import KitError
+from personalens_utils.identity import Variant
 from personalens_utils.judging import DIMENSIONS, judge_model_key
 from personalens_utils.judging.answers import Answer, score_fields
 from personalens_utils.llm import Message, registry
@@ -404,8 +405,7 @@ def read_dialogue_file(
         user_model=_kit_name(user),
         assistant_model=_kit_name(assistant),
         assistant_setting=setting.name,
-        prompt_version=prompt_version,
-        prompt_set=OFFICIAL_PROMPTS,
+        variant=Variant(prompt_version, OFFICIAL_PROMPTS),
         backend=IMPORTED_BACKEND,
         user_model_id=user,
         assistant_model_id=assistant,
@@ -492,7 +492,7 @@ def read_evaluation_file(path: str | os.PathLike[str], dialogue: Dialogue, *,
     fields = score_fields(dim, [Answer(dim.parse(text), text, 1)])
     return Judgment(
         dialogue_id=dialogue.id, dimension=dimension, judge_model=judge_model_key(judge),
-        prompt_version=prompt_version, prompt_set=OFFICIAL_PROMPTS, backend=IMPORTED_BACKEND,
+        variant=Variant(prompt_version, OFFICIAL_PROMPTS), backend=IMPORTED_BACKEND,
         judge_model_id=judge, status=fields["status"], score=fields["score"],
         explanation=fields["explanation"], raw=fields["raw"], attempts=fields["attempts"],
     )

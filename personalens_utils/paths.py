@@ -16,7 +16,7 @@ OFFICIAL_CODE_FILES = (
     "util/assistant_prompts.py", "util/evaluation_prompts.py", "src/generate_dialogue.py",
     "src/generate_dialogue_md.py",
 )
-"""The files of the official code that `prompt_set="official"` reads its templates from."""
+"""The files of the official code that the official prompt set reads its templates from."""
 
 
 def project_root() -> Path:

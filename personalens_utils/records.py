@@ -12,10 +12,10 @@ real model's run of the same scenarios are different records; `identity` compute
 written before these fields existed is refused with a pointer to `store_migration`, which `RunStore`
 runs when it opens such a store.
 
-Prompt sets: a dialogue or judgment made with the official authors' prompts (`prompt_set="official"`,
-docs/simulation.md) carries its prompt set in its id and in its stored line; one made with the kit's
-own prompts (`"kit"`) stores no `prompt_set` key and keeps the id recipe it always had, so records
-written before prompt sets existed read as `kit` with their ids unchanged.
+Variants: whose prompts made a dialogue or judgment (the prompt set and its version) and which sample
+it is are one `identity.Variant`, which the record holds and stores through; a kit record of sample 0
+keeps the line and the id recipe it always had, so records written before prompt sets and samples
+existed read as the kit's first sample with their ids unchanged.
 """
 
 from __future__ import annotations
@@ -26,7 +26,15 @@ from typing import Any, ClassVar, NoReturn, Self
 
 from personalens_utils.display import chat_html, esc, fields_html, inline
 from personalens_utils.errors import KitError
-from personalens_utils.identity import Role, dialogue_id, judgment_id, resolved_model, stable_id
+from personalens_utils.identity import (
+    STORED_KEYS,
+    Role,
+    Variant,
+    dialogue_id,
+    judgment_id,
+    resolved_model,
+    stable_id,
+)
 from personalens_utils.llm import registry
 from personalens_utils.llm.types import Message, Usage
 from personalens_utils.prompting import PROMPT_SETS
@@ -101,12 +109,9 @@ class _Reader:
                               "`python -m personalens_utils.store_migration RUN_DIR`)")
         return {key: self.str(key) for key in keys}
 
-    def prompt_set(self) -> str:
-        """The stored prompt set; a line without one was made with the kit's prompts."""
-        value = self.data.get("prompt_set", KIT_PROMPTS)
-        if value not in PROMPT_SETS:
-            self.fail("prompt_set", f"must be one of {list(PROMPT_SETS)} (or absent: kit), got {value!r:.80}")
-        return value
+    def variant(self) -> Variant:
+        """The stored variant (prompts and sample); a line without a set or sample is the kit's first."""
+        return Variant.read(self.data, self.fail, PROMPT_SETS)
 
     def usage(self, key: str) -> Usage:
         value = self.get(key, dict)
@@ -114,6 +119,11 @@ class _Reader:
             return Usage.from_dict(value)
         except (TypeError, ValueError):
             self.fail(key, f"must hold the four token counts of docs/architecture.md, got {value!r:.120}")
+
+    def spending(self) -> dict[str, Any]:
+        """What a record's calls cost (`spending_json`'s keys): usage, cost and retries."""
+        return {"usage": self.usage("usage"), "cost_usd": self.number("cost_usd"),
+                "retries": self.int("retries")}
 
     def turns(self, key: str) -> tuple[Message, ...]:
         value = self.get(key, list)
@@ -131,6 +141,12 @@ class _Reader:
                 )
             out.append(Message(turn["role"], turn["content"]))
         return tuple(out)
+
+
+def spending_json(record: Any) -> dict[str, Any]:
+    """The stored form of what a record's calls cost: its `usage`, `cost_usd` and `retries`, last on its
+    line (read back by `_Reader.spending`)."""
+    return {"usage": record.usage.to_dict(), "cost_usd": record.cost_usd, "retries": record.retries}
 
 
 def _names(types: type | tuple[type, ...]) -> str:
@@ -187,17 +203,35 @@ class Record:
         return rid
 
 
+class _Varied:
+    """A record holding a `Variant`, read by its parts as records were before it held one."""
+
+    variant: Variant
+
+    @property
+    def prompt_version(self) -> str:
+        return self.variant.prompt_version
+
+    @property
+    def prompt_set(self) -> str:
+        return self.variant.prompt_set
+
+    @property
+    def sample(self) -> int:
+        return self.variant.sample
+
+
 # -- simulation ------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, kw_only=True)
-class Dialogue(Record):
+class Dialogue(Record, _Varied):
     """One simulated (or imported) dialogue. Status "terminated", "turn_cap" or "error"."""
 
     table: ClassVar[str] = "dialogues"
     summary_fields: ClassVar[tuple[str, ...]] = (
         "id", "scenario_id", "user_id", "task_id", "task_type", "domains", "user_model", "assistant_model",
-        "assistant_setting", "prompt_version", "prompt_set", "backend", "user_backend", "user_model_id",
+        "assistant_setting", *STORED_KEYS, "backend", "user_backend", "user_model_id",
         "assistant_backend", "assistant_model_id", "status", "n_turns",
     )
     """The fields analysis reads: everything but the texts and the costs."""
@@ -209,7 +243,8 @@ class Dialogue(Record):
     user_model: str
     assistant_model: str
     assistant_setting: str
-    prompt_version: str
+    variant: Variant
+    """Whose prompts made it (the user agent's and the assistant's) and which sample it is."""
     backend: str
     user_backend: str = ""
     """The user agent's backend; empty: `backend`."""
@@ -217,15 +252,11 @@ class Dialogue(Record):
     """The id the user agent's backend is called with; empty: resolved from `user_model`."""
     assistant_backend: str = ""
     assistant_model_id: str = ""
-    prompt_set: str = KIT_PROMPTS
-    """Whose prompts the user agent and the assistant were given (`PROMPT_SETS`)."""
     error: str | None = None
     turns: tuple[Message, ...] = ()
     usage: Usage = field(default_factory=Usage)
     cost_usd: float = 0.0
     retries: int = 0
-    sample: int = 0
-    """Which repetition of the same work this is (0: the first; stored only when not 0)."""
 
     def __post_init__(self) -> None:
         fill = object.__setattr__
@@ -234,7 +265,6 @@ class Dialogue(Record):
         fill(self, "user_model_id", self.user_model_id or resolved_model(self.user_model, self.user_backend))
         fill(self, "assistant_model_id",
              self.assistant_model_id or resolved_model(self.assistant_model, self.assistant_backend))
-        _check_prompt_set(self)
         super().__post_init__()
 
     @property
@@ -263,7 +293,7 @@ class Dialogue(Record):
         return dialogue_id(self.scenario_id, self.assistant_setting,
                            user=Role(self.user_model, *self.user),
                            assistant=Role(self.assistant_model, *self.assistant),
-                           prompt_set=self.prompt_set, prompt_version=self.prompt_version, sample=self.sample)
+                           variant=self.variant)
 
     @property
     def n_turns(self) -> int:
@@ -287,9 +317,7 @@ class Dialogue(Record):
             "user_model": self.user_model,
             "assistant_model": self.assistant_model,
             "assistant_setting": self.assistant_setting,
-            "prompt_version": self.prompt_version,
-            **_prompt_set_entry(self.prompt_set),
-            **({"sample": self.sample} if self.sample else {}),
+            **self.variant.stored(),
             "backend": self.backend,
             "user_backend": self.user_backend,
             "user_model_id": self.user_model_id,
@@ -299,9 +327,7 @@ class Dialogue(Record):
             "error": self.error,
             "turns": [t.as_dict() for t in self.turns],
             "n_turns": self.n_turns,
-            "usage": self.usage.to_dict(),
-            "cost_usd": self.cost_usd,
-            "retries": self.retries,
+            **spending_json(self),
         }
 
     @classmethod
@@ -322,65 +348,48 @@ class Dialogue(Record):
             user_model=r.str("user_model"),
             assistant_model=r.str("assistant_model"),
             assistant_setting=r.str("assistant_setting"),
-            prompt_version=r.str("prompt_version"),
-            prompt_set=r.prompt_set(),
-            sample=r.int("sample") if "sample" in data else 0,
+            variant=r.variant(),
             backend=r.str("backend"),
             **identity,
             status=r.str("status"),
             error=r.str("error", optional=True),
             turns=turns,
-            usage=r.usage("usage"),
-            cost_usd=r.number("cost_usd"),
-            retries=r.int("retries"),
+            **r.spending(),
         )
-
-
-def _check_prompt_set(record: Dialogue | Judgment) -> None:
-    if record.prompt_set not in PROMPT_SETS:
-        raise RecordError(f"prompt_set must be one of {list(PROMPT_SETS)}, got {record.prompt_set!r}")
-
-
-def _prompt_set_entry(prompt_set: str) -> dict[str, str]:
-    """The stored `prompt_set` key: only for records not made with the kit's prompts."""
-    return {} if prompt_set == KIT_PROMPTS else {"prompt_set": prompt_set}
 
 
 # -- judging ---------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, kw_only=True)
-class Judgment(Record):
+class Judgment(Record, _Varied):
     """One dimension's judgment of one dialogue. Status "ok", "missing" (no valid score) or "error"."""
 
     table: ClassVar[str] = "judgments"
     summary_fields: ClassVar[tuple[str, ...]] = (
-        "id", "dialogue_id", "dimension", "judge_model", "prompt_version", "prompt_set", "backend",
+        "id", "dialogue_id", "dimension", "judge_model", *STORED_KEYS, "backend",
         "judge_model_id", "status", "score", "turn_scores",
     )
     """The fields analysis reads: everything but the judge's texts."""
     dialogue_id: str
     dimension: str
     judge_model: str
-    prompt_version: str
+    variant: Variant
+    """Whose judge prompt it was given (turn-level personalization: always the kit's) and which judge
+    sample it is."""
     backend: str
     """The judge's backend."""
     judge_model_id: str = ""
     """The id the judge's backend is called with; empty: resolved from `judge_model`."""
-    prompt_set: str = KIT_PROMPTS
-    """Whose prompt the judge was given (`PROMPT_SETS`); turn-level personalization is always the kit's."""
     score: float | None = None
     turn_scores: tuple[float | None, ...] | None = None
     explanation: str = ""
     raw: str = ""
     attempts: int = 0
-    sample: int = 0
-    """Which repetition of the same work this is (0: the first; stored only when not 0)."""
 
     def __post_init__(self) -> None:
         if not self.judge_model_id:
             object.__setattr__(self, "judge_model_id", resolved_model(self.judge_model, self.backend))
-        _check_prompt_set(self)
         super().__post_init__()
 
     @property
@@ -394,7 +403,7 @@ class Judgment(Record):
 
     def identity(self) -> str:
         return judgment_id(self.dialogue_id, self.dimension, judge=Role(self.judge_model, *self.judge),
-                           prompt_set=self.prompt_set, prompt_version=self.prompt_version, sample=self.sample)
+                           variant=self.variant)
 
     def _repr_html_(self) -> str:
         """The judgment's fields, then the full explanation (never cut) and the raw answer folded."""
@@ -410,9 +419,7 @@ class Judgment(Record):
             "dialogue_id": self.dialogue_id,
             "dimension": self.dimension,
             "judge_model": self.judge_model,
-            "prompt_version": self.prompt_version,
-            **_prompt_set_entry(self.prompt_set),
-            **({"sample": self.sample} if self.sample else {}),
+            **self.variant.stored(),
             "backend": self.backend,
             "judge_model_id": self.judge_model_id,
             "status": self.status,
@@ -434,9 +441,7 @@ class Judgment(Record):
             dialogue_id=r.str("dialogue_id"),
             dimension=r.str("dimension"),
             judge_model=r.str("judge_model"),
-            prompt_version=r.str("prompt_version"),
-            prompt_set=r.prompt_set(),
-            sample=r.int("sample") if "sample" in data else 0,
+            variant=r.variant(),
             backend=r.str("backend"),
             **r.identity(("judge_model_id",)),
             status=r.str("status"),

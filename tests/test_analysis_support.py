@@ -14,7 +14,7 @@ from support.records import put
 
 from personalens_utils.data import Benchmark
 from personalens_utils.data.types import TaskDefinition, User
-from personalens_utils.identity import Role, dialogue_id, judgment_id
+from personalens_utils.identity import Role, Variant, dialogue_id, judgment_id
 from personalens_utils.judging import DIMENSIONS as JUDGE_DIMENSIONS
 from personalens_utils.records import Dialogue, Judgment
 from personalens_utils.store import RunStore
@@ -53,8 +53,8 @@ def _dialogue(
         turns.append({"role": role, "content": f"{role} message {i} about {domains[0]} for user {user}"})
     user_agent, assistant = Role.of(USER_MODEL, "offline"), Role.of(model, "offline")
     return {
-        "id": dialogue_id(scenario, setting, user=user_agent, assistant=assistant, prompt_set="kit",
-                          prompt_version="v1"),
+        "id": dialogue_id(scenario, setting, user=user_agent, assistant=assistant,
+                          variant=Variant("v1")),
         "scenario_id": scenario,
         "user_id": user,
         "task_id": task_id,
@@ -89,7 +89,7 @@ def _judgment(
 ) -> dict:
     judge_role = Role.of(judge, "offline")
     return {
-        "id": judgment_id(dialogue, dimension, judge=judge_role, prompt_set="kit", prompt_version="v1"),
+        "id": judgment_id(dialogue, dimension, judge=judge_role, variant=Variant("v1")),
         "dialogue_id": dialogue,
         "dimension": dimension,
         "judge_model": judge,

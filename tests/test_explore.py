@@ -21,6 +21,7 @@ from personalens_utils.explore import Annotator, annotate, explore, side_by_side
 from personalens_utils.explore import widgets as widgets_module
 from personalens_utils.explore.catalog import DialogueView
 from personalens_utils.explore.views import dialogue_page, turn_notes
+from personalens_utils.identity import Variant
 from personalens_utils.judging import DIMENSIONS
 from personalens_utils.judging.answers import combine, score_fields
 from personalens_utils.llm import CallKind, Message, Request
@@ -466,7 +467,7 @@ def test_turn_notes_read_the_explanation_the_judging_stage_writes():
     answers = [combine(dimension, "Justification: offered jazz first.\nPersonalization Score: 3", None),
                combine(dimension, "I cannot say.", None)]
     fields = score_fields(dimension, answers)
-    judgment = Judgment(dialogue_id="d", dimension=dimension.name, judge_model="j", prompt_version="v1",
+    judgment = Judgment(dialogue_id="d", dimension=dimension.name, judge_model="j", variant=Variant("v1"),
                         backend="offline", **{**fields, "turn_scores": tuple(fields["turn_scores"])})
     notes = turn_notes(judgment)
     assert notes[1] == "Justification: offered jazz first.\nPersonalization Score: 3"

@@ -208,7 +208,7 @@ def kit_dialogue(
             ctx,
             AssistantSetting.parse(setting),
             user_model=USER_MODEL,
-            assistant_model=assistant,
+            assistant=assistant,
             prompts=world.prompts,
         )
     )

@@ -213,7 +213,7 @@ def run_dialogue(ctx: ScenarioContext, setting: str, seed: int = 0) -> dict:
     """One offline dialogue as the run store keeps it."""
     client = LLMClient("offline", progress=False, seed=seed)
     return asyncio.run(simulate_dialogue(client, ctx, AssistantSetting.parse(setting),
-                                         user_model="u", assistant_model="a")).to_json()
+                                         user_model="u", assistant="a")).to_json()
 
 
 @pytest.mark.parametrize("task_id", ["SD-Alarm-task-1", "SD-Restaurants-task-1", "MD-task-1"])

@@ -180,7 +180,7 @@ def test_dialogue_records_carry_the_cache_usage_of_their_calls(caching_server) -
     with LLMClient("anthropic", use_cache=False, progress=False) as client:
         ctx, setting = rich_scenario("SD"), AssistantSetting.parse("base")
         (dialogue,) = client.run_all([simulate_dialogue(client, ctx, setting, user_model=MODEL,
-                                                        assistant_model=MODEL)])
+                                                        assistant=MODEL)])
     record = dialogue.to_json()
     assert record["status"] == "terminated" and record["n_turns"] == 2
     assert record["usage"]["cache_write_tokens"] > 0 and record["usage"]["cache_read_tokens"] > 0

@@ -11,6 +11,7 @@ import pytest
 from support.records import dialogue_json, write_lines
 
 from personalens_utils.analysis import scores
+from personalens_utils.identity import Variant
 from personalens_utils.records import Dialogue, Judgment, RecordError
 from personalens_utils.store import RunStore
 
@@ -39,7 +40,7 @@ def test_a_kit_dialogue_keeps_the_id_and_layout_it_had_before_prompt_sets():
 
 def test_an_official_dialogue_has_its_own_id_and_says_so_in_its_line():
     kit = replace(Dialogue.from_json(identity_line()), id="")
-    official = replace(kit, id="", prompt_set="official")
+    official = replace(kit, id="", variant=Variant("v1", "official"))
     assert official.id != kit.id
     stored = official.to_json()
     assert stored["prompt_set"] == "official"
@@ -49,11 +50,11 @@ def test_an_official_dialogue_has_its_own_id_and_says_so_in_its_line():
 
 
 def test_judgments_of_the_two_sets_differ_and_kit_ones_are_unchanged():
-    base = Judgment(dialogue_id="d1", dimension="personalization", judge_model="J", prompt_version="v2",
+    base = Judgment(dialogue_id="d1", dimension="personalization", judge_model="J", variant=Variant("v2"),
                     backend="offline", judge_model_id="j-id", status="ok", score=3.0)
     assert base.id == sha_id("d1", "personalization", "J", "v2", "offline", "j-id")
     assert "prompt_set" not in base.to_json()
-    official = replace(base, id="", prompt_set="official")
+    official = replace(base, id="", variant=Variant("v2", "official"))
     assert official.id != base.id and Judgment.from_json(official.to_json()) == official
 
 
@@ -68,11 +69,11 @@ def test_an_unknown_or_impossible_prompt_set_is_refused_with_the_place():
 def test_analysis_keeps_the_two_prompt_sets_apart(tmp_path):
     store = RunStore(tmp_path)
     kit = replace(Dialogue.from_json(identity_line()), id="")
-    official = replace(kit, id="", prompt_set="official")
+    official = replace(kit, id="", variant=Variant("v1", "official"))
     write_lines(store, Dialogue, [kit.to_json(), official.to_json()])
     judgments = [
-        Judgment(dialogue_id=d.id, dimension="personalization", judge_model="J", prompt_version="v2",
-                 backend="offline", prompt_set=d.prompt_set, status="ok", score=score)
+        Judgment(dialogue_id=d.id, dimension="personalization", judge_model="J",
+                 variant=Variant("v2", d.prompt_set), backend="offline", status="ok", score=score)
         for d, score in ((kit, 2.0), (official, 4.0))
     ]
     write_lines(store, Judgment, [j.to_json() for j in judgments])

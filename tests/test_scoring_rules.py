@@ -13,6 +13,7 @@ from support.records import dialogue_json, put
 
 from personalens_utils import analysis, judging
 from personalens_utils.analysis import scores
+from personalens_utils.identity import Variant
 from personalens_utils.judging import DIMENSIONS, JudgingError, score_under
 from personalens_utils.judging.answers import combine, judgment_record, score_fields
 from personalens_utils.records import Dialogue
@@ -98,7 +99,7 @@ def store(tmp_path: Path) -> RunStore:
         for dimension, answer in answers.items():
             dim = DIMENSIONS[dimension]
             fields = score_fields(dim, [combine(dim, answer, None)])
-            records.append(judgment_record(dialogue_id, dim, "judge", "v2", "offline", fields))
+            records.append(judgment_record(dialogue_id, dim, "judge", Variant("v2"), "offline", fields))
     store.extend(records)
     return store
 

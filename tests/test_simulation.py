@@ -153,7 +153,7 @@ def stored(dialogue: Any) -> dict[str, Any]:
 def test_terminate_is_removed_and_the_assistant_answers_once_more(bench):
     client, backend = client_for(polite)
     record = stored(simulate_dialogue(client, ctx_of(bench), AssistantSetting.parse("base"),
-                                           user_model="u", assistant_model="a"))
+                                           user_model="u", assistant="a"))
     assert record["status"] == "terminated" and record["error"] is None
     assert [t["role"] for t in record["turns"]] == ["user", "assistant"] * 3
     assert record["turns"][4]["content"] == "Thanks, all done."
@@ -168,7 +168,7 @@ def test_turn_cap_by_task_type(bench, index, cap):
     client, _ = client_for(lambda r: "ok" if r.kind == CallKind.ASSISTANT_TURN else "Go on.")
     ctx = ctx_of(bench, index)
     record = stored(simulate_dialogue(client, ctx, AssistantSetting(), user_model="u",
-                                           assistant_model="a"))
+                                           assistant="a"))
     assert record["status"] == "turn_cap"
     assert record["n_turns"] == cap and len(record["turns"]) == 2 * cap
 
@@ -181,7 +181,7 @@ def test_terminate_in_the_opening_does_not_end_the_dialogue(bench):
 
     client, _ = client_for(answer)
     record = stored(simulate_dialogue(client, ctx_of(bench), AssistantSetting(), user_model="u",
-                                           assistant_model="a"))
+                                           assistant="a"))
     assert record["turns"][0]["content"] == "Hi, help me"
     assert record["status"] == "terminated" and record["n_turns"] == 2
 

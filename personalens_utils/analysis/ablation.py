@@ -85,7 +85,7 @@ def table4(
         f"Δ columns: setting minus {base} on the same scenarios (each averaged over its repeats), the same "
         "cluster bootstrap, and a two-sided permutation p-value flipping each user's sign (Holm-adjusted "
         "values in the CSV)."
-        + missing_note(long)
+        + missing_note(long, part)
         + provenance_note(backends(part))
     )
     return TableResult(display, caption, score_source(part), data)

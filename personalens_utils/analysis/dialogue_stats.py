@@ -16,8 +16,9 @@ from typing import Any
 import pandas as pd
 
 from personalens_utils.analysis.scores import check_one_identity, fill_identity
+from personalens_utils.identity import STORED_COLUMNS
 from personalens_utils.llm.offline import OFFLINE_LABEL, count_tokens
-from personalens_utils.records import KIT_PROMPTS, Dialogue
+from personalens_utils.records import Dialogue
 from personalens_utils.store import ERROR_STATUS, RunStore
 from personalens_utils.tables import Source, TableResult
 
@@ -32,8 +33,8 @@ def dialogues_frame(source: RunStore | str | os.PathLike[str] | pd.DataFrame | I
     """Dialogue records as a DataFrame, from a run store, its folder, a frame or records.
 
     A store's records come sorted by id (not in completion order) and the frame remembers the
-    store's folder name for the table's source; `prompt_set` says whose prompts made each (records
-    that store none were made with the kit's).
+    store's folder name for the table's source; the variant's columns (`identity.STORED_COLUMNS`) say
+    whose prompts made each and which sample it is (records that store none: the kit's, sample 0).
     """
     if isinstance(source, pd.DataFrame):
         return source
@@ -41,8 +42,7 @@ def dialogues_frame(source: RunStore | str | os.PathLike[str] | pd.DataFrame | I
         source = RunStore(source)
     if isinstance(source, RunStore):
         frame = pd.DataFrame.from_records(sorted(source.records(Dialogue), key=lambda r: r["id"]))
-        stored = frame["prompt_set"].fillna(KIT_PROMPTS) if "prompt_set" in frame else KIT_PROMPTS
-        frame["prompt_set"] = stored
+        STORED_COLUMNS.fill(frame)
         frame.attrs["origin"] = f"run store {source.root.name}/"
         return frame
     return pd.DataFrame.from_records(list(source))

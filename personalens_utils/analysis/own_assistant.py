@@ -20,6 +20,7 @@ from personalens_utils.analysis.tables import table3
 from personalens_utils.assistants import Assistant
 from personalens_utils.data import MD, SD, Benchmark
 from personalens_utils.engine import StageReport
+from personalens_utils.identity import DIALOGUE_PROMPTS
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
 from personalens_utils.prompting import KIT, PromptSet
 from personalens_utils.records import Dialogue
@@ -60,7 +61,6 @@ def compare_assistants(benchmark: Benchmark, store: RunStore, comparison: Assist
                        seed: int = 0) -> ComparisonResult:
     """Simulate, judge and tabulate the comparison on `benchmark`'s users (see the module doc)."""
     c = comparison
-    prompt_set = c.prompts.name
     both = (c.baseline, c.own)
     simulated = tuple(
         run_simulation(benchmark, store, c.user.client,
@@ -72,15 +72,16 @@ def compare_assistants(benchmark: Benchmark, store: RunStore, comparison: Assist
     made_by = {(a.backend, a.model_id) for a in both}
 
     def chosen(d: Dialogue) -> bool:
-        return d.prompt_set == prompt_set and d.assistant in made_by and any(k(d) for k in keep)
+        return d.variant.same_set(c.prompts.variant()) and d.assistant in made_by and any(k(d) for k in keep)
 
     judged = run_judging(store, c.judge.client, benchmark_contexts(benchmark),
                          JudgingConfig(judge_model=c.judge.model, dimensions=list(DIMENSIONS), select=chosen,
                                        prompts=c.prompts))
-    tidy = load_scores(store, judge_model=c.judge.model, user_model=c.user.model, judge_prompt_set=prompt_set)
+    tidy = load_scores(store, judge_model=c.judge.model, user_model=c.user.model,
+                       judge_prompt_set=c.prompts.name)
     assistant = pd.Series(list(zip(tidy["assistant_backend"], tidy["assistant_model_id"], strict=True)),
                           index=tidy.index, dtype=object)
     tidy = tidy[tidy["user_id"].isin(users) & tidy["task_type"].isin(list(c.task_types))
-                & (tidy["dialogue_prompt_set"] == prompt_set) & assistant.isin(made_by)]
+                & (tidy[DIALOGUE_PROMPTS] == c.prompts.name) & assistant.isin(made_by)]
     table = table3(tidy, setting=c.setting, models=[a.model for a in both], seed=seed)
     return ComparisonResult(simulated, judged, tidy, table)

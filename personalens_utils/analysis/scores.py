@@ -12,6 +12,13 @@ without a prompt set are the kit's). Offline results are never counted as a mode
 refuses a group that pools rows of two identities, naming both, and the tables keep them apart as
 rows (`run_label`).
 
+Repeats: a run with `repeats=k` simulations of each scenario and `judge_samples=m` judgments of each
+dialogue has k x m rows per scenario and dimension, told apart by the `sample` and `judge_sample`
+columns (`SAMPLES`; both 0 without repeats). `aggregate` never counts them as separate scenarios: it
+first takes each scenario's mean over its samples (`per_scenario`), so `n` counts scenarios and the
+interval resamples scenarios, and it says so in its frame's `attrs["samples"]` (`samples_note`).
+A run without repeats is aggregated exactly as before.
+
 Scores are read under one scoring rule (`judging.scoring`): `strict` (the stored reading, the
 default) or `official` (the official gather script's reading of the stored answer). The frame carries
 both readings (`strict_score`, `official_score`); `score` is the chosen one, and the `scoring` column
@@ -29,7 +36,14 @@ import pandas as pd
 
 from personalens_utils.analysis.stats import bootstrap_ci
 from personalens_utils.errors import KitError
-from personalens_utils.identity import legacy_model_id
+from personalens_utils.identity import (
+    DIALOGUE_COLUMNS,
+    DIALOGUE_PROMPTS,
+    JUDGE_COLUMNS,
+    JUDGE_PROMPTS,
+    VariantColumns,
+    legacy_model_id,
+)
 from personalens_utils.judging import DIMENSIONS as JUDGE_DIMENSIONS
 from personalens_utils.judging import OFFICIAL, STRICT, check_scoring, judge_model_key, score_under
 from personalens_utils.llm import registry
@@ -73,11 +87,15 @@ SCALES: dict[str, Scale] = {
 
 IDENTITY = (
     "user_backend", "user_model_id", "assistant_backend", "assistant_model_id", "judge_backend",
-    "judge_model_id", "dialogue_prompt_set", "judge_prompt_set",
+    "judge_model_id", DIALOGUE_PROMPTS, JUDGE_PROMPTS,
 )
 """The columns of a row's run identity: which backend and model id played each role, and whose
-prompts (kit or official) made the dialogue and the judgment."""
-PROMPT_SET_COLUMNS = (("dialogue prompts", "dialogue_prompt_set"), ("judge prompts", "judge_prompt_set"))
+prompts (kit or official) made the dialogue and the judgment. The sample columns (`SAMPLES`) are not
+part of it: samples of one run are that run's repetitions, to be averaged or modelled."""
+PROMPT_COLUMNS = (("dialogue prompts", DIALOGUE_PROMPTS), ("judge prompts", JUDGE_PROMPTS))
+SAMPLES = (DIALOGUE_COLUMNS.sample, JUDGE_COLUMNS.sample)
+"""The sample columns of the tidy frame: which simulation (`sample`) and which judgment of it
+(`judge_sample`) a row is; both 0 in a run without repeats."""
 ROLES = (("user agent", "user"), ("assistant", "assistant"), ("judge", "judge"))
 
 
@@ -105,7 +123,7 @@ def describe_identity(row: pd.Series | dict) -> str:
         f"{name} {row[f'{key}_backend']}:{row[f'{key}_model_id']}"
         for name, key in ROLES if f"{key}_backend" in row and f"{key}_model_id" in row
     ]
-    sets = [f"{name} {row[key]}" for name, key in PROMPT_SET_COLUMNS
+    sets = [f"{name} {row[key]}" for name, key in PROMPT_COLUMNS
             if row.get(key, KIT_PROMPTS) != KIT_PROMPTS]
     return ", ".join([*roles, *sets])
 
@@ -171,19 +189,21 @@ def _project(
     return pd.DataFrame.from_records([latest[rid] for rid in sorted(latest)], columns=columns)
 
 
+def _variant_frame(store: RunStore, kind: type[Record], columns: VariantColumns, renames: dict[str, str],
+                   derived: dict[str, Callable[[dict[str, Any]], Any]] | None = None) -> pd.DataFrame:
+    """`_project` of a table's summary fields, its variant in `columns` (`identity.VariantColumns`)."""
+    frame = _project(store, kind, kind.summary_fields, derived)  # type: ignore[attr-defined]
+    frame = frame.rename(columns={**columns.renames(), **renames})
+    columns.fill(frame)
+    return frame
+
+
 def load_dialogues(store: RunStore) -> pd.DataFrame:
-    """One row per dialogue (texts left out); `domains` as a tuple; `dialogue_id` names the record id."""
-    frame = _project(store, Dialogue, Dialogue.summary_fields).rename(
-        columns={
-            "id": "dialogue_id",
-            "prompt_version": "dialogue_prompt_version",
-            "prompt_set": "dialogue_prompt_set",
-            "backend": "dialogue_backend",
-            "status": "dialogue_status",
-        }
-    )
+    """One row per dialogue (texts left out); `domains` as a tuple; `dialogue_id` names the record id,
+    `sample` which simulation of its scenario it is."""
+    frame = _variant_frame(store, Dialogue, DIALOGUE_COLUMNS, {
+        "id": "dialogue_id", "backend": "dialogue_backend", "status": "dialogue_status"})
     frame["domains"] = frame["domains"].map(lambda d: tuple(d) if isinstance(d, list | tuple) else ())
-    frame["dialogue_prompt_set"] = frame["dialogue_prompt_set"].fillna(KIT_PROMPTS)
     fill_identity(frame, "dialogue_backend", [("user_model", "user_backend", "user_model_id"),
                                           ("assistant_model", "assistant_backend", "assistant_model_id")])
     return frame
@@ -200,17 +220,10 @@ def load_judgments(store: RunStore, scoring: str = STRICT) -> pd.DataFrame:
     the one `scoring` names.
     """
     check_scoring(scoring)
-    frame = _project(store, Judgment, Judgment.summary_fields, {"official_score": _official}).rename(
-        columns={
-            "id": "judgment_id",
-            "prompt_version": "judge_prompt_version",
-            "prompt_set": "judge_prompt_set",
-            "backend": "judge_backend",
-            "status": "judgment_status",
-        }
-    )
+    frame = _variant_frame(store, Judgment, JUDGE_COLUMNS, {
+        "id": "judgment_id", "backend": "judge_backend", "status": "judgment_status"},
+        {"official_score": _official})
     fill_identity(frame, "judge_backend", [("judge_model", "judge_backend", "judge_model_id")])
-    frame["judge_prompt_set"] = frame["judge_prompt_set"].fillna(KIT_PROMPTS)
     frame["score"] = pd.to_numeric(frame["score"], errors="raise").astype(float)
     frame.loc[frame["judgment_status"] != "ok", "score"] = np.nan
     frame["strict_score"] = frame["score"]
@@ -228,6 +241,16 @@ def _only(frame: pd.DataFrame, column: str, value: str | None, what: str) -> pd.
             raise ScoresError(f"no {what} {value!r} in the store; it holds {sorted(frame[column].unique())}")
         return kept
     return frame
+
+
+def _only_judge_prompts(judgments: pd.DataFrame, name: str | None) -> pd.DataFrame:
+    """The judgments made with the judge prompt set `name` (all when None); turn-level personalization,
+    which only the kit's prompts score, is kept whatever the set."""
+    if name is None:
+        return judgments
+    turn_level = judgments["dimension"] == TURN_PERSONALIZATION
+    return pd.concat([_only(judgments[~turn_level], JUDGE_PROMPTS, name, "judge prompt set"),
+                      judgments[turn_level]])
 
 
 def load_scores(
@@ -258,20 +281,17 @@ def load_scores(
     dialogues = dialogues[dialogues["dialogue_status"] != "error"]
     judgments = load_judgments(store, scoring)
     judgments = _only(judgments, "judge_model", judge_model, "judge model")
-    judgments = _only(judgments, "judge_prompt_version", judge_prompt_version, "judge prompt version")
+    judgments = _only(judgments, JUDGE_COLUMNS.prompt_version, judge_prompt_version, "judge prompt version")
     judgments = _only(judgments, "judge_backend", judge_backend, "judge backend")
-    if judge_prompt_set is not None:
-        turn_level = judgments["dimension"] == TURN_PERSONALIZATION
-        judgments = pd.concat([_only(judgments[~turn_level], "judge_prompt_set", judge_prompt_set,
-                                     "judge prompt set"), judgments[turn_level]])
+    judgments = _only_judge_prompts(judgments, judge_prompt_set)
     judgments = judgments[judgments["judgment_status"] != "error"]
     tidy = judgments.merge(dialogues, on="dialogue_id", how="inner", validate="many_to_one")
-    dup = tidy.duplicated(["dialogue_id", "dimension"], keep=False)
+    dup = tidy.duplicated(["dialogue_id", "dimension", JUDGE_COLUMNS.sample], keep=False)
     if dup.any():
         judges = sorted(set(tidy.loc[dup, "judge_model"] + " on " + tidy.loc[dup, "judge_backend"] + ":"
                             + tidy.loc[dup, "judge_model_id"]))
-        versions = sorted(tidy.loc[dup, "judge_prompt_version"].unique())
-        sets = sorted(tidy.loc[dup, "judge_prompt_set"].unique())
+        versions = sorted(tidy.loc[dup, JUDGE_COLUMNS.prompt_version].unique())
+        sets = sorted(tidy.loc[dup, JUDGE_PROMPTS].unique())
         raise ScoresError(
             f"{int(dup.sum())} judgments share a dialogue and dimension (judges {judges}, "
             f"prompt versions {versions}, prompt sets {sets}); pass judge_model=, judge_prompt_version=, "
@@ -279,15 +299,15 @@ def load_scores(
         )
     scenario_dup = dialogues.duplicated(
         ["scenario_id", "assistant_model", "assistant_setting", "user_backend", "assistant_backend",
-         "assistant_model_id", "dialogue_prompt_set"],
+         "assistant_model_id", DIALOGUE_PROMPTS, DIALOGUE_COLUMNS.sample],
         keep=False,
     )
     if scenario_dup.any():
         raise ScoresError(
             f"{int(scenario_dup.sum())} dialogues repeat a scenario for the same assistant and setting "
             f"(user models {sorted(dialogues['user_model'].unique())}, prompt versions "
-            f"{sorted(dialogues['dialogue_prompt_version'].unique())}); pass user_model= or use one run "
-            "folder per prompt version"
+            f"{sorted(dialogues[DIALOGUE_COLUMNS.prompt_version].unique())}); pass user_model= or use one "
+            "run folder per prompt version"
         )
     tidy = tidy.sort_values(["dialogue_id", "dimension", "judgment_id"]).reset_index(drop=True)
     tidy.attrs["origin"] = f"run store {store.root.name}/"
@@ -335,6 +355,36 @@ def explode_domains(tidy: pd.DataFrame) -> pd.DataFrame:
     return tidy.explode("domains").rename(columns={"domains": "domain"}).dropna(subset=["domain"])
 
 
+SCENARIO_UNIT = ("scenario_id", "user_model", "assistant_model", "assistant_setting", "judge_model")
+"""What one scenario's result is, beside the run identity (`IDENTITY`): its samples are its repetitions."""
+
+
+def has_samples(tidy: pd.DataFrame) -> bool:
+    """Whether the frame holds a simulation or judge sample other than the first."""
+    return any(column in tidy.columns and bool((tidy[column] > 0).any()) for column in SAMPLES)
+
+
+def samples_note(tidy: pd.DataFrame) -> str:
+    """What the aggregates did with the frame's samples, in words; empty without repeats."""
+    if not has_samples(tidy):
+        return ""
+    sims, judges = (int(tidy[c].max()) + 1 if c in tidy.columns else 1 for c in SAMPLES)
+    return (f"Each scenario's score is the mean over its samples (up to {sims} simulation(s) x {judges} "
+            "judgment(s)) before aggregating; n counts scenarios.")
+
+
+def per_scenario(group: pd.DataFrame, cluster: str | None = None) -> pd.DataFrame:
+    """One score per scenario (column `score`): the mean over its simulation and judge samples (NaN when
+    none of them has a score); without repeats, the scores as they are. With `cluster`, that column too
+    (a scenario belongs to one user, so its first value)."""
+    keep = ["score", *([cluster] if cluster else [])]
+    if not has_samples(group):
+        return group[keep]
+    unit = [c for c in (*SCENARIO_UNIT, *IDENTITY) if c in group.columns]
+    grouped = group.groupby(unit, sort=True, dropna=False)
+    return grouped.agg({"score": "mean", **({cluster: "first"} if cluster else {})})[keep]
+
+
 def aggregate(
     tidy: pd.DataFrame,
     by: Sequence[str],
@@ -351,6 +401,8 @@ def aggregate(
     With `cluster` (a column, e.g. `user_id`) the interval resamples its values with all their rows
     (`trust.bootstrap.cluster_ci`); without, it resamples rows as independent.
     A group holding rows of two run identities (`IDENTITY`) is refused (`check_one_identity`).
+    With repeats, each scenario's samples are averaged first (`per_scenario`): `n` and `n_missing`
+    count scenarios, and `attrs["samples"]` says so (`samples_note`).
     """
     dims = (
         list(dimensions)
@@ -366,7 +418,8 @@ def aggregate(
     for keys, group in part.groupby([*by, "dimension"], sort=True, dropna=False):
         keys = keys if isinstance(keys, tuple) else (keys,)
         dimension = keys[-1]
-        valid = group[group["score"].notna()]
+        per_unit = per_scenario(group, cluster)
+        valid = per_unit[per_unit["score"].notna()]
         scores = valid["score"].to_numpy() * (100.0 if dimension == TASK_COMPLETION else 1.0)
         if cluster is None:
             ci = bootstrap_ci(scores, confidence=confidence, n_resamples=n_resamples, seed=seed)
@@ -378,11 +431,13 @@ def aggregate(
                 **dict(zip(by, keys[:-1], strict=True)),
                 "dimension": dimension,
                 **ci.as_dict(),
-                "n_missing": int(group["score"].isna().sum()),
+                "n_missing": int(per_unit["score"].isna().sum()),
             }
         )
     columns = [*by, "dimension", "mean", "ci_low", "ci_high", "n", "n_missing"]
-    return pd.DataFrame(rows, columns=columns)
+    out = pd.DataFrame(rows, columns=columns)
+    out.attrs["samples"] = samples_note(part)
+    return out
 
 
 def turn_frame(tidy: pd.DataFrame) -> pd.DataFrame:

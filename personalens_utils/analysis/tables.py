@@ -30,12 +30,15 @@ from personalens_utils.analysis.scores import (
     TURN_PERSONALIZATION,
     aggregate,
     backends,
+    has_samples,
     model_ids,
     other_means,
     run_label,
+    samples_note,
     scoring_of,
 )
 from personalens_utils.assistants.python import row_label
+from personalens_utils.identity import DIALOGUE_PROMPTS, JUDGE_PROMPTS
 from personalens_utils.latex import Block, Printed
 from personalens_utils.llm.offline import OFFLINE_LABEL
 from personalens_utils.records import KIT_PROMPTS, resolved_model
@@ -77,7 +80,7 @@ def provenance_note(backend_names: set[str] | Sequence[str]) -> str:
 def prompts_note(tidy: pd.DataFrame) -> str:
     """A note naming the prompt sets of the rows when some were made with the official prompts."""
     sets = {name: sorted(set(tidy[column].dropna())) for name, column in
-            (("simulation", "dialogue_prompt_set"), ("judge", "judge_prompt_set")) if column in tidy.columns}
+            (("simulation", DIALOGUE_PROMPTS), ("judge", JUDGE_PROMPTS)) if column in tidy.columns}
     if all(values in ([], [KIT_PROMPTS]) for values in sets.values()):
         return ""
     return " (prompts: " + "; ".join(f"{name} {', '.join(values)}" for name, values in sets.items()) + ")"
@@ -122,8 +125,13 @@ def require(tidy: pd.DataFrame, column: str, values: Sequence[str], what: str) -
         raise ValueError(f"no dialogues for {what} {absent} in the scores; present: {sorted(present)}")
 
 
-def missing_note(long: pd.DataFrame) -> str:
+def missing_note(long: pd.DataFrame, tidy: pd.DataFrame | None = None) -> str:
+    """Judgments without a score, left out; with repeats in `tidy`, how samples were combined
+    (`scores.samples_note`: a scenario's samples are averaged first, so the count is of scenarios)."""
     missing = int(long["n_missing"].sum())
+    if tidy is not None and has_samples(tidy):
+        lost = f" {missing} scenario(s) had no valid score in any sample and are left out." if missing else ""
+        return f"{lost} {samples_note(tidy)}"
     if not missing:
         return ""
     return f" {missing} judgments had no valid score and are left out (not counted as zero)."
@@ -222,7 +230,7 @@ def table12(
     caption = (
         f"The user agent's naturalness and coherence (1-5) when talking to each assistant model "
         f"({'/'.join(task_types)} tasks, {setting!r} setting); in brackets {method_note()}."
-        + missing_note(long)
+        + missing_note(long, part)
         + rule_note(long, tidy)
         + provenance_note(backends(part))
     )

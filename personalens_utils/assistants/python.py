@@ -251,6 +251,8 @@ class AssistantLLM:
     owner: str
     temperature: float | None = 0.0
     max_tokens: int = 800
+    sample: int = 0
+    """The dialogue's sample (`SimulationConfig.repeats`): every call carries it (`Request.sample`)."""
     responses: list[Response] = field(default_factory=list)
 
     @property
@@ -271,7 +273,8 @@ class AssistantLLM:
                        model=self.spec.model,
                        temperature=self.temperature if temperature is None else temperature,
                        max_tokens=max_tokens or self.max_tokens,
-                       context={**self.view.context(), **(context or {}), **_offline_view(self.spec)})
+                       context={**self.view.context(), **(context or {}), **_offline_view(self.spec)},
+                       sample=self.sample)
 
     async def complete(self, system: str, messages: Sequence[Message] | None = None, **options: Any) -> str:
         """The model's answer text (options: `context`, `temperature`, `max_tokens`)."""
@@ -407,7 +410,7 @@ class PythonAssistant:
         loaded = self.loaded
         view = AssistantView.of(request)
         door = AssistantLLM(self.inner, loaded.inner, view, self.name, request.temperature,
-                            request.max_tokens)
+                            request.max_tokens, request.sample)
         started = time.perf_counter()
         text = await self._reply(view, door)
         if not isinstance(text, str):

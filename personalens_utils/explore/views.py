@@ -72,7 +72,7 @@ def judgment_html(judgment: Judgment, *, turns_beside: bool = False) -> str:
         f'<span class="pl-muted">· {esc(status.get(judgment.status, judgment.status))}'
         f"{esc(_answers(judgment.attempts))} · judge {esc(judgment.judge_model)} "
         f"({esc(answered_by(judgment.backend, judgment.judge_model_id))}) · prompts "
-        f"{esc(judgment.prompt_set)} {esc(judgment.prompt_version)}</span>"
+        f"{esc(judgment.variant.label)}</span>"
         f'<div class="pl-explanation">{esc(explanation)}</div>'
         f'<details><summary>raw answer</summary><div class="pl-explanation pl-muted">{esc(judgment.raw)}'
         "</div></details></div>"
@@ -190,7 +190,7 @@ def header_html(dialogue: Dialogue) -> str:
         "assistant": f"{dialogue.assistant_model} "
         f"({answered_by(dialogue.assistant_backend, dialogue.assistant_model_id)})",
         "setting": dialogue.assistant_setting,
-        "prompts": f"{dialogue.prompt_set} {dialogue.prompt_version}",
+        "prompts": dialogue.variant.label,
         "user agent": f"{dialogue.user_model} ({answered_by(dialogue.user_backend, dialogue.user_model_id)})",
         "status": dialogue.status + (f": {dialogue.error}" if dialogue.error else ""),
         "turns": dialogue.n_turns,

@@ -10,7 +10,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from personalens_utils.records import KIT_PROMPTS, Judgment
+from personalens_utils.identity import Variant
+from personalens_utils.records import Judgment
 
 from .dimensions import Dimension
 from .parsing import ParsedAnswer
@@ -72,13 +73,14 @@ def error_fields(explanation: str) -> dict[str, Any]:
             "attempts": 0}
 
 
-def judgment_record(dialogue_id: str, dimension: Dimension, model_key: str, prompt_version: str, backend: str,
-                    fields: Mapping[str, Any], prompt_set: str = KIT_PROMPTS) -> Judgment:
-    """One judgment record: its identity fields and the score fields."""
+def judgment_record(dialogue_id: str, dimension: Dimension, model_key: str, variant: Variant, backend: str,
+                    fields: Mapping[str, Any]) -> Judgment:
+    """One judgment record: its identity fields (`variant`: the judge prompts and sample) and the score
+    fields."""
     turn_scores = fields["turn_scores"]
     return Judgment(
         dialogue_id=dialogue_id, dimension=dimension.name, judge_model=model_key,
-        prompt_version=prompt_version, prompt_set=prompt_set, backend=backend, status=fields["status"],
+        variant=variant, backend=backend, status=fields["status"],
         score=fields["score"],
         turn_scores=None if turn_scores is None else tuple(turn_scores), explanation=fields["explanation"],
         raw=fields["raw"], attempts=fields["attempts"],

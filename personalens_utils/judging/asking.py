@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from personalens_utils import engine
@@ -20,11 +21,12 @@ from .requests import dimension_requests, reminder_request
 
 async def judge_dimension(
     ask_for: Callable[[int], Asker], dimension: Dimension, context: Mapping[str, Any], judge_model: str,
-    prompts: PromptSet,
+    prompts: PromptSet, sample: int = 0,
 ) -> dict[str, Any]:
     """Score fields of one dimension: each call asked, and asked again once with a format reminder
     when the prompt set that judges it reminds (the official script asks once). `ask_for(k)` is who
-    answers the k-th call (0-based): the client online, the Message Batches stand-in in batch judging."""
+    answers the k-th call (0-based): the client online, the Message Batches stand-in in batch judging.
+    Every call carries the judge `sample` (`Request.sample`: its own cache key, its own answer)."""
 
     def parse(text: str) -> ParsedAnswer:
         parsed = dimension.parse(text)
@@ -35,7 +37,8 @@ async def judge_dimension(
     def again(request: Request, answer: str, problem: str, attempt: int) -> Request:
         return reminder_request(request, answer, dimension)
 
-    requests = dimension_requests(dimension, context, judge_model, prompts)
+    requests = [replace(request, sample=sample)
+                for request in dimension_requests(dimension, context, judge_model, prompts)]
     attempts = 2 if prompts.judge_set(dimension).reminds else 1
     asked = await asyncio.gather(*(engine.ask_parsed(ask_for(k), r, parse, again, attempts=attempts)
                                    for k, r in enumerate(requests)))

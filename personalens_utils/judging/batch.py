@@ -110,17 +110,17 @@ def _judge_batched(
     async def work(_: LLMClient, item: Item[Dialogue]) -> list[Record]:
         finished: list[Record] = []
         awaited = 0
-        for dim in planned.todo(item.payload.id, item.ids):
-            jid = planned.ids[item.payload.id, dim.name]
+        for dim, k in planned.todo(item.payload.id, item.ids):
+            jid = planned.ids[item.payload.id, dim.name, k]
             try:
                 fields = await judge_dimension(_caller(answers, jid, dim), dim, contexts[item.payload.id],
-                                               config.judge_model, config.prompts)
+                                               config.judge_model, config.prompts, k)
             except _Awaited:
                 awaited += 1
                 continue
-            name, version = config.prompts.judge_identity(dim, config.prompt_version)
-            finished.append(judgment_record(item.payload.id, dim, planned.model_key, version, backend, fields,
-                                            name))
+            variant = config.prompts.judge_variant(dim, config.prompt_version, k)
+            finished.append(judgment_record(item.payload.id, dim, planned.model_key, variant, backend,
+                                            fields))
         if awaited:
             raise engine.Pending(finished, awaited)
         return finished

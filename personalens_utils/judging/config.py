@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from personalens_utils.identity import samples
 from personalens_utils.prompting import KIT, PromptSet
 from personalens_utils.prompts import judge as prompts
 from personalens_utils.records import Dialogue
@@ -24,7 +25,9 @@ class JudgingConfig:
     `retry_errors` redoes error records; a judge on a real backend leaves offline-made dialogues alone
     unless `offline_dialogues=True` (False: never; None: judge them on other backends); `batch` sends
     the calls through Message Batches, polled every `poll_interval_s`, resubmitting failed entries up
-    to `max_rounds` times and returning after `max_wait_s`; `max_cost_usd` stops new online calls."""
+    to `max_rounds` times and returning after `max_wait_s`; `max_cost_usd` stops new online calls;
+    `judge_samples=m` judges each dialogue m times, independently (judge samples 0..m-1, each its own
+    record and its own calls)."""
 
     judge_model: str = DEFAULT_JUDGE_MODEL
     dimensions: Iterable[str] | None = None
@@ -40,3 +43,7 @@ class JudgingConfig:
     poll_interval_s: float = 60.0
     max_rounds: int = 3
     max_wait_s: float | None = None
+    judge_samples: int = 1
+
+    def __post_init__(self) -> None:
+        samples(self.judge_samples, "judge_samples")

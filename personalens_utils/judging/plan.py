@@ -15,7 +15,7 @@ from typing import Any
 from personalens_utils import engine
 from personalens_utils.data import UsersArg, resolve_users
 from personalens_utils.engine import Plan
-from personalens_utils.identity import Role, judgment_id
+from personalens_utils.identity import Role, judgment_id, samples
 from personalens_utils.llm.budget import CostEstimate, Tally
 from personalens_utils.llm.registry import KNOWN_BACKENDS
 from personalens_utils.prompting import KIT, PromptSet
@@ -49,17 +49,20 @@ class JudgingPlan:
     prompt_version: str
     backend: str
     plan: Plan[Dialogue]
-    ids: dict[tuple[str, str], str]
-    """(dialogue id, dimension name) -> the id of its judgment in the store."""
+    ids: dict[tuple[str, str, int], str]
+    """(dialogue id, dimension name, judge sample) -> the id of its judgment in the store."""
     prompts: PromptSet = KIT
     """Whose judge prompts (`PromptSet.judge_set` says which set scores each dimension)."""
     skipped_offline: int = 0
     """Finished dialogues made on the offline backend that a real judge left alone (`offline_dialogues`)."""
+    judge_samples: int = 1
+    """How many independent judgments each dialogue gets on each dimension (`JudgingConfig`)."""
 
-    def todo(self, dialogue_id: str, ids: Sequence[str]) -> list[Dimension]:
-        """The dimensions of a dialogue whose judgment ids are among `ids`."""
+    def todo(self, dialogue_id: str, ids: Sequence[str]) -> list[tuple[Dimension, int]]:
+        """The (dimension, judge sample) pairs of a dialogue whose judgment ids are among `ids`."""
         wanted = set(ids)
-        return [d for d in self.dimensions if self.ids[dialogue_id, d.name] in wanted]
+        return [(d, k) for k in range(self.judge_samples) for d in self.dimensions
+                if self.ids[dialogue_id, d.name, k] in wanted]
 
     @property
     def judgments(self) -> int:
@@ -76,7 +79,9 @@ class JudgingPlan:
             "dialogues_judgeable": len(self.to_judge),
             "dialogues_skipped_error": sum(d.status not in JUDGEABLE_STATUSES for d in self.dialogues),
             "dialogues_skipped_offline": self.skipped_offline,
-            "judgments_done_before": len(self.to_judge) * len(self.dimensions) - self.judgments,
+            "judgments_done_before": (len(self.to_judge) * len(self.dimensions) * self.judge_samples
+                                      - self.judgments),
+            **({"judge_samples": self.judge_samples} if self.judge_samples > 1 else {}),
         }
 
 
@@ -96,15 +101,16 @@ def plan_judging(store: RunStore, config: JudgingConfig, backend: str) -> Judgin
         to_judge = [d for d in to_judge if not d.made_offline]
     judge = Role.of(model_key, backend)
     ids = {}
+    judge_samples = samples(config.judge_samples, "judge_samples")
     for dim in dims:
-        name, version = config.prompts.judge_identity(dim, config.prompt_version)
-        for d in to_judge:
-            ids[d.id, dim.name] = judgment_id(d.id, dim.name, judge=judge, prompt_set=name,
-                                              prompt_version=version)
-    candidates = [([ids[d.id, dim.name] for dim in dims], d) for d in to_judge]
+        for k in judge_samples:
+            variant = config.prompts.judge_variant(dim, config.prompt_version, k)
+            for d in to_judge:
+                ids[d.id, dim.name, k] = judgment_id(d.id, dim.name, judge=judge, variant=variant)
+    candidates = [([ids[d.id, dim.name, k] for k in judge_samples for dim in dims], d) for d in to_judge]
     planned = engine.plan(store, Judgment, candidates, retry_errors=config.retry_errors)
     return JudgingPlan(dialogues, to_judge, dims, model_key, config.prompt_version, backend, planned, ids,
-                       prompts=config.prompts, skipped_offline=skipped)
+                       prompts=config.prompts, skipped_offline=skipped, judge_samples=len(judge_samples))
 
 
 OFFLINE_PARAMETER = "judge_offline_dialogues"
@@ -188,7 +194,7 @@ def estimate_judging(store: RunStore, context_for: ContextFor, config: JudgingCo
     tally = Tally(backend, batch=config.batch)
     contexts: dict[str, Mapping[str, Any]] = {}
     for dim in planned.dimensions:
-        wanted = [dialogue for dialogue, todo in work if dim in todo]
+        wanted = [dialogue for dialogue, todo in work for d, _ in todo if d == dim]
         chosen = wanted[:: max(1, len(wanted) // sample)]
         for dialogue in chosen:
             if dialogue.id not in contexts:

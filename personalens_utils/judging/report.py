@@ -8,7 +8,8 @@ from typing import Any
 
 import pandas as pd
 
-from personalens_utils.records import KIT_PROMPTS, Judgment
+from personalens_utils.identity import PROMPT_SET, STORED_COLUMNS
+from personalens_utils.records import Judgment
 from personalens_utils.store import RunStore
 
 from .dimensions import ALL_DIMENSIONS, DIMENSIONS, judge_model_key
@@ -39,23 +40,23 @@ def missing_rate(store: RunStore | pd.DataFrame, judge_model: str | None = None)
     two rules score differently (`judging.scoring`); both need the records' `raw` answers.
     """
     frame = store.frame(Judgment) if isinstance(store, RunStore) else store
-    columns = ["judge_model", "dimension", "backend", "prompt_set", "ok", "missing", "error", "missing_rate",
+    columns = ["judge_model", "dimension", "backend", PROMPT_SET, "ok", "missing", "error", "missing_rate",
                "official_missing", "read_differently", "turns", "turns_missing", "turn_missing_rate"]
     if frame.empty:
         return pd.DataFrame(columns=columns)
     if judge_model is not None:
         frame = frame[frame["judge_model"] == judge_model_key(judge_model)]
-    frame = frame.assign(prompt_set=frame["prompt_set"].fillna(KIT_PROMPTS) if "prompt_set" in frame
-                         else KIT_PROMPTS)
+    frame = frame.copy()
+    STORED_COLUMNS.fill(frame)
     rows = []
-    for (model, backend, prompt_set, dimension), group in frame.groupby(
-            ["judge_model", "backend", "prompt_set", "dimension"], sort=False):
+    for (model, backend, prompts, dimension), group in frame.groupby(
+            ["judge_model", "backend", PROMPT_SET, "dimension"], sort=False):
         counts = group["status"].value_counts()
         ok, missing, error = (int(counts.get(s, 0)) for s in ("ok", "missing", "error"))
         answered = ok + missing
         official_missing, differ = read_differently(group)
         row: dict[str, Any] = {
-            "judge_model": model, "dimension": dimension, "backend": backend, "prompt_set": prompt_set,
+            "judge_model": model, "dimension": dimension, "backend": backend, PROMPT_SET: prompts,
             "ok": ok, "missing": missing, "error": error,
             "missing_rate": missing / answered if answered else float("nan"),
             "official_missing": official_missing, "read_differently": differ,
@@ -71,5 +72,5 @@ def missing_rate(store: RunStore | pd.DataFrame, judge_model: str | None = None)
         rows.append(row)
     out = pd.DataFrame(rows, columns=columns)
     out["_order"] = out["dimension"].map({name: i for i, name in enumerate(ALL_DIMENSIONS)})
-    return (out.sort_values(["judge_model", "backend", "prompt_set", "_order"]).drop(columns="_order")
+    return (out.sort_values(["judge_model", "backend", PROMPT_SET, "_order"]).drop(columns="_order")
             .reset_index(drop=True))

@@ -42,17 +42,18 @@ async def judge_dialogue(
     judge_model: str,
     prompt_version: str = prompts.JUDGE_PROMPT_VERSION,
     prompts: PromptSet = KIT,
+    judge_sample: int = 0,
 ) -> list[Judgment]:
-    """Judgment records of one dialogue on the given dimensions, with the judge prompts of `prompts`;
-    llm failures become error records."""
+    """Judgment records of one dialogue on the given dimensions, with the judge prompts of `prompts`,
+    as judge sample `judge_sample` (its calls carry it: `Request.sample`); llm failures become error
+    records."""
     model_key = judge_model_key(judge_model)
-    fields = await asyncio.gather(*(judge_dimension(lambda _: client, d, context, judge_model, prompts)
-                                    for d in dimensions))
+    fields = await asyncio.gather(*(judge_dimension(lambda _: client, d, context, judge_model, prompts,
+                                                    judge_sample) for d in dimensions))
     records = []
     for dimension, f in zip(dimensions, fields, strict=True):
-        name, version = prompts.judge_identity(dimension, prompt_version)
-        records.append(judgment_record(dialogue.id, dimension, model_key, version, client.backend_name, f,
-                                       name))
+        variant = prompts.judge_variant(dimension, prompt_version, judge_sample)
+        records.append(judgment_record(dialogue.id, dimension, model_key, variant, client.backend_name, f))
     return records
 
 
@@ -87,8 +88,11 @@ def run_judging(
 
     async def work(llm: LLMClient, item: Item[Dialogue]) -> list[Record]:
         todo = planned.todo(item.payload.id, item.ids)
-        return list(await judge_dialogue(llm, item.payload, contexts[item.payload.id], todo,
-                                         config.judge_model, config.prompt_version, config.prompts))
+        by_sample = [(k, [d for d, s in todo if s == k]) for k in sorted({s for _, s in todo})]
+        judged = await asyncio.gather(*(judge_dialogue(llm, item.payload, contexts[item.payload.id], dims,
+                                                       config.judge_model, config.prompt_version,
+                                                       config.prompts, k) for k, dims in by_sample))
+        return [record for records in judged for record in records]
 
     shard = config.shard
     report = StageReport(STAGE, shard=str(shard) if shard else None, details=planned.details())

@@ -57,7 +57,9 @@ class Request:
     `task` names the call within its kind: the judge dimension ("personalization", ...) or the
     generation step ("preferences", ...); empty for dialogue turns. `context` is the structured
     material the prompt was rendered from; it never reaches a real model and is not part of the
-    cache key (the rendered prompt already is).
+    cache key (the rendered prompt already is). `sample` is which independent repetition of the same
+    call this is (a run's `repeats` or `judge_samples`): part of the cache key when not 0, so a cache
+    never answers sample 2 with sample 1's answer, and a sample-0 call keeps the key it always had.
     """
 
     kind: CallKind
@@ -69,9 +71,11 @@ class Request:
     task: str = ""
     context: Mapping[str, Any] = field(default_factory=dict)
     stop: tuple[str, ...] = ()
+    sample: int = 0
 
     def cache_key(self, backend: str, resolved_model: str) -> str:
-        """Hash of exactly what changes the answer: backend, model, parameters, system, messages."""
+        """Hash of exactly what changes the answer: backend, model, parameters, system, messages, and
+        the sample index when it is not 0."""
         payload = {
             "backend": backend,
             "model": resolved_model,
@@ -80,6 +84,7 @@ class Request:
             "stop": list(self.stop),
             "system": self.system,
             "messages": [m.as_dict() for m in self.messages],
+            **({"sample": self.sample} if self.sample else {}),
         }
         return hashlib.sha256(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)).hexdigest()
 

@@ -32,14 +32,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from personalens_utils.identity import Variant, item_key
 from personalens_utils.persona_bench import prompts as P
 from personalens_utils.persona_bench.data import Comment, Post, User, find_dataset, iter_users
-from personalens_utils.records import stable_id
 
 TASKS = ("3.1", "3.2", "3.3")
 SETTINGS = ("P-Conv", "P-NonConv", "NP-Conv")
 TASK_NAMES = {"3.1": "score sentiment", "3.2": "score", "3.3": "reply text"}
-KIT = "kit"
+KIT = Variant(P.PROMPT_VERSION)
+"""Items written with the kit's prompt text."""
 _DEAD = ("", "[deleted]", "[removed]")
 
 
@@ -48,7 +49,8 @@ class PersonaItem:
     """One question to a model: its task, setting, the user and target reply, the truth and the prompt."""
 
     dataset: str
-    prompt_set: str
+    variant: Variant
+    """Whose prompts (the kit's or the authors' prompt makers') and their version."""
     task: str
     setting: str
     user: str
@@ -61,7 +63,7 @@ class PersonaItem:
     @property
     def key(self) -> str:
         """The item's identity in a dataset (its records add model, backend and prompt version)."""
-        return stable_id(self.dataset, self.prompt_set, self.task, self.setting, self.target)
+        return item_key(self.dataset, self.variant, self.task, self.setting, self.target)
 
 
 @dataclass(frozen=True)
@@ -264,7 +266,8 @@ def iter_items(
                     for task in (t for t in ("3.1", "3.2") if t in tasks):
                         for setting in settings:
                             example = own if setting.startswith("P-") else other
-                            yield _score_item(data, task, setting, user, post, ref, target, example)
+                            question = _Question(data, setting, user, post, ref, target, example)
+                            yield _score_item(question, task)
             if "3.3" in tasks:
                 text = text_targets(post, ref)
                 if text:
@@ -272,7 +275,7 @@ def iter_items(
                     other = _other(survey.text_example, u, survey.users)
                     for setting in settings:
                         example = own if setting.startswith("P-") else other
-                        yield _text_item(data, setting, user, post, ref, text[0], example)
+                        yield _text_item(_Question(data, setting, user, post, ref, text[0], example))
 
 
 def _check(tasks: Sequence[str], settings: Sequence[str]) -> None:
@@ -333,90 +336,82 @@ def _num(value: float | None) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
-def _score_item(
-    data: str,
-    task: str,
-    setting: str,
-    user: User,
-    post: Post,
-    ref: str,
-    target: _Node,
-    example: _Example | None,
-) -> PersonaItem:
-    """One 3.1/3.2 item; `example` is the history shown (the user's own under P-*, another's
-    under NP-Conv)."""
+@dataclass(frozen=True)
+class _Question:
+    """What one item is asked about: the user, the post and its target reply, the history example
+    shown (the user's own under P-*, another's under NP-Conv) and the setting."""
+
+    data: str
+    setting: str
+    user: User
+    post: Post
+    ref: str
+    target: _Node
+    example: _Example | None
+
+    @property
+    def conv(self) -> bool:
+        """Whether the thread is shown."""
+        return self.setting != "P-NonConv"
+
+    def blocks(self, *, scored: bool) -> list[str]:
+        """The post, the history example and (with the thread shown) the thread, the target hidden."""
+        blocks = [_post_block(self.post), _history_block(self.example, self.setting.startswith("P-"),
+                                                         with_score=scored)]
+        if self.conv:
+            blocks.append(_thread_block(self.post, self.ref, self.target, drop=not scored))
+        return blocks
+
+    def item(self, task: str, truth: str | float, blocks: Sequence[str],
+             context: dict[str, Any]) -> PersonaItem:
+        return PersonaItem(self.data, KIT, task, self.setting, self.user.name, self.post.subreddit,
+                           self.target.cid, truth, "\n\n".join(b for b in blocks if b), context)
+
+    def parent(self) -> dict[str, Any]:
+        return {"body": self.target.parent_body, "score": self.target.parent_score if self.conv else None}
+
+
+def _score_item(q: _Question, task: str) -> PersonaItem:
+    """One 3.1/3.2 item."""
+    target = q.target
     score = target.comment.score or 0.0
-    conv = setting != "P-NonConv"
-    blocks = [_post_block(post), _history_block(example, setting.startswith("P-"), with_score=True)]
-    if conv:
-        blocks.append(_thread_block(post, ref, target, drop=False))
+    blocks = q.blocks(scored=True)
     blocks.append(
         P.TARGET_SCORED.format(
-            author=user.name,
+            author=q.user.name,
             parent_author=target.parent_author,
             parent=target.parent_body[:200],
             body=clean(target.comment.body),
         )
     )
     sign = 1 if score > 0 else -1 if score < 0 else 0
-    blocks.append(P.ASK[task].format(author=user.name, hint=P.SIGN_HINT[sign]))
+    blocks.append(P.ASK[task].format(author=q.user.name, hint=P.SIGN_HINT[sign]))
     truth: str | float = ("positive" if score > 0 else "negative") if task == "3.1" else float(score)
     context: dict[str, Any] = {
         "task": task,
-        "setting": setting,
-        "history": [example.context()] if example else [],
-        "parent": {"body": target.parent_body, "score": target.parent_score if conv else None},
+        "setting": q.setting,
+        "history": [q.example.context()] if q.example else [],
+        "parent": q.parent(),
         "reply": clean(target.comment.body),
     }
     if task == "3.2":
         context["sign_hint"] = sign
-    return PersonaItem(
-        data,
-        KIT,
-        task,
-        setting,
-        user.name,
-        post.subreddit,
-        target.cid,
-        truth,
-        "\n\n".join(b for b in blocks if b),
-        context,
-    )
+    return q.item(task, truth, blocks, context)
 
 
-def _text_item(
-    data: str,
-    setting: str,
-    user: User,
-    post: Post,
-    ref: str,
-    target: _Node,
-    example: _Example | None,
-) -> PersonaItem:
-    """One 3.3 item; `example` is the history shown (the user's own under P-*, another's under NP-Conv)."""
-    conv = setting != "P-NonConv"
-    blocks = [_post_block(post), _history_block(example, setting.startswith("P-"), with_score=False)]
-    if conv:
-        blocks.append(_thread_block(post, ref, target, drop=True))
+def _text_item(q: _Question) -> PersonaItem:
+    """One 3.3 item."""
+    target = q.target
+    blocks = q.blocks(scored=False)
     blocks.append(
-        P.TARGET_TEXT.format(author=user.name, parent_author=target.parent_author, parent=target.parent_body)
+        P.TARGET_TEXT.format(author=q.user.name, parent_author=target.parent_author,
+                             parent=target.parent_body)
     )
-    blocks.append(P.ASK["3.3"].format(author=user.name))
+    blocks.append(P.ASK["3.3"].format(author=q.user.name))
     context = {
         "task": "3.3",
-        "setting": setting,
-        "history": [{"author": example.author, "body": example.body}] if example else [],
-        "parent": {"body": target.parent_body, "score": target.parent_score if conv else None},
+        "setting": q.setting,
+        "history": [{"author": q.example.author, "body": q.example.body}] if q.example else [],
+        "parent": q.parent(),
     }
-    return PersonaItem(
-        data,
-        KIT,
-        "3.3",
-        setting,
-        user.name,
-        post.subreddit,
-        target.cid,
-        clean(target.comment.body),
-        "\n\n".join(b for b in blocks if b),
-        context,
-    )
+    return q.item("3.3", clean(target.comment.body), blocks, context)

@@ -25,10 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from personalens_utils.errors import KitError
+from personalens_utils.identity import Variant
 from personalens_utils.persona_bench.data import DATA_FILE, PersonaDataError, find_dataset, iter_users
 from personalens_utils.persona_bench.items import SETTINGS, TASKS, PersonaItem, _check, clean, dataset_id
+from personalens_utils.prompts.official import OFFICIAL_PROMPTS
 
-OFFICIAL = "official"
+OFFICIAL = Variant(OFFICIAL_PROMPTS, OFFICIAL_PROMPTS)
+"""Items the authors' prompt makers wrote (their version: "official")."""
 CODE_ENV = "PERSONA_BENCH_CODE"
 
 MAKERS: dict[tuple[str, str], tuple[str, str]] = {

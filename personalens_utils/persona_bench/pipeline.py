@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from personalens_utils.engine import StageReport
+from personalens_utils.identity import variant_named
 from personalens_utils.llm import LLMClient
 from personalens_utils.paths import runs_dir
 from personalens_utils.persona_bench import metrics as M
@@ -22,6 +23,7 @@ from personalens_utils.persona_bench.official import OFFICIAL, make_official_pro
 from personalens_utils.persona_bench.runner import run_items
 from personalens_utils.persona_bench.synthetic import SYNTHETIC_LABEL, write_synthetic
 from personalens_utils.plots import FigureResult
+from personalens_utils.prompts.official import KIT_PROMPTS
 from personalens_utils.roles import ModelRole
 from personalens_utils.session import Session
 from personalens_utils.shards import Shard
@@ -90,18 +92,16 @@ class PersonaRun:
     def items(
         self,
         *,
-        prompt_set: str = KIT,
+        prompt_set: str = KIT_PROMPTS,
         tasks: Sequence[str] = TASKS,
         settings: Sequence[str] = SETTINGS,
         users: int | None = None,
         official_code: str | os.PathLike[str] | None = None,
     ) -> Iterator[PersonaItem]:
-        """The items of the run's dataset: the kit's, or (`prompt_set="official"`) those the authors'
-        prompt makers write from the user's copy of their code."""
-        if prompt_set == KIT:
+        """The items of the run's dataset, with the prompts named: the kit's, or the official ones that
+        the authors' prompt makers write from the user's copy of their code."""
+        if variant_named(prompt_set, (KIT, OFFICIAL)).kit:
             return iter_items(self.data, tasks=tasks, settings=settings, users=users)
-        if prompt_set != OFFICIAL:
-            raise ValueError(f"prompt_set must be {KIT!r} or {OFFICIAL!r}, got {prompt_set!r}")
         prompt_dir = self.output_dir / "official_prompts"
         make_official_prompts(prompt_dir, code=official_code, data=self.data, tasks=tasks, settings=settings)
         return read_official_items(prompt_dir, data=self.data, tasks=tasks, settings=settings)

@@ -10,8 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Self
 
+from personalens_utils.identity import Role, Variant, prediction_id
 from personalens_utils.llm.types import Usage
-from personalens_utils.records import Record, _Reader, stable_id
+from personalens_utils.records import Record, _Reader, spending_json
+
+_TEXTS = ("task", "setting", "user", "domain", "target", "model", "backend", "model_id", "status")
+"""The string fields stored between the variant and the truth, in their stored order."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -20,8 +24,8 @@ class PersonaPrediction(Record):
     item: str
     """The item's key (`PersonaItem.key`: dataset, prompt set, task, setting, target)."""
     dataset: str
-    prompt_set: str
-    prompt_version: str
+    variant: Variant
+    """Whose prompts and their version (stored in full: set and version on every line)."""
     task: str
     setting: str
     user: str
@@ -38,12 +42,8 @@ class PersonaPrediction(Record):
     cost_usd: float = 0.0
     retries: int = 0
 
-    @staticmethod
-    def make_id(item: str, model: str, backend: str, model_id: str, prompt_version: str) -> str:
-        return stable_id(item, model, backend, model_id, prompt_version)
-
     def identity(self) -> str:
-        return self.make_id(self.item, self.model, self.backend, self.model_id, self.prompt_version)
+        return prediction_id(self.item, Role(self.model, self.backend, self.model_id), self.variant)
 
     @property
     def failure(self) -> str:
@@ -54,49 +54,21 @@ class PersonaPrediction(Record):
             "id": self.id,
             "item": self.item,
             "dataset": self.dataset,
-            "prompt_set": self.prompt_set,
-            "prompt_version": self.prompt_version,
-            "task": self.task,
-            "setting": self.setting,
-            "user": self.user,
-            "domain": self.domain,
-            "target": self.target,
-            "model": self.model,
-            "backend": self.backend,
-            "model_id": self.model_id,
-            "status": self.status,
+            **self.variant.stored_in_full(),
+            **{key: getattr(self, key) for key in _TEXTS},
             "truth": self.truth,
             "prediction": self.prediction,
             "raw": self.raw,
             "error": self.error,
-            "usage": self.usage.to_dict(),
-            "cost_usd": self.cost_usd,
-            "retries": self.retries,
+            **spending_json(self),
         }
 
     @classmethod
     def from_json(cls, data: Any, where: str = "") -> Self:
+        """The record of a stored line, read with the run store's one reader (`records._Reader`)."""
         r = _Reader(data, cls, where)
-        return cls(
-            id=cls.read_id(data, where),
-            item=r.str("item"),
-            dataset=r.str("dataset"),
-            prompt_set=r.str("prompt_set"),
-            prompt_version=r.str("prompt_version"),
-            task=r.str("task"),
-            setting=r.str("setting"),
-            user=r.str("user"),
-            domain=r.str("domain"),
-            target=r.str("target"),
-            model=r.str("model"),
-            backend=r.str("backend"),
-            model_id=r.str("model_id"),
-            status=r.str("status"),
-            truth=r.get("truth", (str, int, float)),
-            prediction=r.get("prediction", (str, int, float), optional=True),
-            raw=r.str("raw"),
-            error=r.str("error", optional=True),
-            usage=r.usage("usage"),
-            cost_usd=r.number("cost_usd"),
-            retries=r.int("retries"),
-        )
+        texts = {key: r.str(key) for key in ("item", "dataset", *_TEXTS, "raw")}
+        answer = {"truth": r.get("truth", (str, int, float)),
+                  "prediction": r.get("prediction", (str, int, float), optional=True)}
+        return cls(id=cls.read_id(data, where), variant=r.variant(), **texts, **answer,
+                   error=r.str("error", optional=True), **r.spending())

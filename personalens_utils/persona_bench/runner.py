@@ -12,12 +12,13 @@ from collections.abc import Iterable, Sequence
 
 from personalens_utils import engine
 from personalens_utils.engine import Item, StageReport
+from personalens_utils.identity import Role, prediction_id
 from personalens_utils.llm import CallKind, LLMClient, Message, Request
 from personalens_utils.persona_bench import offline as _offline  # noqa: F401  (registers the predictor)
 from personalens_utils.persona_bench.answers import read_answer
-from personalens_utils.persona_bench.items import KIT, PersonaItem
-from personalens_utils.persona_bench.official import CALLS, OFFICIAL
-from personalens_utils.persona_bench.prompts import PROMPT_VERSION, SYSTEM
+from personalens_utils.persona_bench.items import PersonaItem
+from personalens_utils.persona_bench.official import CALLS
+from personalens_utils.persona_bench.prompts import SYSTEM
 from personalens_utils.persona_bench.records import PersonaPrediction
 from personalens_utils.records import ERROR, resolved_model
 from personalens_utils.shards import Shard
@@ -28,15 +29,11 @@ DEFAULT_MODEL = "claude-3-5-sonnet"
 KIT_MAX_TOKENS = {"3.1": 10, "3.2": 25, "3.3": 256}
 
 
-def prompt_version(item: PersonaItem) -> str:
-    return PROMPT_VERSION if item.prompt_set == KIT else OFFICIAL
-
-
 def build_request(item: PersonaItem, model: str) -> Request:
     """The call for one item. Official items are sent as the authors' evaluators send them: the prompt
     as the only user message, no system text, their max tokens and temperature. Kit items add the
     kit's system text and ask at temperature 0."""
-    if item.prompt_set == OFFICIAL:
+    if not item.variant.kit:
         params = CALLS[item.task]
         return Request(
             kind=CallKind.PERSONA_BENCH,
@@ -63,8 +60,7 @@ def _record(item: PersonaItem, model: str, backend: str, **fields: object) -> Pe
     return PersonaPrediction(
         item=item.key,
         dataset=item.dataset,
-        prompt_set=item.prompt_set,
-        prompt_version=prompt_version(item),
+        variant=item.variant,
         task=item.task,
         setting=item.setting,
         user=item.user,
@@ -79,16 +75,14 @@ def _record(item: PersonaItem, model: str, backend: str, **fields: object) -> Pe
 
 
 def record_id(item: PersonaItem, model: str, backend: str) -> str:
-    return PersonaPrediction.make_id(
-        item.key, model, backend, resolved_model(model, backend), prompt_version(item)
-    )
+    return prediction_id(item.key, Role.of(model, backend), item.variant)
 
 
 async def predict(client: LLMClient, item: PersonaItem, model: str) -> PersonaPrediction:
     """One item's record: "ok" with the prediction, or "missing" with the raw answer; an llm failure
     propagates (the engine stores it as an error record)."""
     response = await client.acomplete(build_request(item, model))
-    value = read_answer(item.task, response.text, official=item.prompt_set == OFFICIAL)
+    value = read_answer(item.task, response.text, official=not item.variant.kit)
     return _record(
         item,
         model,

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, Self
 
+from personalens_utils.identity import Variant
 from personalens_utils.llm import Request
 from personalens_utils.prompts.dialogue import TERMINATE
 
@@ -96,10 +97,15 @@ class PromptSet(ABC):
         """The set whose judge prompt scores `dimension` (this one unless it has none for it)."""
         return self
 
-    def judge_identity(self, dimension: JudgedDimension, kit_version: str) -> tuple[str, str]:
-        """(prompt set, prompt version) a judgment of `dimension` carries: those of the set that judges it."""
+    def variant(self, sample: int = 0) -> Variant:
+        """The variant a dialogue made with this set's prompts carries, for its `sample`."""
+        return Variant(self.version, self.name, sample)
+
+    def judge_variant(self, dimension: JudgedDimension, kit_version: str, sample: int = 0) -> Variant:
+        """The variant a judgment of `dimension` carries: the prompts of the set that judges it (its
+        version for the run's `kit_version`), and the judge `sample`."""
         judged_by = self.judge_set(dimension)
-        return judged_by.name, judged_by.judge_version(kit_version)
+        return Variant(judged_by.judge_version(kit_version), judged_by.name, sample)
 
     def check_setting(self, setting: str, assistant_model: str) -> None:
         """Refuse, before a run, an assistant setting this set has no prompt for (the kit has one for
@@ -120,6 +126,10 @@ class PromptSet(ABC):
         (a user message and its reply); a set that counts replies allows one more user message, and the
         loop stops after it without a reply."""
         return cap
+
+    def described(self) -> str:
+        """The prompts in words, for a run's index (INDEX.md)."""
+        return f"the kit's own (`prompt_set={self.name}`)"
 
     def details(self) -> dict[str, str]:
         """What a stage report says about the prompts."""

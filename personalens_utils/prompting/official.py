@@ -150,6 +150,11 @@ class OfficialPromptSet(PromptSet):
     def user_messages(self, cap: int) -> int:
         return cap + 1
 
+    def described(self) -> str:
+        return (f"the official code's (`prompt_set={self.name}`, read from `{self.folder}`, prompt version "
+                f"`{self.version}`); turn-level personalization, which the official code never runs, with "
+                "the kit's prompt")
+
     def judge_details(self, dimensions: Sequence[JudgedDimension]) -> dict[str, str]:
         details = {"prompt_set": self.name, "official_prompt_version": self.version}
         if any(d.turn_level for d in dimensions):

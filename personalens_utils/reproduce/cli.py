@@ -26,7 +26,7 @@ from personalens_utils.llm.registry import KNOWN_BACKENDS
 from personalens_utils.llm.specs import ModelSpec, SpecError
 from personalens_utils.paths import find_official_data, is_benchmark
 from personalens_utils.prompting import PROMPT_SETS
-from personalens_utils.prompts.official import OfficialCodeError, load_official_prompts
+from personalens_utils.prompts.official import OfficialCodeError
 
 from .pipeline import failures, reproduce
 from .settings import ANTHROPIC_ASSISTANTS, PASSES, Settings, role_models, role_spec
@@ -209,10 +209,8 @@ def _spec_problems(settings: Settings) -> list[str]:
 
 
 def _prompt_problems(settings: Settings) -> list[str]:
-    if settings.prompt_set == "kit":
-        return []
     try:
-        load_official_prompts(settings.official_code)
+        settings.prompts()
     except OfficialCodeError as exc:
         return [str(exc)]
     return []

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 from personalens_utils.analysis.scores import load_dialogues, load_judgments
 from personalens_utils.assistants import AssistantSpec
 from personalens_utils.assistants.reference import DESIGNED_ORDER
-from personalens_utils.prompts.official import load_official_prompts
 from personalens_utils.store import RunStore
 
 from .settings import PERSONA_USERS, Settings, role_specs
@@ -180,12 +179,7 @@ def _called_lines(settings: Settings) -> list[str]:
 
 
 def _prompt_line(settings: Settings) -> str:
-    if settings.prompt_set == "kit":
-        return "Prompts: the kit's own (`prompt_set=kit`)."
-    prompts = load_official_prompts(settings.official_code)
-    return (f"Prompts: the official code's (`prompt_set=official`, read from `{prompts.folder}`, prompt "
-            f"version `{prompts.version}`); turn-level personalization, which the official code never "
-            "runs, with the kit's prompt.")
+    return f"Prompts: {settings.prompts().described()}."
 
 
 def _scoring_line(settings: Settings) -> str:

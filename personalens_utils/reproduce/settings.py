@@ -5,11 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from personalens_utils import prompting
 from personalens_utils.assistants import AssistantSpec
 from personalens_utils.assistants.reference import DESIGNED_ORDER, FOCUS_ASSISTANT, SETTING_ASSISTANT
 from personalens_utils.llm.options import ClientOptions
 from personalens_utils.llm.specs import ModelSpec
 from personalens_utils.paths import project_root, runs_dir
+from personalens_utils.prompting import PromptSet
 
 OFFLINE_ASSISTANTS = DESIGNED_ORDER
 """Offline, Table 3 compares reference assistants of a known order (assistants/reference.py)."""
@@ -59,11 +61,17 @@ class Settings:
     prompt_set: str = "kit"
     """Whose prompts notebooks 03-06 use: the kit's, or the official code's (docs/simulation.md)."""
     official_code: Path | None = None
-    """The official code for `prompt_set="official"`; None: $PERSONALENS_CODE or found beside the data."""
+    """The official code the official prompts are read from; None: $PERSONALENS_CODE or found beside the
+    data."""
     scoring: str = "strict"
     """How notebooks 04 and 06 read judge answers: the kit's parser, or the official one (docs/judging.md)."""
     argv: tuple[str, ...] = ()
     notebooks_dir: Path = field(default_factory=lambda: project_root() / "notebooks")
+
+    def prompts(self) -> PromptSet:
+        """The prompt set notebooks 03-06 use (the official one read from `official_code` here, so a copy
+        that cannot be read raises `OfficialCodeError`)."""
+        return prompting.prompt_set(self.prompt_set, self.official_code)
 
     @property
     def focus(self) -> str:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from personalens_utils.data import MD, SD
+from personalens_utils.identity import samples
 from personalens_utils.prompting import KIT, PromptSet
 from personalens_utils.shards import Shard
 
@@ -27,7 +28,8 @@ class SimulationConfig:
     places `assistant_model`.
     `max_turns` overrides the 20/30 caps; `limit` runs at most that many of the planned dialogues;
     `shard="i/n"` one machine's share; `max_cost_usd` stops new calls once that much is spent;
-    `retry_errors` redoes dialogues stored as errors."""
+    `retry_errors` redoes dialogues stored as errors; `repeats=k` simulates each scenario and setting k
+    times, independently (samples 0..k-1, each its own record and its own calls)."""
 
     settings: Sequence[str | AssistantSetting] = ("base",)
     task_types: Sequence[str] = (SD, MD)
@@ -41,3 +43,7 @@ class SimulationConfig:
     limit: int | None = None
     shard: str | Shard | None = None
     max_cost_usd: float | None = None
+    repeats: int = 1
+
+    def __post_init__(self) -> None:
+        samples(self.repeats, "repeats")

@@ -9,7 +9,7 @@ counts belong to the prompt set (`prompting`): the official set runs by the offi
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from personalens_utils.assistants import Assistant, assistant_on
@@ -48,14 +48,15 @@ async def simulate_dialogue(
     setting: AssistantSetting,
     *,
     user_model: str,
-    assistant_model: str = "",
+    assistant: Assistant | str = "",
     max_turns: int | None = None,
-    assistant: Assistant | None = None,
     prompts: PromptSet = KIT,
+    sample: int = 0,
 ) -> Dialogue:
     """Run one dialogue and return its run-store record: the user agent speaks through `client` (an
-    `LLMClient`), the assistant is `assistant` (default: `assistant_model` on the same client), both
-    with the requests and by the rules of `prompts`.
+    `LLMClient`), the assistant is `assistant` (an `Assistant`, or a model's name: that model on the
+    same client), both with the requests and by the rules of `prompts`; every call carries `sample`,
+    which of a run's independent repetitions this dialogue is (`SimulationConfig.repeats`).
 
     A call failing in the llm layer does not raise (except an authentication failure, see
     `engine.error_message`): the record comes back with status "error", the error message and the
@@ -64,19 +65,21 @@ async def simulate_dialogue(
     scenario = ctx.scenario
     cap = max_turns if max_turns is not None else TURN_CAPS[scenario.task_type]
     turns: list[dict[str, str]] = []
-    assistant = assistant or assistant_on(client, assistant_model)
+    if isinstance(assistant, str):
+        assistant = assistant_on(client, assistant)
     assistant_model = assistant.model
     backend = getattr(client, "backend_name", "")
     books = _Books(backend=assistant.backend)
     status, error = TURN_CAP, None
     try:
         for index in range(prompts.user_messages(cap)):
-            text = books.add(await client.acomplete(prompts.user_request(ctx, turns, user_model)))
+            text = books.add(await client.acomplete(replace(prompts.user_request(ctx, turns, user_model),
+                                                            sample=sample)))
             text, done = prompts.read_user_message(text, opening=index == 0)
             turns.append({"role": "user", "content": text})
             if index >= cap and not done:  # a set counting replies: the cap's last user message
                 break
-            request = prompts.assistant_request(setting, ctx, turns, assistant_model)
+            request = replace(prompts.assistant_request(setting, ctx, turns, assistant_model), sample=sample)
             reply = books.add(await assistant.respond(request))
             turns.append({"role": "assistant", "content": prompts.kept_reply(reply, assistant_model)})
             if done and index > 0:
@@ -93,8 +96,7 @@ async def simulate_dialogue(
         user_model=user_model,
         assistant_model=assistant_model,
         assistant_setting=setting.name,
-        prompt_version=prompts.version,
-        prompt_set=prompts.name,
+        variant=prompts.variant(sample),
         backend=assistant.backend or books.backend,
         user_backend=backend,
         user_model_id=resolved_model(user_model, backend),

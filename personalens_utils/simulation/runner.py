@@ -23,7 +23,7 @@ from personalens_utils.assistants import Assistant, Pricing, assistant_on
 from personalens_utils.assistants.python import AssistantError, AssistantStopped
 from personalens_utils.data import MD, SD, Benchmark
 from personalens_utils.engine import Item, Plan, StageReport
-from personalens_utils.identity import Role, dialogue_id
+from personalens_utils.identity import Role, dialogue_id, samples
 from personalens_utils.llm import CallKind, LLMClient
 from personalens_utils.llm.budget import CostEstimate, Tally, request_tokens
 from personalens_utils.prompting import ScenarioContext
@@ -49,6 +49,8 @@ USER_SHARE = 1 / 3
 class PlannedDialogue:
     ctx: ScenarioContext
     setting: AssistantSetting
+    sample: int = 0
+    """Which of the run's `repeats` independent simulations of this scenario and setting it is."""
 
 
 def _store(run: RunStore | str | os.PathLike[str]) -> RunStore:
@@ -56,16 +58,17 @@ def _store(run: RunStore | str | os.PathLike[str]) -> RunStore:
 
 
 def planned_ids(store: RunStore, scenario_ids: Sequence[str], settings: Sequence[str],
-                config: SimulationConfig, backend: str, assistant_backend: str) -> dict[tuple[str, str], str]:
-    """(scenario id, setting name) -> the id of its dialogue when the user agent runs on `backend` and
-    the assistant on `assistant_backend` with the configured models and prompts."""
+                config: SimulationConfig, backend: str, assistant_backend: str,
+                ) -> dict[tuple[str, str, int], str]:
+    """(scenario id, setting name, sample) -> the id of its dialogue when the user agent runs on `backend`
+    and the assistant on `assistant_backend` with the configured models and prompts, for each of the
+    `repeats` samples."""
     prompts, given = config.prompts, config.assistant
     user = Role.of(config.user_model, backend)
     assistant = (Role(given.model, given.backend, given.model_id) if given is not None
                  else Role.of(config.assistant_model, assistant_backend))
-    return {(sid, name): dialogue_id(sid, name, user=user, assistant=assistant, prompt_set=prompts.name,
-                                     prompt_version=prompts.version)
-            for sid in scenario_ids for name in settings}
+    return {(sid, name, k): dialogue_id(sid, name, user=user, assistant=assistant, variant=prompts.variant(k))
+            for sid in scenario_ids for name in settings for k in samples(config.repeats, "repeats")}
 
 
 def plan_dialogues(benchmark: Benchmark, store: RunStore, config: SimulationConfig, *, backend: str,
@@ -94,20 +97,21 @@ def plan_dialogues(benchmark: Benchmark, store: RunStore, config: SimulationConf
     for scenario in scenarios:
         ctx = ScenarioContext.of(scenario, benchmark.user(scenario.user_id))
         for setting in parsed:
-            did = ids[scenario.scenario_id, setting.name]
-            if part is None or part.owns(did):
-                candidates.append(((did,), PlannedDialogue(ctx, setting)))
+            for k in samples(config.repeats, "repeats"):
+                did = ids[scenario.scenario_id, setting.name, k]
+                if part is None or part.owns(did):
+                    candidates.append(((did,), PlannedDialogue(ctx, setting, k)))
     return engine.plan(store, Dialogue, candidates, retry_errors=config.retry_errors, limit=config.limit)
 
 
 def _stage(config: SimulationConfig, assistant: Assistant) -> engine.Stage[PlannedDialogue]:
     async def work(client: LLMClient, item: Item[PlannedDialogue]) -> list[Record]:
-        ctx, setting = item.payload.ctx, item.payload.setting
+        ctx, setting, sample = item.payload.ctx, item.payload.setting, item.payload.sample
         with assistant.stage(client.current_stage):  # the assistant's calls are booked under this stage too
             try:
                 return [await simulate_dialogue(client, ctx, setting, user_model=config.user_model,
                                                 assistant=assistant, max_turns=config.max_turns,
-                                                prompts=config.prompts)]
+                                                prompts=config.prompts, sample=sample)]
             except AssistantStopped as exc:
                 raise AssistantError(
                     f"{exc} (user {ctx.scenario.user_id}, task {ctx.scenario.task_id}, "

@@ -333,7 +333,30 @@ def judge_answer(context: Mapping[str, Any]) -> str:
     raise FatalError(f"offline judge: unknown dimension {dimension!r} in request.context['dimension']")
 
 
+SAMPLE_JITTER = 0.25
+"""How often a judge sample other than the first moves a score one level (seeded by the request)."""
+_SCORE_LINE = re.compile(r"(Score: )(\d+)")
+
+
+def _jittered(answer: str, dimension: str, rng: random.Random) -> str:
+    """`answer` with each score moved one level up or down with probability `SAMPLE_JITTER`, kept on the
+    dimension's scale: a small, seeded judge noise, so repeated judgments vary as a real judge's do."""
+    top = 4 if "personalization" in dimension else 5
+
+    def move(match: re.Match[str]) -> str:
+        score = int(match.group(2))
+        if rng.random() >= SAMPLE_JITTER:
+            return match.group(0)
+        step = rng.choice((-1, 1))
+        moved = score + step if 1 <= score + step <= top else score - step
+        return f"{match.group(1)}{min(top, max(1, moved))}"
+
+    return _SCORE_LINE.sub(move, answer)
+
+
 @register(CallKind.JUDGE)
 def respond(request: Request, rng: random.Random) -> str:
-    del rng  # the judge is a pure function of the evidence
-    return judge_answer(request.context)
+    """The answer is a pure function of the evidence for sample 0; later samples (`Request.sample`) add
+    a seeded jitter to the scores (task completion's verdict stays as the evidence says)."""
+    answer = judge_answer(request.context)
+    return _jittered(answer, str(request.context.get("dimension")), rng) if request.sample else answer
