@@ -62,20 +62,21 @@ def _repeat(part: pd.DataFrame, column: str) -> object:
 
 
 def _check_unlabelled_repeats(part: pd.DataFrame, arm: str) -> None:
-    """Refuse repeats the frame does not number: without `sample`, a scenario must have one dialogue per
-    arm; without `judge_sample`, a dialogue one judgment per dimension. Otherwise they would be read as
-    one sample and pooled."""
+    """Refuse repeats the frame does not number: a scenario must have one dialogue per arm and sample,
+    a dialogue one judgment of the dimension per judge sample. Otherwise they would be pooled as one."""
     if "dialogue_id" not in part.columns:
         return
-    if SOURCE_COLUMNS[SAMPLE] not in part.columns:
-        dialogues = part.groupby([arm, SOURCE_COLUMNS[TASK]])["dialogue_id"].nunique()
-        if (dialogues > 1).any():
-            raise DesignError(f"{int((dialogues > 1).sum())} scenarios have several dialogues of one arm and "
-                              f"the frame has no {SOURCE_COLUMNS[SAMPLE]!r} column to tell repeats apart: "
-                              "select one setting (and run) per arm, or load a frame numbering its repeats")
-    if SOURCE_COLUMNS[JUDGE_SAMPLE] not in part.columns and part["dialogue_id"].duplicated().any():
-        raise DesignError(f"dialogues with several judgments of one dimension but no "
-                          f"{SOURCE_COLUMNS[JUDGE_SAMPLE]!r} column to tell the judge samples apart")
+    sample, judge_sample = SOURCE_COLUMNS[SAMPLE], SOURCE_COLUMNS[JUDGE_SAMPLE]
+    keys = [arm, SOURCE_COLUMNS[TASK], *([sample] if sample in part.columns else [])]
+    dialogues = part.groupby(keys)["dialogue_id"].nunique()
+    if (dialogues > 1).any():
+        raise DesignError(f"{int((dialogues > 1).sum())} scenarios have several dialogues of one arm that "
+                          f"the {sample!r} column does not tell apart: select one setting (and run) per arm, "
+                          "or load a frame numbering its repeats")
+    keys = ["dialogue_id", *([judge_sample] if judge_sample in part.columns else [])]
+    if part.duplicated(keys).any():
+        raise DesignError(f"dialogues with several judgments of one dimension that the {judge_sample!r} "
+                          "column does not tell apart")
 
 
 def sort_design(frame: pd.DataFrame, extra: Sequence[str] = ()) -> pd.DataFrame:

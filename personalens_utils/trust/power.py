@@ -51,9 +51,9 @@ from personalens_utils.trust.variance import decompose_design, nested_anova
 SIMULATION, JUDGING = "simulation", "judging"
 UNIT_COLUMNS = ["stage", "kind", "backend", "model", "calls", "input_tokens", "output_tokens"]
 GRID_NAMES = {"users": "Users", "tasks": "Tasks", "repeats": "Samples", "judge_samples": "Judge samples",
-              "se": "SE", "detectable": "Detectable Δ", "dialogues": "Dialogues", "cost_usd": "Cost (USD)"}
+              "se": "SE", "detectable": "Detectable Δ", "n_dialogues": "Dialogues", "cost_usd": "Cost (USD)"}
 NEEDED_NAMES = {"tasks": "Tasks", "repeats": "Samples", "judge_samples": "Judge samples",
-                "users_needed": "Users needed", "dialogues": "Dialogues", "cost_usd": "Cost (USD)"}
+                "users_needed": "Users needed", "n_dialogues": "Dialogues", "cost_usd": "Cost (USD)"}
 
 
 @dataclass(frozen=True)
@@ -296,7 +296,7 @@ def design_grid(components: PairedComponents, config: PlanConfig,
                      "se": standard_error(components, design),
                      "detectable": detectable_difference(components, design, alpha=config.alpha,
                                                          power=config.power),
-                     "dialogues": design.dialogues, "judge_samples_total": design.dialogues * m,
+                     "n_dialogues": design.dialogues, "judge_samples_total": design.dialogues * m,
                      "cost_usd": _cost(costs, design)})
     return pd.DataFrame(rows)
 
@@ -308,7 +308,7 @@ def _needed(components: PairedComponents, config: PlanConfig, costs: UnitCosts |
                          power=config.power)
         design = Design(n, t, k, m)
         rows.append({"tasks": t, "repeats": k, "judge_samples": m, "users_needed": n,
-                     "dialogues": design.dialogues, "cost_usd": _cost(costs, design)})
+                     "n_dialogues": design.dialogues, "cost_usd": _cost(costs, design)})
     return pd.DataFrame(rows)
 
 
