@@ -38,7 +38,7 @@ from personalens_utils.analysis.scores import (
     scoring_of,
 )
 from personalens_utils.assistants.python import row_label
-from personalens_utils.identity import DIALOGUE_PROMPTS, JUDGE_PROMPTS
+from personalens_utils.identity import DIALOGUE_PROMPTS, JUDGE_PROMPTS, PROMPT_SET
 from personalens_utils.latex import Block, Printed
 from personalens_utils.llm.offline import OFFLINE_LABEL
 from personalens_utils.records import KIT_PROMPTS, resolved_model
@@ -260,7 +260,7 @@ def judge_missing(store: RunStore, judge_model: str, prompt_version: str) -> Tab
 def printed_judge_missing(shown: pd.DataFrame) -> Printed:
     """Table J1 for a paper: a heading per judge, backend and prompt set, then a row per dimension under
     its reader's name, the counts under words rather than ids."""
-    heading = shown["judge_model"] + ", " + shown["backend"] + " backend, " + shown["prompt_set"] + " prompts"
+    heading = shown["judge_model"] + ", " + shown["backend"] + " backend, " + shown[PROMPT_SET] + " prompts"
     frame = pd.DataFrame({
         "run": heading,
         "Dimension": shown["dimension"].map(lambda d: DIMENSION_NAMES.get(d, d)),
