@@ -195,7 +195,8 @@ def run_probe(store: RunStore, client: LLMClient, context_for: ContextFor, probe
     dims = planned.dimensions
     candidates = [([ids[d.id, dim.name] for dim in dims], d) for d in planned.to_judge]
     plan = engine.plan(store, ProbeJudgment, candidates, retry_errors=config.retry_errors)
-    contexts = {item.payload.id: probe.context(context_for(item.payload), item.payload) for item in plan.items}
+    contexts = {item.payload.id: probe.context(context_for(item.payload), item.payload)
+                for item in plan.items}
 
     async def work(llm: LLMClient, item: Item[Dialogue]) -> list[Record]:
         wanted = set(item.ids)

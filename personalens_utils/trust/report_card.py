@@ -163,8 +163,8 @@ def _frame(records: Sequence[Judgment]) -> pd.DataFrame:
              "score": r.score if r.status == "ok" else np.nan, "judge_model": r.judge_model,
              "judge_backend": r.backend, "judge_model_id": r.judge_model_id,
              "probe": getattr(r, "probe", "")} for r in records]
-    columns = ["dialogue_id", "dimension", "sample", "score", "judge_model", "judge_backend", "judge_model_id",
-               "probe"]
+    columns = ["dialogue_id", "dimension", "sample", "score", "judge_model", "judge_backend",
+               "judge_model_id", "probe"]
     frame = pd.DataFrame(rows, columns=columns)
     return frame.sort_values(["dialogue_id", "dimension", "sample"]).reset_index(drop=True)
 
@@ -172,7 +172,8 @@ def _frame(records: Sequence[Judgment]) -> pd.DataFrame:
 # -- intervals ---------------------------------------------------------------------------------------------
 
 
-def _bootstrap(n: int, statistic: Callable[[np.ndarray], float], settings: CardSettings) -> tuple[float, float]:
+def _bootstrap(n: int, statistic: Callable[[np.ndarray], float],
+               settings: CardSettings) -> tuple[float, float]:
     """Percentile interval of `statistic(indices)` over resamples of n items (seeded)."""
     rng = np.random.default_rng(settings.seed)
     draws = np.array([statistic(rng.integers(0, n, n)) for _ in range(settings.n_resamples)])
@@ -242,8 +243,8 @@ def human_agreement(material: _Material, judge: JudgeRef, annotations: pd.DataFr
             out.append(_not_measured(judge, name, "kappa undefined: every rating the same value"))
             continue
         low, high = _bootstrap(len(items), kappa, settings)
-        out.append(Check(judge.label, name, _agreement_verdict(estimate, low), estimate, low, high, len(items),
-                         f"Cohen's kappa with {raters.shape[0]} annotator(s), averaged"))
+        out.append(Check(judge.label, name, _agreement_verdict(estimate, low), estimate, low, high,
+                         len(items), f"Cohen's kappa with {raters.shape[0]} annotator(s), averaged"))
     return out
 
 
@@ -285,7 +286,8 @@ def _paired(material: _Material, judge: JudgeRef, probe: str, dim: str) -> tuple
     base = base[(base["sample"] == 0) & (base["dimension"] == dim)][["dialogue_id", "score"]]
     probed = material.probes[judge]
     probed = probed[(probed["probe"] == probe) & (probed["sample"] == 0) & (probed["dimension"] == dim)]
-    both = probed[["dialogue_id", "score"]].merge(base, on="dialogue_id", suffixes=("_probe", "_base")).dropna()
+    both = probed[["dialogue_id", "score"]].merge(base, on="dialogue_id", suffixes=("_probe", "_base"))
+    both = both.dropna()
     both = both.sort_values("dialogue_id")
     return both["score_probe"].to_numpy(), both["score_base"].to_numpy()
 
@@ -326,8 +328,9 @@ def length_sensitivity(material: _Material, judge: JudgeRef, settings: CardSetti
             continue
         diff = paired_comparison(probe, base, confidence=settings.confidence,
                                  n_resamples=settings.n_resamples, seed=settings.seed).difference
-        out.append(Check(judge.label, name, FAIL if diff.low > 0 else PASS, diff.estimate, diff.low, diff.high,
-                         diff.n, "mean change of the score with padded assistant turns"))
+        verdict = FAIL if diff.low > 0 else PASS
+        out.append(Check(judge.label, name, verdict, diff.estimate, diff.low, diff.high, diff.n,
+                         "mean change of the score with padded assistant turns"))
     return out
 
 
@@ -348,8 +351,9 @@ def self_preference(material: _Material, judge: JudgeRef, others: Sequence[Judge
     mine = model_family(judge.model, judge.backend)
     rival = next((o for o in others if model_family(o.model, o.backend) not in (None, mine)), None)
     first = material.first(judge)
-    own = first.apply(lambda r: model_family(r["assistant_model_id"], r["assistant_backend"]) == mine, axis=1) \
-        if mine and len(first) else pd.Series(False, index=first.index)
+    own = pd.Series([model_family(m, b) == mine if mine else False
+                     for m, b in zip(first["assistant_model_id"], first["assistant_backend"], strict=True)],
+                    index=first.index, dtype=bool)
     why = ("the judge has no known model family (or is offline)" if mine is None
            else f"no assistant of the {mine} family was judged" if not own.any()
            else "no second judge of another model family")
@@ -364,7 +368,7 @@ def self_preference(material: _Material, judge: JudgeRef, others: Sequence[Judge
         lead = (both["score"] - both["score_rival"]).to_numpy()
         is_own = both["own"].to_numpy(dtype=bool)
         if not is_own.any():
-            out.append(_not_measured(judge, name, f"the {rival.label} judge scored none of its family's dialogues"))
+            out.append(_not_measured(judge, name, f"{rival.label} scored none of its family's dialogues"))
             continue
 
         def gap(idx: np.ndarray, lead: np.ndarray = lead, is_own: np.ndarray = is_own) -> float:
@@ -406,12 +410,12 @@ def cross_judge(material: _Material, judge: JudgeRef, others: Sequence[JudgeRef]
             x, y = both["score"].to_numpy(), both["score_other"].to_numpy()
             estimate = float(kendalltau(x, y).statistic) if len(x) >= 2 else float("nan")
             if np.isnan(estimate):
-                out.append(_not_measured(judge, name, f"tau undefined on {len(x)} shared dialogue(s): too few, "
-                                                      "or one judge gave a single value"))
+                why = f"tau undefined on {len(x)} shared dialogue(s): too few, or one judge gave one value"
+                out.append(_not_measured(judge, name, why))
                 continue
             low, high = _bootstrap(len(x), lambda idx, x=x, y=y: _tau(x[idx], y[idx]), settings)
-            out.append(Check(judge.label, name, _agreement_verdict(estimate, low), estimate, low, high, len(x),
-                             "Kendall tau-b of the two judges' scores"))
+            out.append(Check(judge.label, name, _agreement_verdict(estimate, low), estimate, low, high,
+                             len(x), "Kendall tau-b of the two judges' scores"))
     return out
 
 
@@ -419,7 +423,8 @@ def cross_judge(material: _Material, judge: JudgeRef, others: Sequence[JudgeRef]
 
 
 def report_card(store: RunStore | str | Path, judges: Sequence[JudgeRef], *,
-                annotations: pd.DataFrame | None = None, settings: CardSettings = CardSettings()) -> TableResult:
+                annotations: pd.DataFrame | None = None,
+                settings: CardSettings = CardSettings()) -> TableResult:
     """The judge report card of `judges` over one run store: one row per judge and check.
 
     `annotations` is the long frame of `analysis.annotation.read_sheets` (None: human agreement not
@@ -456,13 +461,14 @@ def card_caption(settings: CardSettings) -> str:
     """The card's caption: what each check measures and when it passes."""
     level = round(settings.confidence * 100)
     return (
-        f"Judge report card: each check pass, fail or not measured (missing material), with its estimate, "
-        f"{level}% bootstrap interval over dialogues and n. Known order: Kendall tau-b of the reference "
-        "assistants' designed rank and score, pass when the order is recovered (J3). Human agreement: Cohen's "
-        f"kappa with annotators (Table 5), and agreement with another judge: Kendall tau-b, both pass at "
-        f"{AGREEMENT_FLOOR:g} or more with the interval above 0. Self-consistency: Krippendorff's alpha across "
-        f"judge samples, pass at {ALPHA_RELIABLE:g} or more with the interval's lower end at least "
-        f"{ALPHA_TENTATIVE:g}. Profile counterfactual: the mean change when the judge sees another user's "
+        f"Judge report card: each check pass, fail or not measured (missing material), with its "
+        f"estimate, {level}% bootstrap interval over dialogues and n. Known order: Kendall tau-b of the "
+        "reference assistants' designed rank and score, pass when the order is recovered (J3). Human "
+        "agreement: Cohen's kappa with annotators (Table 5), and agreement with another judge: Kendall "
+        f"tau-b, both pass at {AGREEMENT_FLOOR:g} or more with the interval above 0. Self-consistency: "
+        f"Krippendorff's alpha across judge samples, pass at {ALPHA_RELIABLE:g} or more with the "
+        f"interval's lower end at least {ALPHA_TENTATIVE:g}. Profile counterfactual: the mean change "
+        "when the judge sees another user's "
         "profile; P must drop (interval below 0), TC (0-1 scale) must stay within "
         f"+/-{settings.tc_margin:g}. Length sensitivity: the mean change with neutral padding added to "
         "assistant turns; fails when the interval lies above 0. Self-preference: the judge's lead over a "
