@@ -16,6 +16,7 @@ from dataclasses import replace
 import pandas as pd
 import pytest
 from support.planted_judges import LengthBiasedJudge, ProfileBlindJudge, RandomJudge
+from support.records import dialogue
 from test_simulation_support import tiny_benchmark
 
 from personalens_utils.analysis.tables import ASSISTANT_DIMENSIONS
@@ -201,3 +202,37 @@ def test_human_agreement_passes_a_judge_people_agree_with_and_fails_a_random_one
     assert found[OFFLINE.label]["human agreement (P)"] == PASS
     assert found[OFFLINE.label]["human agreement (TCR)"] == PASS
     assert found[rand.label]["human agreement (P)"] == FAIL
+
+
+def _family_store(path, lead: float) -> RunStore:
+    """Claude and Llama assistants' dialogues judged by a Claude judge and a GPT judge; the Claude judge
+    scores Claude assistants `lead` higher than the GPT judge does, and the others alike."""
+    store = RunStore(path)
+    judgments = []
+    for k in range(40):
+        assistant = "claude-helper" if k % 2 else "llama-helper"
+        made = dialogue(f"d{k:02d}", backend="anthropic", assistant_model=assistant,
+                        scenario_id=f"user{k}/SD-Alarm-task-1", user_id=k)
+        store.append(made)
+        base = 1 + (k * 7) % 3
+        for judge, backend in (("claude-judge", "anthropic"), ("gpt-judge", "openai")):
+            bonus = lead if judge == "claude-judge" and assistant == "claude-helper" else 0.0
+            judgments += [Judgment(dialogue_id=made.id, dimension="personalization", judge_model=judge,
+                                   prompt_version="v1", backend=backend, status="ok", score=base + bonus),
+                          Judgment(dialogue_id=made.id, dimension="task_completion", judge_model=judge,
+                                   prompt_version="v1", backend=backend, status="ok", score=float(k % 3 > 0))]
+    store.extend(judgments)
+    return store
+
+
+@pytest.mark.parametrize("lead, verdict", [(1.0, FAIL), (0.0, PASS)])
+def test_self_preference_where_judge_and_assistant_share_a_family(tmp_path, lead, verdict):
+    claude, gpt = JudgeRef("claude-judge", "anthropic"), JudgeRef("gpt-judge", "openai")
+    card = report_card(_family_store(tmp_path / "s", lead), [claude, gpt], settings=SETTINGS)
+    found = verdicts(card)
+    assert found[claude.label]["self-preference (P)"] == verdict
+    assert found[claude.label]["self-preference (TCR)"] == PASS
+    assert found[gpt.label]["self-preference (P)"] == NOT_MEASURED  # no GPT assistant was judged
+    rows = card.data[(card.data["judge"] == claude.label) & (card.data["check"] == "self-preference (P)")]
+    row = rows.iloc[0]
+    assert row["estimate"] == pytest.approx(lead) and row["n"] == 20
