@@ -35,6 +35,7 @@ from personalens_utils.analysis.tables import (
 )
 from personalens_utils.data import Benchmark
 from personalens_utils.judging import JUDGEABLE_STATUSES, benchmark_contexts
+from personalens_utils.judging.config import Select
 from personalens_utils.llm.offline.judge import mentions, words_of
 from personalens_utils.records import Dialogue
 from personalens_utils.reference.schema import load_schema
@@ -125,12 +126,14 @@ HEURISTIC_NOTE = ("Flags are heuristics (plain rules over the text and the profi
                   "flagged dialogue is worth reading, not proven faulty.")
 
 
-def audit_dialogues(store: RunStore, benchmark: Benchmark, flags: Mapping[str, Flag] = FLAGS) -> pd.DataFrame:
-    """One row per finished dialogue of `store`: its models, setting and task type, and each flag."""
+def audit_dialogues(store: RunStore, benchmark: Benchmark, flags: Mapping[str, Flag] = FLAGS,
+                    select: Select | None = None) -> pd.DataFrame:
+    """One row per finished dialogue of `store` (those `select` keeps, when given): its models, setting
+    and task type, and each flag."""
     context_for = benchmark_contexts(benchmark)
     rows = []
     for dialogue in sorted(store.read(Dialogue), key=lambda d: d.id):
-        if dialogue.status not in JUDGEABLE_STATUSES:
+        if dialogue.status not in JUDGEABLE_STATUSES or (select is not None and not select(dialogue)):
             continue
         context = context_for(dialogue)
         rows.append({"dialogue_id": dialogue.id, "user_model": dialogue.user_model,

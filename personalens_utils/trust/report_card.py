@@ -45,8 +45,9 @@ from personalens_utils.analysis.tables import ASSISTANT_DIMENSIONS, provenance_n
 from personalens_utils.assistants.reference import DESIGNED_ORDER
 from personalens_utils.errors import KitError
 from personalens_utils.judging import judge_model_key
+from personalens_utils.judging.config import Select
 from personalens_utils.llm import registry
-from personalens_utils.records import KIT_PROMPTS, OFFLINE, Judgment
+from personalens_utils.records import KIT_PROMPTS, OFFLINE, Dialogue, Judgment
 from personalens_utils.store import RunStore
 from personalens_utils.tables import Source, TableResult
 
@@ -135,11 +136,16 @@ class _Material:
     """What the checks read from one store: each judge's judgments (every sample), its probe records,
     and the dialogues' attributes."""
 
-    def __init__(self, store: RunStore, judges: Sequence[JudgeRef]):
+    def __init__(self, store: RunStore, judges: Sequence[JudgeRef], select: Select | None = None):
         self.dialogues = load_dialogues(store)
         self.dialogues = self.dialogues[self.dialogues["dialogue_status"] != "error"]
         judgments = store.read(Judgment)
         probes = store.read(ProbeJudgment)
+        if select is not None:
+            kept = {d.id for d in store.read(Dialogue) if select(d)}
+            self.dialogues = self.dialogues[self.dialogues["dialogue_id"].isin(kept)]
+            judgments = [r for r in judgments if r.dialogue_id in kept]
+            probes = [r for r in probes if r.dialogue_id in kept]
         self.scores = {j: _frame([r for r in judgments if _by(r, j)]) for j in judges}
         self.probes = {j: _frame([r for r in probes if _by(r, j)]) for j in judges}
         unknown = [j.label for j in judges if self.scores[j].empty]
@@ -423,9 +429,12 @@ def cross_judge(material: _Material, judge: JudgeRef, others: Sequence[JudgeRef]
 
 
 def report_card(store: RunStore | str | Path, judges: Sequence[JudgeRef], *,
-                annotations: pd.DataFrame | None = None,
+                annotations: pd.DataFrame | None = None, select: Select | None = None,
                 settings: CardSettings = CardSettings()) -> TableResult:
     """The judge report card of `judges` over one run store: one row per judge and check.
+
+    `select` keeps the dialogues the card rests on (e.g. notebook 07's `ProbeDesign.select`), so every
+    check of every judge reads the same dialogues; None: all the store holds.
 
     `annotations` is the long frame of `analysis.annotation.read_sheets` (None: human agreement not
     measured). Probe checks read the `ProbeJudgment`s of `probes.run_probe`; self-consistency reads the
@@ -435,7 +444,7 @@ def report_card(store: RunStore | str | Path, judges: Sequence[JudgeRef], *,
     judges = list(dict.fromkeys(judges))
     if not judges:
         raise CardError("report_card needs at least one judge (JudgeRef(model, backend))")
-    material = _Material(store, judges)
+    material = _Material(store, judges, select)
     checks: list[Check] = []
     for judge in judges:
         others = [j for j in judges if j != judge]
