@@ -1,7 +1,8 @@
 """Notebook 07's probe design, its judging and the card's probe figure (trust.design, trust.figures).
 
 The reference assistants are simulated offline on a tiny benchmark of five users; two offline judges
-(the offline backend under two judge names) judge and probe the dialogues of the first three only.
+(the offline backend under two judge names) judge and probe the dialogues of the design: two SD tasks
+and the MD task of each of the first three users.
 """
 
 from __future__ import annotations
@@ -16,12 +17,12 @@ from personalens_utils.assistants.reference import DESIGNED_ORDER
 from personalens_utils.judging import JudgingConfig, benchmark_contexts
 from personalens_utils.llm.client import LLMClient
 from personalens_utils.llm.specs import ModelSpec
-from personalens_utils.records import Dialogue
+from personalens_utils.records import Dialogue, Judgment
 from personalens_utils.roles import ModelRole
 from personalens_utils.simulation import SimulationConfig
 from personalens_utils.simulation.runner import run_simulation
 from personalens_utils.store import RunStore
-from personalens_utils.trust.design import DesignError, ProbeDesign, judge_design, judge_ref
+from personalens_utils.trust.design import DesignError, DesignSize, ProbeDesign, judge_design, judge_ref
 from personalens_utils.trust.figures import probe_figure
 from personalens_utils.trust.probes import Padding, ProbeJudgment, ProfileSwap
 from personalens_utils.trust.report_card import CardError, CardSettings, report_card, verdicts
@@ -29,9 +30,12 @@ from personalens_utils.trust.report_card import CardError, CardSettings, report_
 USER = "user-sim"
 
 
-def _design(users=(0, 1, 2, 3, 4), n=3) -> ProbeDesign:
-    return ProbeDesign.first(list(users), n, task_types=("SD", "MD"), setting="base", user_model=USER,
-                             prompt_set="kit")
+SMALL = DesignSize(3, 2)
+
+
+def _design(bench, size=SMALL, assistants=None) -> ProbeDesign:
+    return ProbeDesign.sample(bench, ("SD", "MD"), size, setting="base", user_model=USER, prompt_set="kit",
+                              assistants=assistants)
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +46,7 @@ def world(tmp_path_factory):
     for model in DESIGNED_ORDER:
         run_simulation(bench, store, client, SimulationConfig(assistant_model=model, user_model=USER))
     judges = [ModelRole(ModelSpec("offline", name), client) for name in ("judge-sim", "judge-two")]
-    design = _design(sorted(bench.users))
+    design = _design(bench)
     probes = [ProfileSwap(bench), Padding()]
     config = JudgingConfig(select=design.select)
     reports = judge_design(store, judges, benchmark_contexts(bench), probes, config)
@@ -50,14 +54,24 @@ def world(tmp_path_factory):
     return bench, store, judges, design, reports, again
 
 
-def test_the_design_is_the_first_users_in_index_order():
-    assert _design((4, 0, 3, 1, 2)).users == (0, 1, 2)
-    assert _design((4, 0), None).users == (0, 4)
-    for bad in (1, 0, -2, 2.5, True):
-        with pytest.raises(DesignError, match="probe_users"):
-            _design(n=bad)
-    with pytest.raises(DesignError, match="two or more users; the session has 1"):
-        _design((7,), None)
+def test_the_design_is_the_first_users_and_a_seeded_choice_of_their_tasks(world):
+    bench, store, *_ = world
+    design = _design(bench)
+    assert design.users == (0, 1, 2)
+    chosen = sorted(design.scenarios)
+    assert len(chosen) == 3 * 3  # two of each user's three SD tasks, its one MD task
+    assert chosen == sorted(_design(bench).scenarios)
+    others = {frozenset(_design(bench, DesignSize(3, 2, seed=s)).scenarios) for s in range(8)}
+    assert len(others) > 1, "the seed chooses the tasks"
+    assert len(_design(bench, DesignSize(None, None)).scenarios) == len(bench.scenarios)
+    one = _design(bench, assistants=[DESIGNED_ORDER[0]])
+    kept = [d for d in store.read(Dialogue) if one.select(d)]
+    assert {d.assistant_model for d in kept} == {DESIGNED_ORDER[0]} and len(kept) == 9
+    for bad in ({"users": 1}, {"users": 2.5}, {"tasks": 0}, {"tasks": True}):
+        with pytest.raises(DesignError, match="parameter probe_"):
+            DesignSize(**bad)
+    with pytest.raises(DesignError, match="two or more users"):
+        _design(tiny_benchmark(n_users=1))
 
 
 def test_each_judge_judges_and_probes_the_design_only_and_a_rerun_calls_nothing(world):
@@ -105,9 +119,14 @@ def test_the_probe_figure_is_print_ready_at_both_widths(world, tmp_path):
     assert overlaps_and_overflows(figure.at("text")) == []
 
 
-def test_a_card_without_probes_has_no_probe_figure(world):
-    _, store, judges, _, _, _ = world
-    outside = report_card(store, [judge_ref(judges[0], "kit")], select=lambda d: d.user_id == 4,
-                          settings=CardSettings(n_resamples=50))
+def test_a_card_without_probes_has_no_probe_figure(world, tmp_path):
+    _, store, judges, design, _, _ = world
+    plain = RunStore(tmp_path / "plain")
+    plain.extend(store.read(Dialogue))
+    plain.extend(store.read(Judgment))
+    card = report_card(plain, [judge_ref(judges[0], "kit")], select=design.select,
+                       settings=CardSettings(n_resamples=50))
     with pytest.raises(CardError, match="no measured probe check"):
-        probe_figure(outside)
+        probe_figure(card)
+    with pytest.raises(CardError, match="no judgments of the dialogues `select` keeps by"):
+        report_card(store, [judge_ref(judges[0], "kit")], select=lambda d: d.user_id == 4)

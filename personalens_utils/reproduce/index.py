@@ -18,7 +18,7 @@ from personalens_utils.assistants.reference import DESIGNED_ORDER
 from personalens_utils.prompts.official import load_official_prompts
 from personalens_utils.store import RunStore
 
-from .settings import PERSONA_USERS, TRUST_PROBE_USERS, Settings, role_specs
+from .settings import PERSONA_USERS, TRUST_PROBE_TASKS, TRUST_PROBE_USERS, Settings, role_specs
 
 if TYPE_CHECKING:
     from .pipeline import PassResult
@@ -104,7 +104,8 @@ def _models(settings: Settings, kind: str, generated: bool) -> str:
     if kind == "card":
         assistants = ", ".join(settings.assistant_models)
         return (f"judge {settings.judge_model} and second judge {settings.second_judge_model} on the "
-                f"dialogues of the first {TRUST_PROBE_USERS} users (assistants {assistants}; user "
+                f"dialogues of {TRUST_PROBE_TASKS} tasks of each type of the first {TRUST_PROBE_USERS} users "
+                f"(assistants {assistants}; user "
                 f"{settings.user_model}), as judged and under two probes")
     if kind == "audit":
         return f"none at analysis time; rules over the dialogues of user agent {settings.user_model}"

@@ -19,7 +19,14 @@ from personalens_utils.paths import find_official_data, project_root, runs_dir, 
 
 from .index import write_index
 from .notebooks import OUTPUT_FOLDERS, StepResult, run_notebook
-from .settings import PERSONA_USERS, TRUST_PROBE_USERS, Settings, assistant_name, model_name
+from .settings import (
+    PERSONA_USERS,
+    TRUST_PROBE_TASKS,
+    TRUST_PROBE_USERS,
+    Settings,
+    assistant_name,
+    model_name,
+)
 
 
 @dataclass
@@ -58,7 +65,7 @@ def _slug(model: str) -> str:
 def plan_pass(settings: Settings, folder: Path, bench: Path, users: Any, generated: bool) -> list[Step]:
     """The notebooks of one pass in order. 01 makes the benchmark every other notebook reads; 03 makes
     the dialogues 02 (Table 10) and 04 read; 06 reads the judgments of 04 and 05; 07 probes the judge on
-    04's judgments of the first `TRUST_PROBE_USERS` users and audits 03's dialogues."""
+    04's judgments of a small design (`TRUST_PROBE_USERS` x `TRUST_PROBE_TASKS`) and audits 03's dialogues."""
     common = {
         "backend": settings.backend,
         "benchmark_dir": str(bench),
@@ -115,7 +122,9 @@ def plan_pass(settings: Settings, folder: Path, bench: Path, users: Any, generat
         **common,
         "user_model": model_name(settings, settings.user_model),
         "second_judge_model": settings.second_judge_model,
+        "assistant_models": [assistant_name(settings, m) for m in settings.assistant_models],
         "probe_users": TRUST_PROBE_USERS,
+        "probe_tasks": TRUST_PROBE_TASKS,
         "annotation_sheets": settings.annotations,
     }, needs=(*dialogues, judging.name))
     persona = [Step("08_persona_bench", {

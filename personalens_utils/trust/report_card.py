@@ -151,7 +151,9 @@ class _Material:
         unknown = [j.label for j in judges if self.scores[j].empty]
         if unknown:
             held = sorted({f"{r.judge_model} ({r.backend})" for r in judgments})
-            raise CardError(f"the run store {store.root} holds no judgments by {unknown}; it holds {held}")
+            which = " of the dialogues `select` keeps" if select is not None else ""
+            raise CardError(f"the run store {store.root} holds no judgments{which} by {unknown}; it holds "
+                            f"{held}")
 
     def first(self, judge: JudgeRef) -> pd.DataFrame:
         """The judge's first sample (what tables report), joined to the dialogues' attributes."""
