@@ -141,8 +141,8 @@ def plan_pass(settings: Settings, folder: Path, bench: Path, users: Any, generat
 
 
 def run_pass(settings: Settings, name: str, benchmark_dir: Path | None) -> PassResult:
-    """Run 01 (generated pass only) through 06 on one benchmark into runs/<run>/<name>/; a notebook
-    whose input a failed notebook should have made is not run."""
+    """Run 01 (generated pass only) through 07 (and 08 in the generated pass) on one benchmark into
+    runs/<run>/<name>/; a notebook whose input a failed notebook should have made is not run."""
     folder = settings.root / name
     folder.mkdir(parents=True, exist_ok=True)
     generated = benchmark_dir is None
