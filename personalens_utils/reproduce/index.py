@@ -105,8 +105,7 @@ def _models(settings: Settings, kind: str, generated: bool) -> str:
         assistants = ", ".join(settings.assistant_models)
         return (f"judge {settings.judge_model} and second judge {settings.second_judge_model} on the "
                 f"dialogues of {TRUST_PROBE_TASKS} tasks of each type of the first {TRUST_PROBE_USERS} users "
-                f"(assistants {assistants}; user "
-                f"{settings.user_model}), as judged and under two probes")
+                f"(assistants {assistants}; user {settings.user_model}), as judged and under two probes")
     if kind == "audit":
         return f"none at analysis time; rules over the dialogues of user agent {settings.user_model}"
     if kind == "none":
