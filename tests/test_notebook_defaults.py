@@ -16,8 +16,9 @@ from support.checkout import copy_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("reproduced_checkout")]
 
-ORDER = ("02_validation", "03_simulation", "04_judging", "05_ablation", "06_analysis", "01_generation")
-"""A researcher's order after `make reproduce`; 01 last, since its new benchmark becomes 02-06's default."""
+ORDER = ("02_validation", "03_simulation", "04_judging", "05_ablation", "06_analysis", "07_trust",
+         "01_generation")
+"""A researcher's order after `make reproduce`; 01 last, since its new benchmark becomes 02-07's default."""
 WIDGET = "application/vnd.jupyter.widget-view+json"
 METER = re.compile(r"\d+%\|.*\d+/\d+ \[")
 
@@ -75,9 +76,9 @@ def test_every_notebook_runs_on_its_defaults_right_after_reproduce(checkout, tmp
         assert str(store) in texts[name], f"{name} did not work on the reproduction's store"
     # 04 judges what the reproduction's 05 added: the reproduction stays, 04 and then 05, 06 use their own run
     assert f"{store} is a finished `make reproduce` store" in texts["04_judging"]
-    for name in ("05_ablation", "06_analysis"):
+    for name in ("05_ablation", "06_analysis", "07_trust"):
         assert str(own) in texts[name], f"{name} did not go on in the run 04 extended"
-    assert "Notebook 06 finished" in texts["06_analysis"]
+    assert "Notebook 06 finished" in texts["06_analysis"] and "Notebook 07 finished" in texts["07_trust"]
     # 04 run to the end (01 made another benchmark the default), then reopened and run again: nothing to do
     bench = str(checkout / "runs" / "small" / "generated" / "benchmark")
     _run(checkout, "04_judging", tmp_path / "finish", benchmark_dir=bench)

@@ -260,6 +260,11 @@ def test_per_role_specs_reach_the_notebooks_and_notebook_06_gets_the_stored_name
     assert analysis["assistant_models"] == [
         "Qwen/Qwen2.5-7B-Instruct", RETRIEVAL.removeprefix("python:")]
     assert (analysis["user_model"], analysis["judge_model"]) == ("claude-haiku-4-5", "claude-sonnet-4-5")
+    trust = calls["07_trust"]  # it calls the judges (specs) on the dialogues of the stored user agent
+    assert (trust["user_model"], trust["judge_model"]) == ("claude-haiku-4-5", "anthropic:claude-sonnet-4-5")
+    assert trust["assistant_models"] == analysis["assistant_models"]
+    assert (trust["probe_users"], trust["probe_tasks"]) == (reproduce_settings.TRUST_PROBE_USERS,
+                                                            reproduce_settings.TRUST_PROBE_TASKS)
     lines = index._called_lines(settings)
     assert "- judge: anthropic:" in "\n".join(lines)
     assert any("python:personalens_utils.assistants.retrieval:RetrievalAssistant" in line and

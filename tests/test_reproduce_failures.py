@@ -37,7 +37,7 @@ def project(tmp_path, monkeypatch) -> Path:
     books = tmp_path / "notebooks"
     books.mkdir()
     _notebook(books / "01_generation.ipynb", 'raise ValueError("n_users must be at least 1, got 0")')
-    for name in ("02_validation", "03_simulation", "04_judging", "05_ablation", "06_analysis"):
+    for name in ("02_validation", "03_simulation", "04_judging", "05_ablation", "06_analysis", "07_trust"):
         _notebook(books / f"{name}.ipynb", WRITER)
     _notebook(books / "08_persona_bench.ipynb", "pass")  # needs nothing of 01; writes no table here
     return tmp_path
@@ -57,7 +57,7 @@ def test_a_failed_notebook_01_stops_the_pass_and_nothing_stale_is_published(proj
     assert code == 1
     assert "[reproduce] 03_simulation-ref_follows_setting: not run, 01_generation failed" in out
     assert "nothing copied to tables/ and figures/, runs/LATEST unchanged" in out
-    assert "ran 1 notebook(s), 1 failed, 5 not run" in out  # 08 (PERSONA Bench) needs nothing of 01
+    assert "ran 1 notebook(s), 1 failed, 6 not run" in out  # 08 (PERSONA Bench) needs nothing of 01
     assert not (project / "tables").exists()
     assert latest.read_text() == "folder: r/generated\nbenchmark: r/generated/benchmark\n"
     assert not (old / "06_analysis.ipynb").exists()  # no notebook ran on the old benchmark
@@ -66,6 +66,7 @@ def test_a_failed_notebook_01_stops_the_pass_and_nothing_stale_is_published(proj
     assert "FAILED: ValueError: n_users must be at least 1, got 0 |" in index
     assert "**Not published**: in pass `generated`, 01_generation failed" in index
     assert "| 06_analysis | - | 0 s | not run: 01_generation failed |" in index
+    assert "| 07_trust | - | 0 s | not run: 01_generation failed |" in index
     reproduced, missing = index.split("### Not reproduced")
     assert "table3_assistant_models" not in index
     assert "**Table 3** (assistant models: TCR, P, Nat., Coh. (SD, MD)): 06_analysis did not run: " \
@@ -74,8 +75,8 @@ def test_a_failed_notebook_01_stops_the_pass_and_nothing_stale_is_published(proj
 
 
 def test_a_failure_stops_only_the_notebooks_that_need_its_output(monkeypatch, tmp_path):
-    """05 fails: 02 and 04 still run, 06 (which reads 05's judgments) does not; the official pass, which
-    needs nothing of the generated one, runs, finishes and is published."""
+    """05 fails: 02, 04 and 07 still run, 06 (which reads 05's judgments) does not; the official pass,
+    which needs nothing of the generated one, runs, finishes and is published."""
     monkeypatch.setattr(reproduce_settings, "runs_dir", lambda: tmp_path / "runs")
     monkeypatch.setattr(pipeline, "runs_dir", lambda: tmp_path / "runs")
     monkeypatch.setattr(pipeline, "publish", lambda result: [])
@@ -93,7 +94,8 @@ def test_a_failure_stops_only_the_notebooks_that_need_its_output(monkeypatch, tm
     generated, official = results
     assert [s.outcome for s in generated.steps] == [
         "ok", "ok", "ok", "ok", "ok", "FAILED: ScoresError: no judgments", "not run: 05_ablation failed",
-        "ok"]  # 08 needs nothing of 05
+        "ok", "ok"]  # 07 (dialogues and 04's judgments) and 08 need nothing of 05
+    assert [s.notebook for s in generated.steps][-3:] == ["06_analysis", "07_trust", "08_persona_bench"]
     assert "generated/06_analysis" not in ran and "official/06_analysis" in ran
     assert official.finished and not generated.finished
     assert "folder: r/official" in (tmp_path / "runs" / "LATEST").read_text()

@@ -1,5 +1,6 @@
-"""One command that regenerates the paper's tables and figures: notebooks 01-06 under papermill (and, in
-the generated pass, notebook 08: PERSONA Bench offline on synthetic data).
+"""One command that regenerates the paper's tables and figures: notebooks 01-06 under papermill, then 07
+(the judge report card and the user-agent audit on a small design) and, in the generated pass, notebook
+08 (PERSONA Bench offline on synthetic data).
 
 `python -m personalens_utils.reproduce --run NAME` (what `make reproduce` calls) runs the notebooks
 in pipeline order from one parameter set, once per benchmark "pass": a small benchmark generated

@@ -17,7 +17,7 @@ from personalens_utils.assistants import AssistantSpec
 from personalens_utils.assistants.reference import DESIGNED_ORDER
 from personalens_utils.store import RunStore
 
-from .settings import PERSONA_USERS, Settings, role_specs
+from .settings import PERSONA_USERS, TRUST_PROBE_TASKS, TRUST_PROBE_USERS, Settings, role_specs
 
 if TYPE_CHECKING:
     from .pipeline import PassResult
@@ -57,6 +57,14 @@ PAPER_ITEMS = (
         "per-domain P, one polygon per model (extra)",
         "judged",
     ),
+    PaperItem("Judge report card", "tableT1_judge_report_card", "07_trust",
+              "each judge's checks: pass, fail or not measured, with estimate, interval, n (extra)", "card"),
+    PaperItem("Probe checks figure", "figureT1_probe_checks", "07_trust",
+              "how far the profile swap and the padding moved each judge's scores (extra)", "card"),
+    PaperItem("User-agent audit", "tableT2_user_agent_audit", "07_trust",
+              "heuristic flags of the simulated user, rates per model (extra)", "audit"),
+    PaperItem("Table 3 without flagged dialogues", "tableT3_table3_without_flagged", "07_trust",
+              "Table 3 on all dialogues and without those the audit flagged (extra)", "judged"),
     PaperItem("PERSONA Bench results", "tableP1_persona", "08_persona_bench",
               "PERSONA Bench: task x metric, P-Conv | P-NonConv (the authors' layout)", "persona"),
     PaperItem("PERSONA Bench per domain", "tableP2_persona", "08_persona_bench",
@@ -92,6 +100,13 @@ def _models(settings: Settings, kind: str, generated: bool) -> str:
     if kind == "persona":
         return (f"the PERSONA Bench offline predictor on {PERSONA_USERS} users of synthetic data "
                 "(persona_bench/offline.py, persona_bench/synthetic.py)")
+    if kind == "card":
+        assistants = ", ".join(settings.assistant_models)
+        return (f"judge {settings.judge_model} and second judge {settings.second_judge_model} on the "
+                f"dialogues of {TRUST_PROBE_TASKS} tasks of each type of the first {TRUST_PROBE_USERS} users "
+                f"(assistants {assistants}; user {settings.user_model}), as judged and under two probes")
+    if kind == "audit":
+        return f"none at analysis time; rules over the dialogues of user agent {settings.user_model}"
     if kind == "none":
         source = (
             f"a benchmark notebook 01 generated on the {settings.backend} backend" if generated else "data"

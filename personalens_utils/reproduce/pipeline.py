@@ -19,7 +19,14 @@ from personalens_utils.paths import find_official_data, project_root, runs_dir, 
 
 from .index import write_index
 from .notebooks import OUTPUT_FOLDERS, StepResult, run_notebook
-from .settings import PERSONA_USERS, Settings, assistant_name, model_name
+from .settings import (
+    PERSONA_USERS,
+    TRUST_PROBE_TASKS,
+    TRUST_PROBE_USERS,
+    Settings,
+    assistant_name,
+    model_name,
+)
 
 
 @dataclass
@@ -57,7 +64,8 @@ def _slug(model: str) -> str:
 
 def plan_pass(settings: Settings, folder: Path, bench: Path, users: Any, generated: bool) -> list[Step]:
     """The notebooks of one pass in order. 01 makes the benchmark every other notebook reads; 03 makes
-    the dialogues 02 (Table 10) and 04 read; 06 reads the judgments of 04 and 05."""
+    the dialogues 02 (Table 10) and 04 read; 06 reads the judgments of 04 and 05; 07 probes the judge on
+    04's judgments of a small design (`TRUST_PROBE_USERS` x `TRUST_PROBE_TASKS`) and audits 03's dialogues."""
     common = {
         "backend": settings.backend,
         "benchmark_dir": str(bench),
@@ -110,6 +118,15 @@ def plan_pass(settings: Settings, folder: Path, bench: Path, users: Any, generat
         "second_judge_model": settings.second_judge_model,
         "annotation_sheets": settings.annotations,
     }, needs=(*dialogues, judging.name, ablation.name))
+    trust = Step("07_trust", {
+        **common,
+        "user_model": model_name(settings, settings.user_model),
+        "second_judge_model": settings.second_judge_model,
+        "assistant_models": [assistant_name(settings, m) for m in settings.assistant_models],
+        "probe_users": TRUST_PROBE_USERS,
+        "probe_tasks": TRUST_PROBE_TASKS,
+        "annotation_sheets": settings.annotations,
+    }, needs=(*dialogues, judging.name))
     persona = [Step("08_persona_bench", {
         "backend": "offline",
         "synthetic_users": PERSONA_USERS,
@@ -120,12 +137,12 @@ def plan_pass(settings: Settings, folder: Path, bench: Path, users: Any, generat
         "n_resamples": 100,
     })] if generated else []
     return [*steps, *simulations, judging, Step("02_validation", common, needs=dialogues), ablation, analysis,
-            *persona]
+            trust, *persona]
 
 
 def run_pass(settings: Settings, name: str, benchmark_dir: Path | None) -> PassResult:
-    """Run 01 (generated pass only) through 06 on one benchmark into runs/<run>/<name>/; a notebook
-    whose input a failed notebook should have made is not run."""
+    """Run 01 (generated pass only) through 07 (and 08 in the generated pass) on one benchmark into
+    runs/<run>/<name>/; a notebook whose input a failed notebook should have made is not run."""
     folder = settings.root / name
     folder.mkdir(parents=True, exist_ok=True)
     generated = benchmark_dir is None

@@ -22,6 +22,9 @@ OFFLINE_FOCUS = FOCUS_ASSISTANT
 ANTHROPIC_ASSISTANTS = ("Claude Haiku 4.5", "Claude Sonnet 4.5")
 PERSONA_USERS = 12
 """Users of the synthetic PERSONA Bench data notebook 08 writes and runs offline in the generated pass."""
+TRUST_PROBE_USERS, TRUST_PROBE_TASKS = 6, 10
+"""Notebook 07's probe design in a reproduction: the first 6 users, 10 tasks of each type per user (its
+probes re-judge each of those dialogues; sized so 07 runs offline in well under three minutes)."""
 PASSES = ("generated", "official")
 """A small benchmark notebook 01 generates on the spot, and the official data when the kit finds it."""
 

@@ -25,7 +25,8 @@ PERCENT_DIMENSIONS = ("task_completion",)
 
 
 class DesignError(KitError, ValueError):
-    """A score frame lacks what the design needs (a column, a dimension, an arm)."""
+    """A design cannot be made from what was given: a score frame lacking a column, a dimension or an
+    arm, or a probe design of a size the benchmark cannot fill."""
 
 
 def design_frame(tidy: pd.DataFrame, dimension: str, *, arm: str = "assistant_model") -> pd.DataFrame:

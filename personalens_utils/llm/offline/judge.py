@@ -4,7 +4,8 @@ The evidence is deliberately simple and inspectable. Personalization: for each r
 preference type of the task, did the assistant mention one of the user's values for it before
 the user did (proactive), only after the user did (reactive), or never? Task completion: did the
 user end the dialogue (rather than the turn cap) after the assistant had applied a value for
-every relevant preference type of the task? Naturalness and coherence: surface signs such as
+every relevant preference type of the task (the user's own values: `oracle` when the context carries
+them beside a profile shown to the judge)? Naturalness and coherence: surface signs such as
 repeated or overlong turns and questions left unanswered. The answers go through the same parser
 as a language model's.
 """
@@ -207,8 +208,11 @@ def _personalization_answer(context: Mapping[str, Any], *, turn_level: bool) -> 
 
 
 def _task_completion_answer(context: Mapping[str, Any]) -> str:
+    """The verdict on this user's own wishes: under `oracle` when the context shows the judge another
+    profile (`trust.probes.ProfileSwap`), since the kit's task-completion prompt shows no profile."""
     ended = context.get("ended")
-    use = preference_use(context)
+    own = (context.get("oracle") or {}).get("preferences")
+    use = preference_use(context if own is None else {**context, "preferences": own})
     turns = _dialogue(context)
     last_is_assistant = bool(turns) and turns[-1][0] == "assistant"
     if ended != "terminated":
