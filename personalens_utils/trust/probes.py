@@ -17,6 +17,7 @@ changed probe (another donor, another padding) makes new records.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
@@ -147,21 +148,22 @@ class ProbeJudgment(Judgment):
     """A judgment of a dialogue under a probe: the fields of `Judgment`, the probe and its variant."""
 
     table: ClassVar[str] = "probe_judgments"
-    summary_fields: ClassVar[tuple[str, ...]] = (*Judgment.summary_fields, "probe", "variant")
+    summary_fields: ClassVar[tuple[str, ...]] = (*Judgment.summary_fields, "probe", "probe_variant")
     probe: str
-    variant: str
+    probe_variant: str
+    """The probe's change for this dialogue (`Probe.variant`); `variant` is the judgment's own."""
 
     def identity(self) -> str:
-        return stable_id(super().identity(), "probe", self.variant)
+        return stable_id(super().identity(), "probe", self.probe_variant)
 
     def to_json(self) -> dict[str, Any]:
-        return {**super().to_json(), "probe": self.probe, "variant": self.variant}
+        return {**super().to_json(), "probe": self.probe, "probe_variant": self.probe_variant}
 
     @classmethod
     def from_json(cls, data: Any, where: str = "") -> Self:
         base = Judgment.from_json(data, where)
         extra = {}
-        for key in ("probe", "variant"):
+        for key in ("probe", "probe_variant"):
             value = data.get(key)
             if not isinstance(value, str) or not value:
                 raise RecordError(f"{where or 'a probe_judgments record'}: ProbeJudgment record field "
@@ -173,7 +175,7 @@ class ProbeJudgment(Judgment):
     def of(cls, judgment: Judgment, probe: Probe, variant: str) -> ProbeJudgment:
         """`judgment`, made on a probe's context, as a probe record."""
         kept = {f.name: getattr(judgment, f.name) for f in fields(Judgment) if f.name != "id"}
-        return cls(**kept, probe=probe.name, variant=variant)
+        return cls(**kept, probe=probe.name, probe_variant=variant)
 
 
 def run_probe(store: RunStore, client: LLMClient, context_for: ContextFor, probe: Probe,
@@ -192,18 +194,20 @@ def run_probe(store: RunStore, client: LLMClient, context_for: ContextFor, probe
     planned = plan_judging(store, config, client.backend_name)
     variants = {d.id: probe.variant(d) for d in planned.to_judge}
     ids = {key: stable_id(judgment, "probe", variants[key[0]]) for key, judgment in planned.ids.items()}
-    dims = planned.dimensions
-    candidates = [([ids[d.id, dim.name] for dim in dims], d) for d in planned.to_judge]
+    keys = [(dim, k) for k in range(planned.judge_samples) for dim in planned.dimensions]
+    candidates = [([ids[d.id, dim.name, k] for dim, k in keys], d) for d in planned.to_judge]
     plan = engine.plan(store, ProbeJudgment, candidates, retry_errors=config.retry_errors)
     contexts = {item.payload.id: probe.context(context_for(item.payload), item.payload)
                 for item in plan.items}
 
     async def work(llm: LLMClient, item: Item[Dialogue]) -> list[Record]:
         wanted = set(item.ids)
-        todo = [dim for dim in dims if ids[item.payload.id, dim.name] in wanted]
-        made = await judge_dialogue(llm, item.payload, contexts[item.payload.id], todo, config.judge_model,
-                                    config.prompt_version, config.prompts)
-        return [ProbeJudgment.of(j, probe, variants[item.payload.id]) for j in made]
+        todo = [(dim, k) for dim, k in keys if ids[item.payload.id, dim.name, k] in wanted]
+        made = await asyncio.gather(*(
+            judge_dialogue(llm, item.payload, contexts[item.payload.id], [d for d, s in todo if s == k],
+                           config.judge_model, config.prompt_version, config.prompts, k)
+            for k in sorted({s for _, s in todo})))
+        return [ProbeJudgment.of(j, probe, variants[item.payload.id]) for part in made for j in part]
 
     stage_name = f"probe_{probe.name}"
     details = {**planned.details(), "probe": probe.name, "probe_version": probe.version}
