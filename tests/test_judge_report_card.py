@@ -205,7 +205,8 @@ def _family_store(path, lead: float) -> RunStore:
         base = 1 + (k * 7) % 3
         for judge, backend in (("claude-judge", "anthropic"), ("gpt-judge", "openai")):
             bonus = lead if judge == "claude-judge" and assistant == "claude-helper" else 0.0
-            same = {"dialogue_id": made.id, "judge_model": judge, "variant": Variant("v1"), "backend": backend,
+            same = {"dialogue_id": made.id, "judge_model": judge, "variant": Variant("v1"),
+                    "backend": backend,
                     "status": "ok"}
             judgments += [Judgment(dimension="personalization", score=base + bonus, **same),
                           Judgment(dimension="task_completion", score=float(k % 3 > 0), **same)]
