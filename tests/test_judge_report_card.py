@@ -206,8 +206,7 @@ def _family_store(path, lead: float) -> RunStore:
         for judge, backend in (("claude-judge", "anthropic"), ("gpt-judge", "openai")):
             bonus = lead if judge == "claude-judge" and assistant == "claude-helper" else 0.0
             same = {"dialogue_id": made.id, "judge_model": judge, "variant": Variant("v1"),
-                    "backend": backend,
-                    "status": "ok"}
+                    "backend": backend, "status": "ok"}
             judgments += [Judgment(dimension="personalization", score=base + bonus, **same),
                           Judgment(dimension="task_completion", score=float(k % 3 > 0), **same)]
     store.extend(judgments)
