@@ -273,12 +273,57 @@ class StudyPlan:
     table: TableResult
     figure: FigureResult
     needed: TableResult | None = None
+    what: str = "the difference"
+    """The compared quantity in words, e.g. "P of model-b minus model-a"."""
+    unit: str = "points"
+
+    def reading(self) -> str:
+        """The plan in a few plain sentences: where the difference's noise sits, what a design of the
+        middle number of users detects without and with repeats, and what the next number of users does."""
+        grid = self.table.data if self.table.data is not None else pd.DataFrame()
+        parts = self.components.as_dict()
+        total = sum(parts.values())
+        names = {"user": "between users", "task": "between tasks of a user",
+                 "sample": "between simulation samples", "judge": "between judge samples"}
+        largest = max(parts, key=lambda k: parts[k])
+        lines = [f"Most of the noise in {self.what} lies {names[largest]} ({parts[largest] / total:.0%} of "
+                 "the variance of one scenario's difference)." if total > 0 else
+                 f"The pilot shows no variance in {self.what}: every design detects any difference."]
+        tasks = int(grid["tasks"].min())
+        grid = grid[grid["tasks"] == tasks]
+        users = sorted(grid["users"].unique())
+        middle = users[len(users) // 2]
+
+        def row(n: int, k: int, m: int) -> pd.Series | None:
+            hit = grid[(grid["users"] == n) & (grid["repeats"] == k) & (grid["judge_samples"] == m)]
+            return None if hit.empty else hit.iloc[0]
+
+        plain = row(middle, 1, 1)
+        rich = row(middle, int(grid["repeats"].max()), int(grid["judge_samples"].max()))
+        if plain is not None:
+            lines.append(f"With {middle} users x {tasks} tasks, one simulation and one judgment each, the "
+                         f"smallest difference detected is {plain['detectable']:.3g} {self.unit}"
+                         + _priced(plain["cost_usd"]) + ".")
+        if plain is not None and rich is not None and rich["repeats"] * rich["judge_samples"] > 1:
+            lines.append(f"Repeating each scenario {int(rich['repeats'])} times and judging each dialogue "
+                         f"{int(rich['judge_samples'])} times brings it to {rich['detectable']:.3g}"
+                         + _priced(rich["cost_usd"]) + ".")
+        more = [n for n in users if n > middle]
+        bigger = row(more[0], 1, 1) if more else None
+        if bigger is not None:
+            lines.append(f"{more[0]} users instead, without repeats: {bigger['detectable']:.3g}"
+                         + _priced(bigger["cost_usd"]) + ".")
+        return " ".join(lines)
 
     def _repr_html_(self) -> str:
         parts = [self.table._repr_html_()]
         if self.needed is not None:
             parts.append(self.needed._repr_html_())
         return "".join(parts)
+
+
+def _priced(cost: float) -> str:
+    return "" if np.isnan(cost) else f" (USD {cost:,.2f})"
 
 
 def _cost(costs: UnitCosts | None, design: Design) -> float:
@@ -355,7 +400,7 @@ def plan_study(tidy: pd.DataFrame, *, treatment: str, control: str, dimension: s
     figure = _figure(grid, config, f"{short} difference ({unit})", used,
                      caption=f"Smallest detectable difference in {short} against users, per design; {how}. "
                              + pilot + provenance_note(used), source=source)
-    return StudyPlan(components, table, figure, needed)
+    return StudyPlan(components, table, figure, needed, f"{short} of {treatment} minus {control}", unit)
 
 
 def _figure(grid: pd.DataFrame, config: PlanConfig, ylabel: str, used: set[str], *, caption: str,

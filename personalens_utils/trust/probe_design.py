@@ -1,10 +1,13 @@
-"""The small design notebook 07 runs the report card on, and the judging it needs.
+"""The small design notebook 07 runs the report card, the variance decomposition and the power plan on,
+and the simulating and judging it needs.
 
 The card's probes re-judge dialogues, so their cost grows with the dialogues probed: notebook 07 probes
 the dialogues of `probe_tasks` tasks of each type for its first `probe_users` users only (`ProbeDesign`,
-`DesignSize`), judges them with every judge on the card where the store lacks an ordinary judgment to
-pair a probe with, then runs each probe for each judge (`judge_design`). Every step is the judging
-stage's: what is stored is skipped, so a rerun costs nothing.
+`DesignSize`). On the same scenarios it simulates each assistant `repeats` times (`simulate_design`; the
+run's own dialogues are sample 0, so only the later samples are new), judges every dialogue with every
+judge on the card `judge_samples` times, then runs each probe for each judge on the first sample of each
+dialogue (`judge_design`). Every step is the simulation's or the judging stage's: what is stored is
+skipped, so a rerun costs nothing.
 """
 
 from __future__ import annotations
@@ -14,15 +17,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+import pandas as pd
+
+from personalens_utils.assistants import Assistant
 from personalens_utils.data import Benchmark
 from personalens_utils.engine import StageReport
+from personalens_utils.identity import DIALOGUE_PROMPTS
 from personalens_utils.judging import JudgingConfig, run_judging
 from personalens_utils.judging.requests import ContextFor
 from personalens_utils.records import Dialogue
 from personalens_utils.roles import ModelRole
+from personalens_utils.simulation import SimulationConfig
+from personalens_utils.simulation.runner import run_simulation
 from personalens_utils.store import RunStore
 
 from .design import DesignError
+from .power import JUDGING, SIMULATION, UnitCosts
 from .probes import Probe, run_probe
 from .report_card import JudgeRef
 
@@ -81,6 +91,26 @@ class ProbeDesign:
                 and dialogue.user_model == self.user_model and dialogue.prompt_set == self.prompt_set
                 and (self.assistants is None or dialogue.assistant_model in self.assistants))
 
+    def part_of(self, benchmark: Benchmark) -> Benchmark:
+        """`benchmark` cut down to the design's users and scenarios (what `simulate_design` simulates)."""
+        scenarios = benchmark.scenarios[benchmark.scenarios["scenario_id"].isin(self.scenarios)]
+        return Benchmark({u: benchmark.user(u) for u in self.users}, benchmark.tasks,
+                         scenarios.reset_index(drop=True), benchmark.root)
+
+    def assistant_models(self, store: RunStore) -> list[str]:
+        """The design's assistants: those named, else every assistant with a dialogue of the design."""
+        if self.assistants is not None:
+            return sorted(self.assistants)
+        return sorted({d.assistant_model for d in store.read(Dialogue) if self.select(d)})
+
+    def scores(self, tidy: pd.DataFrame) -> pd.DataFrame:
+        """The rows of a tidy score frame (`analysis.scores.load_scores`) that belong to the design."""
+        keep = (tidy["scenario_id"].isin(self.scenarios) & (tidy["assistant_setting"] == self.setting)
+                & (tidy["user_model"] == self.user_model) & (tidy[DIALOGUE_PROMPTS] == self.prompt_set))
+        if self.assistants is not None:
+            keep &= tidy["assistant_model"].isin(self.assistants)
+        return tidy[keep]
+
     def describe(self) -> str:
         whose = ", ".join(sorted(self.assistants)) if self.assistants else "every assistant stored"
         users = ", ".join(map(str, self.users))
@@ -94,17 +124,52 @@ def judge_ref(role: ModelRole, prompt_set: str) -> JudgeRef:
     return JudgeRef(role.model, role.client.backend_name, prompt_set)
 
 
+def simulate_design(benchmark: Benchmark, store: RunStore, user: ModelRole, assistants: Sequence[Assistant],
+                    design: ProbeDesign, config: SimulationConfig) -> list[StageReport]:
+    """Each of `assistants` on the design's scenarios in its setting with the user agent `user`,
+    `config.repeats` samples of each (its prompts and limits too): the dialogues the store holds (sample 0,
+    from notebook 03) are skipped, so only the further samples are simulated."""
+    part = design.part_of(benchmark)
+    return [run_simulation(part, store, user.client,
+                           replace(config, settings=(design.setting,), user_model=user.model,
+                                   assistant_model=assistant.model, assistant=assistant))
+            for assistant in assistants]
+
+
 def judge_design(store: RunStore, judges: Sequence[ModelRole], context_for: ContextFor,
                  probes: Sequence[Probe], config: JudgingConfig) -> list[StageReport]:
     """For each judge: the ordinary judgments of the design's dialogues on every dimension a probe
-    re-judges (those `config.select` keeps), then each probe. `config` gives the selection, prompt set,
+    re-judges (those `config.select` keeps, `config.judge_samples` of each), then each probe, once, on
+    the first sample of each dialogue. `config` gives the selection, judge samples, prompt set,
     offline-dialogue rule and spending limit; its judge and dimensions are set here."""
     dimensions = tuple(dict.fromkeys(d for probe in probes for d in probe.dimensions))
+    select = config.select
+    first = replace(config, judge_samples=1,
+                    select=lambda d: d.sample == 0 and (select is None or select(d)))
     reports = []
     for role in judges:
         mine = replace(config, judge_model=role.model, dimensions=dimensions, batch=False)
         reports.append(run_judging(store, role.client, context_for, mine))
-        reports += [run_probe(store, role.client, context_for, probe, replace(mine, dimensions=None))
+        reports += [run_probe(store, role.client, context_for, probe,
+                              replace(first, judge_model=role.model, batch=False))
                     for probe in probes]
     return reports
+
+
+def unit_costs(usage: pd.DataFrame, simulated: Sequence[StageReport], judged: StageReport,
+               judge: ModelRole) -> UnitCosts | None:
+    """What one dialogue and one judge sample cost, from the calls this session made (`usage`, the
+    session's `usage_frame()`): the simulation reports' new dialogues, and `judge`'s new judgments
+    (`judged`, its judging report) over the dimensions it judged. None when the session made neither
+    (a rerun that found everything stored)."""
+    dialogues = sum(report.finished + report.errors for report in simulated)
+    dimensions = [d for d in str(judged.details.get("dimensions", "")).split(", ") if d]
+    samples = (judged.finished + judged.errors) // max(1, len(dimensions))
+    if not dialogues or not samples:
+        return None
+    named = {judge.model, judge.client.resolve_model(judge.model)}  # the ledger books the resolved id
+    judging = (usage["stage"] == JUDGING) & usage["model"].isin(named)
+    mine = usage[(usage["stage"] == SIMULATION) | judging]
+    return UnitCosts.from_usage(mine, dialogues=dialogues, judge_samples=samples,
+                                origin="the calls of this notebook's new dialogues and judge samples")
 
