@@ -265,6 +265,8 @@ def test_per_role_specs_reach_the_notebooks_and_notebook_06_gets_the_stored_name
     assert trust["assistant_models"] == analysis["assistant_models"]
     assert (trust["probe_users"], trust["probe_tasks"]) == (reproduce_settings.TRUST_PROBE_USERS,
                                                             reproduce_settings.TRUST_PROBE_TASKS)
+    assert (trust["repeats"], trust["judge_samples"]) == (reproduce_settings.TRUST_REPEATS,
+                                                          reproduce_settings.TRUST_JUDGE_SAMPLES)
     lines = index._called_lines(settings)
     assert "- judge: anthropic:" in "\n".join(lines)
     assert any("python:personalens_utils.assistants.retrieval:RetrievalAssistant" in line and

@@ -17,7 +17,15 @@ from personalens_utils.assistants import AssistantSpec
 from personalens_utils.assistants.reference import DESIGNED_ORDER
 from personalens_utils.store import RunStore
 
-from .settings import PERSONA_USERS, TRUST_PROBE_TASKS, TRUST_PROBE_USERS, Settings, role_specs
+from .settings import (
+    PERSONA_USERS,
+    TRUST_JUDGE_SAMPLES,
+    TRUST_PROBE_TASKS,
+    TRUST_PROBE_USERS,
+    TRUST_REPEATS,
+    Settings,
+    role_specs,
+)
 
 if TYPE_CHECKING:
     from .pipeline import PassResult
@@ -65,6 +73,15 @@ PAPER_ITEMS = (
               "heuristic flags of the simulated user, rates per model (extra)", "audit"),
     PaperItem("Table 3 without flagged dialogues", "tableT3_table3_without_flagged", "07_trust",
               "Table 3 on all dialogues and without those the audit flagged (extra)", "judged"),
+    PaperItem("Variance decomposition", "tableT4_variance_decomposition", "07_trust",
+              "each metric's variance split into user, task, simulation and judge sample (extra)", "repeats"),
+    PaperItem("Variance decomposition figure", "figureT2_variance_decomposition", "07_trust",
+              "each level's share of the variance, per assistant and metric (extra)", "repeats"),
+    PaperItem("Power plan", "tableT5_power_plan", "07_trust",
+              "smallest detectable P difference of two assistants per study design, and its cost (extra)",
+              "repeats"),
+    PaperItem("Power plan figure", "figureT3_power_plan", "07_trust",
+              "smallest detectable P difference against users, one line per design (extra)", "repeats"),
     PaperItem("PERSONA Bench results", "tableP1_persona", "08_persona_bench",
               "PERSONA Bench: task x metric, P-Conv | P-NonConv (the authors' layout)", "persona"),
     PaperItem("PERSONA Bench per domain", "tableP2_persona", "08_persona_bench",
@@ -105,6 +122,12 @@ def _models(settings: Settings, kind: str, generated: bool) -> str:
         return (f"judge {settings.judge_model} and second judge {settings.second_judge_model} on the "
                 f"dialogues of {TRUST_PROBE_TASKS} tasks of each type of the first {TRUST_PROBE_USERS} users "
                 f"(assistants {assistants}; user {settings.user_model}), as judged and under two probes")
+    if kind == "repeats":
+        assistants = ", ".join(settings.assistant_models)
+        return (f"judge {settings.judge_model}, {TRUST_JUDGE_SAMPLES} judge samples of each of "
+                f"{TRUST_REPEATS} simulation samples of the probe design's scenarios ({TRUST_PROBE_TASKS} "
+                f"tasks of each type of the first {TRUST_PROBE_USERS} users; assistants {assistants}; user "
+                f"{settings.user_model})")
     if kind == "audit":
         return f"none at analysis time; rules over the dialogues of user agent {settings.user_model}"
     if kind == "none":

@@ -21,8 +21,10 @@ from .index import write_index
 from .notebooks import OUTPUT_FOLDERS, StepResult, run_notebook
 from .settings import (
     PERSONA_USERS,
+    TRUST_JUDGE_SAMPLES,
     TRUST_PROBE_TASKS,
     TRUST_PROBE_USERS,
+    TRUST_REPEATS,
     Settings,
     assistant_name,
     model_name,
@@ -65,7 +67,9 @@ def _slug(model: str) -> str:
 def plan_pass(settings: Settings, folder: Path, bench: Path, users: Any, generated: bool) -> list[Step]:
     """The notebooks of one pass in order. 01 makes the benchmark every other notebook reads; 03 makes
     the dialogues 02 (Table 10) and 04 read; 06 reads the judgments of 04 and 05; 07 probes the judge on
-    04's judgments of a small design (`TRUST_PROBE_USERS` x `TRUST_PROBE_TASKS`) and audits 03's dialogues."""
+    04's judgments of a small design (`TRUST_PROBE_USERS` x `TRUST_PROBE_TASKS`), repeats it
+    (`TRUST_REPEATS` x `TRUST_JUDGE_SAMPLES`) for the variance decomposition and the power plan, and audits
+    03's dialogues."""
     common = {
         "backend": settings.backend,
         "benchmark_dir": str(bench),
@@ -125,6 +129,8 @@ def plan_pass(settings: Settings, folder: Path, bench: Path, users: Any, generat
         "assistant_models": [assistant_name(settings, m) for m in settings.assistant_models],
         "probe_users": TRUST_PROBE_USERS,
         "probe_tasks": TRUST_PROBE_TASKS,
+        "repeats": TRUST_REPEATS,
+        "judge_samples": TRUST_JUDGE_SAMPLES,
         "annotation_sheets": settings.annotations,
     }, needs=(*dialogues, judging.name))
     persona = [Step("08_persona_bench", {

@@ -25,6 +25,9 @@ PERSONA_USERS = 12
 TRUST_PROBE_USERS, TRUST_PROBE_TASKS = 6, 10
 """Notebook 07's probe design in a reproduction: the first 6 users, 10 tasks of each type per user (its
 probes re-judge each of those dialogues; sized so 07 runs offline in well under three minutes)."""
+TRUST_REPEATS, TRUST_JUDGE_SAMPLES = 2, 2
+"""Notebook 07 simulates each design scenario twice per assistant (03's dialogue and one more) and judges
+each of those dialogues twice: the variance decomposition, the power plan and the card's self-consistency."""
 PASSES = ("generated", "official")
 """A small benchmark notebook 01 generates on the spot, and the official data when the kit finds it."""
 
