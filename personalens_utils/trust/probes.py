@@ -113,12 +113,13 @@ def _relevant(preferences: Mapping[str, Mapping[str, Any]], scenario: Any) -> li
 
 
 PADDING = (
-    "I hope this reads clearly. Please glance over it at your leisure, and feel free to revisit it "
-    "whenever it suits you. Everything above stays exactly as written, and this closing paragraph "
-    "simply rounds off the message in the customary manner."
+    "I hope this reads clearly. Glance at it at your leisure, and revisit it whenever it suits you. "
+    "Everything here stays exactly as written; this simply rounds it out in the customary manner."
 )
-"""The default padding: polite words with no content (no preference value, number, question or
-answer), appended to every assistant turn as its own paragraph."""
+"""The default padding, appended to every assistant turn as its own paragraph: polite words with no
+content. Each word is a stop word or courtesy filler of the offline judge (`llm.offline.judge.FILLER`),
+so it answers no question there, and none is an option value of the official profiles (e.g. not "free"),
+so it applies no preference: neutral to the offline rules (tests/test_offline_judge_padding.py)."""
 
 
 class Padding(Probe):

@@ -33,6 +33,16 @@ _STOPWORDS = frozenset(
         "thank about like get let sure okay ok any some all more most very really",
     )
 )
+FILLER = frozenset(
+    re.findall(
+        r"\w+",
+        "hope reads clearly glance leisure revisit whenever suits everything stays exactly written simply "
+        "rounds out customary manner",
+    )
+)
+"""Courtesy words that carry no content (a closing such as "I hope this reads clearly"): never evidence
+that a turn answers a question. The length-sensitivity probe's padding (`trust.probes.PADDING`) is made
+of these and stop words only, so padding a turn cannot make it answer anything."""
 _CONFIRMATIONS = re.compile(r"\b(yes|yeah|yep|no|nope|sure|sounds good|perfect|great|okay|ok|that works)\b")
 _ROBOTIC = ("as an ai", "language model", "i am an assistant", "terminate", "user:", "assistant:")
 
@@ -241,8 +251,9 @@ def _utterances(context: Mapping[str, Any], role: str) -> list[str]:
     return [text for who, text in _turns(context) if who == role]
 
 
-def _content_words(text: str) -> set[str]:
-    return {w for w in words_of(text).split() if len(w) >= 3 and w not in _STOPWORDS}
+def content_words(text: str) -> set[str]:
+    """The words of `text` that can carry content: not stop words, courtesy filler or short."""
+    return {w for w in words_of(text).split() if len(w) >= 3 and w not in _STOPWORDS and w not in FILLER}
 
 
 def _repeats(utterances: Sequence[str]) -> int:
@@ -289,7 +300,7 @@ def _naturalness_answer(context: Mapping[str, Any], role: str) -> str:
 
 def _answers(question: str, reply: str, values: Sequence[str]) -> bool:
     """Whether `reply` plausibly answers `question`: shared words, yes/no, a number or a preference value."""
-    if _content_words(question) & _content_words(reply) or _CONFIRMATIONS.search(reply.lower()):
+    if content_words(question) & content_words(reply) or _CONFIRMATIONS.search(reply.lower()):
         return True
     normalized = words_of(reply)
     return bool(re.search(r"\d", reply)) or any(v in normalized for v in values)
