@@ -13,9 +13,12 @@ from test_figure_export import POINTS_PER_INCH, overlaps_and_overflows
 from test_simulation_support import tiny_benchmark
 
 from personalens_utils import plots
+from personalens_utils.analysis.scores import load_scores
+from personalens_utils.assistants import resolve_assistant
 from personalens_utils.assistants.reference import DESIGNED_ORDER
 from personalens_utils.judging import JudgingConfig, benchmark_contexts
 from personalens_utils.llm.client import LLMClient
+from personalens_utils.llm.clients import Clients
 from personalens_utils.llm.specs import ModelSpec
 from personalens_utils.records import Dialogue, Judgment
 from personalens_utils.roles import ModelRole
@@ -24,9 +27,18 @@ from personalens_utils.simulation.runner import run_simulation
 from personalens_utils.store import RunStore
 from personalens_utils.trust.design import DesignError
 from personalens_utils.trust.figures import probe_figure
-from personalens_utils.trust.probe_design import DesignSize, ProbeDesign, judge_design, judge_ref
+from personalens_utils.trust.power import plan_study
+from personalens_utils.trust.probe_design import (
+    DesignSize,
+    ProbeDesign,
+    judge_design,
+    judge_ref,
+    simulate_design,
+    unit_costs,
+)
 from personalens_utils.trust.probes import Padding, ProbeJudgment, ProfileSwap
-from personalens_utils.trust.report_card import CardError, CardSettings, report_card, verdicts
+from personalens_utils.trust.report_card import NOT_MEASURED, CardError, CardSettings, report_card, verdicts
+from personalens_utils.trust.variance import variance_table
 
 USER = "user-sim"
 
@@ -131,3 +143,59 @@ def test_a_card_without_probes_has_no_probe_figure(world, tmp_path):
         probe_figure(card)
     with pytest.raises(CardError, match="no judgments of the dialogues `select` keeps by"):
         report_card(store, [judge_ref(judges[0], "kit")], select=lambda d: d.user_id == 4)
+
+
+@pytest.fixture(scope="module")
+def repeated(tmp_path_factory):
+    """Notebook 07's repeats on the design: two assistants, their dialogues (sample 0) made first, then
+    the design simulated with repeats=2 and judged with judge_samples=2 by one offline judge."""
+    bench = tiny_benchmark(n_users=4)
+    store = RunStore(tmp_path_factory.mktemp("repeats") / "store")
+    session = Clients("offline", progress=False)
+    client = session.client(ModelSpec("offline", USER))
+    pair = list(DESIGNED_ORDER[:2])
+    for model in pair:
+        run_simulation(bench, store, client, SimulationConfig(assistant_model=model, user_model=USER))
+    design = _design(bench, assistants=pair)
+    user = ModelRole(ModelSpec("offline", USER), client)
+    assistants = [resolve_assistant(name, session) for name in pair]
+    simulated = simulate_design(bench, store, user, assistants, design, SimulationConfig(repeats=2))
+    judge = ModelRole(ModelSpec("offline", "judge-sim"), client)
+    config = JudgingConfig(select=design.select, judge_samples=2)
+    reports = judge_design(store, [judge], benchmark_contexts(bench), [ProfileSwap(bench), Padding()], config)
+    again = simulate_design(bench, store, user, assistants, design, SimulationConfig(repeats=2))
+    return bench, store, session, design, judge, simulated, reports, again
+
+
+def test_repeats_simulate_only_the_new_samples_and_probes_judge_the_first_once(repeated):
+    _, store, _, design, _, simulated, reports, again = repeated
+    scenarios = len(design.scenarios)
+    assert [(r.finished, r.already_done) for r in simulated] == [(scenarios, scenarios)] * 2
+    assert all(r.finished == 0 and r.calls == 0 for r in again)
+    inside = [d for d in store.read(Dialogue) if design.select(d)]
+    assert sorted({d.sample for d in inside}) == [0, 1] and len(inside) == 2 * 2 * scenarios
+    assert reports[0].finished == 2 * 4 * len(inside)  # two judge samples of four dimensions, all new
+    probed = store.read(ProbeJudgment)
+    first = {d.id for d in inside if d.sample == 0}
+    assert {p.dialogue_id for p in probed} == first and {p.sample for p in probed} == {0}
+
+
+def test_judge_samples_measure_self_consistency_and_the_decomposition_and_the_plan(repeated):
+    _, store, session, design, judge, simulated, reports, _ = repeated
+    card = report_card(store, [judge_ref(judge, "kit")], select=design.select,
+                       settings=CardSettings(n_resamples=100))
+    consistency = card.frame[card.frame["check"].str.startswith("self-consistency")]
+    assert len(consistency) == 2 and NOT_MEASURED not in set(consistency["verdict"])
+    scores = design.scores(load_scores(store, judge_model="judge-sim", user_model=USER))
+    assert set(scores["sample"]) == {0, 1} and set(scores["judge_sample"]) == {0, 1}
+    long = variance_table(scores).data
+    assert (long["merged_into"] == "").all() and long["df"].gt(0).all()
+    costs = unit_costs(session.usage_frame(), simulated, reports[0], judge)
+    assert costs is not None and costs.dialogue["calls"].sum() > 0 and costs.judge_sample["calls"].sum() > 0
+    assert set(costs.judge_sample["model"]) == {judge.client.resolve_model("judge-sim")}
+    assert unit_costs(session.usage_frame(), [], reports[0], judge) is None
+    pair = sorted(design.assistants)
+    study = plan_study(scores, treatment=pair[1], control=pair[0], costs=costs)
+    reading = study.reading()
+    assert f"P of {pair[1]} minus {pair[0]}" in reading and "users x 10 tasks" in reading
+    assert "USD 0.00" in reading  # offline calls cost nothing, and the plan says what it priced
