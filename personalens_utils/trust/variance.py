@@ -221,7 +221,7 @@ def variance_figure(tidy: pd.DataFrame, dimensions: Sequence[str] = ("task_compl
         ax.set_xlim(0, 1)
         ax.set_xlabel("share of variance (ICC)")
         ax.grid(axis="y", visible=False)
-        ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncols=2, frameon=False, borderaxespad=0.2)
+        fig.legend(loc="outside lower center", ncols=2, frameon=False)  # below: long labels fill the width
         mark_offline(fig, used)
         return fig
 
