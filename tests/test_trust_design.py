@@ -172,6 +172,11 @@ def test_repeats_simulate_only_the_new_samples_and_probes_judge_the_first_once(r
     scenarios = len(design.scenarios)
     assert [(r.finished, r.already_done) for r in simulated] == [(scenarios, scenarios)] * 2
     assert all(r.finished == 0 and r.calls == 0 for r in again)
+    # a user agent on another backend holds no sample 0 of the design: nothing is started over there
+    bench, _, session = repeated[:3]
+    elsewhere = ModelRole(ModelSpec("anthropic", USER), LLMClient("offline", progress=False))
+    assistants = [resolve_assistant(name, session) for name in sorted(design.assistants)]
+    assert simulate_design(bench, store, elsewhere, assistants, design, SimulationConfig(repeats=2)) == []
     inside = [d for d in store.read(Dialogue) if design.select(d)]
     assert sorted({d.sample for d in inside}) == [0, 1] and len(inside) == 2 * 2 * scenarios
     assert reports[0].finished == 2 * 4 * len(inside)  # two judge samples of four dimensions, all new

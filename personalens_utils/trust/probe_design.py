@@ -13,7 +13,7 @@ skipped, so a rerun costs nothing.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -91,9 +91,11 @@ class ProbeDesign:
                 and dialogue.user_model == self.user_model and dialogue.prompt_set == self.prompt_set
                 and (self.assistants is None or dialogue.assistant_model in self.assistants))
 
-    def part_of(self, benchmark: Benchmark) -> Benchmark:
-        """`benchmark` cut down to the design's users and scenarios (what `simulate_design` simulates)."""
-        scenarios = benchmark.scenarios[benchmark.scenarios["scenario_id"].isin(self.scenarios)]
+    def part_of(self, benchmark: Benchmark, scenarios: Collection[str] | None = None) -> Benchmark:
+        """`benchmark` cut down to the design's users and scenarios (those of them in `scenarios` when
+        given): what `simulate_design` simulates."""
+        keep = self.scenarios if scenarios is None else self.scenarios & set(scenarios)
+        scenarios = benchmark.scenarios[benchmark.scenarios["scenario_id"].isin(keep)]
         return Benchmark({u: benchmark.user(u) for u in self.users}, benchmark.tasks,
                          scenarios.reset_index(drop=True), benchmark.root)
 
@@ -127,13 +129,17 @@ def judge_ref(role: ModelRole, prompt_set: str) -> JudgeRef:
 def simulate_design(benchmark: Benchmark, store: RunStore, user: ModelRole, assistants: Sequence[Assistant],
                     design: ProbeDesign, config: SimulationConfig) -> list[StageReport]:
     """Each of `assistants` on the design's scenarios in its setting with the user agent `user`,
-    `config.repeats` samples of each (its prompts and limits too): the dialogues the store holds (sample 0,
-    from notebook 03) are skipped, so only the further samples are simulated."""
-    part = design.part_of(benchmark)
-    return [run_simulation(part, store, user.client,
+    `config.repeats` samples of each (its prompts and limits too), on the scenarios where the store holds
+    that assistant's sample 0 made with `user`'s backend (notebook 03's dialogue): that one is skipped, so
+    only the further samples are simulated, and a run never starts the design over on another backend."""
+    held: dict[str, set[str]] = {}
+    for d in store.read(Dialogue):
+        if design.select(d) and d.sample == 0 and d.user_backend == user.backend:
+            held.setdefault(d.assistant_model, set()).add(d.scenario_id)
+    return [run_simulation(design.part_of(benchmark, held[assistant.model]), store, user.client,
                            replace(config, settings=(design.setting,), user_model=user.model,
                                    assistant_model=assistant.model, assistant=assistant))
-            for assistant in assistants]
+            for assistant in assistants if assistant.model in held]
 
 
 def judge_design(store: RunStore, judges: Sequence[ModelRole], context_for: ContextFor,
