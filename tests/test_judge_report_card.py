@@ -4,14 +4,10 @@ The reference assistants are simulated offline on a tiny benchmark; four judges 
 judge, a profile-blind judge, a length-biased judge and a random judge (tests/support/planted_judges.py,
 in-process models behind `LLMClient`). Each is also run under both probes (`trust.probes.run_probe`).
 
-Judge samples: `judge_samples=m` is not on this branch, so a second sample is made here by judging a copy
-of the dialogues again with the same judge object and storing those judgments as `sample=1`
-(`_second_sample`). After the repeats work is merged, this becomes `JudgingConfig(judge_samples=2)`.
+Every judge judges each dialogue twice (`judge_samples=2`), so self-consistency is measured.
 """
 
 from __future__ import annotations
-
-from dataclasses import replace
 
 import pandas as pd
 import pytest
@@ -21,6 +17,7 @@ from test_simulation_support import tiny_benchmark
 
 from personalens_utils.analysis.tables import ASSISTANT_DIMENSIONS
 from personalens_utils.assistants.reference import DESIGNED_ORDER
+from personalens_utils.identity import Variant
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
 from personalens_utils.llm.client import LLMClient
 from personalens_utils.records import Dialogue, Judgment
@@ -62,14 +59,6 @@ def _truth(bench, store):
     return truth
 
 
-def _second_sample(bench, store, client, config, scratch):
-    """The judge's judgments of every dialogue again, stored as sample 1 (see the module docstring)."""
-    copy = RunStore(scratch)
-    copy.extend(store.read(Dialogue))
-    run_judging(copy, client, benchmark_contexts(bench), config)
-    store.extend([replace(j, id="", sample=1) for j in copy.read(Judgment)])
-
-
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     bench = tiny_benchmark(n_users=6)
@@ -88,10 +77,9 @@ def world(tmp_path_factory):
         JudgeRef("judge-random", "planted-random"): LLMClient(RandomJudge(), progress=False, use_cache=False),
     }
     reports = {}
-    for k, (judge, client) in enumerate(judges.items()):
-        config = JudgingConfig(judge_model=judge.model, dimensions=ASSISTANT_DIMENSIONS)
+    for judge, client in judges.items():
+        config = JudgingConfig(judge_model=judge.model, dimensions=ASSISTANT_DIMENSIONS, judge_samples=2)
         run_judging(store, client, contexts, config)
-        _second_sample(bench, store, client, config, root / f"sample1-{k}")
         reports[judge] = [run_probe(store, client, contexts, probe, JudgingConfig(judge_model=judge.model))
                           for probe in (ProfileSwap(bench), Padding())]
     return bench, store, judges, reports
@@ -217,10 +205,11 @@ def _family_store(path, lead: float) -> RunStore:
         base = 1 + (k * 7) % 3
         for judge, backend in (("claude-judge", "anthropic"), ("gpt-judge", "openai")):
             bonus = lead if judge == "claude-judge" and assistant == "claude-helper" else 0.0
-            judgments += [Judgment(dialogue_id=made.id, dimension="personalization", judge_model=judge,
-                                   prompt_version="v1", backend=backend, status="ok", score=base + bonus),
-                          Judgment(dialogue_id=made.id, dimension="task_completion", judge_model=judge,
-                                   prompt_version="v1", backend=backend, status="ok", score=float(k % 3 > 0))]
+            common = {"dialogue_id": made.id, "judge_model": judge, "variant": Variant("v1"),
+                      "backend": backend,
+                      "status": "ok"}
+            judgments += [Judgment(dimension="personalization", score=base + bonus, **common),
+                          Judgment(dimension="task_completion", score=float(k % 3 > 0), **common)]
     store.extend(judgments)
     return store
 

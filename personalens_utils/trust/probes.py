@@ -144,24 +144,25 @@ class Padding(Probe):
 
 @dataclass(frozen=True, kw_only=True)
 class ProbeJudgment(Judgment):
-    """A judgment of a dialogue under a probe: the fields of `Judgment`, the probe and its variant."""
+    """A judgment of a dialogue under a probe: the fields of `Judgment`, the probe and the probe's variant
+    for this dialogue (`probe_variant`; `variant` is the judgment's own prompt set and sample)."""
 
     table: ClassVar[str] = "probe_judgments"
-    summary_fields: ClassVar[tuple[str, ...]] = (*Judgment.summary_fields, "probe", "variant")
+    summary_fields: ClassVar[tuple[str, ...]] = (*Judgment.summary_fields, "probe", "probe_variant")
     probe: str
-    variant: str
+    probe_variant: str
 
     def identity(self) -> str:
-        return stable_id(super().identity(), "probe", self.variant)
+        return stable_id(super().identity(), "probe", self.probe_variant)
 
     def to_json(self) -> dict[str, Any]:
-        return {**super().to_json(), "probe": self.probe, "variant": self.variant}
+        return {**super().to_json(), "probe": self.probe, "probe_variant": self.probe_variant}
 
     @classmethod
     def from_json(cls, data: Any, where: str = "") -> Self:
         base = Judgment.from_json(data, where)
         extra = {}
-        for key in ("probe", "variant"):
+        for key in ("probe", "probe_variant"):
             value = data.get(key)
             if not isinstance(value, str) or not value:
                 raise RecordError(f"{where or 'a probe_judgments record'}: ProbeJudgment record field "
@@ -173,7 +174,7 @@ class ProbeJudgment(Judgment):
     def of(cls, judgment: Judgment, probe: Probe, variant: str) -> ProbeJudgment:
         """`judgment`, made on a probe's context, as a probe record."""
         kept = {f.name: getattr(judgment, f.name) for f in fields(Judgment) if f.name != "id"}
-        return cls(**kept, probe=probe.name, variant=variant)
+        return cls(**kept, probe=probe.name, probe_variant=variant)
 
 
 def run_probe(store: RunStore, client: LLMClient, context_for: ContextFor, probe: Probe,
@@ -191,7 +192,8 @@ def run_probe(store: RunStore, client: LLMClient, context_for: ContextFor, probe
         config = replace(config, dimensions=probe.dimensions)
     planned = plan_judging(store, config, client.backend_name)
     variants = {d.id: probe.variant(d) for d in planned.to_judge}
-    ids = {key: stable_id(judgment, "probe", variants[key[0]]) for key, judgment in planned.ids.items()}
+    ids = {(dialogue, dim): stable_id(judgment, "probe", variants[dialogue])  # a probe re-judges sample 0
+           for (dialogue, dim, judge_sample), judgment in planned.ids.items() if judge_sample == 0}
     dims = planned.dimensions
     candidates = [([ids[d.id, dim.name] for dim in dims], d) for d in planned.to_judge]
     plan = engine.plan(store, ProbeJudgment, candidates, retry_errors=config.retry_errors)
