@@ -17,6 +17,7 @@ from personalens_utils.analysis.stats import holm_adjust, paired_comparison
 from personalens_utils.analysis.tables import (
     MAIN_SETTING,
     fmt_ci,
+    long_words,
     missing_note,
     provenance_note,
     require,
@@ -96,7 +97,7 @@ def table4(
         + missing_note(long)
         + provenance_note(backends(part))
     )
-    return TableResult(display, caption, score_source(part), data)
+    return TableResult(display, caption, score_source(part), data, words=long_words)
 
 
 def _ablation_display(data: pd.DataFrame, settings: Sequence[str], base: str) -> pd.DataFrame:
