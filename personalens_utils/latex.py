@@ -47,7 +47,7 @@ SLACK_PT = 4.0
 HEADER_EMS = 4.5
 """A header wraps onto lines this many ems wide, or as wide as its widest cell."""
 MAX_TRANSPOSED_ROWS = 4
-MAX_KEYS = 2
+MAX_KEYS = 4
 """At most this many leading text columns name a row (and are repeated when a table is split)."""
 MISSING = "--"
 

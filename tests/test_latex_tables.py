@@ -235,3 +235,13 @@ def test_the_floats_of_a_long_table_each_fit_the_page(tmp_path):
         tex.write_text(table_latex(long_frame(rows), "Long.", f"tab:rows{rows}"), encoding="utf-8")
         assert f"\\begin{{{env}}}" in tex.read_text()
         assert compile_problems(tex) == []
+
+
+def test_a_split_repeats_every_leading_column_that_names_a_row():
+    keys = {"Assistant model": ["model-a", "model-a"], "Task type": ["SD", "SD"],
+            "Dimension": ["Coherence (A)", "Naturalness (A)"]}
+    numbers = {f"Number {i}": ["100.0000", "4.2653"] for i in range(14)}
+    latex = table_latex(pd.DataFrame({**keys, **numbers}), "C.", "tab:keys")
+    parts = re.findall(r"\\begin\{tabular\}\{(\w+)\}", latex)
+    assert len(parts) >= 2 and all(spec.startswith("lll") for spec in parts)
+    assert latex.count("Naturalness (A)") == len(parts)
