@@ -84,3 +84,14 @@ def test_long_score_tables_print_names_and_their_csv_keeps_ids(tidy, tmp_path):
             assert ids == [], paths[ext].name
     assert "Coherence (A)" in written[0]["md"].read_text(encoding="utf-8")
     assert "(Holm)" in written[1]["tex"].read_text(encoding="utf-8")
+
+
+def test_table4_long_form_prints_its_pair_counts_as_whole_numbers(tidy, tmp_path):
+    paths = analysis.table4(tidy, assistant_model="model-a").save_data(tmp_path, 4, "data")
+    pairs = read_table(paths["csv"])["n_pairs"].dropna()
+    assert len(pairs) and (pairs == pairs.round()).all()
+    lines = [line.split("|") for line in paths["md"].read_text(encoding="utf-8").splitlines()
+             if line.startswith("|")]
+    column = [cell.strip() for cell in lines[0]].index("Pairs")
+    counts = [line[column].strip() for line in lines[2:] if line[column].strip()]
+    assert counts and all(c.isdigit() for c in counts), counts

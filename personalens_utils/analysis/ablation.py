@@ -84,6 +84,7 @@ def table4(
         comp["p_holm"] = holm_adjust(comp["p_permutation"].tolist())
     data = (
         long.merge(comp, on=["assistant_setting", "task_type", "dimension"], how="left")
+        .astype({"n_pairs": "Int64"})  # a count, blank for the base rows (not 12.0000)
         if len(comp)
         else long
     )
