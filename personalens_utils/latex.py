@@ -35,8 +35,8 @@ BASELINE_PT = {9.0: 11.0, 8.0: 9.5, 10.0: 12.0}
 """The line spacing of each text size (the table's, and the caption's 10 pt) in a 10 pt paper."""
 RULES_PT = 14.0
 """Booktabs' rules with the space around them, at most."""
-CAPTION_SKIP_PT = 10.0
-"""The skip above a caption (`\\abovecaptionskip`)."""
+CAPTION_SKIP_PT = 13.0
+"""The skips around a caption: above it (`\\abovecaptionskip`, 10 pt) and the `\\smallskip` under it."""
 SKIP_PT = 6.0
 """A \\medskip: between the blocks of one float, and under a continued table's heading."""
 FLOAT_SHARE = 0.9
@@ -406,7 +406,7 @@ def table_latex(
         if n:
             lines.append(f"Table~\\ref{{{label}}}, continued.\\par\\medskip")
         else:
-            lines += [f"\\caption{{{escape(head)}}}", f"\\label{{{label}}}"]
+            lines += [f"\\caption{{{escape(head)}}}", f"\\label{{{label}}}", "\\smallskip"]  # off the rule
         lines += [f"\\{size_name}", f"\\setlength{{\\tabcolsep}}{{{TABCOLSEP_PT:g}pt}}"]
         for i, block in enumerate(part):
             if i:

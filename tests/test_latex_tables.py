@@ -95,6 +95,7 @@ def test_quotes_print_as_quotes():
 def test_caption_above_the_table_and_the_note_below():
     latex = table_latex(pd.DataFrame({"x": [1]}), "Scores. Made offline.", "tab:c")
     assert latex.index("\\caption{Scores.}") < latex.index("\\begin{tabular}") < latex.index("Made offline.")
+    assert "\\label{tab:c}\n\\smallskip\n" in latex  # the caption's last line clear of the top rule
 
 
 def test_a_tie_bolds_nothing_and_the_note_says_where():
