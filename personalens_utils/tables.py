@@ -86,7 +86,7 @@ class TableResult:
         float_format = float_format or f"{{:.{self.precision}f}}"
         return save_table(
             self.frame, output_dir, number, slug, self.caption, float_format=float_format,
-            best=self.best if best is None else best, printed=self.printed, words=self.words,
+            best=self.best if best is None else best, printing=Printing(self.words, self.printed),
         )
 
     def save_data(
@@ -102,7 +102,7 @@ class TableResult:
         table's `words`."""
         frame = self.frame if self.data is None else self.data
         return save_table(frame, output_dir, number, slug, self.caption + note, float_format=float_format,
-                          words=self.words)
+                          printing=Printing(self.words))
 
     def describe(self) -> str:
         """Caption and source, for showing above the table in a notebook."""
@@ -119,6 +119,14 @@ def table_paths(output_dir: str | os.PathLike[str], number: int | str, slug: str
     return {ext: stem.with_suffix(f".{ext}") for ext in ("csv", "tex", "md")}
 
 
+@dataclass(frozen=True)
+class Printing:
+    """How a paper prints a frame: the words its ids print as (`words`), then its layout (`layout`)."""
+
+    words: Words | None = None
+    layout: Layout | None = None
+
+
 def save_table(
     df: pd.DataFrame,
     output_dir: str | os.PathLike[str],
@@ -128,16 +136,15 @@ def save_table(
     *,
     float_format: str = "{:.2f}",
     best: Mapping[str, str] | None = None,
-    printed: Layout | None = None,
-    words: Words | None = None,
+    printing: Printing | None = None,
 ) -> dict[str, Path]:
     """Write `df` as `<output_dir>/tables/table<number>_<slug>.{csv,tex,md}`; the caption goes in all three.
 
     The CSV keeps full precision (caption as a leading `#` comment line); LaTeX and Markdown are
     rounded with `float_format` for reading. The LaTeX compiles as it is in a paper (`latex`), with
     a label made from the table's number and slug, where `best` names columns ("max"/"min"),
-    their best values in bold, and laid out by `printed` when given; both print the table's `words`
-    when given (headers and ids as a reader names them) and the CSV its ids.
+    their best values in bold; `printing` gives the words both print (headers and ids as a reader
+    names them; the CSV keeps the ids) and the LaTeX layout.
     """
     paths = table_paths(output_dir, number, slug)
     paths["csv"].parent.mkdir(parents=True, exist_ok=True)
@@ -149,9 +156,10 @@ def save_table(
         if pd.api.types.is_float_dtype(shown[col]):
             shown[col] = shown[col].map(lambda v: "" if pd.isna(v) else float_format.format(v))
     shown = shown.astype(object).where(shown.notna(), "")  # a blank, not `<NA>` or `nan`, where undefined
-    if words is not None:
-        shown = words(shown)
-    layout = shown if printed is None else printed(shown)
+    printing = printing or Printing()
+    if printing.words is not None:
+        shown = printing.words(shown)
+    layout = shown if printing.layout is None else printing.layout(shown)
     latex = table_latex(layout, caption, label_for(number, slug), best=best)
     paths["tex"].write_text(latex, encoding="utf-8")
     align = ["right" if pd.api.types.is_numeric_dtype(df[col]) else "left" for col in df.columns]
