@@ -22,7 +22,11 @@ CSS: dict[str, str] = {
     # contain: its own width never widens what holds it (a widget's flex box), so a wide table
     # scrolls inside this box instead of pushing the page past the output's right edge
     "pl-scroll": "overflow-x: auto; max-width: 100%; contain: inline-size",
-    "pl-table": "border-collapse: collapse; font-size: 0.9em; margin: 4px 0",
+    "pl-table": "border-collapse: collapse; font-size: 0.9em; margin: 4px 0; line-height: 1.4",
+    # a table whose columns share the width and wrap their words (the explorer's relevant preferences):
+    # it never needs to scroll, however narrow the output
+    "pl-fit": "width: 100%; table-layout: fixed",
+    "pl-fit-cell": "white-space: normal; overflow-wrap: anywhere",  # after `th`/`td`, so it wins
     # cells break between words only (not "anywhere", which a page sets for its text): a table too wide
     # for its box scrolls inside it (pl-scroll) rather than splitting words letter by letter
     "th": "padding: 2px 8px; border-bottom: 1px solid #ccc; vertical-align: top; text-align: left; "
@@ -42,13 +46,16 @@ CSS: dict[str, str] = {
     "pl-badge": "display: inline-block; font-size: 0.8em; border-radius: 4px; padding: 0 5px; "
     "margin: 2px 4px 0 0; background-color: #fff3c4; white-space: normal",
     "pl-judgment": "border-left: 3px solid #bbb; padding: 2px 8px; margin: 6px 0",
-    "pl-explanation": "white-space: pre-wrap; overflow-wrap: anywhere; word-break: normal",
+    "pl-explanation": "white-space: pre-wrap; overflow-wrap: anywhere; word-break: normal; line-height: 1.4",
     "pl-muted": "color: #666",
     "pl-side": "display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); gap: 12px",
     "pl-side-cell": "min-width: 0; overflow-wrap: anywhere",
-    # a page's text wraps anywhere it must (ids, model names), so no line is wider than the output
-    "pl-page": "max-width: 100%; min-width: 0; white-space: normal; overflow-wrap: anywhere",
-    "pl-compare": "max-width: 100%; min-width: 0; white-space: normal; overflow-wrap: anywhere",
+    # a page's text wraps anywhere it must (ids, model names), so no line is wider than the output; its
+    # lines are spaced as text (a widget's HTML box sets its line height to a button's, 28 px)
+    "pl-page": "max-width: 100%; min-width: 0; white-space: normal; overflow-wrap: anywhere; "
+    "line-height: 1.4",
+    "pl-compare": "max-width: 100%; min-width: 0; white-space: normal; overflow-wrap: anywhere; "
+    "line-height: 1.4",
     "pl-error": "color: #a00; font-weight: bold",
 }
 """How each class looks. Written inline on every element (`inline`): a notebook that is not trusted

@@ -9,11 +9,16 @@ Nothing is scaled. The table is measured in Times (`latex_width`) and placed in 
 that fits, at a size no smaller than 8 pt: a one-column `table`, possibly transposed when it has
 few rows, else a two-column `table*`, else split into blocks of columns stacked in one `table*`, each
 block repeating the row labels. A cell "mean [low, high] ..." prints the interval (and what follows
-it) on lines below the mean, at the same size; a long header wraps onto several lines.
+it) on lines below the mean, at the same size; a long header wraps onto several lines. A table taller
+than a page (its height estimated from its lines) is cut into runs of rows, each its own float of the
+same kind repeating the header; the first carries caption and label, the others say they continue it,
+and the note goes under the last.
 """
 
 from __future__ import annotations
 
+import itertools
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -21,18 +26,28 @@ from dataclasses import dataclass, replace
 import pandas as pd
 from pylatexenc.latexencode import UnicodeToLatexEncoder
 
-from personalens_utils.latex_width import COLUMN_WIDTH_PT, TEXT_WIDTH_PT, text_width
+from personalens_utils.latex_width import COLUMN_WIDTH_PT, TEXT_HEIGHT_PT, TEXT_WIDTH_PT, text_width
 
 PACKAGES = ("booktabs",)
 SIZES = (("small", 9.0), ("footnotesize", 8.0))
 """Table text sizes in a 10 pt paper, largest first; nothing in a table prints smaller."""
+BASELINE_PT = {9.0: 11.0, 8.0: 9.5, 10.0: 12.0}
+"""The line spacing of each text size (the table's, and the caption's 10 pt) in a 10 pt paper."""
+RULES_PT = 14.0
+"""Booktabs' rules with the space around them, at most."""
+CAPTION_SKIP_PT = 13.0
+"""The skips around a caption: above it (`\\abovecaptionskip`, 10 pt) and the `\\smallskip` under it."""
+SKIP_PT = 6.0
+"""A \\medskip: between the blocks of one float, and under a continued table's heading."""
+FLOAT_SHARE = 0.9
+"""A float fills at most this share of the text height: room for what the estimate of lines misses."""
 TABCOLSEP_PT = 4.0
 SLACK_PT = 4.0
 """Room left beside the measured width for what the measure misses (kerning, math spacing)."""
 HEADER_EMS = 4.5
 """A header wraps onto lines this many ems wide, or as wide as its widest cell."""
 MAX_TRANSPOSED_ROWS = 4
-MAX_KEYS = 2
+MAX_KEYS = 4
 """At most this many leading text columns name a row (and are repeated when a table is split)."""
 MISSING = "--"
 
@@ -221,6 +236,35 @@ class _Block:
             lines.append(" & ".join(row) + " \\\\")
         return [*lines, "\\bottomrule", "\\end{tabular}"]
 
+    def height(self, size: float) -> float:
+        """At most how tall the block prints: its header wrapped as narrow as a header wraps, every
+        line of every row, and a heading wherever the group changes."""
+        line = BASELINE_PT[size]
+        header = max(len(_wrap(c.name, HEADER_EMS * size, size)) for c in self._shown())
+        rows = [max(len(c.cells[i]) for c in self.columns) for i in range(len(self.columns[0].cells))]
+        headings = 0 if self.groups is None else sum(
+            i == 0 or g != self.groups[i - 1] for i, g in enumerate(self.groups))
+        spans = line + 3 if self.spans() else 0.0
+        return RULES_PT + spans + (header + sum(rows) + headings) * line + max(headings - 1, 0) * 4
+
+    def rows(self, start: int, stop: int) -> _Block:
+        """Rows `start` to `stop` (not included) as a block of their own."""
+        columns = tuple(replace(c, cells=c.cells[start:stop],
+                                bold=frozenset(i - start for i in c.bold if start <= i < stop))
+                        for c in self.columns)
+        groups = None if self.groups is None else self.groups[start:stop]
+        return _Block(columns, groups, self.keys)
+
+    def pieces(self, room: float, size: float) -> list[_Block]:
+        """The rows cut into the fewest runs, as long as one another, that are no taller than `room` each."""
+        total = len(self.columns[0].cells)
+        for count in range(1, total + 1):
+            cuts = [round(k * total / count) for k in range(count + 1)]
+            runs = [self.rows(start, stop) for start, stop in itertools.pairwise(cuts)]
+            if all(run.height(size) <= room for run in runs):
+                return runs
+        return [self.rows(i, i + 1) for i in range(total)]
+
     def split(self, width: float, size: float) -> list[_Block]:
         """Parts of this block no wider than `width`, each repeating the key columns."""
         keys, rest = list(self.columns[: self.keys]), list(self.columns[self.keys :])
@@ -301,6 +345,25 @@ def _layout(
     return "table*", size, [part for b in blocks for part in b.split(TEXT_WIDTH_PT, size[1])], ties
 
 
+def _lines_tall(text: str, width: float, size: float) -> float:
+    """How tall `text` prints as a paragraph `width` wide."""
+    return math.ceil(text_width(text, size) / width) * BASELINE_PT[size] if text else 0.0
+
+
+def _floats(blocks: Sequence[_Block], size: float, room: float) -> list[list[_Block]]:
+    """The blocks packed into floats no taller than `room` each, a block taller than that cut by rows."""
+    floats: list[list[_Block]] = [[]]
+    used = 0.0
+    for block in blocks:
+        for piece in block.pieces(room, size) if block.height(size) > room else [block]:
+            tall = piece.height(size)
+            if floats[-1] and used + SKIP_PT + tall > room:
+                floats.append([])
+            used = tall if not floats[-1] else used + SKIP_PT + tall
+            floats[-1].append(piece)
+    return floats
+
+
 def _bold_note(best: Mapping[str, str], ties: Sequence[str]) -> str:
     if not best:
         return ""
@@ -333,20 +396,24 @@ def table_latex(
         raise ValueError(f"table {label}: {err}; shorten or split that column") from None
     head, note = split_caption(caption)
     note = " ".join(filter(None, [note, printed.legend, _bold_note(best or {}, ties)]))
-    lines = [
-        f"% requires: \\usepackage{{{','.join(PACKAGES)}}}",
-        f"\\begin{{{env}}}[t]",
-        "\\centering",
-        f"\\caption{{{escape(head)}}}",
-        f"\\label{{{label}}}",
-        f"\\{size_name}",
-        f"\\setlength{{\\tabcolsep}}{{{TABCOLSEP_PT:g}pt}}",
-    ]
-    for i, block in enumerate(blocks):
-        if i:
-            lines.append("\\par\\medskip")
-        lines += block.latex(size)
-    if note:
-        lines += ["\\par\\smallskip", f"{{\\footnotesize {escape(note)}\\par}}"]
-    return "\n".join([*lines, f"\\end{{{env}}}", ""])
+    width = COLUMN_WIDTH_PT if env == "table" else TEXT_WIDTH_PT
+    room = (FLOAT_SHARE * TEXT_HEIGHT_PT - CAPTION_SKIP_PT - _lines_tall(head, width, 10.0)
+            - _lines_tall(note, width, 8.0) - SKIP_PT)
+    lines = [f"% requires: \\usepackage{{{','.join(PACKAGES)}}}"]
+    parts = _floats(blocks, size, room)
+    for n, part in enumerate(parts):
+        lines += [f"\\begin{{{env}}}[t]", "\\centering"]
+        if n:
+            lines.append(f"Table~\\ref{{{label}}}, continued.\\par\\medskip")
+        else:
+            lines += [f"\\caption{{{escape(head)}}}", f"\\label{{{label}}}", "\\smallskip"]  # off the rule
+        lines += [f"\\{size_name}", f"\\setlength{{\\tabcolsep}}{{{TABCOLSEP_PT:g}pt}}"]
+        for i, block in enumerate(part):
+            if i:
+                lines.append("\\par\\medskip")
+            lines += block.latex(size)
+        if note and n == len(parts) - 1:
+            lines += ["\\par\\smallskip", f"{{\\footnotesize {escape(note)}\\par}}"]
+        lines.append(f"\\end{{{env}}}")
+    return "\n".join([*lines, ""])
 

@@ -19,6 +19,8 @@ POINTS_PER_INCH = 72.27
 COLUMN_WIDTH_PT = 3.03 * POINTS_PER_INCH
 TEXT_WIDTH_PT = 6.30 * POINTS_PER_INCH
 """ACL's column and text widths."""
+TEXT_HEIGHT_PT = 9.0 * POINTS_PER_INCH
+"""A page's text height: a little less than ACL's (A4 and US letter), so a float that fits it fits both."""
 FALLBACK_EM = 0.8
 """Width, in em, of a character Times has no glyph for (math symbols)."""
 

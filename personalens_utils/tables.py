@@ -15,6 +15,9 @@ from personalens_utils.latex import Printed, label_for, table_latex
 
 Layout = Callable[[pd.DataFrame], Printed]
 """A table's print layout: its frame as shown (floats formatted) -> the blocks a paper prints."""
+Words = Callable[[pd.DataFrame], pd.DataFrame]
+"""A table's printed words: its frame as shown -> the same columns, in the same order, with headers and
+ids (column names, dimension ids) as a reader names them; the CSV keeps the ids."""
 
 
 @dataclass(frozen=True)
@@ -55,7 +58,8 @@ class TableResult:
     numeric frame behind a formatted display (`data`, e.g. means and interval bounds as floats), and
     for a table that compares systems the direction in which each column is better (`best`, bold
     in the LaTeX export), and for a table too wide to print as it is shown, its print layout
-    (`printed`; without one the LaTeX export splits a wide table by itself)."""
+    (`printed`; without one the LaTeX export splits a wide table by itself), and for a frame of ids
+    the words its LaTeX and Markdown print instead (`words`)."""
 
     frame: pd.DataFrame
     caption: str
@@ -65,6 +69,7 @@ class TableResult:
     precision: int = 2
     """Decimals of the floats shown in a notebook (`_repr_html_`), the table's own precision."""
     printed: Layout | None = None
+    words: Words | None = None
 
     def save(
         self,
@@ -81,7 +86,7 @@ class TableResult:
         float_format = float_format or f"{{:.{self.precision}f}}"
         return save_table(
             self.frame, output_dir, number, slug, self.caption, float_format=float_format,
-            best=self.best if best is None else best, printed=self.printed,
+            best=self.best if best is None else best, printing=Printing(self.words, self.printed),
         )
 
     def save_data(
@@ -93,9 +98,11 @@ class TableResult:
         note: str = " Long form.",
         float_format: str = "{:.4f}",
     ) -> dict[str, Path]:
-        """`save_table` of the long numeric frame (the frame itself when there is none)."""
+        """`save_table` of the long numeric frame (the frame itself when there is none), printed in the
+        table's `words`."""
         frame = self.frame if self.data is None else self.data
-        return save_table(frame, output_dir, number, slug, self.caption + note, float_format=float_format)
+        return save_table(frame, output_dir, number, slug, self.caption + note, float_format=float_format,
+                          printing=Printing(self.words))
 
     def describe(self) -> str:
         """Caption and source, for showing above the table in a notebook."""
@@ -112,6 +119,14 @@ def table_paths(output_dir: str | os.PathLike[str], number: int | str, slug: str
     return {ext: stem.with_suffix(f".{ext}") for ext in ("csv", "tex", "md")}
 
 
+@dataclass(frozen=True)
+class Printing:
+    """How a paper prints a frame: the words its ids print as (`words`), then its layout (`layout`)."""
+
+    words: Words | None = None
+    layout: Layout | None = None
+
+
 def save_table(
     df: pd.DataFrame,
     output_dir: str | os.PathLike[str],
@@ -119,36 +134,36 @@ def save_table(
     slug: str,
     caption: str,
     *,
-    index: bool = False,
     float_format: str = "{:.2f}",
     best: Mapping[str, str] | None = None,
-    printed: Layout | None = None,
+    printing: Printing | None = None,
 ) -> dict[str, Path]:
     """Write `df` as `<output_dir>/tables/table<number>_<slug>.{csv,tex,md}`; the caption goes in all three.
 
     The CSV keeps full precision (caption as a leading `#` comment line); LaTeX and Markdown are
     rounded with `float_format` for reading. The LaTeX compiles as it is in a paper (`latex`), with
     a label made from the table's number and slug, where `best` names columns ("max"/"min"),
-    their best values in bold, and laid out by `printed` when given.
+    their best values in bold; `printing` gives the words both print (headers and ids as a reader
+    names them; the CSV keeps the ids) and the LaTeX layout.
     """
     paths = table_paths(output_dir, number, slug)
     paths["csv"].parent.mkdir(parents=True, exist_ok=True)
     with paths["csv"].open("w", encoding="utf-8") as fh:
         fh.write(f"# {caption}\n")
-        df.to_csv(fh, index=index)
+        df.to_csv(fh, index=False)
     shown = df.copy()
     for col in shown.columns:
         if pd.api.types.is_float_dtype(shown[col]):
             shown[col] = shown[col].map(lambda v: "" if pd.isna(v) else float_format.format(v))
     shown = shown.astype(object).where(shown.notna(), "")  # a blank, not `<NA>` or `nan`, where undefined
-    latex_frame = shown.reset_index() if index else shown
-    layout = latex_frame if printed is None else printed(latex_frame)
+    printing = printing or Printing()
+    if printing.words is not None:
+        shown = printing.words(shown)
+    layout = shown if printing.layout is None else printing.layout(shown)
     latex = table_latex(layout, caption, label_for(number, slug), best=best)
     paths["tex"].write_text(latex, encoding="utf-8")
     align = ["right" if pd.api.types.is_numeric_dtype(df[col]) else "left" for col in df.columns]
-    if index:
-        align.insert(0, "left")
-    body = shown.to_markdown(index=index, disable_numparse=True, colalign=align)
+    body = shown.to_markdown(index=False, disable_numparse=True, colalign=align)
     markdown = f"**Table {number}.** {caption}\n\n{body}\n"
     paths["md"].write_text(markdown, encoding="utf-8")
     return paths

@@ -149,12 +149,13 @@ def test_the_page_shows_transcript_profile_applied_preferences_and_every_judgmen
     # the whole explanation of every judgment, with judge, parse status and score
     for dimension in ("personalization", "task_completion"):
         assert f"{dimension} of d-base: {LONG}" in page
-    assert "parsed · judge judge-1 (offline rules) · prompts" in page and "answer(s)" not in page
+    assert "scored · judge judge-1 (offline rules) · prompts" in page and "answer(s)" not in page
+    assert "asked again" not in page and "parsed" not in page  # every answer of d-base was read at once
     # the task's relevant preference, its values, and where the assistant applied one (whole words:
     # "jazzy" in the last turn is not "jazz")
-    relevant = re.search(r'<table class="pl-table pl-relevant">.*?</table>', page).group(0)
+    relevant = re.search(r'<table class="pl-table pl-fit pl-relevant">.*?</table>', page).group(0)
     assert "Preferred Genres" in relevant and "jazz, drama" in relevant
-    assert "jazz: turn 1; drama: turn 2" in relevant
+    assert "jazz: turn 1<br>drama: turn 2" in relevant
     assert page.count("applies Preferred Genres: jazz") == 1
     assert page.count("applies Preferred Genres: drama") == 1
     # turn-level scores beside their turns: turn 1's after the first assistant message, before user turn 2
@@ -171,7 +172,8 @@ def test_a_missing_judgment_shows_its_status_and_never_a_score(store, benchmark)
     view.select("d-music")
     block = re.search(r'<div class="pl-judgment" data-dimension="naturalness_assistant".*?</details></div>',
                       plain(view.page.value)).group(0)
-    assert 'data-status="missing"' in block and "no score" in block and "(missing) after 2 answers" in block
+    assert 'data-status="missing"' in block and "no score" in block
+    assert "(missing) · asked again: the first answer had no readable score" in block
     assert "no valid score: the answer had no &#x27;Naturalness Score:&#x27; line" in block
 
 
@@ -195,7 +197,7 @@ def test_a_value_held_in_two_domains_is_one_badge_on_its_turn(store):
     assert tuple(mentions(twice)) == found  # a type named twice by the task is not mentioned twice
     page = plain(dialogue_page(DialogueView(dialogue, (), context, mentions=found)))
     assert page.count("applies Price Range: Moderate") == 1
-    relevant = re.search(r'<table class="pl-table pl-relevant">.*?</table>', page).group(0)
+    relevant = re.search(r'<table class="pl-table pl-fit pl-relevant">.*?</table>', page).group(0)
     assert relevant.count("Moderate: turn 1") == 2  # the profile table still lists both domains
 
 
@@ -214,9 +216,16 @@ def test_explorer_and_side_by_side_fit_the_output_width(store, benchmark):
         assert "overflow-wrap: anywhere" in top and "white-space: normal" in top
         scrolls = re.findall(r'<div class="pl-scroll" style="([^"]*)"', markup)
         assert scrolls and all("overflow-x: auto" in s and "contain: inline-size" in s for s in scrolls)
-        assert 'class="pl-table pl-relevant"' in markup
-        wrapped = r'<th class="pl-wrap" style="[^"]*white-space: nowrap[^"]*white-space: normal"'
+        assert "line-height: 1.4" in top  # not the 28 px a widget's HTML box sets
+        relevant = re.search(r'<table class="pl-table pl-fit pl-relevant" style="([^"]*)"', markup).group(1)
+        assert "width: 100%" in relevant and "table-layout: fixed" in relevant  # fits, never scrolls
+        wrapped = (r'<th class="pl-fit-cell" style="[^"]*white-space: nowrap[^"]*white-space: normal; '
+                   r'overflow-wrap: anywhere"')
         assert re.search(wrapped, markup)  # the long "applied in ..." headers wrap
+        cell = r'<td class="pl-fit-cell" style="[^"]*overflow-wrap: normal[^"]*overflow-wrap: anywhere"'
+        assert re.search(cell, markup)  # a word too long for its column breaks rather than spill over
+        explanations = re.findall(r'<div class="pl-explanation[^"]*" style="([^"]*)"', markup)
+        assert explanations and all("line-height: 1.4" in e for e in explanations)
         assert not re.search(r"(?<![-\w])width: \d+(px|em)", markup)  # no fixed width anywhere
     grid = re.search(r'<div class="pl-side" style="([^"]*)"', compare.page.value).group(1)
     assert "grid-template-columns: minmax(0, 1fr) minmax(0, 1fr)" in grid
@@ -262,13 +271,14 @@ def test_side_by_side_aligns_turns_and_puts_scores_beside_each(store, benchmark)
     left_1, right_1 = rows[0][1], rows[1][1]
     assert "How about a jazz documentary?" in left_1 and "You liked drama before" in right_1
     assert "Thanks, bye." in rows[5][1] and "pl-turn" not in rows[4][1]  # base ended after two turns
-    relevant = re.search(r'<table class="pl-table pl-relevant">.*?</table>', page).group(0)
-    assert '<th class="pl-wrap">applied in model-a · base (whole-word match)</th>' in relevant
-    assert "<td>jazz: turn 1; drama: turn 2</td><td>drama: turn 1</td>" in relevant  # each run's own
+    relevant = re.search(r'<table class="pl-table pl-fit pl-relevant">.*?</table>', page).group(0)
+    assert '<th class="pl-fit-cell">applied in model-a · base (whole-word match)</th>' in relevant
+    assert ('<td class="pl-fit-cell">jazz: turn 1<br>drama: turn 2</td><td class="pl-fit-cell">drama: turn 1'
+            "</td>") in relevant  # each run's own
     judged = page[page.index("<h4>Judgments</h4>"):]
     assert judged.index("personalization of d-base") < judged.index("personalization of d-plus-i")
     assert f"personalization of d-plus-i: {LONG}" in judged
-    assert "turn_personalization (judge-1): not judged" in judged  # only the left one was scored per turn
+    assert "Personalization (turns) (judge-1): not judged" in judged  # only the left one was scored per turn
     with pytest.raises(ValueError, match="has no such run"):
         view.choose("user1/SD-Movies-task-1", left="d-base", right="d-music")
 
@@ -503,10 +513,10 @@ def test_a_long_dialogue_list_is_paged_and_searched_and_dimensions_read_as_words
     view.search.value = "model-a 2 turns"  # every word, anywhere in the line
     assert _shown(view) == ["d-base"]
     labels = dict((value, label) for label, value in view.filters["dimension"].options)
-    assert labels["naturalness_assistant"] == "naturalness (assistant)" and labels["task_completion"] == \
-        "task completion"
+    assert labels["naturalness_assistant"] == "Naturalness (A)" and labels["task_completion"] == \
+        "Task Completion"
     view.set_filters(dimension="naturalness_assistant")  # filters still take the ids
-    assert view.filters["dimension"].label == "naturalness (assistant)"
+    assert view.filters["dimension"].label == "Naturalness (A)"
 
 
 def test_side_by_side_offers_finished_dialogues_the_judge_scored_not_every_run_ever_made(store):
@@ -519,3 +529,26 @@ def test_side_by_side_offers_finished_dialogues_the_judge_scored_not_every_run_e
     view = side_by_side(store, judge_model="judge-1")
     assert [value for _, value in view.left.options] == ["d-base", "d-plus-i"]  # what judge-1 scored
     assert list(view.scenario.options) == ["user1/SD-Movies-task-1"]
+
+
+def test_judgments_are_headed_by_name_and_say_asked_again_only_when_an_answer_was_asked_for_twice(store):
+    put(store, Judgment, [
+        _judgment("d-md", "turn_personalization", 2.0, turn_scores=[2.0, 2.0, 2.0], attempts=3,
+                  explanation="turn 1: a\nturn 2: b\nturn 3: c"),
+        _judgment("d-md", "coherence_user", 4.0, attempts=1),
+        _judgment("d-plus-i", "turn_personalization", 2.0, turn_scores=[2.0, 2.0, 2.0], attempts=5,
+                  explanation="turn 1: a\nturn 2: b\nturn 3: c"),
+    ])
+    view = explore(store)
+    view.select("d-md")
+    page = plain(view.page.value)
+    head = r'<div class="pl-judgment" data-dimension="(\w+)"[^>]*><b title="\1">([^<]+)</b>'
+    heads = re.findall(head, page)
+    assert ("turn_personalization", "Personalization (turns)") in heads
+    assert ("coherence_user", "Coherence (U)") in heads and ("task_completion", "Task Completion") in heads
+    assert "(U) rates the user agent" in page
+    beside = r'data-turn-score="1"><b title="turn_personalization">Personalization \(turns\)</b>'
+    assert re.search(beside, page)
+    assert "asked again" not in page and "answers" not in page  # one answer a turn is the usual
+    view.select("d-plus-i")
+    assert "asked again on 2 of 3 turns: the first answer had no readable score" in plain(view.page.value)

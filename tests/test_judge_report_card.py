@@ -4,7 +4,7 @@ The reference assistants are simulated offline on a tiny benchmark; four judges 
 judge, a profile-blind judge, a length-biased judge and a random judge (tests/support/planted_judges.py,
 in-process models behind `LLMClient`). Each is also run under both probes (`trust.probes.run_probe`).
 
-Every judge judges each dialogue twice (`JudgingConfig(judge_samples=2)`), so self-consistency is measured.
+Every judge judges each dialogue twice (`judge_samples=2`), so self-consistency is measured.
 """
 
 from __future__ import annotations
@@ -78,8 +78,8 @@ def world(tmp_path_factory):
     }
     reports = {}
     for judge, client in judges.items():
-        run_judging(store, client, contexts,
-                    JudgingConfig(judge_model=judge.model, dimensions=ASSISTANT_DIMENSIONS, judge_samples=2))
+        config = JudgingConfig(judge_model=judge.model, dimensions=ASSISTANT_DIMENSIONS, judge_samples=2)
+        run_judging(store, client, contexts, config)
         reports[judge] = [run_probe(store, client, contexts, probe, JudgingConfig(judge_model=judge.model))
                           for probe in (ProfileSwap(bench), Padding())]
     return bench, store, judges, reports
@@ -205,10 +205,11 @@ def _family_store(path, lead: float) -> RunStore:
         base = 1 + (k * 7) % 3
         for judge, backend in (("claude-judge", "anthropic"), ("gpt-judge", "openai")):
             bonus = lead if judge == "claude-judge" and assistant == "claude-helper" else 0.0
-            same = {"dialogue_id": made.id, "judge_model": judge, "variant": Variant("v1"),
-                    "backend": backend, "status": "ok"}
-            judgments += [Judgment(dimension="personalization", score=base + bonus, **same),
-                          Judgment(dimension="task_completion", score=float(k % 3 > 0), **same)]
+            common = {"dialogue_id": made.id, "judge_model": judge, "variant": Variant("v1"),
+                      "backend": backend,
+                      "status": "ok"}
+            judgments += [Judgment(dimension="personalization", score=base + bonus, **common),
+                          Judgment(dimension="task_completion", score=float(k % 3 > 0), **common)]
     store.extend(judgments)
     return store
 

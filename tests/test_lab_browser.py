@@ -140,6 +140,15 @@ OVERFLOWING = """(root) => {
   return out.slice(0, 10);
 }"""
 """The elements of a widget whose right edge is past the output area's (none, when everything wraps)."""
+LOOSE = """(root) => [...root.querySelectorAll('.pl-explanation, .pl-relevant td')]
+  .map(el => parseFloat(getComputedStyle(el).lineHeight) / parseFloat(getComputedStyle(el).fontSize))
+  .filter(ratio => ratio > 1.6)"""
+"""Line spacing (line height over font size) of explanations and table cells looser than text's."""
+RELEVANT_FITS = """(table) => {
+  const area = table.closest('.jp-OutputArea-output').getBoundingClientRect();
+  return table.getBoundingClientRect().right <= area.right + 1 && table.scrollWidth <= table.clientWidth + 1;
+}"""
+"""Whether the relevant-preferences table lies inside the output area, no column cut off."""
 
 
 def _words(text: str) -> str:
@@ -216,11 +225,15 @@ def test_notebook_06_runs_in_the_lab_and_the_explorer_opens_a_dialogue(lab, page
     page.locator(".pl-compare-page .pl-side").first.scroll_into_view_if_needed()
     shot("6_side_by_side_transcripts")
     widgets = (explorer, page.locator(".pl-compare-widget"))
-    for widget in widgets:  # nothing runs past the output's edge
+    for widget in widgets:  # nothing runs past the output's edge; lines spaced as text
         assert widget.evaluate(OVERFLOWING) == [], "clipped at the output area's right edge"
+        assert widget.evaluate(LOOSE) == [], "explanations and cells spaced wider than text"
     page.set_viewport_size({"width": 900, "height": 1000})  # a narrow window: still nothing clipped
     for widget in widgets:
         until("clipped in a narrow window", lambda w=widget: w.evaluate(OVERFLOWING), lambda bad: bad == [])
-    page.locator(".pl-compare-page .pl-relevant").scroll_into_view_if_needed()
+    relevant = page.locator(".pl-compare-page .pl-relevant")
+    relevant.scroll_into_view_if_needed()
+    until("the relevant preferences fit a narrow window", lambda: relevant.evaluate(RELEVANT_FITS),
+          lambda fits: fits)
     shot("7_side_by_side_narrow")
     assert all(path.stat().st_size > 10_000 for path in shots)

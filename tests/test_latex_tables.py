@@ -95,6 +95,7 @@ def test_quotes_print_as_quotes():
 def test_caption_above_the_table_and_the_note_below():
     latex = table_latex(pd.DataFrame({"x": [1]}), "Scores. Made offline.", "tab:c")
     assert latex.index("\\caption{Scores.}") < latex.index("\\begin{tabular}") < latex.index("Made offline.")
+    assert "\\label{tab:c}\n\\smallskip\n" in latex  # the caption's last line clear of the top rule
 
 
 def test_a_tie_bolds_nothing_and_the_note_says_where():
@@ -144,8 +145,8 @@ def test_a_column_too_wide_for_the_text_is_named():
 
 
 def compile_problems(tex: Path) -> list[str]:
-    """pdflatex problems of one table on an ACL-like page: errors, boxes more than 1 pt too wide, and
-    text under 7 pt."""
+    """pdflatex problems of one table on an ACL-like page: errors, boxes more than 1 pt too wide, floats
+    taller than the text (LaTeX's "Float too large"), and text under 7 pt."""
     problems, smallest = compile_table(PDFLATEX, tex, tex.parent / "acl_pages")
     if smallest < MIN_TEXT_PT - 0.05:
         problems.append(f"text at {smallest:.2f} pt")
@@ -192,3 +193,56 @@ def test_the_page_check_sees_a_table_too_wide_and_text_too_small(tmp_path):
     assert any("overfull box" in p for p in problems) and smallest < MIN_TEXT_PT
 
 
+
+
+def test_the_page_check_sees_a_float_taller_than_the_page(tmp_path):
+    if PDFLATEX is None:
+        pytest.skip("pdflatex not found: install TeX Live (apt-get install texlive-latex-extra)")
+    tex = tmp_path / "tall.tex"
+    rows = "".join(f"row {i} & {i} \\\\\n" for i in range(90))
+    tex.write_text(f"\\begin{{table}}\\begin{{tabular}}{{lr}}\n{rows}\\end{{tabular}}\\end{{table}}\n")
+    problems, _ = compile_table(PDFLATEX, tex, tmp_path / "pages")
+    assert any("float too large for the page" in p for p in problems)
+    assert any(re.fullmatch(r"float [\d.]+ pt tall, the text 650.4 pt", p) for p in problems)
+
+
+def long_frame(rows: int) -> pd.DataFrame:
+    return pd.DataFrame({
+        "Assistant model": [f"model-{i // 8}" for i in range(rows)],
+        "Dimension": [f"dimension {i % 8}" for i in range(rows)],
+        "Mean": [f"{i / 7:.4f}" for i in range(rows)],
+        "P": ["2.53 [2.31, 2.75]"] * rows,
+    })
+
+
+def test_a_table_taller_than_a_page_is_cut_into_floats_that_continue_it():
+    latex = table_latex(long_frame(150), "Long. A note under it.", "tab:long-rows", best={"Mean": "max"})
+    floats = latex.split("\\end{table")[:-1]
+    assert len(floats) >= 3 and latex.count("\\caption{") == 1 and latex.count("\\label{") == 1
+    assert all("Table~\\ref{tab:long-rows}, continued." in part for part in floats[1:])
+    assert all(part.count("\\toprule") == 1 and "Assistant" in part for part in floats)
+    assert "A note under it." in floats[-1] and "A note under it." not in floats[0]
+    assert latex.count("dimension ") == 150 and latex.count("model-18 ") == 6  # every row once
+    assert latex.count("\\textbf{") == 1
+    sizes = [part.count(" \\\\\n") for part in floats]
+    assert max(sizes) - min(sizes) <= 2  # the rows are shared out evenly
+    assert "\\caption" not in table_latex(long_frame(12), "Short.", "tab:short").split("\\end{table")[1]
+
+
+@needs_tex
+def test_the_floats_of_a_long_table_each_fit_the_page(tmp_path):
+    for rows, env in ((150, "table"), (400, "table")):
+        tex = tmp_path / f"rows{rows}.tex"
+        tex.write_text(table_latex(long_frame(rows), "Long.", f"tab:rows{rows}"), encoding="utf-8")
+        assert f"\\begin{{{env}}}" in tex.read_text()
+        assert compile_problems(tex) == []
+
+
+def test_a_split_repeats_every_leading_column_that_names_a_row():
+    keys = {"Assistant model": ["model-a", "model-a"], "Task type": ["SD", "SD"],
+            "Dimension": ["Coherence (A)", "Naturalness (A)"]}
+    numbers = {f"Number {i}": ["100.0000", "4.2653"] for i in range(14)}
+    latex = table_latex(pd.DataFrame({**keys, **numbers}), "C.", "tab:keys")
+    parts = re.findall(r"\\begin\{tabular\}\{(\w+)\}", latex)
+    assert len(parts) >= 2 and all(spec.startswith("lll") for spec in parts)
+    assert latex.count("Naturalness (A)") == len(parts)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 import pytest
 from test_analysis_support import JUDGE, build_store
@@ -65,3 +67,31 @@ def test_score_tables_name_their_store_models_and_the_offline_backend(tidy):
     base = tidy[tidy["assistant_setting"] == "base"]
     assert analysis.table3(tidy).source.n == base["dialogue_id"].nunique()
     assert analysis.table3(tidy).source.models == ("judge-1", "model-a", "model-b", "model-c", "user-sim")
+
+
+def test_long_score_tables_print_names_and_their_csv_keeps_ids(tidy, tmp_path):
+    table3, table4 = analysis.table3(tidy), analysis.table4(tidy, assistant_model="model-a")
+    written = [table3.save_data(tmp_path, 3, "data"), table4.save_data(tmp_path, 4, "data"),
+               analysis.judge_scores(tidy).save(tmp_path, "J2", "judge_scores")]
+    for paths in written:
+        csv = paths["csv"].read_text(encoding="utf-8")
+        assert "task_completion" in csv and "mean,ci_low,ci_high" in csv, paths["csv"].name
+        for ext in ("tex", "md"):
+            printed = paths[ext].read_text(encoding="utf-8")
+            assert "Task Completion" in printed and "CI low" in printed, paths[ext].name
+            ids = re.findall(r"task.?.?_completion|coherence.?.?_assistant|ci.?.?_low|n.?.?_missing|"
+                             r"assistant.?.?_model", printed)
+            assert ids == [], paths[ext].name
+    assert "Coherence (A)" in written[0]["md"].read_text(encoding="utf-8")
+    assert "(Holm)" in written[1]["tex"].read_text(encoding="utf-8")
+
+
+def test_table4_long_form_prints_its_pair_counts_as_whole_numbers(tidy, tmp_path):
+    paths = analysis.table4(tidy, assistant_model="model-a").save_data(tmp_path, 4, "data")
+    pairs = read_table(paths["csv"])["n_pairs"].dropna()
+    assert len(pairs) and (pairs == pairs.round()).all()
+    lines = [line.split("|") for line in paths["md"].read_text(encoding="utf-8").splitlines()
+             if line.startswith("|")]
+    column = [cell.strip() for cell in lines[0]].index("Pairs")
+    counts = [line[column].strip() for line in lines[2:] if line[column].strip()]
+    assert counts and all(c.isdigit() for c in counts), counts

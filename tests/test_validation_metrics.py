@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from personalens_utils.validation import metrics as V
+from personalens_utils.validation.figures import figure3
 
 
 @pytest.mark.parametrize(
@@ -206,3 +207,16 @@ def test_side_by_side_lays_out_data_and_paper():
         "differs",
     ]
     assert wide["differs"].tolist() == ["", "# Tasks"]
+
+
+def test_table6_lists_age_groups_from_the_youngest_as_figure3_draws_them():
+    ages = ["25-34 years old", "18-24 years old", "35-44 years old", "55-64 years old", "25-34 years old"]
+    records = [_user(age=age) for age in ages]
+    listed = list(V.demographics_table(records, 6).query("Variable == 'Age'")["Category"])
+    assert listed == ["18-24 years old", "25-34 years old", "35-44 years old", "55-64 years old"]
+    figure = figure3(records).figure
+    panel = next(ax for ax in figure.axes if ax.get_title() == "Age")
+    labels = [t.get_text() for t in panel.get_yticklabels()]
+    ticks = sorted(zip(panel.get_yticks(), labels, strict=True),
+                   key=lambda pair: pair[0] if panel.yaxis_inverted() else -pair[0])  # top down
+    assert [label.replace("\n", " ") for _, label in ticks] == listed

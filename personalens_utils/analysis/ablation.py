@@ -19,6 +19,7 @@ from personalens_utils.analysis.tables import (
     CLUSTER,
     MAIN_SETTING,
     fmt_ci,
+    long_words,
     missing_note,
     provenance_note,
     require,
@@ -74,6 +75,7 @@ def table4(
         comp["p_holm"] = holm_adjust(comp["p_permutation"].tolist())
     data = (
         long.merge(comp, on=["assistant_setting", "task_type", "dimension"], how="left")
+        .astype({"n_pairs": "Int64"})  # a count, blank for the base rows (not 12.0000)
         if len(comp)
         else long
     )
@@ -88,7 +90,7 @@ def table4(
         + missing_note(long, part)
         + provenance_note(backends(part))
     )
-    return TableResult(display, caption, score_source(part), data)
+    return TableResult(display, caption, score_source(part), data, words=long_words)
 
 
 def _designs(part: pd.DataFrame, dims: Sequence[str]) -> dict[tuple[str, str], pd.DataFrame]:

@@ -65,6 +65,15 @@ J1_COLUMNS = {
 """Table J1's count columns as a paper prints them."""
 CLUSTER = "user_id"
 """The column the tables' intervals resample: users, each with all their tasks and repeats."""
+LONG_COLUMNS = {
+    "assistant_model": "Assistant model", "assistant_setting": "Setting", "task_type": "Task type",
+    "dimension": "Dimension", "mean": "Mean", "ci_low": "CI low", "ci_high": "CI high", "n": "n",
+    "n_missing": "Missing", "other_scoring": "Other rule", "other_mean": "Other rule's mean",
+    "n_read_differently": "Read differently", "diff_vs_base": "Δ vs base", "diff_ci_low": "Δ CI low",
+    "diff_ci_high": "Δ CI high", "n_pairs": "Pairs", "p_permutation": "p (permutation)",
+    "p_bootstrap": "p (bootstrap)", "p_holm": "p (Holm)",
+}
+"""The columns of the long score frames (`aggregate`, Table 4's comparisons) as a paper prints them."""
 ASSISTANT_DIMENSIONS = (TASK_COMPLETION, PERSONALIZATION, "naturalness_assistant", "coherence_assistant")
 USER_DIMENSIONS = ("naturalness_user", "coherence_user")
 
@@ -207,7 +216,8 @@ def table3(
         + rule_note(long, tidy)
         + provenance_note(backends(part))
     )
-    return TableResult(display, caption, score_source(part), long, best=higher_is_better(display))
+    return TableResult(display, caption, score_source(part), long, best=higher_is_better(display),
+                       words=long_words)
 
 
 def higher_is_better(display: pd.DataFrame) -> dict[str, str]:
@@ -234,7 +244,8 @@ def table12(
         + rule_note(long, tidy)
         + provenance_note(backends(part))
     )
-    return TableResult(display, caption, score_source(part), long, best=higher_is_better(display))
+    return TableResult(display, caption, score_source(part), long, best=higher_is_better(display),
+                       words=long_words)
 
 
 def judge_missing(store: RunStore, judge_model: str, prompt_version: str) -> TableResult:
@@ -257,6 +268,14 @@ def judge_missing(store: RunStore, judge_model: str, prompt_version: str) -> Tab
     return TableResult(missing, caption, source, precision=4, printed=printed_judge_missing)
 
 
+def long_words(shown: pd.DataFrame) -> pd.DataFrame:
+    """A long score frame in words (`TableResult.words`): headers from `LONG_COLUMNS`, dimensions by name."""
+    named = shown.copy()
+    if "dimension" in named.columns:
+        named["dimension"] = named["dimension"].map(lambda d: DIMENSION_NAMES.get(d, d))
+    return named.rename(columns=lambda c: LONG_COLUMNS.get(c, c))
+
+
 def printed_judge_missing(shown: pd.DataFrame) -> Printed:
     """Table J1 for a paper: a heading per judge, backend and prompt set, then a row per dimension under
     its reader's name, the counts under words rather than ids."""
@@ -277,4 +296,4 @@ def judge_scores(tidy: pd.DataFrame, *, seed: int = 0) -> TableResult:
     caption = f"Judge scores per assistant model, setting and task type (judge {judges})." + provenance_note(
         backends(tidy)
     )
-    return TableResult(scores, caption, score_source(tidy))
+    return TableResult(scores, caption, score_source(tidy), words=long_words)

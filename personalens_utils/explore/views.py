@@ -4,7 +4,8 @@ Each page is one self-contained string, every style written inline (`display.inl
 the same in a live widget and in an executed copy opened without a kernel. Stable CSS classes for
 tests and browser checks: `pl-page` (a dialogue page), `pl-compare` (side by side), `pl-profile`,
 `pl-relevant`, `pl-chat`, `pl-turn` (with `pl-turn-user` / `pl-turn-assistant` and `data-turn`),
-`pl-turn-score`, `pl-judgment` (with `data-dimension`), `pl-explanation` (docs/explore.md).
+`pl-turn-score`, `pl-judgment` (with `data-dimension`), `pl-explanation` (docs/explore.md). Dimensions
+show by the names the tables print (`DIMENSION_NAMES`), their ids in `data-dimension` and on hover.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from personalens_utils.analysis.tables import DIMENSION_NAMES
 from personalens_utils.display import cell, chat_html, esc, fields_html, inline
 from personalens_utils.judging import ALL_DIMENSIONS
 from personalens_utils.llm.offline import answered_by
@@ -22,6 +24,10 @@ from personalens_utils.records import Dialogue, Judgment
 from .catalog import Catalog, DialogueView
 
 _NOT_APPLIED = '<span class="pl-muted">not applied</span>'
+_JUDGMENTS = ('<h4>Judgments</h4><div class="pl-muted">(U) rates the user agent\'s turns, (A) the '
+              "assistant's.</div>")
+_FIT = ' class="pl-fit-cell"'
+"""A cell of a table that fits its width: its words wrap, a word too long for it breaks."""
 _TURN_NOTE = re.compile(r"^turn (\d+): ", re.MULTILINE)
 _BLANK_LINES = re.compile(r"\n[ \t]*\n(?:[ \t]*\n)*")
 
@@ -42,9 +48,25 @@ def _single_spaced(text: str) -> str:
     return _BLANK_LINES.sub("\n", text.strip())
 
 
-def _answers(attempts: int) -> str:
-    """How many answers the judge gave before this result; nothing to say for the usual one."""
-    return f" after {attempts} answers" if attempts > 1 else ""
+def dimension_name(dimension: str) -> str:
+    """A dimension as the tables name it ("Naturalness (A)"), an unknown one by its id."""
+    return DIMENSION_NAMES.get(dimension, dimension)
+
+
+def _named(dimension: str) -> str:
+    """A dimension's name in bold, its id on hover."""
+    return f'<b title="{esc(dimension)}">{esc(dimension_name(dimension))}</b>'
+
+
+def _asked_again(judgment: Judgment) -> str:
+    """Said only when the judge was asked a second time because its first answer held no readable
+    score (the format reminder); a turn-level judgment asks once per turn, which is nothing to say."""
+    asked = 1 if judgment.turn_scores is None else len(judgment.turn_scores)
+    again = judgment.attempts - asked
+    if again <= 0:
+        return ""
+    where = "" if judgment.turn_scores is None else f" on {again} of {asked} turns"
+    return f" · asked again{where}: the first answer had no readable score"
 
 
 def _score(judgment: Judgment) -> str:
@@ -60,7 +82,7 @@ def judgment_html(judgment: Judgment, *, turns_beside: bool = False) -> str:
 
     With `turns_beside` a turn-level judgment's per-turn notes are left to the transcript.
     """
-    status = {"ok": "parsed", "missing": "no valid score (missing)", "error": "call failed (error)"}
+    status = {"ok": "scored", "missing": "no valid score (missing)", "error": "call failed (error)"}
     explanation = _single_spaced(judgment.explanation)
     if judgment.turn_scores is not None:
         scores = ", ".join(cell(s, 0) or "–" for s in judgment.turn_scores)
@@ -68,9 +90,9 @@ def judgment_html(judgment: Judgment, *, turns_beside: bool = False) -> str:
     return (
         f'<div class="pl-judgment" data-dimension="{esc(judgment.dimension)}" '
         f'data-status="{esc(judgment.status)}">'
-        f'<b>{esc(judgment.dimension)}</b>: <span class="pl-score">{esc(_score(judgment))}</span> '
+        f'{_named(judgment.dimension)}: <span class="pl-score">{esc(_score(judgment))}</span> '
         f'<span class="pl-muted">· {esc(status.get(judgment.status, judgment.status))}'
-        f"{esc(_answers(judgment.attempts))} · judge {esc(judgment.judge_model)} "
+        f"{esc(_asked_again(judgment))} · judge {esc(judgment.judge_model)} "
         f"({esc(answered_by(judgment.backend, judgment.judge_model_id))}) · prompts "
         f"{esc(judgment.variant.label)}</span>"
         f'<div class="pl-explanation">{esc(explanation)}</div>'
@@ -93,7 +115,7 @@ def _turn_extras(dialogue: Dialogue, judgments: Sequence[Judgment]) -> dict[int,
             seen = first.setdefault(note, k)
             shown = f"the same note as turn {seen}" if note and seen != k else note  # each note written once
             extra[index].append(
-                f'<div class="pl-turn-score" data-turn-score="{k}"><b>{esc(judgment.dimension)}</b> '
+                f'<div class="pl-turn-score" data-turn-score="{k}">{_named(judgment.dimension)} '
                 f"({esc(judgment.judge_model)}): {esc(cell(score, 0) or 'no score')}"
                 f'<div class="pl-explanation pl-muted">{esc(shown)}</div></div>'
             )
@@ -147,17 +169,19 @@ def profile_html(view: DialogueView, *, compared: Sequence[tuple[str, DialogueVi
             items = value if isinstance(value, list | tuple) else [value]
             applied = ""
             for turns in used:
-                where = "; ".join(
-                    f"{item}: turn {', '.join(map(str, turns[(name, domain, str(item))]))}"
+                where = "<br>".join(
+                    esc(f"{item}: turn {', '.join(map(str, turns[(name, domain, str(item))]))}")
                     for item in items
                     if turns.get((name, domain, str(item)))
                 )
-                applied += f"<td>{esc(where) or _NOT_APPLIED}</td>"
-            rows.append(f"<tr><td>{esc(domain)}</td><td>{esc(name)}</td><td>{esc(_values(value))}</td>{applied}</tr>")
-    heads = "".join(f'<th class="pl-wrap">applied {esc(label)} (whole-word match)</th>' for label, _ in sides)
+                applied += f"<td{_FIT}>{where or _NOT_APPLIED}</td>"
+            rows.append(f'<tr><td{_FIT}>{esc(name)}<div class="pl-muted">{esc(domain)}</div></td>'
+                        f"<td{_FIT}>{esc(_values(value))}</td>{applied}</tr>")
+    heads = "".join(f"<th{_FIT}>applied {esc(label)} (whole-word match)</th>" for label, _ in sides)
     relevant_html = (
-        '<table class="pl-table pl-relevant"><thead><tr><th>domain</th><th>relevant preference</th>'
-        f"<th>user's value</th>{heads}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        f'<table class="pl-table pl-fit pl-relevant"><thead><tr><th{_FIT}>relevant preference (domain)</th>'
+        f"<th{_FIT}>user's value</th>{heads}</tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table>"
         if rows
         else '<div class="pl-muted">The task names no relevant preference the user has a value for.</div>'
     )
@@ -166,7 +190,7 @@ def profile_html(view: DialogueView, *, compared: Sequence[tuple[str, DialogueVi
         f'<div class="pl-profile"><div><b>Task</b> ({esc(task.get("task_type"))}, '
         f"{esc(', '.join(task.get('domains') or ()))}): {esc(task.get('task_description'))}</div>"
         f"<div><b>Goal</b>: {esc(task.get('task_goal'))}</div>"
-        f'<div class="pl-scroll">{relevant_html}</div>'
+        f"{relevant_html}"
         f"<details><summary>demographics and situation</summary>{fields_html(ctx.get('demographics') or {})}"
         f"{fields_html(ctx.get('situation') or {})}</details>"
         f"<details><summary>every preference of the task's domains</summary>{fields_html(every)}</details>"
@@ -212,7 +236,7 @@ def dialogue_page(view: DialogueView) -> str:
     return inline(
         f'<div class="pl-page" data-dialogue="{esc(d.id)}">'
         f"<h4>{esc(Catalog.label(d))}</h4>{header_html(d)}{profile_html(view)}"
-        f"<h4>Transcript</h4>{transcript}<h4>Judgments</h4>{judged}</div>"
+        f"<h4>Transcript</h4>{transcript}{_JUDGMENTS}{judged}</div>"
     )
 
 
@@ -251,7 +275,7 @@ def comparison_page(left: DialogueView, right: DialogueView) -> str:
         cells = [
             judgment_html(side[key], turns_beside=True)
             if key in side
-            else f'<div class="pl-muted">{esc(key[0])} ({esc(key[1])}): not judged</div>'
+            else f'<div class="pl-muted">{esc(dimension_name(key[0]))} ({esc(key[1])}): not judged</div>'
             for side in (by_dim_a, by_dim_b)
         ]
         judged.append(f'<div class="pl-side-cell">{cells[0]}</div><div class="pl-side-cell">{cells[1]}</div>')
@@ -264,7 +288,7 @@ def comparison_page(left: DialogueView, right: DialogueView) -> str:
     return inline(
         f'<div class="pl-compare" data-scenario="{esc(a.scenario_id)}">'
         f"<h4>{esc(a.scenario_id)}: side by side</h4>{profile}"
-        f'<div class="pl-side">{head}{"".join(rows)}</div><h4>Judgments</h4>'
+        f'<div class="pl-side">{head}{"".join(rows)}</div>{_JUDGMENTS}'
         f'<div class="pl-side">{"".join(judged)}</div></div>'
     )
 

@@ -20,7 +20,7 @@ from personalens_utils.display import esc, inline
 from personalens_utils.judging import DIMENSIONS, judge_model_key
 
 from .catalog import Catalog, Filters
-from .views import comparison_page, dialogue_page
+from .views import comparison_page, dialogue_page, dimension_name
 
 FILTERS = (
     ("assistant_model", "assistant"),
@@ -44,16 +44,8 @@ SHOWN = 200
 reached with the filters, the search box or the page buttons."""
 
 
-def dimension_label(name: str) -> str:
-    """A dimension's id as the paper names it: `naturalness_user` is "naturalness (user)"."""
-    head, _, whose = name.rpartition("_")
-    if whose in ("user", "assistant"):
-        return f"{head.replace('_', ' ')} ({whose})"
-    return name.replace("_", " ")
-
-
 def _dropdown(name: str, description: str, values: Sequence[Any], css: str) -> widgets.Dropdown:
-    shown = dimension_label if name == "dimension" else str
+    shown = dimension_name if name == "dimension" else str
     box = widgets.Dropdown(
         options=[(ANY, ANY), *((shown(v), v) for v in values)],
         value=ANY,

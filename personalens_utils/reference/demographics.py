@@ -9,7 +9,8 @@ backend reads regions, so they sit below every stage.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -66,6 +67,15 @@ def variables() -> dict[str, Variable]:
         v["field"]: Variable(table=v["table"], name=v["name"], field=v["field"], counts=dict(v["counts"]))
         for v in raw["variables"]
     }
+
+
+def reading_order(field: str, categories: Iterable[str]) -> list[str]:
+    """Categories in the order a reader scans them, in tables and figures alike: age groups from the
+    youngest up (they are ranges; the paper lists them by count), any other variable's as given."""
+    listed = list(categories)
+    if field != "age":
+        return listed
+    return sorted(listed, key=lambda c: int(m.group()) if (m := re.search(r"\d+", c)) else 10**6)
 
 
 @cache

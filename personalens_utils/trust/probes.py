@@ -17,7 +17,6 @@ changed probe (another donor, another padding) makes new records.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
@@ -146,13 +145,13 @@ class Padding(Probe):
 
 @dataclass(frozen=True, kw_only=True)
 class ProbeJudgment(Judgment):
-    """A judgment of a dialogue under a probe: the fields of `Judgment`, the probe and its variant."""
+    """A judgment of a dialogue under a probe: the fields of `Judgment`, the probe and the probe's variant
+    for this dialogue (`probe_variant`; `variant` is the judgment's own prompt set and sample)."""
 
     table: ClassVar[str] = "probe_judgments"
     summary_fields: ClassVar[tuple[str, ...]] = (*Judgment.summary_fields, "probe", "probe_variant")
     probe: str
     probe_variant: str
-    """The probe's change for this dialogue (`Probe.variant`); `variant` is the judgment's own."""
 
     def identity(self) -> str:
         return stable_id(super().identity(), "probe", self.probe_variant)
@@ -194,21 +193,20 @@ def run_probe(store: RunStore, client: LLMClient, context_for: ContextFor, probe
         config = replace(config, dimensions=probe.dimensions)
     planned = plan_judging(store, config, client.backend_name)
     variants = {d.id: probe.variant(d) for d in planned.to_judge}
-    ids = {key: stable_id(judgment, "probe", variants[key[0]]) for key, judgment in planned.ids.items()}
-    keys = [(dim, k) for k in range(planned.judge_samples) for dim in planned.dimensions]
-    candidates = [([ids[d.id, dim.name, k] for dim, k in keys], d) for d in planned.to_judge]
+    ids = {(dialogue, dim): stable_id(judgment, "probe", variants[dialogue])  # a probe re-judges sample 0
+           for (dialogue, dim, judge_sample), judgment in planned.ids.items() if judge_sample == 0}
+    dims = planned.dimensions
+    candidates = [([ids[d.id, dim.name] for dim in dims], d) for d in planned.to_judge]
     plan = engine.plan(store, ProbeJudgment, candidates, retry_errors=config.retry_errors)
     contexts = {item.payload.id: probe.context(context_for(item.payload), item.payload)
                 for item in plan.items}
 
     async def work(llm: LLMClient, item: Item[Dialogue]) -> list[Record]:
         wanted = set(item.ids)
-        todo = [(dim, k) for dim, k in keys if ids[item.payload.id, dim.name, k] in wanted]
-        made = await asyncio.gather(*(
-            judge_dialogue(llm, item.payload, contexts[item.payload.id], [d for d, s in todo if s == k],
-                           config.judge_model, config.prompt_version, config.prompts, k)
-            for k in sorted({s for _, s in todo})))
-        return [ProbeJudgment.of(j, probe, variants[item.payload.id]) for part in made for j in part]
+        todo = [dim for dim in dims if ids[item.payload.id, dim.name] in wanted]
+        made = await judge_dialogue(llm, item.payload, contexts[item.payload.id], todo, config.judge_model,
+                                    config.prompt_version, config.prompts)
+        return [ProbeJudgment.of(j, probe, variants[item.payload.id]) for j in made]
 
     stage_name = f"probe_{probe.name}"
     details = {**planned.details(), "probe": probe.name, "probe_version": probe.version}

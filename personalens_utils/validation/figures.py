@@ -6,7 +6,6 @@ categories in the paper's order top to bottom, each bar labelled with its share 
 
 from __future__ import annotations
 
-import re
 import textwrap
 from collections.abc import Iterable
 
@@ -15,6 +14,7 @@ from matplotlib.figure import Figure
 
 from personalens_utils.analysis.tables import provenance_note
 from personalens_utils.plots import FigureResult, Span, current_style, mark_offline, new_figure
+from personalens_utils.reference import demographics as demo
 from personalens_utils.tables import Source
 from personalens_utils.validation.metrics import demographics_table
 
@@ -35,11 +35,10 @@ SLOT_HEIGHT_IN = 0.2
 
 
 def _in_order(variable: str, rows: pd.DataFrame) -> pd.DataFrame:
-    """Age groups from the youngest down (they are ranges, not names); other categories as given."""
-    if variable != "Age":
-        return rows
-    start = rows["Category"].map(lambda c: int(m.group()) if (m := re.search(r"\d+", str(c))) else 10**6)
-    return rows.assign(_start=start.to_numpy()).sort_values("_start", kind="stable").drop(columns="_start")
+    """Categories top to bottom as Tables 6-7 list them: age groups from the youngest (`reading_order`)."""
+    field = "age" if variable == "Age" else variable
+    order = demo.reading_order(field, [str(c) for c in rows["Category"]])
+    return rows.set_index(rows["Category"].astype(str)).loc[order].reset_index(drop=True)
 
 
 def figure3(

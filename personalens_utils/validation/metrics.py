@@ -69,8 +69,9 @@ def shannon_evenness(counts: Mapping[Any, int] | Iterable[int], n: int | None = 
 def demographics_table(records: Iterable[Mapping[str, str]], table: int) -> pd.DataFrame:
     """Counts and percentages per category for the variables of Table 6 or 7.
 
-    Categories come in the paper's order; a value the paper does not list is appended after them
-    (so a generated benchmark with an unexpected answer still shows it). The region of Table 7 is
+    Categories come in the paper's order, age groups from the youngest up as Figure 3 draws them
+    (`reading_order`); a value the paper does not list is appended after them (so a generated
+    benchmark with an unexpected answer still shows it). The region of Table 7 is
     derived from the birth country, which is how the printed counts come out.
     """
     variables = [v for v in demo.variables().values() if v.table == table]
@@ -87,7 +88,8 @@ def demographics_table(records: Iterable[Mapping[str, str]], table: int) -> pd.D
                 counts[demo.region_of(_field(rec, "birth_country", i))] += 1
             else:
                 counts[demo.to_category(var.field, _field(rec, var.field, i))] += 1
-        ordered = [c for c in var.categories if counts[c]] + sorted(set(counts) - set(var.categories))
+        listed = [c for c in var.categories if counts[c]] + sorted(set(counts) - set(var.categories))
+        ordered = demo.reading_order(var.field, listed)
         for category in ordered:
             rows.append([var.name, category, counts[category], 100.0 * counts[category] / len(rows_in)])
     return pd.DataFrame(rows, columns=TABLE_6_7_COLUMNS)

@@ -64,19 +64,17 @@ class LengthBiasedJudge(PlantedJudge):
 
 
 class RandomJudge(PlantedJudge):
-    """A valid score drawn at random: the k-th time one prompt is asked gives the k-th draw of a
-    generator seeded by the prompt, so answers are reproducible and differ between judge samples."""
+    """A valid score drawn at random: each judge sample of a prompt draws from a generator seeded by the
+    prompt and the sample, so answers are reproducible and differ between judge samples."""
 
     name = "planted-random"
 
     def __init__(self, seed: int = 0):
         self.seed = seed
-        self.asked: dict[str, int] = {}
 
     def answer(self, context: dict[str, Any], request: Request) -> str:
         prompt = "".join(m.content for m in request.messages)
-        count = self.asked[prompt] = self.asked.get(prompt, -1) + 1
-        digest = hashlib.sha256(f"{self.seed}:{count}:{prompt}".encode()).digest()
+        digest = hashlib.sha256(f"{self.seed}:{request.sample}:{prompt}".encode()).digest()
         rng = random.Random(digest)
         dimension = DIMENSIONS[context["dimension"]]
         text = judge_answer(context)
