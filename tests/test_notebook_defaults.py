@@ -63,6 +63,7 @@ def _bars(executed: Path) -> list[str]:
     return [text for text in texts if METER.search(text)]
 
 
+@pytest.mark.timeout(1500)  # nine notebooks in a row (02-07, 01, then 04 twice); the default 600 s guards one
 def test_every_notebook_runs_on_its_defaults_right_after_reproduce(checkout, tmp_path):
     latest = (checkout / "runs" / "LATEST").read_text(encoding="utf-8")
     assert "folder: small/generated" in latest and "benchmark: small/generated/benchmark" in latest

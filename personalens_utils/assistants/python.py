@@ -218,16 +218,22 @@ def _kwargs(target: Target) -> str:
 
 def row_label(model: str) -> str:
     """A model name as a table row shows it: a Python assistant (`package.module:Name?options`, with
-    or without `python:`) as its class and options, `RetrievalAssistant (k=3)`, since the module path
-    does not fit a row and the table's source names the whole spec; any other name as it is."""
+    or without `python:`) as its class and options, `RetrievalAssistant (k=3)`, a model spec among them
+    by its model's name, since the module path does not fit a row and the table's source names the
+    whole spec; any other name as it is."""
     try:
         target = Target.parse(model.removeprefix(f"{PYTHON}:"))
     except SpecError:
         return model
     if not model.startswith(f"{PYTHON}:") and "." not in target.module:
         return model  # `backend:model` of a served model, not a Python assistant
-    options = ", ".join(f"{k}={v}" for k, v in target.options)
+    options = ", ".join(f"{k}={_short(v)}" for k, v in target.options)
     return f"{target.name} ({options})" if options else target.name
+
+
+def _short(value: str) -> str:
+    """An option value as a row shows it: a model spec (`openai@URL:org/model`) as its model's name."""
+    return value.rsplit(":", 1)[-1].rsplit("/", 1)[-1] or value
 
 
 def calls_backend(assistant_model_id: str) -> str | None:
