@@ -275,8 +275,9 @@ def test_notebooks_evaluate_the_retrieval_assistant_against_the_prompt_based_one
     usage = _shown(sim, "run_simulation(")
     assert "user agent" in usage and "openai@PL_ASSISTANT_URL" in usage and "anthropic" in usage
     table = read_table(tmp_path / "ablation" / "tables" / "table3_own_assistant.csv")
+    # no module path in a row, and a model option by its model
     assert list(table["Assistant model"]) == ["Qwen/Qwen2.5-7B-Instruct",
-                                              f"RetrievalAssistant (k=2, model={QWEN})"]  # no module path
+                                              "RetrievalAssistant (k=2, model=Qwen2.5-7B-Instruct)"]
     assert table.notna().all().all()
     shown = _shown(ablation, "compare_assistants(")
     assert "Table 3." in shown and "backend anthropic, openai, python" in shown

@@ -158,7 +158,7 @@ def test_a_killed_run_with_repeats_resumes_per_sample_repeating_and_losing_nothi
         first.wait(timeout=30)
         kept = stored(table)
         assert first.returncode == -signal.SIGKILL and 8 <= len(kept) < total
-        before = server.total("requests")
+        before = settled(server)  # requests the killed run had already sent are not the rerun's
         second = launch(server, tmp_path / "bench", tmp_path / "run")
         out, err = second.communicate(timeout=300)
         assert second.returncode == 0, err
@@ -170,6 +170,17 @@ def test_a_killed_run_with_repeats_resumes_per_sample_repeating_and_losing_nothi
     assert len(rows) == len({r["id"] for r in rows}) == total  # nothing lost, nothing twice
     assert sorted((r["scenario_id"], r.get("sample", 0)) for r in rows) == sorted(
         (s, k) for s in bench.scenarios["scenario_id"] for k in range(3))
+
+
+def settled(server: FakeLLMServer) -> int:
+    """The server's request count once it has stopped changing for a quarter of a second."""
+    count = server.total("requests")
+    while True:
+        time.sleep(0.25)
+        now = server.total("requests")
+        if now == count:
+            return count
+        count = now
 
 
 def offline_run(bench: Any, root: Path, *, repeats: int, judge_samples: int) -> RunStore:
