@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 import pytest
 from support.fake_server import FakeLLMServer, last_user_text
+from test_simulation_kill import stored_lines
 from test_simulation_support import tiny_benchmark
 
 from personalens_utils import judging
@@ -128,13 +129,6 @@ print(report.planned, report.already_done)
 """.replace("MODEL", MODEL)
 
 
-def stored(path: Path) -> list[dict]:
-    if not path.exists():
-        return []
-    lines = path.read_bytes().splitlines(keepends=True)
-    return [orjson.loads(line) for line in lines if line.endswith(b"\n")]
-
-
 def launch(server: FakeLLMServer, bench_dir: Path, run_dir: Path) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
            "ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": "test-key-not-secret"}
@@ -150,13 +144,13 @@ def test_a_killed_run_with_repeats_resumes_per_sample_repeating_and_losing_nothi
     with FakeLLMServer(reply=scripted_reply, latency_s=0.05) as server:
         first = launch(server, tmp_path / "bench", tmp_path / "run")
         deadline = time.monotonic() + 120
-        while len(stored(table)) < 8:
+        while len(stored_lines(table)) < 8:
             assert first.poll() is None, f"finished before it could be killed: {first.communicate()}"
             assert time.monotonic() < deadline, "no progress within 120 s"
             time.sleep(0.01)
         first.send_signal(signal.SIGKILL)
         first.wait(timeout=30)
-        kept = stored(table)
+        kept = stored_lines(table)
         assert first.returncode == -signal.SIGKILL and 8 <= len(kept) < total
         before = settled(server)  # requests the killed run had already sent are not the rerun's
         second = launch(server, tmp_path / "bench", tmp_path / "run")
@@ -166,7 +160,7 @@ def test_a_killed_run_with_repeats_resumes_per_sample_repeating_and_losing_nothi
 
     assert out.split() == [str(total - len(kept)), str(len(kept))]
     assert rerun_calls == (total - len(kept)) * CALLS_PER_DIALOGUE  # nothing stored is asked again
-    rows = stored(table)
+    rows = stored_lines(table)
     assert len(rows) == len({r["id"] for r in rows}) == total  # nothing lost, nothing twice
     assert sorted((r["scenario_id"], r.get("sample", 0)) for r in rows) == sorted(
         (s, k) for s in bench.scenarios["scenario_id"] for k in range(3))
