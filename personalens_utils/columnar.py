@@ -1,0 +1,384 @@
+"""A columnar copy of run stores, queried out of core: analysis at any size without loading every record.
+
+The append-only JSONL tables stay the write path (crash-safe, resumable). Readers that need many
+records at once (analysis, the explorer, planning) query a Parquet copy of each table's summary
+fields with DuckDB instead: `Columnar(store).sql("select ... from judgments")`. The copy lives in
+`<store>/_columnar/<table>/` (Parquet parts plus a `manifest.json`) and is brought up to date on
+read: only the bytes appended since the last read are parsed, with the store's own rules (a torn last
+line is skipped and reported, a line that is not JSON or does not fit its record type is an error
+naming file and line). Texts (turns, judge answers) are not copied; each row keeps where its line
+sits (`_offset`, `_length`), so `Columnar.lines` reads a few records in full.
+
+Views, one row per current record (a later line for an id replaces an errored one, as in
+`RunStore.records`): `dialogues` and `judgments`, with the record type's `summary_fields`, any
+derived column (`judgments.official_score`, the official gather script's reading of the answer) and
+`_source` (which of the given stores it came from). Several stores (the run folders of
+`shard="i/n"` machines) are read together: an id held by two of them is refused, as `merge_stores`
+would. The Parquet files are plain Parquet; any engine that reads Parquet opens them (docs/scale.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import orjson
+import pandas as pd
+from filelock import FileLock
+
+from personalens_utils.identity import STORED_KEYS
+from personalens_utils.judging import scoring
+from personalens_utils.records import Dialogue, Judgment, Record
+from personalens_utils.store import RunStore, StoreError, _report_torn
+
+FORMAT = 1
+"""Bumped when the layout of the copy changes; a copy of another format is rebuilt."""
+FOLDER = "_columnar"
+CHUNK_BYTES = 64 << 20
+"""JSONL bytes parsed into one Parquet part: bounds the memory a refresh holds."""
+MAX_PARTS = 16
+"""More parts than this (many small refreshes) are merged into one."""
+MEMORY_LIMIT = "512MB"
+"""DuckDB's working memory; larger sorts and joins spill to a temporary folder."""
+POSITION = {"_line": "BIGINT", "_offset": "BIGINT", "_length": "BIGINT"}
+"""Where each row's line sits in its JSONL file (line number, byte offset, bytes)."""
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """What a table's copy holds: stored fields with their DuckDB types, and columns derived from the
+    whole line (computed once, when the line is copied)."""
+
+    kind: type[Record]
+    columns: Mapping[str, str]
+    derived: Mapping[str, tuple[str, Callable[[dict[str, Any]], Any]]] = field(default_factory=dict)
+    stamp_sources: tuple[str, ...] = ()
+    """Source files whose code the derived columns run; a change rebuilds the copy."""
+
+    @property
+    def view(self) -> str:
+        return self.kind.table
+
+    def schema(self) -> dict[str, str]:
+        return {**self.columns, **{name: kind for name, (kind, _) in self.derived.items()}, **POSITION}
+
+    def stamp(self) -> str:
+        digest = hashlib.sha256(f"{FORMAT}\n{sorted(self.schema().items())}".encode())
+        for source in self.stamp_sources:
+            digest.update(Path(source).read_bytes())
+        return digest.hexdigest()
+
+
+def _official(rec: dict[str, Any]) -> float | None:
+    return scoring.score_under(scoring.OFFICIAL, rec.get("dimension", ""), rec["status"], rec.get("score"),
+                               rec.get("raw"))
+
+
+_VARIANT = dict(zip(STORED_KEYS, ("VARCHAR", "VARCHAR", "BIGINT"), strict=True))
+_JUDGING = Path(scoring.__file__).parent
+TABLES: dict[type[Record], TableSpec] = {
+    Dialogue: TableSpec(Dialogue, {
+        "id": "VARCHAR", "scenario_id": "VARCHAR", "user_id": "BIGINT", "task_id": "VARCHAR",
+        "task_type": "VARCHAR", "domains": "VARCHAR[]", "user_model": "VARCHAR", "assistant_model": "VARCHAR",
+        "assistant_setting": "VARCHAR", **_VARIANT, "backend": "VARCHAR", "user_backend": "VARCHAR",
+        "user_model_id": "VARCHAR", "assistant_backend": "VARCHAR", "assistant_model_id": "VARCHAR",
+        "status": "VARCHAR", "n_turns": "BIGINT",
+    }),
+    Judgment: TableSpec(Judgment, {
+        "id": "VARCHAR", "dialogue_id": "VARCHAR", "dimension": "VARCHAR", "judge_model": "VARCHAR",
+        **_VARIANT, "backend": "VARCHAR", "judge_model_id": "VARCHAR", "status": "VARCHAR",
+        "score": "DOUBLE", "turn_scores": "DOUBLE[]",
+    }, {"official_score": ("DOUBLE", _official)},
+        tuple(str(_JUDGING / f"{name}.py") for name in ("scoring", "parsing", "answers", "dimensions"))),
+}
+"""The tables with a columnar copy; a new one is one entry here."""
+
+StoreLike = RunStore | str | os.PathLike[str]
+
+
+def _root(store: StoreLike) -> Path:
+    return store.root if isinstance(store, RunStore) else Path(store)
+
+
+def copy_folder(root: Path) -> Path:
+    """Where the copy of the store in `root` lives: inside it, or (a folder this process cannot write)
+    in a temporary folder named after it."""
+    if os.access(root, os.W_OK) or not root.exists():
+        return root / FOLDER
+    name = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / "personalens-columnar" / name
+
+
+@dataclass
+class _Manifest:
+    stamp: str
+    head: str
+    end: int = 0
+    lines: int = 0
+    parts: list[list[Any]] = field(default_factory=list)
+    """[file name, first byte, end byte] of each part, in file order."""
+
+    @classmethod
+    def read(cls, path: Path) -> _Manifest | None:
+        try:
+            data = orjson.loads(path.read_bytes())
+            return cls(data["stamp"], data["head"], data["end"], data["lines"], data["parts"])
+        except (OSError, orjson.JSONDecodeError, KeyError, TypeError):
+            return None
+
+    def write(self, path: Path) -> None:
+        tmp = path.with_suffix(".tmp")
+        tmp.write_bytes(orjson.dumps(self.__dict__))
+        os.replace(tmp, path)
+
+
+def _head(path: Path, end: int) -> str:
+    """A fingerprint of the start of a table file: a replaced file (a new run into the folder) differs."""
+    with path.open("rb") as fh:
+        return hashlib.sha256(fh.read(min(end, 4096))).hexdigest()
+
+
+class TableCopy:
+    """The Parquet copy of one table of one store."""
+
+    def __init__(self, store: RunStore, spec: TableSpec):
+        self.store, self.spec = store, spec
+        self.source = store.path(spec.kind)
+        self.folder = copy_folder(store.root) / spec.kind.table
+        self.manifest_path = self.folder / "manifest.json"
+
+    def files(self) -> list[Path]:
+        """The Parquet parts, in file order, once `refresh` has run."""
+        manifest = _Manifest.read(self.manifest_path)
+        return [self.folder / name for name, _, _ in manifest.parts] if manifest else []
+
+    def refresh(self) -> None:
+        """Bring the copy up to date with the table file: parse only what was appended since."""
+        if not self.source.exists():
+            if self.folder.exists():
+                self._clear()
+            return
+        self.folder.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(self.folder) + ".lock"):
+            manifest = self._current_manifest()
+            size = self.source.stat().st_size
+            while manifest.end < size:
+                if not self._copy_chunk(manifest, size):
+                    break
+            if len(manifest.parts) > MAX_PARTS:
+                self._merge(manifest)
+
+    def _current_manifest(self) -> _Manifest:
+        manifest = _Manifest.read(self.manifest_path)
+        fits = manifest is not None and manifest.stamp == self.spec.stamp()
+        if manifest is not None and fits and manifest.end <= self.source.stat().st_size \
+                and self._continues(manifest):
+            return manifest
+        self._clear()
+        self.folder.mkdir(parents=True, exist_ok=True)
+        return _Manifest(self.spec.stamp(), "")
+
+    def _continues(self, manifest: _Manifest) -> bool:
+        """Whether the table file still starts with the bytes the copy was made of, and its parts exist."""
+        if not all((self.folder / name).exists() for name, _, _ in manifest.parts):
+            return False
+        if manifest.end == 0:
+            return True
+        with self.source.open("rb") as fh:
+            fh.seek(manifest.end - 1)
+            return fh.read(1) == b"\n" and manifest.head == _head(self.source, manifest.end)
+
+    def _clear(self) -> None:
+        for part in self.folder.glob("*"):
+            part.unlink()
+
+    def _copy_chunk(self, manifest: _Manifest, size: int) -> bool:
+        """Parse the next complete lines (up to `CHUNK_BYTES`) into a new part; False at a torn tail."""
+        with self.source.open("rb") as fh:
+            fh.seek(manifest.end)
+            data = fh.read(min(CHUNK_BYTES, size - manifest.end))
+            if manifest.end + len(data) < size and not data.endswith(b"\n"):
+                cut = data.rfind(b"\n") + 1
+                if cut == 0:  # one line longer than a chunk: read on to its end
+                    data += fh.readline()
+                    cut = len(data) if data.endswith(b"\n") else 0
+                data = data[:cut]
+        end = data.rfind(b"\n") + 1
+        if end < len(data):
+            lineno = manifest.lines + data.count(b"\n", 0, end) + 1
+            _report_torn(self.source, lineno, manifest.end + end, len(data) - end)
+            data = data[:end]
+        if not data:
+            return False
+        rows, lines = self._rows(data, manifest.end, manifest.lines)
+        name = f"{manifest.end:016d}-{manifest.end + len(data):016d}.parquet"
+        _write_parquet(rows, self.spec.schema(), self.folder / name)
+        manifest.head = _head(self.source, manifest.end + len(data))
+        manifest.parts.append([name, manifest.end, manifest.end + len(data)])
+        manifest.end += len(data)
+        manifest.lines = lines
+        manifest.write(self.manifest_path)
+        return True
+
+    def _rows(self, data: bytes, offset: int, lineno: int) -> tuple[list[bytes], int]:
+        """Complete lines projected to JSON rows for DuckDB to type, checked as the store checks them."""
+        kind, fields, derived = self.spec.kind, list(self.spec.columns), self.spec.derived
+        out = []
+        for line in data.splitlines(keepends=True):
+            lineno += 1
+            length = len(line)
+            if line.strip():
+                where = f"{self.source}:{lineno}"
+                try:
+                    rec = orjson.loads(line)
+                except orjson.JSONDecodeError as exc:
+                    raise StoreError(f"{where}: not valid JSON ({exc})") from exc
+                if not isinstance(rec, dict) or not rec.get("id"):
+                    raise StoreError(f"{where}: record has no 'id'")
+                kind.from_json(rec, where)
+                row = {name: rec.get(name) for name in fields}
+                for name, (_, derive) in derived.items():
+                    row[name] = derive(rec)
+                row.update(_line=lineno, _offset=offset, _length=length)
+                out.append(orjson.dumps(row))
+            offset += length
+        return out, lineno
+
+    def _merge(self, manifest: _Manifest) -> None:
+        files = [str(self.folder / name) for name, _, _ in manifest.parts]
+        name = f"{0:016d}-{manifest.end:016d}.m{len(files)}.parquet"
+        with duckdb.connect() as con:
+            _settings(con)
+            con.execute(f"COPY (SELECT * FROM read_parquet({files!r}) ORDER BY _offset) TO "
+                        f"'{self.folder / name}' (FORMAT parquet, COMPRESSION zstd)")
+        manifest.parts = [[name, 0, manifest.end]]
+        manifest.write(self.manifest_path)
+        for old in files:
+            Path(old).unlink()
+
+
+def _settings(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
+    con.execute("SET preserve_insertion_order = false")
+    con.execute(f"SET temp_directory = '{Path(tempfile.gettempdir()) / 'personalens-duckdb'}'")
+
+
+def _write_parquet(rows: list[bytes], schema: Mapping[str, str], target: Path) -> None:
+    """Type the projected rows with the table's schema and write them as one Parquet file."""
+    columns = "{" + ", ".join(f"'{name}': '{kind}'" for name, kind in schema.items()) + "}"
+    with tempfile.NamedTemporaryFile("wb", suffix=".jsonl", dir=target.parent, delete=False) as tmp:
+        tmp.write(b"\n".join(rows) + (b"\n" if rows else b""))
+    staged = target.with_suffix(".tmp")
+    try:
+        with duckdb.connect() as con:
+            _settings(con)
+            con.execute(f"COPY (SELECT * FROM read_json('{tmp.name}', columns = {columns}, "
+                        f"format = 'newline_delimited')) TO '{staged}' (FORMAT parquet, COMPRESSION zstd)")
+        os.replace(staged, target)
+    finally:
+        Path(tmp.name).unlink(missing_ok=True)
+
+
+class Columnar:
+    """The columnar copies of one or several run stores, as one DuckDB connection with a view per table.
+
+    `stores` is a run store (or its folder), or several (one per shard) to read together.
+    """
+
+    def __init__(self, stores: StoreLike | Sequence[StoreLike],
+                 tables: Sequence[type[Record]] = tuple(TABLES)):
+        given = [stores] if isinstance(stores, RunStore | str | os.PathLike) else list(stores)
+        if not given:
+            raise StoreError("no run store given to read")
+        self.stores = [s if isinstance(s, RunStore) else RunStore(s) for s in given]
+        roots = [s.root.resolve() for s in self.stores]
+        for root in roots:
+            if roots.count(root) > 1:
+                raise StoreError(f"{root} is given twice as a store to read")
+        self.specs = [TABLES[kind] for kind in tables]
+        self._con: duckdb.DuckDBPyConnection | None = None
+
+    @property
+    def name(self) -> str:
+        """The store folder's name, or the names of the shards' folders joined with '+'."""
+        return "+".join(s.root.name for s in self.stores)
+
+    def copies(self, kind: type[Record]) -> list[TableCopy]:
+        return [TableCopy(store, TABLES[kind]) for store in self.stores]
+
+    def refresh(self) -> duckdb.DuckDBPyConnection:
+        """Bring every copy up to date and (re)make the views over them; the connection."""
+        if self._con is None:
+            self._con = duckdb.connect()
+            _settings(self._con)
+        for spec in self.specs:
+            sources = []
+            for index, copy in enumerate(self.copies(spec.kind)):
+                copy.refresh()
+                if files := [str(f) for f in copy.files()]:
+                    sources.append(f"SELECT *, {index} AS _source FROM read_parquet({files!r})")
+            schema = spec.schema()
+            empty = ", ".join(f"NULL::{kind} AS {name}" for name, kind in schema.items())
+            lines = " UNION ALL ".join(sources) or f"SELECT {empty}, 0 AS _source WHERE false"
+            self._con.execute(f"CREATE OR REPLACE VIEW {spec.view}_lines AS {lines}")
+            self._con.execute(
+                f"CREATE OR REPLACE VIEW {spec.view} AS SELECT * FROM {spec.view}_lines "
+                "QUALIFY row_number() OVER (PARTITION BY id, _source ORDER BY _offset DESC) = 1")
+            if len(sources) > 1:
+                self._check_disjoint(spec)
+        return self._con
+
+    def _check_disjoint(self, spec: TableSpec) -> None:
+        assert self._con is not None
+        clash = self._con.execute(
+            f"SELECT id, min(_source), max(_source) FROM {spec.view}_lines GROUP BY id "
+            "HAVING min(_source) <> max(_source) ORDER BY id LIMIT 1").fetchone()
+        if clash:
+            rid, first, second = clash
+            raise StoreError(
+                f"record id {rid!r} is in both {self.stores[first].path(spec.kind)} and "
+                f"{self.stores[second].path(spec.kind)}; each shard's work must come from one run folder: "
+                "remove the record (or the folder) you do not trust and read again")
+
+    def connection(self) -> duckdb.DuckDBPyConnection:
+        """The connection, refreshed on first use only (call `refresh` to see later appends)."""
+        return self._con if self._con is not None else self.refresh()
+
+    def sql(self, query: str, params: Sequence[Any] | None = None) -> pd.DataFrame:
+        """A query's result as a frame (the views are brought up to date on first use)."""
+        return self.connection().execute(query, params or []).df()
+
+    def lines(self, kind: type[Record], rows: pd.DataFrame) -> Iterator[dict[str, Any]]:
+        """The stored JSON of the records in `rows` (with `_source`, `_offset`, `_length`), in their order."""
+        handles: dict[int, Any] = {}
+        try:
+            for source, offset, length in rows[["_source", "_offset", "_length"]].itertuples(index=False):
+                fh = handles.get(source)
+                if fh is None:
+                    fh = handles[source] = self.stores[source].path(kind).open("rb")
+                fh.seek(offset)
+                yield orjson.loads(fh.read(length))
+        finally:
+            for fh in handles.values():
+                fh.close()
+
+    def records(self, kind: type[Record], rows: pd.DataFrame) -> list[Record]:
+        """The records in `rows` as `kind`, read in full from their files."""
+        return [kind.from_json(rec) for rec in self.lines(kind, rows)]
+
+    def close(self) -> None:
+        if self._con is not None:
+            self._con.close()
+            self._con = None
+
+    def __enter__(self) -> Columnar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
