@@ -11,7 +11,9 @@ sits (`_offset`, `_length`), so `Columnar.lines` reads a few records in full.
 
 Views, one row per current record (a later line for an id replaces an errored one, as in
 `RunStore.records`): `dialogues` and `judgments`, with the record type's `summary_fields`, any
-derived column (`judgments.official_score`, the official gather script's reading of the answer) and
+derived column (`judgments.official_score`, the official gather script's reading of the answer;
+`dialogues.output_tokens`, the booked output tokens, and `dialogues.estimated_tokens`, the offline
+backend's word-based count of the turns, for Table 13) and
 `_source` (which of the given stores it came from). Several stores (the run folders of
 `shard="i/n"` machines) are read together: an id held by two of them is refused, as `merge_stores`
 would. The Parquet files are plain Parquet; any engine that reads Parquet opens them (docs/scale.md).
@@ -20,6 +22,7 @@ would. The Parquet files are plain Parquet; any engine that reads Parquet opens 
 from __future__ import annotations
 
 import hashlib
+import inspect
 import os
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -34,6 +37,7 @@ from filelock import FileLock
 
 from personalens_utils.identity import STORED_KEYS
 from personalens_utils.judging import scoring
+from personalens_utils.llm.offline import count_tokens
 from personalens_utils.records import Dialogue, Judgment, Record
 from personalens_utils.store import RunStore, StoreError, _report_torn
 
@@ -80,6 +84,15 @@ def _official(rec: dict[str, Any]) -> float | None:
                                rec.get("raw"))
 
 
+def _output_tokens(rec: dict[str, Any]) -> int | None:
+    usage = rec.get("usage")
+    return usage.get("output_tokens") if isinstance(usage, dict) else None
+
+
+def _estimated_tokens(rec: dict[str, Any]) -> int:
+    return sum(count_tokens(turn["content"]) for turn in rec.get("turns") or ())
+
+
 _VARIANT = dict(zip(STORED_KEYS, ("VARCHAR", "VARCHAR", "BIGINT"), strict=True))
 _JUDGING = Path(scoring.__file__).parent
 TABLES: dict[type[Record], TableSpec] = {
@@ -89,7 +102,8 @@ TABLES: dict[type[Record], TableSpec] = {
         "assistant_setting": "VARCHAR", **_VARIANT, "backend": "VARCHAR", "user_backend": "VARCHAR",
         "user_model_id": "VARCHAR", "assistant_backend": "VARCHAR", "assistant_model_id": "VARCHAR",
         "status": "VARCHAR", "n_turns": "BIGINT",
-    }),
+    }, {"output_tokens": ("BIGINT", _output_tokens), "estimated_tokens": ("BIGINT", _estimated_tokens)},
+        (inspect.getfile(count_tokens),)),
     Judgment: TableSpec(Judgment, {
         "id": "VARCHAR", "dialogue_id": "VARCHAR", "dimension": "VARCHAR", "judge_model": "VARCHAR",
         **_VARIANT, "backend": "VARCHAR", "judge_model_id": "VARCHAR", "status": "VARCHAR",

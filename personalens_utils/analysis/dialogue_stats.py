@@ -13,10 +13,13 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
-from personalens_utils.analysis.scores import check_one_identity, fill_identity
-from personalens_utils.identity import STORED_COLUMNS
+from personalens_utils.analysis import scores
+from personalens_utils.analysis.scores import Stores, check_one_identity, fill_identity
+from personalens_utils.columnar import Columnar
+from personalens_utils.identity import STORED_COLUMNS, STORED_KEYS
 from personalens_utils.llm.offline import OFFLINE_LABEL, count_tokens
 from personalens_utils.records import Dialogue
 from personalens_utils.store import ERROR_STATUS, RunStore
@@ -28,30 +31,55 @@ ROWS = {"n_dialogues": "# Dialogues", "avg_turns": "Avg. turns per dialogue",
         "avg_tokens_per_turn": "Avg. tokens per turn"}
 
 
-def dialogues_frame(source: RunStore | str | os.PathLike[str] | pd.DataFrame | Iterable[dict[str, Any]]
-                    ) -> pd.DataFrame:
-    """Dialogue records as a DataFrame, from a run store, its folder, a frame or records.
+TOKEN_COLUMNS = ("output_tokens", "estimated_tokens")
+"""A store's dialogue frame counts each dialogue's tokens (`columnar` derives them when it copies a line):
+booked output tokens (null without usage) and the word-based estimate of its turns' text."""
 
-    A store's records come sorted by id (not in completion order) and the frame remembers the
-    store's folder name for the table's source; the variant's columns (`identity.STORED_COLUMNS`) say
-    whose prompts made each and which sample it is (records that store none: the kit's, sample 0).
+
+FEW = (*GROUP, "task_id", *STORED_KEYS[:2], "backend", "user_backend", "user_model", "user_model_id",
+       "assistant_backend", "assistant_model_id", "status")
+"""The store frame's text columns that hold a handful of values (`scores.fetch`)."""
+
+
+def _is_stores(source: Any) -> bool:
+    if isinstance(source, RunStore | str | os.PathLike | Columnar):
+        return True
+    return isinstance(source, list | tuple) and bool(source) and all(
+        isinstance(s, RunStore | str | os.PathLike) for s in source)
+
+
+def dialogues_frame(source: Stores | pd.DataFrame | Iterable[dict[str, Any]]) -> pd.DataFrame:
+    """Dialogues as a DataFrame, from a run store (its folder, or several shards' stores read together),
+    a frame or records.
+
+    A store's dialogues come from its columnar copy: one row per dialogue, sorted by id (not in
+    completion order), with the summary fields and their token counts (`TOKEN_COLUMNS`) but not their
+    texts; the frame remembers the store's folder name for the table's source. The variant's columns
+    (`identity.STORED_COLUMNS`) say whose prompts made each and which sample it is (records that store
+    none: the kit's, sample 0). Records (or a frame of them) keep their fields as they are.
     """
     if isinstance(source, pd.DataFrame):
         return source
-    if isinstance(source, str | os.PathLike):
-        source = RunStore(source)
-    if isinstance(source, RunStore):
-        frame = pd.DataFrame.from_records(sorted(source.records(Dialogue), key=lambda r: r["id"]))
+    if _is_stores(source):
+        store = scores.columnar(source)
+        names = [*Dialogue.summary_fields, *TOKEN_COLUMNS]
+        frame = scores.fetch(store, f"SELECT {', '.join(names)} FROM dialogues ORDER BY id", few=FEW)
+        frame["domains"] = [d.tolist() if isinstance(d, np.ndarray) else d for d in frame["domains"]]
         STORED_COLUMNS.fill(frame)
-        frame.attrs["origin"] = f"run store {source.root.name}/"
+        frame.attrs["origin"] = f"run store {store.name}/"
         return frame
     return pd.DataFrame.from_records(list(source))
 
 
-def _tokens(row: pd.Series, method: str) -> int:
-    if method == "usage":
-        return int(row["usage"]["output_tokens"])
-    return sum(count_tokens(t["content"]) for t in row["turns"])
+def _token_counts(done: pd.DataFrame) -> pd.DataFrame:
+    """`TOKEN_COLUMNS` of finished dialogues: as a store's frame has them, or counted from the records'
+    `usage` and `turns`."""
+    if all(c in done.columns for c in TOKEN_COLUMNS):
+        return done[list(TOKEN_COLUMNS)]
+    booked = [u.get("output_tokens") if isinstance(u, dict) else None for u in done["usage"]]
+    estimated = [sum(count_tokens(t["content"]) for t in turns) for turns in done["turns"]]
+    return pd.DataFrame({"output_tokens": pd.array(booked, dtype="Int64"), "estimated_tokens": estimated},
+                        index=done.index)
 
 
 def dialogue_stats(source: Any, *, tokens: str = "auto") -> tuple[pd.DataFrame, str]:
@@ -67,16 +95,22 @@ def dialogue_stats(source: Any, *, tokens: str = "auto") -> tuple[pd.DataFrame, 
     columns = [*GROUP, "n_dialogues", "avg_turns", "avg_tokens_per_turn"]
     if frame.empty:
         return pd.DataFrame(columns=columns), tokens
-    missing = [c for c in (*GROUP, "status", "turns", "n_turns", "usage") if c not in frame.columns]
+    counts = TOKEN_COLUMNS if all(c in frame.columns for c in TOKEN_COLUMNS) else ("turns", "usage")
+    missing = [c for c in (*GROUP, "status", "n_turns", *counts) if c not in frame.columns]
     if missing:
         raise ValueError(f"dialogue records lack the field(s) {missing} (see docs/architecture.md)")
     done = frame[frame["status"] != ERROR_STATUS]
+    counted = _token_counts(done)
+    booked = counted["output_tokens"]
     if tokens == "auto":
-        has_usage = done["usage"].map(lambda u: isinstance(u, dict) and u.get("output_tokens", 0) > 0)
-        tokens = "usage" if bool(has_usage.all()) else "estimate"
+        tokens = "usage" if bool(booked.gt(0).fillna(False).all()) else "estimate"
     if done.empty:
         return pd.DataFrame(columns=columns), tokens
-    done = done.assign(tokens=done.apply(_tokens, axis=1, method=tokens))
+    if tokens == "usage" and bool(booked.isna().any()):
+        raise ValueError(f"{int(booked.isna().sum())} finished dialogue(s) have no booked usage; count their "
+                         "tokens with tokens='estimate'")
+    chosen = booked if tokens == "usage" else counted["estimated_tokens"]
+    done = done.assign(tokens=chosen.to_numpy(dtype="int64"))
     grouped = done.groupby(list(GROUP), sort=True)
     table = grouped.agg(n_dialogues=("id", "size"), turns=("n_turns", "sum"), tokens=("tokens", "sum"))
     table["avg_turns"] = table["turns"] / table["n_dialogues"]

@@ -27,7 +27,8 @@ names it, so a table can show where the other rule would give another mean (`oth
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import os
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from personalens_utils.analysis.stats import bootstrap_ci
+from personalens_utils.columnar import Columnar
 from personalens_utils.errors import KitError
 from personalens_utils.identity import (
     DIALOGUE_COLUMNS,
@@ -45,7 +47,7 @@ from personalens_utils.identity import (
     legacy_model_id,
 )
 from personalens_utils.judging import DIMENSIONS as JUDGE_DIMENSIONS
-from personalens_utils.judging import OFFICIAL, STRICT, check_scoring, judge_model_key, score_under
+from personalens_utils.judging import OFFICIAL, STRICT, check_scoring, judge_model_key
 from personalens_utils.llm import registry
 from personalens_utils.records import KIT_PROMPTS, Dialogue, Judgment, Record
 from personalens_utils.store import RunStore
@@ -155,106 +157,171 @@ def run_label(frame: pd.DataFrame, column: str) -> pd.Series:
     if not cols:
         return frame[column]
     runs = frame[[column, *cols]].drop_duplicates()
-    shared = set(runs.loc[runs.duplicated(column, keep=False), column])
-    return pd.Series(
-        [f"{v} ({describe_identity(row)})" if v in shared else v
-         for v, (_, row) in zip(frame[column], frame[cols].iterrows(), strict=True)],
-        index=frame.index,
-        dtype=object,
-    )
+    shared = runs.loc[runs.duplicated(column, keep=False)]
+    labels = pd.Series(frame[column].to_numpy(dtype=object), index=frame.index, dtype=object)
+    if not shared.empty:
+        named = shared.assign(_label=[f"{value} ({describe_identity(row)})" for value, (_, row)
+                                      in zip(shared[column], shared[cols].iterrows(), strict=True)])
+        rows = frame[column].isin(set(shared[column]))
+        found = frame.loc[rows, [column, *cols]].merge(named, on=[column, *cols], how="left")["_label"]
+        labels[rows] = found.to_numpy(dtype=object)
+    return labels
 
 
-def _project(
-    store: RunStore,
-    kind: type[Record],
-    fields: Sequence[str],
-    derived: dict[str, Callable[[dict[str, Any]], Any]] | None = None,
-) -> pd.DataFrame:
-    """Current records of a table keeping only `fields` (and the `derived` columns, each computed from
-    the whole line), so dialogue texts and judge answers never fill memory.
-
-    Rows come sorted by record id, not in the order records were appended (which follows thread
-    completion), so everything computed from them is the same for the same store contents.
-    """
-    derived = derived or {}
-    latest: dict[str, dict] = {}
-    path = store.path(kind)
-    for lineno, rec in store.iter_lines(kind):
-        missing = [f for f in ("id", "status") if f not in rec]
-        if missing:
-            raise ScoresError(f"{path}:{lineno}: record lacks {missing}")
-        latest[rec["id"]] = {**{f: rec.get(f) for f in fields},
-                             **{name: derive(rec) for name, derive in derived.items()}}
-    columns = [*fields, *derived]
-    return pd.DataFrame.from_records([latest[rid] for rid in sorted(latest)], columns=columns)
+Stores = RunStore | str | os.PathLike[str] | Sequence[RunStore | str | os.PathLike[str]] | Columnar
+"""What the loaders read: one run store (or its folder), the run folders of several shards read together
+(`shard="i/n"` machines; an id in two of them is refused), or an open `columnar.Columnar`."""
+SHARED_STRINGS = 4096
+"""A text column with at most this many distinct values in a fetched chunk shares one string object per
+value: a run's few model names, statuses and dimensions then cost a pointer per row, not a string."""
+CHUNK_VECTORS = 64
+"""DuckDB vectors (2048 rows each) fetched into one pandas chunk while reading a view."""
 
 
-def _variant_frame(store: RunStore, kind: type[Record], columns: VariantColumns, renames: dict[str, str],
-                   derived: dict[str, Callable[[dict[str, Any]], Any]] | None = None) -> pd.DataFrame:
-    """`_project` of a table's summary fields, its variant in `columns` (`identity.VariantColumns`)."""
-    frame = _project(store, kind, kind.summary_fields, derived)  # type: ignore[attr-defined]
-    frame = frame.rename(columns={**columns.renames(), **renames})
-    columns.fill(frame)
-    return frame
+def columnar(stores: Stores) -> Columnar:
+    """The columnar copy of `stores` (`columnar.Columnar`): queried instead of reading every line."""
+    return stores if isinstance(stores, Columnar) else Columnar(stores)
 
 
-def load_dialogues(store: RunStore) -> pd.DataFrame:
-    """One row per dialogue (texts left out); `domains` as a tuple; `dialogue_id` names the record id,
-    `sample` which simulation of its scenario it is."""
-    frame = _variant_frame(store, Dialogue, DIALOGUE_COLUMNS, {
-        "id": "dialogue_id", "backend": "dialogue_backend", "status": "dialogue_status"})
-    frame["domains"] = frame["domains"].map(lambda d: tuple(d) if isinstance(d, list | tuple) else ())
+def _origin(source: Columnar) -> str:
+    return f"run store {source.name}/"
+
+
+def _shared(chunk: pd.DataFrame, few: Iterable[str]) -> pd.DataFrame:
+    """`chunk` with each text column of `few` holding one string object per value (`SHARED_STRINGS`)."""
+    for name in few:
+        values = chunk[name]
+        codes, uniques = pd.factorize(values, use_na_sentinel=True)
+        if 0 < len(uniques) <= SHARED_STRINGS and len(values) > len(uniques):
+            shared = uniques.take(codes, allow_fill=True)
+            chunk[name] = pd.Series(shared, index=chunk.index, dtype=values.dtype)
+    return chunk
+
+
+def fetch(source: Columnar, query: str, params: Sequence[Any] = (), few: Sequence[str] = ()) -> pd.DataFrame:
+    """A query's rows as one frame, fetched in chunks; the text columns `few` (a run's model names,
+    statuses, dimensions: a handful of values) share their strings."""
+    cursor = source.connection().execute(query, list(params))
+    chunks: list[pd.DataFrame] = []
+    while True:
+        chunk = cursor.fetch_df_chunk(CHUNK_VECTORS)
+        if chunk.empty and chunks:
+            break
+        chunks.append(_shared(chunk, [name for name in few if name in chunk.columns]))
+        if chunk.empty:
+            break
+    return chunks[0] if len(chunks) == 1 else pd.concat(chunks, ignore_index=True)
+
+
+@dataclass(frozen=True)
+class Only:
+    """One choice a loader makes in SQL (`column` = `value`), refused as `_only` would when it leaves
+    nothing of what the earlier choices kept; `scope` limits the rows it applies to."""
+
+    column: str
+    value: Any
+    what: str
+    scope: str = "true"
+
+    def condition(self) -> str:
+        return f"(NOT ({self.scope}) OR {self.column} = ?)"
+
+
+def _choose(source: Columnar, view: str, choices: Sequence[Only]) -> tuple[str, list[Any]]:
+    """The SQL condition and parameters of `choices` (those with a value), after checking each keeps a row
+    where the rows before it were not none (the error names what the store holds instead)."""
+    chosen = [c for c in choices if c.value is not None]
+    if not chosen:
+        return "true", []
+    counts, params, before, before_params = [], [], "true", []
+    for choice in chosen:
+        counts += [f"count(*) FILTER (WHERE {before} AND {choice.scope})",
+                   f"count(*) FILTER (WHERE {before} AND {choice.scope} AND {choice.column} = ?)"]
+        params += [*before_params, *before_params, choice.value]
+        before, before_params = f"{before} AND {choice.condition()}", [*before_params, choice.value]
+    found = source.connection().execute(f"SELECT {', '.join(counts)} FROM {view}", params).fetchone()
+    assert found is not None
+    prior, prior_params = "true", []
+    for k, choice in enumerate(chosen):
+        if found[2 * k] and not found[2 * k + 1]:
+            held = source.connection().execute(
+                f"SELECT DISTINCT {choice.column} FROM {view} WHERE {prior} AND {choice.scope} "
+                f"AND {choice.column} IS NOT NULL", prior_params).fetchall()
+            raise ScoresError(f"no {choice.what} {choice.value!r} in the store; it holds "
+                              f"{sorted(v for (v,) in held)}")
+        prior, prior_params = f"{prior} AND {choice.condition()}", [*prior_params, choice.value]
+    return before, before_params
+
+
+def _select(kind: type[Record], columns: VariantColumns, renames: dict[str, str],
+            extra: Sequence[str] = ()) -> str:
+    """The select list of a table's summary fields (and `extra` columns), named as the frames name them."""
+    names = {**columns.renames(), **renames}
+    return ", ".join(f'"{name}" AS "{names.get(name, name)}"'
+                     for name in (*kind.summary_fields, *extra))  # type: ignore[attr-defined]
+
+
+def _dialogue_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    DIALOGUE_COLUMNS.fill(frame)
+    frame["domains"] = [tuple(d.tolist()) if isinstance(d, np.ndarray) else () for d in frame["domains"]]
     fill_identity(frame, "dialogue_backend", [("user_model", "user_backend", "user_model_id"),
                                           ("assistant_model", "assistant_backend", "assistant_model_id")])
     return frame
 
 
-def _official(rec: dict[str, Any]) -> float | None:
-    return score_under(OFFICIAL, rec.get("dimension", ""), rec["status"], rec.get("score"), rec.get("raw"))
+DIALOGUE_NAMES = {"id": "dialogue_id", "backend": "dialogue_backend", "status": "dialogue_status"}
+JUDGMENT_NAMES = {"id": "judgment_id", "backend": "judge_backend", "status": "judgment_status"}
+DIALOGUE_FEW = ("task_id", "task_type", "user_model", "assistant_model", "assistant_setting",
+                DIALOGUE_COLUMNS.prompt_version, DIALOGUE_PROMPTS, "dialogue_backend", "user_backend",
+                "user_model_id", "assistant_backend", "assistant_model_id", "dialogue_status")
+JUDGMENT_FEW = ("dimension", "judge_model", JUDGE_COLUMNS.prompt_version, JUDGE_PROMPTS, "judge_backend",
+                "judge_model_id", "judgment_status")
+"""The text columns of the dialogue and judgment frames that hold a handful of values (`fetch`)."""
 
 
-def load_judgments(store: RunStore, scoring: str = STRICT) -> pd.DataFrame:
-    """One row per judgment (texts left out); `judge_backend` and `judge_model_id` name the judge's run.
+def load_dialogues(store: Stores) -> pd.DataFrame:
+    """One row per dialogue (texts left out), sorted by id; `domains` as a tuple; `dialogue_id` names the
+    record id, `sample` which simulation of its scenario it is."""
+    source = columnar(store)
+    frame = fetch(source, f"SELECT {_select(Dialogue, DIALOGUE_COLUMNS, DIALOGUE_NAMES)} FROM dialogues "
+                          "ORDER BY id", few=DIALOGUE_FEW)
+    return _dialogue_frame(frame)
 
-    `strict_score` and `official_score` are the two readings (NaN: no score under that rule), `score`
-    the one `scoring` names.
-    """
-    check_scoring(scoring)
-    frame = _variant_frame(store, Judgment, JUDGE_COLUMNS, {
-        "id": "judgment_id", "backend": "judge_backend", "status": "judgment_status"},
-        {"official_score": _official})
+
+def _turn_scores(values: pd.Series) -> list[list[float | None] | None]:
+    """DuckDB's lists of turn scores (masked arrays, NA for none) as the stored lists."""
+    return [value.tolist() if isinstance(value, np.ndarray) else None for value in values]
+
+
+def _judgment_frame(frame: pd.DataFrame, scoring: str) -> pd.DataFrame:
+    JUDGE_COLUMNS.fill(frame)
     fill_identity(frame, "judge_backend", [("judge_model", "judge_backend", "judge_model_id")])
-    frame["score"] = pd.to_numeric(frame["score"], errors="raise").astype(float)
+    frame["turn_scores"] = pd.Series(_turn_scores(frame["turn_scores"]), index=frame.index, dtype=object)
+    frame["score"] = frame["score"].astype(float)
     frame.loc[frame["judgment_status"] != "ok", "score"] = np.nan
     frame["strict_score"] = frame["score"]
-    frame["official_score"] = pd.to_numeric(frame["official_score"], errors="raise").astype(float)
+    frame["official_score"] = frame["official_score"].astype(float)
     frame["score"] = frame[f"{scoring}_score"]
     frame["scoring"] = scoring
     frame.attrs["scoring"] = scoring
     return frame
 
 
-def _only(frame: pd.DataFrame, column: str, value: str | None, what: str) -> pd.DataFrame:
-    if value is not None:
-        kept = frame[frame[column] == value]
-        if kept.empty and not frame.empty:
-            raise ScoresError(f"no {what} {value!r} in the store; it holds {sorted(frame[column].unique())}")
-        return kept
-    return frame
+def load_judgments(store: Stores, scoring: str = STRICT) -> pd.DataFrame:
+    """One row per judgment (texts left out), sorted by id; `judge_backend` and `judge_model_id` name the
+    judge's run.
 
-
-def _only_judge_prompts(judgments: pd.DataFrame, name: str | None) -> pd.DataFrame:
-    """The judgments made with the judge prompt set `name` (all when None); turn-level personalization,
-    which only the kit's prompts score, is kept whatever the set."""
-    if name is None:
-        return judgments
-    turn_level = judgments["dimension"] == TURN_PERSONALIZATION
-    return pd.concat([_only(judgments[~turn_level], JUDGE_PROMPTS, name, "judge prompt set"),
-                      judgments[turn_level]])
+    `strict_score` and `official_score` are the two readings (NaN: no score under that rule), `score`
+    the one `scoring` names.
+    """
+    check_scoring(scoring)
+    select = _select(Judgment, JUDGE_COLUMNS, JUDGMENT_NAMES, ["official_score"])
+    frame = fetch(columnar(store), f"SELECT {select} FROM judgments ORDER BY id", few=JUDGMENT_FEW)
+    return _judgment_frame(frame, scoring)
 
 
 def load_scores(
-    store: RunStore | str,
+    store: Stores,
     *,
     judge_model: str | None = None,
     judge_prompt_version: str | None = None,
@@ -266,26 +333,36 @@ def load_scores(
     """The tidy frame: judgments of non-errored dialogues, joined to their dialogue's attributes.
 
     `score` is read under `scoring` ("strict" or "official", `judging.scoring`); both readings stay
-    in `strict_score` and `official_score`.
+    in `strict_score` and `official_score`. `store` may be several stores (shards) read together.
 
     With several judge models (or judge prompt versions) in the store, name the one to score with;
     the frame must end up with at most one judgment per dialogue and dimension. Judge model names
     are matched the way judging stores them (any registry spelling of a model works). With one judge
     run on several backends (e.g. offline and a real one), name its `judge_backend`; with the kit's
     and the official judge prompts in one store, name the `judge_prompt_set` (turn-level
-    personalization, which only the kit scores, is kept under either).
+    personalization, which only the kit scores, is kept under either). The choices are made in the
+    query, so only the rows kept are read.
     """
-    store = store if isinstance(store, RunStore) else RunStore(store)
+    check_scoring(scoring)
+    source = columnar(store)
     judge_model = judge_model_key(judge_model) if judge_model is not None else None
-    dialogues = _only(load_dialogues(store), "user_model", user_model, "user model")
-    dialogues = dialogues[dialogues["dialogue_status"] != "error"]
-    judgments = load_judgments(store, scoring)
-    judgments = _only(judgments, "judge_model", judge_model, "judge model")
-    judgments = _only(judgments, JUDGE_COLUMNS.prompt_version, judge_prompt_version, "judge prompt version")
-    judgments = _only(judgments, "judge_backend", judge_backend, "judge backend")
-    judgments = _only_judge_prompts(judgments, judge_prompt_set)
-    judgments = judgments[judgments["judgment_status"] != "error"]
+    where, params = _choose(source, "dialogues", [Only("user_model", user_model, "user model")])
+    dialogues = _dialogue_frame(fetch(
+        source, f"SELECT {_select(Dialogue, DIALOGUE_COLUMNS, DIALOGUE_NAMES)} FROM dialogues "
+                f"WHERE {where} AND status IS DISTINCT FROM 'error' ORDER BY id", params, DIALOGUE_FEW))
+    where, params = _choose(source, "judgments", [
+        Only("judge_model", judge_model, "judge model"),
+        Only("prompt_version", judge_prompt_version, "judge prompt version"),
+        Only("backend", judge_backend, "judge backend"),
+        Only(f"coalesce(prompt_set, '{KIT_PROMPTS}')", judge_prompt_set, "judge prompt set",
+             f"dimension IS DISTINCT FROM '{TURN_PERSONALIZATION}'"),
+    ])
+    select = _select(Judgment, JUDGE_COLUMNS, JUDGMENT_NAMES, ["official_score"])
+    judgments = _judgment_frame(fetch(
+        source, f"SELECT {select} FROM judgments WHERE {where} AND status IS DISTINCT FROM 'error' "
+                "ORDER BY dialogue_id, dimension, id", params, JUDGMENT_FEW), scoring)
     tidy = judgments.merge(dialogues, on="dialogue_id", how="inner", validate="many_to_one")
+    del judgments
     dup = tidy.duplicated(["dialogue_id", "dimension", JUDGE_COLUMNS.sample], keep=False)
     if dup.any():
         judges = sorted(set(tidy.loc[dup, "judge_model"] + " on " + tidy.loc[dup, "judge_backend"] + ":"
@@ -309,8 +386,7 @@ def load_scores(
             f"{sorted(dialogues[DIALOGUE_COLUMNS.prompt_version].unique())}); pass user_model= or use one "
             "run folder per prompt version"
         )
-    tidy = tidy.sort_values(["dialogue_id", "dimension", "judgment_id"]).reset_index(drop=True)
-    tidy.attrs["origin"] = f"run store {store.root.name}/"
+    tidy.attrs["origin"] = _origin(source)
     tidy.attrs["scoring"] = scoring
     return tidy
 
