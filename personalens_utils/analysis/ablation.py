@@ -46,7 +46,7 @@ def table4(
     """Ablation: TCR and P per setting with intervals, and each setting minus `base` on shared scenarios."""
     part = tidy[tidy["assistant_model"] == assistant_model]
     require(part, "assistant_setting", [base], f"{assistant_model!r} under the setting")
-    settings = [s for s in settings if s in set(part["assistant_setting"])]
+    settings = [s for s in settings if s in set(part["assistant_setting"].unique())]
     dims = (TASK_COMPLETION, PERSONALIZATION)
     long = aggregate(part, ["assistant_setting", "task_type"], dims, seed=seed, cluster=CLUSTER)
     comparisons = []
@@ -55,7 +55,8 @@ def table4(
         if setting == base:
             continue
         for (task_type, dim), design in designs.items():
-            if setting in set(design["assistant"]) and base in set(design["assistant"]):
+            arms = set(design["assistant"].unique())
+            if setting in arms and base in arms:
                 result = paired_difference(design, setting, base, seed=seed)
                 comparisons.append(
                     {

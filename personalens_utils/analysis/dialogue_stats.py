@@ -161,9 +161,9 @@ def table13(source: Any, *, assistant_model: str | None = None, assistant_settin
     how = "booked output tokens" if method == "usage" else "estimated tokens (words x 4/3)"
     caption = (f"Dialogue statistics (Table 13): assistant {model}, setting {setting}; a turn is a user "
                f"message and the assistant's reply; tokens per turn from {how}.")
-    used = {*counted["user_backend"], *counted["assistant_backend"]}
+    used = {*counted["user_backend"].unique(), *counted["assistant_backend"].unique()}
     if "offline" in used:
         caption += f" Made with the {OFFLINE_LABEL}."
     source = Source.of(origin, len(counted), "finished dialogues", used,
-                       [*counted["assistant_model_id"], *counted["user_model_id"]])
+                       [*counted["assistant_model_id"].unique(), *counted["user_model_id"].unique()])
     return TableResult(out, caption, source)

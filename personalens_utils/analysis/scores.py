@@ -412,7 +412,7 @@ def other_means(tidy: pd.DataFrame, by: Sequence[str], dimensions: Iterable[str]
     columns = [*by, "dimension", "other_scoring", "other_mean", "n_read_differently"]
     if f"{other}_score" not in tidy.columns:
         return pd.DataFrame(columns=columns)
-    part = tidy[tidy["dimension"].isin(list(dimensions))]
+    part = tidy.loc[tidy["dimension"].isin(list(dimensions)), [*by, "dimension", "score", f"{other}_score"]]
     rows = []
     for keys, group in part.groupby([*by, "dimension"], sort=True, dropna=False):
         keys = keys if isinstance(keys, tuple) else (keys,)
@@ -483,13 +483,14 @@ def aggregate(
     dims = (
         list(dimensions)
         if dimensions is not None
-        else sorted(set(tidy["dimension"]) - {TURN_PERSONALIZATION})
+        else sorted(set(tidy["dimension"].unique()) - {TURN_PERSONALIZATION})
     )
     unknown = [d for d in dims if d not in SCALES]
     if unknown:
         raise ScoresError(f"unknown dimensions {unknown}; known: {sorted(SCALES)}")
     rows = []
-    part = tidy[tidy["dimension"].isin(dims)]
+    needed = [*by, "dimension", "score", *([cluster] if cluster else []), *SCENARIO_UNIT, *IDENTITY, *SAMPLES]
+    part = tidy.loc[tidy["dimension"].isin(dims), [c for c in dict.fromkeys(needed) if c in tidy.columns]]
     check_one_identity(part, list(by), "a mean")
     for keys, group in part.groupby([*by, "dimension"], sort=True, dropna=False):
         keys = keys if isinstance(keys, tuple) else (keys,)
@@ -539,11 +540,16 @@ def missing_rates(tidy: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index()
 
 
+def _values(column: pd.Series) -> set[Any]:
+    """A column's distinct values, nulls left out (hashed in one pass, not read value by value)."""
+    return set(column.dropna().unique())
+
+
 def backends(tidy: pd.DataFrame) -> set[str]:
     """Every backend that played a role (user agent, assistant, judge) in the frame, with the backend of
     the model each assistant that calls one through the kit called (so an offline one is labelled as such)."""
     roles = [c for c in ("user_backend", "assistant_backend", "judge_backend") if c in tidy.columns]
-    found = set().union(*(set(tidy[c].dropna()) for c in roles)) if roles else set()
+    found = set().union(*(_values(tidy[c]) for c in roles)) if roles else set()
     if "assistant_model_id" in tidy.columns:
         found |= {b for b in map(registry.called_backend, tidy["assistant_model_id"].dropna().unique()) if b}
     return found
@@ -552,4 +558,4 @@ def backends(tidy: pd.DataFrame) -> set[str]:
 def model_ids(tidy: pd.DataFrame) -> set[str]:
     """Every resolved model id that played a role in the frame."""
     roles = [c for c in ("user_model_id", "assistant_model_id", "judge_model_id") if c in tidy.columns]
-    return set().union(*(set(tidy[c].dropna()) for c in roles)) if roles else set()
+    return set().union(*(_values(tidy[c]) for c in roles)) if roles else set()

@@ -88,7 +88,7 @@ def provenance_note(backend_names: set[str] | Sequence[str]) -> str:
 
 def prompts_note(tidy: pd.DataFrame) -> str:
     """A note naming the prompt sets of the rows when some were made with the official prompts."""
-    sets = {name: sorted(set(tidy[column].dropna())) for name, column in
+    sets = {name: sorted(set(tidy[column].dropna().unique())) for name, column in
             (("simulation", DIALOGUE_PROMPTS), ("judge", JUDGE_PROMPTS)) if column in tidy.columns}
     if all(values in ([], [KIT_PROMPTS]) for values in sets.values()):
         return ""

@@ -151,7 +151,7 @@ def audit_dialogues(store: RunStore, benchmark: Benchmark, flags: Mapping[str, F
 
 def _backends(store: RunStore) -> set[str]:
     dialogues = load_dialogues(store)
-    return set(dialogues["user_backend"].dropna()) | set(dialogues["assistant_backend"].dropna())
+    return {*dialogues["user_backend"].dropna().unique(), *dialogues["assistant_backend"].dropna().unique()}
 
 
 def audit_rates(audit: pd.DataFrame) -> TableResult:
@@ -193,7 +193,7 @@ def table3_without_flagged(tidy: pd.DataFrame, audit: pd.DataFrame, *, setting: 
                                                                                       else r.n_kept)}
             for r in both.itertuples(index=False)]
     caption = (f"Table 3 ({setting!r} setting) on all judged dialogues and without the dialogues the "
-               f"user-agent audit flagged ({len(flagged & set(part['dialogue_id']))} of "
+               f"user-agent audit flagged ({len(flagged & set(part['dialogue_id'].unique()))} of "
                f"{part['dialogue_id'].nunique()}); Difference = unflagged minus all (TCR in %, P 1-4, "
                "naturalness and coherence 1-5); 95% bootstrap intervals in brackets. " + HEURISTIC_NOTE
                + provenance_note(backends(part) | audit.attrs.get("backends", set())))
