@@ -214,3 +214,12 @@ def test_run_label_names_each_run_as_the_row_by_row_labels_did(settings_store) -
     pd.testing.assert_series_equal(scores.run_label(both, "assistant_model"),
                                    legacy.run_label(both, "assistant_model"))
     assert scores.run_label(both, "assistant_model").str.contains("anthropic:model-b-2").any()
+
+
+def test_the_user_agent_audit_reads_the_dialogues_in_batches_as_it_read_them_all(shards, monkeypatch) -> None:
+    bench = tiny_benchmark(n_users=3)
+    monkeypatch.setattr(audit, "AUDIT_BATCH", 5)
+    batched = audit.audit_dialogues(shards[0], bench)
+    assert len(batched) > 5 and "errored-dialogue" not in set(batched["dialogue_id"])
+    monkeypatch.setattr(audit, "_finished", legacy.finished_dialogues)
+    pd.testing.assert_frame_equal(batched, audit.audit_dialogues(shards[0], bench))

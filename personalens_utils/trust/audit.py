@@ -19,12 +19,12 @@ judge reads them (`llm.offline.judge.words_of`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 
-from personalens_utils.analysis.scores import SCALES, aggregate, backends, load_dialogues
+from personalens_utils.analysis.scores import SCALES, aggregate, backends, columnar, load_dialogues
 from personalens_utils.analysis.tables import (
     ASSISTANT_DIMENSIONS,
     MAIN_SETTING,
@@ -132,8 +132,8 @@ def audit_dialogues(store: RunStore, benchmark: Benchmark, flags: Mapping[str, F
     and task type, and each flag."""
     context_for = benchmark_contexts(benchmark)
     rows = []
-    for dialogue in sorted(store.read(Dialogue), key=lambda d: d.id):
-        if dialogue.status not in JUDGEABLE_STATUSES or (select is not None and not select(dialogue)):
+    for dialogue in _finished(store):
+        if select is not None and not select(dialogue):
             continue
         context = context_for(dialogue)
         rows.append({"dialogue_id": dialogue.id, "user_model": dialogue.user_model,
@@ -147,6 +147,20 @@ def audit_dialogues(store: RunStore, benchmark: Benchmark, flags: Mapping[str, F
     frame.attrs["origin"] = f"run store {store.root.name}/"
     frame.attrs["backends"] = _backends(store)
     return frame
+
+
+AUDIT_BATCH = 2048
+"""Dialogues read in full at once by the audit: the texts of a whole run are never held together."""
+
+
+def _finished(store: RunStore) -> Iterator[Dialogue]:
+    """The store's finished dialogues in id order, read in batches from where the columnar copy says
+    their lines are."""
+    source = columnar(store)
+    where = source.sql("SELECT _source, _offset, _length FROM dialogues WHERE list_contains(?, status) "
+                       "ORDER BY id", [list(JUDGEABLE_STATUSES)])
+    for start in range(0, len(where), AUDIT_BATCH):
+        yield from source.records(Dialogue, where.iloc[start:start + AUDIT_BATCH])  # type: ignore[misc]
 
 
 def _backends(store: RunStore) -> set[str]:

@@ -25,7 +25,14 @@ from personalens_utils.identity import (
     STORED_COLUMNS,
     VariantColumns,
 )
-from personalens_utils.judging import OFFICIAL, STRICT, check_scoring, judge_model_key, score_under
+from personalens_utils.judging import (
+    JUDGEABLE_STATUSES,
+    OFFICIAL,
+    STRICT,
+    check_scoring,
+    judge_model_key,
+    score_under,
+)
 from personalens_utils.records import Dialogue, Judgment, Record
 from personalens_utils.store import RunStore
 
@@ -213,3 +220,8 @@ def run_label(frame: pd.DataFrame, column: str) -> pd.Series:
         index=frame.index,
         dtype=object,
     )
+
+
+def finished_dialogues(store: RunStore) -> list[Dialogue]:
+    """The user-agent audit's dialogues as it read them: every record typed at once, sorted by id."""
+    return [d for d in sorted(store.read(Dialogue), key=lambda d: d.id) if d.status in JUDGEABLE_STATUSES]
