@@ -23,6 +23,11 @@ Scores are read under one scoring rule (`judging.scoring`): `strict` (the stored
 default) or `official` (the official gather script's reading of the stored answer). The frame carries
 both readings (`strict_score`, `official_score`); `score` is the chosen one, and the `scoring` column
 names it, so a table can show where the other rule would give another mean (`other_means`).
+
+The loaders query the store's columnar copy (`columnar.Columnar`: summary fields only, texts never
+read) rather than parsing every line, with the choices (`user_model=`, `judge_model=`, ...) made in
+the query; the run folders of several shards are read together without a merge. The frames are the
+ones a line-by-line reading gives (sorted by record id; tests/test_analysis_columnar.py compares them).
 """
 
 from __future__ import annotations
