@@ -11,6 +11,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import numpy as np
 import orjson
 import pandas as pd
 import pytest
@@ -21,7 +22,7 @@ from test_analysis_support import build_store
 from test_simulation_support import tiny_benchmark
 
 from personalens_utils import analysis, judging
-from personalens_utils.analysis import dialogue_stats, scores, tables
+from personalens_utils.analysis import dialogue_stats, scores, stats, tables
 from personalens_utils.llm.client import LLMClient
 from personalens_utils.records import Dialogue, Judgment
 from personalens_utils.simulation import SimulationConfig, run_simulation
@@ -223,3 +224,10 @@ def test_the_user_agent_audit_reads_the_dialogues_in_batches_as_it_read_them_all
     assert len(batched) > 5 and "errored-dialogue" not in set(batched["dialogue_id"])
     monkeypatch.setattr(audit, "_finished", legacy.finished_dialogues)
     pd.testing.assert_frame_equal(batched, audit.audit_dialogues(shards[0], bench))
+
+
+def test_row_bootstrap_draws_the_same_means_in_smaller_chunks(monkeypatch) -> None:
+    values = np.sort(np.random.default_rng(5).integers(1, 6, size=3000).astype(float))
+    whole = stats.bootstrap_ci(values, n_resamples=600, seed=4)
+    monkeypatch.setattr(stats, "MAX_DRAWS", 7 * len(values))  # 7 resamples at a time, not 256
+    assert stats.bootstrap_ci(values, n_resamples=600, seed=4) == whole

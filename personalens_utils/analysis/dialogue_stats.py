@@ -61,9 +61,9 @@ def dialogues_frame(source: Stores | pd.DataFrame | Iterable[dict[str, Any]]) ->
     if isinstance(source, pd.DataFrame):
         return source
     if _is_stores(source):
-        store = scores.columnar(source)
         names = [*Dialogue.summary_fields, *TOKEN_COLUMNS]
-        frame = scores.fetch(store, f"SELECT {', '.join(names)} FROM dialogues ORDER BY id", few=FEW)
+        with scores.reading(source) as store:
+            frame = scores.fetch(store, f"SELECT {', '.join(names)} FROM dialogues ORDER BY id", few=FEW)
         frame["domains"] = [d.tolist() if isinstance(d, np.ndarray) else d for d in frame["domains"]]
         STORED_COLUMNS.fill(frame)
         frame.attrs["origin"] = f"run store {store.name}/"

@@ -33,7 +33,8 @@ ones a line-by-line reading gives (sorted by record id; tests/test_analysis_colu
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -188,6 +189,18 @@ def columnar(stores: Stores) -> Columnar:
     return stores if isinstance(stores, Columnar) else Columnar(stores)
 
 
+@contextmanager
+def reading(stores: Stores) -> Iterator[Columnar]:
+    """`columnar(stores)`, closed on leaving when made here: DuckDB's working memory is given back before
+    the frames read are joined and aggregated (an open `Columnar` passed in stays open)."""
+    source = columnar(stores)
+    try:
+        yield source
+    finally:
+        if source is not stores:
+            source.close()
+
+
 def _origin(source: Columnar) -> str:
     return f"run store {source.name}/"
 
@@ -287,9 +300,9 @@ JUDGMENT_FEW = ("dimension", "judge_model", JUDGE_COLUMNS.prompt_version, JUDGE_
 def load_dialogues(store: Stores) -> pd.DataFrame:
     """One row per dialogue (texts left out), sorted by id; `domains` as a tuple; `dialogue_id` names the
     record id, `sample` which simulation of its scenario it is."""
-    source = columnar(store)
-    frame = fetch(source, f"SELECT {_select(Dialogue, DIALOGUE_COLUMNS, DIALOGUE_NAMES)} FROM dialogues "
-                          "ORDER BY id", few=DIALOGUE_FEW)
+    with reading(store) as source:
+        frame = fetch(source, f"SELECT {_select(Dialogue, DIALOGUE_COLUMNS, DIALOGUE_NAMES)} FROM dialogues "
+                              "ORDER BY id", few=DIALOGUE_FEW)
     return _dialogue_frame(frame)
 
 
@@ -321,7 +334,8 @@ def load_judgments(store: Stores, scoring: str = STRICT) -> pd.DataFrame:
     """
     check_scoring(scoring)
     select = _select(Judgment, JUDGE_COLUMNS, JUDGMENT_NAMES, ["official_score"])
-    frame = fetch(columnar(store), f"SELECT {select} FROM judgments ORDER BY id", few=JUDGMENT_FEW)
+    with reading(store) as source:
+        frame = fetch(source, f"SELECT {select} FROM judgments ORDER BY id", few=JUDGMENT_FEW)
     return _judgment_frame(frame, scoring)
 
 
@@ -349,23 +363,24 @@ def load_scores(
     query, so only the rows kept are read.
     """
     check_scoring(scoring)
-    source = columnar(store)
     judge_model = judge_model_key(judge_model) if judge_model is not None else None
-    where, params = _choose(source, "dialogues", [Only("user_model", user_model, "user model")])
-    dialogues = _dialogue_frame(fetch(
-        source, f"SELECT {_select(Dialogue, DIALOGUE_COLUMNS, DIALOGUE_NAMES)} FROM dialogues "
-                f"WHERE {where} AND status IS DISTINCT FROM 'error' ORDER BY id", params, DIALOGUE_FEW))
-    where, params = _choose(source, "judgments", [
-        Only("judge_model", judge_model, "judge model"),
-        Only("prompt_version", judge_prompt_version, "judge prompt version"),
-        Only("backend", judge_backend, "judge backend"),
-        Only(f"coalesce(prompt_set, '{KIT_PROMPTS}')", judge_prompt_set, "judge prompt set",
-             f"dimension IS DISTINCT FROM '{TURN_PERSONALIZATION}'"),
-    ])
-    select = _select(Judgment, JUDGE_COLUMNS, JUDGMENT_NAMES, ["official_score"])
-    judgments = _judgment_frame(fetch(
-        source, f"SELECT {select} FROM judgments WHERE {where} AND status IS DISTINCT FROM 'error' "
-                "ORDER BY dialogue_id, dimension, id", params, JUDGMENT_FEW), scoring)
+    with reading(store) as source:
+        origin = _origin(source)
+        where, params = _choose(source, "dialogues", [Only("user_model", user_model, "user model")])
+        names = _select(Dialogue, DIALOGUE_COLUMNS, DIALOGUE_NAMES)
+        dialogues = fetch(source, f"SELECT {names} FROM dialogues WHERE {where} AND status IS DISTINCT FROM "
+                                  "'error' ORDER BY id", params, DIALOGUE_FEW)
+        where, params = _choose(source, "judgments", [
+            Only("judge_model", judge_model, "judge model"),
+            Only("prompt_version", judge_prompt_version, "judge prompt version"),
+            Only("backend", judge_backend, "judge backend"),
+            Only(f"coalesce(prompt_set, '{KIT_PROMPTS}')", judge_prompt_set, "judge prompt set",
+                 f"dimension IS DISTINCT FROM '{TURN_PERSONALIZATION}'"),
+        ])
+        select = _select(Judgment, JUDGE_COLUMNS, JUDGMENT_NAMES, ["official_score"])
+        judgments = fetch(source, f"SELECT {select} FROM judgments WHERE {where} AND status IS DISTINCT FROM "
+                                  "'error' ORDER BY dialogue_id, dimension, id", params, JUDGMENT_FEW)
+    dialogues, judgments = _dialogue_frame(dialogues), _judgment_frame(judgments, scoring)
     tidy = judgments.merge(dialogues, on="dialogue_id", how="inner", validate="many_to_one")
     del judgments
     dup = tidy.duplicated(["dialogue_id", "dimension", JUDGE_COLUMNS.sample], keep=False)
@@ -391,7 +406,7 @@ def load_scores(
             f"{sorted(dialogues[DIALOGUE_COLUMNS.prompt_version].unique())}); pass user_model= or use one "
             "run folder per prompt version"
         )
-    tidy.attrs["origin"] = _origin(source)
+    tidy.attrs["origin"] = origin
     tidy.attrs["scoring"] = scoring
     return tidy
 

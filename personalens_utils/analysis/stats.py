@@ -18,6 +18,9 @@ from numpy.typing import ArrayLike
 DEFAULT_RESAMPLES = 2000
 EXACT_PERMUTATION_MAX_N = 16
 _CHUNK = 256
+MAX_DRAWS = 4_000_000
+"""Resampled indices held at once (32 MB, and as much again for the values they pick): a sample of a
+whole run (100,000 scores) is drawn a few dozen resamples at a time, not 256 (400 MB)."""
 
 
 @dataclass(frozen=True)
@@ -72,8 +75,9 @@ def bootstrap_means(values: np.ndarray, n_resamples: int, rng: np.random.Generat
     """Means of `n_resamples` resamples (with replacement) of `values`, drawn in memory-bounded chunks."""
     n = len(values)
     out = np.empty(n_resamples)
-    for start in range(0, n_resamples, _CHUNK):
-        stop = min(start + _CHUNK, n_resamples)
+    chunk = max(1, min(_CHUNK, MAX_DRAWS // max(n, 1)))  # the draws do not depend on the chunking
+    for start in range(0, n_resamples, chunk):
+        stop = min(start + chunk, n_resamples)
         idx = rng.integers(0, n, size=(stop - start, n))
         out[start:stop] = values[idx].mean(axis=1)
     return out
