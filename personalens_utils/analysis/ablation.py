@@ -23,6 +23,7 @@ from personalens_utils.analysis.tables import (
     missing_note,
     provenance_note,
     require,
+    rows_of,
     score_source,
 )
 from personalens_utils.judging import dialogue_filter as judging_filter
@@ -44,7 +45,7 @@ def table4(
     seed: int = 0,
 ) -> TableResult:
     """Ablation: TCR and P per setting with intervals, and each setting minus `base` on shared scenarios."""
-    part = tidy[tidy["assistant_model"] == assistant_model]
+    part = rows_of(tidy, tidy["assistant_model"] == assistant_model)
     require(part, "assistant_setting", [base], f"{assistant_model!r} under the setting")
     settings = [s for s in settings if s in set(part["assistant_setting"].unique())]
     dims = (TASK_COMPLETION, PERSONALIZATION)

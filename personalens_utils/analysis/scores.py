@@ -205,27 +205,44 @@ def _origin(source: Columnar) -> str:
     return f"run store {source.name}/"
 
 
-def _shared(chunk: pd.DataFrame, few: Iterable[str]) -> pd.DataFrame:
-    """`chunk` with each text column of `few` holding one string object per value (`SHARED_STRINGS`)."""
-    for name in few:
-        values = chunk[name]
-        codes, uniques = pd.factorize(values, use_na_sentinel=True)
-        if 0 < len(uniques) <= SHARED_STRINGS and len(values) > len(uniques):
-            shared = uniques.take(codes, allow_fill=True)
-            chunk[name] = pd.Series(shared, index=chunk.index, dtype=values.dtype)
-    return chunk
+def _share(frame: pd.DataFrame, name: str) -> None:
+    """One string object per value of a text column (in place)."""
+    codes, uniques = pd.factorize(frame[name], use_na_sentinel=True)
+    frame[name] = pd.Series(uniques.take(codes, allow_fill=True), index=frame.index, dtype=frame[name].dtype)
 
 
-def fetch(source: Columnar, query: str, params: Sequence[Any] = (), few: Sequence[str] = ()) -> pd.DataFrame:
-    """A query's rows as one frame, fetched in chunks; the text columns `few` (a run's model names,
-    statuses, dimensions: a handful of values) share their strings."""
-    cursor = source.connection().execute(query, list(params))
+def _decode(codes: pd.Series, values: list[str]) -> pd.Series:
+    """Positions in `values` (1-based, null: none) as the text column they stand for."""
+    positions = codes.fillna(0).to_numpy(dtype="int64") - 1
+    return pd.Series(pd.array(values, dtype="str").take(positions, allow_fill=True), index=codes.index)
+
+
+def fetch(source: Columnar, columns: Sequence[tuple[str, str]], rows: str, params: Sequence[Any] = (), *,
+          order: str = "id", few: Sequence[str] = ()) -> pd.DataFrame:
+    """`SELECT columns FROM rows ORDER BY order` as one frame, fetched in chunks; `columns` are pairs of an
+    expression and the name it gets. The text columns named in `few` (a run's model names, statuses,
+    dimensions: a handful of values) come as positions in their list of values and are made one string
+    object per value, not one per row."""
+    con = source.connection()
+    coded = [(expr, name) for expr, name in columns if name in few]
+    values: dict[str, list[str]] = {}
+    if coded:
+        lists = ", ".join(f"list(DISTINCT {expr}) FILTER (WHERE {expr} IS NOT NULL)" for expr, _ in coded)
+        found = con.execute(f"SELECT {lists} FROM {rows}", list(params)).fetchone() or ()
+        values = {name: sorted(held) for (_, name), held in zip(coded, found, strict=True)
+                  if held and len(held) <= SHARED_STRINGS}
+    select = ", ".join(f'list_position(?, {expr}) AS "{name}"' if name in values else f'{expr} AS "{name}"'
+                       for expr, name in columns)
+    cursor = con.execute(f"SELECT {select} FROM {rows} ORDER BY {order}",
+                         [*(values[name] for _, name in columns if name in values), *params])
     chunks: list[pd.DataFrame] = []
     while True:
         chunk = cursor.fetch_df_chunk(CHUNK_VECTORS)
         if chunk.empty and chunks:
             break
-        chunks.append(_shared(chunk, [name for name in few if name in chunk.columns]))
+        for name, held in values.items():
+            chunk[name] = _decode(chunk[name], held)
+        chunks.append(chunk)
         if chunk.empty:
             break
     return chunks[0] if len(chunks) == 1 else pd.concat(chunks, ignore_index=True)
@@ -272,11 +289,11 @@ def _choose(source: Columnar, view: str, choices: Sequence[Only]) -> tuple[str, 
 
 
 def _select(kind: type[Record], columns: VariantColumns, renames: dict[str, str],
-            extra: Sequence[str] = ()) -> str:
-    """The select list of a table's summary fields (and `extra` columns), named as the frames name them."""
+            extra: Sequence[str] = ()) -> list[tuple[str, str]]:
+    """A table's summary fields (and `extra` columns), each with the name the frames give it."""
     names = {**columns.renames(), **renames}
-    return ", ".join(f'"{name}" AS "{names.get(name, name)}"'
-                     for name in (*kind.summary_fields, *extra))  # type: ignore[attr-defined]
+    return [(f'"{name}"', names.get(name, name))
+            for name in (*kind.summary_fields, *extra)]  # type: ignore[attr-defined]
 
 
 def _dialogue_frame(frame: pd.DataFrame) -> pd.DataFrame:
@@ -295,14 +312,15 @@ DIALOGUE_FEW = ("task_id", "task_type", "user_model", "assistant_model", "assist
 JUDGMENT_FEW = ("dimension", "judge_model", JUDGE_COLUMNS.prompt_version, JUDGE_PROMPTS, "judge_backend",
                 "judge_model_id", "judgment_status")
 """The text columns of the dialogue and judgment frames that hold a handful of values (`fetch`)."""
+DIALOGUE_SELECT = _select(Dialogue, DIALOGUE_COLUMNS, DIALOGUE_NAMES)
+JUDGMENT_SELECT = _select(Judgment, JUDGE_COLUMNS, JUDGMENT_NAMES, ["official_score"])
 
 
 def load_dialogues(store: Stores) -> pd.DataFrame:
     """One row per dialogue (texts left out), sorted by id; `domains` as a tuple; `dialogue_id` names the
     record id, `sample` which simulation of its scenario it is."""
     with reading(store) as source:
-        frame = fetch(source, f"SELECT {_select(Dialogue, DIALOGUE_COLUMNS, DIALOGUE_NAMES)} FROM dialogues "
-                              "ORDER BY id", few=DIALOGUE_FEW)
+        frame = fetch(source, DIALOGUE_SELECT, "dialogues", few=DIALOGUE_FEW)
     return _dialogue_frame(frame)
 
 
@@ -333,9 +351,8 @@ def load_judgments(store: Stores, scoring: str = STRICT) -> pd.DataFrame:
     the one `scoring` names.
     """
     check_scoring(scoring)
-    select = _select(Judgment, JUDGE_COLUMNS, JUDGMENT_NAMES, ["official_score"])
     with reading(store) as source:
-        frame = fetch(source, f"SELECT {select} FROM judgments ORDER BY id", few=JUDGMENT_FEW)
+        frame = fetch(source, JUDGMENT_SELECT, "judgments", few=JUDGMENT_FEW)
     return _judgment_frame(frame, scoring)
 
 
@@ -367,9 +384,9 @@ def load_scores(
     with reading(store) as source:
         origin = _origin(source)
         where, params = _choose(source, "dialogues", [Only("user_model", user_model, "user model")])
-        names = _select(Dialogue, DIALOGUE_COLUMNS, DIALOGUE_NAMES)
-        dialogues = fetch(source, f"SELECT {names} FROM dialogues WHERE {where} AND status IS DISTINCT FROM "
-                                  "'error' ORDER BY id", params, DIALOGUE_FEW)
+        kept = "AND status IS DISTINCT FROM 'error'"  # errored records are infrastructure failures
+        dialogues = fetch(source, DIALOGUE_SELECT, f"dialogues WHERE {where} {kept}", params,
+                          few=DIALOGUE_FEW)
         where, params = _choose(source, "judgments", [
             Only("judge_model", judge_model, "judge model"),
             Only("prompt_version", judge_prompt_version, "judge prompt version"),
@@ -377,12 +394,12 @@ def load_scores(
             Only(f"coalesce(prompt_set, '{KIT_PROMPTS}')", judge_prompt_set, "judge prompt set",
                  f"dimension IS DISTINCT FROM '{TURN_PERSONALIZATION}'"),
         ])
-        select = _select(Judgment, JUDGE_COLUMNS, JUDGMENT_NAMES, ["official_score"])
-        judgments = fetch(source, f"SELECT {select} FROM judgments WHERE {where} AND status IS DISTINCT FROM "
-                                  "'error' ORDER BY dialogue_id, dimension, id", params, JUDGMENT_FEW)
+        judgments = fetch(source, JUDGMENT_SELECT, f"judgments WHERE {where} {kept}", params,
+                          order="judgments.dialogue_id, judgments.dimension, judgments.id", few=JUDGMENT_FEW)
     dialogues, judgments = _dialogue_frame(dialogues), _judgment_frame(judgments, scoring)
     tidy = judgments.merge(dialogues, on="dialogue_id", how="inner", validate="many_to_one")
     del judgments
+    _share(tidy, "dialogue_id")
     dup = tidy.duplicated(["dialogue_id", "dimension", JUDGE_COLUMNS.sample], keep=False)
     if dup.any():
         judges = sorted(set(tidy.loc[dup, "judge_model"] + " on " + tidy.loc[dup, "judge_backend"] + ":"
@@ -481,6 +498,12 @@ def per_scenario(group: pd.DataFrame, cluster: str | None = None) -> pd.DataFram
     return grouped.agg({"score": "mean", **({cluster: "first"} if cluster else {})})[keep]
 
 
+def aggregate_columns(tidy: pd.DataFrame, by: Sequence[str], cluster: str | None = None) -> list[str]:
+    """The columns of `tidy` that `aggregate` reads: a caller filtering a large frame can keep only them."""
+    needed = [*by, "dimension", "score", *([cluster] if cluster else []), *SCENARIO_UNIT, *IDENTITY, *SAMPLES]
+    return [c for c in dict.fromkeys(needed) if c in tidy.columns]
+
+
 def aggregate(
     tidy: pd.DataFrame,
     by: Sequence[str],
@@ -509,8 +532,7 @@ def aggregate(
     if unknown:
         raise ScoresError(f"unknown dimensions {unknown}; known: {sorted(SCALES)}")
     rows = []
-    needed = [*by, "dimension", "score", *([cluster] if cluster else []), *SCENARIO_UNIT, *IDENTITY, *SAMPLES]
-    part = tidy.loc[tidy["dimension"].isin(dims), [c for c in dict.fromkeys(needed) if c in tidy.columns]]
+    part = tidy.loc[tidy["dimension"].isin(dims), aggregate_columns(tidy, by, cluster)]
     check_one_identity(part, list(by), "a mean")
     for keys, group in part.groupby([*by, "dimension"], sort=True, dropna=False):
         keys = keys if isinstance(keys, tuple) else (keys,)

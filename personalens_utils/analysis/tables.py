@@ -120,6 +120,12 @@ def by_run(
     return labelled, order
 
 
+def rows_of(frame: pd.DataFrame, keep: pd.Series) -> pd.DataFrame:
+    """The rows `keep` marks; the frame itself when it keeps them all, so a run's whole score frame is not
+    copied to select all of it (the frames are never changed in place)."""
+    return frame if bool(keep.all()) else frame[keep]
+
+
 def fmt_ci(mean: float, low: float, high: float, digits: int = 2) -> str:
     if np.isnan(mean):
         return "n/a"
@@ -193,10 +199,10 @@ def table3(
     tidy: pd.DataFrame, *, setting: str = MAIN_SETTING, models: Sequence[str] | None = None, seed: int = 0
 ) -> TableResult:
     """Assistant TCR, P, naturalness and coherence per assistant model, SD and MD, under one setting."""
-    part = tidy[tidy["assistant_setting"] == setting]
+    part = rows_of(tidy, tidy["assistant_setting"] == setting)
     if models is not None:
         require(part, "assistant_model", models, "assistant models")
-        part = part[part["assistant_model"].isin(models)]
+        part = rows_of(part, part["assistant_model"].isin(models))
     if part.empty:
         raise ValueError(f"no judged dialogues under setting {setting!r}")
     labelled, order = by_run(part, models)
@@ -229,7 +235,7 @@ def table12(
     tidy: pd.DataFrame, *, setting: str = MAIN_SETTING, task_types: Sequence[str] = ("SD",), seed: int = 0
 ) -> TableResult:
     """The user agent's naturalness and coherence, per assistant model it talked to."""
-    part = tidy[(tidy["assistant_setting"] == setting) & tidy["task_type"].isin(task_types)]
+    part = rows_of(tidy, (tidy["assistant_setting"] == setting) & tidy["task_type"].isin(task_types))
     if part.empty:
         raise ValueError(f"no judged dialogues under setting {setting!r} for task types {list(task_types)}")
     labelled, by = by_run(part)[0], ["assistant_model", "task_type"]

@@ -24,13 +24,21 @@ from typing import Any
 
 import pandas as pd
 
-from personalens_utils.analysis.scores import SCALES, aggregate, backends, columnar, load_dialogues
+from personalens_utils.analysis.scores import (
+    SCALES,
+    aggregate,
+    aggregate_columns,
+    backends,
+    columnar,
+    load_dialogues,
+)
 from personalens_utils.analysis.tables import (
     ASSISTANT_DIMENSIONS,
     MAIN_SETTING,
     by_run,
     fmt_ci,
     provenance_note,
+    rows_of,
     score_source,
 )
 from personalens_utils.data import Benchmark
@@ -191,14 +199,15 @@ def audit_rates(audit: pd.DataFrame) -> TableResult:
 def table3_without_flagged(tidy: pd.DataFrame, audit: pd.DataFrame, *, setting: str = MAIN_SETTING,
                            dimensions: Sequence[str] = ASSISTANT_DIMENSIONS, seed: int = 0) -> TableResult:
     """Table 3's cells on all judged dialogues and on the unflagged ones only, with the difference."""
-    part = tidy[tidy["assistant_setting"] == setting]
+    part = rows_of(tidy, tidy["assistant_setting"] == setting)
     if part.empty:
         raise ValueError(f"no judged dialogues under setting {setting!r}")
     flagged = set(audit.loc[audit["any_flag"], "dialogue_id"])
     labelled = by_run(part)[0]
     by = ["assistant_model", "task_type"]
     every = aggregate(labelled, by, dimensions, seed=seed)
-    kept = aggregate(labelled[~labelled["dialogue_id"].isin(flagged)], by, dimensions, seed=seed)
+    unflagged = labelled.loc[~labelled["dialogue_id"].isin(flagged), aggregate_columns(labelled, by)]
+    kept = aggregate(unflagged, by, dimensions, seed=seed)
     both = every.merge(kept, on=[*by, "dimension"], how="left", suffixes=("", "_kept"))
     rows = [{"Assistant model": r.assistant_model, "Type": r.task_type, "Metric": SCALES[r.dimension].short,
              "All": fmt_ci(r.mean, r.ci_low, r.ci_high), "Unflagged": fmt_ci(r.mean_kept, r.ci_low_kept,
