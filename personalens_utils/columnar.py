@@ -123,13 +123,15 @@ class _Manifest:
     lines: int = 0
     parts: list[list[Any]] = field(default_factory=list)
     """[file name, first byte, end byte] of each part, in file order."""
+    size: int = 0
+    mtime: int = 0
+    """The table file's size and modification time when the copy was last brought up to date."""
 
     @classmethod
     def read(cls, path: Path) -> _Manifest | None:
         try:
-            data = orjson.loads(path.read_bytes())
-            return cls(data["stamp"], data["head"], data["end"], data["lines"], data["parts"])
-        except (OSError, orjson.JSONDecodeError, KeyError, TypeError):
+            return cls(**orjson.loads(path.read_bytes()))
+        except (OSError, orjson.JSONDecodeError, TypeError):
             return None
 
     def write(self, path: Path) -> None:
@@ -138,10 +140,14 @@ class _Manifest:
         os.replace(tmp, path)
 
 
-def _head(path: Path, end: int) -> str:
-    """A fingerprint of the start of a table file: a replaced file (a new run into the folder) differs."""
+def _fingerprint(path: Path, end: int) -> str:
+    """The first and the last 4 KiB of a table file's first `end` bytes: a replaced file (a new run into the
+    folder) or a line edited by hand, which shifts the lines after it, no longer matches."""
     with path.open("rb") as fh:
-        return hashlib.sha256(fh.read(min(end, 4096))).hexdigest()
+        digest = hashlib.sha256(fh.read(min(end, 4096)))
+        fh.seek(max(0, end - 4096))
+        digest.update(fh.read(end - fh.tell()))
+    return digest.hexdigest()
 
 
 class TableCopy:
@@ -173,6 +179,9 @@ class TableCopy:
                     break
             if len(manifest.parts) > MAX_PARTS:
                 self._merge(manifest)
+            stat = self.source.stat()
+            manifest.size, manifest.mtime = stat.st_size, stat.st_mtime_ns
+            manifest.write(self.manifest_path)
 
     def _current_manifest(self) -> _Manifest:
         manifest = _Manifest.read(self.manifest_path)
@@ -192,7 +201,10 @@ class TableCopy:
             return True
         with self.source.open("rb") as fh:
             fh.seek(manifest.end - 1)
-            return fh.read(1) == b"\n" and manifest.head == _head(self.source, manifest.end)
+            if fh.read(1) != b"\n" or manifest.head != _fingerprint(self.source, manifest.end):
+                return False
+        stat = self.source.stat()
+        return stat.st_size != manifest.size or stat.st_mtime_ns == manifest.mtime  # rewritten in place
 
     def _clear(self) -> None:
         for part in self.folder.glob("*"):
@@ -219,7 +231,7 @@ class TableCopy:
         rows, lines = self._rows(data, manifest.end, manifest.lines)
         name = f"{manifest.end:016d}-{manifest.end + len(data):016d}.parquet"
         _write_parquet(rows, self.spec.schema(), self.folder / name)
-        manifest.head = _head(self.source, manifest.end + len(data))
+        manifest.head = _fingerprint(self.source, manifest.end + len(data))
         manifest.parts.append([name, manifest.end, manifest.end + len(data)])
         manifest.end += len(data)
         manifest.lines = lines

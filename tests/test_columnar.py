@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -158,3 +159,19 @@ def test_reading_while_a_writer_appends(tmp_path: Path) -> None:
     thread.join()
     with Columnar(store) as cols:
         assert cols.sql("SELECT count(*) AS n FROM dialogues")["n"][0] == 300
+
+
+def test_a_line_edited_in_place_is_noticed(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    Columnar(store).refresh()
+    path = store.path(Judgment)
+    time.sleep(0.05)  # file times are coarse: an edit a few milliseconds after the copy could share its time
+    path.write_bytes(path.read_bytes().replace(b'"score":1.0', b'"score":2.0'))  # the same length
+    with Columnar(store) as cols:
+        assert list(cols.sql("SELECT score FROM judgments ORDER BY id")["score"]) == [2.0, 2.0, 3.0, 4.0, 5.0]
+    time.sleep(0.05)
+    path.write_bytes(path.read_bytes().replace(b'"score":2.0', b'"score":3.25', 1))  # longer: lines shift
+    put(store, Judgment, [judgment_json("j9", "d1")])
+    with Columnar(store) as cols:
+        scores = list(cols.sql("SELECT score FROM judgments ORDER BY id")["score"])
+    assert scores == [3.25, 2.0, 3.0, 4.0, 5.0, 4.0]
