@@ -19,11 +19,14 @@ would. The Parquet files are plain Parquet; any engine that reads Parquet opens 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
@@ -34,20 +37,22 @@ from filelock import FileLock
 
 from personalens_utils.identity import STORED_KEYS
 from personalens_utils.judging import scoring
-from personalens_utils.records import Dialogue, Judgment, Record
+from personalens_utils.records import Dialogue, Judgment, Record, RecordError
 from personalens_utils.store import RunStore, StoreError, _report_torn
 
 FORMAT = 1
 """Bumped when the layout of the copy changes; a copy of another format is rebuilt."""
 FOLDER = "_columnar"
-CHUNK_BYTES = 64 << 20
+CHUNK_BYTES = 32 << 20
 """JSONL bytes parsed into one Parquet part: bounds the memory a refresh holds."""
 MAX_PARTS = 16
 """More parts than this (many small refreshes) are merged into one."""
 MEMORY_LIMIT = "512MB"
 """DuckDB's working memory; larger sorts and joins spill to a temporary folder."""
-POSITION = {"_line": "BIGINT", "_offset": "BIGINT", "_length": "BIGINT"}
-"""Where each row's line sits in its JSONL file (line number, byte offset, bytes)."""
+POSITION = {"_offset": "BIGINT", "_length": "BIGINT"}
+"""Where each row's line sits in its JSONL file (byte offset, bytes)."""
+PARALLEL_CHUNKS = 3
+"""A refresh with this many chunks to parse or more spreads them over worker processes (one per core)."""
 
 
 @dataclass(frozen=True)
@@ -173,10 +178,7 @@ class TableCopy:
         self.folder.mkdir(parents=True, exist_ok=True)
         with FileLock(str(self.folder) + ".lock"):
             manifest = self._current_manifest()
-            size = self.source.stat().st_size
-            while manifest.end < size:
-                if not self._copy_chunk(manifest, size):
-                    break
+            self._copy(manifest, self._ranges(manifest.end, self.source.stat().st_size, manifest.lines))
             if len(manifest.parts) > MAX_PARTS:
                 self._merge(manifest)
             stat = self.source.stat()
@@ -188,6 +190,10 @@ class TableCopy:
         fits = manifest is not None and manifest.stamp == self.spec.stamp()
         if manifest is not None and fits and manifest.end <= self.source.stat().st_size \
                 and self._continues(manifest):
+            kept = {name for name, _, _ in manifest.parts} | {self.manifest_path.name}
+            for stray in self.folder.glob("*"):  # parts of a refresh that stopped before its manifest
+                if stray.name not in kept:
+                    stray.unlink()
             return manifest
         self._clear()
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -210,57 +216,43 @@ class TableCopy:
         for part in self.folder.glob("*"):
             part.unlink()
 
-    def _copy_chunk(self, manifest: _Manifest, size: int) -> bool:
-        """Parse the next complete lines (up to `CHUNK_BYTES`) into a new part; False at a torn tail."""
+    def _ranges(self, start: int, size: int, lines: int) -> list[tuple[int, int]]:
+        """Byte ranges of the complete lines from `start`, about `CHUNK_BYTES` each; a torn last line (no
+        line end yet) is left out and reported."""
         with self.source.open("rb") as fh:
-            fh.seek(manifest.end)
-            data = fh.read(min(CHUNK_BYTES, size - manifest.end))
-            if manifest.end + len(data) < size and not data.endswith(b"\n"):
-                cut = data.rfind(b"\n") + 1
-                if cut == 0:  # one line longer than a chunk: read on to its end
-                    data += fh.readline()
-                    cut = len(data) if data.endswith(b"\n") else 0
-                data = data[:cut]
-        end = data.rfind(b"\n") + 1
-        if end < len(data):
-            lineno = manifest.lines + data.count(b"\n", 0, end) + 1
-            _report_torn(self.source, lineno, manifest.end + end, len(data) - end)
-            data = data[:end]
-        if not data:
-            return False
-        rows, lines = self._rows(data, manifest.end, manifest.lines)
-        name = f"{manifest.end:016d}-{manifest.end + len(data):016d}.parquet"
-        _write_parquet(rows, self.spec.schema(), self.folder / name)
-        manifest.head = _fingerprint(self.source, manifest.end + len(data))
-        manifest.parts.append([name, manifest.end, manifest.end + len(data)])
-        manifest.end += len(data)
-        manifest.lines = lines
-        manifest.write(self.manifest_path)
-        return True
+            last = _last_line_end(fh, start, size)
+            ranges, pos = [], start
+            while pos < last:
+                fh.seek(min(pos + CHUNK_BYTES, last) - 1)
+                end = fh.tell() + len(fh.readline())
+                ranges.append((pos, end))
+                pos = end
+            if last < size:
+                fh.seek(start)
+                lineno = lines + fh.read(last - start).count(b"\n") + 1
+                _report_torn(self.source, lineno, last, size - last)
+        return ranges
 
-    def _rows(self, data: bytes, offset: int, lineno: int) -> tuple[list[bytes], int]:
-        """Complete lines projected to JSON rows for DuckDB to type, checked as the store checks them."""
-        kind, fields, derived = self.spec.kind, list(self.spec.columns), self.spec.derived
-        out = []
-        for line in data.splitlines(keepends=True):
-            lineno += 1
-            length = len(line)
-            if line.strip():
-                where = f"{self.source}:{lineno}"
-                try:
-                    rec = orjson.loads(line)
-                except orjson.JSONDecodeError as exc:
-                    raise StoreError(f"{where}: not valid JSON ({exc})") from exc
-                if not isinstance(rec, dict) or not rec.get("id"):
-                    raise StoreError(f"{where}: record has no 'id'")
-                kind.from_json(rec, where)
-                row = {name: rec.get(name) for name in fields}
-                for name, (_, derive) in derived.items():
-                    row[name] = derive(rec)
-                row.update(_line=lineno, _offset=offset, _length=length)
-                out.append(orjson.dumps(row))
-            offset += length
-        return out, lineno
+    def _copy(self, manifest: _Manifest, ranges: list[tuple[int, int]]) -> None:
+        """Parse the ranges into Parquet parts (on several processes when there are many) and record each
+        part in the manifest in file order; a line that does not fit raises naming its file and line."""
+        table, source = self.spec.kind.table, str(self.source)
+        jobs = [(table, source, a, b, str(self.folder / f"{a:016d}-{b:016d}.parquet")) for a, b in ranges]
+        workers = min(len(jobs), len(os.sched_getaffinity(0))) if len(jobs) >= PARALLEL_CHUNKS else 1
+        with contextlib.ExitStack() as stack:
+            if workers > 1:
+                pool = stack.enter_context(ProcessPoolExecutor(workers, mp_context=get_context("spawn")))
+                done: Iterator[int | None] = pool.map(_copy_range, *zip(*jobs, strict=True))
+            else:
+                done = (_copy_range(*job) for job in jobs)
+            for (_, _, first, end, target), lines in zip(jobs, done, strict=True):
+                if lines is None:  # a line that does not fit: read it here to raise with its line number
+                    _rows(self.spec, self.source, _read(self.source, first, end), first, manifest.lines)
+                    raise StoreError(f"{self.source}: bytes {first}-{end} could not be copied")
+                manifest.parts.append([Path(target).name, first, end])
+                manifest.end, manifest.lines = end, manifest.lines + lines
+                manifest.head = _fingerprint(self.source, end)
+                manifest.write(self.manifest_path)
 
     def _merge(self, manifest: _Manifest) -> None:
         files = [str(self.folder / name) for name, _, _ in manifest.parts]
@@ -273,6 +265,65 @@ class TableCopy:
         manifest.write(self.manifest_path)
         for old in files:
             Path(old).unlink()
+
+
+def _last_line_end(fh: Any, start: int, size: int) -> int:
+    """The end of the last complete line of an open table file after `start` (`start` when there is none)."""
+    pos = size
+    while pos > start:
+        block = min(1 << 20, pos - start)
+        fh.seek(pos - block)
+        found = fh.read(block).rfind(b"\n")
+        if found >= 0:
+            return pos - block + found + 1
+        pos -= block
+    return start
+
+
+def _read(path: Path, start: int, end: int) -> bytes:
+    with path.open("rb") as fh:
+        fh.seek(start)
+        return fh.read(end - start)
+
+
+def _rows(spec: TableSpec, source: Path, data: bytes, offset: int, lineno: int) -> list[bytes]:
+    """Complete lines projected to JSON rows for DuckDB to type, checked as the store checks them
+    (`lineno`: lines before `data`, for the messages)."""
+    kind, fields, derived = spec.kind, list(spec.columns), spec.derived
+    out = []
+    for line in data.splitlines(keepends=True):
+        lineno += 1
+        length = len(line)
+        if line.strip():
+            where = f"{source}:{lineno}"
+            try:
+                rec = orjson.loads(line)
+            except orjson.JSONDecodeError as exc:
+                raise StoreError(f"{where}: not valid JSON ({exc})") from exc
+            if not isinstance(rec, dict) or not rec.get("id"):
+                raise StoreError(f"{where}: record has no 'id'")
+            kind.from_json(rec, where)
+            row = {name: rec.get(name) for name in fields}
+            for name, (_, derive) in derived.items():
+                row[name] = derive(rec)
+            row.update(_offset=offset, _length=length)
+            out.append(orjson.dumps(row))
+        offset += length
+    return out
+
+
+def _copy_range(table: str, source: str, start: int, end: int, target: str) -> int | None:
+    """Copy the lines in bytes [start, end) of a table file into the Parquet file `target` (in a worker
+    process, or in this one); the number of lines, or None when one does not fit (the caller reads it
+    again to say where)."""
+    spec = next(spec for spec in TABLES.values() if spec.kind.table == table)
+    data = _read(Path(source), start, end)
+    try:
+        rows = _rows(spec, Path(source), data, start, 0)
+    except (StoreError, RecordError):
+        return None
+    _write_parquet(rows, spec.schema(), Path(target))
+    return data.count(b"\n")
 
 
 def _settings(con: duckdb.DuckDBPyConnection) -> None:

@@ -58,13 +58,13 @@ def test_only_appended_bytes_are_parsed_again(tmp_path: Path, monkeypatch: pytes
     with Columnar(store) as cols:
         assert cols.sql("SELECT count(*) AS n FROM dialogues")["n"][0] == 5
     parsed: list[int] = []
-    original = columnar.TableCopy._rows
+    original = columnar._rows
 
-    def counting(self: columnar.TableCopy, data: bytes, offset: int, lineno: int) -> Any:
+    def counting(spec: columnar.TableSpec, source: Path, data: bytes, offset: int, lineno: int) -> Any:
         parsed.append(data.count(b"\n"))
-        return original(self, data, offset, lineno)
+        return original(spec, source, data, offset, lineno)
 
-    monkeypatch.setattr(columnar.TableCopy, "_rows", counting)
+    monkeypatch.setattr(columnar, "_rows", counting)
     put(store, Dialogue, [dialogue_json("d9", user_id=9)])
     with Columnar(store) as cols:
         assert cols.sql("SELECT count(*) AS n FROM dialogues")["n"][0] == 6
@@ -175,3 +175,19 @@ def test_a_line_edited_in_place_is_noticed(tmp_path: Path) -> None:
     with Columnar(store) as cols:
         scores = list(cols.sql("SELECT score FROM judgments ORDER BY id")["score"])
     assert scores == [3.25, 2.0, 3.0, 4.0, 5.0, 4.0]
+
+
+def test_a_large_append_is_parsed_on_workers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(columnar, "CHUNK_BYTES", 4000)
+    store = _store(tmp_path, n=40)
+    (copy,) = Columnar(store, tables=[Dialogue]).copies(Dialogue)
+    copy.refresh()
+    assert len(copy.files()) >= columnar.PARALLEL_CHUNKS
+    with Columnar(store) as cols:
+        ids = list(cols.sql("SELECT id FROM dialogues ORDER BY id")["id"])
+    assert ids == sorted(f"d{i}" for i in range(40))
+    lines = store.path(Judgment).read_bytes().splitlines(keepends=True)
+    lines[33] = b'{"id": "bad", "dialogue_id": 3}\n'
+    store.path(Judgment).write_bytes(b"".join(lines))
+    with pytest.raises(RecordError, match=r"judgments\.jsonl:34: Judgment record field 'dialogue_id'"):
+        Columnar(store).refresh()
