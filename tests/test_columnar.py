@@ -189,5 +189,5 @@ def test_a_large_append_is_parsed_on_workers(tmp_path: Path, monkeypatch: pytest
     lines = store.path(Judgment).read_bytes().splitlines(keepends=True)
     lines[33] = b'{"id": "bad", "dialogue_id": 3}\n'
     store.path(Judgment).write_bytes(b"".join(lines))
-    with pytest.raises(RecordError, match=r"judgments\.jsonl:34: Judgment record field 'dialogue_id'"):
+    with pytest.raises(RecordError, match=r"judgments\.jsonl:34: Judgment record field"):
         Columnar(store).refresh()
