@@ -182,8 +182,9 @@ class TableCopy:
             if len(manifest.parts) > MAX_PARTS:
                 self._merge(manifest)
             stat = self.source.stat()
-            manifest.size, manifest.mtime = stat.st_size, stat.st_mtime_ns
-            manifest.write(self.manifest_path)
+            if (manifest.size, manifest.mtime) != (stat.st_size, stat.st_mtime_ns):  # else left byte for byte
+                manifest.size, manifest.mtime = stat.st_size, stat.st_mtime_ns
+                manifest.write(self.manifest_path)
 
     def _current_manifest(self) -> _Manifest:
         manifest = _Manifest.read(self.manifest_path)

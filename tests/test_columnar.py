@@ -191,3 +191,13 @@ def test_a_large_append_is_parsed_on_workers(tmp_path: Path, monkeypatch: pytest
     store.path(Judgment).write_bytes(b"".join(lines))
     with pytest.raises(RecordError, match=r"judgments\.jsonl:34: Judgment record field"):
         Columnar(store).refresh()
+
+
+def test_an_up_to_date_copy_is_left_byte_for_byte(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    Columnar(store).refresh()
+    before = {p: p.read_bytes() for p in sorted((store.root / "_columnar").rglob("*")) if p.is_file()}
+    time.sleep(0.05)
+    with Columnar(store) as cols:
+        cols.sql("SELECT count(*) FROM judgments")
+    assert {p: p.read_bytes() for p in sorted((store.root / "_columnar").rglob("*")) if p.is_file()} == before
