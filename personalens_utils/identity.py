@@ -195,6 +195,20 @@ def judgment_id(dialogue_id: str, dimension: str, *, judge: Role, variant: Varia
     return stable_id(*variant.parts(parts))
 
 
+def judgment_id_tail(dimension: str, *, judge: Role, variant: Variant) -> str:
+    """What `judgment_id` hashes after the dialogue id, the same for every dialogue: `stable_id` hashes
+    `[` + the JSON string of the dialogue id + this (a planner over many dialogues encodes it once)."""
+    parts = ("", dimension, judge.model, variant.prompt_version, judge.backend, judge.model_id)
+    return "," + orjson.dumps([str(p) for p in variant.parts(parts)[1:]])[1:].decode()
+
+
+def judgment_ids(dimension: str, *, judge: Role, variant: Variant) -> Callable[[str], str]:
+    """`judgment_id` of any dialogue on one dimension by one judge and variant: the same ids, with the
+    parts they share encoded once (`judgment_id_tail`)."""
+    tail = judgment_id_tail(dimension, judge=judge, variant=variant).encode()
+    return lambda dialogue_id: hashlib.sha256(b"[" + orjson.dumps(str(dialogue_id)) + tail).hexdigest()[:20]
+
+
 def variant_named(name: str, variants: Sequence[Variant]) -> Variant:
     """The one of `variants` made with the prompt set `name`; another name is refused, naming them."""
     for variant in variants:

@@ -21,6 +21,7 @@ import pandas as pd
 from personalens_utils import engine
 from personalens_utils.assistants import Assistant, Pricing, assistant_on
 from personalens_utils.assistants.python import AssistantError, AssistantStopped
+from personalens_utils.columnar import Columnar
 from personalens_utils.data import MD, SD, Benchmark
 from personalens_utils.engine import Item, Plan, StageReport
 from personalens_utils.identity import Role, dialogue_id, samples
@@ -101,7 +102,10 @@ def plan_dialogues(benchmark: Benchmark, store: RunStore, config: SimulationConf
                 did = ids[scenario.scenario_id, setting.name, k]
                 if part is None or part.owns(did):
                     candidates.append(((did,), PlannedDialogue(ctx, setting, k)))
-    return engine.plan(store, Dialogue, candidates, retry_errors=config.retry_errors, limit=config.limit)
+    with Columnar(store, tables=[Dialogue]) as source:  # ids and statuses only, not every dialogue's text
+        stored = source.stored(Dialogue)
+    return engine.plan(store, Dialogue, candidates, retry_errors=config.retry_errors, limit=config.limit,
+                       stored=stored)
 
 
 def _stage(config: SimulationConfig, assistant: Assistant) -> engine.Stage[PlannedDialogue]:
