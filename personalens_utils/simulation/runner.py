@@ -81,7 +81,9 @@ def plan_dialogues(benchmark: Benchmark, store: RunStore, config: SimulationConf
     the prompt set has no prompt for is refused here.
 
     With `shard="i/n"` only that shard's dialogues are planned (and counted as already done).
-    Stored dialogues with status "error" are redone only with `retry_errors=True`.
+    Stored dialogues with status "error" are redone only with `retry_errors=True`. What is stored is
+    read as ids and statuses from the columnar copy; profiles and tasks are looked up for the
+    dialogues to run only.
     """
     part = Shard.parse(config.shard)
     unknown = sorted(set(config.task_types) - {SD, MD})
