@@ -23,12 +23,12 @@ import contextlib
 import hashlib
 import os
 import tempfile
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import duckdb
 import orjson
@@ -37,7 +37,7 @@ from filelock import FileLock
 
 from personalens_utils.identity import STORED_KEYS
 from personalens_utils.judging import scoring
-from personalens_utils.records import Dialogue, Judgment, Record, RecordError
+from personalens_utils.records import ERROR, Dialogue, Judgment, Record, RecordError
 from personalens_utils.store import RunStore, StoreError, _report_torn
 
 FORMAT = 1
@@ -105,6 +105,14 @@ TABLES: dict[type[Record], TableSpec] = {
 """The tables with a columnar copy; a new one is one entry here."""
 
 StoreLike = RunStore | str | os.PathLike[str]
+
+
+class Place(NamedTuple):
+    """Where a record's line sits: which of the given stores, its byte offset and its length."""
+
+    source: int
+    offset: int
+    length: int
 
 
 def _root(store: StoreLike) -> Path:
@@ -418,11 +426,14 @@ class Columnar:
         """A query's result as a frame (the views are brought up to date on first use)."""
         return self.connection().execute(query, params or []).df()
 
-    def lines(self, kind: type[Record], rows: pd.DataFrame) -> Iterator[dict[str, Any]]:
-        """The stored JSON of the records in `rows` (with `_source`, `_offset`, `_length`), in their order."""
+    def lines(self, kind: type[Record], rows: pd.DataFrame | Iterable[Place]) -> Iterator[dict[str, Any]]:
+        """The stored JSON of the records in `rows` (with `_source`, `_offset`, `_length`; or those three
+        values of each, as a planner keeps them), in their order."""
+        places = (rows[["_source", "_offset", "_length"]].itertuples(index=False)
+                  if isinstance(rows, pd.DataFrame) else rows)
         handles: dict[int, Any] = {}
         try:
-            for source, offset, length in rows[["_source", "_offset", "_length"]].itertuples(index=False):
+            for source, offset, length in places:
                 fh = handles.get(source)
                 if fh is None:
                     fh = handles[source] = self.stores[source].path(kind).open("rb")
@@ -432,9 +443,21 @@ class Columnar:
             for fh in handles.values():
                 fh.close()
 
-    def records(self, kind: type[Record], rows: pd.DataFrame) -> list[Record]:
+    def records(self, kind: type[Record], rows: pd.DataFrame | Iterable[Place]) -> list[Record]:
         """The records in `rows` as `kind`, read in full from their files."""
         return [kind.from_json(rec) for rec in self.lines(kind, rows)]
+
+    def stored(self, kind: type[Record]) -> tuple[set[str], set[str]]:
+        """The ids of a table's records, and those whose current record errored (`RunStore.ids` and
+        `RunStore.errored` read from the copy): what a planner checks its work against."""
+        con, view = self.connection(), TABLES[kind].view
+        ids = set(con.execute(f"SELECT id FROM {view}_lines").fetchnumpy()["id"].tolist())
+        errored = con.execute(
+            f"SELECT id FROM (SELECT id, status, row_number() OVER (PARTITION BY id, _source ORDER BY "
+            f"_offset DESC) AS latest FROM {view}_lines WHERE id IN (SELECT id FROM {view}_lines WHERE "
+            "status = ?)) "
+            "WHERE latest = 1 AND status = ?", [ERROR, ERROR]).fetchnumpy()["id"].tolist()
+        return ids, set(errored)
 
     def close(self) -> None:
         if self._con is not None:
