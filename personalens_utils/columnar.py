@@ -19,14 +19,14 @@ would. The Parquet files are plain Parquet; any engine that reads Parquet opens 
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
+import subprocess
+import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -248,20 +248,15 @@ class TableCopy:
         table, source = self.spec.kind.table, str(self.source)
         jobs = [(table, source, a, b, str(self.folder / f"{a:016d}-{b:016d}.parquet")) for a, b in ranges]
         workers = min(len(jobs), len(os.sched_getaffinity(0))) if len(jobs) >= PARALLEL_CHUNKS else 1
-        with contextlib.ExitStack() as stack:
-            if workers > 1:
-                pool = stack.enter_context(ProcessPoolExecutor(workers, mp_context=get_context("spawn")))
-                done: Iterator[int | None] = pool.map(_copy_range, *zip(*jobs, strict=True))
-            else:
-                done = (_copy_range(*job) for job in jobs)
-            for (_, _, first, end, target), lines in zip(jobs, done, strict=True):
-                if lines is None:  # a line that does not fit: read it here to raise with its line number
-                    _rows(self.spec, self.source, _read(self.source, first, end), first, manifest.lines)
-                    raise StoreError(f"{self.source}: bytes {first}-{end} could not be copied")
-                manifest.parts.append([Path(target).name, first, end])
-                manifest.end, manifest.lines = end, manifest.lines + lines
-                manifest.head = _fingerprint(self.source, end)
-                manifest.write(self.manifest_path)
+        done = _copy_on_workers(jobs, workers) if workers > 1 else (_copy_range(*job) for job in jobs)
+        for (_, _, first, end, target), lines in zip(jobs, done, strict=True):
+            if lines is None:  # a line that does not fit: read it here to raise with its line number
+                _rows(self.spec, self.source, _read(self.source, first, end), first, manifest.lines)
+                raise StoreError(f"{self.source}: bytes {first}-{end} could not be copied")
+            manifest.parts.append([Path(target).name, first, end])
+            manifest.end, manifest.lines = end, manifest.lines + lines
+            manifest.head = _fingerprint(self.source, end)
+            manifest.write(self.manifest_path)
 
     def _merge(self, manifest: _Manifest) -> None:
         files = [str(self.folder / name) for name, _, _ in manifest.parts]
@@ -333,6 +328,27 @@ def _copy_range(table: str, source: str, start: int, end: int, target: str) -> i
         return None
     _write_parquet(rows, spec.schema(), Path(target))
     return data.count(b"\n")
+
+
+def _copy_on_workers(jobs: list[tuple[str, str, int, int, str]], workers: int) -> list[int | None]:
+    """`_copy_range` of every job, spread over `workers` processes running this module (`python -m`, so
+    a caller's script is never imported again in them, as a multiprocessing pool would)."""
+    path = [str(Path(__file__).resolve().parent.parent), os.environ.get("PYTHONPATH", "")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, path))}
+    groups = [jobs[i::workers] for i in range(workers)]
+
+    def run(group: list[tuple[str, str, int, int, str]]) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run([sys.executable, "-m", __name__], input=orjson.dumps(group), env=env,
+                              capture_output=True, check=False)
+
+    done: dict[str, int | None] = {}
+    with ThreadPoolExecutor(workers) as pool:
+        for group, proc in zip(groups, pool.map(run, groups), strict=True):
+            if proc.returncode != 0:
+                raise StoreError(f"a worker copying {group[0][1]} into its columnar copy failed:\n"
+                                 f"{proc.stderr.decode()[-2000:]}")
+            done.update(zip((job[4] for job in group), orjson.loads(proc.stdout), strict=True))
+    return [done[job[4]] for job in jobs]
 
 
 def _settings(con: duckdb.DuckDBPyConnection) -> None:
@@ -469,3 +485,8 @@ class Columnar:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+if __name__ == "__main__":  # a worker of `_copy_on_workers`: its jobs on stdin, their line counts on stdout
+    given = orjson.loads(sys.stdin.buffer.read())
+    sys.stdout.buffer.write(orjson.dumps([_copy_range(*job) for job in given]))

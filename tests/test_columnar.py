@@ -4,6 +4,9 @@ what was appended, with the store's rules for torn and corrupt lines, and shards
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -201,3 +204,20 @@ def test_an_up_to_date_copy_is_left_byte_for_byte(tmp_path: Path) -> None:
     with Columnar(store) as cols:
         cols.sql("SELECT count(*) FROM judgments")
     assert {p: p.read_bytes() for p in sorted((store.root / "_columnar").rglob("*")) if p.is_file()} == before
+
+
+def test_a_script_without_a_main_guard_refreshes_on_workers(tmp_path: Path) -> None:
+    """Workers run this module, not the caller's script again (which would wait on the copy's lock)."""
+    store = _store(tmp_path, n=40)
+    script = tmp_path / "unguarded.py"
+    script.write_text(
+        "from personalens_utils import columnar\n"
+        "columnar.CHUNK_BYTES = 4000\n"
+        f"cols = columnar.Columnar({str(store.root)!r})\n"
+        "n = cols.sql('SELECT count(*) AS n FROM dialogues')['n'][0]\n"
+        "print(n, len(cols.copies(columnar.Dialogue)[0].files()))\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
+                          cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)})
+    assert done.returncode == 0, done.stderr
+    count, parts = map(int, done.stdout.split())
+    assert count == 40 and parts >= columnar.PARALLEL_CHUNKS
