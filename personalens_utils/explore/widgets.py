@@ -107,6 +107,7 @@ class Explorer(_Page):
         self.earlier.add_class("pl-explorer-earlier")
         self.later.add_class("pl-explorer-later")
         self.first = 0
+        self._shown: tuple[Any, ...] | None = None
         self.dialogue = widgets.Select(
             options=[], rows=8, description="dialogue", style=_WIDE, layout=widgets.Layout(**_FULL)
         )
@@ -137,7 +138,8 @@ class Explorer(_Page):
     def current(self) -> Filters:
         """The filters as set in the controls."""
         values = {name: self.chosen(name) for name in self.filters}
-        return Filters(**values, score_range=tuple(self.score.value) if values["dimension"] else None)
+        return Filters(**values, score_range=tuple(self.score.value) if values["dimension"] else None,
+                       search=self.search.value)
 
     def set_filters(self, **values: Any) -> None:
         """Set filters by name (None: any), as a user would in the dropdowns; `score_range` too."""
@@ -172,27 +174,25 @@ class Explorer(_Page):
             self.score.min, self.score.max = low, high
         self.score.disabled = False
 
-    def matching(self) -> list[tuple[str, str]]:
-        """(line, dialogue id) of every dialogue that passes the filters and holds each searched word."""
-        words = self.search.value.lower().split()
-        lines = [(Catalog.label(d), d.id) for d in self.catalog.select(self.current())]
-        return [(line, i) for line, i in lines if all(w in line.lower() for w in words)]
-
     def turn_page(self, step: int) -> None:
         """Show the next (1) or previous (-1) page of the list."""
         self.first = max(0, self.first + step * SHOWN)
         self._refilter(keep_page=True)
 
     def _refilter(self, _: Any = None, *, keep_page: bool = False) -> None:
-        found = self.matching()
-        if not keep_page or self.first >= len(found):
+        """Query the page of dialogues the filters and search leave (never the whole list)."""
+        filters = self.current()
+        if not keep_page:
             self.first = 0
-        options = found[self.first : self.first + SHOWN]
-        total = len(self.catalog.dialogues)
-        shown = f"; showing {self.first + 1}-{self.first + len(options)}" if len(found) > SHOWN else ""
-        self.count.value = f"{len(found)} of {total} dialogues{shown}"
+        found = self.catalog.select(filters, offset=self.first, limit=SHOWN)
+        if self.first and not found.dialogues:  # the page ran past the end (fewer now pass)
+            self.first = 0
+            found = self.catalog.select(filters, offset=0, limit=SHOWN)
+        options = [(Catalog.label(d), d.id) for d in found.dialogues]
+        shown = f"; showing {self.first + 1}-{self.first + len(options)}" if found.total > SHOWN else ""
+        self.count.value = f"{found.total} of {self.catalog.total} dialogues{shown}"
         self.earlier.disabled = self.first == 0
-        self.later.disabled = self.first + SHOWN >= len(found)
+        self.later.disabled = self.first + SHOWN >= found.total
         previous = self.dialogue.value
         self.dialogue.options = options
         ids = [i for _, i in options]
@@ -200,21 +200,24 @@ class Explorer(_Page):
         self._show()
 
     def _show(self, _: Any = None) -> None:
-        self.page.value = self.html()
+        shown = (self.dialogue.value, self.chosen("judge_model"), self.catalog.total)
+        if shown != self._shown:  # a new list holding the same pick: the page stands
+            self.page.value = self.html()
+            self._shown = shown
 
     def select(self, dialogue_id: str) -> None:
         """Open one dialogue (it must pass the current filters and search), on whichever page it is."""
-        ids = [i for _, i in self.matching()]
-        if dialogue_id in ids:
-            self.first = ids.index(dialogue_id) // SHOWN * SHOWN
+        at = self.catalog.position(dialogue_id, self.current())
+        if at is not None:
+            self.first = at // SHOWN * SHOWN
             self._refilter(keep_page=True)
         self.dialogue.value = dialogue_id
 
     def html(self) -> str:
         """The page of the dialogue picked (or one line saying why there is none)."""
-        if not self.catalog.dialogues:
+        if not self.catalog.total:
             return _empty(
-                f"The run store {self.catalog.store.root} holds no dialogues yet: run notebook 03 "
+                f"The run store {self.catalog.where} holds no dialogues yet: run notebook 03 "
                 "(and 04 for judgments) first, or pass another store."
             )
         if self.dialogue.value is None:
