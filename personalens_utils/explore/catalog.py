@@ -104,10 +104,25 @@ _COLUMNS = ", ".join(_SUMMARY)
 _LABEL = ("lower('user ' || user_id || ' · ' || task_id || ' · ' || assistant_model || ' · ' || "
           "assistant_setting || ' · ' || status || ' · ' || n_turns || ' turns')")
 """`Catalog.label` in SQL, lower-cased, for the search words (a test holds the two to one line)."""
-_LATEST = ("NOT EXISTS (SELECT 1 FROM judgments_lines later WHERE later.id = j.id AND "
-           "later._source = j._source AND later._offset > j._offset)")
-"""Line `j` is its judgment's current one: the `judgments` view's rule, asked of a few candidate lines
-(the view applies it to every line, seconds at 122k dialogues)."""
+_BACKEND = "coalesce(nullif(assistant_backend, ''), backend) AS assistant_backend"
+"""A record written before the run-identity fields ran its assistant on `backend` (as `Dialogue` reads it)."""
+_PASSING = "explorer_passing"
+"""The `pos` of the dialogues that pass the last filters asked for: pages and counts read it."""
+_SCORES = (
+    "WITH lines AS (SELECT id, _source, _offset, dialogue_id, judge_model, score FROM judgments_lines "
+    "WHERE dimension = ?), replaced AS (SELECT id, _source, max(_offset) AS last FROM lines "
+    "GROUP BY id, _source HAVING count(*) > 1) SELECT d.pos, j.judge_model, j.score FROM lines j "
+    f"JOIN {_TABLE} d ON d.id = j.dialogue_id WHERE NOT EXISTS (SELECT 1 FROM replaced r "
+    "WHERE r.id = j.id AND r._source = j._source AND r.last > j._offset)")
+"""One dimension's scores by dialogue (`pos`) and judge, each from its judgment's current line (the
+`judgments` view's rule: a later line of an id replaces it) worked out on that dimension's lines only (a
+judgment's id is made from its dimension, `identity.judgment_id`): the view orders every line, seconds
+at 122k dialogues."""
+_JUDGED = (f"SELECT DISTINCT d.pos FROM judgments_lines j JOIN {_TABLE} d ON d.id = j.dialogue_id "
+           "WHERE j.judge_model = ?")
+"""The dialogues one judge scored: the judge is part of a judgment's id, so any line of it will do."""
+_CURRENT = ("QUALIFY row_number() OVER (PARTITION BY id, _source ORDER BY _offset DESC) = 1")
+"""The `judgments` view's rule, applied to a few lines (one dialogue's)."""
 _JUDGEABLE = "status IN (" + ", ".join(f"'{s}'" for s in JUDGEABLE_STATUSES) + ")"
 
 
@@ -125,13 +140,15 @@ class Catalog:
         self.store = self.stores[0]
         self.context_for = context_for
         self._con = self.columnar.refresh()
-        self._con.execute(
-            f"CREATE OR REPLACE TEMP TABLE {_TABLE} AS SELECT id, scenario_id, user_id, task_id, task_type, "
-            "domains, assistant_model, assistant_setting, "
-            "coalesce(nullif(assistant_backend, ''), backend) AS assistant_backend, status, n_turns, "
-            "_source, _offset, _length, row_number() OVER (ORDER BY user_id, task_id, assistant_model, "
-            "assistant_setting, id) AS pos FROM dialogues")
+        self._con.execute(  # numbered on the narrow view, then joined to the lines: faster at 122k
+            f"CREATE OR REPLACE TEMP TABLE {_TABLE} AS WITH numbered AS (SELECT _source, _offset, "
+            "row_number() OVER (ORDER BY user_id, task_id, assistant_model, assistant_setting, id) AS pos "
+            f"FROM dialogues) SELECT {_COLUMNS.replace('assistant_backend', _BACKEND)}, _source, _offset, "
+            "_length, pos FROM dialogues_lines JOIN numbered USING (_source, _offset)")
         self.total: int = self._one(f"SELECT count(*) FROM {_TABLE}")
+        self._filters: Filters | None = None
+        self._passing = 0
+        self._tables: dict[tuple[str, str], str] = {}
 
     @classmethod
     def of(cls, store: Stores | Any, benchmark: Any = None) -> Catalog:
@@ -175,42 +192,54 @@ class Catalog:
         if filters.domain is not None:
             terms.append("list_contains(d.domains, ?)")
             params.append(filters.domain)
-        if filters.judge_model is not None:  # the judge is part of a judgment's id: any line of it will do
-            terms.append("EXISTS (SELECT 1 FROM judgments_lines j WHERE j.dialogue_id = d.id AND "
-                         "j.judge_model = ?)")
-            params.append(filters.judge_model)
-        if filters.dimension is not None:  # a score in range, on the judgment's current line
+        if filters.judge_model is not None:
+            terms.append(f"d.pos IN (SELECT pos FROM {self._table(_JUDGED, filters.judge_model)})")
+        if filters.dimension is not None:
             low, high = filters.score_range or (float("-inf"), float("inf"))
-            judge = "" if filters.judge_model is None else " AND j.judge_model = ?"
-            terms.append("EXISTS (SELECT 1 FROM judgments_lines j WHERE j.dialogue_id = d.id AND "
-                         f"j.dimension = ? AND j.score BETWEEN ? AND ?{judge} AND {_LATEST})")
-            params += [filters.dimension, float(low), float(high)]
-            params += [] if filters.judge_model is None else [filters.judge_model]
+            judges = [] if filters.judge_model is None else [filters.judge_model]
+            terms.append(f"d.pos IN (SELECT pos FROM {self._table(_SCORES, filters.dimension)} "
+                         f"WHERE score BETWEEN ? AND ?{' AND judge_model = ?' * bool(judges)})")
+            params += [float(low), float(high), *judges]
         for word in filters.search.lower().split():
             terms.append(f"contains({_LABEL}, ?)")
             params.append(word)
         return " AND ".join(terms), params
 
+    def _table(self, query: str, value: str) -> str:
+        """A temporary table of `query` for one parameter, made on first use (the catalog reads its store
+        once, so it stays true): a judge's or a dimension's, asked again as the user moves a slider."""
+        name = self._tables.get((query, value))
+        if name is None:
+            name = self._tables[(query, value)] = f"explorer_{len(self._tables)}"
+            self._con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {query}", [value])
+        return name
+
+    def _pass(self, filters: Filters) -> int:
+        """Work out which dialogues pass (once per new set of filters: paging reuses it); how many."""
+        if filters != self._filters:
+            where, params = self._condition(filters)
+            self._con.execute(f"CREATE OR REPLACE TEMP TABLE {_PASSING} AS SELECT pos FROM {_TABLE} d "
+                              f"WHERE {where}", params)
+            self._filters, self._passing = filters, self._one(f"SELECT count(*) FROM {_PASSING}")
+        return self._passing
+
     def count(self, filters: Filters = Filters()) -> int:
         """How many dialogues pass the filters."""
-        where, params = self._condition(filters)
-        return self._one(f"SELECT count(*) FROM {_TABLE} d WHERE {where}", params)
+        return self._pass(filters)
 
     def select(self, filters: Filters = Filters(), *, offset: int = 0, limit: int = PAGE) -> Page:
         """One page of the dialogues that pass every filter, in the catalog's order (user, task,
         assistant, setting, id), from the `offset`-th, and how many pass in all."""
-        where, params = self._condition(filters)
-        rows = self._rows(f"SELECT {_COLUMNS} FROM {_TABLE} d WHERE {where} ORDER BY pos LIMIT ? OFFSET ?",
-                          [*params, limit, max(offset, 0)])
-        return Page(tuple(_summary(row) for row in rows), self.count(filters), max(offset, 0))
+        total, offset = self._pass(filters), max(offset, 0)
+        rows = self._rows(f"SELECT {_COLUMNS} FROM {_TABLE} WHERE pos IN (SELECT pos FROM {_PASSING} "
+                          "ORDER BY pos LIMIT ? OFFSET ?) ORDER BY pos", [limit, offset])
+        return Page(tuple(_summary(row) for row in rows), total, offset)
 
     def position(self, dialogue_id: str, filters: Filters = Filters()) -> int | None:
         """Where a dialogue stands among those that pass the filters (0 first); None if it does not pass."""
-        where, params = self._condition(filters)
-        found = self._rows(
-            f"SELECT (SELECT count(*) FROM {_TABLE} d WHERE {where} AND d.pos < t.pos), "
-            f"EXISTS (SELECT 1 FROM {_TABLE} d WHERE {where} AND d.pos = t.pos) FROM {_TABLE} t WHERE id = ?",
-            [*params, *params, dialogue_id])
+        self._pass(filters)
+        found = self._rows(f"SELECT (SELECT count(*) FROM {_PASSING} p WHERE p.pos < t.pos), t.pos IN "
+                           f"(SELECT pos FROM {_PASSING}) FROM {_TABLE} t WHERE t.id = ?", [dialogue_id])
         return found[0][0] if found and found[0][1] else None
 
     def summary(self, dialogue_id: str) -> DialogueSummary:
@@ -243,7 +272,7 @@ class Catalog:
         judge = "" if judge_model is None else " AND j.judge_model = ?"
         rows = self._con.execute(
             f"SELECT _source, _offset, _length FROM judgments_lines j WHERE j.dialogue_id = ?{judge} "
-            f"AND {_LATEST} ORDER BY _source, _offset",
+            f"{_CURRENT} ORDER BY _source, _offset",
             [dialogue_id, *([] if judge_model is None else [judge_model])]).df()
         found = [j for j in self.columnar.records(Judgment, rows) if isinstance(j, Judgment)]
         return tuple(sorted(found, key=_dimension_order))

@@ -120,9 +120,9 @@ class Explorer(_Page):
         parts = [controls, self.score, self.search, pages, self.dialogue, self.page]
         super().__init__(parts, layout=widgets.Layout(**_FULL))
         self.add_class("pl-explorer")
+        self.filters["dimension"].observe(self._rescale, names="value")  # the scale first: one query
         for box in self.filters.values():
             box.observe(self._refilter, names="value")
-        self.filters["dimension"].observe(self._rescale, names="value")
         self.score.observe(self._refilter, names="value")
         self.search.observe(self._refilter, names="value")
         self.earlier.on_click(lambda _: self.turn_page(-1))
