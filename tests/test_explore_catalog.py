@@ -11,7 +11,7 @@ import pytest
 from support.records import dialogue_json, put, write_lines
 from test_explore import DIALOGUES, _judgment, build
 
-from personalens_utils.explore import Catalog, Filters, explore
+from personalens_utils.explore import Catalog, Filters, explore, side_by_side
 from personalens_utils.explore import widgets as widgets_module
 from personalens_utils.judging import ALL_DIMENSIONS
 from personalens_utils.records import Dialogue, Judgment
@@ -205,3 +205,23 @@ def test_the_explorer_asks_for_one_page_never_the_whole_list(store, monkeypatch)
     view.set_filters(domain="Movies")  # a new filter goes back to the first page
     assert [v for _, v in view.dialogue.options] == ["d-base", "d-plus-i"]
     assert asked and {limit for _, limit in asked} == {2} and (2, 2) in asked
+
+
+def test_side_by_side_offers_a_page_of_scenarios_and_finds_the_others_by_id(store, monkeypatch):
+    plus = {"assistant_setting": "base+I"}
+    put(store, Dialogue, [dialogue_json("d-md-plus", **{**DIALOGUES["d-md"], **plus}),
+                          dialogue_json("d-music-plus", **{**DIALOGUES["d-music"], **plus})])
+    catalog = Catalog(store)
+    every = ["user1/SD-Movies-task-1", "user2/SD-Music-task-1", "user3/MD-task-1"]
+    assert catalog.compared_scenarios() == every
+    assert catalog.compared_scenarios(limit=2) == ["user1/SD-Movies-task-1", "user2/SD-Music-task-1"]
+    assert catalog.compared_scenarios(search="MD user3") == ["user3/MD-task-1"]
+    assert catalog.compared_scenarios(judge_model="judge-1") == ["user1/SD-Movies-task-1"]  # both judged
+    monkeypatch.setattr(widgets_module, "SHOWN", 1)
+    view = side_by_side(catalog)
+    assert list(view.scenario.options) == ["user1/SD-Movies-task-1"]
+    view.choose("user3/MD-task-1", left="d-md", right="d-md-plus")  # beyond the first offered
+    assert view.search.value == "user3/MD-task-1" and list(view.scenario.options) == ["user3/MD-task-1"]
+    assert 'data-scenario="user3/MD-task-1"' in view.page.value
+    view.search.value = "music"
+    assert list(view.scenario.options) == ["user2/SD-Music-task-1"] and view.left.value == "d-music"

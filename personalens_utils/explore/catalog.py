@@ -319,12 +319,18 @@ class Catalog:
         rows = self._rows(query, [scenario_id, *params])
         return [_summary(row) for row in rows]
 
-    def compared_scenarios(self, judge_model: str | None = None) -> list[str]:
-        """Scenarios with at least two comparable dialogues (two settings or assistants), in catalog order."""
+    def compared_scenarios(self, judge_model: str | None = None, *, search: str = "",
+                           limit: int | None = None) -> list[str]:
+        """Scenarios with at least two comparable dialogues (two settings or assistants), in catalog order;
+        those whose id holds every word of `search`, the first `limit` of them."""
         where, params = self._comparable(judge_model)
-        return [s for (s,) in self._rows(
+        for word in search.lower().split():
+            where += " AND contains(lower(d.scenario_id), ?)"
+            params.append(word)
+        rows = self._rows(
             f"SELECT scenario_id FROM {_TABLE} d WHERE {where} GROUP BY scenario_id HAVING count(*) >= 2 "
-            "ORDER BY min(pos)", params)]
+            "ORDER BY min(pos) LIMIT ?", [*params, limit])
+        return [s for (s,) in rows]
 
 
 def _summary(row: Sequence[Any]) -> DialogueSummary:

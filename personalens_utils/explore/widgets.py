@@ -5,8 +5,10 @@ plain `text/html`, so a front end without the widget manager (an exported copy, 
 shows the current selection; executed copies keep the widget state papermill saves. Stable CSS
 classes, for browser tests (docs/explore.md): `pl-explorer`, `pl-explorer-<filter>` for each filter
 (`assistant_model`, `setting`, `task_type`, `domain`, `user`, `judge_model`, `dimension`),
-`pl-explorer-score`, `pl-explorer-count`, `pl-explorer-dialogue-select`, `pl-explorer-page`; and
-`pl-compare-widget`, `pl-compare-scenario`, `pl-compare-left`, `pl-compare-right`, `pl-compare-page`.
+`pl-explorer-score`, `pl-explorer-count`, `pl-explorer-search`, `pl-explorer-earlier`,
+`pl-explorer-later`, `pl-explorer-dialogue-select`, `pl-explorer-page`; and
+`pl-compare-widget`, `pl-compare-search`, `pl-compare-scenario`, `pl-compare-left`, `pl-compare-right`,
+`pl-compare-page`.
 """
 
 from __future__ import annotations
@@ -233,12 +235,15 @@ class SideBySide(_Page):
     ) -> None:
         self.catalog = catalog
         self.judge_model = judge_model_key(judge_model) if judge_model else None
-        pool = list(scenarios) if scenarios is not None else catalog.compared_scenarios(
-            judge_model=self.judge_model)
-        self.scenario = widgets.Dropdown(
-            options=pool, description="scenario", style=_WIDE, layout=widgets.Layout(max_width="100%")
-        )
+        self.pool = None if scenarios is None else list(scenarios)
+        self.scenario = widgets.Dropdown(description="scenario", style=_WIDE,
+                                         layout=widgets.Layout(max_width="100%"))
         self.scenario.add_class("pl-compare-scenario")
+        self.search = widgets.Text(placeholder="words of the scenario id: user7, MD-task-3",
+                                   description="find", style=_WIDE, continuous_update=False,
+                                   layout=widgets.Layout(**_FULL))
+        self.search.add_class("pl-compare-search")
+        self._offer()
         half = {"width": "auto", "flex": "1 1 0", "min_width": "0"}  # halves of the row, however wide
         self.left = widgets.Dropdown(description="left", style=_WIDE, layout=widgets.Layout(**half))
         self.right = widgets.Dropdown(description="right", style=_WIDE, layout=widgets.Layout(**half))
@@ -247,12 +252,24 @@ class SideBySide(_Page):
         self.page = widgets.HTML(layout=widgets.Layout(**_FULL))
         self.page.add_class("pl-compare-page")
         pair = widgets.HBox([self.left, self.right], layout=widgets.Layout(**_FULL))
-        super().__init__([self.scenario, pair, self.page], layout=widgets.Layout(**_FULL))
+        super().__init__([self.search, self.scenario, pair, self.page], layout=widgets.Layout(**_FULL))
         self.add_class("pl-compare-widget")
+        self.search.observe(self._offer, names="value")
         self.scenario.observe(self._runs, names="value")
         self.left.observe(self._show, names="value")
         self.right.observe(self._show, names="value")
         self._runs()
+
+    def _offer(self, _: Any = None) -> None:
+        """The scenarios offered: the first `SHOWN` of those compared whose id holds the words searched
+        (a run of two settings compares every scenario it holds: tens of thousands)."""
+        if self.pool is None:
+            found = self.catalog.compared_scenarios(self.judge_model, search=self.search.value, limit=SHOWN)
+        else:
+            words = self.search.value.lower().split()
+            found = [s for s in self.pool if all(w in s.lower() for w in words)]
+        self.scenario.options = found
+        self.scenario.value = found[0] if found else None
 
     @staticmethod
     def run_label(dialogue: Any) -> str:
@@ -273,7 +290,9 @@ class SideBySide(_Page):
     def choose(
         self, scenario_id: str, left: Callable[[Any], bool] | str, right: Callable[[Any], bool] | str
     ) -> None:
-        """Pick a scenario and its two runs, each a dialogue id or a test on the dialogue record."""
+        """Pick a scenario and its two runs, each a dialogue id or a test on the dialogue's list fields."""
+        if scenario_id not in self.scenario.options:  # not among the first offered: find it by its id
+            self.search.value = scenario_id
         self.scenario.value = scenario_id
         runs = self.catalog.runs_of(scenario_id, self.judge_model)
 
