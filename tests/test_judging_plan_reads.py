@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from support.records import dialogue_json, put, write_lines
 
-from personalens_utils import engine
-from personalens_utils.columnar import Columnar, TableCopy
+from personalens_utils import columnar, engine
+from personalens_utils.columnar import Columnar, TableSpec
 from personalens_utils.identity import Role, judgment_id
 from personalens_utils.judging import (
     JUDGEABLE_STATUSES,
@@ -59,23 +59,23 @@ def offline() -> LLMClient:
 def reads(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, list[str]]]:
     """What is read: dialogues in full (by offset, or the whole table) and lines parsed into the copy."""
     seen: dict[str, list[str]] = {"dialogues": [], "copied": []}
-    by_offset, copy_rows, read = Columnar.lines, TableCopy._rows, RunStore.read
+    by_offset, copy_rows, read = Columnar.lines, columnar._rows, RunStore.read
 
     def lines(self: Columnar, kind: Any, rows: Any) -> Iterator[dict[str, Any]]:
         for rec in by_offset(self, kind, rows):
             seen["dialogues" if kind is Dialogue else kind.table].append(rec["id"])
             yield rec
 
-    def parsed(self: TableCopy, data: bytes, offset: int, lineno: int) -> Any:
-        seen["copied"].append(self.spec.kind.table)
-        return copy_rows(self, data, offset, lineno)
+    def parsed(spec: TableSpec, source: Path, data: bytes, offset: int, lineno: int) -> Any:
+        seen["copied"].append(spec.kind.table)
+        return copy_rows(spec, source, data, offset, lineno)
 
     def whole(self: RunStore, kind: Any) -> Any:
         assert kind is not Dialogue, "a planner read every dialogue in full"
         return read(self, kind)
 
     monkeypatch.setattr(Columnar, "lines", lines)
-    monkeypatch.setattr(TableCopy, "_rows", parsed)
+    monkeypatch.setattr(columnar, "_rows", parsed)
     monkeypatch.setattr(RunStore, "read", whole)
     yield seen
 
