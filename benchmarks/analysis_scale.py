@@ -20,7 +20,9 @@ any children it waited for):
 - plan: what a resume of judging plans (`plan_judging` for all seven dimensions, everything already
   judged) and the users whose profiles judging would load (`judged_users`).
 
-Module imports are timed apart and left out of each total (a notebook has them already). Targets
+Each step shows its wall time and the process's CPU time meanwhile (on a busy machine the wall time
+grows, the CPU time much less); module imports are timed apart and left out of each total (a notebook
+has them already). Targets
 at up to 122,133 dialogues: analysis < 30 s and < 1 GiB, explorer < 2 s and < 500 MB, plan < 5 s;
 above that (e.g. --dialogues 1221330, ten times the paper) every measurement < 4 GiB peak. Prints
 one line per step, a JSON summary line and "met"/"NOT MET" per target; exits 1 if one is not met.
@@ -33,6 +35,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import random
 import subprocess
 import sys
@@ -93,7 +96,8 @@ import analysis_scale
 clock = analysis_scale.Clock()
 facts = analysis_scale.MEASUREMENTS[sys.argv[2]](Path(sys.argv[3]), clock)
 peak = max(resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
-print("RESULT " + json.dumps({"steps": clock.steps, "peak_kib": peak, "facts": facts}))
+steps = [[s.name, s.seconds, s.cpu_s, s.counted] for s in clock.steps]
+print("RESULT " + json.dumps({"steps": steps, "peak_kib": peak, "facts": facts}))
 """
 """Runs one measurement in a fresh interpreter; its last line holds the steps, the peak and the facts."""
 
@@ -175,18 +179,29 @@ def _ready(root: Path, n_dialogues: int) -> bool:
         return sum(1 for _ in fh) == n_dialogues
 
 
+@dataclass(frozen=True)
+class Step:
+    """One step of a measurement: its wall time, the CPU time of the whole process meanwhile (all
+    threads; beside the wall time it shows how much a busy machine slowed the step), and whether it
+    counts to the total (module imports do not)."""
+
+    name: str
+    seconds: float
+    cpu_s: float
+    counted: bool = True
+
+
 class Clock:
-    """The wall time of each named step of one measurement, in the order they ran; steps not
-    `counted` (module imports) are shown but left out of the total."""
+    """The steps of one measurement, in the order they ran."""
 
     def __init__(self) -> None:
-        self.steps: list[tuple[str, float, bool]] = []
+        self.steps: list[Step] = []
 
     @contextmanager
     def step(self, name: str, *, counted: bool = True) -> Iterator[None]:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         yield
-        self.steps.append((name, time.perf_counter() - start, counted))
+        self.steps.append(Step(name, time.perf_counter() - start, time.process_time() - cpu, counted))
 
 
 def _digests(out: Path) -> dict[str, str]:
@@ -294,7 +309,7 @@ class Result:
 
     seconds: float
     peak: float
-    steps: list[tuple[str, float, bool]]
+    steps: list[Step]
     facts: dict[str, Any]
     process_s: float
     failure: str = ""
@@ -312,9 +327,9 @@ def measure(kind: str, root: Path) -> Result:
         return Result(float("nan"), float("nan"), [], {}, process_s,
                       f"exit status {out.returncode}: {tail}")
     found = json.loads(lines[-1].removeprefix("RESULT "))
-    steps = [(name, seconds, counted) for name, seconds, counted in found["steps"]]
-    return Result(sum(s for _, s, counted in steps if counted), found["peak_kib"] * 1024, steps,
-                  found["facts"], process_s)
+    steps = [Step(*step) for step in found["steps"]]
+    return Result(sum(s.seconds for s in steps if s.counted), found["peak_kib"] * 1024, steps, found["facts"],
+                  process_s)
 
 
 def _gib(peak: float) -> str:
@@ -326,11 +341,14 @@ def _show(kind: str, run: int, repeat: int, result: Result, columnar: bool) -> N
     if result.failure:
         print(f"{label}: FAILED after {result.process_s:.1f} s, {result.failure}")
         return
-    for name, seconds, counted in result.steps:
-        print(f"{label}  {name:<14} {seconds:8.2f} s{'' if counted else '  (not counted)'}")
-    print(f"{label}  {'total':<14} {result.seconds:8.2f} s  peak RSS {_gib(result.peak)}; process "
-          f"{result.process_s:.1f} s; columnar copy {'present' if columnar else 'absent'} before; "
-          + json.dumps(result.facts))
+    for s in result.steps:
+        print(f"{label}  {s.name:<14} {s.seconds:8.2f} s  (CPU {s.cpu_s:7.2f} s)"
+              + ("" if s.counted else "  not counted"))
+    cpu = sum(s.cpu_s for s in result.steps if s.counted)
+    copy = "present" if columnar else "absent"
+    print(f"{label}  {'total':<14} {result.seconds:8.2f} s  (CPU {cpu:7.2f} s)  peak RSS "
+          f"{_gib(result.peak)}; process {result.process_s:.1f} s; columnar copy {copy} before; "
+          f"load average {os.getloadavg()[0]:.1f}; " + json.dumps(result.facts))
 
 
 def _worst(results: list[Result]) -> tuple[float, float]:
@@ -365,7 +383,8 @@ def run(root: Path, n_dialogues: int, repeat: int, kinds: list[str]) -> bool:
         build(root, n_dialogues)
         print(f"built a synthetic store of {n_dialogues:,} dialogues in {time.perf_counter() - start:.0f} s")
     sizes = {p.name: p.stat().st_size / GIB for p in sorted(root.glob("*.jsonl"))}
-    print("store: " + ", ".join(f"{name} {gib:.2f} GiB" for name, gib in sizes.items()))
+    print("store: " + ", ".join(f"{name} {gib:.2f} GiB" for name, gib in sizes.items())
+          + f"; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
     summary: dict[str, Any] = {"dialogues": n_dialogues, "store": str(root)}
     checks: list[tuple[str, bool]] = []
     for kind in kinds:
@@ -376,8 +395,8 @@ def run(root: Path, n_dialogues: int, repeat: int, kinds: list[str]) -> bool:
             _show(kind, i + 1, repeat, results[-1], columnar)
         worst_steps: dict[str, float] = {}
         for result in results:
-            for name, seconds, _ in result.steps:
-                worst_steps[name] = round(max(worst_steps.get(name, 0.0), seconds), 2)
+            for s in result.steps:
+                worst_steps[s.name] = round(max(worst_steps.get(s.name, 0.0), s.seconds), 2)
         worst_s, worst_peak = _worst(results)
         summary[kind] = {"worst_s": round(worst_s, 2), "worst_peak_gib": round(worst_peak / GIB, 3),
                          "steps": worst_steps, "facts": results[-1].facts,
