@@ -263,10 +263,7 @@ def _analysis_tables(root: Path, clock: Clock) -> dict[str, Any]:
 
 def _explorer_open(root: Path, clock: Clock) -> dict[str, Any]:
     """Open the explorer on the store: the catalog, every filter's values, the first page of the list
-    (at most `widgets.SHOWN` lines, as `Explorer._refilter` shows it) and the first dialogue's page.
-
-    Written against the Catalog that reads the whole store when made (`select` lists every passing
-    dialogue); a Catalog that pages through queries replaces the "first page" step here."""
+    (`widgets.SHOWN` lines, the page the explorer asks the catalog for) and the first dialogue's page."""
     with clock.step("imports", counted=False):
         from personalens_utils.explore import Catalog, Filters, dialogue_page
         from personalens_utils.explore.widgets import FILTERS, SHOWN
@@ -276,7 +273,7 @@ def _explorer_open(root: Path, clock: Clock) -> dict[str, Any]:
     with clock.step("filter values"):
         values = {name: catalog.values(name) for name, _ in FILTERS}
     with clock.step("first page"):
-        page = [(Catalog.label(d), d.id) for d in catalog.select(Filters())][:SHOWN]
+        page = [(Catalog.label(d), d.id) for d in catalog.select(Filters(), limit=SHOWN).dialogues]
     with clock.step("dialogue view"):
         html = dialogue_page(catalog.view(page[0][1], JUDGE))
     return {"filter_values": {name: len(v) for name, v in values.items()}, "first_page": len(page),
