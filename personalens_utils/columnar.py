@@ -434,6 +434,13 @@ class Columnar:
                 f"{self.stores[second].path(spec.kind)}; each shard's work must come from one run folder: "
                 "remove the record (or the folder) you do not trust and read again")
 
+    def version(self, kind: type[Record]) -> tuple[tuple[str, int, str], ...]:
+        """What the copies of a table hold now (folder, bytes copied, fingerprint per store): equal
+        versions mean the same current records, so a reader may keep what it made of them."""
+        self.connection()
+        return tuple((str(copy.folder), manifest.end, manifest.head) for copy in self.copies(kind)
+                     if (manifest := _Manifest.read(copy.manifest_path)) is not None)
+
     def connection(self) -> duckdb.DuckDBPyConnection:
         """The connection, refreshed on first use only (call `refresh` to see later appends)."""
         return self._con if self._con is not None else self.refresh()

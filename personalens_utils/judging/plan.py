@@ -69,10 +69,24 @@ ORDER BY p._source, p._first
 """
 
 
+_KEPT: dict[tuple[tuple[str, int, str], ...], tuple[list[DialogueSummary], list[Where]]] = {}
+"""The summaries of the store last read, by its dialogues' version: a notebook that lists the users to
+judge and then plans reads them once."""
+
+
 def dialogue_summaries(source: columnar.Columnar) -> tuple[list[DialogueSummary], list[Where]]:
     """Every dialogue of the store(s) as a summary, and where its line sits (to read it in full later),
     in the order `RunStore.read` gives them (where each id first appears). The fields many dialogues
     share are fetched once per combination, filled in as `Dialogue` fills them, and shared by its rows."""
+    version = source.version(Dialogue)
+    if version not in _KEPT:
+        _KEPT.clear()
+        _KEPT[version] = _read_summaries(source)
+    summaries, places = _KEPT[version]
+    return list(summaries), list(places)
+
+
+def _read_summaries(source: columnar.Columnar) -> tuple[list[DialogueSummary], list[Where]]:
     con = source.connection()
     con.execute(_PLANNED)
     con.execute(_COMBINATIONS)
