@@ -24,11 +24,14 @@ from __future__ import annotations
 import hashlib
 import inspect
 import os
+import subprocess
+import sys
 import tempfile
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import duckdb
 import orjson
@@ -38,20 +41,22 @@ from filelock import FileLock
 from personalens_utils.identity import STORED_KEYS
 from personalens_utils.judging import scoring
 from personalens_utils.llm.offline import count_tokens
-from personalens_utils.records import Dialogue, Judgment, Record
+from personalens_utils.records import ERROR, Dialogue, Judgment, Record, RecordError
 from personalens_utils.store import RunStore, StoreError, _report_torn
 
 FORMAT = 1
 """Bumped when the layout of the copy changes; a copy of another format is rebuilt."""
 FOLDER = "_columnar"
-CHUNK_BYTES = 64 << 20
+CHUNK_BYTES = 32 << 20
 """JSONL bytes parsed into one Parquet part: bounds the memory a refresh holds."""
 MAX_PARTS = 16
 """More parts than this (many small refreshes) are merged into one."""
 MEMORY_LIMIT = "512MB"
 """DuckDB's working memory; larger sorts and joins spill to a temporary folder."""
-POSITION = {"_line": "BIGINT", "_offset": "BIGINT", "_length": "BIGINT"}
-"""Where each row's line sits in its JSONL file (line number, byte offset, bytes)."""
+POSITION = {"_offset": "BIGINT", "_length": "BIGINT"}
+"""Where each row's line sits in its JSONL file (byte offset, bytes)."""
+PARALLEL_CHUNKS = 3
+"""A refresh with this many chunks to parse or more spreads them over worker processes (one per core)."""
 
 
 @dataclass(frozen=True)
@@ -116,6 +121,14 @@ TABLES: dict[type[Record], TableSpec] = {
 StoreLike = RunStore | str | os.PathLike[str]
 
 
+class Place(NamedTuple):
+    """Where a record's line sits: which of the given stores, its byte offset and its length."""
+
+    source: int
+    offset: int
+    length: int
+
+
 def _root(store: StoreLike) -> Path:
     return store.root if isinstance(store, RunStore) else Path(store)
 
@@ -137,13 +150,15 @@ class _Manifest:
     lines: int = 0
     parts: list[list[Any]] = field(default_factory=list)
     """[file name, first byte, end byte] of each part, in file order."""
+    size: int = 0
+    mtime: int = 0
+    """The table file's size and modification time when the copy was last brought up to date."""
 
     @classmethod
     def read(cls, path: Path) -> _Manifest | None:
         try:
-            data = orjson.loads(path.read_bytes())
-            return cls(data["stamp"], data["head"], data["end"], data["lines"], data["parts"])
-        except (OSError, orjson.JSONDecodeError, KeyError, TypeError):
+            return cls(**orjson.loads(path.read_bytes()))
+        except (OSError, orjson.JSONDecodeError, TypeError):
             return None
 
     def write(self, path: Path) -> None:
@@ -152,10 +167,14 @@ class _Manifest:
         os.replace(tmp, path)
 
 
-def _head(path: Path, end: int) -> str:
-    """A fingerprint of the start of a table file: a replaced file (a new run into the folder) differs."""
+def _fingerprint(path: Path, end: int) -> str:
+    """The first and the last 4 KiB of a table file's first `end` bytes: a replaced file (a new run into the
+    folder) or a line edited by hand, which shifts the lines after it, no longer matches."""
     with path.open("rb") as fh:
-        return hashlib.sha256(fh.read(min(end, 4096))).hexdigest()
+        digest = hashlib.sha256(fh.read(min(end, 4096)))
+        fh.seek(max(0, end - 4096))
+        digest.update(fh.read(end - fh.tell()))
+    return digest.hexdigest()
 
 
 class TableCopy:
@@ -181,18 +200,23 @@ class TableCopy:
         self.folder.mkdir(parents=True, exist_ok=True)
         with FileLock(str(self.folder) + ".lock"):
             manifest = self._current_manifest()
-            size = self.source.stat().st_size
-            while manifest.end < size:
-                if not self._copy_chunk(manifest, size):
-                    break
+            self._copy(manifest, self._ranges(manifest.end, self.source.stat().st_size, manifest.lines))
             if len(manifest.parts) > MAX_PARTS:
                 self._merge(manifest)
+            stat = self.source.stat()
+            if (manifest.size, manifest.mtime) != (stat.st_size, stat.st_mtime_ns):  # else left byte for byte
+                manifest.size, manifest.mtime = stat.st_size, stat.st_mtime_ns
+                manifest.write(self.manifest_path)
 
     def _current_manifest(self) -> _Manifest:
         manifest = _Manifest.read(self.manifest_path)
         fits = manifest is not None and manifest.stamp == self.spec.stamp()
         if manifest is not None and fits and manifest.end <= self.source.stat().st_size \
                 and self._continues(manifest):
+            kept = {name for name, _, _ in manifest.parts} | {self.manifest_path.name}
+            for stray in self.folder.glob("*"):  # parts of a refresh that stopped before its manifest
+                if stray.name not in kept:
+                    stray.unlink()
             return manifest
         self._clear()
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -206,63 +230,47 @@ class TableCopy:
             return True
         with self.source.open("rb") as fh:
             fh.seek(manifest.end - 1)
-            return fh.read(1) == b"\n" and manifest.head == _head(self.source, manifest.end)
+            if fh.read(1) != b"\n" or manifest.head != _fingerprint(self.source, manifest.end):
+                return False
+        stat = self.source.stat()
+        return stat.st_size != manifest.size or stat.st_mtime_ns == manifest.mtime  # rewritten in place
 
     def _clear(self) -> None:
         for part in self.folder.glob("*"):
             part.unlink()
 
-    def _copy_chunk(self, manifest: _Manifest, size: int) -> bool:
-        """Parse the next complete lines (up to `CHUNK_BYTES`) into a new part; False at a torn tail."""
+    def _ranges(self, start: int, size: int, lines: int) -> list[tuple[int, int]]:
+        """Byte ranges of the complete lines from `start`, about `CHUNK_BYTES` each; a torn last line (no
+        line end yet) is left out and reported."""
         with self.source.open("rb") as fh:
-            fh.seek(manifest.end)
-            data = fh.read(min(CHUNK_BYTES, size - manifest.end))
-            if manifest.end + len(data) < size and not data.endswith(b"\n"):
-                cut = data.rfind(b"\n") + 1
-                if cut == 0:  # one line longer than a chunk: read on to its end
-                    data += fh.readline()
-                    cut = len(data) if data.endswith(b"\n") else 0
-                data = data[:cut]
-        end = data.rfind(b"\n") + 1
-        if end < len(data):
-            lineno = manifest.lines + data.count(b"\n", 0, end) + 1
-            _report_torn(self.source, lineno, manifest.end + end, len(data) - end)
-            data = data[:end]
-        if not data:
-            return False
-        rows, lines = self._rows(data, manifest.end, manifest.lines)
-        name = f"{manifest.end:016d}-{manifest.end + len(data):016d}.parquet"
-        _write_parquet(rows, self.spec.schema(), self.folder / name)
-        manifest.head = _head(self.source, manifest.end + len(data))
-        manifest.parts.append([name, manifest.end, manifest.end + len(data)])
-        manifest.end += len(data)
-        manifest.lines = lines
-        manifest.write(self.manifest_path)
-        return True
+            last = _last_line_end(fh, start, size)
+            ranges, pos = [], start
+            while pos < last:
+                fh.seek(min(pos + CHUNK_BYTES, last) - 1)
+                end = fh.tell() + len(fh.readline())
+                ranges.append((pos, end))
+                pos = end
+            if last < size:
+                fh.seek(start)
+                lineno = lines + fh.read(last - start).count(b"\n") + 1
+                _report_torn(self.source, lineno, last, size - last)
+        return ranges
 
-    def _rows(self, data: bytes, offset: int, lineno: int) -> tuple[list[bytes], int]:
-        """Complete lines projected to JSON rows for DuckDB to type, checked as the store checks them."""
-        kind, fields, derived = self.spec.kind, list(self.spec.columns), self.spec.derived
-        out = []
-        for line in data.splitlines(keepends=True):
-            lineno += 1
-            length = len(line)
-            if line.strip():
-                where = f"{self.source}:{lineno}"
-                try:
-                    rec = orjson.loads(line)
-                except orjson.JSONDecodeError as exc:
-                    raise StoreError(f"{where}: not valid JSON ({exc})") from exc
-                if not isinstance(rec, dict) or not rec.get("id"):
-                    raise StoreError(f"{where}: record has no 'id'")
-                kind.from_json(rec, where)
-                row = {name: rec.get(name) for name in fields}
-                for name, (_, derive) in derived.items():
-                    row[name] = derive(rec)
-                row.update(_line=lineno, _offset=offset, _length=length)
-                out.append(orjson.dumps(row))
-            offset += length
-        return out, lineno
+    def _copy(self, manifest: _Manifest, ranges: list[tuple[int, int]]) -> None:
+        """Parse the ranges into Parquet parts (on several processes when there are many) and record each
+        part in the manifest in file order; a line that does not fit raises naming its file and line."""
+        table, source = self.spec.kind.table, str(self.source)
+        jobs = [(table, source, a, b, str(self.folder / f"{a:016d}-{b:016d}.parquet")) for a, b in ranges]
+        workers = min(len(jobs), len(os.sched_getaffinity(0))) if len(jobs) >= PARALLEL_CHUNKS else 1
+        done = _copy_on_workers(jobs, workers) if workers > 1 else (_copy_range(*job) for job in jobs)
+        for (_, _, first, end, target), lines in zip(jobs, done, strict=True):
+            if lines is None:  # a line that does not fit: read it here to raise with its line number
+                _rows(self.spec, self.source, _read(self.source, first, end), first, manifest.lines)
+                raise StoreError(f"{self.source}: bytes {first}-{end} could not be copied")
+            manifest.parts.append([Path(target).name, first, end])
+            manifest.end, manifest.lines = end, manifest.lines + lines
+            manifest.head = _fingerprint(self.source, end)
+            manifest.write(self.manifest_path)
 
     def _merge(self, manifest: _Manifest) -> None:
         files = [str(self.folder / name) for name, _, _ in manifest.parts]
@@ -275,6 +283,86 @@ class TableCopy:
         manifest.write(self.manifest_path)
         for old in files:
             Path(old).unlink()
+
+
+def _last_line_end(fh: Any, start: int, size: int) -> int:
+    """The end of the last complete line of an open table file after `start` (`start` when there is none)."""
+    pos = size
+    while pos > start:
+        block = min(1 << 20, pos - start)
+        fh.seek(pos - block)
+        found = fh.read(block).rfind(b"\n")
+        if found >= 0:
+            return pos - block + found + 1
+        pos -= block
+    return start
+
+
+def _read(path: Path, start: int, end: int) -> bytes:
+    with path.open("rb") as fh:
+        fh.seek(start)
+        return fh.read(end - start)
+
+
+def _rows(spec: TableSpec, source: Path, data: bytes, offset: int, lineno: int) -> list[bytes]:
+    """Complete lines projected to JSON rows for DuckDB to type, checked as the store checks them
+    (`lineno`: lines before `data`, for the messages)."""
+    kind, fields, derived = spec.kind, list(spec.columns), spec.derived
+    out = []
+    for line in data.splitlines(keepends=True):
+        lineno += 1
+        length = len(line)
+        if line.strip():
+            where = f"{source}:{lineno}"
+            try:
+                rec = orjson.loads(line)
+            except orjson.JSONDecodeError as exc:
+                raise StoreError(f"{where}: not valid JSON ({exc})") from exc
+            if not isinstance(rec, dict) or not rec.get("id"):
+                raise StoreError(f"{where}: record has no 'id'")
+            kind.from_json(rec, where)
+            row = {name: rec.get(name) for name in fields}
+            for name, (_, derive) in derived.items():
+                row[name] = derive(rec)
+            row.update(_offset=offset, _length=length)
+            out.append(orjson.dumps(row))
+        offset += length
+    return out
+
+
+def _copy_range(table: str, source: str, start: int, end: int, target: str) -> int | None:
+    """Copy the lines in bytes [start, end) of a table file into the Parquet file `target` (in a worker
+    process, or in this one); the number of lines, or None when one does not fit (the caller reads it
+    again to say where)."""
+    spec = next(spec for spec in TABLES.values() if spec.kind.table == table)
+    data = _read(Path(source), start, end)
+    try:
+        rows = _rows(spec, Path(source), data, start, 0)
+    except (StoreError, RecordError):
+        return None
+    _write_parquet(rows, spec.schema(), Path(target))
+    return data.count(b"\n")
+
+
+def _copy_on_workers(jobs: list[tuple[str, str, int, int, str]], workers: int) -> list[int | None]:
+    """`_copy_range` of every job, spread over `workers` processes running this module (`python -m`, so
+    a caller's script is never imported again in them, as a multiprocessing pool would)."""
+    path = [str(Path(__file__).resolve().parent.parent), os.environ.get("PYTHONPATH", "")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, path))}
+    groups = [jobs[i::workers] for i in range(workers)]
+
+    def run(group: list[tuple[str, str, int, int, str]]) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run([sys.executable, "-m", __name__], input=orjson.dumps(group), env=env,
+                              capture_output=True, check=False)
+
+    done: dict[str, int | None] = {}
+    with ThreadPoolExecutor(workers) as pool:
+        for group, proc in zip(groups, pool.map(run, groups), strict=True):
+            if proc.returncode != 0:
+                raise StoreError(f"a worker copying {group[0][1]} into its columnar copy failed:\n"
+                                 f"{proc.stderr.decode()[-2000:]}")
+            done.update(zip((job[4] for job in group), orjson.loads(proc.stdout), strict=True))
+    return [done[job[4]] for job in jobs]
 
 
 def _settings(con: duckdb.DuckDBPyConnection) -> None:
@@ -360,6 +448,13 @@ class Columnar:
                 f"{self.stores[second].path(spec.kind)}; each shard's work must come from one run folder: "
                 "remove the record (or the folder) you do not trust and read again")
 
+    def version(self, kind: type[Record]) -> tuple[tuple[str, int, str], ...]:
+        """What the copies of a table hold now (folder, bytes copied, fingerprint per store): equal
+        versions mean the same current records, so a reader may keep what it made of them."""
+        self.connection()
+        return tuple((str(copy.folder), manifest.end, manifest.head) for copy in self.copies(kind)
+                     if (manifest := _Manifest.read(copy.manifest_path)) is not None)
+
     def connection(self) -> duckdb.DuckDBPyConnection:
         """The connection, refreshed on first use only (call `refresh` to see later appends)."""
         return self._con if self._con is not None else self.refresh()
@@ -368,11 +463,14 @@ class Columnar:
         """A query's result as a frame (the views are brought up to date on first use)."""
         return self.connection().execute(query, params or []).df()
 
-    def lines(self, kind: type[Record], rows: pd.DataFrame) -> Iterator[dict[str, Any]]:
-        """The stored JSON of the records in `rows` (with `_source`, `_offset`, `_length`), in their order."""
+    def lines(self, kind: type[Record], rows: pd.DataFrame | Iterable[Place]) -> Iterator[dict[str, Any]]:
+        """The stored JSON of the records in `rows` (with `_source`, `_offset`, `_length`; or those three
+        values of each, as a planner keeps them), in their order."""
+        places = (rows[["_source", "_offset", "_length"]].itertuples(index=False)
+                  if isinstance(rows, pd.DataFrame) else rows)
         handles: dict[int, Any] = {}
         try:
-            for source, offset, length in rows[["_source", "_offset", "_length"]].itertuples(index=False):
+            for source, offset, length in places:
                 fh = handles.get(source)
                 if fh is None:
                     fh = handles[source] = self.stores[source].path(kind).open("rb")
@@ -382,9 +480,21 @@ class Columnar:
             for fh in handles.values():
                 fh.close()
 
-    def records(self, kind: type[Record], rows: pd.DataFrame) -> list[Record]:
+    def records(self, kind: type[Record], rows: pd.DataFrame | Iterable[Place]) -> list[Record]:
         """The records in `rows` as `kind`, read in full from their files."""
         return [kind.from_json(rec) for rec in self.lines(kind, rows)]
+
+    def stored(self, kind: type[Record]) -> tuple[set[str], set[str]]:
+        """The ids of a table's records, and those whose current record errored (`RunStore.ids` and
+        `RunStore.errored` read from the copy): what a planner checks its work against."""
+        con, view = self.connection(), TABLES[kind].view
+        ids = set(con.execute(f"SELECT id FROM {view}_lines").fetchnumpy()["id"].tolist())
+        errored = con.execute(
+            f"SELECT id FROM (SELECT id, status, row_number() OVER (PARTITION BY id, _source ORDER BY "
+            f"_offset DESC) AS latest FROM {view}_lines WHERE id IN (SELECT id FROM {view}_lines WHERE "
+            "status = ?)) "
+            "WHERE latest = 1 AND status = ?", [ERROR, ERROR]).fetchnumpy()["id"].tolist()
+        return ids, set(errored)
 
     def close(self) -> None:
         if self._con is not None:
@@ -396,3 +506,8 @@ class Columnar:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+if __name__ == "__main__":  # a worker of `_copy_on_workers`: its jobs on stdin, their line counts on stdout
+    given = orjson.loads(sys.stdin.buffer.read())
+    sys.stdout.buffer.write(orjson.dumps([_copy_range(*job) for job in given]))

@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
@@ -178,17 +178,19 @@ def plan(
     *,
     retry_errors: bool,
     limit: int | None = None,
+    stored: tuple[Collection[str], Collection[str]] | None = None,
 ) -> Plan[P]:
     """Which candidates (record ids, payload) still need running, in the order given.
 
     An item keeps only the ids not stored as finished; `limit` caps how many items run now.
+    `stored` is the table's ids and its errored ids when the caller has read them already (the
+    columnar copy's `Columnar.stored`); by default they are read from the store.
     """
-    stored = store.ids(kind)
-    errored = store.errored(kind)
+    held, errored = stored if stored is not None else (store.ids(kind), store.errored(kind))
     items: list[Item[P]] = []
     done = kept = 0
     for ids, payload in candidates:
-        missing = [i for i in ids if i not in stored]
+        missing = [i for i in ids if i not in held]
         failed = [i for i in ids if i in errored]
         if not missing and not (failed and retry_errors):
             if failed:
@@ -196,7 +198,7 @@ def plan(
             else:
                 done += 1
             continue
-        todo = tuple(i for i in ids if i not in stored or (retry_errors and i in errored))
+        todo = tuple(i for i in ids if i not in held or (retry_errors and i in errored))
         items.append(Item(todo, payload, retry=bool(failed) and retry_errors))
     if limit is not None:
         items = items[:limit]

@@ -195,6 +195,38 @@ def judgment_id(dialogue_id: str, dimension: str, *, judge: Role, variant: Varia
     return stable_id(*variant.parts(parts))
 
 
+def judgment_id_tail(dimension: str, *, judge: Role, variant: Variant) -> str:
+    """What `judgment_id` hashes after the dialogue id, the same for every dialogue: `stable_id` hashes
+    `[` + the JSON string of the dialogue id + this (a planner over many dialogues encodes it once)."""
+    parts = ("", dimension, judge.model, variant.prompt_version, judge.backend, judge.model_id)
+    return _tail(variant.parts(parts))
+
+
+def judgment_ids(dimension: str, *, judge: Role, variant: Variant) -> Callable[[str], str]:
+    """`judgment_id` of any dialogue on one dimension by one judge and variant: the same ids, with the
+    parts they share encoded once (`judgment_id_tail`)."""
+    return _ids_after(judgment_id_tail(dimension, judge=judge, variant=variant))
+
+
+def dialogue_ids(setting: str, *, user: Role, assistant: Role, variant: Variant) -> Callable[[str], str]:
+    """`dialogue_id` of any scenario in one setting with these roles and variant: the same ids, with the
+    parts they share encoded once."""
+    parts = ("", user.model, assistant.model, setting, variant.prompt_version, user.backend, user.model_id,
+             assistant.backend, assistant.model_id)
+    return _ids_after(_tail(variant.parts(parts)))
+
+
+def _tail(parts: tuple[Any, ...]) -> str:
+    """The JSON `stable_id` hashes for `parts`, after the first part's string."""
+    return "," + orjson.dumps([str(p) for p in parts[1:]])[1:].decode()
+
+
+def _ids_after(tail: str) -> Callable[[str], str]:
+    """`stable_id` of a first part followed by the parts encoded in `tail`."""
+    shared = tail.encode()
+    return lambda first: hashlib.sha256(b"[" + orjson.dumps(str(first)) + shared).hexdigest()[:20]
+
+
 def variant_named(name: str, variants: Sequence[Variant]) -> Variant:
     """The one of `variants` made with the prompt set `name`; another name is refused, naming them."""
     for variant in variants:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, NoReturn, Self
+from typing import Any, ClassVar, NamedTuple, NoReturn, Self
 
 from personalens_utils.display import chat_html, esc, fields_html, inline
 from personalens_utils.errors import KitError
@@ -269,11 +269,8 @@ class Dialogue(Record, _Varied):
 
     @property
     def made_offline(self) -> bool:
-        """Whether any of it came from the offline backend: the user agent, the assistant, or the
-        model an assistant calls through the kit (`registry.called_backend` of its model id)."""
-        if OFFLINE in (self.user_backend, self.assistant_backend):
-            return True
-        return registry.called_backend(self.assistant_model_id) == OFFLINE
+        """Whether any of it came from the offline backend (`_made_offline` says how that is told)."""
+        return _made_offline(self)
 
     @property
     def failure(self) -> str:
@@ -356,6 +353,56 @@ class Dialogue(Record, _Varied):
             turns=turns,
             **r.spending(),
         )
+
+
+def _made_offline(dialogue: Dialogue | DialogueSummary) -> bool:
+    """Whether any of a dialogue came from the offline backend: the user agent, the assistant, or the
+    model an assistant calls through the kit (`registry.called_backend` of its model id)."""
+    if OFFLINE in (dialogue.user_backend, dialogue.assistant_backend):
+        return True
+    return registry.called_backend(dialogue.assistant_model_id) == OFFLINE
+
+
+class DialogueSummary(NamedTuple):
+    """A stored dialogue without its texts: its `summary_fields`, the variant's parts and backends filled
+    in as `Dialogue` fills them. Planning and `select` callables read these for every dialogue of a
+    store (a row of the columnar copy, cheap to hold); the `Dialogue` itself is read when it is judged."""
+
+    id: str
+    status: str
+    scenario_id: str
+    user_id: int
+    task_id: str
+    task_type: str
+    domains: tuple[str, ...]
+    user_model: str
+    assistant_model: str
+    assistant_setting: str
+    prompt_version: str
+    prompt_set: str
+    sample: int
+    backend: str
+    user_backend: str
+    user_model_id: str
+    assistant_backend: str
+    assistant_model_id: str
+    n_turns: int
+
+    @property
+    def variant(self) -> Variant:
+        return Variant(self.prompt_version, self.prompt_set, self.sample)
+
+    @property
+    def made_offline(self) -> bool:
+        return _made_offline(self)
+
+    @property
+    def user(self) -> tuple[str, str]:
+        return self.user_backend, self.user_model_id
+
+    @property
+    def assistant(self) -> tuple[str, str]:
+        return self.assistant_backend, self.assistant_model_id
 
 
 # -- judging ---------------------------------------------------------------------------------------------

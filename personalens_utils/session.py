@@ -35,6 +35,7 @@ from personalens_utils import paths
 from personalens_utils.assistants import Assistant, AssistantSpec, PythonOptions
 from personalens_utils.assistants.prompted import PromptedAssistant
 from personalens_utils.assistants.python import DEFAULT_REPLY_TIMEOUT_S
+from personalens_utils.columnar import Columnar
 from personalens_utils.data import Benchmark, load_benchmark, resolve_users
 from personalens_utils.display import UsageTable, use_in_notebook
 from personalens_utils.errors import KitError
@@ -382,12 +383,13 @@ class Session:
 
     def prompt_sets_held(self) -> list[str]:
         """The prompt sets of the store's dialogues of the session's users and task types (any prompt set)."""
-        wanted = set(self.users) if self.users is not None else None
-        types = set(self.task_types)
-        return sorted({
-            d.prompt_set for d in self.run_store.read(Dialogue)
-            if (wanted is None or d.user_id in wanted) and d.task_type in types
-        })
+        with Columnar(self.run_store, tables=[Dialogue]) as cols:
+            held = cols.sql(f"SELECT DISTINCT coalesce(prompt_set, '{KIT_PROMPTS}') AS prompt_set, user_id, "
+                            "task_type FROM dialogues")
+        wanted = held["task_type"].isin(list(self.task_types))
+        if self.users is not None:
+            wanted &= held["user_id"].isin(list(self.users))
+        return sorted(set(held.loc[wanted, "prompt_set"]))
 
     def load_benchmark(self, users: Sequence[int] | None) -> Benchmark:
         """The benchmark for other users than the session's (e.g. those a run store holds)."""

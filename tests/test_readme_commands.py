@@ -76,11 +76,11 @@ def test_the_cheap_readme_commands_run_verbatim_after_reproduce(reproduced_check
     checkout = Path(shutil.copytree(reproduced_checkout, tmp_path / "checkout", symlinks=True))
     (checkout / ".venv").symlink_to(sys.prefix)  # what `make install` made
     store = checkout / "runs" / "small" / "generated" / "store"
-    held = {path.name: path.read_bytes() for path in store.iterdir()}
+    held = {path.name: path.read_bytes() for path in store.rglob("*") if path.is_file()}
     for command in RUN:
         done = subprocess.run(["bash", "-ec", command], cwd=checkout, env=copy_env(checkout),
                               capture_output=True, text=True, timeout=900)
         assert done.returncode == 0, f"{command}\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
     assert (checkout / "runs" / "mine" / "03.ipynb").is_file()
     assert (checkout / "runs" / "mine" / "tables" / "table13_dialogue_stats.csv").is_file()
-    assert {path.name: path.read_bytes() for path in store.iterdir()} == held  # the reproduction as it was
+    assert {path.name: path.read_bytes() for path in store.rglob("*") if path.is_file()} == held  # as it was

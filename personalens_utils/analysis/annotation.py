@@ -22,6 +22,7 @@ from typing import Any
 
 import pandas as pd
 
+from personalens_utils.columnar import Columnar
 from personalens_utils.errors import KitError
 from personalens_utils.judging import DIMENSIONS, JUDGEABLE_STATUSES, benchmark_contexts
 from personalens_utils.prompts import judge as judge_prompts
@@ -68,11 +69,16 @@ def sample_dialogues(
 
     `where` keeps only dialogues whose fields equal the given values (e.g. one assistant model).
     """
-    pool = [d for d in store.records(Dialogue) if d.get("status") in JUDGEABLE_STATUSES]
-    for key, value in (where or {}).items():
-        pool = [d for d in pool if d.get(key) == value]
-    pool.sort(key=lambda d: d["id"])
-    return random.Random(seed).sample(pool, min(n, len(pool)))
+    with Columnar(store, tables=[Dialogue]) as cols:
+        pool = cols.sql("SELECT * FROM dialogues WHERE status IN (SELECT unnest(?)) ORDER BY id",
+                        [list(JUDGEABLE_STATUSES)])
+        for key, value in (where or {}).items():
+            if key not in pool.columns:
+                raise AnnotationError(f"cannot sample dialogues where {key!r} = {value!r}: {key!r} is not "
+                                      f"one of the fields a sample can be chosen by {sorted(pool.columns)}")
+            pool = pool[pool[key] == value]
+        chosen = random.Random(seed).sample(range(len(pool)), min(n, len(pool)))
+        return list(cols.lines(Dialogue, pool.iloc[chosen]))
 
 
 def _fields(values: Mapping[str, Any]) -> str:

@@ -7,7 +7,8 @@ One call from any notebook cell (docs/explore.md):
     side_by_side(session)
     annotate("runs/analysis/annotation", annotator="alice")
 
-`catalog` reads the store, `views` renders pages as HTML, `widgets` and `annotate` hold the widgets.
+`catalog` queries the store (never reading it whole), `views` renders pages as HTML, `widgets` and
+`annotate` hold the widgets.
 """
 
 from __future__ import annotations
@@ -20,19 +21,20 @@ from personalens_utils.data import Benchmark
 from personalens_utils.judging import JudgingError, judge_context
 from personalens_utils.prompting import ScenarioContext
 from personalens_utils.records import Dialogue
-from personalens_utils.store import RunStore
 
 from .annotate import Annotator
-from .catalog import Catalog, DialogueView, Filters
+from .catalog import Catalog, DialogueSummary, DialogueView, Filters, Page, as_stores
 from .views import comparison_page, dialogue_page
 from .widgets import Explorer, SideBySide
 
 __all__ = [
     "Annotator",
     "Catalog",
+    "DialogueSummary",
     "DialogueView",
     "Explorer",
     "Filters",
+    "Page",
     "SideBySide",
     "annotate",
     "catalog",
@@ -64,17 +66,20 @@ def _session_contexts(session: Any) -> Any:
 
 
 def catalog(source: Any, benchmark: Benchmark | None = None) -> Catalog:
-    """A catalog of a Session's run store (profiles from its benchmark), a RunStore or a run folder."""
+    """A catalog of a Session's run store (profiles from its benchmark), a RunStore or a run folder, or a
+    list of them (the shards of a `shard="i/n"` run, read together)."""
     if isinstance(source, Catalog):
         return source
-    if isinstance(source, RunStore | str | os.PathLike):
-        store = source if isinstance(source, RunStore) else RunStore(source)
-        return Catalog.of(store, benchmark)
+    stores = as_stores(source)
+    if stores is not None:
+        return Catalog.of(stores, benchmark)
     if hasattr(source, "run_store") and hasattr(source, "load_benchmark"):
         if benchmark is not None:
             return Catalog.of(source.run_store, benchmark)
         return Catalog(source.run_store, _session_contexts(source))
-    raise TypeError(f"explore needs a Session, a RunStore or a run folder, got {type(source).__name__}")
+    raise TypeError(
+        f"explore needs a Session, a RunStore or a run folder (or a list of them), got "
+        f"{type(source).__name__}")
 
 
 def explore(source: Any, *, benchmark: Benchmark | None = None, judge_model: str | None = None) -> Explorer:

@@ -5,8 +5,10 @@ plain `text/html`, so a front end without the widget manager (an exported copy, 
 shows the current selection; executed copies keep the widget state papermill saves. Stable CSS
 classes, for browser tests (docs/explore.md): `pl-explorer`, `pl-explorer-<filter>` for each filter
 (`assistant_model`, `setting`, `task_type`, `domain`, `user`, `judge_model`, `dimension`),
-`pl-explorer-score`, `pl-explorer-count`, `pl-explorer-dialogue-select`, `pl-explorer-page`; and
-`pl-compare-widget`, `pl-compare-scenario`, `pl-compare-left`, `pl-compare-right`, `pl-compare-page`.
+`pl-explorer-score`, `pl-explorer-count`, `pl-explorer-search`, `pl-explorer-earlier`,
+`pl-explorer-later`, `pl-explorer-dialogue-select`, `pl-explorer-page`; and
+`pl-compare-widget`, `pl-compare-search`, `pl-compare-scenario`, `pl-compare-left`, `pl-compare-right`,
+`pl-compare-page`.
 """
 
 from __future__ import annotations
@@ -107,6 +109,7 @@ class Explorer(_Page):
         self.earlier.add_class("pl-explorer-earlier")
         self.later.add_class("pl-explorer-later")
         self.first = 0
+        self._shown: tuple[Any, ...] | None = None
         self.dialogue = widgets.Select(
             options=[], rows=8, description="dialogue", style=_WIDE, layout=widgets.Layout(**_FULL)
         )
@@ -119,9 +122,9 @@ class Explorer(_Page):
         parts = [controls, self.score, self.search, pages, self.dialogue, self.page]
         super().__init__(parts, layout=widgets.Layout(**_FULL))
         self.add_class("pl-explorer")
+        self.filters["dimension"].observe(self._rescale, names="value")  # the scale first: one query
         for box in self.filters.values():
             box.observe(self._refilter, names="value")
-        self.filters["dimension"].observe(self._rescale, names="value")
         self.score.observe(self._refilter, names="value")
         self.search.observe(self._refilter, names="value")
         self.earlier.on_click(lambda _: self.turn_page(-1))
@@ -137,7 +140,8 @@ class Explorer(_Page):
     def current(self) -> Filters:
         """The filters as set in the controls."""
         values = {name: self.chosen(name) for name in self.filters}
-        return Filters(**values, score_range=tuple(self.score.value) if values["dimension"] else None)
+        return Filters(**values, score_range=tuple(self.score.value) if values["dimension"] else None,
+                       search=self.search.value)
 
     def set_filters(self, **values: Any) -> None:
         """Set filters by name (None: any), as a user would in the dropdowns; `score_range` too."""
@@ -172,27 +176,25 @@ class Explorer(_Page):
             self.score.min, self.score.max = low, high
         self.score.disabled = False
 
-    def matching(self) -> list[tuple[str, str]]:
-        """(line, dialogue id) of every dialogue that passes the filters and holds each searched word."""
-        words = self.search.value.lower().split()
-        lines = [(Catalog.label(d), d.id) for d in self.catalog.select(self.current())]
-        return [(line, i) for line, i in lines if all(w in line.lower() for w in words)]
-
     def turn_page(self, step: int) -> None:
         """Show the next (1) or previous (-1) page of the list."""
         self.first = max(0, self.first + step * SHOWN)
         self._refilter(keep_page=True)
 
     def _refilter(self, _: Any = None, *, keep_page: bool = False) -> None:
-        found = self.matching()
-        if not keep_page or self.first >= len(found):
+        """Query the page of dialogues the filters and search leave (never the whole list)."""
+        filters = self.current()
+        if not keep_page:
             self.first = 0
-        options = found[self.first : self.first + SHOWN]
-        total = len(self.catalog.dialogues)
-        shown = f"; showing {self.first + 1}-{self.first + len(options)}" if len(found) > SHOWN else ""
-        self.count.value = f"{len(found)} of {total} dialogues{shown}"
+        found = self.catalog.select(filters, offset=self.first, limit=SHOWN)
+        if self.first and not found.dialogues:  # the page ran past the end (fewer now pass)
+            self.first = 0
+            found = self.catalog.select(filters, offset=0, limit=SHOWN)
+        options = [(Catalog.label(d), d.id) for d in found.dialogues]
+        shown = f"; showing {self.first + 1}-{self.first + len(options)}" if found.total > SHOWN else ""
+        self.count.value = f"{found.total} of {self.catalog.total} dialogues{shown}"
         self.earlier.disabled = self.first == 0
-        self.later.disabled = self.first + SHOWN >= len(found)
+        self.later.disabled = self.first + SHOWN >= found.total
         previous = self.dialogue.value
         self.dialogue.options = options
         ids = [i for _, i in options]
@@ -200,21 +202,24 @@ class Explorer(_Page):
         self._show()
 
     def _show(self, _: Any = None) -> None:
-        self.page.value = self.html()
+        shown = (self.dialogue.value, self.chosen("judge_model"), self.catalog.total)
+        if shown != self._shown:  # a new list holding the same pick: the page stands
+            self.page.value = self.html()
+            self._shown = shown
 
     def select(self, dialogue_id: str) -> None:
         """Open one dialogue (it must pass the current filters and search), on whichever page it is."""
-        ids = [i for _, i in self.matching()]
-        if dialogue_id in ids:
-            self.first = ids.index(dialogue_id) // SHOWN * SHOWN
+        at = self.catalog.position(dialogue_id, self.current())
+        if at is not None:
+            self.first = at // SHOWN * SHOWN
             self._refilter(keep_page=True)
         self.dialogue.value = dialogue_id
 
     def html(self) -> str:
         """The page of the dialogue picked (or one line saying why there is none)."""
-        if not self.catalog.dialogues:
+        if not self.catalog.total:
             return _empty(
-                f"The run store {self.catalog.store.root} holds no dialogues yet: run notebook 03 "
+                f"The run store {self.catalog.where} holds no dialogues yet: run notebook 03 "
                 "(and 04 for judgments) first, or pass another store."
             )
         if self.dialogue.value is None:
@@ -230,12 +235,15 @@ class SideBySide(_Page):
     ) -> None:
         self.catalog = catalog
         self.judge_model = judge_model_key(judge_model) if judge_model else None
-        pool = list(scenarios) if scenarios is not None else catalog.compared_scenarios(
-            judge_model=self.judge_model)
-        self.scenario = widgets.Dropdown(
-            options=pool, description="scenario", style=_WIDE, layout=widgets.Layout(max_width="100%")
-        )
+        self.pool = None if scenarios is None else list(scenarios)
+        self.scenario = widgets.Dropdown(description="scenario", style=_WIDE,
+                                         layout=widgets.Layout(max_width="100%"))
         self.scenario.add_class("pl-compare-scenario")
+        self.search = widgets.Text(placeholder="words of the scenario id: user7, MD-task-3",
+                                   description="find", style=_WIDE, continuous_update=False,
+                                   layout=widgets.Layout(**_FULL))
+        self.search.add_class("pl-compare-search")
+        self._offer()
         half = {"width": "auto", "flex": "1 1 0", "min_width": "0"}  # halves of the row, however wide
         self.left = widgets.Dropdown(description="left", style=_WIDE, layout=widgets.Layout(**half))
         self.right = widgets.Dropdown(description="right", style=_WIDE, layout=widgets.Layout(**half))
@@ -244,12 +252,24 @@ class SideBySide(_Page):
         self.page = widgets.HTML(layout=widgets.Layout(**_FULL))
         self.page.add_class("pl-compare-page")
         pair = widgets.HBox([self.left, self.right], layout=widgets.Layout(**_FULL))
-        super().__init__([self.scenario, pair, self.page], layout=widgets.Layout(**_FULL))
+        super().__init__([self.search, self.scenario, pair, self.page], layout=widgets.Layout(**_FULL))
         self.add_class("pl-compare-widget")
+        self.search.observe(self._offer, names="value")
         self.scenario.observe(self._runs, names="value")
         self.left.observe(self._show, names="value")
         self.right.observe(self._show, names="value")
         self._runs()
+
+    def _offer(self, _: Any = None) -> None:
+        """The scenarios offered: the first `SHOWN` of those compared whose id holds the words searched
+        (a run of two settings compares every scenario it holds: tens of thousands)."""
+        if self.pool is None:
+            found = self.catalog.compared_scenarios(self.judge_model, search=self.search.value, limit=SHOWN)
+        else:
+            words = self.search.value.lower().split()
+            found = [s for s in self.pool if all(w in s.lower() for w in words)]
+        self.scenario.options = found
+        self.scenario.value = found[0] if found else None
 
     @staticmethod
     def run_label(dialogue: Any) -> str:
@@ -270,7 +290,9 @@ class SideBySide(_Page):
     def choose(
         self, scenario_id: str, left: Callable[[Any], bool] | str, right: Callable[[Any], bool] | str
     ) -> None:
-        """Pick a scenario and its two runs, each a dialogue id or a test on the dialogue record."""
+        """Pick a scenario and its two runs, each a dialogue id or a test on the dialogue's list fields."""
+        if scenario_id not in self.scenario.options:  # not among the first offered: find it by its id
+            self.search.value = scenario_id
         self.scenario.value = scenario_id
         runs = self.catalog.runs_of(scenario_id, self.judge_model)
 

@@ -22,7 +22,7 @@ from personalens_utils.engine import Asker, Item, StageReport
 from personalens_utils.llm import LLMError, Request, Response
 from personalens_utils.llm.batch import BatchEntryError, BatchRunner, Outcome
 from personalens_utils.llm.client import LLMClient
-from personalens_utils.records import Batch, BatchEntry, Dialogue, Judgment, Record
+from personalens_utils.records import Batch, BatchEntry, DialogueSummary, Judgment, Record
 from personalens_utils.store import RunStore
 
 from .answers import judgment_record
@@ -103,18 +103,19 @@ class _BatchCall:
 def _judge_batched(
     planned: JudgingPlan, context_for: ContextFor, config: JudgingConfig, backend: str,
     answers: _BatchAnswers,
-) -> engine.Stage[Dialogue]:
-    """The stage: each dialogue's judgments from the batches' answers; those still awaited are pending."""
-    contexts = {item.payload.id: context_for(item.payload) for item in planned.plan.items}
+) -> engine.Stage[DialogueSummary]:
+    """The stage: each dialogue's judgments from the batches' answers; those still awaited are pending.
+    Each pass reads the dialogue and makes its context again, so no pass holds every context."""
 
-    async def work(_: LLMClient, item: Item[Dialogue]) -> list[Record]:
+    async def work(_: LLMClient, item: Item[DialogueSummary]) -> list[Record]:
+        context = context_for(planned.dialogue(item.payload))
         finished: list[Record] = []
         awaited = 0
         for dim, k in planned.todo(item.payload.id, item.ids):
-            jid = planned.ids[item.payload.id, dim.name, k]
+            jid = planned.judgment_id(item.payload.id, dim.name, k)
             try:
-                fields = await judge_dimension(_caller(answers, jid, dim), dim, contexts[item.payload.id],
-                                               config.judge_model, config.prompts, k)
+                fields = await judge_dimension(_caller(answers, jid, dim), dim, context, config.judge_model,
+                                               config.prompts, k)
             except _Awaited:
                 awaited += 1
                 continue

@@ -5,16 +5,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from personalens_utils.identity import samples
 from personalens_utils.prompting import KIT, PromptSet
 from personalens_utils.prompts import judge as prompts
-from personalens_utils.records import Dialogue
 from personalens_utils.shards import Shard
 
 from .dimensions import DEFAULT_JUDGE_MODEL
 
-Select = Callable[[Dialogue], bool]
+Select = Callable[[Any], bool]
+"""Keeps a dialogue: planning calls it with a `records.DialogueSummary` (a stored dialogue's fields but its
+texts), other readers with a `Dialogue`; both answer the same attributes."""
 
 
 @dataclass(frozen=True)

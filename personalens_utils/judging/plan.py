@@ -4,22 +4,27 @@ Both runners (online and batch) and the cost estimate plan with `plan_judging` (
 planning: a work item is one dialogue, its record ids the judgments still to make), so an
 estimate counts exactly the judgments a run with the same arguments would make. A judgment belongs
 to its judge's backend: judging on another backend makes new records.
+
+Planning reads the store's columnar copy (`columnar.Columnar`): one summary row per dialogue
+(`DialogueSummary`, no texts) and the judgments' ids, so a resume at any size plans in seconds. A
+dialogue is read in full (`JudgingPlan.dialogue`) when its judgments are about to be made.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from personalens_utils import engine
+from personalens_utils import columnar, engine
 from personalens_utils.data import UsersArg, resolve_users
 from personalens_utils.engine import Plan
-from personalens_utils.identity import Role, judgment_id, samples
+from personalens_utils.identity import Role, judgment_id_tail, judgment_ids, resolved_model, samples
 from personalens_utils.llm.budget import CostEstimate, Tally
 from personalens_utils.llm.registry import KNOWN_BACKENDS
 from personalens_utils.prompting import KIT, PromptSet
-from personalens_utils.records import Dialogue, Judgment
+from personalens_utils.prompts.official import KIT_PROMPTS
+from personalens_utils.records import Dialogue, DialogueSummary, Judgment
 from personalens_utils.shards import Shard
 from personalens_utils.store import RunStore
 
@@ -33,24 +38,105 @@ REAL_BACKENDS = tuple(b for b in KNOWN_BACKENDS if b != "offline")
 ANSWER_TOKENS = 300
 """Answer length assumed by `estimate_judging` (a score line and a few sentences of justification)."""
 
-def judgeable(dialogues: Iterable[Dialogue], select: Select | None) -> list[Dialogue]:
+def judgeable(dialogues: Iterable[DialogueSummary], select: Select | None) -> list[DialogueSummary]:
     """The finished dialogues `select` keeps (all finished ones when it is None)."""
     return [d for d in dialogues if d.status in JUDGEABLE_STATUSES and (select is None or select(d))]
 
 
+_SHARED = ("status", "task_id", "task_type", "domains", "user_model", "assistant_model", "assistant_setting",
+           "prompt_version", "prompt_set", "sample", "backend", "user_backend", "user_model_id",
+           "assistant_backend", "assistant_model_id")
+"""Summary fields that many dialogues share: fetched once per distinct combination."""
+Where = tuple[int, int, int]
+"""Where a dialogue's line sits: `columnar.Place`'s store, offset and length."""
+_PLANNED = """
+CREATE OR REPLACE TEMP TABLE _planned AS
+SELECT d.*, f._first FROM dialogues_lines d
+JOIN (SELECT id, _source, max(_offset) AS _offset, min(_offset) AS _first FROM dialogues_lines
+      GROUP BY id, _source) f USING (id, _source, _offset)
+"""
+"""The current line of each dialogue (as the `dialogues` view, joined rather than windowed: faster) and
+where its id first appears."""
+_COMBINATIONS = f"""
+CREATE OR REPLACE TEMP TABLE _shared AS
+SELECT row_number() OVER () AS _shared, * FROM (SELECT DISTINCT {", ".join(_SHARED)} FROM _planned)
+"""
+_ROWS = f"""
+SELECT p.id, p.scenario_id, p.user_id, p.n_turns, p._source, p._offset, p._length, s._shared
+FROM _planned p JOIN _shared s
+  ON {" AND ".join(f"p.{name} IS NOT DISTINCT FROM s.{name}" for name in _SHARED)}
+ORDER BY p._source, p._first
+"""
+
+
+_KEPT: dict[tuple[tuple[str, int, str], ...], tuple[list[DialogueSummary], list[Where]]] = {}
+"""The summaries of the store last read, by its dialogues' version: a notebook that lists the users to
+judge and then plans reads them once."""
+
+
+def dialogue_summaries(source: columnar.Columnar) -> tuple[list[DialogueSummary], list[Where]]:
+    """Every dialogue of the store(s) as a summary, and where its line sits (to read it in full later),
+    in the order `RunStore.read` gives them (where each id first appears). The fields many dialogues
+    share are fetched once per combination, filled in as `Dialogue` fills them, and shared by its rows."""
+    version = source.version(Dialogue)
+    if version not in _KEPT:
+        _KEPT.clear()
+        _KEPT[version] = _read_summaries(source)
+    summaries, places = _KEPT[version]
+    return list(summaries), list(places)
+
+
+def _read_summaries(source: columnar.Columnar) -> tuple[list[DialogueSummary], list[Where]]:
+    con = source.connection()
+    con.execute(_PLANNED)
+    con.execute(_COMBINATIONS)
+    shared = {key: _filled(dict(zip(_SHARED, values, strict=True)))
+              for key, *values in con.execute("SELECT * FROM _shared").fetchall()}
+    names = ("id", "scenario_id", "user_id", "n_turns", "_source", "_offset", "_length", "_shared")
+    columns = con.execute(_ROWS).fetchnumpy()
+    con.execute("DROP TABLE _planned; DROP TABLE _shared")
+    summaries, places = [], []
+    make = DialogueSummary._make
+    for did, sid, user_id, n_turns, where, offset, length, key in zip(
+            *(columns[name].tolist() for name in names), strict=True):
+        status, rest = shared[key]
+        summaries.append(make((did, status, sid, user_id, *rest, n_turns)))
+        places.append((where, offset, length))
+    return summaries, places
+
+
+def _filled(row: dict[str, Any]) -> tuple[str, tuple[Any, ...]]:
+    """The status, and the shared fields after `user_id` in `DialogueSummary`'s order: an absent prompt
+    set or sample read as the kit's first, empty backends and model ids filled as `Dialogue` fills them."""
+    user_backend = row["user_backend"] or row["backend"]
+    assistant_backend = row["assistant_backend"] or row["backend"]
+    return row["status"], (
+        row["task_id"], row["task_type"], tuple(row["domains"] or ()), row["user_model"],
+        row["assistant_model"], row["assistant_setting"], row["prompt_version"],
+        row["prompt_set"] or KIT_PROMPTS, row["sample"] or 0, row["backend"], user_backend,
+        row["user_model_id"] or resolved_model(row["user_model"], user_backend), assistant_backend,
+        row["assistant_model_id"] or resolved_model(row["assistant_model"], assistant_backend))
+
+
 @dataclass
 class JudgingPlan:
-    """The dialogues in the store, those to judge, and the engine's plan over them."""
+    """How many dialogues the store holds, those to judge, and the engine's plan over them."""
 
-    dialogues: list[Dialogue]
-    to_judge: list[Dialogue]
+    in_store: int
+    unfinished: int
+    """Dialogues in the store that did not finish (status "error"): nothing to judge."""
+    to_judge: list[DialogueSummary]
     dimensions: list[Dimension]
     model_key: str
     prompt_version: str
     backend: str
-    plan: Plan[Dialogue]
-    ids: dict[tuple[str, str, int], str]
-    """(dialogue id, dimension name, judge sample) -> the id of its judgment in the store."""
+    plan: Plan[DialogueSummary]
+    id_of: dict[tuple[str, int], Callable[[str], str]]
+    """(dimension name, judge sample) -> a dialogue's judgment id from its id (`identity.judgment_ids`)."""
+    source: columnar.Columnar
+    """Where the planned dialogues are read in full (`dialogue`)."""
+    places: dict[str, Where] = field(default_factory=dict)
+    """Id of a dialogue to judge -> where its line sits."""
     prompts: PromptSet = KIT
     """Whose judge prompts (`PromptSet.judge_set` says which set scores each dimension)."""
     skipped_offline: int = 0
@@ -58,11 +144,20 @@ class JudgingPlan:
     judge_samples: int = 1
     """How many independent judgments each dialogue gets on each dimension (`JudgingConfig`)."""
 
+    def judgment_id(self, dialogue_id: str, dimension: str, judge_sample: int) -> str:
+        """The id of a dialogue's judgment on a dimension, as judge sample `judge_sample`."""
+        return self.id_of[dimension, judge_sample](dialogue_id)
+
     def todo(self, dialogue_id: str, ids: Sequence[str]) -> list[tuple[Dimension, int]]:
         """The (dimension, judge sample) pairs of a dialogue whose judgment ids are among `ids`."""
         wanted = set(ids)
         return [(d, k) for k in range(self.judge_samples) for d in self.dimensions
-                if self.ids[dialogue_id, d.name, k] in wanted]
+                if self.judgment_id(dialogue_id, d.name, k) in wanted]
+
+    def dialogue(self, summary: DialogueSummary) -> Dialogue:
+        """A planned dialogue read in full (its turns), by where its line sits."""
+        [dialogue] = self.source.records(Dialogue, [columnar.Place(*self.places[summary.id])])
+        return dialogue  # type: ignore[return-value]
 
     @property
     def judgments(self) -> int:
@@ -75,9 +170,9 @@ class JudgingPlan:
             "prompt_version": self.prompt_version,
             **self.prompts.judge_details(self.dimensions),
             "dimensions": ", ".join(d.name for d in self.dimensions),
-            "dialogues_in_store": len(self.dialogues),
+            "dialogues_in_store": self.in_store,
             "dialogues_judgeable": len(self.to_judge),
-            "dialogues_skipped_error": sum(d.status not in JUDGEABLE_STATUSES for d in self.dialogues),
+            "dialogues_skipped_error": self.unfinished,
             "dialogues_skipped_offline": self.skipped_offline,
             "judgments_done_before": (len(self.to_judge) * len(self.dimensions) * self.judge_samples
                                       - self.judgments),
@@ -90,27 +185,75 @@ def plan_judging(store: RunStore, config: JudgingConfig, backend: str) -> Judgin
     its dimensions (errored ones when asked), with the judge prompts of `config.prompts`.
     A judge on a real backend (`REAL_BACKENDS`) leaves the dialogues made on the offline backend alone
     (money spent on rule-based text) unless `offline_dialogues=True`; other judges (offline, test
-    doubles) judge them (False: never)."""
+    doubles) judge them (False: never). Reads summaries and ids only (the columnar copy), no texts."""
     dims = dimensions_from(config.dimensions)
     model_key = judge_model_key(config.judge_model)
-    dialogues = store.read(Dialogue)
+    judge = Role.of(model_key, backend)
+    judge_samples = samples(config.judge_samples, "judge_samples")
+    variants = {(dim.name, k): config.prompts.judge_variant(dim, config.prompt_version, k)
+                for k in judge_samples for dim in dims}  # judge sample by judge sample, dims in order
+    id_of = {key: judgment_ids(key[0], judge=judge, variant=v) for key, v in variants.items()}
+    source = columnar.Columnar(store)
+    try:
+        dialogues, where = dialogue_summaries(source)
+        tails = [judgment_id_tail(name, judge=judge, variant=v) for (name, _), v in variants.items()]
+        unfinished = _unfinished_judgments(source, tails)
+        stored = source.stored(Judgment) if unfinished is None else None
+    finally:
+        source.close()
+    places = dict(zip((d.id for d in dialogues), where, strict=True))
+    del where
     to_judge = judgeable(dialogues, sharded(config.select, config.shard))
     skips = _skips_offline(backend, config.offline_dialogues)
     skipped = sum(d.made_offline for d in to_judge) if skips else 0
     if skipped:
         to_judge = [d for d in to_judge if not d.made_offline]
-    judge = Role.of(model_key, backend)
-    ids = {}
-    judge_samples = samples(config.judge_samples, "judge_samples")
-    for dim in dims:
-        for k in judge_samples:
-            variant = config.prompts.judge_variant(dim, config.prompt_version, k)
-            for d in to_judge:
-                ids[d.id, dim.name, k] = judgment_id(d.id, dim.name, judge=judge, variant=variant)
-    candidates = [([ids[d.id, dim.name, k] for k in judge_samples for dim in dims], d) for d in to_judge]
-    planned = engine.plan(store, Judgment, candidates, retry_errors=config.retry_errors)
-    return JudgingPlan(dialogues, to_judge, dims, model_key, config.prompt_version, backend, planned, ids,
+    if unfinished is None:  # every judgment id made here and looked up among every stored one
+        makers = list(id_of.values())
+        candidates: Iterable[tuple[list[str], DialogueSummary]] = (
+            ([make(d.id) for make in makers], d) for d in to_judge)
+    else:  # only the judgments not stored as finished, which decide the plan alone
+        failed = {jid for ids in unfinished.values() for jid, errored in ids if errored}
+        stored = failed, failed
+        candidates = (([jid for jid, _ in unfinished.get(d.id, ())], d) for d in to_judge)
+    planned = engine.plan(store, Judgment, candidates, retry_errors=config.retry_errors, stored=stored)
+    not_finished = sum(d.status not in JUDGEABLE_STATUSES for d in dialogues)
+    return JudgingPlan(len(dialogues), not_finished, to_judge, dims, model_key, config.prompt_version,
+                       backend, planned, id_of, source, {d.id: places[d.id] for d in to_judge},
                        prompts=config.prompts, skipped_offline=skipped, judge_samples=len(judge_samples))
+
+
+_PLAIN_ID = "[0-9A-Za-z_.:-]+"
+"""Dialogue ids that are their own JSON string (no escaping): their judgment ids can be made in SQL."""
+
+
+def _unfinished_judgments(source: columnar.Columnar,
+                          tails: Sequence[str]) -> dict[str, list[tuple[str, bool]]] | None:
+    """Dialogue id -> its judgment ids (in the order of `tails`, one per dimension and judge sample) not
+    stored as finished, each with whether it is stored as an error; dialogues with none are left out.
+    The ids are made and looked up in DuckDB (`identity.judgment_id_tail` says how); None when a
+    dialogue id would need JSON escaping, which is left to Python."""
+    con = source.connection()
+    if con.execute(f"SELECT count(*) FROM dialogues_lines WHERE NOT regexp_full_match(id, '{_PLAIN_ID}')"
+                   ).fetchone()[0]:
+        return None
+    tail_rows = ", ".join("(?, ?)" for _ in tails)
+    rows = con.execute(f"""
+        WITH wanted AS (
+            SELECT d.id AS dialogue_id, t.pos, left(sha256('["' || d.id || '"' || t.tail), 20) AS jid
+            FROM (SELECT DISTINCT id FROM dialogues_lines) d CROSS JOIN (VALUES {tail_rows}) t(pos, tail)),
+        errored AS (
+            SELECT id FROM (SELECT id, status, row_number() OVER (PARTITION BY id, _source ORDER BY _offset
+                            DESC) AS latest FROM judgments_lines
+                            WHERE id IN (SELECT id FROM judgments_lines WHERE status = 'error'))
+            WHERE latest = 1 AND status = 'error')
+        SELECT dialogue_id, jid, jid IN (SELECT id FROM errored) FROM wanted
+        WHERE jid NOT IN (SELECT id FROM judgments_lines) OR jid IN (SELECT id FROM errored)
+        ORDER BY dialogue_id, pos""", [x for pos, tail in enumerate(tails) for x in (pos, tail)]).fetchall()
+    out: dict[str, list[tuple[str, bool]]] = {}
+    for dialogue_id, jid, errored in rows:
+        out.setdefault(dialogue_id, []).append((jid, errored))
+    return out
 
 
 OFFLINE_PARAMETER = "judge_offline_dialogues"
@@ -160,7 +303,7 @@ def judged_users(store: RunStore, select: Select | None = None, *, backend: str 
                  offline_dialogues: bool | None = None) -> list[int]:
     """User indices of the dialogues a judge on `backend` would judge: the profiles judging needs loaded."""
     skip = _skips_offline(backend, offline_dialogues)
-    found = judgeable(store.read(Dialogue), select)
+    found = judgeable(_summaries(store), select)
     return sorted({d.user_id for d in found if not (skip and d.made_offline)})
 
 
@@ -170,8 +313,13 @@ def skipped_offline_line(store: RunStore, select: Select | None = None, *, backe
     leaves alone; empty when none."""
     if not _skips_offline(backend, offline_dialogues):
         return ""
-    n = sum(d.made_offline for d in judgeable(store.read(Dialogue), select))
+    n = sum(d.made_offline for d in judgeable(_summaries(store), select))
     return skipped_offline_note({"dialogues_skipped_offline": n, "judge_backend": backend})
+
+
+def _summaries(store: RunStore) -> list[DialogueSummary]:
+    with columnar.Columnar(store, tables=[Dialogue]) as source:
+        return dialogue_summaries(source)[0]
 
 
 def _skips_offline(backend: str, offline_dialogues: bool | None) -> bool:
@@ -198,7 +346,7 @@ def estimate_judging(store: RunStore, context_for: ContextFor, config: JudgingCo
         chosen = wanted[:: max(1, len(wanted) // sample)]
         for dialogue in chosen:
             if dialogue.id not in contexts:
-                contexts[dialogue.id] = context_for(dialogue)
+                contexts[dialogue.id] = context_for(planned.dialogue(dialogue))
             context = contexts[dialogue.id]
             calls = dimension_requests(dim, context, config.judge_model, config.prompts)
             tally.add_requests("judging", calls, answer_tokens, weight=len(wanted) / len(chosen))

@@ -20,7 +20,7 @@ from personalens_utils.engine import Item, StageReport
 from personalens_utils.llm.client import LLMClient
 from personalens_utils.prompting import KIT, PromptSet
 from personalens_utils.prompts import judge as prompts
-from personalens_utils.records import Dialogue, Judgment, Record
+from personalens_utils.records import Dialogue, DialogueSummary, Judgment, Record
 from personalens_utils.store import RunStore
 
 from .answers import judgment_record
@@ -65,7 +65,9 @@ def run_judging(
     turn-level personalization stays the kit's).
 
     `context_for(dialogue)` gives that dialogue's judge context (see `judge_context` and
-    `benchmark_contexts`); every context is made before the first call, so bad input fails early.
+    `benchmark_contexts`); planning reads no texts, so each dialogue is read in full and its context
+    made when its judgments are about to be made (a context that cannot be made stops the run there,
+    keeping the judgments already stored).
     An authentication failure stops the run after saving what was finished; other llm failures
     become error records, judged again by the next run unless `retry_errors=False`.
     `batch=True` sends the calls through the Message Batches API instead (`run_judging_batch`).
@@ -84,14 +86,15 @@ def run_judging(
     if config.batch:
         return run_judging_batch(store, client, context_for, config)
     planned = plan_judging(store, config, client.backend_name)
-    contexts = {item.payload.id: context_for(item.payload) for item in planned.plan.items}
 
-    async def work(llm: LLMClient, item: Item[Dialogue]) -> list[Record]:
+    async def work(llm: LLMClient, item: Item[DialogueSummary]) -> list[Record]:
+        dialogue = planned.dialogue(item.payload)
+        context = context_for(dialogue)
         todo = planned.todo(item.payload.id, item.ids)
         by_sample = [(k, [d for d, s in todo if s == k]) for k in sorted({s for _, s in todo})]
-        judged = await asyncio.gather(*(judge_dialogue(llm, item.payload, contexts[item.payload.id], dims,
-                                                       config.judge_model, config.prompt_version,
-                                                       config.prompts, k) for k, dims in by_sample))
+        judged = await asyncio.gather(*(judge_dialogue(llm, dialogue, context, dims, config.judge_model,
+                                                       config.prompt_version, config.prompts, k)
+                                        for k, dims in by_sample))
         return [record for records in judged for record in records]
 
     shard = config.shard

@@ -21,9 +21,10 @@ import pandas as pd
 from personalens_utils import engine
 from personalens_utils.assistants import Assistant, Pricing, assistant_on
 from personalens_utils.assistants.python import AssistantError, AssistantStopped
-from personalens_utils.data import MD, SD, Benchmark
+from personalens_utils.columnar import Columnar
+from personalens_utils.data import MD, SD, Benchmark, Scenario
 from personalens_utils.engine import Item, Plan, StageReport
-from personalens_utils.identity import Role, dialogue_id, samples
+from personalens_utils.identity import Role, dialogue_ids, samples
 from personalens_utils.llm import CallKind, LLMClient
 from personalens_utils.llm.budget import CostEstimate, Tally, request_tokens
 from personalens_utils.prompting import ScenarioContext
@@ -67,8 +68,9 @@ def planned_ids(store: RunStore, scenario_ids: Sequence[str], settings: Sequence
     user = Role.of(config.user_model, backend)
     assistant = (Role(given.model, given.backend, given.model_id) if given is not None
                  else Role.of(config.assistant_model, assistant_backend))
-    return {(sid, name, k): dialogue_id(sid, name, user=user, assistant=assistant, variant=prompts.variant(k))
-            for sid in scenario_ids for name in settings for k in samples(config.repeats, "repeats")}
+    made = {(name, k): dialogue_ids(name, user=user, assistant=assistant, variant=prompts.variant(k))
+            for name in settings for k in samples(config.repeats, "repeats")}
+    return {(sid, name, k): make(sid) for sid in scenario_ids for (name, k), make in made.items()}
 
 
 def plan_dialogues(benchmark: Benchmark, store: RunStore, config: SimulationConfig, *, backend: str,
@@ -79,7 +81,9 @@ def plan_dialogues(benchmark: Benchmark, store: RunStore, config: SimulationConf
     the prompt set has no prompt for is refused here.
 
     With `shard="i/n"` only that shard's dialogues are planned (and counted as already done).
-    Stored dialogues with status "error" are redone only with `retry_errors=True`.
+    Stored dialogues with status "error" are redone only with `retry_errors=True`. What is stored is
+    read as ids and statuses from the columnar copy; profiles and tasks are looked up for the
+    dialogues to run only.
     """
     part = Shard.parse(config.shard)
     unknown = sorted(set(config.task_types) - {SD, MD})
@@ -90,18 +94,29 @@ def plan_dialogues(benchmark: Benchmark, store: RunStore, config: SimulationConf
         raise ValueError("settings is empty: give at least one assistant setting, e.g. ['base']")
     for setting in parsed:
         config.prompts.check_setting(setting.name, config.assistant_model)
-    scenarios = list(benchmark.iter_scenarios(config.task_types))
-    ids = planned_ids(store, [s.scenario_id for s in scenarios], [s.name for s in parsed], config, backend,
+    frame = benchmark.scenarios[benchmark.scenarios["task_type"].isin(list(config.task_types))]
+    scenario_ids = frame["scenario_id"].tolist()
+    ids = planned_ids(store, scenario_ids, [s.name for s in parsed], config, backend,
                       assistant_backend or backend)
     candidates = []
-    for scenario in scenarios:
-        ctx = ScenarioContext.of(scenario, benchmark.user(scenario.user_id))
+    for row, sid in enumerate(scenario_ids):
         for setting in parsed:
             for k in samples(config.repeats, "repeats"):
-                did = ids[scenario.scenario_id, setting.name, k]
+                did = ids[sid, setting.name, k]
                 if part is None or part.owns(did):
-                    candidates.append(((did,), PlannedDialogue(ctx, setting, k)))
-    return engine.plan(store, Dialogue, candidates, retry_errors=config.retry_errors, limit=config.limit)
+                    candidates.append(((did,), (row, setting, k)))
+    with Columnar(store, tables=[Dialogue]) as source:  # ids and statuses only, not every dialogue's text
+        stored = source.stored(Dialogue)
+    planned = engine.plan(store, Dialogue, candidates, retry_errors=config.retry_errors, limit=config.limit,
+                          stored=stored)
+    rows = sorted({row for row, _, _ in (item.payload for item in planned.items)})
+    contexts = {}  # the profiles and tasks of the dialogues to run only
+    for row, record in zip(rows, frame.iloc[rows].to_dict("records"), strict=True):
+        scenario = Scenario.from_row(record)
+        contexts[row] = ScenarioContext.of(scenario, benchmark.user(scenario.user_id))
+    items = [Item(item.ids, PlannedDialogue(contexts[row], setting, k), item.retry)
+             for item in planned.items for row, setting, k in [item.payload]]
+    return Plan(items, planned.already_done, planned.errors_kept)
 
 
 def _stage(config: SimulationConfig, assistant: Assistant) -> engine.Stage[PlannedDialogue]:

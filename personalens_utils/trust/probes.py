@@ -34,7 +34,7 @@ from personalens_utils.judging import JudgingConfig, judge_dialogue
 from personalens_utils.judging.plan import plan_judging
 from personalens_utils.judging.requests import ContextFor
 from personalens_utils.llm.client import LLMClient
-from personalens_utils.records import Dialogue, Judgment, Record, RecordError
+from personalens_utils.records import Dialogue, DialogueSummary, Judgment, Record, RecordError
 from personalens_utils.store import RunStore
 
 
@@ -52,7 +52,7 @@ class Probe(ABC):
     """The dimensions the probe re-judges unless the run names others."""
 
     @abstractmethod
-    def variant(self, dialogue: Dialogue) -> str:
+    def variant(self, dialogue: Dialogue | DialogueSummary) -> str:
         """The probe, its version and its parameters for `dialogue`, as one string."""
 
     @abstractmethod
@@ -80,7 +80,7 @@ class ProfileSwap(Probe):
                              f"{benchmark.root} holds {len(benchmark.users)}")
         self.benchmark, self.seed = benchmark, seed
 
-    def donor(self, dialogue: Dialogue) -> int:
+    def donor(self, dialogue: Dialogue | DialogueSummary) -> int:
         """The user whose profile the judge is shown for `dialogue`."""
         scenario = self.benchmark.scenario(dialogue.scenario_id)
         own = self.benchmark.user(dialogue.user_id).preferences_for(list(scenario.domains))
@@ -92,7 +92,7 @@ class ProfileSwap(Probe):
         digest = hashlib.sha256(f"{self.seed}:{dialogue.scenario_id}".encode()).digest()
         return pool[int.from_bytes(digest[:8], "big") % len(pool)]
 
-    def variant(self, dialogue: Dialogue) -> str:
+    def variant(self, dialogue: Dialogue | DialogueSummary) -> str:
         return f"{self.name}/{self.version}/donor={self.donor(dialogue)}"
 
     def context(self, original: Mapping[str, Any], dialogue: Dialogue) -> dict[str, Any]:
@@ -132,7 +132,7 @@ class Padding(Probe):
             raise ProbeError(f"padding needs some text and times >= 1, got {text!r:.40} x {times}")
         self.text, self.times = text.strip(), times
 
-    def variant(self, dialogue: Dialogue) -> str:
+    def variant(self, dialogue: Dialogue | DialogueSummary) -> str:
         digest = hashlib.sha256(self.text.encode()).hexdigest()[:12]
         return f"{self.name}/{self.version}/text={digest}/times={self.times}"
 
@@ -193,19 +193,18 @@ def run_probe(store: RunStore, client: LLMClient, context_for: ContextFor, probe
         config = replace(config, dimensions=probe.dimensions)
     planned = plan_judging(store, config, client.backend_name)
     variants = {d.id: probe.variant(d) for d in planned.to_judge}
-    ids = {(dialogue, dim): stable_id(judgment, "probe", variants[dialogue])  # a probe re-judges sample 0
-           for (dialogue, dim, judge_sample), judgment in planned.ids.items() if judge_sample == 0}
     dims = planned.dimensions
+    ids = {(d.id, dim.name): stable_id(planned.judgment_id(d.id, dim.name, 0), "probe", variants[d.id])
+           for d in planned.to_judge for dim in dims}  # a probe re-judges sample 0
     candidates = [([ids[d.id, dim.name] for dim in dims], d) for d in planned.to_judge]
     plan = engine.plan(store, ProbeJudgment, candidates, retry_errors=config.retry_errors)
-    contexts = {item.payload.id: probe.context(context_for(item.payload), item.payload)
-                for item in plan.items}
 
-    async def work(llm: LLMClient, item: Item[Dialogue]) -> list[Record]:
+    async def work(llm: LLMClient, item: Item[DialogueSummary]) -> list[Record]:
+        dialogue = planned.dialogue(item.payload)
         wanted = set(item.ids)
         todo = [dim for dim in dims if ids[item.payload.id, dim.name] in wanted]
-        made = await judge_dialogue(llm, item.payload, contexts[item.payload.id], todo, config.judge_model,
-                                    config.prompt_version, config.prompts)
+        made = await judge_dialogue(llm, dialogue, probe.context(context_for(dialogue), dialogue), todo,
+                                    config.judge_model, config.prompt_version, config.prompts)
         return [ProbeJudgment.of(j, probe, variants[item.payload.id]) for j in made]
 
     stage_name = f"probe_{probe.name}"
