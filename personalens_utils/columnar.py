@@ -366,7 +366,10 @@ def _copy_on_workers(jobs: list[tuple[str, str, int, int, str]], workers: int) -
 
 
 def _settings(con: duckdb.DuckDBPyConnection) -> None:
+    """Bounded memory, and no progress bar: DuckDB draws one on standard output for queries over two
+    seconds, which would land in notebook outputs and in the output of scripts that parse it."""
     con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
+    con.execute("SET enable_progress_bar = false")
     con.execute("SET preserve_insertion_order = false")
     con.execute(f"SET temp_directory = '{Path(tempfile.gettempdir()) / 'personalens-duckdb'}'")
 

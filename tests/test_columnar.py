@@ -221,3 +221,10 @@ def test_a_script_without_a_main_guard_refreshes_on_workers(tmp_path: Path) -> N
     assert done.returncode == 0, done.stderr
     count, parts = map(int, done.stdout.split())
     assert count == 40 and parts >= columnar.PARALLEL_CHUNKS
+
+
+def test_queries_draw_no_progress_bar(tmp_path: Path) -> None:
+    """DuckDB draws one on standard output for long queries: into notebook outputs and parsed output."""
+    with Columnar(_store(tmp_path)) as cols:
+        ((shown,),) = cols.connection().execute("SELECT current_setting('enable_progress_bar')").fetchall()
+    assert shown is False
