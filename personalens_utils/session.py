@@ -392,7 +392,10 @@ class Session:
         return sorted(set(held.loc[wanted, "prompt_set"]))
 
     def load_benchmark(self, users: Sequence[int] | None) -> Benchmark:
-        """The benchmark for other users than the session's (e.g. those a run store holds)."""
+        """The benchmark for other users than the session's (e.g. those a run store holds); users the
+        session has loaded already are taken from its benchmark rather than read again."""
+        if users is not None and self._benchmark is not None and set(users) <= set(self._benchmark.users):
+            return self._benchmark.subset(users)
         return load_benchmark(self.benchmark_dir, users=users)
 
     def user_ids(self) -> list[int]:

@@ -12,7 +12,7 @@ import pytest
 from support.records import dialogue
 
 from personalens_utils import paths, reproduce, session
-from personalens_utils.data import SAMPLES
+from personalens_utils.data import SAMPLES, load_benchmark
 from personalens_utils.llm import CallKind, Message, Request
 from personalens_utils.paths import project_root
 from personalens_utils.records import Dialogue
@@ -88,6 +88,16 @@ def test_open_resolves_folders_and_closes_the_client(tmp_path, monkeypatch):
         Session.open(SessionConfig(benchmark_dir=bench, task_types=["XD"]))
     config = SessionConfig(benchmark_dir=bench, task_types="MD,SD", output_dir=tmp_path / "o")
     assert Session.open(config).task_types == ("MD", "SD")
+
+
+def test_a_benchmark_of_loaded_users_is_taken_from_the_session(official_data, monkeypatch):
+    with Session.open(SessionConfig(benchmark_dir=official_data, users=[3, 5, 7], store=False,
+                                    output_dir=official_data.parent / "out")) as s:
+        loaded = s.benchmark
+        monkeypatch.setattr(session, "load_benchmark", lambda *a, **k: pytest.fail("read the folder again"))
+        part = s.load_benchmark([7, 3])
+    assert part == load_benchmark(official_data, users=[3, 7]) and part.users[7] is loaded.users[7]
+    assert list(part.scenarios["user_id"].unique()) == [3, 7]
 
 
 def _declared(notebook: Path) -> dict[str, str]:

@@ -111,6 +111,16 @@ class Benchmark:
         return (self.users == other.users and self.tasks == other.tasks
                 and self.scenarios.reset_index(drop=True).equals(other.scenarios.reset_index(drop=True)))
 
+    def subset(self, users: Iterable[int]) -> Benchmark:
+        """The benchmark of some of its users, sharing their records (nothing is read or copied again);
+        equal to loading the folder for those users."""
+        wanted = sorted(set(users))
+        missing = [u for u in wanted if u not in self.users]
+        if missing:
+            raise KeyError(f"users {missing[:5]} are not in this benchmark")
+        rows = self.scenarios[self.scenarios["user_id"].isin(wanted)].reset_index(drop=True)
+        return Benchmark({u: self.users[u] for u in wanted}, self.tasks, rows, self.root)
+
     def user(self, user_id: int) -> User:
         try:
             return self.users[user_id]
