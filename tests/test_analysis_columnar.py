@@ -111,6 +111,15 @@ def test_shards_read_together_as_their_merged_store(shards, merged, loader: str)
         assert after.attrs["origin"] == "run store shard1+shard2/"
 
 
+def test_the_scores_of_some_dialogues_are_those_rows_of_the_whole_frame(merged) -> None:
+    whole = scores.load_scores(merged, judge_model="Claude 3.5 Sonnet")
+    some = sorted(set(whole["dialogue_id"]))[::3]
+    part = scores.load_scores(merged, judge_model="Claude 3.5 Sonnet", dialogue_ids=set(some))
+    expected = whole[whole["dialogue_id"].isin(some)].reset_index(drop=True)
+    pd.testing.assert_frame_equal(part.reset_index(drop=True), expected, check_categorical=False)
+    assert set(part["dialogue_id"]) == set(some)
+
+
 def test_a_record_in_two_shards_is_refused(shards, tmp_path: Path) -> None:
     copy = RunStore(tmp_path / "copy")
     write_lines(copy, Dialogue, _lines(shards[1], Dialogue)[:1])

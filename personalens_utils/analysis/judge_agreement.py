@@ -211,8 +211,8 @@ def agreement_for_run(
     ids = set(annotation.read_manifest(paths["manifest"])["dialogue_ids"])
 
     def scores_of(model: str) -> pd.DataFrame:
-        tidy = load_scores(store, judge_model=model, judge_prompt_set=prompts.name)
-        return tidy[tidy["dialogue_id"].isin(ids) & tidy["dimension"].isin(AGREEMENT_DIMENSIONS)]
+        tidy = load_scores(store, judge_model=model, judge_prompt_set=prompts.name, dialogue_ids=ids)
+        return tidy[tidy["dimension"].isin(AGREEMENT_DIMENSIONS)]
 
     judge = scores_of(judge_model)
     if sample.sheets:

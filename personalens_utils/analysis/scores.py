@@ -33,7 +33,7 @@ ones a line-by-line reading gives (sorted by record id; tests/test_analysis_colu
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -365,8 +365,10 @@ def load_scores(
     judge_backend: str | None = None,
     judge_prompt_set: str | None = None,
     scoring: str = STRICT,
+    dialogue_ids: Collection[str] | None = None,
 ) -> pd.DataFrame:
     """The tidy frame: judgments of non-errored dialogues, joined to their dialogue's attributes.
+    With `dialogue_ids`, only the judgments of those dialogues (e.g. an annotation sample) are read.
 
     `score` is read under `scoring` ("strict" or "official", `judging.scoring`); both readings stay
     in `strict_score` and `official_score`. `store` may be several stores (shards) read together.
@@ -385,8 +387,10 @@ def load_scores(
         origin = _origin(source)
         where, params = _choose(source, "dialogues", [Only("user_model", user_model, "user model")])
         kept = "AND status IS DISTINCT FROM 'error'"  # errored records are infrastructure failures
-        dialogues = fetch(source, DIALOGUE_SELECT, f"dialogues WHERE {where} {kept}", params,
-                          few=DIALOGUE_FEW)
+        some = [] if dialogue_ids is None else [sorted(dialogue_ids)]
+        within = "" if dialogue_ids is None else "AND {} IN (SELECT unnest(?::VARCHAR[]))"
+        dialogues = fetch(source, DIALOGUE_SELECT, f"dialogues WHERE {where} {kept} {within.format('id')}",
+                          [*params, *some], few=DIALOGUE_FEW)
         where, params = _choose(source, "judgments", [
             Only("judge_model", judge_model, "judge model"),
             Only("prompt_version", judge_prompt_version, "judge prompt version"),
@@ -394,7 +398,8 @@ def load_scores(
             Only(f"coalesce(prompt_set, '{KIT_PROMPTS}')", judge_prompt_set, "judge prompt set",
                  f"dimension IS DISTINCT FROM '{TURN_PERSONALIZATION}'"),
         ])
-        judgments = fetch(source, JUDGMENT_SELECT, f"judgments WHERE {where} {kept}", params,
+        judgments = fetch(source, JUDGMENT_SELECT,
+                          f"judgments WHERE {where} {kept} {within.format('dialogue_id')}", [*params, *some],
                           order="judgments.dialogue_id, judgments.dimension, judgments.id", few=JUDGMENT_FEW)
     dialogues, judgments = _dialogue_frame(dialogues), _judgment_frame(judgments, scoring)
     tidy = judgments.merge(dialogues, on="dialogue_id", how="inner", validate="many_to_one")
