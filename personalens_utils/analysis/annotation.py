@@ -69,13 +69,16 @@ def sample_dialogues(
 
     `where` keeps only dialogues whose fields equal the given values (e.g. one assistant model).
     """
+    where = dict(where or {})
     with Columnar(store, tables=[Dialogue]) as cols:
-        pool = cols.sql("SELECT * FROM dialogues WHERE status IN (SELECT unnest(?)) ORDER BY id",
-                        [list(JUDGEABLE_STATUSES)])
-        for key, value in (where or {}).items():
-            if key not in pool.columns:
+        fields = list(cols.sql("SELECT * FROM dialogues LIMIT 0").columns)
+        for key, value in where.items():
+            if key not in fields:
                 raise AnnotationError(f"cannot sample dialogues where {key!r} = {value!r}: {key!r} is not "
-                                      f"one of the fields a sample can be chosen by {sorted(pool.columns)}")
+                                      f"one of the fields a sample can be chosen by {sorted(fields)}")
+        pool = cols.sql(f"SELECT {', '.join(['id', '_source', '_offset', '_length', *where])} FROM dialogues "
+                        "WHERE status IN (SELECT unnest(?)) ORDER BY id", [list(JUDGEABLE_STATUSES)])
+        for key, value in where.items():
             pool = pool[pool[key] == value]
         chosen = random.Random(seed).sample(range(len(pool)), min(n, len(pool)))
         return list(cols.lines(Dialogue, pool.iloc[chosen]))
