@@ -63,7 +63,7 @@ def dialogues_frame(source: Stores | pd.DataFrame | Iterable[dict[str, Any]]) ->
     if _is_stores(source):
         names = [*Dialogue.summary_fields, *TOKEN_COLUMNS]
         with scores.reading(source) as store:
-            frame = scores.fetch(store, [(name, name) for name in names], "dialogues", few=FEW)
+            frame = scores.fetch(store, [(name, name) for name in names], Dialogue.table, few=FEW)
         frame["domains"] = [d.tolist() if isinstance(d, np.ndarray) else d for d in frame["domains"]]
         STORED_COLUMNS.fill(frame)
         frame.attrs["origin"] = f"run store {store.name}/"

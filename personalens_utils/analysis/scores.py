@@ -320,7 +320,7 @@ def load_dialogues(store: Stores) -> pd.DataFrame:
     """One row per dialogue (texts left out), sorted by id; `domains` as a tuple; `dialogue_id` names the
     record id, `sample` which simulation of its scenario it is."""
     with reading(store) as source:
-        frame = fetch(source, DIALOGUE_SELECT, "dialogues", few=DIALOGUE_FEW)
+        frame = fetch(source, DIALOGUE_SELECT, Dialogue.table, few=DIALOGUE_FEW)
     return _dialogue_frame(frame)
 
 
@@ -352,7 +352,7 @@ def load_judgments(store: Stores, scoring: str = STRICT) -> pd.DataFrame:
     """
     check_scoring(scoring)
     with reading(store) as source:
-        frame = fetch(source, JUDGMENT_SELECT, "judgments", few=JUDGMENT_FEW)
+        frame = fetch(source, JUDGMENT_SELECT, Judgment.table, few=JUDGMENT_FEW)
     return _judgment_frame(frame, scoring)
 
 
@@ -385,13 +385,13 @@ def load_scores(
     judge_model = judge_model_key(judge_model) if judge_model is not None else None
     with reading(store) as source:
         origin = _origin(source)
-        where, params = _choose(source, "dialogues", [Only("user_model", user_model, "user model")])
+        where, params = _choose(source, Dialogue.table, [Only("user_model", user_model, "user model")])
         kept = "AND status IS DISTINCT FROM 'error'"  # errored records are infrastructure failures
         some = [] if dialogue_ids is None else [sorted(dialogue_ids)]
         within = "" if dialogue_ids is None else "AND {} IN (SELECT unnest(?::VARCHAR[]))"
         dialogues = fetch(source, DIALOGUE_SELECT, f"dialogues WHERE {where} {kept} {within.format('id')}",
                           [*params, *some], few=DIALOGUE_FEW)
-        where, params = _choose(source, "judgments", [
+        where, params = _choose(source, Judgment.table, [
             Only("judge_model", judge_model, "judge model"),
             Only("prompt_version", judge_prompt_version, "judge prompt version"),
             Only("backend", judge_backend, "judge backend"),
