@@ -42,7 +42,7 @@ from personalens_utils.identity import STORED_KEYS
 from personalens_utils.judging import scoring
 from personalens_utils.llm.offline import count_tokens
 from personalens_utils.records import ERROR, Dialogue, Judgment, Record, RecordError
-from personalens_utils.store import RunStore, StoreError, _report_torn
+from personalens_utils.store import RunStore, StoreError, _report_torn, parse_record
 
 FORMAT = 1
 """Bumped when the layout of the copy changes; a copy of another format is rebuilt."""
@@ -127,10 +127,6 @@ class Place(NamedTuple):
     source: int
     offset: int
     length: int
-
-
-def _root(store: StoreLike) -> Path:
-    return store.root if isinstance(store, RunStore) else Path(store)
 
 
 def copy_folder(root: Path) -> Path:
@@ -314,12 +310,7 @@ def _rows(spec: TableSpec, source: Path, data: bytes, offset: int, lineno: int) 
         length = len(line)
         if line.strip():
             where = f"{source}:{lineno}"
-            try:
-                rec = orjson.loads(line)
-            except orjson.JSONDecodeError as exc:
-                raise StoreError(f"{where}: not valid JSON ({exc})") from exc
-            if not isinstance(rec, dict) or not rec.get("id"):
-                raise StoreError(f"{where}: record has no 'id'")
+            rec = parse_record(line, where)
             kind.from_json(rec, where)
             row = {name: rec.get(name) for name in fields}
             for name, (_, derive) in derived.items():

@@ -323,15 +323,21 @@ def _scan(path: Path) -> dict[str, _Line]:
                 _report_torn(path, lineno, offset, len(line))
                 break
             if line.strip():
-                try:
-                    rec = orjson.loads(line)
-                except orjson.JSONDecodeError as exc:
-                    raise StoreError(f"{path}:{lineno}: not valid JSON ({exc})") from exc
-                if not isinstance(rec, dict) or not rec.get("id"):
-                    raise StoreError(f"{path}:{lineno}: record has no 'id'")
+                rec = parse_record(line, f"{path}:{lineno}")
                 current[rec["id"]] = _Line(offset, len(line), rec.get("status"))
             offset += len(line)
     return current
+
+
+def parse_record(line: bytes, where: str) -> dict[str, Any]:
+    """One stored line as its JSON object; a line that is not JSON, or has no id, names `where`."""
+    try:
+        rec = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        raise StoreError(f"{where}: not valid JSON ({exc})") from exc
+    if not isinstance(rec, dict) or not rec.get("id"):
+        raise StoreError(f"{where}: record has no 'id'")
+    return rec
 
 
 def _read_at(fh: Any, line: _Line) -> dict[str, Any]:
