@@ -23,6 +23,7 @@ import asyncio
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
@@ -363,12 +364,18 @@ class StageReport:
 
 class _Writer:
     """Appends finished records, grouping whatever finished while the previous write was under way
-    (one file sync per group instead of one per record)."""
+    (one file sync per group instead of one per record).
+
+    Writes run on one thread of the writer's own, shielded from cancellation: when an item fails and
+    the pool cancels the others, a group already taken for writing is still written, and `flush`
+    waits for it, so nothing lands in the store after the run has returned or raised."""
 
     def __init__(self, store: RunStore, report: StageReport):
         self.store, self.report = store, report
         self.pending: list[Record] = []
         self.lock: asyncio.Lock | None = None
+        self.thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="store-writer")
+        self.writes: list[Future[None]] = []
 
     async def put(self, records: Sequence[Record]) -> None:
         self.pending.extend(records)
@@ -377,14 +384,22 @@ class _Writer:
             if not self.pending:
                 return  # an earlier holder of the lock wrote them
             group, self.pending = self.pending, []
-            await asyncio.to_thread(self.store.extend, group)
-            self.report.count(group)
+            write = self.thread.submit(self._write, group)
+            self.writes = [w for w in self.writes if not w.done()] + [write]
+            await asyncio.shield(asyncio.wrap_future(write))
 
-    def flush(self) -> None:
-        """Store what finished but was not written when the run stopped (a bug or a kill elsewhere)."""
-        group, self.pending = self.pending, []
+    def _write(self, group: list[Record]) -> None:
         self.store.extend(group)
         self.report.count(group)
+
+    def flush(self) -> None:
+        """Wait for writes under way, then store what finished but was not written when the run
+        stopped (a bug or a kill elsewhere)."""
+        self.thread.shutdown(wait=True)
+        group, self.pending = self.pending, []
+        self._write(group)
+        for write in self.writes:
+            write.result()  # a write that failed after its item was cancelled still says so
 
 
 Work = Callable[[LLMClient, Item[P]], Awaitable[Sequence[Record]]]

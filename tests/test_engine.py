@@ -7,6 +7,8 @@ parser raising KeyError) stops the run with that exception and stores nothing fo
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -185,3 +187,29 @@ def test_a_stage_report_counts_what_it_stored(tmp_path: Path) -> None:
     again = run_simulation(tiny_benchmark(1), tmp_path, LLMClient("offline", progress=False),
                            SimulationConfig(task_types=["SD"], max_turns=2))
     assert again.planned == 0 and again.already_done == 3 and again.calls == 0
+
+
+def test_a_write_under_way_when_a_bad_key_stops_the_run_lands_before_it_raises(tmp_path, monkeypatch) -> None:
+    store = RunStore(tmp_path)
+    writing = threading.Event()
+    real_extend = RunStore.extend
+
+    def slow_extend(self: RunStore, records) -> None:
+        if records:
+            writing.set()
+            time.sleep(0.3)
+        real_extend(self, records)
+
+    async def work(llm: LLMClient, item: engine.Item[str]):
+        if item.payload == "bad":
+            await asyncio.to_thread(writing.wait, 5)
+            raise FatalError("invalid x-api-key", status=401)
+        return [dialogue(item.payload)]
+
+    monkeypatch.setattr(RunStore, "extend", slow_extend)
+    llm = client(lambda r: "unused")
+    planned = engine.plan(store, Dialogue, [(("a",), "a"), (("bad",), "bad")], retry_errors=False)
+    stage = engine.Stage("simulation", Dialogue, work)
+    with pytest.raises(FatalError, match="simulation stopped"):
+        engine.run_stage(stage, store, llm, planned)
+    assert [r.id for r in store.read(Dialogue)] == ["a"]
