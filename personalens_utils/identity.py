@@ -24,6 +24,7 @@ from typing import Any, NoReturn
 import orjson
 
 from personalens_utils.errors import KitError
+from personalens_utils.frames import fill_missing
 from personalens_utils.llm import registry
 from personalens_utils.llm.types import FatalError
 from personalens_utils.prompts.official import KIT_PROMPTS
@@ -166,7 +167,7 @@ class VariantColumns:
         """Give rows without a stored set or sample the ones they read as (in place, a DataFrame; a
         column no row stored is added)."""
         for column, default in ((self.prompt_set, KIT_PROMPTS), (self.sample, 0)):
-            frame[column] = frame[column].fillna(default) if column in frame else default
+            frame[column] = fill_missing(frame[column], default) if column in frame else default
         frame[self.sample] = frame[self.sample].astype(int)
 
 

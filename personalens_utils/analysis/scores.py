@@ -44,6 +44,7 @@ import pandas as pd
 from personalens_utils.analysis.stats import bootstrap_ci
 from personalens_utils.columnar import Columnar
 from personalens_utils.errors import KitError
+from personalens_utils.frames import as_categories, fill_missing
 from personalens_utils.identity import (
     DIALOGUE_COLUMNS,
     DIALOGUE_PROMPTS,
@@ -115,9 +116,10 @@ def fill_identity(frame: pd.DataFrame, backend: str, pairs: Sequence[tuple[str, 
     """Give rows of records written before run identity the identity they read as: made on the backend
     they stored (`backend` column), with the model id they were made with (`records.legacy_model_id`)."""
     for model, role_backend, model_id in pairs:
-        frame[role_backend] = frame[role_backend].fillna(frame[backend])
+        frame[role_backend] = fill_missing(frame[role_backend], frame[backend])
         gaps = frame[model_id].isna()
         if gaps.any():
+            frame[model_id] = frame[model_id].astype(object)  # new ids; the loaders make it categorical again
             frame.loc[gaps, model_id] = [
                 legacy_model_id(m, b) for m, b in zip(frame.loc[gaps, model], frame.loc[gaps, role_backend],
                                                      strict=True)
@@ -178,8 +180,8 @@ Stores = RunStore | str | os.PathLike[str] | Sequence[RunStore | str | os.PathLi
 """What the loaders read: one run store (or its folder), the run folders of several shards read together
 (`shard="i/n"` machines; an id in two of them is refused), or an open `columnar.Columnar`."""
 SHARED_STRINGS = 4096
-"""A text column with at most this many distinct values in a fetched chunk shares one string object per
-value: a run's few model names, statuses and dimensions then cost a pointer per row, not a string."""
+"""A text column named as having few values is fetched as a categorical when it has at most this many
+(a run's model names, statuses and dimensions then cost a small code per row, not a string)."""
 CHUNK_VECTORS = 64
 """DuckDB vectors (2048 rows each) fetched into one pandas chunk while reading a view."""
 
@@ -212,17 +214,17 @@ def _share(frame: pd.DataFrame, name: str) -> None:
 
 
 def _decode(codes: pd.Series, values: list[str]) -> pd.Series:
-    """Positions in `values` (1-based, null: none) as the text column they stand for."""
+    """Positions in `values` (1-based, null: none; `values` sorted) as the categorical they stand for."""
     positions = codes.fillna(0).to_numpy(dtype="int64") - 1
-    return pd.Series(pd.array(values, dtype="str").take(positions, allow_fill=True), index=codes.index)
+    return pd.Series(pd.Categorical.from_codes(positions, categories=values), index=codes.index)
 
 
 def fetch(source: Columnar, columns: Sequence[tuple[str, str]], rows: str, params: Sequence[Any] = (), *,
           order: str = "id", few: Sequence[str] = ()) -> pd.DataFrame:
     """`SELECT columns FROM rows ORDER BY order` as one frame, fetched in chunks; `columns` are pairs of an
     expression and the name it gets. The text columns named in `few` (a run's model names, statuses,
-    dimensions: a handful of values) come as positions in their list of values and are made one string
-    object per value, not one per row."""
+    dimensions: a handful of values) come as positions in their sorted list of values and are made
+    categoricals (`frames`), not one string per row."""
     con = source.connection()
     coded = [(expr, name) for expr, name in columns if name in few]
     values: dict[str, list[str]] = {}
@@ -301,6 +303,7 @@ def _dialogue_frame(frame: pd.DataFrame) -> pd.DataFrame:
     frame["domains"] = [tuple(d.tolist()) if isinstance(d, np.ndarray) else () for d in frame["domains"]]
     fill_identity(frame, "dialogue_backend", [("user_model", "user_backend", "user_model_id"),
                                           ("assistant_model", "assistant_backend", "assistant_model_id")])
+    as_categories(frame, DIALOGUE_FEW)
     return frame
 
 
@@ -311,7 +314,8 @@ DIALOGUE_FEW = ("task_id", "task_type", "user_model", "assistant_model", "assist
                 "user_model_id", "assistant_backend", "assistant_model_id", "dialogue_status")
 JUDGMENT_FEW = ("dimension", "judge_model", JUDGE_COLUMNS.prompt_version, JUDGE_PROMPTS, "judge_backend",
                 "judge_model_id", "judgment_status")
-"""The text columns of the dialogue and judgment frames that hold a handful of values (`fetch`)."""
+"""The text columns of the dialogue and judgment frames that hold a handful of values: fetched as
+categoricals (`fetch`, `frames`)."""
 DIALOGUE_SELECT = _select(Dialogue, DIALOGUE_COLUMNS, DIALOGUE_NAMES)
 JUDGMENT_SELECT = _select(Judgment, JUDGE_COLUMNS, JUDGMENT_NAMES, ["official_score"])
 
@@ -338,8 +342,9 @@ def _judgment_frame(frame: pd.DataFrame, scoring: str) -> pd.DataFrame:
     frame["strict_score"] = frame["score"]
     frame["official_score"] = frame["official_score"].astype(float)
     frame["score"] = frame[f"{scoring}_score"]
-    frame["scoring"] = scoring
+    frame["scoring"] = pd.Categorical.from_codes(np.zeros(len(frame), dtype=np.int8), categories=[scoring])
     frame.attrs["scoring"] = scoring
+    as_categories(frame, JUDGMENT_FEW)
     return frame
 
 
@@ -407,8 +412,9 @@ def load_scores(
     _share(tidy, "dialogue_id")
     dup = tidy.duplicated(["dialogue_id", "dimension", JUDGE_COLUMNS.sample], keep=False)
     if dup.any():
-        judges = sorted(set(tidy.loc[dup, "judge_model"] + " on " + tidy.loc[dup, "judge_backend"] + ":"
-                            + tidy.loc[dup, "judge_model_id"]))
+        named = tidy.loc[dup, ["judge_model", "judge_backend", "judge_model_id"]].astype(str)
+        judges = sorted(set(named["judge_model"] + " on " + named["judge_backend"] + ":"
+                            + named["judge_model_id"]))
         versions = sorted(tidy.loc[dup, JUDGE_COLUMNS.prompt_version].unique())
         sets = sorted(tidy.loc[dup, JUDGE_PROMPTS].unique())
         raise ScoresError(
