@@ -574,13 +574,16 @@ def turn_frame(tidy: pd.DataFrame) -> pd.DataFrame:
     """Turn-level personalization, one row per scored assistant turn (1-based); null turns left out."""
     part = tidy[(tidy["dimension"] == TURN_PERSONALIZATION) & (tidy["judgment_status"] == "ok")]
     keep = ["dialogue_id", "scenario_id", "task_type", "domains", "assistant_model", "assistant_setting"]
-    rows = []
-    for rec in part[[*keep, "turn_scores"]].itertuples(index=False):
-        for turn, score in enumerate(rec.turn_scores or [], start=1):
-            if score is not None:
-                rows.append((*rec[: len(keep)], turn, float(score)))
-    turns = pd.DataFrame(rows, columns=[*keep, "turn", "score"])
-    turns.attrs["origin"] = tidy.attrs.get("origin", "a score frame")
+    lists = [scores or [] for scores in part["turn_scores"]]
+    lengths = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
+    flat = np.fromiter((np.nan if s is None else float(s) for scores in lists for s in scores), dtype=float,
+                       count=int(lengths.sum()))
+    starts = np.repeat(np.cumsum(lengths) - lengths, lengths)
+    turn = np.arange(len(flat), dtype=np.int64) - starts + 1
+    scored = ~np.isnan(flat)
+    turns = part[keep].iloc[np.repeat(np.arange(len(part)), lengths)[scored]].reset_index(drop=True)
+    turns["turn"], turns["score"] = turn[scored], flat[scored]
+    turns.attrs = {"origin": tidy.attrs.get("origin", "a score frame")}
     return turns
 
 

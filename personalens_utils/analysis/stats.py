@@ -8,6 +8,7 @@ interval on every run whatever order they arrive in (records are stored in compl
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,6 +22,12 @@ _CHUNK = 256
 MAX_DRAWS = 4_000_000
 """Resampled indices held at once (32 MB, and as much again for the values they pick): a sample of a
 whole run (100,000 scores) is drawn a few dozen resamples at a time, not 256 (400 MB)."""
+
+
+REMEMBERED_INTERVALS = 1024
+"""Bootstrap intervals kept per process. An interval depends only on the sorted sample, the confidence,
+the resamples and the seed, and a table and a figure often ask for the same one (Figure 4 and the radar
+chart draw the same per-dimension scores): it is drawn once and given again."""
 
 
 @dataclass(frozen=True)
@@ -83,6 +90,9 @@ def bootstrap_means(values: np.ndarray, n_resamples: int, rng: np.random.Generat
     return out
 
 
+_INTERVALS: dict[tuple[bytes, int, float, int, int], Interval] = {}
+
+
 def bootstrap_ci(
     values: ArrayLike,
     *,
@@ -95,10 +105,18 @@ def bootstrap_ci(
     arr = _sample(values)
     if len(arr) == 0:
         return Interval(float("nan"), float("nan"), float("nan"), 0, confidence)
+    key = (hashlib.blake2b(arr.tobytes(), digest_size=16).digest(), len(arr), confidence, n_resamples, seed)
+    known = _INTERVALS.get(key)
+    if known is not None:
+        return known
     means = bootstrap_means(arr, n_resamples, np.random.default_rng(seed))
     tail = (1 - confidence) / 2
     low, high = np.quantile(means, [tail, 1 - tail])
-    return Interval(float(arr.mean()), float(low), float(high), len(arr), confidence)
+    found = Interval(float(arr.mean()), float(low), float(high), len(arr), confidence)
+    if len(_INTERVALS) >= REMEMBERED_INTERVALS:
+        _INTERVALS.pop(next(iter(_INTERVALS)))
+    _INTERVALS[key] = found
+    return found
 
 
 def _paired(treatment: ArrayLike, control: ArrayLike) -> np.ndarray:
