@@ -235,8 +235,8 @@ def _analysis_tables(root: Path, clock: Clock) -> dict[str, Any]:
         with clock.step("table4"):
             analysis.table4(tidy, assistant_model=MODEL, seed=0).save(out, 4, "ablation")
         with clock.step("table12"):
-            analysis.table12(tidy[tidy["assistant_model"].isin(models)], setting=SETTING, seed=0).save(
-                out, 12, "user_agent")
+            of_models = analysis.rows_of(tidy, tidy["assistant_model"].isin(models))
+            analysis.table12(of_models, setting=SETTING, seed=0).save(out, 12, "user_agent")
         with clock.step("table13"):
             dialogues = dialogue_stats.dialogues_frame(store)
             dialogues = dialogues[dialogues["user_model"] == MODEL]
@@ -249,8 +249,8 @@ def _analysis_tables(root: Path, clock: Clock) -> dict[str, Any]:
                 scores.turn_frame(tidy), assistant_model=MODEL, setting=SETTING, domains=FIGURE5_DOMAINS,
                 backend_names=scores.backends(tidy), seed=0)
         with clock.step("radar"):
-            figures["radar"] = analysis.radar_chart(tidy[tidy["assistant_model"].isin(models)],
-                                                    setting=SETTING, seed=0)
+            of_models = analysis.rows_of(tidy, tidy["assistant_model"].isin(models))
+            figures["radar"] = analysis.radar_chart(of_models, setting=SETTING, seed=0)
         for name, figure in figures.items():
             plt.close(figure.figure)
             if figure.data is not None:

@@ -39,3 +39,9 @@ def as_categories(frame: pd.DataFrame, columns: Iterable[str]) -> None:
     for name in columns:
         if name in frame.columns and not is_categorical(frame[name]):
             frame[name] = frame[name].astype("category")
+
+
+def rows_of(frame: pd.DataFrame, keep: pd.Series) -> pd.DataFrame:
+    """The rows `keep` marks; the frame itself when it keeps them all, so a run's whole score frame is not
+    copied to select all of it (the frames are never changed in place)."""
+    return frame if bool(keep.all()) else frame[keep]

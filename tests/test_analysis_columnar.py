@@ -88,7 +88,11 @@ LOADERS: dict[str, tuple[Callable, Callable]] = {
 
 
 def same_values(after: pd.DataFrame, before: pd.DataFrame) -> None:
-    """The frames hold the same values; the columns of a few repeated texts are categoricals now."""
+    """The frames hold the same values; the columns of a few repeated texts are categoricals now, and the
+    tidy frame (the one with dialogue columns next to judgment ones) no longer carries judgment ids."""
+    if "judgment_id" in before.columns and "scenario_id" in before.columns:
+        assert "judgment_id" not in after.columns
+        before = before.drop(columns="judgment_id")
     few = [c for c in (*scores.DIALOGUE_FEW, *scores.JUDGMENT_FEW, "scoring") if c in after.columns]
     assert few and all(isinstance(after[c].dtype, pd.CategoricalDtype) for c in few)
     assert all(list(after[c].cat.categories) == sorted(after[c].cat.categories) for c in few)

@@ -49,6 +49,7 @@ from personalens_utils.analysis.tables import (
     table3,
     table12,
 )
+from personalens_utils.frames import rows_of
 from personalens_utils.tables import Source, TableResult
 
 __all__ = [
@@ -77,6 +78,7 @@ __all__ = [
     "provenance_note",
     "radar_chart",
     "ratings_matrix",
+    "rows_of",
     "score_source",
     "table3",
     "table4",

@@ -23,9 +23,9 @@ from personalens_utils.analysis.tables import (
     missing_note,
     provenance_note,
     require,
-    rows_of,
     score_source,
 )
+from personalens_utils.frames import rows_of
 from personalens_utils.judging import dialogue_filter as judging_filter
 from personalens_utils.records import Dialogue
 from personalens_utils.simulation.settings import PAPER_SETTINGS as ABLATION_SETTINGS

@@ -48,6 +48,11 @@ def _is_stores(source: Any) -> bool:
         isinstance(s, RunStore | str | os.PathLike) for s in source)
 
 
+def _domain_lists(values: pd.Series) -> pd.Series:
+    return pd.Series([d.tolist() if isinstance(d, np.ndarray) else d for d in values], index=values.index,
+                     dtype=object)
+
+
 def dialogues_frame(source: Stores | pd.DataFrame | Iterable[dict[str, Any]]) -> pd.DataFrame:
     """Dialogues as a DataFrame, from a run store (its folder, or several shards' stores read together),
     a frame or records.
@@ -63,8 +68,8 @@ def dialogues_frame(source: Stores | pd.DataFrame | Iterable[dict[str, Any]]) ->
     if _is_stores(source):
         names = [*Dialogue.summary_fields, *TOKEN_COLUMNS]
         with scores.reading(source) as store:
-            frame = scores.fetch(store, [(name, name) for name in names], Dialogue.table, few=FEW)
-        frame["domains"] = [d.tolist() if isinstance(d, np.ndarray) else d for d in frame["domains"]]
+            frame = scores.fetch(store, [(name, name) for name in names], Dialogue.table, few=FEW,
+                                 convert={"domains": _domain_lists})
         STORED_COLUMNS.fill(frame)
         frame.attrs["origin"] = f"run store {store.name}/"
         return frame

@@ -24,6 +24,7 @@ from personalens_utils.analysis.scores import (
 )
 from personalens_utils.analysis.stats import bootstrap_ci
 from personalens_utils.analysis.tables import MAIN_SETTING, provenance_note, score_source
+from personalens_utils.frames import rows_of
 from personalens_utils.plots import (
     FigureResult,
     Span,
@@ -48,9 +49,9 @@ def domain_scores(
     seed: int = 0,
 ) -> pd.DataFrame:
     """TCR and P per domain (and per assistant model), with intervals; MD dialogues count to each domain."""
-    part = tidy[(tidy["assistant_setting"] == setting) & tidy["task_type"].isin(task_types)]
+    part = rows_of(tidy, (tidy["assistant_setting"] == setting) & tidy["task_type"].isin(task_types))
     if assistant_model is not None:
-        part = part[part["assistant_model"] == assistant_model]
+        part = rows_of(part, part["assistant_model"] == assistant_model)
     if part.empty:
         raise ValueError(f"no judged dialogues for {assistant_model or 'any model'} under {setting!r}")
     by = ["domain"] if assistant_model is not None else ["assistant_model", "domain"]
@@ -76,11 +77,8 @@ def figure4(
     per_domain = domain_scores(
         tidy, assistant_model=assistant_model, setting=setting, task_types=task_types, seed=seed
     )
-    part = tidy[
-        (tidy["assistant_model"] == assistant_model)
-        & (tidy["assistant_setting"] == setting)
-        & tidy["task_type"].isin(task_types)
-    ]
+    part = rows_of(tidy, (tidy["assistant_model"] == assistant_model) & (tidy["assistant_setting"] == setting)
+                   & tidy["task_type"].isin(task_types))
     used = backends(part)
 
     def draw(width: Span) -> Figure:
@@ -217,7 +215,7 @@ def radar_chart(
     per = domain_scores(tidy, setting=setting, task_types=task_types, seed=seed)
     per = per[per["dimension"] == PERSONALIZATION]
     wide = per.pivot_table(index="assistant_model", columns="domain", values="mean")
-    part = tidy[(tidy["assistant_setting"] == setting) & tidy["task_type"].isin(task_types)]
+    part = rows_of(tidy, (tidy["assistant_setting"] == setting) & tidy["task_type"].isin(task_types))
     used = backends(part)
     scale = SCALES[PERSONALIZATION]
 

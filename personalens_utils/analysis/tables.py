@@ -38,6 +38,7 @@ from personalens_utils.analysis.scores import (
     scoring_of,
 )
 from personalens_utils.assistants.python import row_label
+from personalens_utils.frames import rows_of
 from personalens_utils.identity import DIALOGUE_PROMPTS, JUDGE_PROMPTS, PROMPT_SET
 from personalens_utils.latex import Block, Printed
 from personalens_utils.llm.offline import OFFLINE_LABEL
@@ -118,12 +119,6 @@ def by_run(
     order = [label for name in models
              for label in sorted(pairs.loc[pairs["name"] == name, "assistant_model"])]
     return labelled, order
-
-
-def rows_of(frame: pd.DataFrame, keep: pd.Series) -> pd.DataFrame:
-    """The rows `keep` marks; the frame itself when it keeps them all, so a run's whole score frame is not
-    copied to select all of it (the frames are never changed in place)."""
-    return frame if bool(keep.all()) else frame[keep]
 
 
 def fmt_ci(mean: float, low: float, high: float, digits: int = 2) -> str:

@@ -38,10 +38,10 @@ from personalens_utils.analysis.tables import (
     by_run,
     fmt_ci,
     provenance_note,
-    rows_of,
     score_source,
 )
 from personalens_utils.data import Benchmark
+from personalens_utils.frames import rows_of
 from personalens_utils.judging import JUDGEABLE_STATUSES, benchmark_contexts
 from personalens_utils.judging.config import Select
 from personalens_utils.llm.offline.judge import mentions, words_of
