@@ -127,7 +127,7 @@ def turn_curves(turns: pd.DataFrame, *, domains: Sequence[str], seed: int = 0) -
     Turns scored in fewer than MIN_DIALOGUES_PER_TURN dialogues are left out: a handful of long
     dialogues would otherwise draw the tail of every curve.
     """
-    sd = turns[turns["task_type"] == "SD"]
+    sd = turns.loc[turns["task_type"] == "SD", ["domains", "turn", "score"]]
     groups = {"All SD tasks": sd}
     for dom in domains:
         groups[dom] = sd[sd["domains"].map(lambda ds, d=dom: d in ds)]

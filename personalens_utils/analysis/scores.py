@@ -166,13 +166,14 @@ def run_label(frame: pd.DataFrame, column: str) -> pd.Series:
         return frame[column]
     runs = frame[[column, *cols]].drop_duplicates()
     shared = runs.loc[runs.duplicated(column, keep=False)]
+    if shared.empty:
+        return frame[column]  # one run per value: the values are the labels
     labels = pd.Series(frame[column].to_numpy(dtype=object), index=frame.index, dtype=object)
-    if not shared.empty:
-        named = shared.assign(_label=[f"{value} ({describe_identity(row)})" for value, (_, row)
-                                      in zip(shared[column], shared[cols].iterrows(), strict=True)])
-        rows = frame[column].isin(set(shared[column]))
-        found = frame.loc[rows, [column, *cols]].merge(named, on=[column, *cols], how="left")["_label"]
-        labels[rows] = found.to_numpy(dtype=object)
+    named = shared.assign(_label=[f"{value} ({describe_identity(row)})" for value, (_, row)
+                                  in zip(shared[column], shared[cols].iterrows(), strict=True)])
+    rows = frame[column].isin(set(shared[column]))
+    found = frame.loc[rows, [column, *cols]].merge(named, on=[column, *cols], how="left")["_label"]
+    labels[rows] = found.to_numpy(dtype=object)
     return labels
 
 
@@ -331,9 +332,11 @@ def _select(kind: type[Record], columns: VariantColumns, renames: dict[str, str]
 
 
 def _domains(values: pd.Series) -> pd.Series:
-    """DuckDB's lists of domains as tuples (none: an empty tuple)."""
-    return pd.Series([tuple(d.tolist()) if isinstance(d, np.ndarray) else () for d in values],
-                     index=values.index, dtype=object)
+    """DuckDB's lists of domains as tuples (none: an empty tuple), one tuple object per combination of
+    domains (a run has a few hundred; a row per dialogue would hold a tuple and its strings each)."""
+    known: dict[tuple[str, ...], tuple[str, ...]] = {}
+    tuples = [tuple(d.tolist()) if isinstance(d, np.ndarray) else () for d in values]
+    return pd.Series([known.setdefault(t, t) for t in tuples], index=values.index, dtype=object)
 
 
 def _dialogue_frame(frame: pd.DataFrame) -> pd.DataFrame:
@@ -369,9 +372,12 @@ def load_dialogues(store: Stores) -> pd.DataFrame:
 
 
 def _turn_scores(values: pd.Series) -> pd.Series:
-    """DuckDB's lists of turn scores (masked arrays, NA for none) as the stored lists."""
-    return pd.Series([value.tolist() if isinstance(value, np.ndarray) else None for value in values],
-                     index=values.index, dtype=object)
+    """DuckDB's lists of turn scores (masked arrays, NA for none) as the stored lists, holding one float
+    object per score value (a rubric has a handful) rather than one per turn."""
+    known: dict[float, float] = {}
+    lists = [value.tolist() if isinstance(value, np.ndarray) else None for value in values]
+    return pd.Series([None if scores is None else [s if s is None else known.setdefault(s, s) for s in scores]
+                      for scores in lists], index=values.index, dtype=object)
 
 
 DIALOGUE_CONVERT = {"domains": _domains}
