@@ -19,12 +19,12 @@ from personalens_utils.analysis.scores import (
     SCALES,
     TASK_COMPLETION,
     aggregate,
+    aggregate_columns,
     backends,
     explode_domains,
 )
 from personalens_utils.analysis.stats import bootstrap_ci
-from personalens_utils.analysis.tables import MAIN_SETTING, provenance_note, score_source
-from personalens_utils.frames import rows_of
+from personalens_utils.analysis.tables import MAIN_SETTING, provenance_note, score_source, table_rows
 from personalens_utils.plots import (
     FigureResult,
     Span,
@@ -40,6 +40,10 @@ REPRESENTATIVE_DOMAINS = ("Movies", "Music", "Messaging")
 MIN_DIALOGUES_PER_TURN = 5
 RADAR_HOLE = 0.25
 """Radius below the lowest score, as a share of the scale, so the lowest score is a ring, not a point."""
+DOMAIN_DIMENSIONS = (TASK_COMPLETION, PERSONALIZATION)
+"""What the per-domain figures show."""
+
+
 def domain_scores(
     tidy: pd.DataFrame,
     *,
@@ -49,13 +53,15 @@ def domain_scores(
     seed: int = 0,
 ) -> pd.DataFrame:
     """TCR and P per domain (and per assistant model), with intervals; MD dialogues count to each domain."""
-    part = rows_of(tidy, (tidy["assistant_setting"] == setting) & tidy["task_type"].isin(task_types))
+    keep = (tidy["assistant_setting"] == setting) & tidy["task_type"].isin(task_types)
     if assistant_model is not None:
-        part = rows_of(part, part["assistant_model"] == assistant_model)
-    if part.empty:
+        keep &= tidy["assistant_model"] == assistant_model
+    if not keep.any():
         raise ValueError(f"no judged dialogues for {assistant_model or 'any model'} under {setting!r}")
     by = ["domain"] if assistant_model is not None else ["assistant_model", "domain"]
-    return aggregate(explode_domains(part), by, (TASK_COMPLETION, PERSONALIZATION), seed=seed)
+    read = [*aggregate_columns(tidy, ["assistant_model"]), "domains"]  # explode only what aggregate reads
+    part = tidy.loc[keep & tidy["dimension"].isin(DOMAIN_DIMENSIONS), read]
+    return aggregate(explode_domains(part), by, DOMAIN_DIMENSIONS, seed=seed)
 
 
 def figure4(
@@ -77,8 +83,9 @@ def figure4(
     per_domain = domain_scores(
         tidy, assistant_model=assistant_model, setting=setting, task_types=task_types, seed=seed
     )
-    part = rows_of(tidy, (tidy["assistant_model"] == assistant_model) & (tidy["assistant_setting"] == setting)
-                   & tidy["task_type"].isin(task_types))
+    keep = ((tidy["assistant_model"] == assistant_model) & (tidy["assistant_setting"] == setting)
+            & tidy["task_type"].isin(task_types))
+    part = table_rows(tidy, keep, ["assistant_model"])
     used = backends(part)
 
     def draw(width: Span) -> Figure:
@@ -215,7 +222,8 @@ def radar_chart(
     per = domain_scores(tidy, setting=setting, task_types=task_types, seed=seed)
     per = per[per["dimension"] == PERSONALIZATION]
     wide = per.pivot_table(index="assistant_model", columns="domain", values="mean")
-    part = rows_of(tidy, (tidy["assistant_setting"] == setting) & tidy["task_type"].isin(task_types))
+    part = table_rows(tidy, (tidy["assistant_setting"] == setting) & tidy["task_type"].isin(task_types),
+                      ["assistant_model"])
     used = backends(part)
     scale = SCALES[PERSONALIZATION]
 

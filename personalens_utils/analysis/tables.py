@@ -29,6 +29,7 @@ from personalens_utils.analysis.scores import (
     TASK_COMPLETION,
     TURN_PERSONALIZATION,
     aggregate,
+    aggregate_columns,
     backends,
     has_samples,
     model_ids,
@@ -106,6 +107,19 @@ def score_source(tidy: pd.DataFrame) -> Source:
         backends(tidy),
         model_ids(tidy),
     )
+
+
+def table_rows(tidy: pd.DataFrame, keep: pd.Series, by: Sequence[str],
+               extra: Sequence[str] = ()) -> pd.DataFrame:
+    """The rows `keep` marks for a table or figure of `aggregate`d scores grouped `by`, with only the
+    columns such a result reads (its aggregates, both scoring rules, its source and notes) and `extra`:
+    a part of a run's whole frame then costs a fraction of a copy of every column. The frame itself when
+    it keeps every row."""
+    if bool(keep.all()):
+        return tidy
+    wanted = [*aggregate_columns(tidy, by, CLUSTER), "dialogue_id", "strict_score", "official_score",
+              "scoring", *extra]
+    return tidy.loc[keep, [c for c in dict.fromkeys(wanted) if c in tidy.columns]]
 
 
 def by_run(
@@ -194,14 +208,14 @@ def table3(
     tidy: pd.DataFrame, *, setting: str = MAIN_SETTING, models: Sequence[str] | None = None, seed: int = 0
 ) -> TableResult:
     """Assistant TCR, P, naturalness and coherence per assistant model, SD and MD, under one setting."""
-    part = rows_of(tidy, tidy["assistant_setting"] == setting)
+    by = ["assistant_model", "task_type"]
+    part = table_rows(tidy, tidy["assistant_setting"] == setting, by)
     if models is not None:
         require(part, "assistant_model", models, "assistant models")
         part = rows_of(part, part["assistant_model"].isin(models))
     if part.empty:
         raise ValueError(f"no judged dialogues under setting {setting!r}")
     labelled, order = by_run(part, models)
-    by = ["assistant_model", "task_type"]
     means = aggregate(labelled, by, ASSISTANT_DIMENSIONS, seed=seed, cluster=CLUSTER)
     long = with_other_rule(means, labelled, by, ASSISTANT_DIMENSIONS)
     display = _wide(long, "assistant_model", ASSISTANT_DIMENSIONS)
@@ -230,10 +244,11 @@ def table12(
     tidy: pd.DataFrame, *, setting: str = MAIN_SETTING, task_types: Sequence[str] = ("SD",), seed: int = 0
 ) -> TableResult:
     """The user agent's naturalness and coherence, per assistant model it talked to."""
-    part = rows_of(tidy, (tidy["assistant_setting"] == setting) & tidy["task_type"].isin(task_types))
+    by = ["assistant_model", "task_type"]
+    part = table_rows(tidy, (tidy["assistant_setting"] == setting) & tidy["task_type"].isin(task_types), by)
     if part.empty:
         raise ValueError(f"no judged dialogues under setting {setting!r} for task types {list(task_types)}")
-    labelled, by = by_run(part)[0], ["assistant_model", "task_type"]
+    labelled = by_run(part)[0]
     long = with_other_rule(aggregate(labelled, by, USER_DIMENSIONS, seed=seed, cluster=CLUSTER), labelled, by,
                            USER_DIMENSIONS)
     display = _wide(long, "assistant_model", USER_DIMENSIONS)
