@@ -5,9 +5,10 @@ strings. Categories are kept sorted, so grouping and sorting order rows as the t
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 
@@ -45,3 +46,25 @@ def rows_of(frame: pd.DataFrame, keep: pd.Series) -> pd.DataFrame:
     """The rows `keep` marks; the frame itself when it keeps them all, so a run's whole score frame is not
     copied to select all of it (the frames are never changed in place)."""
     return frame if bool(keep.all()) else frame[keep]
+
+
+def _codes(column: pd.Series) -> tuple[np.ndarray, int]:
+    """Each value's code (0: missing) and how many codes there are."""
+    if is_categorical(column):
+        return column.cat.codes.to_numpy(dtype=np.int64) + 1, len(column.cat.categories) + 1
+    codes, uniques = pd.factorize(column, use_na_sentinel=True)
+    return codes.astype(np.int64) + 1, len(uniques) + 1
+
+
+def distinct(frame: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
+    """`frame[columns].drop_duplicates()`: the first row of each combination, in frame order, with its
+    index label. The combinations are numbered a column at a time (a column's codes joined to the
+    numbers so far, then renumbered), so a frame of millions of rows needs two arrays of numbers at a
+    time rather than one per column."""
+    columns = list(columns)
+    key = np.zeros(len(frame), dtype=np.int64)
+    for name in columns:
+        codes, count = _codes(frame[name])
+        key, _ = pd.factorize(key * count + codes)
+    first = np.sort(np.unique(key, return_index=True)[1]) if len(key) else np.zeros(0, dtype=np.int64)
+    return frame.iloc[first][columns]

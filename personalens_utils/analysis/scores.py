@@ -44,7 +44,7 @@ import pandas as pd
 from personalens_utils.analysis.stats import bootstrap_ci
 from personalens_utils.columnar import Columnar
 from personalens_utils.errors import KitError
-from personalens_utils.frames import as_categories, fill_missing
+from personalens_utils.frames import as_categories, distinct, fill_missing
 from personalens_utils.identity import (
     DIALOGUE_COLUMNS,
     DIALOGUE_PROMPTS,
@@ -143,7 +143,7 @@ def check_one_identity(frame: pd.DataFrame, by: Sequence[str], what: str) -> Non
     cols = [c for c in IDENTITY if c in frame.columns]
     if not cols or frame.empty:
         return
-    identities = frame[[*by, *cols]].drop_duplicates()
+    identities = distinct(frame, [*by, *cols])
     mixed = identities.duplicated(list(by), keep=False) if by else pd.Series(len(identities) > 1,
                                                                                   index=identities.index)
     if mixed.any():
@@ -164,7 +164,7 @@ def run_label(frame: pd.DataFrame, column: str) -> pd.Series:
     cols = [c for c in IDENTITY if c in frame.columns]
     if not cols:
         return frame[column]
-    runs = frame[[column, *cols]].drop_duplicates()
+    runs = distinct(frame, [column, *cols])
     shared = runs.loc[runs.duplicated(column, keep=False)]
     if shared.empty:
         return frame[column]  # one run per value: the values are the labels
@@ -624,8 +624,9 @@ def aggregate(
 
 def turn_frame(tidy: pd.DataFrame) -> pd.DataFrame:
     """Turn-level personalization, one row per scored assistant turn (1-based); null turns left out."""
-    part = tidy[(tidy["dimension"] == TURN_PERSONALIZATION) & (tidy["judgment_status"] == "ok")]
     keep = ["dialogue_id", "scenario_id", "task_type", "domains", "assistant_model", "assistant_setting"]
+    part = tidy.loc[(tidy["dimension"] == TURN_PERSONALIZATION) & (tidy["judgment_status"] == "ok"),
+                    [*keep, "turn_scores"]]
     lists = [scores or [] for scores in part["turn_scores"]]
     lengths = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
     flat = np.fromiter((np.nan if s is None else float(s) for scores in lists for s in scores), dtype=float,
