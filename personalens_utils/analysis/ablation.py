@@ -31,7 +31,7 @@ from personalens_utils.records import Dialogue
 from personalens_utils.simulation.settings import PAPER_SETTINGS as ABLATION_SETTINGS
 from personalens_utils.tables import TableResult
 from personalens_utils.trust.bootstrap import method_note, paired_difference
-from personalens_utils.trust.design import design_frame
+from personalens_utils.trust.design import DESIGN_COLUMNS, design_frame
 
 __all__ = ["ABLATION_SETTINGS", "ablation_filter", "first_users", "table4"]
 
@@ -98,8 +98,9 @@ def table4(
 def _designs(part: pd.DataFrame, dims: Sequence[str]) -> dict[tuple[str, str], pd.DataFrame]:
     """The design frame (arm: setting) of each task type and dimension that has a valid score."""
     out = {}
+    read = [c for c in (*DESIGN_COLUMNS, "assistant_setting") if c in part.columns]
     for task_type in sorted(part["task_type"].unique()):
-        of_type = part[part["task_type"] == task_type]
+        of_type = part.loc[(part["task_type"] == task_type) & part["dimension"].isin(dims), read]
         for dim in dims:
             if of_type.loc[of_type["dimension"] == dim, "score"].notna().any():
                 out[(task_type, dim)] = design_frame(of_type, dim, arm="assistant_setting")

@@ -631,8 +631,9 @@ def turn_frame(tidy: pd.DataFrame) -> pd.DataFrame:
     lengths = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
     flat = np.fromiter((np.nan if s is None else float(s) for scores in lists for s in scores), dtype=float,
                        count=int(lengths.sum()))
-    starts = np.repeat(np.cumsum(lengths) - lengths, lengths)
-    turn = np.arange(len(flat), dtype=np.int64) - starts + 1
+    del lists
+    turn = np.arange(1, len(flat) + 1, dtype=np.int64)
+    turn -= np.repeat(np.cumsum(lengths) - lengths, lengths)  # each list's turns count from 1
     scored = ~np.isnan(flat)
     turns = part[keep].iloc[np.repeat(np.arange(len(part)), lengths)[scored]].reset_index(drop=True)
     turns["turn"], turns["score"] = turn[scored], flat[scored]

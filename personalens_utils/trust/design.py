@@ -20,6 +20,9 @@ LEVELS = (USER, TASK, SAMPLE, JUDGE_SAMPLE)
 """The nesting, outermost first: tasks within users, samples within scenarios, judge samples within
 dialogues."""
 SOURCE_COLUMNS = {USER: "user_id", TASK: "scenario_id", SAMPLE: "sample", JUDGE_SAMPLE: "judge_sample"}
+DESIGN_COLUMNS = ("dimension", "score", "dialogue_id", *SOURCE_COLUMNS.values())
+"""The score frame's columns `design_frame` reads besides its arm: a caller selecting rows of a whole
+run's frame for it can keep only these."""
 PERCENT_DIMENSIONS = ("task_completion",)
 """Dimensions reported in percent (TCR), as in the kit's tables, so variances are in the tables' units."""
 
