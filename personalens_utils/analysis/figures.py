@@ -25,6 +25,7 @@ from personalens_utils.analysis.scores import (
 )
 from personalens_utils.analysis.stats import bootstrap_ci
 from personalens_utils.analysis.tables import MAIN_SETTING, provenance_note, score_source, table_rows
+from personalens_utils.frames import rows_of
 from personalens_utils.plots import (
     FigureResult,
     Span,
@@ -86,7 +87,9 @@ def figure4(
     keep = ((tidy["assistant_model"] == assistant_model) & (tidy["assistant_setting"] == setting)
             & tidy["task_type"].isin(task_types))
     part = table_rows(tidy, keep, ["assistant_model"])
-    used = backends(part)
+    used, source = backends(part), score_source(part)
+    overall = {dim: part.loc[part["dimension"] == dim, "score"].dropna().mean() for dim in DOMAIN_DIMENSIONS}
+    del part  # the drawing (kept for `at`) holds the means, not the rows
 
     def draw(width: Span) -> Figure:
         fig, axes = new_figure(width, 3.6 if width == "text" else 4.2, nrows=2, ncols=1, sharex=True)
@@ -100,7 +103,7 @@ def figure4(
             err = np.vstack([sel["mean"] - sel["ci_low"], sel["ci_high"] - sel["mean"]])
             ax.bar(x, sel["mean"] - low, bottom=low, yerr=err, color=color, capsize=1.5, width=0.7,
                    error_kw={"lw": 0.7, "ecolor": "0.3"}, zorder=2)
-            mean = part.loc[part["dimension"] == dim, "score"].dropna().mean() * factor
+            mean = overall[dim] * factor
             ax.axhline(mean, color="black", ls=(0, (4, 2)), lw=1.1, zorder=4,
                        label=f"mean over all domains: {mean:.2f}")
             name = "TCR" if dim == TASK_COMPLETION else "P"
@@ -125,7 +128,7 @@ def figure4(
         f"({kinds} tasks, {setting!r} setting), with 95% bootstrap intervals; the dashed line is the "
         f"mean over all its dialogues." + provenance_note(used)
     )
-    return FigureResult(draw(span), caption, score_source(part), per_domain, at=draw)
+    return FigureResult(draw(span), caption, source, per_domain, at=draw)
 
 
 def turn_curves(turns: pd.DataFrame, *, domains: Sequence[str], seed: int = 0) -> pd.DataFrame:
@@ -136,8 +139,9 @@ def turn_curves(turns: pd.DataFrame, *, domains: Sequence[str], seed: int = 0) -
     """
     sd = turns.loc[turns["task_type"] == "SD", ["domains", "turn", "score"]]
     groups = {"All SD tasks": sd}
+    combinations = set(sd["domains"])  # a few hundred tuples, each shared by many rows
     for dom in domains:
-        groups[dom] = sd[sd["domains"].map(lambda ds, d=dom: d in ds)]
+        groups[dom] = sd[sd["domains"].map({ds: dom in ds for ds in combinations})]
     rows = []
     for label, frame in groups.items():
         for turn, part in frame.groupby("turn"):
@@ -161,7 +165,8 @@ def figure5(
     """Turn-level personalization against turn number (at column width unless `span` says text; `at`
     draws the other), for representative domains and all SD tasks; each series has its own colour,
     dash pattern and marker."""
-    part = turns[(turns["assistant_model"] == assistant_model) & (turns["assistant_setting"] == setting)]
+    keep = (turns["assistant_model"] == assistant_model) & (turns["assistant_setting"] == setting)
+    part = rows_of(turns, keep)
     if part.empty:
         raise ValueError(f"no turn-level personalization scores for {assistant_model!r} under {setting!r}")
     curves = turn_curves(part, domains=domains, seed=seed)
