@@ -23,7 +23,7 @@ import asyncio
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
@@ -375,7 +375,7 @@ class _Writer:
         self.pending: list[Record] = []
         self.lock: asyncio.Lock | None = None
         self.thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="store-writer")
-        self.writes: list[Future[None]] = []
+        self.failed: list[BaseException] = []
 
     async def put(self, records: Sequence[Record]) -> None:
         self.pending.extend(records)
@@ -384,12 +384,14 @@ class _Writer:
             if not self.pending:
                 return  # an earlier holder of the lock wrote them
             group, self.pending = self.pending, []
-            write = self.thread.submit(self._write, group)
-            self.writes = [w for w in self.writes if not w.done()] + [write]
-            await asyncio.shield(asyncio.wrap_future(write))
+            await asyncio.shield(asyncio.wrap_future(self.thread.submit(self._write, group)))
 
     def _write(self, group: list[Record]) -> None:
-        self.store.extend(group)
+        try:
+            self.store.extend(group)
+        except BaseException as exc:
+            self.failed.append(exc)  # said again by `flush` if the item waiting for it was cancelled
+            raise
         self.report.count(group)
 
     def flush(self) -> None:
@@ -398,8 +400,8 @@ class _Writer:
         self.thread.shutdown(wait=True)
         group, self.pending = self.pending, []
         self._write(group)
-        for write in self.writes:
-            write.result()  # a write that failed after its item was cancelled still says so
+        if self.failed:
+            raise self.failed[0]
 
 
 Work = Callable[[LLMClient, Item[P]], Awaitable[Sequence[Record]]]

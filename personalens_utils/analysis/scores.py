@@ -180,7 +180,7 @@ def run_label(frame: pd.DataFrame, column: str) -> pd.Series:
 Stores = RunStore | str | os.PathLike[str] | Sequence[RunStore | str | os.PathLike[str]] | Columnar
 """What the loaders read: one run store (or its folder), the run folders of several shards read together
 (`shard="i/n"` machines; an id in two of them is refused), or an open `columnar.Columnar`."""
-SHARED_STRINGS = 4096
+FEW_VALUES_MAX = 4096
 """A text column named as having few values is fetched as a categorical when it has at most this many
 (a run's model names, statuses and dimensions then cost a small code per row, not a string)."""
 CHUNK_VECTORS = 64
@@ -235,7 +235,7 @@ def fetch(source: Columnar, columns: Sequence[tuple[str, str]], rows: str, param
         lists = ", ".join(f"list(DISTINCT {expr}) FILTER (WHERE {expr} IS NOT NULL)" for expr, _ in coded)
         found = con.execute(f"SELECT {lists} FROM {rows}", list(params)).fetchone() or ()
         values = {name: sorted(held) for (_, name), held in zip(coded, found, strict=True)
-                  if held and len(held) <= SHARED_STRINGS}
+                  if held and len(held) <= FEW_VALUES_MAX}
     select = ", ".join(f'list_position(?, {expr}) AS "{name}"' if name in values else f'{expr} AS "{name}"'
                        for expr, name in columns)
     cursor = con.execute(f"SELECT {select} FROM {rows} ORDER BY {order}",
