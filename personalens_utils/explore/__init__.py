@@ -6,9 +6,10 @@ One call from any notebook cell (docs/explore.md):
     explore(session)            # or explore("runs/simulation", benchmark=benchmark)
     side_by_side(session)
     annotate("runs/analysis/annotation", annotator="alice")
+    play_user(session, "user1/SD-Movies-task-1", person="alice", assistant="ref-dialogue-only")
 
-`catalog` queries the store (never reading it whole), `views` renders pages as HTML, `widgets` and
-`annotate` hold the widgets.
+`catalog` queries the store (never reading it whole), `views` renders pages as HTML, `widgets`,
+`annotate` and `play` (a person playing the user, `validity.people`) hold the widgets.
 """
 
 from __future__ import annotations
@@ -17,13 +18,18 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from personalens_utils.assistants import Assistant, resolve_assistant
 from personalens_utils.data import Benchmark
 from personalens_utils.judging import JudgingError, judge_context
-from personalens_utils.prompting import ScenarioContext
+from personalens_utils.llm.clients import Clients
+from personalens_utils.prompting import KIT, ScenarioContext
 from personalens_utils.records import Dialogue
+from personalens_utils.store import RunStore
+from personalens_utils.validity.people import start_dialogue
 
 from .annotate import Annotator
 from .catalog import Catalog, DialogueSummary, DialogueView, Filters, Page, as_stores
+from .play import PlayUser
 from .views import comparison_page, dialogue_page
 from .widgets import Explorer, SideBySide
 
@@ -35,12 +41,14 @@ __all__ = [
     "Explorer",
     "Filters",
     "Page",
+    "PlayUser",
     "SideBySide",
     "annotate",
     "catalog",
     "comparison_page",
     "dialogue_page",
     "explore",
+    "play_user",
     "side_by_side",
 ]
 
@@ -97,3 +105,26 @@ def side_by_side(
 def annotate(sheet: str | os.PathLike[str], *, annotator: str | None = None) -> Annotator:
     """Fill an annotation sheet (or your copy of the exported one: pass its folder and `annotator`)."""
     return Annotator(sheet, annotator=annotator)
+
+
+def play_user(source: Any, scenario_id: str, *, person: str, assistant: Assistant | str | None = None,
+              setting: str = "base", benchmark: Benchmark | None = None,
+              max_turns: int | None = None) -> PlayUser:
+    """A person (`person`, a short name) plays the user of one scenario against `assistant`, in a widget;
+    the dialogue goes into the run store of `source` (a Session, with its prompt set; or a RunStore or
+    run folder with `benchmark`, the kit's prompts) when it ends. `assistant` is an `Assistant` or a
+    spec, read as the session reads assistant specs (None: the backend's default assistant)."""
+    if hasattr(source, "run_store") and hasattr(source, "clients"):
+        store, bench, prompts = source.run_store, benchmark or source.benchmark, source.prompts
+        clients, options = source.clients, source.assistant_options
+    elif isinstance(source, RunStore | str | os.PathLike) and benchmark is not None:
+        store, bench, prompts = source if isinstance(source, RunStore) else RunStore(source), benchmark, KIT
+        clients, options = Clients(), None
+    else:
+        raise TypeError(f"play_user needs a Session, or a RunStore or run folder with benchmark=; got "
+                        f"{type(source).__name__}")
+    if not isinstance(assistant, Assistant):
+        assistant = resolve_assistant(assistant, clients, options=options)
+    dialogue = start_dialogue(bench, store, scenario_id, person, assistant, setting=setting, prompts=prompts,
+                              max_turns=max_turns)
+    return PlayUser(dialogue)

@@ -1,0 +1,431 @@
+"""A person as the user: another implementation of the user role, driven by the simulation loop.
+
+The loop (`simulation.loop.simulate_dialogue`) asks its user role for each message through
+`acomplete(request)` and reads `backend_name`; it does not know who types. `Person` answers those
+calls with what a person typed: each call hands the request (what the user agent would see) to the
+person's side and waits for their message. The loop's own rules then apply unchanged: the turn cap,
+TERMINATE read by the prompt set (the person's "end" button appends it), the opening message that
+cannot end the dialogue, the assistant answering the closing message once.
+
+`PersonDialogue` runs one such dialogue on a thread of its own and is fed from the caller's thread
+(the widget, `explore.play`, or a test): `say(text)` and `end(text)` return once the assistant has
+answered. The finished record is an ordinary `Dialogue` whose user role is `human:<name>` on the
+`human` backend; it is stored in the run store like any simulated dialogue, judged by notebook 04 and
+shown by the explorer. Dialogues of people on one scenario, assistant and setting are numbered as
+samples of one run (0, 1, ...), so two people on the same scenario are two samples, not a clash.
+
+`fidelity_table` compares people's dialogues with the simulator's on the scenarios both cover.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import re
+import threading
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from personalens_utils.analysis.scores import (
+    PERSONALIZATION,
+    TASK_COMPLETION,
+    load_dialogues,
+    load_scores,
+    reading,
+)
+from personalens_utils.analysis.stats import DEFAULT_RESAMPLES, Interval
+from personalens_utils.analysis.tables import provenance_note
+from personalens_utils.assistants import Assistant
+from personalens_utils.data import Benchmark
+from personalens_utils.errors import KitError
+from personalens_utils.judging import JUDGEABLE_STATUSES, benchmark_contexts
+from personalens_utils.llm import Request, Response, Usage
+from personalens_utils.llm.loop_thread import LoopThread
+from personalens_utils.llm.offline.judge import mentions, words_of
+from personalens_utils.prompting import KIT, PromptSet, ScenarioContext
+from personalens_utils.prompts.dialogue import TERMINATE
+from personalens_utils.records import Dialogue, Judgment
+from personalens_utils.simulation import AssistantSetting, simulate_dialogue
+from personalens_utils.store import RunStore
+from personalens_utils.tables import Source, TableResult
+from personalens_utils.trust.audit import FLAG_NAMES, FLAGS
+from personalens_utils.trust.bootstrap import cluster_ci, method_note, paired_difference
+from personalens_utils.trust.design import ARM, SCORE, TASK, USER
+
+HUMAN = "human"
+"""The backend of a person playing the user; their model name is `human:<name>`."""
+STAGE = "people"
+"""The store's writer while a person's dialogue is stored (`RunStore.writing`)."""
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,39}")
+REPLY_WAIT_S = 900.0
+"""How long `say` and `end` wait for the assistant's reply before giving up (beyond any call's own
+deadline, `llm.options`)."""
+
+
+class PersonError(KitError, ValueError):
+    """A person's dialogue cannot go on as asked: an empty message, an ending before the opening, a
+    dialogue already over, a name or scenario that does not fit."""
+
+    says_all = True
+
+
+def person_model(name: str) -> str:
+    """The user model a person's dialogues carry: `human:<name>` (a checked name)."""
+    if not isinstance(name, str) or not NAME.fullmatch(name):
+        raise PersonError(f"person={name!r}: give a short name of letters, digits, '.', '_' or '-' "
+                          "(at most 40, starting with a letter or digit), e.g. 'alice'")
+    return f"{HUMAN}:{name}"
+
+
+class Person:
+    """The user role played by a person: what the loop calls in place of the user agent's client.
+
+    Each `acomplete` puts the request on `asked` (read by the other thread) and waits until `give`
+    hands it the person's message; `give` may be called from any thread."""
+
+    backend_name = HUMAN
+
+    def __init__(self, name: str):
+        self.model = person_model(name)
+        self.name = name
+        self.asked: queue.Queue[Request] = queue.Queue()
+        self._waiting: tuple[asyncio.AbstractEventLoop, asyncio.Future[str]] | None = None
+        self._lock = threading.Lock()
+
+    async def acomplete(self, request: Request, **_: Any) -> Response:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[str] = loop.create_future()
+        with self._lock:
+            self._waiting = (loop, future)
+        self.asked.put(request)
+        started = time.perf_counter()
+        text = await future
+        return Response(text=text, usage=Usage(), backend=HUMAN, model=self.model,
+                        latency_s=time.perf_counter() - started)
+
+    def give(self, text: str) -> None:
+        """The person's next message, to the call waiting for it."""
+        with self._lock:
+            waiting, self._waiting = self._waiting, None
+        if waiting is None:
+            raise PersonError("the dialogue is not waiting for a message of yours")
+        loop, future = waiting
+        loop.call_soon_threadsafe(future.set_result, text)
+
+
+def next_sample(store: RunStore, scenario_id: str, setting: str, assistant: Assistant,
+                prompts: PromptSet) -> int:
+    """The sample number of a new person's dialogue: one past every people's dialogue stored for this
+    scenario, assistant, setting and prompt set (so people on one scenario are samples of one run)."""
+    if not store.path(Dialogue).is_file():
+        return 0
+    frame = load_dialogues(store)
+    same = frame[(frame["user_backend"] == HUMAN) & (frame["scenario_id"] == scenario_id)
+                 & (frame["assistant_setting"] == setting) & (frame["assistant_backend"] == assistant.backend)
+                 & (frame["assistant_model_id"] == assistant.model_id)
+                 & (frame["dialogue_prompt_set"] == prompts.name)]
+    return int(same["sample"].max()) + 1 if len(same) else 0
+
+
+def _runner(assistant: Assistant) -> Callable[[Awaitable[Any]], Any]:
+    """Where the dialogue's coroutine runs: the loop thread of the assistant's client (its connections
+    live there), or a loop thread of its own for an assistant that calls no model."""
+    clients = assistant.clients()
+    if clients:
+        return clients[0].run_sync
+    loop = LoopThread("person-dialogue")
+    return lambda coro: loop.run(coro, misuse="a person's dialogue started from its own loop")
+
+
+@dataclass(frozen=True)
+class _Ended:
+    record: Dialogue | None
+    failure: BaseException | None = None
+
+
+class PersonDialogue:
+    """One dialogue a person plays as the user, run by the simulation loop on a thread, fed message by
+    message from the caller's thread. `request` is what the user agent would be sent now (its
+    `context` holds the profile, preferences, situation and task); `record` the stored dialogue once
+    it ended."""
+
+    def __init__(self, store: RunStore, ctx: ScenarioContext, person: Person, assistant: Assistant, *,
+                 setting: str | AssistantSetting = "base", prompts: PromptSet = KIT,
+                 max_turns: int | None = None, wait_s: float = REPLY_WAIT_S):
+        self.store, self.ctx, self.person, self.assistant = store, ctx, person, assistant
+        self.setting = setting if isinstance(setting, AssistantSetting) else AssistantSetting.parse(setting)
+        prompts.check_setting(self.setting.name, assistant.model)
+        self.prompts, self.wait_s = prompts, wait_s
+        self.sample = next_sample(store, ctx.scenario.scenario_id, self.setting.name, assistant, prompts)
+        self.record: Dialogue | None = None
+        self.request: Request | None = None
+        self._ended: queue.Queue[_Ended] = queue.Queue()
+        coro = simulate_dialogue(person, ctx, self.setting, user_model=person.model, assistant=assistant,
+                                 max_turns=max_turns, prompts=prompts, sample=self.sample)
+        run = _runner(assistant)
+        self._thread = threading.Thread(target=self._run, args=(run, coro), name="person-dialogue",
+                                        daemon=True)
+        self._thread.start()
+        self._next()
+
+    def _run(self, run: Callable[[Awaitable[Any]], Any], coro: Awaitable[Dialogue]) -> None:
+        try:
+            self._ended.put(_Ended(run(coro)))
+        except BaseException as exc:  # handed to the caller's thread, raised there
+            self._ended.put(_Ended(None, exc))
+
+    @property
+    def done(self) -> bool:
+        return self.record is not None
+
+    @property
+    def opening(self) -> bool:
+        """Whether the next message is the opening one (which cannot end the dialogue)."""
+        return not self.turns
+
+    @property
+    def turns(self) -> list[dict[str, str]]:
+        """The dialogue so far, as the user agent is shown it."""
+        if self.record is not None:
+            return [t.as_dict() for t in self.record.turns]
+        return [dict(t) for t in (self.request.context.get("dialogue") or [])] if self.request else []
+
+    def say(self, text: str) -> None:
+        """Send one message; returns once the assistant has answered (or the dialogue ended)."""
+        if not text.strip():
+            raise PersonError("the message is empty: type what you would say to the assistant")
+        self._send(text.strip())
+
+    def end(self, text: str = "") -> None:
+        """End the dialogue as the user agent would, with TERMINATE after the last message (if any);
+        the assistant answers it once, then the dialogue is stored."""
+        if self.opening:
+            raise PersonError("the opening message cannot end the dialogue: first say what you need")
+        self._send(f"{text.strip()} {TERMINATE}".strip())
+
+    def _send(self, text: str) -> None:
+        if self.done:
+            raise PersonError(f"this dialogue has ended ({self.record.status}): start another one")
+        self.person.give(text)
+        self._next()
+
+    def _next(self) -> None:
+        """Wait until the loop asks the person again or the dialogue ends (then store it)."""
+        deadline = time.monotonic() + self.wait_s
+        while time.monotonic() < deadline:
+            try:
+                self.request = self.person.asked.get(timeout=0.05)
+                return
+            except queue.Empty:
+                pass
+            try:
+                ended = self._ended.get_nowait()
+            except queue.Empty:
+                continue
+            if ended.failure is not None:
+                raise ended.failure
+            self._store(ended.record)
+            return
+        raise PersonError(f"no reply from the assistant {self.assistant.model} within {self.wait_s:.0f} s")
+
+    def _store(self, record: Dialogue | None) -> None:
+        if record is None:
+            raise PersonError("the dialogue ended without a record")
+        with self.store.writing(STAGE):
+            self.store.append(record)
+        self.record = record
+
+
+def start_dialogue(benchmark: Benchmark, store: RunStore, scenario_id: str, person: str | Person,
+                   assistant: Assistant, *, setting: str | AssistantSetting = "base",
+                   prompts: PromptSet = KIT, max_turns: int | None = None) -> PersonDialogue:
+    """A person's dialogue on one scenario of `benchmark` with `assistant`, stored in `store` when it
+    ends; it is waiting for the opening message when returned."""
+    try:
+        scenario = benchmark.scenario(scenario_id)
+    except KeyError:
+        raise PersonError(f"scenario {scenario_id!r} is not in the benchmark at {benchmark.root}; "
+                          "pick one of its scenario ids (e.g. benchmark.scenarios['scenario_id'])") from None
+    player = person if isinstance(person, Person) else Person(person)
+    ctx = ScenarioContext.of(scenario, benchmark.user(scenario.user_id))
+    return PersonDialogue(store, ctx, player, assistant, setting=setting, prompts=prompts,
+                          max_turns=max_turns)
+
+
+# -- fidelity: people against the simulator ----------------------------------------------------------
+
+PEOPLE = "people"
+SIMULATOR = "simulator"
+MIN_USERS = 8
+"""Intervals are given only when both arms cover at least this many benchmark users: a bootstrap over
+users with fewer has so few distinct resamples that its percentiles say nothing (`cluster_ci`)."""
+CELL = ("scenario_id", "assistant_setting", "assistant_backend", "assistant_model_id",
+        "dialogue_prompt_set")
+"""What makes a person's and a simulated dialogue comparable: same scenario, assistant, setting,
+prompts."""
+MEASURES: tuple[tuple[str, str], ...] = (
+    ("turns", "Turns"),
+    ("words_per_turn", "Words per user turn"),
+    ("stated_first", "Preferences stated in first message"),
+    ("disclosed", "Preferences disclosed overall"),
+    *((name, f"{label[0].upper()}{label[1:]} (%)") for name, label in FLAG_NAMES.items()),
+    (TASK_COMPLETION, "TC (%)"),
+    (PERSONALIZATION, "P (1-4)"),
+)
+"""The fidelity table's rows: the per-dialogue measure and how the table names it."""
+PERCENT = (*FLAGS, TASK_COMPLETION)
+
+
+class FidelityError(KitError, ValueError):
+    """No comparison can be made: no people's dialogues, no scenario both cover, or several simulators
+    to choose between."""
+
+
+def _text_measures(dialogue: Dialogue, context: Mapping[str, Any]) -> dict[str, float]:
+    said = [t.content for t in dialogue.turns if t.role == "user"]
+    found = [m for m in mentions(context) if m.role == "user"]
+    return {
+        "turns": float(len(said)),
+        "words_per_turn": float(np.mean([len(words_of(s).split()) for s in said])) if said else np.nan,
+        "stated_first": float(len({m.preference for m in found if m.index == 0})),
+        "disclosed": float(len({m.preference for m in found})),
+        **{name: 100.0 * bool(flag(dialogue, context)) for name, flag in FLAGS.items()},
+    }
+
+
+def fidelity_frame(store: RunStore, benchmark: Benchmark, *, simulator: str | None = None,
+                   judge_model: str | None = None) -> pd.DataFrame:
+    """One row per finished dialogue of the scenarios people and the simulator both cover (same
+    assistant, setting and prompts): `arm` (people or simulator), the scenario's `user_id`, the `cell`
+    compared, and each measure of `MEASURES` (TC and P: the judge's mean over its samples; missing
+    when not judged). `simulator` names the simulated user model when the store holds several."""
+    frame = load_dialogues(store)
+    frame = frame[frame["dialogue_status"].isin(list(JUDGEABLE_STATUSES))]
+    frame = frame.assign(arm=np.where(frame["user_backend"].astype(str) == HUMAN, PEOPLE, SIMULATOR))
+    people = frame[frame["arm"] == PEOPLE]
+    if people.empty:
+        raise FidelityError(f"the run store {store.root} holds no finished dialogues played by people "
+                            "(user backend 'human'): play some with explore.play_user first")
+    simulated = frame[frame["arm"] == SIMULATOR]
+    cells = frame[list(CELL)].astype(str).agg(" | ".join, axis=1)
+    frame = frame.assign(cell=cells)
+    covered = set(cells[people.index]) & set(cells[simulated.index])
+    frame = frame[frame["cell"].isin(covered)]
+    models = sorted(set(frame.loc[frame["arm"] == SIMULATOR, "user_model"].astype(str)))
+    if simulator is not None:
+        if simulator not in models:
+            raise FidelityError(f"simulator={simulator!r} played none of the scenarios people played; "
+                                f"simulated user models there: {models}")
+        frame = frame[(frame["arm"] == PEOPLE) | (frame["user_model"].astype(str) == simulator)]
+    elif len(models) > 1:
+        raise FidelityError(f"several simulated user models cover the people's scenarios ({models}): "
+                            "name one with simulator=")
+    if frame.empty:
+        raise FidelityError(f"no scenario of the run store {store.root} was played by a person and by the "
+                            "simulator with the same assistant, setting and prompts: simulate those "
+                            "scenarios (notebook 03) or play scenarios the simulator ran")
+    context_for = benchmark_contexts(benchmark)
+    read = _read(store, frame["dialogue_id"].tolist())
+    rows = []
+    for row in frame.sort_values("dialogue_id").itertuples(index=False):
+        dialogue = read[row.dialogue_id]
+        rows.append({"dialogue_id": row.dialogue_id, "arm": row.arm, "user_id": int(row.user_id),
+                     "cell": row.cell, "user_model": str(row.user_model),
+                     **_text_measures(dialogue, context_for(dialogue))})
+    out = pd.DataFrame(rows)
+    out[TASK_COMPLETION], out[PERSONALIZATION] = np.nan, np.nan
+    if store.path(Judgment).is_file():
+        tidy = load_scores(store, judge_model=judge_model, dialogue_ids=list(out["dialogue_id"]))
+        judged = tidy[tidy["dimension"].isin([TASK_COMPLETION, PERSONALIZATION])]
+        means = judged.groupby(["dialogue_id", "dimension"], observed=True)["score"].mean().unstack()
+        for name in (TASK_COMPLETION, PERSONALIZATION):
+            if name in means.columns:
+                factor = 100.0 if name == TASK_COMPLETION else 1.0
+                out[name] = out["dialogue_id"].map(means[name]).astype(float) * factor
+    out.attrs["origin"] = f"run store {store.root.name}/"
+    out.attrs["backends"] = {*frame["user_backend"].astype(str), *frame["assistant_backend"].astype(str)}
+    out.attrs["judge"] = judge_model
+    return out
+
+
+def _read(store: RunStore, ids: Sequence[str]) -> dict[str, Dialogue]:
+    """The dialogues `ids` in full, read from where the columnar copy says their lines are (not the
+    whole store: the simulator's part may be large)."""
+    with reading(store) as source:
+        where = source.sql("SELECT _source, _offset, _length FROM dialogues WHERE id IN "
+                           "(SELECT unnest(?::VARCHAR[])) ORDER BY id", [sorted(ids)])
+        return {d.id: d for d in source.records(Dialogue, where)}  # type: ignore[misc]
+
+
+def _cells(frame: pd.DataFrame, measure: str) -> pd.DataFrame:
+    """Per scenario cell both arms scored on `measure`: the design frame of `trust.bootstrap` (user,
+    task = cell, arm, score), one row per dialogue."""
+    part = frame[frame[measure].notna()]
+    both = part.groupby("cell")["arm"].nunique()
+    part = part[part["cell"].isin(both[both == 2].index)]
+    return pd.DataFrame({USER: part["user_id"].to_numpy(), TASK: part["cell"].to_numpy(),
+                         ARM: part["arm"].to_numpy(), SCORE: part[measure].to_numpy(dtype=float)})
+
+
+def _fmt(interval: Interval, digits: int, with_ci: bool) -> str:
+    """A mean with its interval in brackets, or the mean alone (thin data)."""
+    if np.isnan(interval.estimate):
+        return "n/a"
+    if not with_ci:
+        return f"{interval.estimate:.{digits}f}"
+    return f"{interval.estimate:.{digits}f} [{interval.low:.{digits}f}, {interval.high:.{digits}f}]"
+
+
+def fidelity_table(frame: pd.DataFrame, *, seed: int = 0, n_resamples: int = DEFAULT_RESAMPLES,
+                   min_users: int = MIN_USERS) -> TableResult:
+    """People against the simulator on the scenarios both cover (`fidelity_frame`): each measure's
+    mean per arm and the difference (people minus simulator, per scenario, averaged), with cluster
+    bootstrap intervals over users when both arms cover `min_users` users or more; means only below
+    that (the caption says so)."""
+    rows, data, thin = [], [], False
+    for measure, label in MEASURES:
+        design = _cells(frame, measure)
+        users = design[USER].nunique()
+        digits = 1 if measure in PERCENT else 2
+        if design.empty:
+            rows.append({"Measure": label, "People": "n/a", "Simulator": "n/a", "People - simulator": "n/a",
+                         "Scenarios": 0, "Users": 0})
+            continue
+        scenario_means = design.groupby([USER, TASK, ARM], sort=True)[SCORE].mean().reset_index()
+        arms = {arm: scenario_means[scenario_means[ARM] == arm] for arm in (PEOPLE, SIMULATOR)}
+        intervals = {arm: cluster_ci(part[SCORE], part[USER], n_resamples=n_resamples, seed=seed)
+                     for arm, part in arms.items()}
+        diff = paired_difference(design, PEOPLE, SIMULATOR, n_resamples=n_resamples, seed=seed).difference
+        shown = users >= min_users
+        thin |= not shown
+        rows.append({"Measure": label, "People": _fmt(intervals[PEOPLE], digits, shown),
+                     "Simulator": _fmt(intervals[SIMULATOR], digits, shown),
+                     "People - simulator": _fmt(diff, digits, shown), "Scenarios": int(diff.n),
+                     "Users": int(users)})
+        data.append({"measure": measure, "people": intervals[PEOPLE].estimate,
+                     "simulator": intervals[SIMULATOR].estimate, "difference": diff.estimate,
+                     "ci_low": diff.low if shown else np.nan, "ci_high": diff.high if shown else np.nan,
+                     "scenarios": int(diff.n), "users": int(users)})
+    people = frame.loc[frame["arm"] == PEOPLE]
+    backends = frame.attrs.get("backends", set())
+    intervals = (f"{method_note(n_resamples=n_resamples)}; people minus simulator is paired by scenario. "
+                 if not thin else "")
+    why = (f"Rows covering fewer than {min_users} benchmark users show means only: a bootstrap over so few "
+           "users has too few distinct resamples for its percentiles to mean anything. " if thin else "")
+    caption = (
+        "People as the user against the simulated user on the scenarios both played with the same "
+        "assistant, setting and prompts: means per arm, each scenario's dialogues averaged first. "
+        f"{len(people)} dialogues by {people['user_model'].nunique()} people, "
+        f"{int((frame['arm'] == SIMULATOR).sum())} simulated; preferences stated or disclosed count the "
+        "task's relevant preference types whose values the user wrote; flags are the user-agent audit's "
+        "(heuristics); TC and P are the judge's (a row's scenarios are those judged in both arms). "
+        + intervals + why
+    ).strip() + provenance_note(backends)
+    source = Source.of(frame.attrs.get("origin", "a fidelity frame"), len(frame), "dialogues", backends,
+                       sorted(set(frame["user_model"])))
+    return TableResult(pd.DataFrame(rows), caption, source, pd.DataFrame(data), precision=2)
