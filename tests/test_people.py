@@ -144,17 +144,20 @@ def test_people_on_one_scenario_are_samples_of_one_run_and_score_together(tmp_pa
     assert len(tidy) == 4 and set(tidy["user_backend"]) == {HUMAN}
 
 
-def _people_and_simulator(root, benchmark, assistant) -> RunStore:
-    """The offline simulator on every SD scenario, three people on three of them, all judged offline."""
+def _people_and_simulator(root, benchmark, assistant, people_root=None) -> RunStore:
+    """The offline simulator on every SD scenario, three people on three of them (into `people_root`
+    when given), all judged offline."""
     store = RunStore(root)
     run_simulation(benchmark, store, LLMClient("offline"),
                    SimulationConfig(task_types=["SD"], assistant=assistant))
+    people = RunStore(people_root) if people_root else store
     for user, name in ((1, "ann"), (2, "ben"), (3, "cat")):
-        dialogue = start_dialogue(benchmark, store, f"user{user}/SD-Movies-task-1", name, assistant)
+        dialogue = start_dialogue(benchmark, people, f"user{user}/SD-Movies-task-1", name, assistant)
         for text in SCRIPT:
             dialogue.say(text)
         dialogue.end(CLOSING)
-    _judge(store, benchmark)
+    for judged in {store.root: store, people.root: people}.values():
+        _judge(judged, benchmark)
     return store
 
 
@@ -196,6 +199,17 @@ def test_the_fidelity_table_compares_people_and_the_simulator_on_the_scenarios_b
     assert re.fullmatch(r"3\.00 \[3\.00, 3\.00\]", wide.frame.set_index("Measure").loc["Turns", "People"])
     assert "cluster bootstrap over users" in wide.caption and "means only" not in wide.caption
     assert fidelity_table(frame, n_resamples=200).frame.equals(table.frame)  # same input, same table
+
+
+def test_people_in_a_run_folder_of_their_own_compare_with_the_simulators_folder(tmp_path, benchmark,
+                                                                                 assistant):
+    together = fidelity_table(fidelity_frame(_people_and_simulator(tmp_path / "one", benchmark, assistant),
+                                             benchmark), n_resamples=200)
+    simulated = _people_and_simulator(tmp_path / "sim", benchmark, assistant, people_root=tmp_path / "people")
+    assert {d.user_backend for d in simulated.read(Dialogue)} == {"offline"}  # the simulator's, unchanged
+    apart = fidelity_table(fidelity_frame([simulated.root, tmp_path / "people"], benchmark), n_resamples=200)
+    assert apart.frame.equals(together.frame)
+    assert "sim+people" in apart.source.origin
 
 
 def test_the_fidelity_table_says_what_it_lacks(tmp_path, benchmark, assistant):

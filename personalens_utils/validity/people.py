@@ -34,6 +34,7 @@ import pandas as pd
 from personalens_utils.analysis.scores import (
     PERSONALIZATION,
     TASK_COMPLETION,
+    Stores,
     load_dialogues,
     load_scores,
     reading,
@@ -41,6 +42,7 @@ from personalens_utils.analysis.scores import (
 from personalens_utils.analysis.stats import DEFAULT_RESAMPLES, Interval
 from personalens_utils.analysis.tables import provenance_note
 from personalens_utils.assistants import Assistant
+from personalens_utils.columnar import Columnar
 from personalens_utils.data import Benchmark
 from personalens_utils.errors import KitError
 from personalens_utils.judging import JUDGEABLE_STATUSES, benchmark_contexts
@@ -49,7 +51,7 @@ from personalens_utils.llm.loop_thread import LoopThread
 from personalens_utils.llm.offline.judge import mentions, words_of
 from personalens_utils.prompting import KIT, PromptSet, ScenarioContext
 from personalens_utils.prompts.dialogue import TERMINATE
-from personalens_utils.records import Dialogue, Judgment
+from personalens_utils.records import Dialogue
 from personalens_utils.simulation import AssistantSetting, simulate_dialogue
 from personalens_utils.store import RunStore
 from personalens_utils.tables import Source, TableResult
@@ -298,23 +300,49 @@ def _text_measures(dialogue: Dialogue, context: Mapping[str, Any]) -> dict[str, 
     }
 
 
-def fidelity_frame(store: RunStore, benchmark: Benchmark, *, simulator: str | None = None,
+def fidelity_frame(stores: Stores, benchmark: Benchmark, *, simulator: str | None = None,
                    judge_model: str | None = None) -> pd.DataFrame:
     """One row per finished dialogue of the scenarios people and the simulator both cover (same
     assistant, setting and prompts): `arm` (people or simulator), the scenario's `user_id`, the `cell`
     compared, and each measure of `MEASURES` (TC and P: the judge's mean over its samples; missing
-    when not judged). `simulator` names the simulated user model when the store holds several."""
-    frame = load_dialogues(store)
+    when not judged). `stores` is one run store or folder, or several read together (people's run
+    folder and the simulator's); `simulator` names the simulated user model when they hold several."""
+    with reading(stores) as source:
+        frame = _covered(source, simulator)
+        read = _read(source, frame["dialogue_id"].tolist())
+        tidy = load_scores(source, judge_model=judge_model, dialogue_ids=list(frame["dialogue_id"]))
+        origin = f"run store {source.name}/"
+    context_for = benchmark_contexts(benchmark)
+    rows = []
+    for row in frame.sort_values("dialogue_id").itertuples(index=False):
+        dialogue = read[row.dialogue_id]
+        rows.append({"dialogue_id": row.dialogue_id, "arm": row.arm, "user_id": int(row.user_id),
+                     "cell": row.cell, "user_model": str(row.user_model),
+                     **_text_measures(dialogue, context_for(dialogue))})
+    out = pd.DataFrame(rows)
+    judged = tidy[tidy["dimension"].isin([TASK_COMPLETION, PERSONALIZATION])]
+    means = judged.groupby(["dialogue_id", "dimension"], observed=True)["score"].mean().unstack()
+    for name in (TASK_COMPLETION, PERSONALIZATION):
+        factor = 100.0 if name == TASK_COMPLETION else 1.0
+        found = means[name] if name in means.columns else pd.Series(dtype=float)
+        out[name] = out["dialogue_id"].map(found).astype(float) * factor
+    out.attrs["origin"] = origin
+    out.attrs["backends"] = {*frame["user_backend"].astype(str), *frame["assistant_backend"].astype(str)}
+    return out
+
+
+def _covered(source: Columnar, simulator: str | None) -> pd.DataFrame:
+    """The finished dialogues (summaries) of the cells both people and the simulator played, with
+    their `arm` and `cell`."""
+    frame = load_dialogues(source)
     frame = frame[frame["dialogue_status"].isin(list(JUDGEABLE_STATUSES))]
-    frame = frame.assign(arm=np.where(frame["user_backend"].astype(str) == HUMAN, PEOPLE, SIMULATOR))
+    frame = frame.assign(arm=np.where(frame["user_backend"].astype(str) == HUMAN, PEOPLE, SIMULATOR),
+                         cell=frame[list(CELL)].astype(str).agg(" | ".join, axis=1))
     people = frame[frame["arm"] == PEOPLE]
     if people.empty:
-        raise FidelityError(f"the run store {store.root} holds no finished dialogues played by people "
+        raise FidelityError(f"the run store {source.name}/ holds no finished dialogues played by people "
                             "(user backend 'human'): play some with explore.play_user first")
-    simulated = frame[frame["arm"] == SIMULATOR]
-    cells = frame[list(CELL)].astype(str).agg(" | ".join, axis=1)
-    frame = frame.assign(cell=cells)
-    covered = set(cells[people.index]) & set(cells[simulated.index])
+    covered = set(people["cell"]) & set(frame.loc[frame["arm"] == SIMULATOR, "cell"])
     frame = frame[frame["cell"].isin(covered)]
     models = sorted(set(frame.loc[frame["arm"] == SIMULATOR, "user_model"].astype(str)))
     if simulator is not None:
@@ -326,40 +354,18 @@ def fidelity_frame(store: RunStore, benchmark: Benchmark, *, simulator: str | No
         raise FidelityError(f"several simulated user models cover the people's scenarios ({models}): "
                             "name one with simulator=")
     if frame.empty:
-        raise FidelityError(f"no scenario of the run store {store.root} was played by a person and by the "
-                            "simulator with the same assistant, setting and prompts: simulate those "
+        raise FidelityError(f"no scenario of the run store {source.name}/ was played by a person and by "
+                            "the simulator with the same assistant, setting and prompts: simulate those "
                             "scenarios (notebook 03) or play scenarios the simulator ran")
-    context_for = benchmark_contexts(benchmark)
-    read = _read(store, frame["dialogue_id"].tolist())
-    rows = []
-    for row in frame.sort_values("dialogue_id").itertuples(index=False):
-        dialogue = read[row.dialogue_id]
-        rows.append({"dialogue_id": row.dialogue_id, "arm": row.arm, "user_id": int(row.user_id),
-                     "cell": row.cell, "user_model": str(row.user_model),
-                     **_text_measures(dialogue, context_for(dialogue))})
-    out = pd.DataFrame(rows)
-    out[TASK_COMPLETION], out[PERSONALIZATION] = np.nan, np.nan
-    if store.path(Judgment).is_file():
-        tidy = load_scores(store, judge_model=judge_model, dialogue_ids=list(out["dialogue_id"]))
-        judged = tidy[tidy["dimension"].isin([TASK_COMPLETION, PERSONALIZATION])]
-        means = judged.groupby(["dialogue_id", "dimension"], observed=True)["score"].mean().unstack()
-        for name in (TASK_COMPLETION, PERSONALIZATION):
-            if name in means.columns:
-                factor = 100.0 if name == TASK_COMPLETION else 1.0
-                out[name] = out["dialogue_id"].map(means[name]).astype(float) * factor
-    out.attrs["origin"] = f"run store {store.root.name}/"
-    out.attrs["backends"] = {*frame["user_backend"].astype(str), *frame["assistant_backend"].astype(str)}
-    out.attrs["judge"] = judge_model
-    return out
+    return frame
 
 
-def _read(store: RunStore, ids: Sequence[str]) -> dict[str, Dialogue]:
+def _read(source: Columnar, ids: Sequence[str]) -> dict[str, Dialogue]:
     """The dialogues `ids` in full, read from where the columnar copy says their lines are (not the
     whole store: the simulator's part may be large)."""
-    with reading(store) as source:
-        where = source.sql("SELECT _source, _offset, _length FROM dialogues WHERE id IN "
-                           "(SELECT unnest(?::VARCHAR[])) ORDER BY id", [sorted(ids)])
-        return {d.id: d for d in source.records(Dialogue, where)}  # type: ignore[misc]
+    where = source.sql("SELECT _source, _offset, _length FROM dialogues WHERE id IN "
+                       "(SELECT unnest(?::VARCHAR[])) ORDER BY id", [sorted(ids)])
+    return {d.id: d for d in source.records(Dialogue, where)}  # type: ignore[misc]
 
 
 def _cells(frame: pd.DataFrame, measure: str) -> pd.DataFrame:
