@@ -6,7 +6,7 @@ One call from any notebook cell (docs/explore.md):
     explore(session)            # or explore("runs/simulation", benchmark=benchmark)
     side_by_side(session)
     annotate("runs/analysis/annotation", annotator="alice")
-    play_user(session, "user1/SD-Movies-task-1", person="alice", assistant="ref-dialogue-only")
+    play_user(session, "user1/SD-Movies-task-1", person="alice")   # you type the user's turns
 
 `catalog` queries the store (never reading it whole), `views` renders pages as HTML, `widgets`,
 `annotate` and `play` (a person playing the user, `validity.people`) hold the widgets.
