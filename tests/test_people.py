@@ -133,8 +133,8 @@ def test_the_turn_cap_ends_a_persons_dialogue_as_it_ends_a_simulated_one(tmp_pat
 
 def test_people_on_one_scenario_are_samples_of_one_run_and_score_together(tmp_path, benchmark, assistant):
     store = RunStore(tmp_path / "run")
-    for name in ("dana", "erik"):
-        dialogue = start_dialogue(benchmark, store, SCENARIO, name, assistant)
+    both = [start_dialogue(benchmark, store, SCENARIO, name, assistant) for name in ("dana", "erik")]
+    for dialogue in both:  # two widgets open at once: each ends after the other started
         dialogue.say(SCRIPT[0])
         dialogue.end(CLOSING)
     assert sorted((d.user_model, d.sample) for d in store.read(Dialogue)) == [("human:dana", 0),

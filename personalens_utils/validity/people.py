@@ -25,7 +25,7 @@ import re
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -61,8 +61,6 @@ from personalens_utils.trust.design import ARM, SCORE, TASK, USER
 
 HUMAN = "human"
 """The backend of a person playing the user; their model name is `human:<name>`."""
-STAGE = "people"
-"""The store's writer while a person's dialogue is stored (`RunStore.writing`)."""
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,39}")
 REPLY_WAIT_S = 900.0
 """How long `say` and `end` wait for the assistant's reply before giving up (beyond any call's own
@@ -236,10 +234,14 @@ class PersonDialogue:
         raise PersonError(f"no reply from the assistant {self.assistant.model} within {self.wait_s:.0f} s")
 
     def _store(self, record: Dialogue | None) -> None:
+        """Append the record, numbered past the people's dialogues of its scenario stored meanwhile (two
+        people may play one scenario at once)."""
         if record is None:
             raise PersonError("the dialogue ended without a record")
-        with self.store.writing(STAGE):
-            self.store.append(record)
+        sample = next_sample(self.store, record.scenario_id, self.setting.name, self.assistant, self.prompts)
+        if sample != record.sample:
+            record = replace(record, id="", variant=self.prompts.variant(sample))
+        self.store.append(record)
         self.record = record
 
 
