@@ -12,7 +12,7 @@ from test_analysis_support import build_benchmark
 from test_latex_tables import compile_problems, needs_tex
 
 from personalens_utils.analysis.scores import load_scores
-from personalens_utils.assistants import resolve_assistant
+from personalens_utils.assistants import PythonOptions, resolve_assistant
 from personalens_utils.explore import explore, play_user
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
 from personalens_utils.llm import LLMClient
@@ -119,6 +119,27 @@ def test_what_a_person_cannot_do_is_refused_and_nothing_typed_is_lost(tmp_path, 
         play_user(store, "user9/SD-Movies-task-1", person="bob", assistant="ref-dialogue-only",
                   benchmark=benchmark)
     assert len(store.read(Dialogue)) == 1
+
+
+def test_an_assistant_that_fails_stops_the_dialogue_or_leaves_an_error_record_with_the_turns(
+        tmp_path, benchmark):
+    store = RunStore(tmp_path / "run")
+    spec = "python:support.assistants:Raises"
+    widget = play_user(store, SCENARIO, person="gus", assistant=spec, benchmark=benchmark)
+    widget.message.value = SCRIPT[0]
+    widget.send.click()  # the run's default: a failing reply stops it, shown in the widget
+    assert "the notes index is empty" in widget.status.value and "pl-error" in widget.status.value
+    assert widget.send.disabled and widget.finish.disabled and widget.message.value == SCRIPT[0]
+    with pytest.raises(PersonError, match="stopped"):
+        widget.dialogue.say(SCRIPT[1])
+    assert not store.path(Dialogue).exists()
+
+    recording = resolve_assistant(spec, Clients(), options=PythonOptions(on_error="record"))
+    dialogue = start_dialogue(benchmark, store, SCENARIO, "gus", recording)
+    dialogue.say(SCRIPT[0])
+    (record,) = store.read(Dialogue)
+    assert dialogue.record == record and record.status == "error" and "notes index" in record.error
+    assert [t.content for t in record.turns] == [SCRIPT[0]]  # what the person typed is kept
 
 
 def test_the_turn_cap_ends_a_persons_dialogue_as_it_ends_a_simulated_one(tmp_path, benchmark, assistant):

@@ -92,16 +92,17 @@ class PlayUser(_Page):
             act(self.message.value)
         except KitError as exc:
             self.status.value = inline(f'<span class="pl-error">{esc(exc)}</span>')
-            self._enable()
             return
+        finally:
+            self._enable()
         self.message.value = ""
         self._show()
 
     def _enable(self) -> None:
-        done = self.dialogue.done
-        self.send.disabled = done
-        self.finish.disabled = done or self.dialogue.opening
-        self.message.disabled = done
+        over = self.dialogue.done or self.dialogue.failure is not None
+        self.send.disabled = over
+        self.finish.disabled = over or self.dialogue.opening
+        self.message.disabled = over
 
     def _show(self) -> None:
         self.page.value = chat_html((t["role"], t["content"]) for t in self.dialogue.turns)

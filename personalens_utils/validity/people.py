@@ -164,6 +164,8 @@ class PersonDialogue:
         self.sample = next_sample(store, ctx.scenario.scenario_id, self.setting.name, assistant, prompts)
         self.record: Dialogue | None = None
         self.request: Request | None = None
+        self.failure: BaseException | None = None
+        """What stopped the loop when it raised instead of returning a record (nothing is stored)."""
         self._ended: queue.Queue[_Ended] = queue.Queue()
         coro = simulate_dialogue(person, ctx, self.setting, user_model=person.model, assistant=assistant,
                                  max_turns=max_turns, prompts=prompts, sample=self.sample)
@@ -211,6 +213,8 @@ class PersonDialogue:
     def _send(self, text: str) -> None:
         if self.done:
             raise PersonError(f"this dialogue has ended ({self.record.status}): start another one")
+        if self.failure is not None:
+            raise PersonError(f"this dialogue stopped ({self.failure}): start another one")
         self.person.give(text)
         self._next()
 
@@ -228,6 +232,7 @@ class PersonDialogue:
             except queue.Empty:
                 continue
             if ended.failure is not None:
+                self.failure = ended.failure
                 raise ended.failure
             self._store(ended.record)
             return
