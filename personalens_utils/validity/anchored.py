@@ -42,6 +42,7 @@ from personalens_utils.analysis.stats import DEFAULT_RESAMPLES, Interval
 from personalens_utils.analysis.tables import DIMENSION_NAMES, provenance_note
 from personalens_utils.errors import KitError
 from personalens_utils.judging import DIMENSIONS as JUDGE_DIMENSIONS
+from personalens_utils.latex import Block, Printed
 from personalens_utils.tables import Source, TableResult
 from personalens_utils.trust.bootstrap import MAX_DRAWS
 from personalens_utils.trust.design import PERCENT_DIMENSIONS
@@ -280,7 +281,7 @@ def estimate(frame: pd.DataFrame, *, clustered: bool = True, confidence: float =
         else:
             found, draws = [clt_estimates(g, confidence) for g in groups], None
         for a, group, est in zip(arms, groups, found, strict=True):
-            rows.append({"assistant": a, "dimension": dimension, **_columns(est),
+            rows.append({"assistant": a, "dimension": dimension, **_columns(est, _bounds(str(dimension))),
                          "n_labels": len(group.human), "n_judged": len(group.judge_all),
                          "n_labelled_users": len(np.unique(group.clusters_labelled)),
                          "lam": est.lam, "rectifier_var": est.rectifier_var, "imputed_var": est.imputed_var})
@@ -290,12 +291,23 @@ def estimate(frame: pd.DataFrame, *, clustered: bool = True, confidence: float =
     return pd.DataFrame(rows), pd.DataFrame(diffs)
 
 
-def _columns(est: Estimates) -> dict[str, float]:
-    return {"judge_estimate": est.judge.estimate, "judge_ci_low": est.judge.low,
-            "judge_ci_high": est.judge.high, "human_estimate": est.human.estimate,
-            "human_ci_low": est.human.low, "human_ci_high": est.human.high,
-            "anchored_estimate": est.anchored.estimate, "ci_low": est.anchored.low,
-            "ci_high": est.anchored.high}
+def _bounds(dimension: str) -> tuple[float, float]:
+    """The dimension's scale in the table's units (TC in %): a mean cannot lie outside it."""
+    dim = JUDGE_DIMENSIONS[dimension]
+    factor = 100.0 if dimension in PERCENT_DIMENSIONS else 1.0
+    return dim.low * factor, dim.high * factor
+
+
+def _columns(est: Estimates, bounds: tuple[float, float]) -> dict[str, float]:
+    """The three estimates and their intervals, each interval cut to the scale (a normal interval of a
+    share near 0% or 100% reaches past it; the mean cannot, so coverage is unchanged)."""
+    low, high = bounds
+    out = {}
+    for kind, prefix in (("judge", "judge_"), ("human", "human_"), ("anchored", "")):
+        iv = getattr(est, kind)
+        out |= {f"{kind}_estimate": iv.estimate, f"{prefix}ci_low": float(np.clip(iv.low, low, high)),
+                f"{prefix}ci_high": float(np.clip(iv.high, low, high))}
+    return out
 
 
 def _difference(c: int, control: Estimates, t: int, treatment: Estimates, draws: np.ndarray | None,
@@ -352,13 +364,14 @@ class HumanAnchored:
             caption += (f" A blank anchored or human cell: fewer than {MIN_LABELS} labelled dialogues or "
                         "labelled users.")
         return TableResult(self.estimates[columns], caption, self.source, data=self.estimates, precision=2,
-                           words=_words)
+                           words=_words, printed=_printed)
 
     def differences_table(self) -> TableResult:
         """Each pair of assistants (later minus earlier), per dimension, by each of the three estimates."""
         caption = self._caption(f"Human-anchored differences between assistants, {self.confidence:.0%} "
                                 "intervals (ci_low, ci_high: the anchored difference's).")
-        return TableResult(self.differences, caption, self.source, precision=2, words=_words)
+        return TableResult(self.differences, caption, self.source, precision=2, words=_words,
+                           printed=_printed)
 
     def plan(self, target_width: float | Mapping[str, float]) -> TableResult:
         """How many labels (in all, and more than now) each row needs for an anchored interval of
@@ -377,7 +390,8 @@ def label_plan(estimates: pd.DataFrame, target_width: float | Mapping[str, float
     """Per row of `estimates` (`estimate`'s): the labels an anchored interval of the target width needs.
 
     The interval's half-width is z x sqrt(rectifier / n + judge / N) x inflation (inflation: the width
-    seen over the CLT width, above 1 when users cluster); solved for n. None when the width cannot be
+    seen over that CLT width, above 1 when users cluster), so the plan at the current width is the
+    current labels; solved for n. None when the width cannot be
     reached by labels: the judge's term alone is wider, or more labels than judged dialogues are needed.
     """
     z = norm.ppf(0.5 + confidence / 2)
@@ -392,7 +406,7 @@ def label_plan(estimates: pd.DataFrame, target_width: float | Mapping[str, float
         needed: int | None = None
         if not math.isnan(width) and row["rectifier_var"] > 0:
             clt = 2 * z * math.sqrt(row["rectifier_var"] / n + row["imputed_var"] / big_n)
-            inflation = max(1.0, width / clt) if clt > 0 else 1.0
+            inflation = width / clt if clt > 0 else 1.0
             room = (target / (2 * z * inflation)) ** 2 - row["imputed_var"] / big_n
             if room > 0:
                 needed = math.ceil(row["rectifier_var"] / room)
@@ -422,6 +436,24 @@ def _words(shown: pd.DataFrame) -> pd.DataFrame:
     if "dimension" in named:
         named["dimension"] = named["dimension"].map(lambda d: DIMENSION_NAMES.get(d, d))
     return named.rename(columns=_HEADERS)
+
+
+def _printed(shown: pd.DataFrame) -> Printed:
+    """For a paper: each estimate with its interval below it, a heading row per dimension."""
+    frame = shown.copy()
+    kinds = [k for k in ("judge", "human", "anchored") if k in frame] or [
+        f"{k} Δ" for k in ("judge", "human", "anchored")]
+    for kind in kinds:
+        prefix = "" if kind.startswith("anchored") else kind.split()[0] + " "
+        low, high = frame.pop(f"{prefix}low"), frame.pop(f"{prefix}high")
+        frame[kind] = [f"{v} [{lo}, {hi}]" if v else ""
+                       for v, lo, hi in zip(frame[kind], low, high, strict=True)]
+    if "treatment" in frame:
+        frame.insert(1, "difference", frame.pop("treatment") + " − " + frame.pop("control"))
+    ordered = ["dimension", *[c for c in frame if c not in ("dimension", *kinds)], *kinds]
+    rest = [c for c in ("labels", "judged") if c in frame]
+    ordered = [c for c in ordered if c not in rest] + rest
+    return Printed((Block(frame[ordered], group="dimension"),), "Intervals in brackets below each estimate.")
 
 
 def _ratings(sheets: pd.DataFrame | str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
