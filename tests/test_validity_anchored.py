@@ -21,6 +21,7 @@ from personalens_utils.validity import anchored
 from personalens_utils.validity.anchored import ValidityError
 
 P = "personalization"
+CLT = anchored.AnchorOptions(cluster=None)
 
 
 def _labelled(rng: np.random.Generator, *, n: int, share: float, bias: dict[str, float], mean: float = 2.5,
@@ -159,7 +160,8 @@ def test_the_estimator_weights_labels_by_the_manifests_design(tmp_path):
     tidy, ratings, manifest = _design_frame(np.random.default_rng(7))
     path = tmp_path / "annotation_sample.json"
     path.write_text(json.dumps(manifest))
-    result = anchored.human_anchored(tidy, ratings, manifest=path, dimensions=[P], cluster=None)
+    result = anchored.human_anchored(tidy, ratings, manifest=path,
+                                     options=anchored.AnchorOptions(dimensions=[P], cluster=None))
     row = result.estimates.iloc[0]
     assert row["human_estimate"] == pytest.approx(2.0, abs=0.1)
     assert row["anchored_estimate"] == pytest.approx(2.0, abs=0.1)
@@ -168,7 +170,8 @@ def test_the_estimator_weights_labels_by_the_manifests_design(tmp_path):
     simple = dict(manifest, design={"kind": "simple", "by": None, "strata": [
         {"value": None, "population": 1000, "dialogue_ids": manifest["dialogue_ids"]}]})
     path.write_text(json.dumps(simple))
-    unweighted = anchored.human_anchored(tidy, ratings, manifest=path, dimensions=[P], cluster=None)
+    unweighted = anchored.human_anchored(tidy, ratings, manifest=path,
+                                     options=anchored.AnchorOptions(dimensions=[P], cluster=None))
     assert unweighted.estimates.iloc[0]["human_estimate"] < 1.5  # what ignoring the design gives
     assert "stratified by stratum" in result.table().caption
 
@@ -239,7 +242,8 @@ def test_the_table_on_an_offline_store_with_the_synthetic_annotator(offline_run,
 
     def run(out):
         result = anchored.human_anchored(tidy, str(paths["sheet"].parent / "synthetic_*.csv"),
-                                         manifest=paths["manifest"], n_resamples=300, origin="run store run/")
+                                         manifest=paths["manifest"], origin="run store run/",
+                                         options=anchored.AnchorOptions(n_resamples=300))
         table = result.table()
         saved = table.save(out, anchored.NUMBER, "human_anchored")
         result.differences_table().save(out, anchored.NUMBER, "anchored_differences")
@@ -275,10 +279,10 @@ def test_bad_input_is_named(offline_run, tmp_path):
     _, _, paths, tidy = offline_run
     ratings = pd.DataFrame({"annotator": ["a"], "dialogue_id": ["nowhere"], "dimension": [P], "score": [2.0]})
     with pytest.raises(ValidityError, match=r"1 rated dialogue.*no judge score"):
-        anchored.human_anchored(tidy, ratings, manifest=paths["manifest"], cluster=None)
+        anchored.human_anchored(tidy, ratings, manifest=paths["manifest"], options=CLT)
     two = pd.concat([tidy, tidy.assign(judge_model="judge-2")])
     with pytest.raises(ValidityError, match="several judges"):
-        anchored.human_anchored(two, ratings, manifest=paths["manifest"], cluster=None)
+        anchored.human_anchored(two, ratings, manifest=paths["manifest"], options=CLT)
     with pytest.raises(ValidityError, match="'assistant_setting'"):
         anchored.human_anchored(tidy.drop(columns=["assistant_setting"]), ratings, manifest=paths["manifest"],
-                                cluster=None)
+                                options=CLT)

@@ -463,33 +463,40 @@ def _ratings(sheets: pd.DataFrame | str | os.PathLike[str] | Sequence[str | os.P
     return annotation.read_sheets(sheets, manifest=manifest)
 
 
+@dataclass(frozen=True)
+class AnchorOptions:
+    """What `human_anchored` is asked to do: which column names the assistant (`arm`), which dimensions,
+    whose values are bootstrapped (`cluster`: users; None for `ppi_py`'s CLT intervals), the interval's
+    confidence, the bootstrap's resamples and seed."""
+
+    arm: str = "assistant_model"
+    dimensions: Sequence[str] = DIMENSIONS
+    cluster: str | None = "user_id"
+    confidence: float = 0.95
+    n_resamples: int = DEFAULT_RESAMPLES
+    seed: int = 0
+
+
 def human_anchored(
     scores: pd.DataFrame,
     sheets: pd.DataFrame | str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     *,
     manifest: str | os.PathLike[str],
-    arm: str = "assistant_model",
-    dimensions: Sequence[str] = DIMENSIONS,
-    cluster: str | None = "user_id",
-    confidence: float = 0.95,
-    n_resamples: int = DEFAULT_RESAMPLES,
-    seed: int = 0,
+    options: AnchorOptions | None = None,
     origin: str = "a score frame",
 ) -> HumanAnchored:
     """Human-anchored estimates of one judge's scores (`load_scores`) from filled sheets (paths, a glob,
-    or `annotation.read_sheets`' frame) of the sample the manifest describes, weighted by its design.
-
-    `cluster` names the column whose values are bootstrapped (users); None: `ppi_py`'s CLT intervals.
-    """
+    or `annotation.read_sheets`' frame) of the sample the manifest describes, weighted by its design."""
+    opts = options or AnchorOptions()
     record = annotation.read_manifest(manifest)
     design = SampleDesign.from_manifest(record)
     ratings = _ratings(sheets, manifest)
-    frame = labelled_frame(scores, ratings, design, where=record.get("where"), arm=arm, dimensions=dimensions,
-                           cluster=cluster)
-    estimates, differences = estimate(frame, clustered=cluster is not None, confidence=confidence,
-                                      n_resamples=n_resamples, seed=seed)
-    method = (f"a bootstrap of {cluster} values ({n_resamples} resamples; ppi_py has no clustered interval): "
-              "estimate ± z × bootstrap standard error" if cluster else
+    frame = labelled_frame(scores, ratings, design, where=record.get("where"), arm=opts.arm,
+                           dimensions=opts.dimensions, cluster=opts.cluster)
+    estimates, differences = estimate(frame, clustered=opts.cluster is not None, confidence=opts.confidence,
+                                      n_resamples=opts.n_resamples, seed=opts.seed)
+    method = (f"a bootstrap of {opts.cluster} values ({opts.n_resamples} resamples; ppi_py has no clustered "
+              "interval): estimate ± z × bootstrap standard error" if opts.cluster else
               "ppi_py's CLT intervals (dialogues taken as independent)")
     drawn = ("a simple random sample of" if design.by is None else
              f"a random sample stratified by {design.by} ({len(design.strata)} strata, weighted by inverse "
@@ -504,7 +511,7 @@ def human_anchored(
     judged = int(frame["dialogue_id"].nunique())
     models = sorted(map(str, scores["judge_model"].unique())) if "judge_model" in scores.columns else ()
     source = Source.of(origin, judged, "judged dialogues", backends(scores), models)
-    return HumanAnchored(estimates, differences, note, source, confidence, _is_synthetic(ratings))
+    return HumanAnchored(estimates, differences, note, source, opts.confidence, _is_synthetic(ratings))
 
 
 def human_anchored_table(scores: pd.DataFrame,
