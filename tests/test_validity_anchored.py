@@ -280,6 +280,11 @@ def test_bad_input_is_named(offline_run, tmp_path):
     ratings = pd.DataFrame({"annotator": ["a"], "dialogue_id": ["nowhere"], "dimension": [P], "score": [2.0]})
     with pytest.raises(ValidityError, match=r"1 rated dialogue.*no judge score"):
         anchored.human_anchored(tidy, ratings, manifest=paths["manifest"], options=CLT)
+    with pytest.raises(ValidityError, match=r"the ratings frame has no column\(s\) \['annotator'\]"):
+        anchored.human_anchored(tidy, ratings.drop(columns=["annotator"]), manifest=paths["manifest"],
+                                options=CLT)
+    with pytest.raises(AnnotationError, match="cannot read the annotation manifest"):
+        anchored.human_anchored(tidy, ratings, manifest=tmp_path / "absent.json", options=CLT)
     two = pd.concat([tidy, tidy.assign(judge_model="judge-2")])
     with pytest.raises(ValidityError, match="several judges"):
         anchored.human_anchored(two, ratings, manifest=paths["manifest"], options=CLT)

@@ -56,6 +56,8 @@ anchored estimate (blank, and the caption says why)."""
 SYNTHETIC_PREFIX = "synthetic-"
 """Annotator names of the synthetic annotator; a table made with any of them says so first."""
 NUMBER = "V1"
+RATINGS_COLUMNS = ("annotator", "dialogue_id", "dimension", "score")
+"""The long ratings frame of `annotation.read_sheets`."""
 
 
 class ValidityError(KitError, ValueError):
@@ -459,6 +461,10 @@ def _printed(shown: pd.DataFrame) -> Printed:
 def _ratings(sheets: pd.DataFrame | str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
              manifest: str | os.PathLike[str]) -> pd.DataFrame:
     if isinstance(sheets, pd.DataFrame):
+        absent = [c for c in RATINGS_COLUMNS if c not in sheets.columns]
+        if absent:
+            raise ValidityError(f"the ratings frame has no column(s) {absent}; read the sheets with "
+                                "annotation.read_sheets, or pass their paths")
         return sheets
     return annotation.read_sheets(sheets, manifest=manifest)
 
