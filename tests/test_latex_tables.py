@@ -11,11 +11,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from support.latex_page import compile_table
-from test_analysis_support import JUDGE, build_store
+from test_analysis_support import JUDGE, build_benchmark, build_store
 from test_determinism import write_outputs
 
 from personalens_utils import analysis
-from personalens_utils.analysis import scores
+from personalens_utils.analysis import annotation, scores
 from personalens_utils.latex import (
     MISSING,
     Block,
@@ -26,6 +26,7 @@ from personalens_utils.latex import (
     table_latex,
 )
 from personalens_utils.tables import save_table
+from personalens_utils.validity import anchored
 
 PDFLATEX = shutil.which("pdflatex")
 needs_tex = pytest.mark.skipif(
@@ -154,7 +155,8 @@ def compile_problems(tex: Path) -> list[str]:
 
 
 def all_exported_tables(out) -> None:
-    """Every table of notebooks 02-06 (`write_outputs`), Table 11, J3 and a table of symbols, under `out`."""
+    """Every table of notebooks 02-06 (`write_outputs`), Table 11, J3, a table of symbols and the
+    human-anchored tables (V1, synthetic annotators), under `out`."""
     store = build_store(out.parent / "store")
     write_outputs(out.parent / "store", out)
     tidy = scores.load_scores(store, judge_model=JUDGE)
@@ -163,6 +165,15 @@ def all_exported_tables(out) -> None:
     sanity.save(out, "J3", "judge_sanity")
     save_table(pd.DataFrame({"κ": [0.5], "95% CI": ["[0.1, 0.9]"], "n_items": [None]}), out, 99,
                "symbols", "Symbols: κ, Δ, ≥, 95%, # and _ in the 'base' setting. Second sentence.")
+    sample = annotation.export_sheet(store, build_benchmark(), out.parent / "anchored", n=30, seed=1,
+                                     where={"assistant_setting": "base"}, stratify_by="assistant_model")
+    anchored.synthetic_sheets(sample, tidy)
+    options = anchored.AnchorOptions(n_resamples=200)
+    result = anchored.human_anchored(tidy, str(sample["sheet"].parent / "synthetic_*.csv"),
+                                     manifest=sample["manifest"], options=options)
+    result.table().save(out, anchored.NUMBER, "human_anchored")
+    result.differences_table().save(out, anchored.NUMBER, "anchored_differences")
+    result.plan(0.5).save(out, anchored.NUMBER, "label_plan")
 
 
 @needs_tex

@@ -2,7 +2,8 @@
 
 The export writes three files: the sheet (CSV, one row per dialogue, rating columns left blank),
 the guidelines (Markdown: the judge's own instructions for every dimension, so people and judge
-rate by the same rules, as in the paper), and a manifest of the sampled dialogue ids. Filled
+rate by the same rules, as in the paper), and a manifest of the sampled dialogue ids and of how they
+were drawn (`SampleDesign`: a simple random sample, or one per stratum such as each assistant). Filled
 sheets from any number of annotators are read back strictly: a value that is not a rating on the
 dimension's scale is an error naming the file, row and column; a blank cell is "not rated" and
 stays missing. Nothing is ever filled in for an annotator.
@@ -17,9 +18,11 @@ import os
 import random
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from personalens_utils.columnar import Columnar
@@ -62,26 +65,132 @@ class AnnotationError(KitError, ValueError):
     """A filled sheet cannot be read: the message names the file, row and column."""
 
 
-def sample_dialogues(
-    store: RunStore, n: int = 100, *, seed: int = 0, where: Mapping[str, Any] | None = None
-) -> list[dict[str, Any]]:
-    """A seeded random sample of finished dialogues (all of them if fewer than `n`).
+@dataclass(frozen=True)
+class Stratum:
+    """One stratum of an annotation sample: its value of the stratifying field, how many finished
+    dialogues it held when the sample was drawn (None in manifests written before designs were
+    recorded) and the dialogues drawn from it."""
 
-    `where` keeps only dialogues whose fields equal the given values (e.g. one assistant model).
+    value: Any
+    population: int | None
+    dialogue_ids: tuple[str, ...]
+
+    @property
+    def probability(self) -> float:
+        """The chance each of the stratum's dialogues had of being drawn (a simple random sample)."""
+        if not self.population:
+            raise AnnotationError(f"stratum {self.value!r}: the manifest does not record how many dialogues "
+                                  "it was drawn from")
+        return len(self.dialogue_ids) / self.population
+
+
+@dataclass(frozen=True)
+class SampleDesign:
+    """How an annotation sample was drawn, recorded in its manifest so an estimator can weight each
+    label by the inverse of its chance of being drawn: a simple random sample of the pool (`by` None,
+    one stratum), or one simple random sample per value of the field `by` (e.g. `assistant_model`)."""
+
+    by: str | None
+    strata: tuple[Stratum, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": "simple" if self.by is None else "stratified", "by": self.by,
+                "strata": [{"value": s.value, "population": s.population,
+                            "dialogue_ids": list(s.dialogue_ids)} for s in self.strata]}
+
+    @classmethod
+    def from_manifest(cls, manifest: Mapping[str, Any]) -> SampleDesign:
+        """The manifest's design; a manifest from before designs were recorded held a simple random
+        sample (the only kind drawn then), of a pool whose size it did not record."""
+        design = manifest.get("design")
+        if design is None:
+            return cls(None, (Stratum(None, None, tuple(manifest["dialogue_ids"])),))
+        try:
+            strata = tuple(Stratum(s["value"], s["population"], tuple(s["dialogue_ids"]))
+                           for s in design["strata"])
+            return cls(design["by"], strata)
+        except (KeyError, TypeError) as exc:
+            raise AnnotationError(f"the manifest's sample design is malformed ({exc!r} missing or wrong); "
+                                  "export the sample again to another folder") from exc
+
+    def weights(self, dialogue_ids: Sequence[str]) -> np.ndarray:
+        """Inverse-probability weights of labelled dialogues (1 for every one of a simple sample)."""
+        if self.by is None:
+            chance = {}
+        else:
+            chance = {did: 1 / s.probability for s in self.strata for did in s.dialogue_ids}
+        drawn = {did for s in self.strata for did in s.dialogue_ids}
+        stray = [did for did in dialogue_ids if did not in drawn]
+        if stray:
+            raise AnnotationError(f"{len(stray)} labelled dialogue(s) are not in the sample's design, e.g. "
+                                  f"{stray[0]!r}: rate only the exported sheet's dialogues")
+        return np.array([chance.get(did, 1.0) for did in dialogue_ids], dtype=float)
+
+
+def allocate(n: int, sizes: Sequence[int]) -> list[int]:
+    """`n` draws shared equally among strata of `sizes` (the first strata get one more when it does not
+    divide), none given more than it holds; what a small stratum cannot take goes to the others."""
+    counts = [0] * len(sizes)
+    left = min(n, sum(sizes))
+    while left:
+        room = [i for i, size in enumerate(sizes) if counts[i] < size]
+        share, extra = divmod(left, len(room))
+        for rank, i in enumerate(room):
+            take = min(share + (rank < extra), sizes[i] - counts[i])
+            counts[i] += take
+            left -= take
+    return counts
+
+
+def draw_sample(
+    store: RunStore, n: int = 100, *, seed: int = 0, where: Mapping[str, Any] | None = None,
+    stratify_by: str | None = None,
+) -> tuple[list[dict[str, Any]], SampleDesign]:
+    """A seeded random sample of finished dialogues (all of them if fewer than `n`) and its design.
+
+    `where` keeps only dialogues whose fields equal the given values (e.g. one setting); `stratify_by`
+    names a field whose every value gets its own simple random sample, `n` shared equally among them
+    (`allocate`), so e.g. every assistant gets as many labels.
     """
     where = dict(where or {})
     with Columnar(store, tables=[Dialogue]) as cols:
         fields = list(cols.sql("SELECT * FROM dialogues LIMIT 0").columns)
-        for key, value in where.items():
+        for key, value in [*where.items(), *([(stratify_by, "each value")] if stratify_by else [])]:
             if key not in fields:
-                raise AnnotationError(f"cannot sample dialogues where {key!r} = {value!r}: {key!r} is not "
+                raise AnnotationError(f"cannot sample dialogues by {key!r} = {value!r}: {key!r} is not "
                                       f"one of the fields a sample can be chosen by {sorted(fields)}")
-        pool = cols.sql(f"SELECT {', '.join(['id', '_source', '_offset', '_length', *where])} FROM dialogues "
+        chosen_by = list(dict.fromkeys([*where, *([stratify_by] if stratify_by else [])]))
+        columns = ", ".join(["id", "_source", "_offset", "_length", *chosen_by])
+        pool = cols.sql(f"SELECT {columns} FROM dialogues "
                         "WHERE status IN (SELECT unnest(?)) ORDER BY id", [list(JUDGEABLE_STATUSES)])
         for key, value in where.items():
             pool = pool[pool[key] == value]
-        chosen = random.Random(seed).sample(range(len(pool)), min(n, len(pool)))
-        return list(cols.lines(Dialogue, pool.iloc[chosen]))
+        rng = random.Random(seed)
+        if stratify_by is None:
+            chosen = pool.iloc[rng.sample(range(len(pool)), min(n, len(pool)))]
+            design = SampleDesign(None, (Stratum(None, len(pool), tuple(chosen["id"])),))
+        else:
+            groups = list(pool.groupby(stratify_by, sort=True))
+            counts = allocate(n, [len(part) for _, part in groups])
+            picks = [part.iloc[rng.sample(range(len(part)), k)]
+                     for (_, part), k in zip(groups, counts, strict=True)]
+            chosen = pd.concat(picks) if picks else pool.iloc[:0]
+            design = SampleDesign(stratify_by, tuple(
+                Stratum(_plain(value), len(part), tuple(pick["id"]))
+                for (value, part), pick in zip(groups, picks, strict=True)))
+        return list(cols.lines(Dialogue, chosen)), design
+
+
+def _plain(value: Any) -> Any:
+    """A stratum's value as JSON writes it (numpy integers read from the store become ints)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def sample_dialogues(
+    store: RunStore, n: int = 100, *, seed: int = 0, where: Mapping[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """A seeded simple random sample of finished dialogues (`draw_sample` without its design)."""
+    return draw_sample(store, n, seed=seed, where=where)[0]
 
 
 def _fields(values: Mapping[str, Any]) -> str:
@@ -175,11 +284,14 @@ def export_sheet(
     n: int = 100,
     seed: int = 0,
     where: Mapping[str, Any] | None = None,
+    stratify_by: str | None = None,
 ) -> dict[str, Path]:
     """Write the blank sheet, the guidelines and the sample manifest; an existing sheet is never overwritten.
 
     Filled copies are usually saved next to the blank one; refusing to overwrite keeps a re-run from
-    destroying anyone's work. Delete the folder's sheet to export a new sample.
+    destroying anyone's work. Delete the folder's sheet to export a new sample. The manifest records
+    the sample's design (`SampleDesign`: simple, or stratified by `stratify_by`), which the
+    human-anchored estimates (`validity.anchored`) weight the labels by.
     """
     store = store if isinstance(store, RunStore) else RunStore(store)
     out = Path(out_dir)
@@ -187,13 +299,15 @@ def export_sheet(
     paths = {"sheet": out / SHEET_NAME, "guidelines": out / GUIDELINES_NAME, "manifest": out / MANIFEST_NAME}
     if paths["sheet"].exists():
         manifest = read_manifest(paths["manifest"]) if paths["manifest"].exists() else None
-        if manifest is None or manifest.get("seed") != seed or manifest.get("n") != n:
+        if manifest is None or (manifest.get("seed"), manifest.get("n"), manifest.get("stratify_by")) != (
+            seed, n, stratify_by
+        ):
             raise AnnotationError(
                 f"{paths['sheet']} already exists from another sample; move it away (it may hold "
                 "someone's ratings) or export to another folder"
             )
         return paths
-    dialogues = sample_dialogues(store, n, seed=seed, where=where)
+    dialogues, design = draw_sample(store, n, seed=seed, where=where, stratify_by=stratify_by)
     if not dialogues:
         raise AnnotationError(f"{store.root}: no finished dialogues to sample for annotation")
     pd.DataFrame(sheet_rows(dialogues, benchmark), columns=list(SHEET_COLUMNS)).to_csv(
@@ -205,7 +319,9 @@ def export_sheet(
         "n": n,
         "seed": seed,
         "where": dict(where or {}),
+        "stratify_by": stratify_by,
         "dialogue_ids": [d["id"] for d in dialogues],
+        "design": design.to_json(),
     }
     paths["manifest"].write_text(json.dumps(manifest, indent=1), encoding="utf-8")
     return paths
