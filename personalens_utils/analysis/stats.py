@@ -33,7 +33,7 @@ scores a nominal 95% percentile interval covers about 78% at 2 users, 89% at 4, 
 at all. From 10 users on the shortfall is about two points, which the method note can carry; below,
 a table shows the mean alone and says why (docs/analysis.md, "Thin data")."""
 FEW_CLUSTERS = f"fewer than {MIN_CLUSTERS} users"
-ALL_EQUAL = "every resample equal (zero width)"
+ALL_EQUAL = "every resample equal (a zero-width interval)"
 """Why an interval is withheld (`Interval.withheld`); `withheld_note` counts them for a caption."""
 
 
@@ -217,13 +217,15 @@ def shown_interval(estimate: float, low: float, high: float, n: int, confidence:
 
 def withheld_note(reasons: Sequence[str], confidence: float = 0.95) -> str:
     """Caption sentence for the cells shown without an interval, by reason; empty when there are none."""
-    counts = {why: sum(1 for r in reasons if r == why) for why in (FEW_CLUSTERS, ALL_EQUAL)}
-    parts = [f"{n} with {why}" for why, n in counts.items() if n]
-    if not parts:
+    few, equal = (sum(1 for r in reasons if r == why) for why in (FEW_CLUSTERS, ALL_EQUAL))
+    if not few + equal:
         return ""
-    return (f" {sum(counts.values())} cell(s) show the estimate alone, without a {confidence:.0%} interval "
-            f"({'; '.join(parts)}): a bootstrap over fewer than {MIN_CLUSTERS} users covers well under "
-            f"{confidence:.0%}, and a zero-width one only says that every draw was the same.")
+    parts = ([f"{few} rest on {FEW_CLUSTERS}, over whom a bootstrap covers well under {confidence:.0%}"]
+             if few else [])
+    parts += ([f"{equal} have {ALL_EQUAL}, which shows no spread to draw from, not certainty"]
+              if equal else [])
+    return (f" {few + equal} cell(s) show the estimate alone, without a {confidence:.0%} interval: "
+            f"{'; '.join(parts)}.")
 
 
 def holm_adjust(pvalues: Sequence[float]) -> list[float]:
