@@ -30,6 +30,7 @@ from personalens_utils.trust.report_card import (
     INCONCLUSIVE,
     PASS,
     SMALLEST_EFFECT,
+    CardError,
     CardSettings,
     JudgeRef,
     export_card,
@@ -153,3 +154,9 @@ def test_the_card_passes_fails_or_is_inconclusive_with_the_dialogues_needed(tmp_
     assert pd.isna(rows["pass"]["n_needed"]) and pd.isna(rows["fail"]["n_needed"])
     paths = export_card(card, tmp_path, "T1")
     assert "n_needed" in pd.read_csv(paths["csv"], skiprows=1).columns
+
+
+@pytest.mark.parametrize("field", ["smallest_effect", "tc_margin"])
+def test_a_smallest_change_that_is_not_positive_is_refused(field):
+    with pytest.raises(CardError, match=f"{field}.*must be positive"):
+        CardSettings(**{field: 0.0})

@@ -31,7 +31,7 @@ Resampling G users lets the interval see only what those G users hold, so it is 
 scores a nominal 95% percentile interval covers about 78% at 2 users, 89% at 4, 92% at 6 and 93% at 10
 (less still for 0/1 task completion), and below 6 users the exact sign-flip test cannot reach p < 0.05
 at all. From 10 users on the shortfall is about two points, which the method note can carry; below,
-a table shows the mean alone and says why (docs/analysis.md, "Thin data")."""
+a table shows the mean alone and says why (docs/trust.md, "Thin data: the mean alone")."""
 FEW_CLUSTERS = f"fewer than {MIN_CLUSTERS} users"
 ALL_EQUAL = "every resample equal (a zero-width interval)"
 """Why an interval is withheld (`Interval.withheld`); `withheld_note` counts them for a caption."""

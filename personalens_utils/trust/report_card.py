@@ -109,7 +109,8 @@ class JudgeRef:
 @dataclass(frozen=True)
 class CardSettings:
     """What the card checks and how: the dimensions, the designed order and setting of the known-order
-    check, the task-completion margin, and the intervals' confidence, resamples and seed."""
+    check, the smallest changes that matter (task completion's margin, the other scales' effect), and
+    the intervals' confidence, resamples and seed."""
 
     dimensions: tuple[str, ...] = (TASK_COMPLETION, PERSONALIZATION)
     length_dimensions: tuple[str, ...] = ASSISTANT_DIMENSIONS
@@ -120,6 +121,14 @@ class CardSettings:
     confidence: float = 0.95
     n_resamples: int = 1000
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        bad = {name: value for name, value in (("tc_margin", self.tc_margin),
+                                               ("smallest_effect", self.smallest_effect))
+               if not (isinstance(value, int | float) and 0 < value < float("inf"))}
+        if bad:
+            raise CardError(f"CardSettings: {bad} must be positive numbers (the smallest change that "
+                            "matters, in the scale's points)")
 
 
 @dataclass(frozen=True)
