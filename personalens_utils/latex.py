@@ -57,6 +57,9 @@ _ENCODER = UnicodeToLatexEncoder(
 _NUMBER = re.compile(r"^[-−+]?\d[\d,]*(\.\d+)?(%|\s*\[.*)?$|^[-−]?\.\d+$")
 _FIRST_NUMBER = re.compile(r"[-−]?\d+(?:\.\d+)?")
 _STACKED = re.compile(r"^(\S+) (\[[^\]]*\]),? ?(.*)$")
+_UNSTACKED = re.compile(r"^([-−+]?\d[\d,]*(?:\.\d+)?%?),? ((?:p ?[=<]|\((?:strict|official) ).*)$")
+"""A number whose interval was withheld (thin data) and what followed the interval: a p-value or the
+other scoring rule's mean, stacked as they are below an interval."""
 
 
 @dataclass(frozen=True)
@@ -107,7 +110,7 @@ def _lines(value: object) -> list[str]:
     text = str(value)
     if text in ("", "nan", "<NA>", "None"):
         return [MISSING]
-    stacked = _STACKED.match(text)
+    stacked = _STACKED.match(text) or _UNSTACKED.match(text)
     if stacked:
         return [part for part in stacked.groups() if part]
     return [text]
@@ -116,7 +119,7 @@ def _lines(value: object) -> list[str]:
 def _is_numeric(column: pd.Series) -> bool:
     """Numbers, right-aligned: a column of numbers where any other cell is a word ("n/a", "(reference)")."""
     present = [str(v).strip() for v in column if _lines(v) != [MISSING]]
-    numbers = [v for v in present if _NUMBER.match(v)]
+    numbers = [v for v in present if _NUMBER.match(v) or _UNSTACKED.match(v)]
     return bool(numbers) and all(v in numbers or not re.search(r"\d", v) for v in present)
 
 

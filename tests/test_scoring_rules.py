@@ -119,8 +119,9 @@ def test_analysis_reads_either_rule_and_shows_the_other_where_it_differs(store: 
 
     table = analysis.table3(official)
     cells = table.frame.set_index("Assistant model").loc["assistant"]
-    assert cells["SD TCR"].startswith("33.33 [") and cells["SD TCR"].endswith("(strict 66.67)")
-    assert cells["SD P"].startswith("5.50 [") and cells["SD P"].endswith("(strict 3.00)")
+    # three users: the means alone, no interval (docs/trust.md, "Thin data")
+    assert cells["SD TCR"] == "33.33 (strict 66.67)" and cells["SD P"] == "5.50 (strict 3.00)"
+    assert "rest on fewer than 10 users" in table.caption
     assert "(" not in cells["SD Coh."]  # both rules read 5 three times
     assert "Scores read under the official rule; the strict rule reads 3 answers differently" in table.caption
     data = table.data.set_index("dimension")

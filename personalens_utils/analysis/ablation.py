@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from personalens_utils.analysis.scores import PERSONALIZATION, SCALES, TASK_COMPLETION, aggregate, backends
-from personalens_utils.analysis.stats import holm_adjust
+from personalens_utils.analysis.stats import holm_adjust, withheld_note
 from personalens_utils.analysis.tables import (
     CLUSTER,
     MAIN_SETTING,
@@ -50,7 +50,7 @@ def table4(
     settings = [s for s in settings if s in set(part["assistant_setting"].unique())]
     dims = (TASK_COMPLETION, PERSONALIZATION)
     long = aggregate(part, ["assistant_setting", "task_type"], dims, seed=seed, cluster=CLUSTER)
-    comparisons = []
+    comparisons, withheld = [], list(long.attrs["withheld"])
     designs = _designs(part, dims)
     for setting in settings:
         if setting == base:
@@ -59,6 +59,7 @@ def table4(
             arms = set(design["assistant"].unique())
             if setting in arms and base in arms:
                 result = paired_difference(design, setting, base, seed=seed)
+                withheld.append(result.difference.withheld)
                 comparisons.append(
                     {
                         "assistant_setting": setting,
@@ -89,6 +90,7 @@ def table4(
         f"Δ columns: setting minus {base} on the same scenarios (each averaged over its repeats), the same "
         "cluster bootstrap, and a two-sided permutation p-value flipping each user's sign (Holm-adjusted "
         "values in the CSV)."
+        + withheld_note(withheld)
         + missing_note(long, part)
         + provenance_note(backends(part))
     )
@@ -137,8 +139,11 @@ def _ablation_display(data: pd.DataFrame, settings: Sequence[str], base: str) ->
 
 def fmt_diff(diff: float, low: float, high: float, p: float) -> str:
     """A paired difference with its interval and p-value; a non-zero difference too small for two
-    decimals gets three, so it never prints as a confusing "+0.00" beside a small p-value."""
+    decimals gets three, so it never prints as a confusing "+0.00" beside a small p-value. A withheld
+    interval (NaN bounds, `stats.withheld_note`) leaves the difference and its permutation p."""
     places = 3 if diff != 0 and abs(diff) < 0.005 else 2
+    if pd.isna(low) or pd.isna(high):
+        return f"{diff:+.{places}f}, {_fmt_p(p)}"
     return f"{diff:+.{places}f} [{low:+.{places}f}, {high:+.{places}f}], {_fmt_p(p)}"
 
 

@@ -584,7 +584,9 @@ def aggregate(
     (`trust.bootstrap.cluster_ci`); without, it resamples rows as independent.
     A group holding rows of two run identities (`IDENTITY`) is refused (`check_one_identity`).
     With repeats, each scenario's samples are averaged first (`per_scenario`): `n` and `n_missing`
-    count scenarios, and `attrs["samples"]` says so (`samples_note`).
+    count scenarios, and `attrs["samples"]` says so (`samples_note`). With `cluster`, a group of fewer
+    than `stats.MIN_CLUSTERS` clusters, or a zero-width interval, gets its mean with NaN bounds, and
+    `attrs["withheld"]` holds each row's reason ("" where the interval stands; `stats.withheld_note`).
     """
     dims = (
         list(dimensions)
@@ -594,7 +596,7 @@ def aggregate(
     unknown = [d for d in dims if d not in SCALES]
     if unknown:
         raise ScoresError(f"unknown dimensions {unknown}; known: {sorted(SCALES)}")
-    rows = []
+    rows, withheld = [], []
     part = tidy.loc[tidy["dimension"].isin(dims), aggregate_columns(tidy, by, cluster)]
     check_one_identity(part, list(by), "a mean")
     for keys, group in part.groupby([*by, "dimension"], sort=True, dropna=False):
@@ -608,6 +610,7 @@ def aggregate(
         else:
             ci = cluster_ci(scores, valid[cluster].to_numpy(), confidence=confidence, n_resamples=n_resamples,
                             seed=seed)
+        withheld.append(ci.withheld)
         rows.append(
             {
                 **dict(zip(by, keys[:-1], strict=True)),
@@ -619,6 +622,7 @@ def aggregate(
     columns = [*by, "dimension", "mean", "ci_low", "ci_high", "n", "n_missing"]
     out = pd.DataFrame(rows, columns=columns)
     out.attrs["samples"] = samples_note(part)
+    out.attrs["withheld"] = withheld
     return out
 
 

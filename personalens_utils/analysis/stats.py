@@ -24,6 +24,19 @@ MAX_DRAWS = 4_000_000
 whole run (100,000 scores) is drawn a few dozen resamples at a time, not 256 (400 MB)."""
 
 
+MIN_CLUSTERS = 10
+"""The fewest users (clusters) behind a cluster-bootstrap interval that a table prints as a 95% interval.
+
+Resampling G users lets the interval see only what those G users hold, so it is too narrow: for normal
+scores a nominal 95% percentile interval covers about 78% at 2 users, 89% at 4, 92% at 6 and 93% at 10
+(less still for 0/1 task completion), and below 6 users the exact sign-flip test cannot reach p < 0.05
+at all. From 10 users on the shortfall is about two points, which the method note can carry; below,
+a table shows the mean alone and says why (docs/trust.md, "Thin data: the mean alone")."""
+FEW_CLUSTERS = f"fewer than {MIN_CLUSTERS} users"
+ALL_EQUAL = "every resample equal (a zero-width interval)"
+"""Why an interval is withheld (`Interval.withheld`); `withheld_note` counts them for a caption."""
+
+
 REMEMBERED_INTERVALS = 1024
 """Bootstrap intervals kept per process. An interval depends only on the sorted sample, the confidence,
 the resamples and the seed, and a table and a figure often ask for the same one (Figure 4 and the radar
@@ -39,6 +52,8 @@ class Interval:
     high: float
     n: int
     confidence: float
+    withheld: str = ""
+    """Why the bounds are NaN though the estimate is not (`FEW_CLUSTERS`, `ALL_EQUAL`); empty otherwise."""
 
     def as_dict(self, prefix: str = "") -> dict[str, float | int]:
         return {
@@ -188,6 +203,29 @@ def paired_comparison(
         sign_flip_pvalue(d, n_resamples=n_resamples, seed=seed),
         p_boot,
     )
+
+
+def shown_interval(estimate: float, low: float, high: float, n: int, confidence: float,
+                   clusters: int) -> Interval:
+    """The interval a table may print as a confidence interval, or the estimate with NaN bounds and the
+    reason: fewer than `MIN_CLUSTERS` units drawn, or a zero-width interval (every resample the same)."""
+    why = FEW_CLUSTERS if clusters < MIN_CLUSTERS else ALL_EQUAL if low == high else ""
+    if why:
+        return Interval(estimate, float("nan"), float("nan"), n, confidence, why)
+    return Interval(estimate, low, high, n, confidence)
+
+
+def withheld_note(reasons: Sequence[str], confidence: float = 0.95) -> str:
+    """Caption sentence for the cells shown without an interval, by reason; empty when there are none."""
+    few, equal = (sum(1 for r in reasons if r == why) for why in (FEW_CLUSTERS, ALL_EQUAL))
+    if not few + equal:
+        return ""
+    parts = ([f"{few} rest on {FEW_CLUSTERS}, over whom a bootstrap covers well under {confidence:.0%}"]
+             if few else [])
+    parts += ([f"{equal} have {ALL_EQUAL}, which shows no spread to draw from, not certainty"]
+              if equal else [])
+    return (f" {few + equal} cell(s) show the estimate alone, without a {confidence:.0%} interval: "
+            f"{'; '.join(parts)}.")
 
 
 def holm_adjust(pvalues: Sequence[float]) -> list[float]:

@@ -38,6 +38,7 @@ from personalens_utils.analysis.scores import (
     samples_note,
     scoring_of,
 )
+from personalens_utils.analysis.stats import withheld_note
 from personalens_utils.assistants.python import row_label
 from personalens_utils.frames import rows_of
 from personalens_utils.identity import DIALOGUE_PROMPTS, JUDGE_PROMPTS, PROMPT_SET
@@ -136,8 +137,12 @@ def by_run(
 
 
 def fmt_ci(mean: float, low: float, high: float, digits: int = 2) -> str:
+    """ "mean [low, high]"; the mean alone where the interval was withheld (NaN bounds, the caption
+    says why: `stats.withheld_note`)."""
     if np.isnan(mean):
         return "n/a"
+    if np.isnan(low) or np.isnan(high):
+        return f"{mean:.{digits}f}"
     return f"{mean:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
 
 
@@ -227,6 +232,7 @@ def table3(
         f"Assistant models under the {setting!r} setting: task completion rate (TCR, %), "
         "personalization (P, 1-4), and the assistant's naturalness and coherence (1-5), "
         f"on single-domain (SD) and multi-domain (MD) tasks; in brackets {method_note()}."
+        + withheld_note(means.attrs["withheld"])
         + missing_note(long)
         + rule_note(long, tidy)
         + provenance_note(backends(part))
@@ -249,13 +255,14 @@ def table12(
     if part.empty:
         raise ValueError(f"no judged dialogues under setting {setting!r} for task types {list(task_types)}")
     labelled = by_run(part)[0]
-    long = with_other_rule(aggregate(labelled, by, USER_DIMENSIONS, seed=seed, cluster=CLUSTER), labelled, by,
-                           USER_DIMENSIONS)
+    means = aggregate(labelled, by, USER_DIMENSIONS, seed=seed, cluster=CLUSTER)
+    long = with_other_rule(means, labelled, by, USER_DIMENSIONS)
     display = _wide(long, "assistant_model", USER_DIMENSIONS)
     display = display.rename_axis("Assistant model").reset_index()
     caption = (
         f"The user agent's naturalness and coherence (1-5) when talking to each assistant model "
         f"({'/'.join(task_types)} tasks, {setting!r} setting); in brackets {method_note()}."
+        + withheld_note(means.attrs["withheld"])
         + missing_note(long, part)
         + rule_note(long, tidy)
         + provenance_note(backends(part))

@@ -9,6 +9,12 @@ mean the tables print), so users with more scored judgments weigh more, as in th
 Tasks are not resampled again inside a drawn user: the spread between a user's tasks is already in
 the spread of user totals, and drawing it a second time would count it twice (intervals too wide).
 
+With fewer than `MIN_CLUSTERS` users, or when every resample gives the same mean, the interval is
+withheld (`stats.shown_interval`): the estimate with NaN bounds and the reason, never a zero-width or
+far too narrow "95%" interval. A paired difference then gives only the sign-flip p-value, which is
+exact at any number of users; the bootstrap p-value is drawn from the same resamples as the interval
+and is given only where the interval is.
+
 Vectorised: per-user sums and counts are computed once, then each resample is an index draw over
 users, so a call costs resamples x users, not resamples x judgments. Seeded, and sorted before
 drawing, so the same scores give the same interval in any order.
@@ -25,9 +31,11 @@ from numpy.typing import ArrayLike
 
 from personalens_utils.analysis.stats import (
     DEFAULT_RESAMPLES,
+    MIN_CLUSTERS,
     Interval,
     PairedComparison,
     holm_adjust,
+    shown_interval,
     sign_flip_pvalue,
 )
 from personalens_utils.trust.design import ARM, SCORE, TASK, USER, DesignError, check_design
@@ -81,14 +89,17 @@ def _bounds(means: np.ndarray, confidence: float) -> tuple[float, float]:
 
 def cluster_ci(values: ArrayLike, clusters: ArrayLike, *, confidence: float = 0.95,
                n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> Interval:
-    """Cluster-bootstrap percentile interval for the mean of `values` (n: values). Empty: NaN bounds."""
+    """Cluster-bootstrap percentile interval for the mean of `values` (n: values). Empty: NaN bounds;
+    under `MIN_CLUSTERS` clusters or zero width: the mean with NaN bounds and the reason."""
     sums, counts = cluster_totals(values, clusters)
     if not len(sums):
         nan = float("nan")
         return Interval(nan, nan, nan, 0, confidence)
+    mean, n = float(sums.sum() / counts.sum()), int(counts.sum())
+    if len(sums) < MIN_CLUSTERS:
+        return shown_interval(mean, np.nan, np.nan, n, confidence, len(sums))
     means = cluster_bootstrap_means(sums, counts, n_resamples, np.random.default_rng(seed))
-    low, high = _bounds(means, confidence)
-    return Interval(float(sums.sum() / counts.sum()), low, high, int(counts.sum()), confidence)
+    return shown_interval(mean, *_bounds(means, confidence), n, confidence, len(sums))
 
 
 def scenario_differences(frame: pd.DataFrame, treatment: str, control: str) -> pd.DataFrame:
@@ -115,33 +126,38 @@ def paired_difference(frame: pd.DataFrame, treatment: str, control: str, *, conf
 
     `p_permutation` flips the sign of each user's summed difference (a user is exchangeable under
     no difference, a scenario of that user is not); `p_bootstrap` is the share of recentred resample
-    means at least as far from zero as the observed one. n: scenarios paired.
+    means at least as far from zero as the observed one, NaN where the interval is withheld (a
+    degenerate bootstrap would call one user's difference certain). n: scenarios paired.
     """
     diffs = scenario_differences(frame, treatment, control)
     sums, counts = cluster_totals(diffs["difference"], diffs[USER])
+    nan = float("nan")
     if not len(sums):
-        nan = float("nan")
         return PairedComparison(Interval(nan, nan, nan, 0, confidence), nan, nan)
+    observed, n = float(sums.sum() / counts.sum()), int(counts.sum())
+    p_perm = sign_flip_pvalue(sums, n_resamples=n_resamples, seed=seed)
+    if len(sums) < MIN_CLUSTERS:
+        return PairedComparison(shown_interval(observed, nan, nan, n, confidence, len(sums)), p_perm, nan)
     means = cluster_bootstrap_means(sums, counts, n_resamples, np.random.default_rng(seed))
-    low, high = _bounds(means, confidence)
-    observed = float(sums.sum() / counts.sum())
+    interval = shown_interval(observed, *_bounds(means, confidence), n, confidence, len(sums))
     tol = 1e-12 * max(1.0, abs(observed))
     p_boot = (1 + int(np.sum(np.abs(means - observed) >= abs(observed) - tol))) / (1 + n_resamples)
-    p_perm = sign_flip_pvalue(sums, n_resamples=n_resamples, seed=seed)
-    return PairedComparison(Interval(observed, low, high, int(counts.sum()), confidence), p_perm, p_boot)
+    return PairedComparison(interval, p_perm, nan if interval.withheld else p_boot)
 
 
 def pairwise_differences(frame: pd.DataFrame, arms: Sequence[str] | None = None, *,
                          confidence: float = 0.95, n_resamples: int = DEFAULT_RESAMPLES,
                          seed: int = 0) -> pd.DataFrame:
     """Every pair of arms (assistants or settings, in `arms` order, default sorted), each later one
-    minus each earlier one on their shared scenarios, with cluster intervals and Holm-adjusted p."""
+    minus each earlier one on their shared scenarios, with cluster intervals and Holm-adjusted p;
+    `attrs["withheld"]`: each row's reason for a withheld interval (`withheld_note`), "" where shown."""
     check_design(frame, (USER, TASK, ARM, SCORE))
     arms = sorted(frame[ARM].unique()) if arms is None else list(arms)
-    rows = []
+    rows, withheld = [], []
     for control, treatment in combinations(arms, 2):
         result = paired_difference(frame, treatment, control, confidence=confidence,
                                    n_resamples=n_resamples, seed=seed)
+        withheld.append(result.difference.withheld)
         rows.append({"treatment": treatment, "control": control, "difference": result.difference.estimate,
                      "ci_low": result.difference.low, "ci_high": result.difference.high,
                      "n_scenarios": result.difference.n, "p_permutation": result.p_permutation,
@@ -149,4 +165,5 @@ def pairwise_differences(frame: pd.DataFrame, arms: Sequence[str] | None = None,
     out = pd.DataFrame(rows, columns=["treatment", "control", "difference", "ci_low", "ci_high",
                                       "n_scenarios", "p_permutation", "p_bootstrap"])
     out["p_holm"] = holm_adjust(out["p_permutation"].tolist()) if len(out) else []
+    out.attrs["withheld"] = withheld
     return out

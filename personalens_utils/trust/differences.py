@@ -14,7 +14,7 @@ import pandas as pd
 
 from personalens_utils.analysis.ablation import fmt_diff
 from personalens_utils.analysis.scores import PERSONALIZATION, SCALES, TASK_COMPLETION, backends, run_label
-from personalens_utils.analysis.stats import holm_adjust
+from personalens_utils.analysis.stats import holm_adjust, withheld_note
 from personalens_utils.analysis.tables import MAIN_SETTING, provenance_note, score_source
 from personalens_utils.assistants.python import row_label
 from personalens_utils.tables import TableResult
@@ -31,7 +31,7 @@ def differences_table(tidy: pd.DataFrame, dimensions: Sequence[str] = (TASK_COMP
     if part.empty:
         raise DesignError(f"no judged dialogues under setting {setting!r}")
     part = part.assign(assistant_model=run_label(part, "assistant_model"))
-    rows = []
+    rows, withheld = [], []
     for task_type in sorted(part["task_type"].unique()):
         of_type = part[part["task_type"] == task_type]
         for dimension in dimensions:
@@ -41,6 +41,7 @@ def differences_table(tidy: pd.DataFrame, dimensions: Sequence[str] = (TASK_COMP
             held = set(design["assistant"])
             arms = [m for m in (models or sorted(held)) if m in held]
             pairs = pairwise_differences(design, arms, seed=seed)
+            withheld += pairs.attrs["withheld"]
             rows.append(pairs.assign(task_type=task_type, dimension=dimension))
     if not rows:
         raise DesignError(f"no valid {list(dimensions)} scores under setting {setting!r}")
@@ -59,6 +60,6 @@ def differences_table(tidy: pd.DataFrame, dimensions: Sequence[str] = (TASK_COMP
         f"Differences between assistant models under the {setting!r} setting on the scenarios both hold "
         "(each averaged over its repeats; TCR in percentage points, other metrics in scale points), with "
         f"{method_note()}; p: two-sided permutation test flipping each user's sign, Holm-adjusted over the "
-        "table (unadjusted in the CSV)." + provenance_note(backends(part))
+        "table (unadjusted in the CSV)." + withheld_note(withheld) + provenance_note(backends(part))
     )
     return TableResult(display, caption, score_source(part), data)

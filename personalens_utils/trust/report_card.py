@@ -1,5 +1,5 @@
-"""The judge report card: for each judge, a row per check saying pass, fail or not measured, with the
-figure behind it, its confidence interval and how many items it rests on.
+"""The judge report card: for each judge, a row per check saying pass, fail, inconclusive or not
+measured, with the figure behind it, its confidence interval and how many items it rests on.
 
 The checks (docs/trust.md, "Judge report card", says how to read each):
 
@@ -16,6 +16,11 @@ The checks (docs/trust.md, "Judge report card", says how to read each):
 A check without the material it needs (no annotations, one judge sample, no probe run, no shared
 family, one judge) is "not measured", never a pass. Intervals resample dialogues (percentile
 bootstrap, seeded); every rule and threshold is a named constant here and is stated in the caption.
+
+The probe checks are read against the smallest change that matters (`SMALLEST_EFFECT`, `TC_MARGIN`),
+so that a small design cannot fail a judge only for not showing an effect: pass when the interval
+shows what a sound judge does, fail when it rules that out, inconclusive when it holds both, with the
+dialogues the power planner (`trust.power`) says would settle it.
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ from personalens_utils.analysis.scores import (
     load_dialogues,
     model_ids,
 )
-from personalens_utils.analysis.stats import paired_comparison
+from personalens_utils.analysis.stats import Interval, paired_comparison
 from personalens_utils.analysis.tables import ASSISTANT_DIMENSIONS, provenance_note
 from personalens_utils.assistants.reference import DESIGNED_ORDER
 from personalens_utils.errors import KitError
@@ -51,14 +56,23 @@ from personalens_utils.records import KIT_PROMPTS, OFFLINE, Dialogue, Judgment
 from personalens_utils.store import RunStore
 from personalens_utils.tables import Source, TableResult
 
+from .power import Design, PairedComponents, users_needed
 from .probes import Padding, ProbeJudgment, ProfileSwap
 
-PASS, FAIL, NOT_MEASURED = "pass", "fail", "not measured"
-CARD_COLUMNS = ("judge", "check", "verdict", "estimate", "ci_low", "ci_high", "n")
+PASS, FAIL, INCONCLUSIVE, NOT_MEASURED = "pass", "fail", "inconclusive", "not measured"
+CARD_COLUMNS = ("judge", "check", "verdict", "estimate", "ci_low", "ci_high", "n", "n_needed")
 CARD_SLUG = "judge_report_card"
 TC_MARGIN = 0.05
-"""Task completion "does not change materially" under the profile swap: the interval of the mean
-change (on the 0-1 scale, i.e. 5 points of TCR) lies within plus or minus this."""
+"""The smallest change of task completion that matters (0-1 scale, i.e. 5 points of TCR): under the
+profile swap TC holds when the interval of the mean change lies within plus or minus this, and padding
+must not raise it by this much."""
+SMALLEST_EFFECT = 0.25
+"""The smallest change in scale points (P 1-4, naturalness and coherence 1-5) that matters: a quarter
+of a point moves an assistant's mean past most gaps between neighbours in Table 3. A judge that reads
+the profile must lower P by at least this when shown another user's; padding must not raise a score by
+this much."""
+PLAN_ALPHA, PLAN_POWER = 0.05, 0.8
+"""The levels at which the power planner sizes the design an inconclusive check would need."""
 AGREEMENT_FLOOR = 0.4
 """Human kappa and cross-judge tau pass at this estimate or above ("moderate", Landis and Koch) with
 the interval's lower end above zero."""
@@ -95,16 +109,26 @@ class JudgeRef:
 @dataclass(frozen=True)
 class CardSettings:
     """What the card checks and how: the dimensions, the designed order and setting of the known-order
-    check, the task-completion margin, and the intervals' confidence, resamples and seed."""
+    check, the smallest changes that matter (task completion's margin, the other scales' effect), and
+    the intervals' confidence, resamples and seed."""
 
     dimensions: tuple[str, ...] = (TASK_COMPLETION, PERSONALIZATION)
     length_dimensions: tuple[str, ...] = ASSISTANT_DIMENSIONS
     designed_order: tuple[str, ...] = DESIGNED_ORDER
     setting: str = "base"
     tc_margin: float = TC_MARGIN
+    smallest_effect: float = SMALLEST_EFFECT
     confidence: float = 0.95
     n_resamples: int = 1000
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        bad = {name: value for name, value in (("tc_margin", self.tc_margin),
+                                               ("smallest_effect", self.smallest_effect))
+               if not (isinstance(value, int | float) and 0 < value < float("inf"))}
+        if bad:
+            raise CardError(f"CardSettings: {bad} must be positive numbers (the smallest change that "
+                            "matters, in the scale's points)")
 
 
 @dataclass(frozen=True)
@@ -119,6 +143,9 @@ class Check:
     ci_high: float = float("nan")
     n: int = 0
     note: str = ""
+    n_needed: int | None = None
+    """For an inconclusive probe check: the dialogues the power planner says would detect the smallest
+    change that matters (paired t-test at `PLAN_ALPHA`, power `PLAN_POWER`)."""
 
 
 def _short(dimension: str) -> str:
@@ -300,9 +327,49 @@ def _paired(material: _Material, judge: JudgeRef, probe: str, dim: str) -> tuple
     return both["score_probe"].to_numpy(), both["score_base"].to_numpy()
 
 
+def _needed(changes: np.ndarray, effect: float) -> int:
+    """Dialogues a paired design needs to detect `effect` (the planner's paired t-test, each dialogue a
+    unit), from the spread of the per-dialogue changes seen."""
+    spread = float(np.var(changes, ddof=1)) if len(changes) > 1 else 0.0
+    return users_needed(PairedComponents(spread, 0.0, 0.0, 0.0), effect, Design(2, 1), alpha=PLAN_ALPHA,
+                        power=PLAN_POWER)
+
+
+def _three_way(judge: JudgeRef, name: str, diff: Interval, verdict: str, note: str, changes: np.ndarray,
+               effect: float) -> Check:
+    """A probe check's row; an inconclusive one says how many dialogues would settle it."""
+    needed = _needed(changes, effect) if verdict == INCONCLUSIVE else None
+    if needed is not None:
+        note += f"; inconclusive at n={diff.n}: about {needed} dialogues would detect a change of {effect:g}"
+    return Check(judge.label, name, verdict, diff.estimate, diff.low, diff.high, diff.n, note, needed)
+
+
+def drop_verdict(low: float, high: float, effect: float) -> str:
+    """A drop is expected: pass when the interval lies below 0, fail when it rules out a drop of
+    `effect` (lies above -effect), inconclusive when it holds both no change and that drop."""
+    return PASS if high < 0 else FAIL if low > -effect else INCONCLUSIVE
+
+
+def no_rise_verdict(low: float, high: float, effect: float) -> str:
+    """No material rise is expected: pass when the interval rules out a rise of `effect` (lies below
+    it), fail when it shows a rise (lies above 0), inconclusive when it holds both."""
+    return PASS if high < effect else FAIL if low > 0 else INCONCLUSIVE
+
+
+def hold_verdict(low: float, high: float, margin: float) -> str:
+    """No material change either way is expected: pass when the interval lies within +/- `margin`, fail
+    when it shows a change (excludes 0), inconclusive when it holds both."""
+    return PASS if -margin <= low and high <= margin else FAIL if low > 0 or high < 0 else INCONCLUSIVE
+
+
+def _smallest(dimension: str, settings: CardSettings) -> float:
+    """The smallest change of `dimension` that matters: `tc_margin` on TC (0-1), else `smallest_effect`."""
+    return settings.tc_margin if dimension == TASK_COMPLETION else settings.smallest_effect
+
+
 def profile_counterfactual(material: _Material, judge: JudgeRef, settings: CardSettings) -> list[Check]:
-    """Personalization must drop (interval of the paired change below 0); task completion must hold
-    (interval of the change within plus or minus `tc_margin`)."""
+    """Personalization must drop (`drop_verdict`, against a drop of `smallest_effect`); task completion
+    must hold (`hold_verdict`, within plus or minus `tc_margin`)."""
     rows = [(PERSONALIZATION, f"profile counterfactual ({_short(PERSONALIZATION)} drops)"),
             (TASK_COMPLETION, f"profile counterfactual ({_short(TASK_COMPLETION)} holds)")]
     out = []
@@ -313,20 +380,20 @@ def profile_counterfactual(material: _Material, judge: JudgeRef, settings: CardS
             continue
         diff = paired_comparison(probe, base, confidence=settings.confidence,
                                  n_resamples=settings.n_resamples, seed=settings.seed).difference
+        effect = _smallest(dim, settings)
         if dim == PERSONALIZATION:
-            verdict = PASS if diff.high < 0 else FAIL
-            note = "mean change of the score with another user's profile shown"
+            verdict = drop_verdict(diff.low, diff.high, effect)
+            note = f"mean change of the score with another user's profile shown; a drop of {effect:g} matters"
         else:
-            margin = settings.tc_margin
-            verdict = PASS if -margin <= diff.low and diff.high <= margin else FAIL
-            note = f"mean change of the verdict (0-1); must stay within +/-{margin:g}"
-        out.append(Check(judge.label, name, verdict, diff.estimate, diff.low, diff.high, diff.n, note))
+            verdict = hold_verdict(diff.low, diff.high, effect)
+            note = f"mean change of the verdict (0-1); must stay within +/-{effect:g}"
+        out.append(_three_way(judge, name, diff, verdict, note, probe - base, effect))
     return out
 
 
 def length_sensitivity(material: _Material, judge: JudgeRef, settings: CardSettings) -> list[Check]:
-    """Padding the assistant's turns must not raise a score: fail when the paired change's interval
-    lies above 0."""
+    """Padding the assistant's turns must not raise a score (`no_rise_verdict`, against a rise of the
+    smallest change that matters)."""
     out = []
     for dim in settings.length_dimensions:
         name = f"length sensitivity ({_short(dim)})"
@@ -336,9 +403,10 @@ def length_sensitivity(material: _Material, judge: JudgeRef, settings: CardSetti
             continue
         diff = paired_comparison(probe, base, confidence=settings.confidence,
                                  n_resamples=settings.n_resamples, seed=settings.seed).difference
-        verdict = FAIL if diff.low > 0 else PASS
-        out.append(Check(judge.label, name, verdict, diff.estimate, diff.low, diff.high, diff.n,
-                         "mean change of the score with padded assistant turns"))
+        effect = _smallest(dim, settings)
+        out.append(_three_way(judge, name, diff, no_rise_verdict(diff.low, diff.high, effect),
+                              f"mean change of the score with padded assistant turns; a rise of {effect:g} "
+                              "matters", probe - base, effect))
     return out
 
 
@@ -457,7 +525,7 @@ def report_card(store: RunStore | str | Path, judges: Sequence[JudgeRef], *,
         checks += length_sensitivity(material, judge, settings)
         checks += self_preference(material, judge, others, settings)
         checks += cross_judge(material, judge, others, settings)
-    data = pd.DataFrame([vars(c) for c in checks])
+    data = pd.DataFrame([vars(c) for c in checks]).astype({"n_needed": "Int64"})
     frame = data[list(CARD_COLUMNS)].copy()
     frame["n"] = frame["n"].astype(int)
     used = [material.first(j) for j in judges]
@@ -472,19 +540,23 @@ def card_caption(settings: CardSettings) -> str:
     """The card's caption: what each check measures and when it passes."""
     level = round(settings.confidence * 100)
     return (
-        f"Judge report card: each check pass, fail or not measured (missing material), with its "
-        f"estimate, {level}% bootstrap interval over dialogues and n. Known order: Kendall tau-b of the "
+        f"Judge report card: each check pass, fail, inconclusive or not measured (missing material), with "
+        f"its estimate, {level}% bootstrap interval over dialogues and n. Known order: Kendall tau-b of the "
         "reference assistants' designed rank and score, pass when the order is recovered (J3). Human "
         "agreement: Cohen's kappa with annotators (Table 5), and agreement with another judge: Kendall "
         f"tau-b, both pass at {AGREEMENT_FLOOR:g} or more with the interval above 0. Self-consistency: "
         f"Krippendorff's alpha across judge samples, pass at {ALPHA_RELIABLE:g} or more with the "
-        f"interval's lower end at least {ALPHA_TENTATIVE:g}. Profile counterfactual: the mean change "
-        "when the judge sees another user's "
-        "profile; P must drop (interval below 0), TC (0-1 scale) must stay within "
-        f"+/-{settings.tc_margin:g}. Length sensitivity: the mean change with neutral padding added to "
-        "assistant turns; fails when the interval lies above 0. Self-preference: the judge's lead over a "
-        "judge of another family on its own family's assistants minus its lead elsewhere; fails when the "
-        "interval lies above 0."
+        f"interval's lower end at least {ALPHA_TENTATIVE:g}. The probes are read against the smallest "
+        f"change that matters, {settings.smallest_effect:g} scale points (TC: {settings.tc_margin:g} on its "
+        "0-1 scale): inconclusive where the interval holds both no change and that change, with n_needed, "
+        f"the dialogues a paired t-test needs to detect it (alpha {PLAN_ALPHA:g}, power {PLAN_POWER:.0%}). "
+        "Profile counterfactual: the mean change when the judge sees another user's profile; P passes "
+        f"when the interval lies below 0 and fails when it lies above -{settings.smallest_effect:g}; TC "
+        f"passes within +/-{settings.tc_margin:g} and fails when the interval excludes 0. Length "
+        "sensitivity: the mean change with neutral padding added to assistant turns; passes when the "
+        "interval lies below the smallest change, fails when it lies above 0. Self-preference: the judge's "
+        "lead over a judge of another family on its own family's assistants minus its lead elsewhere; fails "
+        "when the interval lies above 0."
     )
 
 
