@@ -11,7 +11,9 @@ import pytest
 from test_analysis_support import build_benchmark
 from test_latex_tables import compile_problems, needs_tex
 
+from personalens_utils.analysis import stats
 from personalens_utils.analysis.scores import load_scores
+from personalens_utils.analysis.stats import MIN_CLUSTERS
 from personalens_utils.assistants import PythonOptions, resolve_assistant
 from personalens_utils.explore import explore, play_user
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
@@ -20,6 +22,7 @@ from personalens_utils.llm.clients import Clients
 from personalens_utils.records import Dialogue, Judgment
 from personalens_utils.simulation import SimulationConfig, run_simulation
 from personalens_utils.store import RunStore
+from personalens_utils.trust import bootstrap
 from personalens_utils.validity import (
     HUMAN,
     FidelityError,
@@ -186,8 +189,14 @@ def _words(text: str) -> int:
     return len(re.findall(r"[a-z0-9]+", text.lower()))
 
 
+def _allow_intervals_on_three_users(monkeypatch) -> None:
+    """The interval path of the table, which the thin-data rule keeps from three users."""
+    monkeypatch.setattr(bootstrap, "MIN_CLUSTERS", 1)
+    monkeypatch.setattr(stats, "MIN_CLUSTERS", 1)
+
+
 def test_the_fidelity_table_compares_people_and_the_simulator_on_the_scenarios_both_cover(
-        tmp_path, benchmark, assistant):
+        tmp_path, benchmark, assistant, monkeypatch):
     store = _people_and_simulator(tmp_path / "run", benchmark, assistant)
     frame = fidelity_frame(store, benchmark)
     assert sorted(frame["cell"].str.split(" | ", regex=False).str[0].unique()) == [
@@ -212,14 +221,16 @@ def test_the_fidelity_table_compares_people_and_the_simulator_on_the_scenarios_b
     # three users: means only, and the caption says why
     shown = rows[["People", "Simulator", "People - simulator"]]
     assert not shown.apply(lambda column: column.str.contains("[", regex=False)).any().any()
-    assert "fewer than 8 benchmark users show means only" in table.caption
+    assert f"fewer than {MIN_CLUSTERS} benchmark users" in table.caption
     assert "offline" in table.caption and "3 dialogues by 3 people" in table.caption
     assert rows["Users"].max() == 3 and rows.loc["Turns", "Scenarios"] == 3
 
-    wide = fidelity_table(frame, n_resamples=200, min_users=3)
-    assert re.fullmatch(r"3\.00 \[3\.00, 3\.00\]", wide.frame.set_index("Measure").loc["Turns", "People"])
-    assert "cluster bootstrap over users" in wide.caption and "means only" not in wide.caption
     assert fidelity_table(frame, n_resamples=200).frame.equals(table.frame)  # same input, same table
+    _allow_intervals_on_three_users(monkeypatch)
+    wide = fidelity_table(frame, n_resamples=200).frame.set_index("Measure")
+    assert wide.loc["Turns", "People"] == "3.00"  # every person took three turns: no spread, no interval
+    assert wide.loc["Words per user turn", "People"] == rows.loc["Words per user turn", "People"]  # 1 script
+    assert re.fullmatch(r"\d+\.\d\d \[\d+\.\d\d, \d+\.\d\d\]", wide.loc["Words per user turn", "Simulator"])
 
 
 def test_people_in_a_run_folder_of_their_own_compare_with_the_simulators_folder(tmp_path, benchmark,
@@ -247,11 +258,13 @@ def test_the_fidelity_table_says_what_it_lacks(tmp_path, benchmark, assistant):
 
 
 @needs_tex
-def test_the_fidelity_table_prints_at_its_natural_size_on_an_acl_page(tmp_path, benchmark, assistant):
+def test_the_fidelity_table_prints_at_its_natural_size_on_an_acl_page(tmp_path, benchmark, assistant,
+                                                                     monkeypatch):
     store = _people_and_simulator(tmp_path / "run", benchmark, assistant)
-    for name, table in (("thin", fidelity_table(fidelity_frame(store, benchmark), n_resamples=200)),
-                        ("wide", fidelity_table(fidelity_frame(store, benchmark), n_resamples=200,
-                                                min_users=1))):
+    thin = fidelity_table(fidelity_frame(store, benchmark), n_resamples=200)
+    _allow_intervals_on_three_users(monkeypatch)
+    for name, table in (("thin", thin), ("wide", fidelity_table(fidelity_frame(store, benchmark),
+                                                                n_resamples=200))):
         paths = table.save(tmp_path / name, "V4", "people_fidelity")
         tex = paths["tex"]
         text = tex.read_text(encoding="utf-8")

@@ -39,7 +39,7 @@ from personalens_utils.analysis.scores import (
     load_scores,
     reading,
 )
-from personalens_utils.analysis.stats import DEFAULT_RESAMPLES, Interval
+from personalens_utils.analysis.stats import DEFAULT_RESAMPLES, MIN_CLUSTERS, Interval
 from personalens_utils.analysis.tables import provenance_note
 from personalens_utils.assistants import Assistant
 from personalens_utils.columnar import Columnar
@@ -270,9 +270,6 @@ def start_dialogue(benchmark: Benchmark, store: RunStore, scenario_id: str, pers
 
 PEOPLE = "people"
 SIMULATOR = "simulator"
-MIN_USERS = 8
-"""Intervals are given only when both arms cover at least this many benchmark users: a bootstrap over
-users with fewer has so few distinct resamples that its percentiles say nothing (`cluster_ci`)."""
 CELL = ("scenario_id", "assistant_setting", "assistant_backend", "assistant_model_id",
         "dialogue_prompt_set")
 """What makes a person's and a simulated dialogue comparable: same scenario, assistant, setting,
@@ -385,21 +382,21 @@ def _cells(frame: pd.DataFrame, measure: str) -> pd.DataFrame:
                          ARM: part["arm"].to_numpy(), SCORE: part[measure].to_numpy(dtype=float)})
 
 
-def _fmt(interval: Interval, digits: int, with_ci: bool) -> str:
-    """A mean with its interval in brackets, or the mean alone (thin data)."""
+def _fmt(interval: Interval, digits: int) -> str:
+    """A mean with its interval in brackets, or the mean alone where the interval is withheld."""
     if np.isnan(interval.estimate):
         return "n/a"
-    if not with_ci:
+    if interval.withheld or np.isnan(interval.low):
         return f"{interval.estimate:.{digits}f}"
     return f"{interval.estimate:.{digits}f} [{interval.low:.{digits}f}, {interval.high:.{digits}f}]"
 
 
-def fidelity_table(frame: pd.DataFrame, *, seed: int = 0, n_resamples: int = DEFAULT_RESAMPLES,
-                   min_users: int = MIN_USERS) -> TableResult:
+def fidelity_table(frame: pd.DataFrame, *, seed: int = 0,
+                   n_resamples: int = DEFAULT_RESAMPLES) -> TableResult:
     """People against the simulator on the scenarios both cover (`fidelity_frame`): each measure's
     mean per arm and the difference (people minus simulator, per scenario, averaged), with cluster
-    bootstrap intervals over users when both arms cover `min_users` users or more; means only below
-    that (the caption says so)."""
+    bootstrap intervals over users where the kit's thin-data rule allows one (`MIN_CLUSTERS` users, a
+    non-zero width); means only elsewhere (the caption says why)."""
     rows, data, thin = [], [], False
     for measure, label in MEASURES:
         design = _cells(frame, measure)
@@ -414,22 +411,21 @@ def fidelity_table(frame: pd.DataFrame, *, seed: int = 0, n_resamples: int = DEF
         intervals = {arm: cluster_ci(part[SCORE], part[USER], n_resamples=n_resamples, seed=seed)
                      for arm, part in arms.items()}
         diff = paired_difference(design, PEOPLE, SIMULATOR, n_resamples=n_resamples, seed=seed).difference
-        shown = users >= min_users
-        thin |= not shown
-        rows.append({"Measure": label, "People": _fmt(intervals[PEOPLE], digits, shown),
-                     "Simulator": _fmt(intervals[SIMULATOR], digits, shown),
-                     "People - simulator": _fmt(diff, digits, shown), "Scenarios": int(diff.n),
+        thin |= any(i.withheld for i in (*intervals.values(), diff))
+        rows.append({"Measure": label, "People": _fmt(intervals[PEOPLE], digits),
+                     "Simulator": _fmt(intervals[SIMULATOR], digits),
+                     "People - simulator": _fmt(diff, digits), "Scenarios": int(diff.n),
                      "Users": int(users)})
         data.append({"measure": measure, "people": intervals[PEOPLE].estimate,
                      "simulator": intervals[SIMULATOR].estimate, "difference": diff.estimate,
-                     "ci_low": diff.low if shown else np.nan, "ci_high": diff.high if shown else np.nan,
+                     "ci_low": diff.low, "ci_high": diff.high,
                      "scenarios": int(diff.n), "users": int(users)})
     people = frame.loc[frame["arm"] == PEOPLE]
     backends = frame.attrs.get("backends", set())
     intervals = (f"{method_note(n_resamples=n_resamples)}; people minus simulator is paired by scenario. "
                  if not thin else "")
-    why = (f"Rows covering fewer than {min_users} benchmark users show means only: a bootstrap over so few "
-           "users has too few distinct resamples for its percentiles to mean anything. " if thin else "")
+    why = (f"Cells resting on fewer than {MIN_CLUSTERS} benchmark users (or whose resamples all agree) show "
+           "means only: a bootstrap over so few users does not hold its stated coverage. " if thin else "")
     caption = (
         "People as the user against the simulated user on the scenarios both played with the same "
         "assistant, setting and prompts: means per arm, each scenario's dialogues averaged first. "
