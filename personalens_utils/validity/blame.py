@@ -90,7 +90,8 @@ class Review:
     explanation: str
 
 
-_LINE = re.compile(r"^\s*\**(PARTY|FAULT|TURN|EXPLANATION)\**\s*:\s*(.*?)\s*$", re.IGNORECASE | re.MULTILINE)
+_LINE = re.compile(r"^[ \t*]*(PARTY|FAULT|TURN|EXPLANATION)[ \t*]*:[ \t*]*(.*?)[ \t*]*$",
+                   re.IGNORECASE | re.MULTILINE)
 
 
 def parse_review(text: str) -> Review:
@@ -101,14 +102,14 @@ def parse_review(text: str) -> Review:
     missing = [label for label in ("PARTY", "FAULT", "TURN", "EXPLANATION") if label not in found]
     if missing:
         raise UnreadableAnswer(f"no {', '.join(missing)} line")
-    party = found["PARTY"].lower().replace(" ", "_")
+    party = found["PARTY"].lower().strip(" .").replace(" ", "_")
     if party not in PARTIES:
         raise UnreadableAnswer(f"PARTY must be one of {list(PARTIES)}, got {found['PARTY']!r}")
-    fault = found["FAULT"].lower().replace(" ", "_")
+    fault = found["FAULT"].lower().strip(" .").replace(" ", "_")
     if fault not in FAULTS[party]:
         raise UnreadableAnswer(f"FAULT of the {party} must be one of {list(FAULTS[party])}, "
                                f"got {found['FAULT']!r}")
-    turn_text = found["TURN"].lower()
+    turn_text = found["TURN"].lower().strip(" .")
     if turn_text not in ("none", "n/a", "-") and not turn_text.isdigit():
         raise UnreadableAnswer(f"TURN must be a message number or none, got {found['TURN']!r}")
     turn = int(turn_text) if turn_text.isdigit() else None
