@@ -10,13 +10,31 @@ from .blame import (
     run_blame,
     table3_without_user_faults,
 )
+from .tasks import (
+    OFFLINE_BLIND,
+    OFFLINE_FULL,
+    Arm,
+    TaskAuditError,
+    flagged_units,
+    table3_on_measuring_tasks,
+    task_audit_table,
+    task_gaps,
+)
 
 __all__ = [
+    "OFFLINE_BLIND",
+    "OFFLINE_FULL",
+    "Arm",
     "BlameConfig",
     "BlameError",
     "ReviewerIsJudge",
+    "TaskAuditError",
     "blame_frame",
     "blame_rates",
+    "flagged_units",
     "run_blame",
+    "table3_on_measuring_tasks",
     "table3_without_user_faults",
+    "task_audit_table",
+    "task_gaps",
 ]
