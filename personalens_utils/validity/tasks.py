@@ -5,7 +5,7 @@ For each task (or domain), the gap in personalization (P) and task completion (T
 points) between an assistant that sees everything of the user (`full`) and one that sees nothing
 (`blind`), on the scenarios both ran: the mean per-scenario difference, with an interval that
 resamples users (`trust.bootstrap.paired_difference`). Offline, the reference assistants are the two
-arms (`ref-all-preferences` against `ref-ignores-context`, `assistants.reference`); on a real run, one
+arms (the best against the worst of `assistants.reference.DESIGNED_ORDER`); on a real run, one
 assistant under the ablation's settings (e.g. "base+all" against "base", `simulation.settings`).
 
 A task is flagged when it does not tell the two apart: the interval of every gap in `FLAG_ON` includes
@@ -39,6 +39,7 @@ from personalens_utils.analysis.tables import (
     score_source,
     table3_beside,
 )
+from personalens_utils.assistants.reference import DESIGNED_ORDER
 from personalens_utils.errors import KitError
 from personalens_utils.tables import TableResult
 from personalens_utils.trust.bootstrap import method_note, paired_difference
@@ -68,9 +69,9 @@ class Arm:
         return f"{self.assistant_model} ({self.setting})"
 
 
-OFFLINE_BLIND = Arm("ref-ignores-context")
+OFFLINE_BLIND = Arm(DESIGNED_ORDER[0])
 """The offline assistant that uses nothing of the user, not even what the user says."""
-OFFLINE_FULL = Arm("ref-all-preferences")
+OFFLINE_FULL = Arm(DESIGNED_ORDER[-1])
 """The offline assistant that knows every relevant preference and the situation."""
 
 
