@@ -15,6 +15,7 @@ from test_latex_tables import PDFLATEX, compile_problems
 from test_simulation_support import tiny_benchmark
 
 from personalens_utils.analysis.scores import load_scores
+from personalens_utils.data import save_benchmark
 from personalens_utils.engine import UnreadableAnswer
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
 from personalens_utils.llm.client import LLMClient
@@ -22,6 +23,7 @@ from personalens_utils.llm.specs import ModelSpec
 from personalens_utils.llm.types import Response, Usage
 from personalens_utils.records import Blame, Dialogue, Judgment
 from personalens_utils.roles import ModelRole
+from personalens_utils.session import Session, SessionConfig
 from personalens_utils.simulation import SimulationConfig
 from personalens_utils.simulation.runner import run_simulation
 from personalens_utils.store import RunStore
@@ -210,3 +212,18 @@ def test_the_blame_tables_print_at_their_natural_size(planted, tmp_path):
     tables = sorted((tmp_path / "tables").glob("*.tex"))
     assert len(tables) == 2
     assert {t.name: compile_problems(t) for t in tables} == {t.name: [] for t in tables}
+
+
+def test_the_session_resolves_the_reviewer_like_the_judge(planted, tmp_path):
+    bench, store, _, _, _, _, _ = planted
+    folder = save_benchmark(bench, tmp_path / "bench")
+    same = SessionConfig(benchmark_dir=folder, run_dir=store.root, output_dir=tmp_path / "out",
+                         models={"judge_model": "judge-sim", "reviewer_model": "offline:judge-sim"})
+    with Session.open(same) as session, pytest.raises(ReviewerIsJudge, match="is the judge under review"):
+        run_blame(session.store, session.role("reviewer_model"), session.role("judge_model"),
+                  benchmark_contexts(session.benchmark))
+    other = replace(same, models={"judge_model": "judge-sim", "reviewer_model": "reviewer-sim"})
+    with Session.open(other) as session:
+        report = run_blame(session.store, session.role("reviewer_model"), session.role("judge_model"),
+                           benchmark_contexts(session.benchmark), BlameConfig(which="all"))
+    assert report.planned == 0 and report.already_done == 72  # the fixture's reviews, found again
