@@ -36,7 +36,7 @@ from personalens_utils.validity import (
     run_blame,
     table3_without_user_faults,
 )
-from personalens_utils.validity.blame import parse_review
+from personalens_utils.validity.blame import parse_review, resimulate_user_faults
 
 IGNORING, DIALOGUE_ONLY, CLEAN = "ref-ignores-context", "ref-dialogue-only", "ref-all-preferences"
 AT_LEAST = 0.9
@@ -227,3 +227,21 @@ def test_the_session_resolves_the_reviewer_like_the_judge(planted, tmp_path):
         report = run_blame(session.store, session.role("reviewer_model"), session.role("judge_model"),
                            benchmark_contexts(session.benchmark), BlameConfig(which="all"))
     assert report.planned == 0 and report.already_done == 72  # the fixture's reviews, found again
+
+
+def test_scenarios_blamed_on_the_user_agent_are_simulated_again_as_a_new_sample(planted, tmp_path):
+    bench, store, _, judge, _, quitters, _ = planted
+    again = RunStore(tmp_path / "again")
+    again.extend(store.read(Dialogue))
+    frame = blame_frame(store, reviewer_model="reviewer-sim")
+    config = SimulationConfig(assistant_model=DIALOGUE_ONLY, user_model="user-sim")
+    report = resimulate_user_faults(bench, again, judge.client, frame, config)
+    fresh = [d for d in again.read(Dialogue) if d.sample == 1]
+    blamed = frame[frame["party"] == "user_agent"]
+    assert quitters <= set(blamed["dialogue_id"])
+    assert report.finished == len(fresh) == len(blamed)
+    assert {d.scenario_id for d in fresh} == set(blamed["scenario_id"])
+    assert all(len([t for t in d.turns if t.role == "user" and t.content.strip()]) > 1 for d in fresh)
+    assert resimulate_user_faults(bench, again, judge.client, frame, config).planned == 0
+    nobody = resimulate_user_faults(bench, again, judge.client, frame, replace(config, assistant_model=CLEAN))
+    assert nobody.planned == 0 and "no failure blamed" in nobody.details["why"]

@@ -7,6 +7,7 @@ from .blame import (
     ReviewerIsJudge,
     blame_frame,
     blame_rates,
+    resimulate_user_faults,
     run_blame,
     table3_without_user_faults,
 )
@@ -32,6 +33,7 @@ __all__ = [
     "blame_frame",
     "blame_rates",
     "flagged_units",
+    "resimulate_user_faults",
     "run_blame",
     "table3_on_measuring_tasks",
     "table3_without_user_faults",

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pandas as pd
@@ -28,6 +28,7 @@ import pandas as pd
 from personalens_utils import engine
 from personalens_utils.analysis.scores import PERSONALIZATION, TASK_COMPLETION
 from personalens_utils.analysis.tables import MAIN_SETTING, provenance_note, table3_beside
+from personalens_utils.data import Benchmark
 from personalens_utils.engine import Asked, Item, StageReport, UnreadableAnswer
 from personalens_utils.errors import KitError
 from personalens_utils.identity import Role, blame_id
@@ -41,6 +42,9 @@ from personalens_utils.prompting.review import reminder_request
 from personalens_utils.prompts.review import FAULTS, PARTIES
 from personalens_utils.records import Blame, Dialogue, Judgment, Record
 from personalens_utils.roles import ModelRole
+from personalens_utils.simulation import SimulationConfig
+from personalens_utils.simulation.runner import run_simulation, with_assistant
+from personalens_utils.simulation.settings import AssistantSetting
 from personalens_utils.store import RunStore
 from personalens_utils.tables import Source, TableResult
 
@@ -211,9 +215,9 @@ def run_blame(store: RunStore, reviewer: ModelRole, judge: ModelRole, context_fo
                             options=options)
 
 
-BLAME_COLUMNS = ["dialogue_id", "user_id", "task_id", "task_type", "user_model", "assistant_model",
-                 "assistant_setting", "reviewer_model", "reviewer_backend", "judge_model", "status", "party",
-                 "fault", "turn"]
+BLAME_COLUMNS = ["dialogue_id", "scenario_id", "sample", "user_id", "task_id", "task_type", "user_model",
+                 "assistant_model", "assistant_setting", "reviewer_model", "reviewer_backend", "judge_model",
+                 "status", "party", "fault", "turn"]
 
 
 def blame_frame(store: RunStore, *, reviewer_model: str | None = None,
@@ -232,7 +236,8 @@ def blame_frame(store: RunStore, *, reviewer_model: str | None = None,
     rows = []
     for b in blames:
         d = dialogues[b.dialogue_id]
-        rows.append({"dialogue_id": b.dialogue_id, "user_id": d.user_id, "task_id": d.task_id,
+        rows.append({"dialogue_id": b.dialogue_id, "scenario_id": d.scenario_id, "sample": d.sample,
+                     "user_id": d.user_id, "task_id": d.task_id,
                      "task_type": d.task_type, "user_model": d.user_model,
                      "assistant_model": d.assistant_model,
                      "assistant_setting": d.assistant_setting, "reviewer_model": b.reviewer_model,
@@ -282,3 +287,26 @@ def table3_without_user_faults(tidy: pd.DataFrame, frame: pd.DataFrame, *, setti
     return table3_beside(tidy, users, without="without the failures blamed on the user agent",
                          kept="User faults out", note=note, setting=setting, seed=seed,
                          also_backends=frame.attrs.get("backends", set()))
+
+
+def resimulate_user_faults(benchmark: Benchmark, store: RunStore, client: LLMClient, frame: pd.DataFrame,
+                           config: SimulationConfig) -> StageReport:
+    """Simulate again, as a new sample of the same run (`SimulationConfig.repeats`), the scenarios whose
+    failure the reviewer blamed on the user agent, for the assistant and settings of `config`.
+
+    A scenario gets the sample after the highest one blamed on the user agent, so a rerun with the same
+    reviews makes nothing new. Judge the new dialogues as usual; `table3_without_user_faults` then counts
+    the fresh dialogue of such a scenario in place of the one left out.
+    """
+    config = with_assistant(config, client)
+    names = {AssistantSetting.parse(s).name for s in config.settings}
+    blamed = frame[(frame["status"] == "ok") & (frame["party"] == "user_agent")
+                   & (frame["assistant_model"] == config.assistant.model)
+                   & frame["assistant_setting"].isin(names)]
+    if blamed.empty:
+        why = f"no failure blamed on the user agent for {config.assistant.model} under {sorted(names)}"
+        return StageReport("simulation", details={"why": why})
+    scenarios = benchmark.scenarios[benchmark.scenarios["scenario_id"].isin(set(blamed["scenario_id"]))]
+    part = Benchmark(benchmark.users, benchmark.tasks, scenarios.reset_index(drop=True), benchmark.root)
+    repeats = int(blamed["sample"].max()) + 2
+    return run_simulation(part, store, client, replace(config, repeats=repeats))
