@@ -18,6 +18,7 @@ whose mean the other rule would change shows that mean after it, e.g. "2.53 [2.3
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -235,22 +236,30 @@ def table3(
                        words=long_words)
 
 
-def table3_beside(
-    tidy: pd.DataFrame, dropped: Collection[str], *, without: str, kept: str, note: str = "",
-    setting: str = MAIN_SETTING, dimensions: Sequence[str] = ASSISTANT_DIMENSIONS, seed: int = 0,
-    cluster: str | None = CLUSTER, also_backends: Collection[str] = (),
-) -> TableResult:
-    """Table 3's cells on all judged dialogues beside the same cells without the `dropped` dialogues, and
-    the difference: how far a number moves when dialogues some check doubts are left out.
+@dataclass(frozen=True)
+class LeftOut:
+    """The dialogues a Table 3 beside itself leaves out, and how its caption says so: `without` which
+    dialogues ("without the dialogues the audit flagged"), `kept` the column of what is left
+    ("Unflagged"), `note` the caption's last words on the check, `backends` those of the check itself."""
 
-    `without` says in the caption which dialogues were left out ("without the dialogues the audit
-    flagged"), `kept` names the column of what is left ("Unflagged"), `note` is the caption's last words
-    on the check; intervals resample `cluster` (users) unless None (judgments).
-    """
+    dialogues: Collection[str]
+    without: str
+    kept: str
+    note: str = ""
+    backends: Collection[str] = ()
+
+
+def table3_beside(
+    tidy: pd.DataFrame, left_out: LeftOut, *, setting: str = MAIN_SETTING,
+    dimensions: Sequence[str] = ASSISTANT_DIMENSIONS, seed: int = 0, cluster: str | None = CLUSTER,
+) -> TableResult:
+    """Table 3's cells on all judged dialogues beside the same cells without the dialogues some check
+    doubts (`left_out`), and the difference: how far a number moves without them. Intervals resample
+    `cluster` (users) unless None (judgments)."""
     part = rows_of(tidy, tidy["assistant_setting"] == setting)
     if part.empty:
         raise ValueError(f"no judged dialogues under setting {setting!r}")
-    dropped = set(dropped)
+    dropped, kept = set(left_out.dialogues), left_out.kept
     labelled = by_run(part)[0]
     by = ["assistant_model", "task_type"]
     every = aggregate(labelled, by, dimensions, seed=seed, cluster=cluster)
@@ -264,10 +273,11 @@ def table3_beside(
              f"N {kept.lower()}": int(0 if pd.isna(r.n_kept) else r.n_kept)}
             for r in both.itertuples(index=False)]
     intervals = "95% bootstrap intervals" if cluster is None else method_note()
-    caption = (f"Table 3 ({setting!r} setting) on all judged dialogues and {without} "
+    caption = (f"Table 3 ({setting!r} setting) on all judged dialogues and {left_out.without} "
                f"({len(dropped & set(part['dialogue_id'].unique()))} of {part['dialogue_id'].nunique()}); "
                f"Difference = {kept.lower()} minus all (TCR in %, P 1-4, naturalness and coherence 1-5); "
-               f"{intervals} in brackets. " + note + provenance_note(backends(part) | set(also_backends)))
+               f"{intervals} in brackets. " + left_out.note
+               + provenance_note(backends(part) | set(left_out.backends)))
     return TableResult(pd.DataFrame(rows), caption, score_source(part), both, precision=2)
 
 

@@ -31,6 +31,7 @@ from personalens_utils.analysis.scores import (
 from personalens_utils.analysis.tables import (
     ASSISTANT_DIMENSIONS,
     MAIN_SETTING,
+    LeftOut,
     provenance_note,
     table3_beside,
 )
@@ -193,6 +194,6 @@ def table3_without_flagged(tidy: pd.DataFrame, audit: pd.DataFrame, *, setting: 
                            dimensions: Sequence[str] = ASSISTANT_DIMENSIONS, seed: int = 0) -> TableResult:
     """Table 3's cells on all judged dialogues and on the unflagged ones only, with the difference."""
     flagged = set(audit.loc[audit["any_flag"], "dialogue_id"])
-    return table3_beside(tidy, flagged, without="without the dialogues the user-agent audit flagged",
-                         kept="Unflagged", note=HEURISTIC_NOTE, setting=setting, dimensions=dimensions,
-                         seed=seed, cluster=None, also_backends=audit.attrs.get("backends", set()))
+    left_out = LeftOut(flagged, "without the dialogues the user-agent audit flagged", "Unflagged",
+                       HEURISTIC_NOTE, audit.attrs.get("backends", set()))
+    return table3_beside(tidy, left_out, setting=setting, dimensions=dimensions, seed=seed, cluster=None)

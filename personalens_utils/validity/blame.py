@@ -27,7 +27,7 @@ import pandas as pd
 
 from personalens_utils import engine
 from personalens_utils.analysis.scores import PERSONALIZATION, TASK_COMPLETION
-from personalens_utils.analysis.tables import MAIN_SETTING, provenance_note, table3_beside
+from personalens_utils.analysis.tables import MAIN_SETTING, LeftOut, provenance_note, table3_beside
 from personalens_utils.data import Benchmark
 from personalens_utils.engine import Asked, Item, StageReport, UnreadableAnswer
 from personalens_utils.errors import KitError
@@ -284,9 +284,9 @@ def table3_without_user_faults(tidy: pd.DataFrame, frame: pd.DataFrame, *, setti
     users = set(frame.loc[(frame["status"] == "ok") & (frame["party"] == "user_agent"), "dialogue_id"])
     note = ("A dialogue is left out when the failure reviewer (docs/validity.md) blamed its poor result on "
             "the user agent; the reviewer's reading is a model's (or the offline rules'), not a proof.")
-    return table3_beside(tidy, users, without="without the failures blamed on the user agent",
-                         kept="User faults out", note=note, setting=setting, seed=seed,
-                         also_backends=frame.attrs.get("backends", set()))
+    left_out = LeftOut(users, "without the failures blamed on the user agent", "User faults out", note,
+                       frame.attrs.get("backends", set()))
+    return table3_beside(tidy, left_out, setting=setting, seed=seed)
 
 
 def resimulate_user_faults(benchmark: Benchmark, store: RunStore, client: LLMClient, frame: pd.DataFrame,

@@ -34,6 +34,7 @@ from personalens_utils.analysis.scores import (
 from personalens_utils.analysis.stats import DEFAULT_RESAMPLES
 from personalens_utils.analysis.tables import (
     MAIN_SETTING,
+    LeftOut,
     fmt_ci,
     provenance_note,
     score_source,
@@ -184,5 +185,5 @@ def table3_on_measuring_tasks(tidy: pd.DataFrame, gaps: pd.DataFrame, *, setting
     note = (f"Flagged {unit} ({', '.join(sorted(flagged)) or 'none'}) show no gap between an assistant "
             "that sees the user and one that does not (docs/validity.md, task audit).")
     without = f"on the {unit} the task audit did not flag, leaving out the dialogues of flagged {unit}"
-    return table3_beside(part, set(out), without=without, kept=f"Unflagged {unit}", note=note,
-                         setting=setting, seed=seed)
+    left_out = LeftOut(set(out), without, f"Unflagged {unit}", note)
+    return table3_beside(part, left_out, setting=setting, seed=seed)
