@@ -245,3 +245,34 @@ def test_scenarios_blamed_on_the_user_agent_are_simulated_again_as_a_new_sample(
     assert resimulate_user_faults(bench, again, judge.client, frame, config).planned == 0
     nobody = resimulate_user_faults(bench, again, judge.client, frame, replace(config, assistant_model=CLEAN))
     assert nobody.planned == 0 and "no failure blamed" in nobody.details["why"]
+
+
+class Reader:
+    """A reviewer model that keeps every prompt it is sent and answers nobody."""
+
+    name = "reader"
+
+    def __init__(self):
+        self.prompts: list[str] = []
+
+    async def acomplete(self, request, model):
+        self.prompts.append("".join(m.content for m in request.messages))
+        return Response(text="PARTY: nobody\nFAULT: none\nTURN: none\nEXPLANATION: Fine.", usage=Usage(),
+                        backend=self.name, model=model, latency_s=0.0)
+
+
+def test_a_model_reviewer_reads_the_numbered_conversation_and_the_judges_reasons(planted, tmp_path):
+    _, store, contexts, judge, _, _, _ = planted
+    reader = Reader()
+    role = ModelRole(ModelSpec("reader", "reader"), LLMClient(reader, progress=False))
+    other = RunStore(tmp_path / "read")
+    first = store.read(Dialogue)[0]
+    other.append(first)
+    verdicts = [j for j in store.read(Judgment) if j.dialogue_id == first.id]
+    other.extend(verdicts)
+    run_blame(other, role, judge, contexts, BlameConfig(which="all"))
+    (prompt,) = reader.prompts
+    assert f"[1] USER: {first.turns[0].content}" in prompt
+    explanation = next(j.explanation for j in verdicts if j.dimension == "task_completion")
+    assert " ".join(explanation.split()) in prompt and "PARTY:" in prompt
+    assert [b.party for b in other.read(Blame)] == ["nobody"]

@@ -29,8 +29,8 @@ FAULTS = {
 REVIEW_HEAD = """\
 You are auditing a test of a personal ASSISTANT. A simulated USER AGENT played a user with the \
 PROFILE below and talked to the assistant to get a TASK done; then a JUDGE scored the conversation. \
-The result was poor (the task was judged not completed, or personalization was judged low). Decide \
-which single party caused the poor result.
+When the result is poor (the task judged not completed, or personalization judged low), decide which \
+single party caused it; when it is not, or nobody misbehaved, answer nobody.
 
 Parties and the faults you may name:
 - assistant: ignored_user (the user stated a wish and the assistant never applied it), \
