@@ -152,7 +152,8 @@ class Mumbler:
 
 def test_an_unreadable_answer_is_asked_again_then_stored_as_missing(planted, tmp_path):
     _, store, contexts, judge, _, _, _ = planted
-    mumbler = ModelRole(ModelSpec("mumbler", "mumbler"), LLMClient(Mumbler(), progress=False))
+    client = LLMClient(Mumbler(), progress=False, use_cache=False)
+    mumbler = ModelRole(ModelSpec("mumbler", "mumbler"), client)
     other = RunStore(tmp_path / "mumbled")
     other.extend(store.read(Dialogue)[:2])
     kept = {d.id for d in other.read(Dialogue)}
@@ -264,7 +265,7 @@ class Reader:
 def test_a_model_reviewer_reads_the_numbered_conversation_and_the_judges_reasons(planted, tmp_path):
     _, store, contexts, judge, _, _, _ = planted
     reader = Reader()
-    role = ModelRole(ModelSpec("reader", "reader"), LLMClient(reader, progress=False))
+    role = ModelRole(ModelSpec("reader", "reader"), LLMClient(reader, progress=False, use_cache=False))
     other = RunStore(tmp_path / "read")
     first = store.read(Dialogue)[0]
     other.append(first)
