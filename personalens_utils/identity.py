@@ -196,6 +196,14 @@ def judgment_id(dialogue_id: str, dimension: str, *, judge: Role, variant: Varia
     return stable_id(*variant.parts(parts))
 
 
+def blame_id(dialogue_id: str, *, reviewer: Role, judge: Role, variant: Variant) -> str:
+    """The run-store id of a failure review: the dialogue, the reviewer, the judge whose verdicts it
+    read (another judge's verdicts make another review) and the reviewer prompts' variant."""
+    parts = (dialogue_id, "blame", reviewer.model, reviewer.backend, reviewer.model_id, judge.model,
+             judge.backend, judge.model_id, variant.prompt_version)
+    return stable_id(*variant.parts(parts))
+
+
 def judgment_id_tail(dimension: str, *, judge: Role, variant: Variant) -> str:
     """What `judgment_id` hashes after the dialogue id, the same for every dialogue: `stable_id` hashes
     `[` + the JSON string of the dialogue id + this (a planner over many dialogues encodes it once)."""

@@ -30,6 +30,7 @@ from personalens_utils.identity import (
     STORED_KEYS,
     Role,
     Variant,
+    blame_id,
     dialogue_id,
     judgment_id,
     resolved_model,
@@ -500,6 +501,89 @@ class Judgment(Record, _Varied):
         )
 
 
+@dataclass(frozen=True, kw_only=True)
+class Blame(Record, _Varied):
+    """Which party caused one dialogue's failure, as a reviewer read it (`validity.blame`). Status "ok",
+    "missing" (the answer was never read) or "error"; `party` and `fault` are None unless "ok"."""
+
+    table: ClassVar[str] = "blames"
+    dialogue_id: str
+    reviewer_model: str
+    variant: Variant
+    """The reviewer prompt's set and version."""
+    backend: str
+    """The reviewer's backend."""
+    reviewer_model_id: str = ""
+    """The id the reviewer's backend is called with; empty: resolved from `reviewer_model`."""
+    judge_model: str
+    """The judge whose verdicts were reviewed (its key), its backend and resolved id."""
+    judge_backend: str
+    judge_model_id: str
+    party: str | None = None
+    fault: str | None = None
+    turn: int | None = None
+    """The number (from 1) of the message that shows the fault; None when the reviewer named none."""
+    explanation: str = ""
+    raw: str = ""
+    attempts: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.reviewer_model_id:
+            object.__setattr__(self, "reviewer_model_id", resolved_model(self.reviewer_model, self.backend))
+        super().__post_init__()
+
+    @property
+    def failure(self) -> str:
+        return f"dialogue {self.dialogue_id}, review: {self.explanation}"
+
+    def identity(self) -> str:
+        reviewer = Role(self.reviewer_model, self.backend, self.reviewer_model_id)
+        judge = Role(self.judge_model, self.judge_backend, self.judge_model_id)
+        return blame_id(self.dialogue_id, reviewer=reviewer, judge=judge, variant=self.variant)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "dialogue_id": self.dialogue_id,
+            "reviewer_model": self.reviewer_model,
+            **self.variant.stored(),
+            "backend": self.backend,
+            "reviewer_model_id": self.reviewer_model_id,
+            "judge_model": self.judge_model,
+            "judge_backend": self.judge_backend,
+            "judge_model_id": self.judge_model_id,
+            "status": self.status,
+            "party": self.party,
+            "fault": self.fault,
+            "turn": self.turn,
+            "explanation": self.explanation,
+            "raw": self.raw,
+            "attempts": self.attempts,
+        }
+
+    @classmethod
+    def from_json(cls, data: Any, where: str = "") -> Self:
+        r = _Reader(data, cls, where)
+        return cls(
+            id=cls.read_id(data, where),
+            dialogue_id=r.str("dialogue_id"),
+            reviewer_model=r.str("reviewer_model"),
+            variant=r.variant(),
+            backend=r.str("backend"),
+            reviewer_model_id=r.str("reviewer_model_id"),
+            judge_model=r.str("judge_model"),
+            judge_backend=r.str("judge_backend"),
+            judge_model_id=r.str("judge_model_id"),
+            status=r.str("status"),
+            party=r.str("party", optional=True),
+            fault=r.str("fault", optional=True),
+            turn=r.int("turn", optional=True),
+            explanation=r.str("explanation"),
+            raw=r.str("raw"),
+            attempts=r.int("attempts"),
+        )
+
+
 # -- validation --------------------------------------------------------------------------------------------
 
 
@@ -803,6 +887,7 @@ class BatchEntry(Record):
 RECORD_TYPES: tuple[type[Record], ...] = (
     Dialogue,
     Judgment,
+    Blame,
     ConsistencyCheck,
     *GENERATION_STEPS.values(),
     Batch,
@@ -829,6 +914,7 @@ __all__ = [
     "RECORD_TYPES",
     "Batch",
     "BatchEntry",
+    "Blame",
     "ConsistencyCheck",
     "Dialogue",
     "GenerationStep",

@@ -17,7 +17,8 @@ whose mean the other rule would change shows that mean after it, e.g. "2.53 [2.3
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -239,6 +240,51 @@ def table3(
     )
     return TableResult(display, caption, score_source(part), long, best=higher_is_better(display),
                        words=long_words)
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    """The dialogues a Table 3 beside itself leaves out, and how its caption says so: `without` which
+    dialogues ("without the dialogues the audit flagged"), `kept` the column of what is left
+    ("Unflagged"), `note` the caption's last words on the check, `backends` those of the check itself."""
+
+    dialogues: Collection[str]
+    without: str
+    kept: str
+    note: str = ""
+    backends: Collection[str] = ()
+
+
+def table3_beside(
+    tidy: pd.DataFrame, left_out: LeftOut, *, setting: str = MAIN_SETTING,
+    dimensions: Sequence[str] = ASSISTANT_DIMENSIONS, seed: int = 0, cluster: str | None = CLUSTER,
+) -> TableResult:
+    """Table 3's cells on all judged dialogues beside the same cells without the dialogues some check
+    doubts (`left_out`), and the difference: how far a number moves without them. Intervals resample
+    `cluster` (users) unless None (judgments)."""
+    part = rows_of(tidy, tidy["assistant_setting"] == setting)
+    if part.empty:
+        raise ValueError(f"no judged dialogues under setting {setting!r}")
+    dropped, kept = set(left_out.dialogues), left_out.kept
+    labelled = by_run(part)[0]
+    by = ["assistant_model", "task_type"]
+    every = aggregate(labelled, by, dimensions, seed=seed, cluster=cluster)
+    rest = labelled.loc[~labelled["dialogue_id"].isin(dropped), aggregate_columns(labelled, by, cluster)]
+    left = aggregate(rest, by, dimensions, seed=seed, cluster=cluster)
+    both = every.merge(left, on=[*by, "dimension"], how="left", suffixes=("", "_kept"))
+    rows = [{"Assistant model": r.assistant_model, "Type": r.task_type, "Metric": SCALES[r.dimension].short,
+             "All": fmt_ci(r.mean, r.ci_low, r.ci_high),
+             kept: fmt_ci(r.mean_kept, r.ci_low_kept, r.ci_high_kept),
+             "Difference": r.mean_kept - r.mean, "N all": int(r.n),
+             f"N {kept.lower()}": int(0 if pd.isna(r.n_kept) else r.n_kept)}
+            for r in both.itertuples(index=False)]
+    intervals = "95% bootstrap intervals" if cluster is None else method_note()
+    caption = (f"Table 3 ({setting!r} setting) on all judged dialogues and {left_out.without} "
+               f"({len(dropped & set(part['dialogue_id'].unique()))} of {part['dialogue_id'].nunique()}); "
+               f"Difference = {kept.lower()} minus all (TCR in %, P 1-4, naturalness and coherence 1-5); "
+               f"{intervals} in brackets. " + left_out.note
+               + provenance_note(backends(part) | set(left_out.backends)))
+    return TableResult(pd.DataFrame(rows), caption, score_source(part), both, precision=2)
 
 
 def higher_is_better(display: pd.DataFrame) -> dict[str, str]:

@@ -28,6 +28,7 @@ class CallKind(StrEnum):
     GENERATION = "generation"
     VALIDATION = "validation"
     PERSONA_BENCH = "persona_bench"
+    REVIEW = "review"
 
 
 ROLES: Mapping[CallKind, str] = {
@@ -37,6 +38,7 @@ ROLES: Mapping[CallKind, str] = {
     CallKind.GENERATION: "benchmark generator",
     CallKind.VALIDATION: "consistency checker",
     CallKind.PERSONA_BENCH: "PERSONA Bench model",
+    CallKind.REVIEW: "failure reviewer",
 }
 """The role each kind of call plays, as messages about a failed call name it."""
 

@@ -16,8 +16,11 @@ from typing import Any, ClassVar, Protocol, Self
 from personalens_utils.identity import Variant
 from personalens_utils.llm import Request
 from personalens_utils.prompts.dialogue import TERMINATE
+from personalens_utils.prompts.official import KIT_PROMPTS
+from personalens_utils.prompts.review import REVIEW_PROMPT_VERSION
 
 from .context import ScenarioContext
+from .review import review_request
 
 Turn = Mapping[str, str]
 
@@ -106,6 +109,15 @@ class PromptSet(ABC):
         version for the run's `kit_version`), and the judge `sample`."""
         judged_by = self.judge_set(dimension)
         return Variant(judged_by.judge_version(kit_version), judged_by.name, sample)
+
+    def review_request(self, context: Mapping[str, Any], reviewer_model: str) -> Request:
+        """The failure reviewer's call on a review context (`prompting.review`). Every set uses the
+        kit's reviewer prompt: the authors wrote none."""
+        return review_request(context, reviewer_model)
+
+    def review_variant(self) -> Variant:
+        """The variant a blame record carries: the reviewer prompt's set and version."""
+        return Variant(REVIEW_PROMPT_VERSION, KIT_PROMPTS)
 
     def check_setting(self, setting: str, assistant_model: str) -> None:
         """Refuse, before a run, an assistant setting this set has no prompt for (the kit has one for

@@ -25,23 +25,17 @@ from typing import Any
 import pandas as pd
 
 from personalens_utils.analysis.scores import (
-    SCALES,
-    aggregate,
-    aggregate_columns,
-    backends,
     columnar,
     load_dialogues,
 )
 from personalens_utils.analysis.tables import (
     ASSISTANT_DIMENSIONS,
     MAIN_SETTING,
-    by_run,
-    fmt_ci,
+    LeftOut,
     provenance_note,
-    score_source,
+    table3_beside,
 )
 from personalens_utils.data import Benchmark
-from personalens_utils.frames import rows_of
 from personalens_utils.judging import JUDGEABLE_STATUSES, benchmark_contexts
 from personalens_utils.judging.config import Select
 from personalens_utils.llm.offline.judge import mentions, words_of
@@ -199,25 +193,7 @@ def audit_rates(audit: pd.DataFrame) -> TableResult:
 def table3_without_flagged(tidy: pd.DataFrame, audit: pd.DataFrame, *, setting: str = MAIN_SETTING,
                            dimensions: Sequence[str] = ASSISTANT_DIMENSIONS, seed: int = 0) -> TableResult:
     """Table 3's cells on all judged dialogues and on the unflagged ones only, with the difference."""
-    part = rows_of(tidy, tidy["assistant_setting"] == setting)
-    if part.empty:
-        raise ValueError(f"no judged dialogues under setting {setting!r}")
     flagged = set(audit.loc[audit["any_flag"], "dialogue_id"])
-    labelled = by_run(part)[0]
-    by = ["assistant_model", "task_type"]
-    every = aggregate(labelled, by, dimensions, seed=seed)
-    unflagged = labelled.loc[~labelled["dialogue_id"].isin(flagged), aggregate_columns(labelled, by)]
-    kept = aggregate(unflagged, by, dimensions, seed=seed)
-    both = every.merge(kept, on=[*by, "dimension"], how="left", suffixes=("", "_kept"))
-    rows = [{"Assistant model": r.assistant_model, "Type": r.task_type, "Metric": SCALES[r.dimension].short,
-             "All": fmt_ci(r.mean, r.ci_low, r.ci_high), "Unflagged": fmt_ci(r.mean_kept, r.ci_low_kept,
-                                                                              r.ci_high_kept),
-             "Difference": r.mean_kept - r.mean, "N all": int(r.n), "N unflagged": int(0 if pd.isna(r.n_kept)
-                                                                                      else r.n_kept)}
-            for r in both.itertuples(index=False)]
-    caption = (f"Table 3 ({setting!r} setting) on all judged dialogues and without the dialogues the "
-               f"user-agent audit flagged ({len(flagged & set(part['dialogue_id'].unique()))} of "
-               f"{part['dialogue_id'].nunique()}); Difference = unflagged minus all (TCR in %, P 1-4, "
-               "naturalness and coherence 1-5); 95% bootstrap intervals in brackets. " + HEURISTIC_NOTE
-               + provenance_note(backends(part) | audit.attrs.get("backends", set())))
-    return TableResult(pd.DataFrame(rows), caption, score_source(part), both, precision=2)
+    left_out = LeftOut(flagged, "without the dialogues the user-agent audit flagged", "Unflagged",
+                       HEURISTIC_NOTE, audit.attrs.get("backends", set()))
+    return table3_beside(tidy, left_out, setting=setting, dimensions=dimensions, seed=seed, cluster=None)

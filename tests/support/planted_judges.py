@@ -82,3 +82,18 @@ class RandomJudge(PlantedJudge):
             return re.sub(r"VERDICT:\s*(True|False)", f"VERDICT: {rng.choice(['True', 'False'])}", text)
         score = rng.randint(dimension.low, dimension.high)
         return re.sub(r"(Score:\s*)\d", lambda m: f"{m[1]}{score}", text)
+
+
+class ContradictingJudge(PlantedJudge):
+    """Reasons as the offline judge does, then gives the opposite score: the task-completion verdict
+    flipped, personalization mirrored on its scale (4 -> 1, 3 -> 2); the explanation left as it was."""
+
+    name = "planted-contradicting"
+
+    def answer(self, context: dict[str, Any], request: Request) -> str:
+        text = judge_answer(context)
+        if context["dimension"] == "task_completion":
+            return re.sub(r"VERDICT:\s*(True|False)", lambda m: f"VERDICT: {m[1] != 'True'}", text)
+        if context["dimension"] == "personalization":
+            return re.sub(r"(Personalization Score:\s*)(\d)", lambda m: f"{m[1]}{5 - int(m[2])}", text)
+        return text

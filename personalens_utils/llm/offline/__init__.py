@@ -68,7 +68,7 @@ class OfflineBackend:
         return self.respond(request, model)
 
 
-_RESPONDER_MODULES = ("dialogue", "judge", "generation", "profile_consistency")
+_RESPONDER_MODULES = ("dialogue", "judge", "generation", "profile_consistency", "review")
 
 
 @functools.cache
