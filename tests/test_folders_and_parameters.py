@@ -262,3 +262,14 @@ def test_each_shard_of_notebook_07_simulates_and_judges_only_its_own_work(bench:
     (first_dialogues, first_judgments), (second_dialogues, second_judgments) = new.values()
     assert first_dialogues and second_dialogues and not first_dialogues & second_dialogues
     assert first_judgments and second_judgments and not first_judgments & second_judgments
+
+
+@pytest.mark.slow
+def test_notebook_01_with_a_read_only_generated_dir_generates_nothing(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("PERSONALENS_CACHE", str(tmp_path / "cache"))
+    with read_only(tmp_path / "locked") as locked:
+        stopped = _run("01_generation.ipynb", tmp_path / "01.ipynb", {
+            "generated_dir": str(locked / "bench"), "run_dir": str(tmp_path / "steps"), "n_users": 2})
+        assert list(locked.iterdir()) == []
+    assert stopped.evalue.startswith(f"parameter output_dir: cannot write to {locked / 'bench'} ")
+    assert not (tmp_path / "steps").exists(), "no generation step ran"
