@@ -16,6 +16,10 @@ never spec texts. Each parameter has one meaning in every notebook (docs/paramet
   when the session opens (docs/simulation.md, "Prompt sets").
 - `request_timeout_s` and `call_deadline_s` bound every model call: one attempt's wait for an answer,
   and the whole call with its retries (docs/llm.md, "Concurrency, retries and time limits").
+- Every other parameter the session is given (concurrency, budget, dimensions, settings, shard,
+  repeats, judge samples) is checked when it opens, and so is every folder the notebook will write
+  (`output_dir`, a run store it appends to, the response cache of a network backend): a bad one
+  stops the setup cell with one line naming it, before any model call and with nothing written.
 - `seed` seeds sampling and resampling (bootstrap, permutation, Self-BLEU and annotation samples);
   `backend_seed` seeds the offline backend; `demographics_seed` seeds notebook 01's demographics.
 """
@@ -283,8 +287,6 @@ def _work(config: SessionConfig) -> tuple[list[str] | None, list[str] | None, st
         samples(config.judge_samples, "judge_samples")
     except (ValueError, IdentityError) as exc:
         raise SessionError(f"parameter {exc}") from None
-    if config.backend not in KNOWN_BACKENDS:
-        raise SessionError(f"parameter backend={config.backend!r}: use one of {list(KNOWN_BACKENDS)}")
     return dimensions, settings, str(shard) if shard else None
 
 
@@ -351,6 +353,8 @@ class Session:
         unknown = sorted(set(task_types) - {"SD", "MD"})
         if unknown:
             raise SessionError(f"parameter task_types: unknown {unknown}; use 'SD' and/or 'MD'")
+        if config.backend not in KNOWN_BACKENDS:
+            raise SessionError(f"parameter backend={config.backend!r}: use one of {list(KNOWN_BACKENDS)}")
         max_concurrency = _concurrency(config.max_concurrency)
         dimensions, settings, shard = _work(config)
         models, assistants, options = _read_roles(config)
