@@ -33,6 +33,18 @@ def cache_dir() -> Path:
     return Path(os.environ.get("PERSONALENS_CACHE", project_root() / ".cache" / "responses"))
 
 
+def unwritable(folder: str | os.PathLike[str]) -> Path | None:
+    """The folder that stops this process from writing into `folder` (making it first if need be):
+    `folder` itself or its nearest existing parent when that is read-only or not a folder; None when
+    writing there would work. Looks only, so a check before a run leaves nothing behind."""
+    here = Path(folder).expanduser().absolute()
+    while not here.exists() and here != here.parent:
+        here = here.parent
+    if not here.is_dir() or not os.access(here, os.W_OK | os.X_OK):
+        return here
+    return None
+
+
 def runs_dir() -> Path:
     return project_root() / "runs"
 

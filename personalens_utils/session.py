@@ -16,6 +16,10 @@ never spec texts. Each parameter has one meaning in every notebook (docs/paramet
   when the session opens (docs/simulation.md, "Prompt sets").
 - `request_timeout_s` and `call_deadline_s` bound every model call: one attempt's wait for an answer,
   and the whole call with its retries (docs/llm.md, "Concurrency, retries and time limits").
+- Every other parameter the session is given (concurrency, budget, dimensions, settings, shard,
+  repeats, judge samples) is checked when it opens, and so is every folder the notebook will write
+  (`output_dir`, a run store it appends to, the response cache of a network backend): a bad one
+  stops the setup cell with one line naming it, before any model call and with nothing written.
 - `seed` seeds sampling and resampling (bootstrap, permutation, Self-BLEU and annotation samples);
   `backend_seed` seeds the offline backend; `demographics_seed` seeds notebook 01's demographics.
 """
@@ -39,17 +43,22 @@ from personalens_utils.columnar import Columnar
 from personalens_utils.data import Benchmark, load_benchmark, resolve_users
 from personalens_utils.display import UsageTable, use_in_notebook
 from personalens_utils.errors import KitError
+from personalens_utils.identity import IdentityError, samples
+from personalens_utils.judging.dimensions import DIMENSIONS
 from personalens_utils.llm import LLMClient
 from personalens_utils.llm.clients import Clients
 from personalens_utils.llm.offline import OFFLINE_RULES
-from personalens_utils.llm.options import ClientOptions
+from personalens_utils.llm.options import ClientOptions, check_limit
+from personalens_utils.llm.registry import KNOWN_BACKENDS
 from personalens_utils.llm.specs import ModelSpec, SpecError
 from personalens_utils.prompting import KIT, OfficialPromptSet, PromptSet
 from personalens_utils.prompting import prompt_set as find_prompt_set
 from personalens_utils.prompts.official import KIT_PROMPTS
 from personalens_utils.records import Dialogue
 from personalens_utils.roles import ModelRole
+from personalens_utils.shards import Shard, ShardError
 from personalens_utils.simulation.report import default_users
+from personalens_utils.simulation.settings import AssistantSetting, SettingError
 from personalens_utils.store import ReproductionStore, RunStore
 
 ALL_USERS = "all"
@@ -208,6 +217,17 @@ class SessionConfig:
     focus_defaults: tuple[str, ...] = ()
     """Assistant parameters whose None means, on a finished reproduction's store, the assistant that
     reproduction focused on (notebook 03: its defaults then have nothing left to simulate)."""
+    dimensions: Sequence[str] | str | None = None
+    settings: Sequence[str] | str | None = None
+    shard: str | None = None
+    max_cost_usd: float | None = None
+    repeats: int = 1
+    judge_samples: int = 1
+    """The notebook's own work parameters, checked here (in the setup cell, before any call) so a bad one
+    stops with one line naming it; the session keeps them read (`Session.dimensions`, ...)."""
+    writes_store: bool = True
+    """Whether the notebook appends to its run store (notebook 06: only for Table 5's second judge): a
+    store it writes must be writable before the first call; one it only reads may be read-only."""
 
 
 def _read_roles(
@@ -232,6 +252,60 @@ def _focus_defaults(config: SessionConfig, focus: str) -> dict[str, AssistantSpe
                 for name in config.focus_defaults if config.assistants.get(name) is None}
     except SpecError as exc:
         raise SessionError(f"the reproduction's focus assistant: {exc}") from exc
+
+
+def _concurrency(value: Any) -> int | Mapping[str, int]:
+    """`max_concurrency`: a whole number of at least 1, or a mapping from backend to one."""
+    bounds = value.items() if isinstance(value, Mapping) else [(None, value)]
+    for backend, bound in bounds:
+        where = "max_concurrency" if backend is None else f"max_concurrency[{backend!r}]"
+        if backend is not None and str(backend).partition("@")[0] not in KNOWN_BACKENDS:
+            raise SessionError(f"parameter {where}: unknown backend; use one of {list(KNOWN_BACKENDS)}")
+        if isinstance(bound, bool) or not isinstance(bound, int) or bound < 1:
+            raise SessionError(f"parameter {where}={bound!r}: give a whole number of at least 1 (model calls "
+                               "in flight at once)")
+    return value
+
+
+def _work(config: SessionConfig) -> tuple[list[str] | None, list[str] | None, str | None]:
+    """The notebook's work parameters checked: (dimensions, settings, shard) as the session keeps them."""
+    dimensions = selection_param("dimensions", config.dimensions)
+    if unknown := [d for d in dimensions or [] if d not in DIMENSIONS]:
+        raise SessionError(f"parameter dimensions: unknown {unknown}; known: {list(DIMENSIONS)}")
+    settings = selection_param("settings", config.settings)
+    try:
+        for setting in settings or []:
+            AssistantSetting.parse(setting)
+        shard = Shard.parse(config.shard)
+    except SettingError as exc:
+        raise SessionError(f"parameter settings: {exc}") from None
+    except ShardError as exc:
+        raise SessionError(f"parameter shard: {exc}") from None
+    try:
+        check_limit(config.max_cost_usd)
+        samples(config.repeats, "repeats")
+        samples(config.judge_samples, "judge_samples")
+    except (ValueError, IdentityError) as exc:
+        raise SessionError(f"parameter {exc}") from None
+    return dimensions, settings, str(shard) if shard else None
+
+
+def _check_writable(output_dir: Path, store: RunStore | None, config: SessionConfig,
+                    backends: set[str]) -> None:
+    """Every folder the notebook will write, checked before its first call (one line naming the folder
+    that refuses): the output folder, the run store when it is written, the response cache when a
+    network backend is called."""
+    if (blocked := paths.unwritable(output_dir)) is not None:
+        raise SessionError(f"parameter output_dir: cannot write to {output_dir} ({blocked} is read-only or "
+                           "not a folder); give an output_dir this process can write; nothing was written")
+    written = store if config.writes_store and (config.store or config.run_dir) else None
+    if written is not None and (why := written.unwritable()) is not None:
+        raise SessionError(f"parameter run_dir: cannot write the run store {written.root} ({why}); give a "
+                           "run_dir this process can write; nothing was written")
+    cache = paths.cache_dir()
+    if backends - {"offline"} and (blocked := paths.unwritable(cache)) is not None:
+        raise SessionError(f"the response cache {cache} cannot be written ({blocked} is read-only or not a "
+                           "folder): set PERSONALENS_CACHE to a folder this process can write")
 
 
 @dataclass
@@ -260,6 +334,12 @@ class Session:
     assistant_options: PythonOptions = field(default_factory=PythonOptions)
     reproduction: paths.LatestRun | None = None
     """The finished `make reproduce` pass whose store the session reads (run_dir=None), else None."""
+    dimensions: list[str] | None = None
+    """The judge dimensions the notebook was given (checked; None: all)."""
+    settings: list[str] | None = None
+    """The assistant settings the notebook was given (checked; None: the notebook's own default)."""
+    shard: str | None = None
+    """The shard "i/n" the notebook works on (checked; None: all its work)."""
     started: float = field(default_factory=time.perf_counter)
     _clients: Clients | None = field(default=None, repr=False)
     _benchmark: Benchmark | None = field(default=None, repr=False)
@@ -273,6 +353,10 @@ class Session:
         unknown = sorted(set(task_types) - {"SD", "MD"})
         if unknown:
             raise SessionError(f"parameter task_types: unknown {unknown}; use 'SD' and/or 'MD'")
+        if config.backend not in KNOWN_BACKENDS:
+            raise SessionError(f"parameter backend={config.backend!r}: use one of {list(KNOWN_BACKENDS)}")
+        max_concurrency = _concurrency(config.max_concurrency)
+        dimensions, settings, shard = _work(config)
         models, assistants, options = _read_roles(config)
         use_in_notebook()
         try:
@@ -296,14 +380,18 @@ class Session:
             run_store = RunStore(config.run_dir or paths.runs_dir() / DEFAULT_RUN)
         else:
             run_store = None
-        output_dir = config.output_dir
+        output_dir = Path(config.output_dir or paths.runs_dir() / config.default_output)
+        users = resolve_session_users(bench, config.users)
+        backends = {config.backend, *(m.backend for m in models.values()),
+                    *(a.spec.backend for a in assistants.values() if a.spec)}
+        _check_writable(output_dir, run_store, config, backends)
         return cls(
             benchmark_dir=bench,
-            users=resolve_session_users(bench, config.users),
+            users=users,
             store=run_store,
-            output_dir=Path(output_dir) if output_dir else paths.runs_dir() / config.default_output,
+            output_dir=output_dir,
             backend=config.backend,
-            max_concurrency=config.max_concurrency,
+            max_concurrency=max_concurrency,
             backend_seed=config.backend_seed,
             stage=config.stage,
             timeouts=timeouts,
@@ -315,6 +403,9 @@ class Session:
             assistant_specs=assistants,
             assistant_options=options,
             reproduction=reproduction,
+            dimensions=dimensions,
+            settings=settings,
+            shard=shard,
         )
 
     def role(self, parameter: str) -> ModelRole:

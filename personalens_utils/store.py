@@ -27,6 +27,7 @@ import orjson
 import pandas as pd
 from filelock import FileLock, Timeout
 
+from personalens_utils import paths
 from personalens_utils.errors import KitError
 from personalens_utils.records import ERROR, Dialogue, Judgment, Record, stable_id
 from personalens_utils.store_migration import migrate_store, needs_migration
@@ -184,29 +185,49 @@ class RunStore:
         """Hold the store as the one run of `stage` writing it: a second run of the stage on the store
         (another notebook, process or thread) is refused at once with a `StoreInUse` naming this one,
         since both would make the same calls and write the same records. Re-entrant in one thread;
-        the operating system releases it when the process dies, so a killed run does not block."""
-        with self._lock:
-            lock = self._writers.setdefault(stage, FileLock(str(self._writer_lock(stage))))
-        info = self._writer_lock(stage).with_name(f"{self._writer_lock(stage).name}-info")
+        the operating system releases it when the process dies, so a killed run does not block. A
+        folder this process cannot write is refused here, before any call, naming the folder."""
+        path = writer_lock(self._written_folder(), stage)
+        created = not path.parent.exists()
         try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with self._lock:
+                lock = self._writers.setdefault(stage, FileLock(str(path)))
             lock.acquire(timeout=0)
         except Timeout:
             raise StoreInUse(
-                f"the run store {self.root} is in use: {_holder(info)} is running {stage} on it; wait for "
-                "that run to end (or stop it), or give this run another run_dir"
+                f"the run store {self.root} is in use: {_holder(_info(path))} is running {stage} on it; wait "
+                "for that run to end (or stop it), or give this run another run_dir"
             ) from None
+        except OSError as exc:
+            raise StoreError(f"cannot write the run store {self.root}: {_cannot_write(path.parent, exc)}; "
+                             "give a run_dir this process can write (nothing was written)") from None
         try:
             if lock.lock_counter == 1:
-                info.write_text(orjson.dumps({
+                _info(path).write_text(orjson.dumps({
                     "pid": os.getpid(), "host": socket.gethostname(), "stage": stage,
                     "since": datetime.now(UTC).isoformat(timespec="seconds"),
                 }).decode())
             yield
         finally:
             lock.release()
+            if created and not lock.is_locked:
+                _remove_if_only(path.parent, {path.name, _info(path).name})
 
-    def _writer_lock(self, stage: str) -> Path:
-        return writer_lock(self.root, stage)
+    def _written_folder(self) -> Path:
+        """The folder a run's records (and its writer lock) go to."""
+        return self.root
+
+    def unwritable(self) -> str | None:
+        """Why a run could not write this store (one phrase naming the folder or file), or None: checked
+        before a notebook makes its first call, so a read-only store is refused, not half-written."""
+        folder = self._written_folder()
+        if (blocked := paths.unwritable(folder)) is not None:
+            return f"{blocked} is not a folder this process can write"
+        tables = sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
+        if held := [table.name for table in tables if not os.access(table, os.W_OK)]:
+            return f"its tables {held} in {folder} are read-only"
+        return None
 
     def append(self, record: Record) -> None:
         self.extend([record])
@@ -227,6 +248,13 @@ class RunStore:
     def _extend_json(self, kind: type[Record], records: list[dict[str, Any]]) -> None:
         if not records:
             return
+        try:
+            self._append_json(kind, records)
+        except OSError as exc:
+            why = _cannot_write(self.root, exc)
+            raise StoreError(f"cannot write the run store {self.root}: {why}") from None
+
+    def _append_json(self, kind: type[Record], records: list[dict[str, Any]]) -> None:
         table = _table(kind)
         path = self.path(kind)
         self.root.mkdir(parents=True, exist_ok=True)
@@ -438,9 +466,30 @@ def _copy(path: Path, lines: list[_Line], into: RunStore, kind: type[Record]) ->
 
 def writer_lock(folder: Path, stage: str) -> Path:
     """The lock file a run of `stage` on the store in `folder` holds (an `-info` file beside it names
-    the holder). It sits beside the folder, not in it, so one lock serves every way of opening that
-    store, and a run that finds nothing to do leaves the folder as it was."""
-    return folder.parent / f".{folder.name}.{stage}.writer"
+    the holder). It sits inside the folder, so a store that can be written can always hold its lock
+    (its parent may be read-only); a run that finds nothing to do on a store not yet made leaves no
+    folder behind (`RunStore.writing`). Before this the lock sat beside the folder: stores of that
+    time open as they are, and a leftover `.<folder>.<stage>.writer` beside one may be deleted."""
+    return folder / f".{stage}.writer"
+
+
+def _info(lock: Path) -> Path:
+    return lock.with_name(f"{lock.name}-info")
+
+
+def _cannot_write(folder: Path, exc: OSError) -> str:
+    """What stops a write into `folder`, in a few words naming the folder that refuses it."""
+    blocked = paths.unwritable(folder) or folder
+    return f"{blocked} is not a folder this process can write ({exc.strerror or type(exc).__name__})"
+
+
+def _remove_if_only(folder: Path, names: set[str]) -> None:
+    """Remove `folder` (made for a writer lock) when it holds nothing but those lock files."""
+    with contextlib.suppress(OSError):
+        if {p.name for p in folder.iterdir()} <= names:
+            for name in names:
+                (folder / name).unlink(missing_ok=True)
+            folder.rmdir()
 
 
 class ReproductionStore(RunStore):
@@ -462,10 +511,10 @@ class ReproductionStore(RunStore):
         extended = mark.is_file() and mark.read_text(encoding="utf-8") == self._stamp()
         super().__init__(self.own if extended else self.reproduction)
 
-    def _writer_lock(self, stage: str) -> Path:
-        """The own run's lock, whether or not it exists yet: a run given that folder as its run_dir
-        excludes this one, and the reproduction's folder is never touched."""
-        return writer_lock(self.own, stage)
+    def _written_folder(self) -> Path:
+        """The own run, whether or not it exists yet: its lock excludes a run given that folder as its
+        run_dir, and the reproduction's folder is never touched."""
+        return self.own
 
     def _stamp(self) -> str:
         """The reproduction's store as it is now: a new `make reproduce` into it makes older copies stale."""

@@ -24,11 +24,18 @@ from personalens_utils.judging import SCORING_RULES
 from personalens_utils.llm.options import ClientOptions
 from personalens_utils.llm.registry import KNOWN_BACKENDS
 from personalens_utils.llm.specs import ModelSpec, SpecError
-from personalens_utils.paths import find_official_data, is_benchmark
+from personalens_utils.paths import (
+    cache_dir,
+    find_official_data,
+    is_benchmark,
+    project_root,
+    runs_dir,
+    unwritable,
+)
 from personalens_utils.prompting import PROMPT_SETS
 from personalens_utils.prompts.official import OfficialCodeError
 
-from .pipeline import failures, reproduce
+from .pipeline import OUTPUT_FOLDERS, failures, reproduce
 from .settings import ANTHROPIC_ASSISTANTS, PASSES, Settings, role_models, role_spec
 
 ALL_USERS = "all"
@@ -180,7 +187,19 @@ def problems(settings: Settings) -> list[str]:
     elif settings.focus not in (*settings.assistant_models, settings.ablation_model):
         found.append(f"--focus-model {settings.focus!r}: use one of the assistants (--assistant-models) or "
                      "the ablation assistant, whose dialogues the run makes")
-    return found + _spec_problems(settings) + _prompt_problems(settings)
+    return found + _folder_problems(settings) + _spec_problems(settings) + _prompt_problems(settings)
+
+
+def _folder_problems(settings: Settings) -> list[str]:
+    """Every folder the run writes, checked before the first notebook (so before any model call): the
+    run's folder and runs/ (runs/LATEST), the published tables/ and figures/, and the response cache
+    when a network backend is called."""
+    folders = {f"--run {settings.run!r}": settings.root, "runs/LATEST": runs_dir(),
+               **{f"the published {sub}/": project_root() / sub for sub in OUTPUT_FOLDERS}}
+    if settings.backend != "offline":
+        folders["the response cache (PERSONALENS_CACHE)"] = cache_dir()
+    return [f"{what}: cannot write {folder} ({blocked} is read-only or not a folder); nothing was run"
+            for what, folder in folders.items() if (blocked := unwritable(folder)) is not None]
 
 
 def _spec_problems(settings: Settings) -> list[str]:
