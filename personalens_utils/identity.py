@@ -2,8 +2,10 @@
 changes it, and from nothing else.
 
 A dialogue: its scenario, the assistant setting, the prompt set and its version, each role's model
-name, backend and resolved model id (the id the backend is called with), and a sample index (the
-k-th repetition of the same work; sample 0 is a run's first, and gives the ids records always had).
+name, backend and resolved model id (the id the backend is called with, and where it is served when
+that decides which model answers: an OpenAI-compatible server other than OpenAI's API, `llm.endpoints`),
+and a sample index (the k-th repetition of the same work; sample 0 is a run's first, and gives the ids
+records always had).
 A judgment: the dialogue, the dimension, the judge's model name, backend and resolved id, the judge
 prompt set and version, and a sample index. Records made with the kit's prompts leave the prompt set
 out of their id, so ids written before prompt sets existed are still the ids computed here.
@@ -26,6 +28,7 @@ import orjson
 from personalens_utils.errors import KitError
 from personalens_utils.frames import fill_missing
 from personalens_utils.llm import registry
+from personalens_utils.llm.endpoints import served_id
 from personalens_utils.llm.types import FatalError
 from personalens_utils.prompts.official import KIT_PROMPTS
 
@@ -51,15 +54,17 @@ def resolved_model(model: str, backend: str) -> str:
 
 @dataclass(frozen=True)
 class Role:
-    """Who answers one role's requests: the model's name, the backend and the id it is called with."""
+    """Who answers one role's requests: the model's name, the backend and the id it is called with (and
+    the endpoint, when that is identity: `llm.endpoints.served_id`)."""
 
     model: str
     backend: str
     model_id: str
 
     @classmethod
-    def of(cls, model: str, backend: str) -> Role:
-        return cls(model, backend, resolved_model(model, backend))
+    def of(cls, model: str, backend: str, endpoint: str = "") -> Role:
+        """The role of `model` on `backend`, served at `endpoint` (`LLMClient.endpoint`; "" by default)."""
+        return cls(model, backend, served_id(resolved_model(model, backend), endpoint))
 
 
 class IdentityError(KitError, ValueError):

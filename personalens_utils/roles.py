@@ -29,6 +29,11 @@ class ModelRole:
     def backend(self) -> str:
         return self.spec.backend
 
+    @property
+    def endpoint(self) -> str:
+        """Where its model is served when that is part of identity (`LLMClient.endpoint`), else ""."""
+        return self.client.endpoint
+
     async def respond(self, request: Request) -> Response:
         """The model's answer to `request` (its `model` is this role's)."""
         return await self.client.acomplete(request)

@@ -251,6 +251,7 @@ def test_notebooks_evaluate_the_retrieval_assistant_against_the_prompt_based_one
         monkeypatch.setenv("ANTHROPIC_BASE_URL", claude.url)
         monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key-not-secret")
         monkeypatch.setenv("PL_ASSISTANT_URL", vllm.url + "/v1")
+        served = f"openai:Qwen/Qwen2.5-7B-Instruct at {vllm.url}/v1"  # a server of its own: identity
         run("03_simulation", "sim-prompt", assistant_model=QWEN)
         sim = run("03_simulation", "sim-python", assistant_model=retrieval)
         run("04_judging", "judging", **judge,
@@ -265,7 +266,7 @@ def test_notebooks_evaluate_the_retrieval_assistant_against_the_prompt_based_one
     assert len(mine) == len(theirs) == 4 and {d.status for d in dialogues} == {"terminated"}
     assert {d.scenario_id for d in mine} == {d.scenario_id for d in theirs}  # the same scenarios
     assert {d.assistant_model_id for d in mine} == {
-        f"{retrieval.removeprefix('python:')} version 1 -> openai:Qwen/Qwen2.5-7B-Instruct"}
+        f"{retrieval.removeprefix('python:')} version 1 -> {served}"}
     assert {d.user_backend for d in dialogues} == {"anthropic"}
     # every reply of the retrieval assistant came from the OpenAI-format server, with its notes in the prompt
     replies = [t.content for d in mine for t in d.turns if t.role == "assistant"]

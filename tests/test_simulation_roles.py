@@ -39,6 +39,7 @@ def test_user_agent_and_assistant_each_reach_only_their_own_server(tmp_path, mon
         monkeypatch.setenv("ANTHROPIC_BASE_URL", claude.url)
         monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key-not-secret")
         monkeypatch.setenv("PL_ASSISTANT_URL", vllm.url + "/v1")
+        served = f"Qwen/Qwen2.5-7B-Instruct at {vllm.url}/v1"  # a server of its own: part of the identity
         clients = Clients("offline", max_concurrency={"anthropic": 4, "openai": 2}, use_cache=False,
                           progress=False, retry_base_s=0.01, retry_cap_s=0.05)
         user, assistant = clients.spec(USER), clients.spec(ASSISTANT)
@@ -54,7 +55,7 @@ def test_user_agent_and_assistant_each_reach_only_their_own_server(tmp_path, mon
     dialogues = store.read(Dialogue)
     haiku = registry.resolve("claude-3-5-haiku", "anthropic")
     assert {d.user for d in dialogues} == {("anthropic", haiku)}
-    assert {d.assistant for d in dialogues} == {("openai", "Qwen/Qwen2.5-7B-Instruct")}
+    assert {d.assistant for d in dialogues} == {("openai", served)}
     turns = sum(d.n_turns for d in dialogues)
     assert set(vllm_paths) == {"/v1/chat/completions"} and set(claude_paths) == {"/v1/messages"}
     assert vllm_paths["/v1/chat/completions"]["ok"] == turns == claude_paths["/v1/messages"]["ok"]
@@ -62,9 +63,13 @@ def test_user_agent_and_assistant_each_reach_only_their_own_server(tmp_path, mon
     by_role = usage.groupby(["role", "backend"])["calls"].sum().to_dict()
     assert by_role == {("assistant", "openai"): turns, ("user agent", "anthropic"): turns}
     # the same roles again find everything done; the assistant on the user's backend is other work
-    again = plan_dialogues(bench, store,
-                           SimulationConfig(user_model=user.model, assistant_model=assistant.model),
-                           backend="anthropic", assistant_backend="openai")
+    later = Clients("offline", progress=False)
+    try:
+        again = plan_dialogues(bench, store, SimulationConfig(user_model=user.model,
+                                                              assistant=resolve_assistant(ASSISTANT, later)),
+                               backend="anthropic")
+    finally:
+        later.close()
     assert not again.items and again.already_done == n
     other = plan_dialogues(bench, store,
                            SimulationConfig(user_model=user.model, assistant_model=assistant.model),
@@ -155,6 +160,7 @@ def test_notebooks_03_and_04_with_user_and_judge_on_anthropic_and_assistant_on_o
         monkeypatch.setenv("ANTHROPIC_BASE_URL", claude.url)
         monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key-not-secret")
         monkeypatch.setenv("PL_ASSISTANT_URL", vllm.url + "/v1")
+        served = f"Qwen/Qwen2.5-7B-Instruct at {vllm.url}/v1"
         papermill.execute_notebook(
             str(NOTEBOOKS / "03_simulation.ipynb"), str(tmp_path / "03.ipynb"), kernel_name="python3",
             progress_bar=False,
@@ -171,7 +177,7 @@ def test_notebooks_03_and_04_with_user_and_judge_on_anthropic_and_assistant_on_o
     dialogues = RunStore(tmp_path / "run").read(Dialogue)
     assert len(dialogues) == n and {d.status for d in dialogues} == {"terminated"}
     assert {d.user_backend for d in dialogues} == {"anthropic"}
-    assert {d.assistant for d in dialogues} == {("openai", "Qwen/Qwen2.5-7B-Instruct")}
+    assert {d.assistant for d in dialogues} == {("openai", served)}
     turns = sum(d.n_turns for d in dialogues)
     # the assistant's calls (a turn's request identical to an earlier one comes from the response cache)
     # and its preflight reached the OpenAI-format server; no other call did

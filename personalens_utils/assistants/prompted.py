@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager
 
+from personalens_utils.identity import Role
 from personalens_utils.llm import LLMClient, Request, Response
 from personalens_utils.llm.specs import ModelSpec
-from personalens_utils.records import OFFLINE, resolved_model
+from personalens_utils.records import OFFLINE
 from personalens_utils.roles import ModelRole
 
 from .base import Pricing
@@ -35,7 +36,7 @@ class PromptedAssistant:
 
     @property
     def model_id(self) -> str:
-        return resolved_model(self.model, self.backend)
+        return Role.of(self.model, self.backend, self.role.endpoint).model_id
 
     @property
     def made_offline(self) -> bool:

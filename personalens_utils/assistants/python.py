@@ -41,6 +41,7 @@ from typing import Any, Literal
 
 from personalens_utils.errors import KitError
 from personalens_utils.llm import LLMClient, registry
+from personalens_utils.llm.endpoints import served_id
 from personalens_utils.llm.registry import CALLS, KNOWN_BACKENDS
 from personalens_utils.llm.specs import ModelSpec, SpecError
 from personalens_utils.llm.types import CallKind, FatalError, LLMError, Message, Request, Response, Usage
@@ -165,7 +166,7 @@ class Loaded:
         """`package.module:Name?options`, its version, and the backend:id of the model it calls."""
         text = str(self.target) + (f" version {self.version}" if self.version else "")
         if self.inner is not None:
-            text += f"{CALLS}{self.inner.backend}:{_resolved(self.inner)}"
+            text += f"{CALLS}{self.inner.backend}:{served_id(_resolved(self.inner), self.inner.endpoint())}"
         return text
 
 

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from personalens_utils.identity import Variant
+from personalens_utils.identity import Role, Variant
 from personalens_utils.records import Judgment
 
 from .dimensions import Dimension
@@ -74,13 +74,14 @@ def error_fields(explanation: str) -> dict[str, Any]:
 
 
 def judgment_record(dialogue_id: str, dimension: Dimension, model_key: str, variant: Variant, backend: str,
-                    fields: Mapping[str, Any]) -> Judgment:
-    """One judgment record: its identity fields (`variant`: the judge prompts and sample) and the score
-    fields."""
+                    fields: Mapping[str, Any], *, endpoint: str = "") -> Judgment:
+    """One judgment record: its identity fields (`variant`: the judge prompts and sample; the judge on
+    `backend`, served at `endpoint`) and the score fields."""
     turn_scores = fields["turn_scores"]
     return Judgment(
         dialogue_id=dialogue_id, dimension=dimension.name, judge_model=model_key,
-        variant=variant, backend=backend, status=fields["status"],
+        variant=variant, backend=backend, judge_model_id=Role.of(model_key, backend, endpoint).model_id,
+        status=fields["status"],
         score=fields["score"],
         turn_scores=None if turn_scores is None else tuple(turn_scores), explanation=fields["explanation"],
         raw=fields["raw"], attempts=fields["attempts"],

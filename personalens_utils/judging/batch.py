@@ -121,7 +121,7 @@ def _judge_batched(
                 continue
             variant = config.prompts.judge_variant(dim, config.prompt_version, k)
             finished.append(judgment_record(item.payload.id, dim, planned.model_key, variant, backend,
-                                            fields))
+                                            fields, endpoint=planned.endpoint))
         if awaited:
             raise engine.Pending(finished, awaited)
         return finished
@@ -154,7 +154,7 @@ def run_judging_batch(
     started = time.perf_counter()
     runner = BatchRunner(client, StoredBatches(store), poll_interval_s=config.poll_interval_s,
                          max_rounds=config.max_rounds, max_wait_s=config.max_wait_s)
-    planned = plan_judging(store, config, client.backend_name)
+    planned = plan_judging(store, config, client.backend_name, client.endpoint)
     answers = _BatchAnswers()
     stage = _judge_batched(planned, context_for, config, client.backend_name, answers)
     items = planned.plan.items

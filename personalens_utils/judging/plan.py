@@ -143,6 +143,8 @@ class JudgingPlan:
     """Finished dialogues made on the offline backend that a real judge left alone (`offline_dialogues`)."""
     judge_samples: int = 1
     """How many independent judgments each dialogue gets on each dimension (`JudgingConfig`)."""
+    endpoint: str = ""
+    """Where the judge is served, when that is identity (`LLMClient.endpoint`)."""
 
     def judgment_id(self, dialogue_id: str, dimension: str, judge_sample: int) -> str:
         """The id of a dialogue's judgment on a dimension, as judge sample `judge_sample`."""
@@ -180,15 +182,16 @@ class JudgingPlan:
         }
 
 
-def plan_judging(store: RunStore, config: JudgingConfig, backend: str) -> JudgingPlan:
-    """Every judgeable dialogue with a judgment by the configured judge on `backend` still to make on
+def plan_judging(store: RunStore, config: JudgingConfig, backend: str, endpoint: str = "") -> JudgingPlan:
+    """Every judgeable dialogue with a judgment by the configured judge on `backend` (served at
+    `endpoint`, `LLMClient.endpoint`) still to make on
     its dimensions (errored ones when asked), with the judge prompts of `config.prompts`.
     A judge on a real backend (`REAL_BACKENDS`) leaves the dialogues made on the offline backend alone
     (money spent on rule-based text) unless `offline_dialogues=True`; other judges (offline, test
     doubles) judge them (False: never). Reads summaries and ids only (the columnar copy), no texts."""
     dims = dimensions_from(config.dimensions)
     model_key = judge_model_key(config.judge_model)
-    judge = Role.of(model_key, backend)
+    judge = Role.of(model_key, backend, endpoint)
     judge_samples = samples(config.judge_samples, "judge_samples")
     variants = {(dim.name, k): config.prompts.judge_variant(dim, config.prompt_version, k)
                 for k in judge_samples for dim in dims}  # judge sample by judge sample, dims in order
@@ -220,7 +223,8 @@ def plan_judging(store: RunStore, config: JudgingConfig, backend: str) -> Judgin
     not_finished = sum(d.status not in JUDGEABLE_STATUSES for d in dialogues)
     return JudgingPlan(len(dialogues), not_finished, to_judge, dims, model_key, config.prompt_version,
                        backend, planned, id_of, source, {d.id: places[d.id] for d in to_judge},
-                       prompts=config.prompts, skipped_offline=skipped, judge_samples=len(judge_samples))
+                       prompts=config.prompts, skipped_offline=skipped, judge_samples=len(judge_samples),
+                       endpoint=endpoint)
 
 
 _PLAIN_ID = "[0-9A-Za-z_.:-]+"
@@ -327,17 +331,18 @@ def _skips_offline(backend: str, offline_dialogues: bool | None) -> bool:
 
 
 def estimate_judging(store: RunStore, context_for: ContextFor, config: JudgingConfig | None = None, *,
-                     backend: str = "", answer_tokens: int = ANSWER_TOKENS, sample: int = 300,
-                     ) -> CostEstimate:
+                     backend: str = "", endpoint: str = "", answer_tokens: int = ANSWER_TOKENS,
+                     sample: int = 300) -> CostEstimate:
     """Calls, tokens and cost of the judgments `run_judging` with this configuration would still make
     (at batch prices when `config.batch`).
 
-    `backend` is the judge's: it decides which judgments are already stored and prices the calls.
+    `backend` is the judge's (served at `endpoint`): it decides which judgments are already stored and
+    prices the calls.
     The prompts are built for up to `sample` of the dialogues to judge and scaled up per dimension;
     answers are assumed to be `answer_tokens` long and format reminders are not counted.
     """
     config = config or JudgingConfig()
-    planned = plan_judging(store, config, backend)
+    planned = plan_judging(store, config, backend, endpoint)
     work = [(item.payload, planned.todo(item.payload.id, item.ids)) for item in planned.plan.items]
     tally = Tally(backend, batch=config.batch)
     contexts: dict[str, Mapping[str, Any]] = {}

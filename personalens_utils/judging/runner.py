@@ -53,7 +53,8 @@ async def judge_dialogue(
     records = []
     for dimension, f in zip(dimensions, fields, strict=True):
         variant = prompts.judge_variant(dimension, prompt_version, judge_sample)
-        records.append(judgment_record(dialogue.id, dimension, model_key, variant, client.backend_name, f))
+        records.append(judgment_record(dialogue.id, dimension, model_key, variant, client.backend_name, f,
+                                       endpoint=client.endpoint))
     return records
 
 
@@ -85,7 +86,7 @@ def run_judging(
         )
     if config.batch:
         return run_judging_batch(store, client, context_for, config)
-    planned = plan_judging(store, config, client.backend_name)
+    planned = plan_judging(store, config, client.backend_name, client.endpoint)
 
     async def work(llm: LLMClient, item: Item[DialogueSummary]) -> list[Record]:
         dialogue = planned.dialogue(item.payload)

@@ -52,6 +52,8 @@ class LLMClient:
         self.options, backend_kwargs = ClientOptions.split(options, settings)
         self.backend = _make_backend(backend, self.options, backend_kwargs)
         self.backend_name: str = self.backend.name
+        self.endpoint: str = getattr(self.backend, "served_at", "")
+        """Where the model is served when that decides which model answers (`endpoints`), else ""."""
         self.transport = Transport(self.backend, self.options)
         self.ledger = Ledger(self.backend_name)
         self.spending = Spending(self.ledger, self.options.max_cost_usd)
@@ -65,7 +67,10 @@ class LLMClient:
         self._loop = LoopThread("llm-client-loop")
 
     def _cache_namespace(self) -> str:
-        """The backend part of cache keys; the offline backend's answers also depend on its seed."""
+        """The backend part of cache keys: with its endpoint when that is identity (two servers under one
+        model name never share answers); the offline backend's answers also depend on its seed."""
+        if self.endpoint:
+            return f"{self.backend_name}@{self.endpoint}"
         own_seed = getattr(self.backend, "seed", None) if self.backend_name == "offline" else None
         return self.backend_name if own_seed is None else f"{self.backend_name}:seed={own_seed}"
 

@@ -26,6 +26,7 @@ from typing import Any, NamedTuple
 from personalens_utils.errors import KitError
 
 from . import registry
+from .endpoints import OPENAI_URL, openai_endpoint
 from .registry import KNOWN_BACKENDS
 
 DEFAULT_BASE_URL_VAR = "OPENAI_BASE_URL"
@@ -115,6 +116,13 @@ class ModelSpec:
     def client_key(self) -> str:
         """Specs with the same key share one client: the backend, plus the endpoint variable if named."""
         return f"{self.backend}@{self.base_url_var}" if self.base_url_var else self.backend
+
+    def endpoint(self) -> str:
+        """Where the model is served when that is part of identity (`endpoints`): an openai spec's server
+        unless it is OpenAI's API, as the backend will read it from the environment; else ""."""
+        if self.backend != "openai":
+            return ""
+        return openai_endpoint(os.environ.get(self.base_url_var or DEFAULT_BASE_URL_VAR) or OPENAI_URL)
 
     def backend_options(self) -> dict[str, Any]:
         """Constructor options for the backend; an unset endpoint variable is an error naming it."""

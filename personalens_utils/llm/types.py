@@ -135,7 +135,8 @@ class Response:
 
 @runtime_checkable
 class ChatModel(Protocol):
-    """A backend: turns one request into one response, or raises an `LLMError`."""
+    """A backend: turns one request into one response, or raises an `LLMError`. One whose endpoint
+    decides which model answers says where in a `served_at` attribute (`endpoints`; the openai one)."""
 
     name: str
 

@@ -20,7 +20,7 @@ from personalens_utils.persona_bench.items import PersonaItem
 from personalens_utils.persona_bench.official import CALLS
 from personalens_utils.persona_bench.prompts import SYSTEM
 from personalens_utils.persona_bench.records import PersonaPrediction
-from personalens_utils.records import ERROR, resolved_model
+from personalens_utils.records import ERROR
 from personalens_utils.shards import Shard
 from personalens_utils.store import RunStore
 
@@ -56,7 +56,7 @@ def build_request(item: PersonaItem, model: str) -> Request:
     )
 
 
-def _record(item: PersonaItem, model: str, backend: str, **fields: object) -> PersonaPrediction:
+def _record(item: PersonaItem, role: Role, **fields: object) -> PersonaPrediction:
     return PersonaPrediction(
         item=item.key,
         dataset=item.dataset,
@@ -66,16 +66,17 @@ def _record(item: PersonaItem, model: str, backend: str, **fields: object) -> Pe
         user=item.user,
         domain=item.domain,
         target=item.target,
-        model=model,
-        backend=backend,
-        model_id=resolved_model(model, backend),
+        model=role.model,
+        backend=role.backend,
+        model_id=role.model_id,
         truth=item.truth,
         **fields,  # type: ignore[arg-type]
     )
 
 
-def record_id(item: PersonaItem, model: str, backend: str) -> str:
-    return prediction_id(item.key, Role.of(model, backend), item.variant)
+def _role(client: LLMClient, model: str) -> Role:
+    """Who answers: `model` on the client's backend, at its endpoint when that is identity."""
+    return Role.of(model, client.backend_name, client.endpoint)
 
 
 async def predict(client: LLMClient, item: PersonaItem, model: str) -> PersonaPrediction:
@@ -85,8 +86,7 @@ async def predict(client: LLMClient, item: PersonaItem, model: str) -> PersonaPr
     value = read_answer(item.task, response.text, official=not item.variant.kit)
     return _record(
         item,
-        model,
-        client.backend_name,
+        _role(client, model),
         status="ok" if value is not None else "missing",
         prediction=value,
         raw=response.text,
@@ -109,15 +109,16 @@ def run_items(
 ) -> StageReport:
     """Ask `model` every item not yet answered in `store`; returns the stage's report."""
     part = Shard.parse(shard)
-    backend = client.backend_name
-    candidates = (((record_id(i, model, backend),), i) for i in items if part is None or part.owns(i.key))
+    role = _role(client, model)
+    candidates = (((prediction_id(i.key, role, i.variant),), i) for i in items
+                  if part is None or part.owns(i.key))
     planned = engine.plan(store, PersonaPrediction, candidates, retry_errors=retry_errors, limit=limit)
 
     async def work(llm: LLMClient, item: Item[PersonaItem]) -> Sequence[PersonaPrediction]:
         return [await predict(llm, item.payload, model)]
 
     def failed(item: Item[PersonaItem], message: str) -> Sequence[PersonaPrediction]:
-        return [_record(item.payload, model, backend, status=ERROR, error=message)]
+        return [_record(item.payload, role, status=ERROR, error=message)]
 
     stage = engine.Stage(STAGE, PersonaPrediction, work, failed)
     report = StageReport(STAGE, shard=str(part) if part else None, max_cost_usd=max_cost_usd)

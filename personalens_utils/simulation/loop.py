@@ -14,7 +14,7 @@ from typing import Any
 
 from personalens_utils.assistants import Assistant, assistant_on
 from personalens_utils.engine import error_message
-from personalens_utils.identity import resolved_model
+from personalens_utils.identity import Role
 from personalens_utils.llm import Message, Response, Usage
 from personalens_utils.prompting import KIT, PromptSet, ScenarioContext
 from personalens_utils.records import Dialogue
@@ -69,6 +69,7 @@ async def simulate_dialogue(
         assistant = assistant_on(client, assistant)
     assistant_model = assistant.model
     backend = getattr(client, "backend_name", "")
+    user = Role.of(user_model, backend, getattr(client, "endpoint", ""))
     books = _Books(backend=assistant.backend)
     status, error = TURN_CAP, None
     try:
@@ -99,7 +100,7 @@ async def simulate_dialogue(
         variant=prompts.variant(sample),
         backend=assistant.backend or books.backend,
         user_backend=backend,
-        user_model_id=resolved_model(user_model, backend),
+        user_model_id=user.model_id,
         assistant_backend=assistant.backend,
         assistant_model_id=assistant.model_id,
         status=status,

@@ -31,14 +31,14 @@ def default_users(benchmark_dir: str | os.PathLike[str]) -> str | None:
 
 
 def run_dialogues(store: RunStore, benchmark: Benchmark, config: SimulationConfig, *, backend: str,
-                  assistant_backend: str | None = None) -> pd.DataFrame:
+                  assistant_backend: str | None = None, endpoint: str = "") -> pd.DataFrame:
     """The stored dialogues of the configured scenarios, settings, models and prompt set, the user agent
-    on `backend` and the assistant on `assistant_backend` (default: the same); other runs in the store,
-    other backends and prompt sets included, are left out."""
+    on `backend` (served at `endpoint`) and the assistant on `assistant_backend` (default: the same);
+    other runs in the store, other backends, endpoints and prompt sets included, are left out."""
     names = [AssistantSetting.parse(s).name for s in config.settings]
     frame = benchmark.scenarios[benchmark.scenarios["task_type"].isin(list(config.task_types))]
     wanted = set(planned_ids(store, list(frame["scenario_id"]), names, config, backend,
-                             assistant_backend or backend).values())
+                             assistant_backend or backend, endpoint).values())
     records = [r for r in store.records(Dialogue) if r["id"] in wanted]
     return pd.DataFrame.from_records(records)
 

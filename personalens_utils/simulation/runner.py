@@ -59,13 +59,13 @@ def _store(run: RunStore | str | os.PathLike[str]) -> RunStore:
 
 
 def planned_ids(store: RunStore, scenario_ids: Sequence[str], settings: Sequence[str],
-                config: SimulationConfig, backend: str, assistant_backend: str,
+                config: SimulationConfig, backend: str, assistant_backend: str, endpoint: str = "",
                 ) -> dict[tuple[str, str, int], str]:
     """(scenario id, setting name, sample) -> the id of its dialogue when the user agent runs on `backend`
-    and the assistant on `assistant_backend` with the configured models and prompts, for each of the
-    `repeats` samples."""
+    (served at `endpoint`, `LLMClient.endpoint`) and the assistant on `assistant_backend` with the
+    configured models and prompts, for each of the `repeats` samples."""
     prompts, given = config.prompts, config.assistant
-    user = Role.of(config.user_model, backend)
+    user = Role.of(config.user_model, backend, endpoint)
     assistant = (Role(given.model, given.backend, given.model_id) if given is not None
                  else Role.of(config.assistant_model, assistant_backend))
     made = {(name, k): dialogue_ids(name, user=user, assistant=assistant, variant=prompts.variant(k))
@@ -74,10 +74,11 @@ def planned_ids(store: RunStore, scenario_ids: Sequence[str], settings: Sequence
 
 
 def plan_dialogues(benchmark: Benchmark, store: RunStore, config: SimulationConfig, *, backend: str,
-                   assistant_backend: str | None = None) -> Plan[PlannedDialogue]:
+                   assistant_backend: str | None = None, endpoint: str = "") -> Plan[PlannedDialogue]:
     """The dialogues still to run (scenario x setting, in benchmark order) and how many are stored,
-    for a user agent on `backend` and an assistant on `assistant_backend` (default: the same), with
-    the configured prompts; dialogues of other backends or prompt sets are not this work. A setting
+    for a user agent on `backend` (served at `endpoint`) and an assistant on `assistant_backend`
+    (default: the same; `config.assistant`, when given, says its own identity), with the configured
+    prompts; dialogues of other backends, endpoints or prompt sets are not this work. A setting
     the prompt set has no prompt for is refused here.
 
     With `shard="i/n"` only that shard's dialogues are planned (and counted as already done).
@@ -97,7 +98,7 @@ def plan_dialogues(benchmark: Benchmark, store: RunStore, config: SimulationConf
     frame = benchmark.scenarios[benchmark.scenarios["task_type"].isin(list(config.task_types))]
     scenario_ids = frame["scenario_id"].tolist()
     ids = planned_ids(store, scenario_ids, [s.name for s in parsed], config, backend,
-                      assistant_backend or backend)
+                      assistant_backend or backend, endpoint)
     candidates = []
     for row, sid in enumerate(scenario_ids):
         for setting in parsed:
@@ -150,7 +151,7 @@ def _prepare(benchmark: Benchmark, run: RunStore | str | os.PathLike[str], clien
              ) -> tuple[RunStore, engine.Stage[PlannedDialogue], Plan[PlannedDialogue], StageReport]:
     config = with_assistant(config, client)
     store = _store(run)
-    planned = plan_dialogues(benchmark, store, config, backend=client.backend_name)
+    planned = plan_dialogues(benchmark, store, config, backend=client.backend_name, endpoint=client.endpoint)
     shard = config.shard
     report = StageReport(STAGE, shard=str(shard) if shard else None, max_cost_usd=config.max_cost_usd,
                          details=config.prompts.details())
@@ -216,7 +217,7 @@ def run_simulation(benchmark: Benchmark, run: RunStore | str | os.PathLike[str],
 
 
 def estimate_simulation(benchmark: Benchmark, run: RunStore | str | os.PathLike[str],
-                        config: SimulationConfig | None = None, *, backend: str = "",
+                        config: SimulationConfig | None = None, *, backend: str = "", endpoint: str = "",
                         sample: int = 200) -> CostEstimate:
     """Calls, tokens and cost of the dialogues a `run_simulation` call with this configuration would run.
 
@@ -224,8 +225,9 @@ def estimate_simulation(benchmark: Benchmark, run: RunStore | str | os.PathLike[
     dialogue and tokens per turn are the paper's Table 13 averages (`PAPER_TURNS`,
     `PAPER_TOKENS_PER_TURN`), capped by `max_turns`; the fixed part of each prompt (instructions,
     profile, assistant context) is rendered for up to `sample` dialogues per task type and setting
-    and scaled up. `backend` is the user agent's and `config.assistant` (an `Assistant`; without one,
-    `assistant_model` on `config.assistant_backend`, default the same) the assistant under test: they
+    and scaled up. `backend` (served at `endpoint`) is the user agent's and `config.assistant` (an
+    `Assistant`; without one, `assistant_model` on `config.assistant_backend`, default the same) the
+    assistant under test: they
     decide which dialogues are already stored, and each role's calls are priced on its own backend
     ("offline": nothing is spent; the assistant as `Assistant.pricing` says, e.g. a Python assistant
     on the model it declares).
@@ -241,7 +243,7 @@ def estimate_simulation(benchmark: Benchmark, run: RunStore | str | os.PathLike[
     user_model, assistant_model = config.user_model, config.assistant_model
     todo = [item.payload
             for item in plan_dialogues(benchmark, _store(run), config, backend=backend,
-                                       assistant_backend=config.assistant_backend).items]
+                                       assistant_backend=config.assistant_backend, endpoint=endpoint).items]
     groups: dict[tuple[str, str], list[PlannedDialogue]] = {}
     for item in todo:
         groups.setdefault((item.ctx.scenario.task_type, item.setting.name), []).append(item)

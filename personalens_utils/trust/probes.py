@@ -191,7 +191,7 @@ def run_probe(store: RunStore, client: LLMClient, context_for: ContextFor, probe
         raise ProbeError("probes are judged online; run them with JudgingConfig(batch=False)")
     if config.dimensions is None:
         config = replace(config, dimensions=probe.dimensions)
-    planned = plan_judging(store, config, client.backend_name)
+    planned = plan_judging(store, config, client.backend_name, client.endpoint)
     variants = {d.id: probe.variant(d) for d in planned.to_judge}
     dims = planned.dimensions
     ids = {(d.id, dim.name): stable_id(planned.judgment_id(d.id, dim.name, 0), "probe", variants[d.id])

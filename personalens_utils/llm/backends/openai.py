@@ -15,10 +15,10 @@ from typing import Any
 import httpx2
 import openai
 
+from ..endpoints import OPENAI_URL, openai_endpoint, public_url
 from ..types import FatalError, Request, Response, RetryableError, Usage
 from ._http import PING, PerLoop, classify_status, unreachable, unreadable
 
-OPENAI_URL = "https://api.openai.com/v1"
 LOCAL_PLACEHOLDER_KEY = "no-key-needed"
 
 
@@ -46,21 +46,23 @@ class OpenAIBackend:
             )
         self.base_url_var = base_url_var
         self.base_url = base_url or os.environ.get(base_url_var) or OPENAI_URL
+        self.served_at = openai_endpoint(self.base_url)
+        """Where the model is served, as cache keys and record ids name it (`endpoints`); "" for OpenAI."""
         self.timeout = timeout
         self.token_param = token_param
         self._http_client = http_client
         self._clients: PerLoop[openai.AsyncOpenAI] = PerLoop(self._new_client)
 
     def __repr__(self) -> str:
-        return f"OpenAIBackend(base_url={self.base_url!r}, timeout={self.timeout})"
+        return f"OpenAIBackend(base_url={public_url(self.base_url)!r}, timeout={self.timeout})"
 
     def endpoint(self) -> str:
-        return f"{self.base_url} (set by {self.base_url_var})"
+        return f"{public_url(self.base_url)} (set by {self.base_url_var})"
 
     def _new_client(self) -> openai.AsyncOpenAI:
         key = os.environ.get("OPENAI_API_KEY")
         if not key:
-            if self.base_url.rstrip("/") == OPENAI_URL:
+            if not self.served_at:  # OpenAI's own API
                 raise FatalError(f"openai backend has no key for {OPENAI_URL}. {self.key_hint}")
             key = LOCAL_PLACEHOLDER_KEY
         return openai.AsyncOpenAI(
@@ -87,7 +89,7 @@ class OpenAIBackend:
             raise self._status_error(err, model) from err
         except openai.APIConnectionError as err:
             raise RetryableError(
-                f"openai backend, model {model!r} at {self.base_url}: connection failed: {err}"
+                f"openai backend, model {model!r} at {public_url(self.base_url)}: connection failed: {err}"
             ) from err
         except (json.JSONDecodeError, openai.APIResponseValidationError) as err:
             raise unreadable(self.name, model, self.endpoint(), err) from err
