@@ -210,7 +210,7 @@ def _syntax_error(file: Path, exc: Exception, region: int, last: str | None) -> 
                 failed = True
             if not found and ("", "map_key", last) in events:
                 del events[: events.index(("", "map_key", last)) + 1]
-                found, place.stack = True, [None]
+                found, place.stack = True, [last]
             if found:
                 place.follow(events)
             del events[:]
