@@ -174,9 +174,10 @@ def _wordnet_source() -> str | None:
 def _as_nltk_data(database: Path) -> Path:
     """A folder of NLTK data holding `corpora/wordnet`: a copy of the database's files (NLTK refuses
     links that lead out of its data path) and the `lexnames` file its reader wants. Made once per
-    database under the temporary directory and renamed into place, so other processes see it whole
-    or not at all."""
-    digest = hashlib.sha256(str(database.resolve()).encode()).hexdigest()[:12]
+    database (and again when the distribution updates it) under the temporary directory and renamed
+    into place, so other processes see it whole or not at all."""
+    stamp = f"{database.resolve()}:{(database / 'data.noun').stat().st_mtime_ns}"
+    digest = hashlib.sha256(stamp.encode()).hexdigest()[:12]
     root = Path(tempfile.gettempdir()) / f"personalens-nltk-{digest}"
     if (root / "corpora" / "wordnet" / "lexnames").is_file():
         return root
