@@ -20,6 +20,7 @@ existed read as the kit's first sample with their ids unchanged.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, NamedTuple, NoReturn, Self
@@ -51,6 +52,13 @@ LAYOUT_HINT = (
     "that line (a deleted record is simply redone by the next run), or move the folder aside and "
     "run the stage again"
 )
+
+
+_TABLES: dict[str, type[Record]] = {}
+"""Table name -> the record type stored there, filled by `Record.__init_subclass__`."""
+RECORD_MODULES = ("personalens_utils.persona_bench.records", "personalens_utils.trust.probes")
+"""The modules besides this one that define record types; `stored_types` imports them so that every
+table is known even to a process that never used them."""
 
 
 class RecordError(KitError, ValueError):
@@ -170,6 +178,17 @@ class Record:
     table: ClassVar[str]
     id: str = ""
     status: str
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A type that names its table enters the table registry (`stored_types`) as it is defined."""
+        super().__init_subclass__(**kwargs)
+        if "table" not in vars(cls):
+            return
+        known = _TABLES.setdefault(cls.table, cls)
+        if known is not cls and (known.__module__, known.__qualname__) != (cls.__module__, cls.__qualname__):
+            raise TypeError(f"{cls.__qualname__} names the table {cls.table!r}, which {known.__qualname__} "
+                            "already stores; every record type needs its own table")
+        _TABLES[cls.table] = cls
 
     def __post_init__(self) -> None:
         if not self.id:
@@ -893,17 +912,27 @@ RECORD_TYPES: tuple[type[Record], ...] = (
     Batch,
     BatchEntry,
 )
-"""Every record type, so tools can find a table's type by name (`record_type`)."""
+"""The record types of the dialogue pipeline defined here; `stored_types` adds those of other modules."""
+
+
+def stored_types() -> tuple[type[Record], ...]:
+    """Every record type a run store may hold, one per table: the table registry, which tools that must
+    see every table (`store.merge_stores`) read, so a new record type is covered where it is defined.
+    `RECORD_TYPES` first, then the others by table name."""
+    for module in RECORD_MODULES:
+        importlib.import_module(module)
+    others = sorted((kind for kind in _TABLES.values() if kind not in RECORD_TYPES), key=lambda k: k.table)
+    return (*RECORD_TYPES, *others)
 
 
 def record_type(table: str) -> type[Record]:
     """The record type stored in a table, by the table's name."""
-    for kind in RECORD_TYPES:
+    kinds = stored_types()
+    for kind in kinds:
         if kind.table == table:
             return kind
-    raise RecordError(
-        f"no record type is stored in a table named {table!r}; known: {[k.table for k in RECORD_TYPES]}"
-    )
+    known = [kind.table for kind in kinds]
+    raise RecordError(f"no record type is stored in a table named {table!r}; known: {known}")
 
 
 __all__ = [
@@ -930,4 +959,5 @@ __all__ = [
     "record_type",
     "resolved_model",
     "stable_id",
+    "stored_types",
 ]

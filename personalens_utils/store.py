@@ -5,8 +5,8 @@ Every table holds one record type and is named by it (`store.read(Dialogue)`,
 loses at most the records being written and a rerun skips what is done. A torn last line (the
 process died mid-write) is skipped on read and cut off before the next append, and the log says so
 once, naming the file, the line and its size. `merge_stores`
-joins the run folders of several shards (see `shards`) into one, refusing any record that two of
-them hold.
+joins the run folders of several shards (see `shards`) into one, every table they hold, refusing any
+record that two of them hold.
 """
 
 from __future__ import annotations
@@ -29,17 +29,16 @@ from filelock import FileLock, Timeout
 
 from personalens_utils import paths
 from personalens_utils.errors import KitError
-from personalens_utils.records import ERROR, Dialogue, Judgment, Record, stable_id
+from personalens_utils.records import ERROR, Dialogue, Record, stable_id, stored_types
 from personalens_utils.store_migration import migrate_store, needs_migration
 
 ERROR_STATUS = ERROR
 log = logging.getLogger(__name__)
 _TORN_REPORTED: set[tuple[str, int]] = set()
-MERGED_TYPES: tuple[type[Record], ...] = (Dialogue, Judgment)
 _MERGE_BATCH = 5000
 R = TypeVar("R", bound=Record)
 
-__all__ = ["ERROR_STATUS", "MERGED_TYPES", "DuplicateRecordError", "ReproductionStore", "RunStore",
+__all__ = ["ERROR_STATUS", "DuplicateRecordError", "ReproductionStore", "RunStore",
            "StoreError", "StoreInUse", "StoreMigrated", "merge_stores", "stable_id"]
 
 
@@ -377,11 +376,13 @@ def merge_stores(
     sources: Sequence[RunStore | str | os.PathLike[str]],
     target: RunStore | str | os.PathLike[str],
     *,
-    kinds: Sequence[type[Record]] = MERGED_TYPES,
+    kinds: Sequence[type[Record]] | None = None,
 ) -> pd.DataFrame:
     """Copy the records of several run folders (one per shard) into `target`; one row per table and source.
 
-    `kinds` names the tables to merge by record type (dialogues and judgments by default).
+    `kinds` names the tables to merge by record type; by default every table a source holds, each
+    found in the table registry (`records.stored_types`), and a table file no record type is stored
+    in is refused by name before anything is written (a table left behind would be lost silently).
 
     A record id held by two sources is refused with a `DuplicateRecordError` naming the id and both
     files: shards own disjoint work, so two copies mean the same work ran twice and one must be
@@ -397,7 +398,7 @@ def merge_stores(
             raise StoreError(f"{root} is a source and the target of the merge; merge into a new folder")
         if roots.count(root) > 1:
             raise StoreError(f"{root} is given twice as a source of the merge")
-    plans = [_plan_table(kind, stores, into) for kind in kinds]
+    plans = [_plan_table(kind, stores, into) for kind in (_held_tables(stores) if kinds is None else kinds)]
     rows = []
     for kind, copies, counts in plans:
         for store in stores:
@@ -406,6 +407,23 @@ def merge_stores(
             rows.append({"table": kind.table, "source": str(store.root), "records": counts[store.root],
                          "appended": len(picked), "already_in_target": counts[store.root] - len(picked)})
     return pd.DataFrame(rows, columns=["table", "source", "records", "appended", "already_in_target"])
+
+
+def _held_tables(stores: list[RunStore]) -> list[type[Record]]:
+    """The record types of every table the stores hold, in registry order; an unknown table is refused."""
+    known = {kind.table: kind for kind in stored_types()}
+    held: set[type[Record]] = set()
+    for store in stores:
+        for path in sorted(store.root.glob("*.jsonl")):
+            if path.stem not in known:
+                raise StoreError(
+                    f"cannot merge {path}: no record type of the kit is stored in a table named "
+                    f"{path.stem!r} "
+                    f"(known tables: {', '.join(known)}); move that file aside or name the tables to merge "
+                    "with kinds=...; nothing was written"
+                )
+            held.add(known[path.stem])
+    return [kind for kind in known.values() if kind in held]
 
 
 def _existing(path: str | os.PathLike[str]) -> Path:
@@ -496,8 +514,8 @@ class ReproductionStore(RunStore):
     """A finished reproduction's store, opened by a notebook on its default parameters.
 
     It reads as the reproduction left it. The first write moves it to the notebook's own run
-    (`own`, which first receives a copy of the reproduction's dialogues and judgments, so nothing
-    done there is done again) and says so: the reproduction's store and its INDEX.md stay exactly
+    (`own`, which first receives a copy of every table of the reproduction, so nothing done there is
+    done again) and says so: the reproduction's store and its INDEX.md stay exactly
     as `make reproduce` wrote them. An own run that already extends this reproduction (its
     `EXTENDS` file names it, as it was then) is opened at once, so a second notebook goes on there.
     """
@@ -537,7 +555,7 @@ class ReproductionStore(RunStore):
                     self._status.clear()
                     self._offset.clear()
                     print(f"{self.reproduction} is a finished `make reproduce` store and stays as it is; "
-                          f"new records go to this notebook's own run {self.own} (a copy of its dialogues "
-                          "and judgments plus the new work), where notebooks on their defaults go on",
+                          f"new records go to this notebook's own run {self.own} (a copy of its records "
+                          "plus the new work), where notebooks on their defaults go on",
                           flush=True)
         super()._extend_json(kind, records)

@@ -5,6 +5,7 @@ measured or say "not measured"."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -91,3 +92,44 @@ def test_meteor_and_sbert_are_measured_or_say_not_measured():
         assert math.isnan(scores.loc[0, "SBERT"])
     off = M.text_scores(["a b"], ["a b"], sbert=False)
     assert math.isnan(off.loc[0, "SBERT"])
+
+
+DEBIAN_WORDNET = Path("/usr/share/wordnet")
+"""Where Debian's wordnet-base installs WordNet 3.0 (CI installs it)."""
+
+
+def _replies() -> pd.DataFrame:
+    """Three read 3.3 answers of one model and setting (one per user), and one unread answer."""
+    rows = [{"id": f"r{i}", "model": "m", "task": "3.3", "setting": "P-Conv", "user": f"u{i}",
+             "status": "ok", "truth": "the match was great fun to watch", "prediction": reply}
+            for i, reply in enumerate(["the match was fun", "cold rain all week", "watch it again"])]
+    rows.append({**rows[0], "id": "r9", "user": "u9", "status": "missing", "prediction": None})
+    return pd.DataFrame(rows)
+
+
+def test_authors_mode_averages_every_computed_score_a_negative_or_zero_one_included(monkeypatch):
+    """The authors' 3.3 evaluators add each item's SBERT cosine and ROUGE, BLEU and METEOR scores to
+    their sums whatever the value (only an item they could not score stays out), so a cosine at or
+    below 0 and a ROUGE of 0 are averaged in."""
+    cosines = [0.62, -0.25, 0.0]
+    monkeypatch.setattr(M, "_sbert_scores", lambda truth, pred: cosines)
+    frame = _replies()
+    summary = M.summary(frame, "authors", n_resamples=0)
+    value = summary.set_index("metric")["value"]
+    assert value["SBERT"] == pytest.approx(sum(cosines) / len(cosines))
+    scores = M.text_scores(list(frame["truth"][:3]), list(frame["prediction"][:3]), sbert=False)
+    assert scores.loc[1, "ROUGE-L"] == 0.0  # no word in common, yet it counts
+    assert value["ROUGE-L"] == pytest.approx(scores["ROUGE-L"].mean())
+    assert summary["n"].iloc[0] == 3  # the unread answer is left out
+
+
+@pytest.mark.skipif(
+    not (DEBIAN_WORDNET / "data.noun").is_file() and not M._has_nltk_data("corpora/wordnet"),
+    reason="no WordNet data: install the distribution's wordnet-base and wordnet-sense-index (.ci/run does)",
+)
+def test_meteor_is_a_number_on_the_distributions_wordnet_and_the_captions_say_which():
+    scores = M.text_scores(["the baby slept well all night", "a b"], ["the infant slept", ""], sbert=False)
+    meteor = scores["METEOR"]
+    assert 0 < meteor[0] < 1 and meteor[1] == 0.0  # a number; an empty reply scores 0 (strict mode)
+    note = M.metric_note()
+    assert "METEOR on " in note and "NLTK word tokens" in note and "sentence splitting" in note

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -186,6 +187,81 @@ def test_malformed_data_names_the_file_and_the_place(tmp_path, text, where):
     with pytest.raises(PersonaDataError) as caught:
         load_users(tmp_path)
     assert str(bad) in str(caught.value) and where in str(caught.value)
+
+
+def _fault(data: Path, user: str, old: bytes, new: bytes, stop: int) -> tuple[int, int, int, str]:
+    """Replace the first match of `old` in the line of the user named `user` (one user a line, as
+    `write_synthetic` writes them) by `new`; returns the offset, line and column of the byte where the
+    parser stops (`stop` bytes into `new`) and the JSON path of the post it is in."""
+    text = data.read_bytes()
+    line_start = text.index(f'\n"{user}"'.encode()) + 1
+    found = re.compile(old).search(text, line_start)
+    assert found is not None
+    text = text[: found.start()] + new + text[found.end() :]
+    data.write_bytes(text)
+    post = text[line_start : found.start()].count(b'{"title"') - 1
+    offset = found.start() + stop
+    column = len(text[line_start:offset].decode()) + 1
+    return offset, text.count(b"\n", 0, offset) + 1, column, f'$["{user}"][{post}]'
+
+
+UTF8 = (rb'"content": "', b'"content": "caf\xc3\xa9 \xff', 18)
+"""A 0xff byte in a post's text, after a two-byte character: the place is the 0xff byte."""
+SYNTAX = (rb'"score": \d+', b'"score" 1234', 12)
+"""A key without its colon: the parser stops at the end of the value it finds instead."""
+
+
+@pytest.mark.parametrize(
+    ("fault", "problem"),
+    [(UTF8, "not valid UTF-8 (byte 0xff)"),
+     (SYNTAX, "not valid JSON (parse error: object key and value must be separated by a colon")],
+)
+def test_invalid_utf8_or_json_names_the_file_line_column_byte_and_item(tmp_path, fault, problem):
+    data = write_synthetic(tmp_path, 40, seed=3)
+    offset, line, column, post = _fault(data, "synth_user_00033", *fault)
+    assert offset > 2 * 2**16  # past the parser's first reads: the second pass starts at the user
+    with pytest.raises(PersonaDataError) as caught:
+        load_users(data)
+    message = str(caught.value)
+    assert message.startswith(f"{data}: line {line} column {column} (byte {offset}), in {post}.")
+    assert problem in message and len(message) < 400
+
+
+LOCATE = """
+import sys
+import psutil
+from personalens_utils.persona_bench.data import PersonaDataError, load_users
+def peak():  # this process's own high-water mark (ru_maxrss would count the parent's, kept across exec)
+    with open("/proc/self/status") as fh:
+        return next(int(line.split()[1]) * 1024 for line in fh if line.startswith("VmHWM:"))
+base = max(peak(), psutil.Process().memory_info().rss)
+try:
+    load_users(sys.argv[1])
+except PersonaDataError as exc:
+    print(exc)
+print(peak() - base)
+"""
+
+
+def test_a_malformed_file_is_located_in_bounded_memory(tmp_path):
+    """A syntax error in a 24 MB file is located a chunk at a time: the error path's peak memory stays a
+    small part of the file (read whole as JSON, the file alone would take more than its size)."""
+    data = write_synthetic(tmp_path, 40, seed=3)
+    users = data.read_bytes()[2:-3].split(b",\n")
+    with data.open("wb") as fh:
+        fh.write(b"{")
+        for n in range(48):
+            renamed = (user.replace(b"synth_user", b"copy%d" % n) for user in users)
+            fh.write(b"," * bool(n) + b"\n" + b",\n".join(renamed))
+        fh.write(b"\n}\n")
+    size = data.stat().st_size
+    offset, line, column, post = _fault(data, "copy0_00007", *SYNTAX)  # early: a quick test
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    done = subprocess.run([sys.executable, "-c", LOCATE, str(data)], capture_output=True, text=True,
+                          env=env, check=True)
+    message, extra = done.stdout.splitlines()
+    assert size > 20 * 2**20 and int(extra) < size / 4, f"{int(extra) / 2**20:.1f} MiB of {size / 2**20:.0f}"
+    assert message.startswith(f"{data}: line {line} column {column} (byte {offset}), in {post}.score:")
 
 
 def test_missing_data_says_where_it_looked_and_how_to_get_it(tmp_path, monkeypatch):

@@ -14,10 +14,15 @@ from test_simulation_support import tiny_benchmark
 from personalens_utils import judging
 from personalens_utils.judging import JudgingConfig
 from personalens_utils.llm.client import LLMClient
-from personalens_utils.records import Dialogue, Judgment
+from personalens_utils.persona_bench.items import iter_items
+from personalens_utils.persona_bench.records import PersonaPrediction
+from personalens_utils.persona_bench.runner import run_items
+from personalens_utils.persona_bench.synthetic import write_synthetic
+from personalens_utils.records import Batch, BatchEntry, Dialogue, Judgment
 from personalens_utils.shards import Shard, ShardError
 from personalens_utils.simulation import SimulationConfig, plan_dialogues, run_simulation
 from personalens_utils.store import DuplicateRecordError, RunStore, StoreError, merge_stores
+from personalens_utils.trust.probes import Padding, ProbeJudgment, run_probe
 
 SETTINGS = ["base", "base+I"]
 DIMENSIONS = ["task_completion", "personalization", "turn_personalization"]
@@ -135,3 +140,39 @@ def test_merge_refuses_bad_sources(tmp_path):
     (tmp_path / "a" / "dialogues.jsonl").write_bytes(b'{"id": "d1"}\n{"status": "ok"}\n')
     with pytest.raises(StoreError, match=r"dialogues.jsonl:2: record has no 'id'"):
         merge_stores([tmp_path / "a"], tmp_path / "merged")
+
+
+def test_every_table_of_the_shards_is_merged_and_an_unknown_one_is_refused_by_name(bench, tmp_path):
+    whole = RunStore(tmp_path / "whole")
+    run(bench, whole.root)
+    with LLMClient("offline", max_concurrency=4, progress=False) as client:
+        run_probe(whole, client, judging.benchmark_contexts(bench), Padding(),
+                  JudgingConfig(dimensions=DIMENSIONS[:1]))
+        run_items(client, iter_items(write_synthetic(tmp_path / "data", 4, seed=2)), whole)
+    whole.extend([
+        Batch(id="b1", backend="offline", submitted_at="2026-01-01", entries={"c1": "k1", "c2": "k2"}),
+        BatchEntry(id="c1", key="k1", batch_id="b1", status="errored", backend="offline", error="refused"),
+        BatchEntry(id="c2", key="k2", batch_id="b1", status="expired", backend="offline"),
+    ])
+    tables = {path.stem: path.read_bytes().splitlines(keepends=True) for path in whole.root.glob("*.jsonl")}
+    assert {"probe_judgments", "persona_bench", "batches", "batch_results"} <= set(tables)
+    for i in (1, 2, 3):  # each line to the shard its id hashes to, as written
+        (tmp_path / f"s{i}").mkdir()
+        for table, lines in tables.items():
+            mine = [line for line in lines if Shard(i, 3).owns(orjson.loads(line)["id"])]
+            (tmp_path / f"s{i}" / f"{table}.jsonl").write_bytes(b"".join(mine))
+
+    report = merge_stores([tmp_path / f"s{i}" for i in (1, 2, 3)], tmp_path / "merged")
+    counts = report.groupby("table")[["records", "appended"]].sum()
+    assert counts.to_dict("index") == {table: {"records": len(lines), "appended": len(lines)}
+                                       for table, lines in tables.items()}
+    merged = RunStore(tmp_path / "merged")
+    for kind in (Dialogue, Judgment, ProbeJudgment, PersonaPrediction, Batch, BatchEntry):
+        assert sorted(merged.read(kind), key=lambda r: r.id) == sorted(whole.read(kind), key=lambda r: r.id)
+
+    (tmp_path / "s2" / "rankings.jsonl").write_bytes(b'{"id": "r1", "status": "ok"}\n')
+    with pytest.raises(StoreError, match=r"s2/rankings.jsonl: no record type .* named 'rankings'"):
+        merge_stores([tmp_path / f"s{i}" for i in (1, 2, 3)], tmp_path / "again")
+    assert not (tmp_path / "again").exists()  # refused before anything was written
+    only = merge_stores([tmp_path / f"s{i}" for i in (1, 2, 3)], tmp_path / "again", kinds=[Batch])
+    assert list(only["table"].unique()) == ["batches"]

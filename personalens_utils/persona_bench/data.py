@@ -10,12 +10,13 @@ its JSON path (`$["alice"][2].comments[0].score`).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import ijson
 
@@ -148,11 +149,13 @@ def iter_users(path: str | os.PathLike[str] | None = None) -> Iterator[User]:
     """The users of the dataset in file order, one at a time (the file is streamed, never held)."""
     file = find_dataset(path)
     check = _Checker(file)
-    with file.open("rb") as fh:
+    last: str | None = None
+    with file.open("rb") as raw:
+        fh = _Counted(raw)
         try:
             first = next(ijson.parse(fh), None)
         except ijson.JSONError as exc:
-            raise _syntax_error(file, exc) from exc
+            raise _syntax_error(file, exc, fh.region, last) from exc
         if first is None or first[1] != "start_map":
             raise check.fail("$", "must be a JSON object mapping user names to lists of posts")
         fh.seek(0)
@@ -162,18 +165,112 @@ def iter_users(path: str | os.PathLike[str] | None = None) -> Iterator[User]:
                 if not isinstance(posts, list):
                     raise check.fail(where, f"must be a list of posts, got {type(posts).__name__}")
                 yield User(name, tuple(check.post(p, f"{where}[{i}]") for i, p in enumerate(posts)))
+                last = name
         except ijson.JSONError as exc:
-            raise _syntax_error(file, exc) from exc
+            raise _syntax_error(file, exc, fh.region, last) from exc
 
 
-def _syntax_error(file: Path, exc: Exception) -> PersonaDataError:
-    """Where the JSON breaks, as line and column (json reports them; ijson only says what)."""
-    try:
-        with file.open(encoding="utf-8") as fh:
-            json.load(fh)
-    except json.JSONDecodeError as err:
-        return PersonaDataError(f"{file}: line {err.lineno} column {err.colno}: not valid JSON ({err.msg})")
-    return PersonaDataError(f"{file}: not valid JSON ({exc})")
+_CHUNK = 1 << 16
+"""Bytes read at a time, by the parser and by `_syntax_error`'s second pass."""
+_CONTINUATION = bytes(range(0x80, 0xC0))
+"""UTF-8 continuation bytes: a column counts the other bytes, one per character."""
+
+
+class _Counted:
+    """The data file as the parser reads it, remembering where its last read began: a parse error lies
+    in that read (the parser checks every byte it is given), which bounds the second pass's search."""
+
+    def __init__(self, fh: BinaryIO):
+        self.fh = fh
+        self.region = 0
+
+    def read(self, size: int = -1) -> bytes:
+        self.region = self.fh.tell()
+        return self.fh.read(size)
+
+    def seek(self, offset: int) -> None:
+        self.fh.seek(offset)
+
+
+def _syntax_error(file: Path, exc: Exception, region: int, last: str | None) -> PersonaDataError:
+    """The error naming where the bytes stop being UTF-8 JSON: line, column, byte offset and the JSON
+    path being read. ijson only says what broke, so a second pass streams the file through the same
+    parser, a chunk at a time (bounded memory), then a byte at a time from one chunk before the read
+    that failed (`region`) to the failing byte; the path is tracked from the start of the user after
+    `last` (the last user read whole), so the rest of the file costs no Python per value."""
+    place, found, failed = _Place(), last is None, False
+    events = ijson.sendable_list()
+    parser = ijson.parse_coro(events)
+    start = max(0, region - _CHUNK)
+    with file.open("rb") as fh:
+        while not failed and (chunk := fh.read(_CHUNK if place.offset < start else 1)):
+            try:
+                parser.send(chunk)
+            except ijson.JSONError:
+                failed = True
+            if not found and ("", "map_key", last) in events:
+                del events[: events.index(("", "map_key", last)) + 1]
+                found, place.stack = True, [last]
+            if found:
+                place.follow(events)
+            del events[:]
+            if not failed:
+                place.advance(chunk)
+    if not failed:
+        with contextlib.suppress(ijson.JSONError):
+            parser.close()
+    said = exc.args[0] if exc.args else exc
+    reason = (said.decode("utf-8", "replace") if isinstance(said, bytes) else str(said)).splitlines()[0]
+    if not failed:
+        problem = f"not valid JSON: the file ends early ({reason})"
+    elif "UTF8" in reason:
+        problem = f"not valid UTF-8 (byte 0x{chunk[:1].hex()})"
+    else:
+        problem = f"not valid JSON ({reason})"
+    return PersonaDataError(f"{file}: line {place.line} column {place.column} (byte {place.offset}), in "
+                            f"{place.path()}: {problem}")
+
+
+class _Place:
+    """How far a streamed parse has got: line, column and byte offset, and the JSON path of the value
+    being read (a key per open object, an index per open list; None before an object's first key,
+    -1 before a list's first item)."""
+
+    def __init__(self) -> None:
+        self.line, self.column, self.offset = 1, 1, 0
+        self.stack: list[str | int | None] = []
+
+    def advance(self, chunk: bytes) -> None:
+        self.offset += len(chunk)
+        newline = chunk.rfind(b"\n")
+        if newline >= 0:
+            self.line += chunk.count(b"\n")
+            self.column = 1
+        self.column += len(chunk[newline + 1 :].translate(None, _CONTINUATION))
+
+    def follow(self, events: list[tuple[str, str, Any]]) -> None:
+        stack = self.stack
+        for _, event, value in events:
+            if event == "map_key":
+                stack[-1] = value
+            elif event in ("end_map", "end_array"):
+                stack.pop()
+            else:
+                if stack and type(stack[-1]) is int:
+                    stack[-1] += 1
+                if event == "start_map":
+                    stack.append(None)
+                elif event == "start_array":
+                    stack.append(-1)
+
+    def path(self) -> str:
+        parts = ["$"]
+        for depth, step in enumerate(self.stack):
+            if step is None or step == -1:
+                break
+            parts.append(f"[{step}]" if isinstance(step, int) else
+                         f"[{json.dumps(step)}]" if depth == 0 else f".{step}")
+        return "".join(parts)
 
 
 def load_users(path: str | os.PathLike[str] | None = None) -> list[User]:

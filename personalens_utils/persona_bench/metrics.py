@@ -4,14 +4,17 @@
   as the authors map them.
 - 3.2: RMSE and MAE from scikit-learn.
 - 3.3: ROUGE-1 and ROUGE-L F-measures from rouge-score with stemming, BLEU from NLTK's
-  `sentence_bleu` with smoothing method 1 on lower-cased NLTK word tokens, METEOR from NLTK and SBERT
-  cosine similarity with `all-MiniLM-L6-v2` where their data and model are installed; a metric whose
-  data or model is absent is "not measured", never a number.
+  `sentence_bleu` with smoothing method 1 on lower-cased NLTK word tokens, METEOR from NLTK on WordNet
+  (NLTK's own data, else the distribution's WordNet 3.0 database, `WORDNET_DIRS`) and SBERT cosine
+  similarity with `all-MiniLM-L6-v2` where their data and model are installed; a metric whose data or
+  model is absent is "not measured", never a number. `metric_note` says which tokenization and which
+  WordNet a table used.
 
 Two ways to count what was not read: `mode="authors"` leaves unread answers (and llm failures) out, as
-the authors' evaluators skip them (and, for 3.3, also leaves out items that score 0, as their
-averages do); `mode="strict"` counts them wrong: the opposite label (3.1), a score of 0 (3.2), an
-empty reply (3.3). Coverage (answers read / items) goes beside both.
+the authors' evaluators skip them, and averages every 3.3 score of the items left, whatever its value
+(their evaluators add each computed score, a negative SBERT cosine or a ROUGE of 0 included, and skip
+only an item they could not score); `mode="strict"` counts them wrong: the opposite label (3.1), a
+score of 0 (3.2), an empty reply (3.3). Coverage (answers read / items) goes beside both.
 
 Intervals are percentile bootstraps over users (the user is the unit resampled, so a user's many
 items move together); the paired gains P-Conv - P-NonConv and P-Conv - NP-Conv resample the same
@@ -21,9 +24,13 @@ users for both settings.
 from __future__ import annotations
 
 import functools
+import hashlib
 import math
 import os
+import shutil
+import tempfile
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -46,6 +53,23 @@ METRICS = {
 LOWER_IS_BETTER = ("RMSE", "MAE")
 TEXT_METRICS = METRICS["3.3"]
 SBERT_MODEL = "all-MiniLM-L6-v2"
+WORDNET_DIRS = (Path("/usr/share/wordnet"),)
+"""Where distributions install the WordNet 3.0 database (Debian and Ubuntu: `wordnet-base` and
+`wordnet-sense-index`); METEOR reads it when NLTK's own WordNet data is not installed."""
+_LEXNAMES = (
+    *("adj.all", "adj.pert", "adv.all"),
+    *(f"noun.{name}" for name in (
+        "Tops", "act", "animal", "artifact", "attribute", "body", "cognition", "communication", "event",
+        "feeling", "food", "group", "location", "motive", "object", "person", "phenomenon", "plant",
+        "possession", "process", "quantity", "relation", "shape", "state", "substance", "time")),
+    *(f"verb.{name}" for name in (
+        "body", "change", "cognition", "communication", "competition", "consumption", "contact",
+        "creation", "emotion", "motion", "perception", "possession", "social", "stative", "weather")),
+    "adj.ppl",
+)
+"""WordNet 3.0's lexicographer files in their numbered order (lexnames(5WN)). NLTK's reader wants them
+as a `lexnames` file, which the distribution's package documents in its manual page but does not ship."""
+_POS_NUMBER = {"noun": 1, "verb": 2, "adj": 3, "adv": 4}
 
 
 # -- 3.1 and 3.2 -------------------------------------------------------------------------------------------
@@ -125,7 +149,59 @@ def sentence_split() -> bool:
 
 
 def meteor_available() -> bool:
-    return _has_nltk_data("corpora/wordnet")
+    return _wordnet_source() is not None
+
+
+@functools.cache
+def _wordnet_source() -> str | None:
+    """What METEOR's WordNet is: NLTK's own data when installed (as the authors had it), else the first
+    database of `WORDNET_DIRS`, laid out as NLTK data and put on NLTK's data path (so NLTK's METEOR
+    reads it as it reads its own); None when there is neither."""
+    if _has_nltk_data("corpora/wordnet"):
+        return "NLTK's WordNet data"
+    found = next((d for d in WORDNET_DIRS if all(
+        (d / f"{kind}.{pos}").is_file() for kind in ("index", "data") for pos in _POS_NUMBER)), None)
+    if found is None:
+        return None
+    import nltk
+
+    root = _as_nltk_data(found)
+    if str(root) not in nltk.data.path:
+        nltk.data.path.append(str(root))
+    return f"WordNet 3.0 from {found}"
+
+
+def _as_nltk_data(database: Path) -> Path:
+    """A folder of NLTK data holding `corpora/wordnet`: a copy of the database's files (NLTK refuses
+    links that lead out of its data path) and the `lexnames` file its reader wants. Made once per
+    database (and again when the distribution updates it) under the temporary directory and renamed
+    into place, so other processes see it whole or not at all."""
+    stamp = f"{database.resolve()}:{(database / 'data.noun').stat().st_mtime_ns}"
+    digest = hashlib.sha256(stamp.encode()).hexdigest()[:12]
+    root = Path(tempfile.gettempdir()) / f"personalens-nltk-{digest}"
+    if (root / "corpora" / "wordnet" / "lexnames").is_file():
+        return root
+    staging = Path(tempfile.mkdtemp(prefix=f"{root.name}-", dir=root.parent))
+    corpus = staging / "corpora" / "wordnet"
+    corpus.mkdir(parents=True)
+    for path in database.iterdir():
+        shutil.copyfile(path, corpus / path.name)
+    (corpus / "lexnames").write_text("".join(
+        f"{i:02d}\t{name}\t{_POS_NUMBER[name.split('.')[0]]}\n" for i, name in enumerate(_LEXNAMES)))
+    try:
+        staging.rename(root)
+    except OSError:  # another process made it first
+        shutil.rmtree(staging)
+    return root
+
+
+def metric_note() -> str:
+    """Which tokenization and which WordNet the 3.3 metrics used, for a table's caption."""
+    split = ("with sentence splitting (NLTK's punkt data)" if sentence_split() else
+             "without sentence splitting (NLTK's punkt data is not installed; the authors split sentences)")
+    source = _wordnet_source()
+    meteor = f"METEOR on {source}" if source else "METEOR not measured (no WordNet data installed)"
+    return f"3.3 tokens: lower-cased NLTK word tokens {split}; {meteor}."
 
 
 @functools.cache
@@ -163,7 +239,7 @@ def text_scores(truth: Sequence[str], pred: Sequence[str], *, sbert: bool = True
                 if hyp_tokens
                 else 0.0
             )
-            if meteor:
+            if meteor and hyp_tokens:
                 from nltk.translate.meteor_score import meteor_score
 
                 row["METEOR"] = float(meteor_score([ref_tokens], hyp_tokens))
@@ -220,7 +296,7 @@ def scored(frame: pd.DataFrame, mode: str, *, sbert: bool = True) -> pd.DataFram
     return out.sort_values("id").reset_index(drop=True)
 
 
-def point(task: str, part: pd.DataFrame, mode: str) -> dict[str, float]:
+def point(task: str, part: pd.DataFrame) -> dict[str, float]:
     """The task's metrics over one group of scored items (scikit-learn, rouge-score, NLTK)."""
     if part.empty:
         return {m: math.nan for m in METRICS[task]}
@@ -228,24 +304,24 @@ def point(task: str, part: pd.DataFrame, mode: str) -> dict[str, float]:
         return classification(list(part["truth"]), list(part["counted"]))
     if task == "3.2":
         return regression([float(x) for x in part["truth"]], [float(x) for x in part["counted"]])
-    return {m: _text_mean(part[m], mode) for m in TEXT_METRICS}
+    return {m: _text_mean(part[m]) for m in TEXT_METRICS}
 
 
-def _text_mean(values: pd.Series, mode: str) -> float:
-    """Mean of per-item text scores; the authors' averages leave out items that score 0."""
+def _text_mean(values: pd.Series) -> float:
+    """Mean of per-item text scores, each as computed: a score of 0 or a negative SBERT cosine counts
+    (the authors' averages add every score they computed); NaN when the metric was not measured."""
     if values.isna().all():
         return math.nan
-    kept = values[values > 0] if mode == "authors" else values
-    return math.fsum(kept) / len(kept) if len(kept) else math.nan
+    return math.fsum(values) / len(values)
 
 
-def _fast(task: str, part: pd.DataFrame, mode: str) -> dict[str, float]:
+def _fast(task: str, part: pd.DataFrame) -> dict[str, float]:
     if task == "3.1":
         return _fast_classification(_labels(list(part["truth"])), _labels(list(part["counted"])))
     if task == "3.2":
         err = np.asarray(part["truth"], dtype=float) - np.asarray(part["counted"], dtype=float)
         return {"RMSE": float(np.sqrt(np.mean(err**2))), "MAE": float(np.mean(np.abs(err)))}
-    return point(task, part, mode)
+    return point(task, part)
 
 
 def user_bootstrap(
@@ -298,10 +374,10 @@ def summary(
         key = dict(zip(by, keys if isinstance(keys, tuple) else (keys,), strict=True))
         part = kept.loc[np.logical_and.reduce([kept[k] == v for k, v in key.items()])]
         task = key.get("task") or str(group["task"].iloc[0])
-        values = point(task, part, mode)
+        values = point(task, part)
         ci = (
             user_bootstrap(
-                [part], lambda ps, t=task: _fast(t, ps[0], mode), n_resamples=n_resamples, seed=seed
+                [part], lambda ps, t=task: _fast(t, ps[0]), n_resamples=n_resamples, seed=seed
             )
             if not part.empty
             else {}
@@ -341,10 +417,10 @@ def gains(
             pair = [by_setting["P-Conv"], by_setting[other]]
 
             def diff(ps: Sequence[pd.DataFrame], t: str = task) -> dict[str, float]:
-                a, b = _fast(t, ps[0], mode), _fast(t, ps[1], mode)
+                a, b = _fast(t, ps[0]), _fast(t, ps[1])
                 return {m: a[m] - b[m] for m in a}
 
-            values = {m: point(task, pair[0], mode)[m] - point(task, pair[1], mode)[m] for m in METRICS[task]}
+            values = {m: point(task, pair[0])[m] - point(task, pair[1])[m] for m in METRICS[task]}
             ci = user_bootstrap(pair, diff, n_resamples=n_resamples, seed=seed)
             for metric, value in values.items():
                 low, high = ci.get(metric, (math.nan, math.nan))

@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 
 from personalens_utils.llm.offline import OFFLINE_LABEL
 from personalens_utils.persona_bench.items import SETTINGS, TASK_NAMES
-from personalens_utils.persona_bench.metrics import LOWER_IS_BETTER, METRICS, NOT_MEASURED, sentence_split
+from personalens_utils.persona_bench.metrics import LOWER_IS_BETTER, METRICS, NOT_MEASURED, metric_note
 from personalens_utils.persona_bench.records import PersonaPrediction
 from personalens_utils.plots import (
     FigureResult,
@@ -32,8 +32,8 @@ from personalens_utils.store import RunStore
 from personalens_utils.tables import Source, TableResult
 
 MODE_NOTE = {
-    "authors": "Unread answers left out, as the authors' evaluators do (3.3 averages also leave out items "
-    "scoring 0, as theirs do).",
+    "authors": "Unread answers left out, as the authors' evaluators do (3.3 averages count every score "
+    "of the items left, 0 and negative SBERT cosines included, as theirs do).",
     "strict": (
         "Unread answers and failed calls counted wrong (the opposite label, a score of 0, an empty reply)."
     ),
@@ -70,16 +70,6 @@ def _cell(row: pd.Series) -> str:
     return f"{row['value']:.3f} [{row['low']:.3f}, {row['high']:.3f}]"
 
 
-def _tokenizer_note() -> str:
-    return (
-        ""
-        if sentence_split()
-        else (
-            " BLEU tokens: NLTK word tokens without sentence splitting (NLTK's punkt data is not installed)."
-        )
-    )
-
-
 def results_table(
     summary: pd.DataFrame, frame: pd.DataFrame, mode: str, *, data_label: str, origin: str
 ) -> TableResult:
@@ -95,7 +85,7 @@ def results_table(
     wide.columns.name = None
     caption = (
         f"PERSONA Bench results, P-Conv | P-NonConv (95% intervals over users; RMSE and MAE: lower "
-        f"is better). {MODE_NOTE[mode]}{_tokenizer_note()} {_labels(frame, data_label)}"
+        f"is better). {MODE_NOTE[mode]} {metric_note()} {_labels(frame, data_label)}"
     )
     return TableResult(wide, caption, _source(frame, origin), data=summary)
 
@@ -119,7 +109,7 @@ def domain_table(
     out.columns.name = None
     caption = (
         f"PERSONA Bench per domain: 3.1 accuracy, 3.2 RMSE, 3.3 ROUGE-L. {MODE_NOTE[mode]} "
-        f"{_labels(frame, data_label)}"
+        f"{metric_note()} {_labels(frame, data_label)}"
     )
     return TableResult(
         out,
@@ -154,7 +144,7 @@ def gains_table(
     caption = (
         f"PERSONA Bench paired gains of P-Conv (same users resampled in both settings; 95% intervals; "
         f"for {' and '.join(LOWER_IS_BETTER)} a negative gain is better). {MODE_NOTE[mode]} "
-        f"{_labels(frame, data_label)}"
+        f"{metric_note()} {_labels(frame, data_label)}"
     )
     return TableResult(wide, caption, _source(frame, origin), data=gains)
 
@@ -218,7 +208,7 @@ def radar(
 
     caption = (
         f"PERSONA Bench radar plot of {model}: metrics in [0, 1] (MCC below 0 drawn at 0), one polygon "
-        f"per setting; metrics not measured are left out. {_labels(model_frame, data_label)}"
+        f"per setting; metrics not measured are left out. {metric_note()} {_labels(model_frame, data_label)}"
     )
     return FigureResult(draw("column"), caption, _source(model_frame, origin), data=mine, at=draw)
 
