@@ -384,8 +384,9 @@ def merge_stores(
     found in the table registry (`records.stored_types`), and a table file no record type is stored
     in is refused by name before anything is written (a table left behind would be lost silently).
 
-    A record id held by two sources is refused with a `DuplicateRecordError` naming the id and both
-    files: shards own disjoint work, so two copies mean the same work ran twice and one must be
+    A record id held by two sources with the same contents is one record (shards of notebook 07 each
+    copy the run store they start from), copied once; with different contents it is refused with a
+    `DuplicateRecordError` naming the id and both files: the same work ran twice and one must be
     chosen by hand. Against `target`, a record stored there unchanged is skipped (merging again
     after more progress is safe) and an errored one is replaced; any other difference is refused
     the same way. Every check runs before the first write, so a refused merge writes nothing.
@@ -439,15 +440,23 @@ def _plan_table(
     """Which lines of which source to append to the target's table; raises on any conflict."""
     owner: dict[str, Path] = {}
     scans: dict[Path, dict[str, _Line]] = {}
-    for store in stores:
-        scan = scans[store.root] = _scan(store.path(kind))
-        for rid in scan:
-            first = owner.setdefault(rid, store.root)
-            if first != store.root:
+    with contextlib.ExitStack() as files:
+        handles: dict[Path, Any] = {}
+        for store in stores:
+            scan = scans[store.root] = _scan(store.path(kind))
+            if scan:
+                handles[store.root] = files.enter_context(store.path(kind).open("rb"))
+            for rid in list(scan):
+                first = owner.setdefault(rid, store.root)
+                if first == store.root:
+                    continue
+                if _read_at(handles[first], scans[first][rid]) == _read_at(handles[store.root], scan[rid]):
+                    del scan[rid]  # the same record in both (shards of 07 each copy the run store): once
+                    continue
                 raise DuplicateRecordError(
-                    f"record id {rid!r} is in both {first / store.path(kind).name} and {store.path(kind)}; "
-                    "each shard's work must come from one run folder: remove the record (or the folder) "
-                    "you do not trust and merge again"
+                    f"record id {rid!r} is in both {first / store.path(kind).name} and {store.path(kind)} "
+                    "with different contents; each shard's work must come from one run folder: remove the "
+                    "record (or the folder) you do not trust and merge again"
                 )
     held = _scan(into.path(kind))
     copies: dict[Path, list[_Line]] = {}

@@ -24,7 +24,7 @@ from personalens_utils.records import Dialogue, Judgment
 from personalens_utils.reproduce.cli import parse_args, problems
 from personalens_utils.session import Session, SessionConfig, SessionError
 from personalens_utils.simulation import SimulationConfig, run_simulation
-from personalens_utils.store import RunStore, StoreError
+from personalens_utils.store import RunStore, StoreError, merge_stores
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
@@ -262,6 +262,11 @@ def test_each_shard_of_notebook_07_simulates_and_judges_only_its_own_work(bench:
     (first_dialogues, first_judgments), (second_dialogues, second_judgments) = new.values()
     assert first_dialogues and second_dialogues and not first_dialogues & second_dialogues
     assert first_judgments and second_judgments and not first_judgments & second_judgments
+    merged = RunStore(tmp_path / "merged")
+    merge_stores([tmp_path / "out1" / "trust_store", tmp_path / "out2" / "trust_store"], merged)
+    assert {d.id for d in merged.read(Dialogue)} == run_ids & {d.id for d in store.read(Dialogue)} | \
+        first_dialogues | second_dialogues
+    assert {j.id for j in merged.read(Judgment)} >= first_judgments | second_judgments
 
 
 @pytest.mark.slow

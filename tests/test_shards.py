@@ -110,6 +110,14 @@ def test_a_record_in_two_shards_is_refused_naming_the_id_and_both_files(tmp_path
     assert not (tmp_path / "merged" / "dialogues.jsonl").exists()  # refused before anything was written
 
 
+def test_a_record_held_unchanged_by_two_shards_is_merged_once(tmp_path):
+    shared = {"id": "d0", "status": "terminated"}  # a record both shards copied from one run store
+    write(tmp_path / "a", [shared, {"id": "d1", "status": "terminated"}])
+    write(tmp_path / "b", [shared, {"id": "d2", "status": "turn_cap"}])
+    merge_stores([tmp_path / "a", tmp_path / "b"], tmp_path / "merged")
+    assert sorted(r["id"] for r in RunStore(tmp_path / "merged").records(Dialogue)) == ["d0", "d1", "d2"]
+
+
 def test_merging_against_a_filled_target(tmp_path):
     done = {"id": "d1", "status": "terminated", "retries": 1}
     write(tmp_path / "a", [done, {"id": "d2", "status": "terminated"}])
