@@ -14,12 +14,12 @@ from typing import Any
 
 import duckdb
 import pytest
+from support.records import dialogue_json, put, write_lines
 
 from personalens_utils import columnar
 from personalens_utils.columnar import Columnar
 from personalens_utils.records import Dialogue, Judgment, RecordError
 from personalens_utils.store import RunStore, StoreError
-from tests.support.records import dialogue_json, put, write_lines
 
 
 def judgment_json(record_id: str, dialogue_id: str, **fields: Any) -> dict[str, Any]:
