@@ -6,8 +6,9 @@ Makes (or reuses) the synthetic store of `analysis_scale.py` (the paper's 122,13
 `--dialogues 1221330` is the 10x store), deletes its `_columnar` folder, and builds the copy in a fresh
 child process (`Columnar(store).refresh()`, what the first read of a notebook does). Every 10 ms it sums
 the resident memory of the child and of every process under it (the refresh's workers) with psutil;
-the peak is the largest sum seen. Then it reads the copy once more, which verifies every part's size
-and checksum, and times that read and the checksums alone. Target: the build's peak under 1 GB (10^9
+the peak is the largest sum seen (the refreshing process's own peak is shown beside it). Then it reads
+the copy once more, which verifies every part's size and checksum, and times that read and the
+checksums alone. Target: the build's peak under 1 GB (10^9
 bytes) at any store size; exits 1 if it is not met. The store's `_columnar` folder is deleted: point
 `--store` at a synthetic store only.
 """
@@ -59,31 +60,35 @@ print("RESULT " + json.dumps({"read_s": read_s, "hash_s": hash_s, "parts": len(p
 """
 
 
-def tree_rss(proc: psutil.Process) -> int:
-    """Resident bytes of a process and of every process under it (those that vanish meanwhile count 0)."""
-    total = 0
+def tree_rss(proc: psutil.Process) -> tuple[int, int]:
+    """Resident bytes of a process and of every process under it (those that vanish meanwhile count 0),
+    and of the process alone."""
+    total = alone = 0
     for each in [proc, *proc.children(recursive=True)]:
         with contextlib.suppress(psutil.Error):
             total += each.memory_info().rss
-    return total
+            alone = alone or total
+    return total, alone
 
 
-def build(root: Path) -> tuple[float, int]:
-    """Build the copy from nothing in a child process: (seconds, peak bytes of its process tree)."""
+def build(root: Path) -> tuple[float, int, int]:
+    """Build the copy from nothing in a child process: seconds, peak bytes of its process tree and of the
+    child alone (the process a notebook's kernel would be)."""
     shutil.rmtree(root / "_columnar", ignore_errors=True)
     child = subprocess.Popen([sys.executable, "-c", BUILD, str(root)], stdout=subprocess.PIPE, text=True)
-    proc, peak = psutil.Process(child.pid), 0
+    proc, peak, peak_alone = psutil.Process(child.pid), 0, 0
     while child.poll() is None:
         try:
-            peak = max(peak, tree_rss(proc))
+            total, alone = tree_rss(proc)
         except psutil.Error:
             break
+        peak, peak_alone = max(peak, total), max(peak_alone, alone)
         time.sleep(SAMPLE_S)
     out, _ = child.communicate()
     lines = [line for line in out.splitlines() if line.startswith("RESULT ")]
     if child.returncode != 0 or not lines:
         sys.exit(f"building the copy failed (exit status {child.returncode})")
-    return float(lines[-1].removeprefix("RESULT ")), peak
+    return float(lines[-1].removeprefix("RESULT ")), peak, peak_alone
 
 
 def read_again(root: Path) -> dict[str, float]:
@@ -101,10 +106,11 @@ def run(root: Path, n_dialogues: int, repeat: int) -> bool:
     print(f"store: {sizes}; load average {psutil.getloadavg()[0]:.1f}")
     peaks = []
     for i in range(repeat):
-        seconds, peak = build(root)
+        seconds, peak, alone = build(root)
         peaks.append(peak)
         print(f"copy built from nothing [{i + 1}/{repeat}]: {seconds:.1f} s, peak RSS of the process tree "
-              f"{peak / GB:.2f} GB ({peak / 2**30:.2f} GiB); load average {psutil.getloadavg()[0]:.1f}")
+              f"{peak / GB:.2f} GB ({peak / 2**30:.2f} GiB), of the refreshing process alone "
+              f"{alone / GB:.2f} GB; load average {psutil.getloadavg()[0]:.1f}")
     again = read_again(root)
     print(f"read of the built copy: {again['read_s']:.2f} s, of which checksums of its {again['parts']:.0f} "
           f"parts ({again['bytes'] / GB:.3f} GB) {again['hash_s']:.2f} s")
