@@ -9,6 +9,12 @@ line is skipped and reported, a line that is not JSON or does not fit its record
 naming file and line). Texts (turns, judge answers) are not copied; each row keeps where its line
 sits (`_offset`, `_length`), so `Columnar.lines` reads a few records in full.
 
+The JSONL stays the truth: the manifest keeps each part's size and checksum, every read checks them, and
+a part that is missing, truncated or altered is copied again from its bytes of the table file (one
+warning line says so; `DamagedCopyError` when that fails). Parts are made one chunk at a time, on worker
+processes that die with the process that started them, so building the copy of a store of any size
+holds a bounded amount of memory.
+
 Views, one row per current record (a later line for an id replaces an errored one, as in
 `RunStore.records`): `dialogues` and `judgments`, with the record type's `summary_fields`, any
 derived column (`judgments.official_score`, the official gather script's reading of the answer;
@@ -21,14 +27,17 @@ would. The Parquet files are plain Parquet; any engine that reads Parquet opens 
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import inspect
+import logging
 import os
+import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -38,13 +47,16 @@ import orjson
 import pandas as pd
 from filelock import FileLock
 
+from personalens_utils.errors import KitError
 from personalens_utils.identity import STORED_KEYS
 from personalens_utils.judging import scoring
 from personalens_utils.llm.offline import count_tokens
 from personalens_utils.records import ERROR, Dialogue, Judgment, Record, RecordError
 from personalens_utils.store import RunStore, StoreError, _report_torn, parse_record
 
-FORMAT = 1
+log = logging.getLogger(__name__)
+
+FORMAT = 2
 """Bumped when the layout of the copy changes; a copy of another format is rebuilt."""
 FOLDER = "_columnar"
 CHUNK_BYTES = 32 << 20
@@ -57,6 +69,12 @@ POSITION = {"_offset": "BIGINT", "_length": "BIGINT"}
 """Where each row's line sits in its JSONL file (byte offset, bytes)."""
 PARALLEL_CHUNKS = 3
 """A refresh with this many chunks to parse or more spreads them over worker processes (one per core)."""
+PR_SET_PDEATHSIG = 1
+"""Linux's prctl option: the signal a process gets when the thread that started it ends."""
+
+
+class DamagedCopyError(StoreError):
+    """A part of a columnar copy is missing or damaged and could not be copied again from its table file."""
 
 
 @dataclass(frozen=True)
@@ -145,22 +163,48 @@ class _Manifest:
     end: int = 0
     lines: int = 0
     parts: list[list[Any]] = field(default_factory=list)
-    """[file name, first byte, end byte] of each part, in file order."""
+    """[file name, first byte, end byte, file size, sha256 of the file] of each part, in file order."""
     size: int = 0
     mtime: int = 0
     """The table file's size and modification time when the copy was last brought up to date."""
 
     @classmethod
     def read(cls, path: Path) -> _Manifest | None:
+        """The manifest, or None when there is none or it is not one (the copy is then made again)."""
         try:
-            return cls(**orjson.loads(path.read_bytes()))
+            manifest = cls(**orjson.loads(path.read_bytes()))
         except (OSError, orjson.JSONDecodeError, TypeError):
             return None
+        if not isinstance(manifest.parts, list) or not all(_Part.fits(entry) for entry in manifest.parts):
+            return None
+        return manifest
 
     def write(self, path: Path) -> None:
         tmp = path.with_suffix(".tmp")
         tmp.write_bytes(orjson.dumps(self.__dict__))
         os.replace(tmp, path)
+
+
+class _Part(NamedTuple):
+    """A manifest's entry for one Parquet part."""
+
+    name: str
+    first: int
+    end: int
+    size: int
+    sha256: str
+
+    @staticmethod
+    def fits(entry: Any) -> bool:
+        return isinstance(entry, list) and len(entry) == len(_Part._fields) and all(
+            isinstance(value, kind) for value, kind in zip(entry, (str, int, int, int, str), strict=True))
+
+
+def checksum(path: Path) -> str:
+    """The sha256 of a part file, kept in the manifest and checked on every read (docs/scale.md: what it
+    costs)."""
+    with path.open("rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def _fingerprint(path: Path, end: int) -> str:
@@ -185,7 +229,7 @@ class TableCopy:
     def files(self) -> list[Path]:
         """The Parquet parts, in file order, once `refresh` has run."""
         manifest = _Manifest.read(self.manifest_path)
-        return [self.folder / name for name, _, _ in manifest.parts] if manifest else []
+        return [self.folder / entry[0] for entry in manifest.parts] if manifest else []
 
     def refresh(self) -> None:
         """Bring the copy up to date with the table file: parse only what was appended since."""
@@ -196,6 +240,7 @@ class TableCopy:
         self.folder.mkdir(parents=True, exist_ok=True)
         with FileLock(str(self.folder) + ".lock"):
             manifest = self._current_manifest()
+            self._repair(manifest)
             self._copy(manifest, self._ranges(manifest.end, self.source.stat().st_size, manifest.lines))
             if len(manifest.parts) > MAX_PARTS:
                 self._merge(manifest)
@@ -209,7 +254,7 @@ class TableCopy:
         fits = manifest is not None and manifest.stamp == self.spec.stamp()
         if manifest is not None and fits and manifest.end <= self.source.stat().st_size \
                 and self._continues(manifest):
-            kept = {name for name, _, _ in manifest.parts} | {self.manifest_path.name}
+            kept = {entry[0] for entry in manifest.parts} | {self.manifest_path.name}
             for stray in self.folder.glob("*"):  # parts of a refresh that stopped before its manifest
                 if stray.name not in kept:
                     stray.unlink()
@@ -219,9 +264,7 @@ class TableCopy:
         return _Manifest(self.spec.stamp(), "")
 
     def _continues(self, manifest: _Manifest) -> bool:
-        """Whether the table file still starts with the bytes the copy was made of, and its parts exist."""
-        if not all((self.folder / name).exists() for name, _, _ in manifest.parts):
-            return False
+        """Whether the table file still starts with the bytes the copy was made of."""
         if manifest.end == 0:
             return True
         with self.source.open("rb") as fh:
@@ -235,17 +278,51 @@ class TableCopy:
         for part in self.folder.glob("*"):
             part.unlink()
 
+    def _repair(self, manifest: _Manifest) -> None:
+        """Copy again, from its bytes of the table file, each part that is missing, truncated or altered,
+        with one warning line each; `DamagedCopyError` when that fails (the parts already whole are kept)."""
+        index = 0
+        while index < len(manifest.parts):
+            part = _Part(*manifest.parts[index])
+            damage = self._damage(part)
+            if damage is None:
+                index += 1
+                continue
+            try:
+                with self.source.open("rb") as fh:
+                    made = [entry for entry, _ in self._new_parts(_chunks(fh, part.first, part.end))]
+            except (KitError, OSError, duckdb.Error) as exc:
+                raise DamagedCopyError(
+                    f"{self.folder / part.name}, the columnar copy of bytes {part.first}-{part.end} of "
+                    f"{self.source}, is {damage} and could not be copied again: {exc}") from exc
+            if part.name not in {entry[0] for entry in made}:
+                (self.folder / part.name).unlink(missing_ok=True)
+            manifest.parts[index:index + 1] = made
+            manifest.write(self.manifest_path)
+            index += len(made)
+            log.warning("%s: this part of the columnar copy was %s; copied again from bytes %d-%d of %s",
+                        self.folder / part.name, damage, part.first, part.end, self.source)
+
+    def _damage(self, part: _Part) -> str | None:
+        """What is wrong with a part's file (checked on every read: its size, then its checksum), or None."""
+        path = self.folder / part.name
+        try:
+            size = path.stat().st_size
+        except FileNotFoundError:
+            return "missing"
+        if size != part.size:
+            how = "truncated" if size < part.size else "longer"
+            return f"{how} ({size:,} bytes instead of {part.size:,})"
+        if checksum(path) != part.sha256:
+            return "altered (its checksum differs)"
+        return None
+
     def _ranges(self, start: int, size: int, lines: int) -> list[tuple[int, int]]:
         """Byte ranges of the complete lines from `start`, about `CHUNK_BYTES` each; a torn last line (no
         line end yet) is left out and reported."""
         with self.source.open("rb") as fh:
             last = _last_line_end(fh, start, size)
-            ranges, pos = [], start
-            while pos < last:
-                fh.seek(min(pos + CHUNK_BYTES, last) - 1)
-                end = fh.tell() + len(fh.readline())
-                ranges.append((pos, end))
-                pos = end
+            ranges = _chunks(fh, start, last)
             if last < size:
                 fh.seek(start)
                 lineno = lines + fh.read(last - start).count(b"\n") + 1
@@ -253,32 +330,60 @@ class TableCopy:
         return ranges
 
     def _copy(self, manifest: _Manifest, ranges: list[tuple[int, int]]) -> None:
-        """Parse the ranges into Parquet parts (on several processes when there are many) and record each
-        part in the manifest in file order; a line that does not fit raises naming its file and line."""
+        """Parse the ranges into Parquet parts and record each part in the manifest as it is made."""
+        for entry, lines in self._new_parts(ranges):
+            manifest.parts.append(entry)
+            manifest.end, manifest.lines = entry[2], manifest.lines + lines
+            manifest.head = _fingerprint(self.source, manifest.end)
+            manifest.write(self.manifest_path)
+
+    def _new_parts(self, ranges: list[tuple[int, int]]) -> Iterator[tuple[list[Any], int]]:
+        """Each range parsed into a Parquet part (on worker processes when there are many), in file order as
+        they are made: the part's manifest entry and its number of lines. A line that does not fit raises
+        naming its file and line."""
         table, source = self.spec.kind.table, str(self.source)
         jobs = [(table, source, a, b, str(self.folder / f"{a:016d}-{b:016d}.parquet")) for a, b in ranges]
         workers = min(len(jobs), len(os.sched_getaffinity(0))) if len(jobs) >= PARALLEL_CHUNKS else 1
         done = _copy_on_workers(jobs, workers) if workers > 1 else (_copy_range(*job) for job in jobs)
-        for (_, _, first, end, target), lines in zip(jobs, done, strict=True):
-            if lines is None:  # a line that does not fit: read it here to raise with its line number
-                _rows(self.spec, self.source, _read(self.source, first, end), first, manifest.lines)
-                raise StoreError(f"{self.source}: bytes {first}-{end} could not be copied")
-            manifest.parts.append([Path(target).name, first, end])
-            manifest.end, manifest.lines = end, manifest.lines + lines
-            manifest.head = _fingerprint(self.source, end)
-            manifest.write(self.manifest_path)
+        try:
+            for (_, _, first, end, target), made in zip(jobs, done, strict=True):
+                if made is None:  # a line that does not fit: read it here to raise with its line number
+                    _rows(self.spec, self.source, _read(self.source, first, end), first,
+                          _lines_before(self.source, first))
+                    raise StoreError(f"{self.source}: bytes {first}-{end} could not be copied")
+                lines, size, sha256 = made
+                yield [Path(target).name, first, end, size, sha256], lines
+        finally:
+            done.close()
 
     def _merge(self, manifest: _Manifest) -> None:
-        files = [str(self.folder / name) for name, _, _ in manifest.parts]
-        name = f"{0:016d}-{manifest.end:016d}.m{len(files)}.parquet"
+        """The parts as one, streamed in file order by one thread: no sort, and no row groups held for
+        other threads, so its memory does not grow with the store (docs/scale.md: 0.25 GB at the 10x
+        store's size, against 0.71 GB sorted)."""
+        files = [str(self.folder / entry[0]) for entry in manifest.parts]
+        target = self.folder / f"{0:016d}-{manifest.end:016d}.m{len(files)}.parquet"
         with duckdb.connect() as con:
             _settings(con)
-            con.execute(f"COPY (SELECT * FROM read_parquet({files!r}) ORDER BY _offset) TO "
-                        f"'{self.folder / name}' (FORMAT parquet, COMPRESSION zstd)")
-        manifest.parts = [[name, 0, manifest.end]]
+            con.execute("SET preserve_insertion_order = true")
+            con.execute("SET threads = 1")
+            con.execute(f"COPY (SELECT * FROM read_parquet({files!r})) TO '{target}' "
+                        "(FORMAT parquet, COMPRESSION zstd)")
+        manifest.parts = [[target.name, 0, manifest.end, target.stat().st_size, checksum(target)]]
         manifest.write(self.manifest_path)
         for old in files:
             Path(old).unlink()
+
+
+def _chunks(fh: Any, start: int, last: int) -> list[tuple[int, int]]:
+    """Byte ranges of about `CHUNK_BYTES` each, cut at line ends, covering the complete lines of an open
+    table file from `start` to `last` (a line end)."""
+    ranges, pos = [], start
+    while pos < last:
+        fh.seek(min(pos + CHUNK_BYTES, last) - 1)
+        end = fh.tell() + len(fh.readline())
+        ranges.append((pos, end))
+        pos = end
+    return ranges
 
 
 def _last_line_end(fh: Any, start: int, size: int) -> int:
@@ -292,6 +397,15 @@ def _last_line_end(fh: Any, start: int, size: int) -> int:
             return pos - block + found + 1
         pos -= block
     return start
+
+
+def _lines_before(path: Path, offset: int) -> int:
+    """The number of lines of a table file before byte `offset` (for an error message)."""
+    count = 0
+    with path.open("rb") as fh:
+        while fh.tell() < offset and (block := fh.read(min(1 << 20, offset - fh.tell()))):
+            count += block.count(b"\n")
+    return count
 
 
 def _read(path: Path, start: int, end: int) -> bytes:
@@ -321,10 +435,10 @@ def _rows(spec: TableSpec, source: Path, data: bytes, offset: int, lineno: int) 
     return out
 
 
-def _copy_range(table: str, source: str, start: int, end: int, target: str) -> int | None:
+def _copy_range(table: str, source: str, start: int, end: int, target: str) -> list[Any] | None:
     """Copy the lines in bytes [start, end) of a table file into the Parquet file `target` (in a worker
-    process, or in this one); the number of lines, or None when one does not fit (the caller reads it
-    again to say where)."""
+    process, or in this one): [lines, file size, checksum], or None when a line does not fit (the caller
+    reads it again to say where)."""
     spec = next(spec for spec in TABLES.values() if spec.kind.table == table)
     data = _read(Path(source), start, end)
     try:
@@ -332,28 +446,63 @@ def _copy_range(table: str, source: str, start: int, end: int, target: str) -> i
     except (StoreError, RecordError):
         return None
     _write_parquet(rows, spec.schema(), Path(target))
-    return data.count(b"\n")
+    return [data.count(b"\n"), Path(target).stat().st_size, checksum(Path(target))]
 
 
-def _copy_on_workers(jobs: list[tuple[str, str, int, int, str]], workers: int) -> list[int | None]:
+def _copy_on_workers(jobs: list[tuple[str, str, int, int, str]], workers: int) -> Generator[list[Any] | None]:
     """`_copy_range` of every job, spread over `workers` processes running this module (`python -m`, so
-    a caller's script is never imported again in them, as a multiprocessing pool would)."""
+    a caller's script is never imported again in them, as a multiprocessing pool would), yielded in job
+    order as they are done. The workers die with this process (`_die_with`), and are stopped when the
+    caller stops reading (an error, an interrupt)."""
     path = [str(Path(__file__).resolve().parent.parent), os.environ.get("PYTHONPATH", "")]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, path))}
-    groups = [jobs[i::workers] for i in range(workers)]
+    procs: list[tuple[subprocess.Popen[bytes], Any]] = []
+    with ExitStack() as stack:
+        try:
+            for group in (jobs[i::workers] for i in range(workers)):
+                errors = stack.enter_context(tempfile.TemporaryFile())
+                proc = subprocess.Popen([sys.executable, "-m", __name__, str(os.getpid())], env=env,
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors)
+                procs.append((proc, errors))
+                assert proc.stdin is not None
+                proc.stdin.write(orjson.dumps(group))
+                proc.stdin.close()
+            for index, job in enumerate(jobs):
+                proc, errors = procs[index % workers]
+                assert proc.stdout is not None
+                line = proc.stdout.readline()
+                if not line:
+                    proc.wait()
+                    errors.seek(0)
+                    raise StoreError(f"a worker copying {job[1]} into its columnar copy failed:\n"
+                                     f"{errors.read().decode(errors='replace')[-2000:]}")
+                yield orjson.loads(line)
+            for proc, _ in procs:
+                proc.wait()
+        finally:
+            for proc, _ in procs:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+                assert proc.stdout is not None
+                proc.stdout.close()
 
-    def run(group: list[tuple[str, str, int, int, str]]) -> subprocess.CompletedProcess[bytes]:
-        return subprocess.run([sys.executable, "-m", __name__], input=orjson.dumps(group), env=env,
-                              capture_output=True, check=False)
 
-    done: dict[str, int | None] = {}
-    with ThreadPoolExecutor(workers) as pool:
-        for group, proc in zip(groups, pool.map(run, groups), strict=True):
-            if proc.returncode != 0:
-                raise StoreError(f"a worker copying {group[0][1]} into its columnar copy failed:\n"
-                                 f"{proc.stderr.decode()[-2000:]}")
-            done.update(zip((job[4] for job in group), orjson.loads(proc.stdout), strict=True))
-    return [done[job[4]] for job in jobs]
+def _die_with(parent: int) -> None:
+    """Have the kernel kill this worker when the process that started it ends (Linux's prctl), and end now
+    if it already has: a killed refresh leaves no worker behind writing parts."""
+    if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _work(parent: int) -> None:
+    """A worker of `_copy_on_workers`: its jobs on stdin, each one's result on a line of stdout when done."""
+    _die_with(parent)
+    for job in orjson.loads(sys.stdin.buffer.read()):
+        sys.stdout.buffer.write(orjson.dumps(_copy_range(*job)) + b"\n")
+        sys.stdout.buffer.flush()
 
 
 def _settings(con: duckdb.DuckDBPyConnection) -> None:
@@ -502,6 +651,5 @@ class Columnar:
         self.close()
 
 
-if __name__ == "__main__":  # a worker of `_copy_on_workers`: its jobs on stdin, their line counts on stdout
-    given = orjson.loads(sys.stdin.buffer.read())
-    sys.stdout.buffer.write(orjson.dumps([_copy_range(*job) for job in given]))
+if __name__ == "__main__":  # a worker of `_copy_on_workers`, given the id of the process that started it
+    _work(int(sys.argv[1]))

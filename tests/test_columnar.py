@@ -3,6 +3,8 @@ what was appended, with the store's rules for torn and corrupt lines, and shards
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
 import os
 import subprocess
@@ -13,13 +15,16 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pandas as pd
+import psutil
 import pytest
+from support.records import dialogue_json, put, write_lines
 
 from personalens_utils import columnar
 from personalens_utils.columnar import Columnar
+from personalens_utils.errors import KitError
 from personalens_utils.records import Dialogue, Judgment, RecordError
 from personalens_utils.store import RunStore, StoreError
-from tests.support.records import dialogue_json, put, write_lines
 
 
 def judgment_json(record_id: str, dialogue_id: str, **fields: Any) -> dict[str, Any]:
@@ -228,3 +233,146 @@ def test_queries_draw_no_progress_bar(tmp_path: Path) -> None:
     with Columnar(_store(tmp_path)) as cols:
         ((shown,),) = cols.connection().execute("SELECT current_setting('enable_progress_bar')").fetchall()
     assert shown is False
+
+
+def _several_parts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, n: int = 40) -> RunStore:
+    """A store whose judgments copy has several parts, made in this process."""
+    monkeypatch.setattr(columnar, "CHUNK_BYTES", 4000)
+    monkeypatch.setattr(columnar, "PARALLEL_CHUNKS", 10**6)
+    return _store(tmp_path, n=n)
+
+
+def _tables(store: RunStore) -> dict[str, pd.DataFrame]:
+    """Both views in full (their list column as text), and a count and sum over the judgments."""
+    with Columnar(store) as cols:
+        tables = {view: cols.sql(f"SELECT * EXCLUDE ({listed}), CAST({listed} AS VARCHAR) AS listed "
+                                 f"FROM {view} ORDER BY id")
+                  for view, listed in (("dialogues", "domains"), ("judgments", "turn_scores"))}
+        tables["sums"] = cols.sql("SELECT count(*) AS n, sum(score) AS total FROM judgments")
+        return tables
+
+
+def _damage(part: Path, how: str) -> None:
+    data = part.read_bytes()
+    if how == "truncated":
+        part.write_bytes(data[: len(data) - 100])
+    elif how == "altered":  # the same size, bytes flipped in the middle (data pages)
+        mid = len(data) // 2
+        part.write_bytes(data[:mid] + bytes(b ^ 0x5A for b in data[mid:mid + 16]) + data[mid + 16:])
+    else:
+        part.unlink()
+
+
+def _rebuilt_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if "copied again" in r.getMessage()]
+
+
+@pytest.mark.parametrize("how", ["truncated", "altered", "missing"])
+def test_a_damaged_part_is_copied_again_from_the_table_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, how: str) -> None:
+    store = _several_parts(tmp_path, monkeypatch)
+    fresh = _tables(store)
+    (copy,) = Columnar(store).copies(Judgment)
+    parts = {p: p.read_bytes() for p in copy.files()}
+    assert len(parts) >= 3
+    damaged = copy.files()[1]
+    _damage(damaged, how)
+    with caplog.at_level(logging.WARNING):
+        again = _tables(store)
+    for view, frame in fresh.items():
+        pd.testing.assert_frame_equal(again[view], frame)
+    (line,) = _rebuilt_lines(caplog)
+    assert damaged.name in line and how in line and "judgments.jsonl" in line and "\n" not in line
+    assert {p: p.read_bytes() for p in copy.files()} == parts  # the part made again is the one made first
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        _tables(store)
+    assert not _rebuilt_lines(caplog)  # the repair stays
+
+
+def test_a_damaged_merged_part_is_copied_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setattr(columnar, "MAX_PARTS", 2)
+    store = _several_parts(tmp_path, monkeypatch)
+    fresh = _tables(store)
+    (copy,) = Columnar(store).copies(Judgment)
+    (merged,) = copy.files()
+    assert ".m" in merged.name
+    _damage(merged, "altered")
+    with caplog.at_level(logging.WARNING):
+        again = _tables(store)
+    for view, frame in fresh.items():
+        pd.testing.assert_frame_equal(again[view], frame)
+    assert len(_rebuilt_lines(caplog)) == 1
+
+
+@pytest.mark.parametrize("cause", ["table file", "disk"])
+def test_a_part_that_cannot_be_copied_again_is_a_short_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cause: str) -> None:
+    store = _several_parts(tmp_path, monkeypatch, n=60)
+    _tables(store)
+    (copy,) = Columnar(store).copies(Judgment)
+    manifest = json.loads(copy.manifest_path.read_bytes())
+    name, first = manifest["parts"][1][:2]
+    if cause == "table file":  # a line of the part's bytes broken on disk, the file's size and time kept
+        path, stat = store.path(Judgment), store.path(Judgment).stat()
+        data = bytearray(path.read_bytes())
+        data[first] = ord("[")
+        path.write_bytes(bytes(data))
+        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    else:
+        def full(*args: Any) -> None:
+            raise OSError(28, "No space left on device")
+
+        monkeypatch.setattr(columnar, "_write_parquet", full)
+    _damage(copy.folder / name, "truncated")
+    kept = {p.name: p.read_bytes() for p in copy.files() if p.name != name}
+    with pytest.raises(columnar.DamagedCopyError) as raised:
+        _tables(store)
+    message = str(raised.value)
+    assert name in message and "truncated" in message and "could not be copied again" in message
+    assert ("judgments.jsonl:" in message) if cause == "table file" else ("No space left" in message)
+    assert isinstance(raised.value, KitError) and len(message) < 600
+    assert {p.name: p.read_bytes() for p in copy.files() if p.name != name} == kept
+    assert json.loads(copy.manifest_path.read_bytes()) == manifest
+
+
+def _gone(proc: psutil.Process) -> bool:
+    try:
+        return proc.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def test_workers_die_with_a_killed_refresh(tmp_path: Path) -> None:
+    """A refresh SIGKILLed while its workers copy leaves no worker running and no part written after."""
+    store = _store(tmp_path, n=400)
+    script = tmp_path / "refresh.py"
+    script.write_text("from personalens_utils import columnar\n"
+                      "columnar.CHUNK_BYTES = 1500\n"
+                      f"columnar.Columnar({str(store.root)!r}).refresh()\n")
+    proc = subprocess.Popen([sys.executable, str(script)], cwd=tmp_path,
+                            env={**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)})
+    folder, workers = store.root / "_columnar", []
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and proc.poll() is None:
+            with contextlib.suppress(psutil.Error):
+                workers = [child for child in psutil.Process(proc.pid).children()
+                           if "personalens_utils.columnar" in child.cmdline()]
+            if len(workers) > 1 and len(list(folder.rglob("*.parquet"))) > 2:
+                break
+            time.sleep(0.05)
+        assert len(workers) > 1 and proc.poll() is None, "the refresh ended before its workers could be seen"
+    finally:
+        proc.kill()
+        proc.wait()
+    deadline = time.monotonic() + 10
+    while not all(_gone(worker) for worker in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert all(_gone(worker) for worker in workers)
+    written = {p: p.stat().st_size for p in folder.rglob("*") if p.is_file()}
+    time.sleep(2)
+    assert {p: p.stat().st_size for p in folder.rglob("*") if p.is_file()} == written
+    with Columnar(store) as cols:  # the next read finishes the copy
+        assert cols.sql("SELECT count(*) AS n FROM dialogues")["n"][0] == 400
