@@ -37,7 +37,8 @@ CACHE_ASSUMPTION = (
     "prompt caching: each call's stable prefix (system prompt, and the profile head the prompt builder "
     "marks) is written once per dialogue (judge heads: once per distinct head) and read by every later call "
     "that repeats it, if it reaches the model's minimum cacheable length; entries assumed warm while reused "
-    "(Anthropic keeps one 5 minutes after each use)"
+    "(Anthropic keeps one 5 minutes after each use; in batches a hit is best effort, so batch_cached_usd is "
+    "the optimistic end)"
 )
 
 
@@ -61,7 +62,8 @@ def cacheable_prefix(request: Request, backend: str) -> tuple[str, int]:
         return "", 0
     system, head = stable_prefix(request)
     tokens = count_tokens(system) + count_tokens(head)
-    if tokens < min_cacheable_tokens(request.model):
+    called = registry.resolve(request.model, backend) if request.model else ""  # successor if retired
+    if tokens < min_cacheable_tokens(called):
         return "", 0
     return f"{system}\x00{head}", tokens
 
