@@ -26,8 +26,8 @@ from .types import LLMError, Request, Usage
 TOKEN_RULE = "tokens counted as whitespace words x 4/3 (no model tokenizer), typically within 20% for English"
 PRICE_COLUMNS = ["live_usd", "batch_usd", "batch_cached_usd"]
 """The three ways of paying, side by side: live, a batch API, a batch API with prompt caching."""
-COLUMNS = ["stage", "kind", "backend", "model", "calls", "input_tokens", "cache_write_tokens",
-           "cache_read_tokens", "output_tokens", "cost_usd", *PRICE_COLUMNS]
+COUNTS = ["calls", "input_tokens", "cache_write_tokens", "cache_read_tokens", "output_tokens"]
+COLUMNS = ["stage", "kind", "backend", "model", *COUNTS, "cost_usd", *PRICE_COLUMNS]
 CACHING_BACKENDS = {
     "anthropic": "cache_control breakpoint after the stable prefix; writes 1.25x, reads 0.1x the input price",
     "openai": "automatic prefix caching; cached input at the model's cached-input price, no write surcharge",
@@ -40,9 +40,6 @@ CACHE_ASSUMPTION = (
     "(Anthropic keeps one 5 minutes after each use; in batches a hit is best effort, so batch_cached_usd is "
     "the optimistic end)"
 )
-
-
-COUNTS = ["calls", "input_tokens", "cache_write_tokens", "cache_read_tokens", "output_tokens"]
 
 
 class BudgetReachedError(LLMError):
