@@ -346,6 +346,7 @@ def estimate_judging(store: RunStore, context_for: ContextFor, config: JudgingCo
     work = [(item.payload, planned.todo(item.payload.id, item.ids)) for item in planned.plan.items]
     tally = Tally(backend, batch=config.batch)
     contexts: dict[str, Mapping[str, Any]] = {}
+    heads: set[str] = set()  # cacheable judge heads met so far, across dimensions
     for dim in planned.dimensions:
         wanted = [dialogue for dialogue, todo in work for d, _ in todo if d == dim]
         chosen = wanted[:: max(1, len(wanted) // sample)]
@@ -354,7 +355,7 @@ def estimate_judging(store: RunStore, context_for: ContextFor, config: JudgingCo
                 contexts[dialogue.id] = context_for(planned.dialogue(dialogue))
             context = contexts[dialogue.id]
             calls = dimension_requests(dim, context, config.judge_model, config.prompts)
-            tally.add_requests("judging", calls, answer_tokens, weight=len(wanted) / len(chosen))
+            tally.add_requests("judging", calls, answer_tokens, weight=len(wanted) / len(chosen), seen=heads)
     return tally.estimate([
         f"{planned.judgments} judgments of {len(work)} dialogues to make; prompts built for {len(contexts)} "
         "of them",

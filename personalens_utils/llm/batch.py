@@ -129,6 +129,7 @@ def _outcome(record: Mapping[str, Any]) -> Outcome:
         model=record["model"],
         latency_s=0.0,
         cost_usd=record["cost_usd"] or 0.0,
+        batch=True,
     )
     return Outcome(response)
 

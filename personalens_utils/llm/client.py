@@ -30,7 +30,7 @@ from .progress import progress_bar
 from .retry import RetryLog, RetryNotice, RetryPolicy
 from .spending import Spending, shared_spending_limit
 from .transport import Transport
-from .types import ROLES, ChatModel, FatalError, LLMError, PreflightError, Request, Response, Usage
+from .types import ROLES, ChatModel, FatalError, LLMError, PreflightError, Request, Response
 
 __all__ = ["USAGE_COLUMNS", "ClientOptions", "LLMClient", "shared_spending_limit"]
 
@@ -164,7 +164,7 @@ class LLMClient:
             hit = self._writes.get(key)
             if hit is not None:
                 response = replace(hit, cost_usd=0.0, retries=0)
-                self.ledger.book(stage, request, model, response, self._list_price(model, hit.usage))
+                self.ledger.book(stage, request, model, response, self._list_price(model, hit))
                 return response
 
         def admit() -> None:
@@ -186,16 +186,19 @@ class LLMClient:
         except LLMError:
             self.ledger.book_error(stage, request, model)
             raise
-        cost = self._list_price(model, response.usage)
+        cost = self._list_price(model, response)
         response = replace(response, retries=retries, cost_usd=cost or 0.0, cached=False)
         if key is not None:
             self._writes.put(key, response)
         self.ledger.book(stage, request, model, response, cost)
         return response
 
-    def _list_price(self, model: str, usage: Usage) -> float | None:
-        """What an answer costs at list price; None for unpriced models and for offline answers."""
-        return None if self.backend_name == "offline" else registry.cost_usd(model, usage)
+    def _list_price(self, model: str, response: Response) -> float | None:
+        """What an answer costs at list price (batch price when it came through a batch API); None for
+        unpriced models and for offline answers."""
+        if self.backend_name == "offline":
+            return None
+        return registry.cost_usd(model, response.usage, batch=response.batch)
 
     def complete(
         self, request: Request, *, stage: str | None = None, use_cache: bool | None = None

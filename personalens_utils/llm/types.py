@@ -131,6 +131,8 @@ class Response:
     cached: bool = False
     retries: int = 0
     cost_usd: float = 0.0
+    batch: bool = False
+    """Answered through a batch API (set by the batch transport): billed, and booked, at batch prices."""
 
 
 @runtime_checkable

@@ -2,7 +2,9 @@
 (`prompts.official`; the kit ships none of that text).
 
 Requests: the official scripts' system text and one user message, their temperature and max_tokens;
-the context stays the kit's, so the offline backend answers either set. The assistant's templates
+the context stays the kit's, so the offline backend answers either set, plus `cache_prefix_chars`: where
+the part of the message every turn repeats (the filled profile, before the transcript) ends, so a
+caching backend marks it without changing the text (docs/scale.md). The assistant's templates
 depend on its model's family (Claude, Llama, Mistral), told from the model's name as the official
 scripts tell it. The judge prompts exist for every dimension but turn-level personalization, which
 is judged with the kit's; an official judge call is asked once (the official script never re-asks).
@@ -109,18 +111,21 @@ class OfficialPromptSet(PromptSet):
         return self.templates.folder
 
     def user_request(self, ctx: ScenarioContext, turns: Sequence[Turn], model: str) -> Request:
-        system, prompt = official.user_prompt(self.templates, scenario_profile(ctx), turns)
+        profile = scenario_profile(ctx)
+        system, prompt = official.user_prompt(self.templates, profile, turns)
+        head = official.user_prompt_head(self.templates, profile, turns)
         return Request(kind=CallKind.USER_TURN, system=system, messages=(Message("user", prompt),),
                        model=model, temperature=USER_TEMPERATURE, max_tokens=MAX_TOKENS,
-                       context=user_context(ctx, turns))
+                       context={**user_context(ctx, turns), "cache_prefix_chars": head})
 
     def assistant_request(self, setting: Setting, ctx: ScenarioContext, turns: Sequence[Turn],
                           model: str) -> Request:
-        system, text = official.assistant_prompt(self.templates, scenario_profile(ctx), setting.name,
-                                                 assistant_family(model), turns)
+        profile, family = scenario_profile(ctx), assistant_family(model)
+        system, text = official.assistant_prompt(self.templates, profile, setting.name, family, turns)
+        head = official.assistant_prompt_head(self.templates, profile, setting.name, family)
         return Request(kind=CallKind.ASSISTANT_TURN, system=system, messages=(Message("user", text),),
                        model=model, temperature=ASSISTANT_TEMPERATURE, max_tokens=MAX_TOKENS,
-                       context=assistant_context(setting, ctx))
+                       context={**assistant_context(setting, ctx), "cache_prefix_chars": head})
 
     def check_setting(self, setting: str, assistant_model: str) -> None:
         self.templates.assistant_templates(setting, assistant_family(assistant_model))

@@ -249,13 +249,7 @@ def user_prompt(
 ) -> tuple[str, str]:
     """(system, message) of the user agent: the opening template when `turns` is empty."""
     group = prompts.user[profile.task_type]
-    fields = {
-        "task_description": profile.user_intent,
-        "demographic_profile": _dash_lines(profile.demographics),
-        "user_affinity": preferences_text(profile.preferences, profile.task_type, profile.domains),
-        "interaction_summary": interactions_text(profile.interactions, profile.task_type, profile.domains),
-        "situation_context": _dash_lines(profile.situation),
-    }
+    fields = _user_fields(profile)
     if turns:
         text = group["task_prompt"].format(**fields, message_history=bracketed_transcript(turns))
     else:
@@ -263,11 +257,49 @@ def user_prompt(
     return group["system_prompt"], text
 
 
+def user_prompt_head(prompts: OfficialPrompts, profile: Profile, turns: Sequence[Mapping[str, str]]) -> int:
+    """Characters of `user_prompt`'s message before the transcript: the profile part every later turn of
+    the dialogue repeats word for word (0 for the opening message, which has no transcript)."""
+    if not turns:
+        return 0
+    return history_head(prompts.user[profile.task_type]["task_prompt"], _user_fields(profile))
+
+
+def _user_fields(profile: Profile) -> dict[str, str]:
+    return {
+        "task_description": profile.user_intent,
+        "demographic_profile": _dash_lines(profile.demographics),
+        "user_affinity": preferences_text(profile.preferences, profile.task_type, profile.domains),
+        "interaction_summary": interactions_text(profile.interactions, profile.task_type, profile.domains),
+        "situation_context": _dash_lines(profile.situation),
+    }
+
+
+_HISTORY_MARK = "\x00"
+
+
+def history_head(template: str, fields: Mapping[str, str]) -> int:
+    """Characters of `template` filled with `fields` before its `{message_history}` slot: the part a
+    provider's prompt cache can hold across a dialogue's turns (0 when there is no slot)."""
+    return max(template.format(**fields, message_history=_HISTORY_MARK).find(_HISTORY_MARK), 0)
+
+
 def assistant_prompt(prompts: OfficialPrompts, profile: Profile, setting: str, family: str,
                      turns: Sequence[Mapping[str, str]]) -> tuple[str, str]:
     """(system, message) of the assistant in `setting`: the task template filled with the context
     parts the setting's flags give and the transcript so far."""
     system, template = prompts.assistant_templates(setting, family)
+    fields = _assistant_fields(profile, setting)
+    return system, template.format(**fields, message_history=named_transcript(turns))
+
+
+def assistant_prompt_head(prompts: OfficialPrompts, profile: Profile, setting: str, family: str) -> int:
+    """Characters of `assistant_prompt`'s message before the transcript: the context part (profile,
+    past interactions, situation, as the setting gives) every turn of the dialogue repeats."""
+    return history_head(prompts.assistant_templates(setting, family)[1], _assistant_fields(profile, setting))
+
+
+def _assistant_fields(profile: Profile, setting: str) -> dict[str, str]:
     fields = {}
     if setting in ("base+D", "base+all"):
         fields["demographic_profile"] = _dash_lines(profile.demographics)
@@ -276,7 +308,7 @@ def assistant_prompt(prompts: OfficialPrompts, profile: Profile, setting: str, f
                                                           profile.domains)
     if setting in ("base+S", "base+all"):
         fields["situation_context"] = _dash_lines(profile.situation)
-    return system, template.format(**fields, message_history=named_transcript(turns))
+    return fields
 
 
 def judge_prompt(prompts: OfficialPrompts, profile: Profile, dimension: str,

@@ -26,7 +26,7 @@ from personalens_utils.data import MD, SD, Benchmark, Scenario
 from personalens_utils.engine import Item, Plan, StageReport
 from personalens_utils.identity import Role, dialogue_ids, samples
 from personalens_utils.llm import CallKind, LLMClient
-from personalens_utils.llm.budget import CostEstimate, Tally, request_tokens
+from personalens_utils.llm.budget import CostEstimate, Tally, cacheable_prefix, request_tokens
 from personalens_utils.prompting import ScenarioContext
 from personalens_utils.records import Dialogue, Record
 from personalens_utils.shards import Shard
@@ -254,20 +254,27 @@ def estimate_simulation(benchmark: Benchmark, run: RunStore | str | os.PathLike[
         user_out = per_turn * USER_SHARE
         step = max(1, len(items) // sample)
         picked = items[::step]
-        opening = next_turn = system = 0.0
+        opening = next_turn = system = user_head = assistant_head = 0.0
         for item in picked:
-            opening += request_tokens(prompts.user_request(item.ctx, [], user_model))
+            first = prompts.user_request(item.ctx, [], user_model)
+            opening += request_tokens(first)
             next_turn += request_tokens(prompts.user_request(item.ctx, _EMPTY_TURN, user_model))
-            system += request_tokens(prompts.assistant_request(item.setting, item.ctx, [], assistant_model))
+            answer = prompts.assistant_request(item.setting, item.ctx, [], assistant_model)
+            system += request_tokens(answer)
+            user_head += cacheable_prefix(first, backend)[1]
+            assistant_head += cacheable_prefix(answer, pricing.backend)[1]
         n, scale = len(items), len(items) / len(picked)
         history = per_turn * turns * (turns - 1) / 2  # both parties' earlier turns, summed over the turns
         tally.add(STAGE, str(CallKind.USER_TURN), user_model, calls=n * turns,
                   input_tokens=scale * (opening + (turns - 1) * next_turn) + n * history,
-                  output_tokens=n * turns * user_out)
+                  output_tokens=n * turns * user_out,  # the stable head: written on turn 1, read after
+                  cache_write_tokens=scale * user_head, cache_read_tokens=scale * (turns - 1) * user_head)
         if pricing.model is not None:
             tally.add(STAGE, str(CallKind.ASSISTANT_TURN), pricing.model, calls=n * turns,
                       input_tokens=scale * turns * system + n * (history + turns * user_out),
-                      output_tokens=n * turns * (per_turn - user_out), backend=pricing.backend)
+                      output_tokens=n * turns * (per_turn - user_out), backend=pricing.backend,
+                      cache_write_tokens=scale * assistant_head,
+                      cache_read_tokens=scale * (turns - 1) * assistant_head)
     counts = ", ".join(f"{kind} {setting}: {len(items)}" for (kind, setting), items in groups.items())
     return tally.estimate([
         f"{len(todo)} dialogues still to run ({counts or 'none'})",
@@ -276,6 +283,8 @@ def estimate_simulation(benchmark: Benchmark, run: RunStore | str | os.PathLike[
         f"tokens per turn from Table 13: SD {PAPER_TOKENS_PER_TURN[SD]}, MD {PAPER_TOKENS_PER_TURN[MD]}; "
         f"the user's message taken as {USER_SHARE:.0%} of a turn",
         "every turn re-sends the dialogue so far to both the user agent and the assistant",
+        "caching: each role's stable head (user agent: instructions and profile; assistant: its system "
+        "prompt) written on a dialogue's first turn and read on each later one",
         f"each role priced on its own backend: user agent {backend}:{user_model}, assistant {pricing.note}",
     ])
 

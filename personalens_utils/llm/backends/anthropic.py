@@ -18,6 +18,7 @@ import logging
 import os
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import anthropic
@@ -335,7 +336,8 @@ class AnthropicBackend(_ClaudeBackend):
         result = line.result
         if result.type == "succeeded":
             message = result.message
-            return BatchResult(line.custom_id, "succeeded", self._response(message, message.model, 0.0))
+            answer = replace(self._response(message, message.model, 0.0), batch=True)
+            return BatchResult(line.custom_id, "succeeded", answer)
         if result.type == "errored":
             error = result.error.error
             return BatchResult(
