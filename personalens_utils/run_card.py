@@ -13,6 +13,7 @@ the run, naming the field.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import platform
@@ -28,6 +29,7 @@ import orjson
 from filelock import FileLock
 
 import personalens_utils
+from personalens_utils import paths
 from personalens_utils.errors import KitError
 from personalens_utils.prompting import PromptSet
 from personalens_utils.prompting.kit import (
@@ -41,6 +43,9 @@ from personalens_utils.prompts import judge as kit_judge
 from personalens_utils.prompts.official import OFFICIAL_PROMPTS
 from personalens_utils.records import Dialogue, Judgment, Record
 
+RunStoreLike = Any
+"""A `store.RunStore` (its `root` is the folder) or the folder itself (not imported: `store` calls this
+module when it merges)."""
 CARD_FILE = "run_card.json"
 SCHEMA = "personalens-run-card"
 SCHEMA_VERSION = 1
@@ -122,14 +127,22 @@ def benchmark_entry(root: str | os.PathLike[str] | None, user_ids: Iterable[int]
     if root is None:
         return {**entry, "kind": "in memory", "path": None, "files_digest": None}
     folder = Path(root)
-    digest = hashlib.sha256()
-    for file in sorted(p for p in folder.rglob("*") if p.is_file()):
-        digest.update(file.relative_to(folder).as_posix().encode() + b"\x00" + file.read_bytes() + b"\x00")
-    from personalens_utils import paths  # only here: where the official data is
-
+    files = sorted(p for p in folder.rglob("*") if p.is_file())
+    stamp = tuple((f.as_posix(), f.stat().st_size, f.stat().st_mtime_ns) for f in files)
     official = paths.find_official_data()
     kind = "official" if official is not None and official.resolve() == folder.resolve() else "generated"
-    return {**entry, "kind": kind, "path": str(folder), "files_digest": digest.hexdigest()[:16]}
+    return {**entry, "kind": kind, "path": str(folder), "files_digest": _files_digest(str(folder), stamp)}
+
+
+@functools.lru_cache(maxsize=8)
+def _files_digest(folder: str, stamp: tuple[tuple[str, int, int], ...]) -> str:
+    """SHA-256 of the files' relative paths and contents, read again only when `stamp` (their sizes and
+    times) changes: a run reads the same benchmark many times."""
+    digest = hashlib.sha256()
+    for name, _, _ in stamp:
+        file = Path(name)
+        digest.update(file.relative_to(folder).as_posix().encode() + b"\x00" + file.read_bytes() + b"\x00")
+    return digest.hexdigest()[:16]
 
 
 def _kit() -> dict[str, Any]:
@@ -246,7 +259,7 @@ def protocol(card: Mapping[str, Any]) -> dict[str, Any]:
     return {"kind": "custom" if differs else "official", "differs": sorted(set(differs))}
 
 
-def update_card(store: Any, *, simulation: Mapping[str, Any] | None = None,
+def update_card(store: RunStoreLike, *, simulation: Mapping[str, Any] | None = None,
                 judge: Mapping[str, Any] | None = None, scoring: str | None = None,
                 benchmark: Mapping[str, Any] | None = None, spent: Mapping[str, Any] | None = None,
                 stage: str | None = None) -> dict[str, Any]:
@@ -257,7 +270,7 @@ def update_card(store: Any, *, simulation: Mapping[str, Any] | None = None,
     (a different benchmark than the card's is refused); `spent`: calls, tokens and cost of this stage
     run, added to `usage[stage]`. Counts of dialogues and judgments are read from the store.
     """
-    root = Path(getattr(store, "root", store))
+    root = Path(store) if isinstance(store, str | os.PathLike) else Path(store.root)
     path = card_path(root)
     root.mkdir(parents=True, exist_ok=True)
     with FileLock(str(path) + ".lock"):
