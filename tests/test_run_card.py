@@ -14,8 +14,10 @@ from personalens_utils.llm import LLMClient
 from personalens_utils.prompting import OfficialPromptSet
 from personalens_utils.prompts.official import load_official_prompts
 from personalens_utils.records import Dialogue, Judgment
+from personalens_utils.reproduce.index import card_line
 from personalens_utils.simulation import SimulationConfig, run_simulation
 from personalens_utils.store import RunStore, merge_stores
+from personalens_utils.tables import Source
 
 SD_ONLY = {"task_types": ("SD",), "user_model": "user-sim", "assistant_model": "Claude 3 Sonnet"}
 
@@ -134,3 +136,17 @@ def test_card_is_written_by_rename(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     with pytest.raises(KeyboardInterrupt):
         run_card.update_card(tmp_path, scoring="official")
     assert (tmp_path / run_card.CARD_FILE).read_bytes() == before
+
+
+def test_index_and_captions_point_to_the_card(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    assert "none" in card_line(store)
+    with _client() as client:
+        run_simulation(tiny_benchmark(1), store, client, SimulationConfig(**SD_ONLY, limit=1, max_turns=2))
+    line = card_line(store)
+    assert line.startswith("Run card `store/run_card.json`") and "protocol **custom**" in line
+    assert "max_turns=2" in line
+    (store / run_card.CARD_FILE).write_text("[]", encoding="utf-8")
+    assert "unreadable" in card_line(store) and "not a run card" in card_line(store)
+    caption = Source.of("run store store/", 1, "dialogues").describe()
+    assert caption.endswith("; run card store/run_card.json.")
