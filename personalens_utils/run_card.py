@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pandas as pd
 from filelock import FileLock
 
 import personalens_utils
@@ -394,3 +395,33 @@ def _agree(a_dir: Path, a: Mapping[str, Any], b_dir: Path, b: Mapping[str, Any])
 def _refuse(field: str, ours: Any, theirs: Any, a_dir: Path, b_dir: Path) -> None:
     raise RunCardError(f"cannot merge the run cards of {a_dir} and {b_dir}: they disagree on {field} "
                        f"({ours!r} vs {theirs!r}), so they are not shards of one run; nothing was written")
+
+
+def summary(card: Mapping[str, Any]) -> pd.DataFrame:
+    """The card in a few rows a notebook shows (field, value): the protocol and what differs, each
+    simulation and judge, the scoring rules, the counts, the cost by stage, the kit."""
+    if not card:
+        return pd.DataFrame({"field": ["run card"], "value": ["none: no stage wrote into this store yet"]})
+    protocol = card.get("protocol", {})
+    rows = [("protocol", protocol.get("kind", "")), *(("differs", d) for d in protocol.get("differs", []))]
+    for entry in card["simulations"]:
+        rows.append(("simulation", f"{entry['prompt_set']} {entry['prompt_version']}; user "
+                     f"{entry['user']['model']} ({entry['user']['model_id']}, {entry['user']['backend']}); "
+                     "assistant "
+                     f"{entry['assistant']['model']} ({entry['assistant']['model_id']}, "
+                     f"{entry['assistant']['backend']}); max_turns {entry['max_turns']}; repeats "
+                     f"{entry['repeats']}"))
+    for entry in card["judges"]:
+        rows.append(("judge", f"{entry['model']} ({entry['model_id']}, {entry['backend']}); "
+                     f"{entry['prompt_set']} {entry['prompt_version']}; "
+                     f"judge_samples {entry['judge_samples']}"))
+    rows += [("scoring", ", ".join(card["scoring"]) or "not recorded")]
+    rows += [(f"{table}", ", ".join(f"{status} {n}" for status, n in counts.items()))
+             for table, counts in card.get("counts", {}).items()]
+    rows += [(f"usage {stage}", f"{spent.get('calls', 0)} calls, {spent.get('input_tokens', 0)} + "
+              f"{spent.get('output_tokens', 0)} tokens, ${spent.get('cost_usd', 0):.4f}")
+             for stage, spent in card["usage"].items()]
+    rows += [("kit", f"{kit['version']} ({kit.get('git_commit') or 'no git checkout'}), "
+                     f"Python {kit['python']}") for kit in card["kit"]]
+    rows += [("created / updated", f"{card.get('created')} / {card.get('updated')}")]
+    return pd.DataFrame(rows, columns=["field", "value"])

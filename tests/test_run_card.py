@@ -146,6 +146,8 @@ def test_index_and_captions_point_to_the_card(tmp_path: Path) -> None:
     line = card_line(store)
     assert line.startswith("Run card `store/run_card.json`") and "protocol **custom**" in line
     assert "max_turns=2" in line
+    shown = run_card.summary(run_card.read_card(store))
+    assert shown.loc[shown["field"] == "protocol", "value"].tolist() == ["custom"]
     (store / run_card.CARD_FILE).write_text("[]", encoding="utf-8")
     assert "unreadable" in card_line(store) and "not a run card" in card_line(store)
     caption = Source.of("run store store/", 1, "dialogues").describe()
