@@ -87,9 +87,10 @@ def read_card(store_dir: str | os.PathLike[str]) -> dict[str, Any]:
     if card.get("schema_version") != SCHEMA_VERSION:
         raise RunCardError(f"{path}: run card schema_version {card.get('schema_version')!r}; this kit reads "
                            f"version {SCHEMA_VERSION}")
+    required = ("simulations", "judges", "scoring", "usage", "kit")
     for field, kind in (("simulations", list), ("judges", list), ("scoring", list), ("usage", dict),
-                        ("kit", list)):
-        if not isinstance(card.get(field), kind):
+                        ("kit", list), ("own_usage", dict), ("merged_from", dict)):
+        if not isinstance(card.get(field, None if field in required else kind()), kind):
             raise RunCardError(f"{path}: run card field {field!r} must be a {kind.__name__}, "
                                f"got {card.get(field)!r:.80}")
     return card
@@ -155,7 +156,7 @@ def _kit() -> dict[str, Any]:
         except metadata.PackageNotFoundError:
             continue
     return {"version": personalens_utils.__version__, "git_commit": _commit(),
-            "python": platform.python_version(), "packages": packages}
+            "python_version": platform.python_version(), "packages": packages}
 
 
 def _commit() -> str | None:
@@ -274,7 +275,7 @@ def update_card(store: RunStoreLike, *, simulation: Mapping[str, Any] | None = N
     root = Path(store) if isinstance(store, str | os.PathLike) else Path(store.root)
     path = card_path(root)
     root.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(path) + ".lock"):
+    with _locked(root):
         card = read_card(root) or _empty()
         if simulation is not None:
             _grow(card["simulations"], simulation, SIMULATION_KEY)
@@ -291,7 +292,8 @@ def update_card(store: RunStoreLike, *, simulation: Mapping[str, Any] | None = N
                                    "this run its own run_dir")
             card["benchmark"] = dict(benchmark)
         if spent is not None and stage is not None:
-            _add_usage(card["usage"], {stage: spent})
+            _add_usage(card.setdefault("own_usage", {}), {stage: spent})
+        _total_usage(card)
         kit = _kit()
         if kit not in card["kit"]:
             card["kit"].append(kit)
@@ -310,6 +312,16 @@ def _empty() -> dict[str, Any]:
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _total_usage(card: dict[str, Any]) -> None:
+    """`usage`: the card's own stage runs (`own_usage`) plus the latest usage of every source merged in
+    (`merged_from`), so merging a shard again after more progress replaces its share, never adds it twice."""
+    total: dict[str, Any] = {}
+    _add_usage(total, card.get("own_usage", {}))
+    for usage in card.get("merged_from", {}).values():
+        _add_usage(total, usage)
+    card["usage"] = total
 
 
 def _add_usage(into: dict[str, Any], usage: Mapping[str, Mapping[str, Any]]) -> None:
@@ -340,16 +352,26 @@ def merge_cards(sources: Sequence[str | os.PathLike[str]],
     """Join the cards of `sources` (shards) into the target's card; None when none has one.
 
     Entries join as in `update_card`; counts are read again from the merged store; the usage of a
-    source is added once (the card lists the folders merged into it, `merged_from`), so merging
-    again after more progress does not count a shard twice. Call `check_cards` first.
+    source is its latest card's (`merged_from`: folder -> usage), so merging again after more progress
+    counts each shard once. Call `check_cards` first.
     """
     target_dir = Path(target)
+    with _locked(target_dir):
+        return _merge_into(target_dir, [Path(s) for s in sources])
+
+
+def _locked(folder: Path) -> FileLock:
+    """The lock every writer of the folder's card holds while it reads, extends and writes it."""
+    return FileLock(str(folder / f".{CARD_FILE}.lock"))
+
+
+def _merge_into(target_dir: Path, sources: list[Path]) -> dict[str, Any] | None:
     held = read_card(target_dir)
-    cards = [(Path(s), card) for s in sources if (card := read_card(s))]
+    cards = [(s, card) for s in sources if (card := read_card(s))]
     if not cards and not held:
         return None
     merged = held or _empty()
-    merged.setdefault("merged_from", [])
+    merged.setdefault("merged_from", {})
     for folder, card in cards:
         for entry in card["simulations"]:
             _grow(merged["simulations"], entry, SIMULATION_KEY)
@@ -359,9 +381,8 @@ def merge_cards(sources: Sequence[str | os.PathLike[str]],
         merged["benchmark"] = merged["benchmark"] or card.get("benchmark")
         merged["kit"] += [kit for kit in card["kit"] if kit not in merged["kit"]]
         merged["created"] = min(merged["created"], card["created"])
-        if str(folder.resolve()) not in merged["merged_from"]:
-            merged["merged_from"].append(str(folder.resolve()))
-            _add_usage(merged["usage"], card["usage"])
+        merged["merged_from"][str(folder.resolve())] = card["usage"]
+    _total_usage(merged)
     merged["counts"] = _counts(target_dir, (Dialogue, Judgment))
     merged["updated"] = _now()
     merged["protocol"] = protocol(merged)
@@ -422,6 +443,6 @@ def summary(card: Mapping[str, Any]) -> pd.DataFrame:
               f"{spent.get('output_tokens', 0)} tokens, ${spent.get('cost_usd', 0):.4f}")
              for stage, spent in card["usage"].items()]
     rows += [("kit", f"{kit['version']} ({kit.get('git_commit') or 'no git checkout'}), "
-                     f"Python {kit['python']}") for kit in card["kit"]]
+                     f"Python {kit['python_version']}") for kit in card["kit"]]
     rows += [("created / updated", f"{card.get('created')} / {card.get('updated')}")]
     return pd.DataFrame(rows, columns=["field", "value"])

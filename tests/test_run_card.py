@@ -46,7 +46,7 @@ def test_extended_run_keeps_one_entry_and_adds_up(tmp_path: Path) -> None:
     assert card["counts"]["dialogues"] and sum(card["counts"]["dialogues"].values()) == 2
     assert card["usage"]["simulation"]["calls"] == first.calls + again.calls
     assert card["created"] == created
-    assert card["benchmark"]["users"] == 1 and card["kit"][0]["python"]
+    assert card["benchmark"]["users"] == 1 and card["kit"][0]["python_version"]
     assert card["protocol"]["kind"] == "custom"
     assert "simulation prompt_set 'kit'" in card["protocol"]["differs"]
 
