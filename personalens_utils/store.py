@@ -27,7 +27,7 @@ import orjson
 import pandas as pd
 from filelock import FileLock, Timeout
 
-from personalens_utils import paths
+from personalens_utils import paths, run_card
 from personalens_utils.errors import KitError
 from personalens_utils.records import ERROR, Dialogue, Record, stable_id, stored_types
 from personalens_utils.store_migration import migrate_store, needs_migration
@@ -390,6 +390,9 @@ def merge_stores(
     chosen by hand. Against `target`, a record stored there unchanged is skipped (merging again
     after more progress is safe) and an errored one is replaced; any other difference is refused
     the same way. Every check runs before the first write, so a refused merge writes nothing.
+
+    The sources' run cards (`run_card`) are merged into the target's; cards that disagree on what
+    defines the run (benchmark, simulation configuration, judges) are refused first, naming the field.
     """
     into = target if isinstance(target, RunStore) else RunStore(target)
     stores = [s if isinstance(s, RunStore) else RunStore(_existing(s)) for s in sources]
@@ -399,6 +402,7 @@ def merge_stores(
             raise StoreError(f"{root} is a source and the target of the merge; merge into a new folder")
         if roots.count(root) > 1:
             raise StoreError(f"{root} is given twice as a source of the merge")
+    run_card.check_cards([store.root for store in stores], into.root)
     plans = [_plan_table(kind, stores, into) for kind in (_held_tables(stores) if kinds is None else kinds)]
     rows = []
     for kind, copies, counts in plans:
@@ -407,6 +411,8 @@ def merge_stores(
             _copy(store.path(kind), picked, into, kind)
             rows.append({"table": kind.table, "source": str(store.root), "records": counts[store.root],
                          "appended": len(picked), "already_in_target": counts[store.root] - len(picked)})
+    if into.root.is_dir():
+        run_card.merge_cards([store.root for store in stores], into.root)
     return pd.DataFrame(rows, columns=["table", "source", "records", "appended", "already_in_target"])
 
 

@@ -12,12 +12,17 @@ import pandas as pd
 
 from personalens_utils.display import frame_html
 from personalens_utils.latex import Printed, label_for, table_latex
+from personalens_utils.run_card import CARD_FILE
 
 Layout = Callable[[pd.DataFrame], Printed]
 """A table's print layout: its frame as shown (floats formatted) -> the blocks a paper prints."""
 Words = Callable[[pd.DataFrame], pd.DataFrame]
 """A table's printed words: its frame as shown -> the same columns, in the same order, with headers and
 ids (column names, dimension ids) as a reader names them; the CSV keeps the ids."""
+
+
+RUN_STORE = "run store "
+"""How an origin that is a run store begins (`Source.describe` then points to its run card)."""
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,8 @@ class Source:
             parts.append(f"{named} {', '.join(self.models)}")
         if self.backends:
             parts.append(f"backend {', '.join(self.backends)}")
+        if self.origin.startswith(RUN_STORE):  # what the run was: its card (`run_card`)
+            parts.append(f"run card {self.origin.removeprefix(RUN_STORE).rstrip('/')}/{CARD_FILE}")
         return "; ".join(parts) + "."
 
 

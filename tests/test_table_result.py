@@ -18,7 +18,8 @@ def test_source_sorts_its_names_and_says_where_from():
     source = Source.of("run store store/", 12, "judged dialogues", {"offline", "anthropic"}, ["m2", "m1"])
     assert source.backends == ("anthropic", "offline") and source.models == ("m1", "m2")
     assert source.describe() == (
-        "Source: run store store/, 12 judged dialogues; models m1, m2; backend anthropic, offline."
+        "Source: run store store/, 12 judged dialogues; models m1, m2; backend anthropic, offline; "
+        "run card store/run_card.json."
     )
     offline = Source.of("store/", 3, "judged dialogues", {"offline"}, ["claude-3-5-sonnet-20241022"])
     assert offline.describe() == ("Source: store/, 3 judged dialogues; offline rules in the roles of "

@@ -178,4 +178,5 @@ def run_judging_batch(
                          options=engine.StageOptions(desc=f"judging ({planned.model_key})"))
     report.spent(before, asked)
     report.elapsed_s = time.perf_counter() - started
+    planned.note_on_card(store, report)
     return report

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from personalens_utils import columnar, engine
+from personalens_utils import columnar, engine, run_card
 from personalens_utils.data import UsersArg, resolve_users
 from personalens_utils.engine import Plan
 from personalens_utils.identity import Role, judgment_id_tail, judgment_ids, resolved_model, samples
@@ -145,6 +145,19 @@ class JudgingPlan:
     """How many independent judgments each dialogue gets on each dimension (`JudgingConfig`)."""
     endpoint: str = ""
     """Where the judge is served, when that is identity (`LLMClient.endpoint`)."""
+
+    def note_on_card(self, store: RunStore, report: engine.StageReport) -> None:
+        """Add this judge, and what its run spent, to the store's run card (a store never written
+        stays without one); re-judging with another judge adds a second judge."""
+        if not store.root.is_dir():
+            return
+        judge = Role.of(self.model_key, self.backend, self.endpoint)
+        entry = run_card.judge_entry(
+            self.prompts, self.prompts.judge_version(self.prompt_version),
+            judge=run_card.role_entry(judge.model, judge.backend, judge.model_id, endpoint=self.endpoint),
+            dimensions=[d.name for d in self.dimensions], judge_samples=self.judge_samples)
+        run_card.update_card(store, judge=entry, spent=run_card.stage_spent(report),
+                             stage=f"judging ({self.model_key})")
 
     def judgment_id(self, dialogue_id: str, dimension: str, judge_sample: int) -> str:
         """The id of a dialogue's judgment on a dimension, as judge sample `judge_sample`."""

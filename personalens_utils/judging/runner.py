@@ -102,4 +102,6 @@ def run_judging(
     report = StageReport(STAGE, shard=str(shard) if shard else None, details=planned.details())
     stage = engine.Stage(STAGE, Judgment, work)
     options = engine.StageOptions(max_cost_usd=config.max_cost_usd, desc=f"judging ({planned.model_key})")
-    return engine.run_stage(stage, store, client, planned.plan, report=report, options=options)
+    engine.run_stage(stage, store, client, planned.plan, report=report, options=options)
+    planned.note_on_card(store, report)
+    return report

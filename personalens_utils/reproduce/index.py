@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from personalens_utils import run_card
 from personalens_utils.analysis.scores import load_dialogues, load_judgments
 from personalens_utils.assistants import AssistantSpec
 from personalens_utils.assistants.reference import DESIGNED_ORDER
@@ -174,7 +175,21 @@ def store_summary(folder: Path) -> list[str]:
     if not judgments.empty:
         per = judgments.groupby(["judge_model", "judgment_status"]).size()
         lines += ["", "Judgments: " + "; ".join(f"{j} {status}: {n}" for (j, status), n in per.items())]
-    return [*lines, ""]
+    return [*lines, "", card_line(store.root), ""]
+
+
+def card_line(store_dir: Path) -> str:
+    """One Markdown line pointing to the store's run card and saying its protocol (or why it is unread)."""
+    where = f"`{store_dir.name}/{run_card.CARD_FILE}`"
+    try:
+        card = run_card.read_card(store_dir)
+    except run_card.RunCardError as exc:
+        return f"Run card {where}: unreadable ({exc})."
+    if not card:
+        return f"Run card {where}: none (no stage wrote into this store since run cards exist)."
+    protocol = card["protocol"]
+    differs = f" ({'; '.join(protocol['differs'])})" if protocol.get("differs") else ""
+    return f"Run card {where} (what was run; docs/run_card.md): protocol **{protocol.get('kind')}**{differs}."
 
 
 def _shown(files: Sequence[Path]) -> list[Path]:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 
 import pandas as pd
 
-from personalens_utils import engine
+from personalens_utils import engine, run_card
 from personalens_utils.assistants import Assistant, Pricing, assistant_on
 from personalens_utils.assistants.python import AssistantError, AssistantStopped
 from personalens_utils.columnar import Columnar
@@ -190,6 +190,7 @@ async def arun_simulation(benchmark: Benchmark, run: RunStore | str | os.PathLik
                             options=_stage_options(report, client, config.assistant, others))
     for other, totals in zip(others, before, strict=True):
         report.spent(totals, other.totals())
+    _update_card(benchmark, store, client, config, report)
     return report
 
 
@@ -213,7 +214,25 @@ def run_simulation(benchmark: Benchmark, run: RunStore | str | os.PathLike[str],
                      options=_stage_options(report, client, config.assistant, others))
     for other, totals in zip(others, before, strict=True):
         report.spent(totals, other.totals())
+    _update_card(benchmark, store, client, config, report)
     return report
+
+
+def _update_card(benchmark: Benchmark, store: RunStore, client: LLMClient, config: SimulationConfig,
+                 report: StageReport) -> None:
+    """Note this run in the store's run card (a store this run never wrote into stays without one)."""
+    if not store.root.is_dir():
+        return
+    user = Role.of(config.user_model, client.backend_name, client.endpoint)
+    given = config.assistant
+    entry = run_card.simulation_entry(
+        config.prompts, max_turns=config.max_turns, repeats=config.repeats,
+        user=run_card.role_entry(user.model, user.backend, user.model_id, endpoint=client.endpoint),
+        assistant=run_card.role_entry(given.model, given.backend, given.model_id),
+        settings=[s if isinstance(s, str) else s.name for s in config.settings], task_types=config.task_types)
+    read = run_card.benchmark_entry(benchmark.root, benchmark.users)
+    run_card.update_card(store, simulation=entry, benchmark=read, spent=run_card.stage_spent(report),
+                         stage=STAGE)
 
 
 def estimate_simulation(benchmark: Benchmark, run: RunStore | str | os.PathLike[str],
