@@ -129,6 +129,8 @@ class Response:
     cached: bool = False
     retries: int = 0
     cost_usd: float = 0.0
+    batch: bool = False
+    """Answered through a provider's batch API (billed at batch prices), not a live call."""
 
 
 @runtime_checkable

@@ -17,7 +17,8 @@ class FakeBatches:
     """Anthropic's Message Batches endpoints for a `FakeLLMServer`: create, retrieve, results (JSONL).
 
     A batch reports `in_progress` for its first `polls_in_progress` retrievals (and for as long as
-    `hold` is True), then `ended`. Each entry's outcome is `outcome(custom_id, params)` if given
+    `hold` is True, or, with `hold_from=n`, while it is the n-th batch created or a later one), then
+    `ended`. Each entry's outcome is `outcome(custom_id, params)` if given
     ("succeeded", "errored" as an api_error, "invalid" as an invalid_request_error, "expired" or
     "canceled"), else drawn from the seed and the custom_id with `errored_rate` and `expired_rate`;
     succeeded entries are answered as `POST /v1/messages` would answer their params. `created` lists batch
@@ -45,6 +46,7 @@ class FakeBatches:
         self.seed = seed
         self.outcome = outcome
         self.hold = False
+        self.hold_from: int | None = None
         self.batches: dict[str, dict[str, Any]] = {}
         self.created: list[str] = []
         self.retrieved: Counter[str] = Counter()
@@ -95,7 +97,9 @@ class FakeBatches:
         with self._lock:
             if count:
                 self.retrieved[batch["id"]] += 1
-            due = not self.hold and self.retrieved[batch["id"]] > self.polls_in_progress
+            held = self.hold or (self.hold_from is not None
+                                 and self.created.index(batch["id"]) + 1 >= self.hold_from)
+            due = not held and self.retrieved[batch["id"]] > self.polls_in_progress
             if batch["status"] == "in_progress" and due:
                 batch["results"] = [self._result(server, r) for r in batch["requests"]]
                 batch["status"] = "ended"
