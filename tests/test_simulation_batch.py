@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from support.fake_batches import FakeBatches
+from support.fake_batches import FakeBatches, FakeOpenAIBatches
 from support.fake_server import FakeLLMServer, content_text, last_user_text
 from test_simulation_support import tiny_benchmark
 
@@ -62,8 +62,8 @@ def client() -> LLMClient:
     return LLMClient("anthropic", use_cache=False, progress=False, retry_base_s=0.01, retry_cap_s=0.05)
 
 
-def config(model: str = UNPRICED, **kwargs: Any) -> SimulationConfig:
-    return SimulationConfig(user_model=model, assistant_model=model, max_turns=4, **kwargs)
+def config(model: str = UNPRICED, max_turns: int = 4, **kwargs: Any) -> SimulationConfig:
+    return SimulationConfig(user_model=model, assistant_model=model, max_turns=max_turns, **kwargs)
 
 
 def lines(store: RunStore) -> dict[str, bytes]:
@@ -158,3 +158,55 @@ def test_a_rerun_submits_nothing_whose_answer_is_stored(server, tmp_path):
     assert again.stored == 8
     assert len(batches.created) == submitted, "every turn answered from the stored batch entries"
     assert len(lines(RunStore(store.root))) == 8
+
+
+@pytest.fixture
+def openai_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLMServer]:
+    with FakeLLMServer(reply=dialogue_reply) as fake:
+        monkeypatch.setenv("OPENAI_BASE_URL", f"{fake.url}/v1")
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key-not-secret")
+        yield fake
+
+
+def openai_client() -> LLMClient:
+    return LLMClient("openai", use_cache=False, progress=False, retry_base_s=0.01, retry_cap_s=0.05)
+
+
+def test_an_openai_batch_run_stores_the_live_records_byte_for_byte(openai_server, tmp_path):
+    bench = tiny_benchmark(n_users=10, seed=3)
+    with openai_client() as llm:
+        live = run_simulation(bench, tmp_path / "live", llm, config())
+    openai_server.reset()
+    batches = FakeOpenAIBatches(polls_in_progress=1).install(openai_server)
+    with openai_client() as llm:
+        batched = run_simulation(bench, tmp_path / "batch", llm, config(batch=True, **FAST))
+    assert batched.stored == live.stored == 40 and batched.statuses == live.statuses
+    assert "/v1/chat/completions" not in openai_server.stats(), "no live call for a role with batches"
+    live_lines = lines(RunStore(tmp_path / "live"))
+    assert lines(RunStore(tmp_path / "batch")) == live_lines
+    turns = max(json.loads(line)["n_turns"] for line in live_lines.values())
+    assert len(batches.created) == len(batches.uploads) == 2 * turns
+    first = [json.loads(line) for line in batches.uploads[0].decode().splitlines()]
+    assert {line["url"] for line in first} == {"/v1/chat/completions"} and len(first) == 40
+
+
+def test_an_openai_server_without_a_batch_api_answers_live_inside_the_round(openai_server, tmp_path):
+    bench = tiny_benchmark(n_users=2, seed=3)
+    with openai_client() as llm:
+        live = run_simulation(bench, tmp_path / "live", llm, config())
+        batched = run_simulation(bench, tmp_path / "batch", llm, config(batch=True, **FAST))
+    assert batched.stored == live.stored == 8
+    assert openai_server.stats()["/v1/files"]["404"] == 1, "asked once, then answered live"
+    assert lines(RunStore(tmp_path / "batch")) == lines(RunStore(tmp_path / "live"))
+
+
+def test_a_batch_is_split_by_the_backends_request_limit(openai_server, tmp_path, monkeypatch):
+    from personalens_utils.llm.backends.openai import OpenAIBackend
+
+    monkeypatch.setattr(OpenAIBackend, "batch_limits", (3, 200 * 10**6))
+    bench = tiny_benchmark(n_users=2, seed=3)
+    batches = FakeOpenAIBatches(polls_in_progress=0).install(openai_server)
+    with openai_client() as llm:
+        report = run_simulation(bench, tmp_path / "batch", llm, config(batch=True, max_turns=1, **FAST))
+    assert report.stored == 8
+    assert [len(batches.batches[b]["requests"]) for b in batches.created[:3]] == [3, 3, 2], "8 openings"
