@@ -210,3 +210,15 @@ def test_a_batch_is_split_by_the_backends_request_limit(openai_server, tmp_path,
         report = run_simulation(bench, tmp_path / "batch", llm, config(batch=True, max_turns=1, **FAST))
     assert report.stored == 8
     assert [len(batches.batches[b]["requests"]) for b in batches.created[:3]] == [3, 3, 2], "8 openings"
+
+
+def test_make_reproduce_batch_reaches_notebooks_03_and_04_and_is_refused_offline(tmp_path):
+    from personalens_utils.reproduce.cli import parse_args, problems
+    from personalens_utils.reproduce.pipeline import plan_pass
+
+    offline = parse_args(["--batch"])
+    assert any(line.startswith("--batch: the offline backend has no batch API") for line in problems(offline))
+    settings = parse_args(["--batch", "--backend", "anthropic", "--passes", "generated"])
+    assert not [line for line in problems(settings) if "--batch" in line]
+    steps = {s.notebook: s.params for s in plan_pass(settings, tmp_path, tmp_path / "bench", None, True)}
+    assert steps["03_simulation"]["batch"] is True and steps["04_judging"]["batch"] is True
