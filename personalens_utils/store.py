@@ -29,7 +29,15 @@ from filelock import FileLock, Timeout
 
 from personalens_utils import paths, run_card
 from personalens_utils.errors import KitError
-from personalens_utils.records import ERROR, Dialogue, Record, stable_id, stored_types
+from personalens_utils.records import (
+    ERROR,
+    Batch,
+    BatchEntry,
+    Dialogue,
+    Record,
+    stable_id,
+    stored_types,
+)
 from personalens_utils.store_migration import migrate_store, needs_migration
 
 ERROR_STATUS = ERROR
@@ -574,3 +582,26 @@ class ReproductionStore(RunStore):
                           "plus the new work), where notebooks on their defaults go on",
                           flush=True)
         super()._extend_json(kind, records)
+
+
+@dataclass(frozen=True)
+class StoredBatches:
+    """The `llm.batch.BatchStore` of a run store: its `Batch` and `BatchEntry` tables, each line
+    checked against its record type on the way in and out."""
+
+    store: RunStore
+
+    def batches(self) -> list[dict[str, Any]]:
+        return [b.to_json() for b in self.store.read(Batch)]
+
+    def results(self) -> list[dict[str, Any]]:
+        return [r.to_json() for r in self.store.read(BatchEntry)]
+
+    def result_ids(self) -> set[str]:
+        return self.store.ids(BatchEntry)
+
+    def add_batch(self, record: dict[str, Any]) -> None:
+        self.store.append(Batch.from_json(record, "a batch the API accepted"))
+
+    def add_results(self, records: list[dict[str, Any]]) -> None:
+        self.store.extend([BatchEntry.from_json(r, "an entry of an ended batch") for r in records])

@@ -15,15 +15,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from personalens_utils import engine
 from personalens_utils.engine import Asker, Item, StageReport
 from personalens_utils.llm import LLMError, Request, Response
 from personalens_utils.llm.batch import BatchEntryError, BatchRunner, Outcome
 from personalens_utils.llm.client import LLMClient
-from personalens_utils.records import Batch, BatchEntry, DialogueSummary, Judgment, Record
-from personalens_utils.store import RunStore
+from personalens_utils.records import DialogueSummary, Judgment, Record
+from personalens_utils.store import RunStore, StoredBatches
 
 from .answers import judgment_record
 from .asking import judge_dimension
@@ -33,29 +32,6 @@ from .plan import JudgingPlan, plan_judging
 from .requests import ContextFor
 
 STAGE = "judging"
-
-
-@dataclass(frozen=True)
-class StoredBatches:
-    """The `llm.batch.BatchStore` of a run store: its `Batch` and `BatchEntry` tables, each line
-    checked against its record type on the way in and out."""
-
-    store: RunStore
-
-    def batches(self) -> list[dict[str, Any]]:
-        return [b.to_json() for b in self.store.read(Batch)]
-
-    def results(self) -> list[dict[str, Any]]:
-        return [r.to_json() for r in self.store.read(BatchEntry)]
-
-    def result_ids(self) -> set[str]:
-        return self.store.ids(BatchEntry)
-
-    def add_batch(self, record: dict[str, Any]) -> None:
-        self.store.append(Batch.from_json(record, "a batch the API accepted"))
-
-    def add_results(self, records: list[dict[str, Any]]) -> None:
-        self.store.extend([BatchEntry.from_json(r, "an entry of an ended batch") for r in records])
 
 
 class _Unasked(LLMError):

@@ -39,10 +39,16 @@ if TYPE_CHECKING:
 MAX_BATCH_REQUESTS = 100_000
 """The Message Batches API takes at most 100,000 requests..."""
 MAX_BATCH_BYTES = 200 * 2**20
-"""...and 256 MB per batch; the kit stays well below the size limit."""
+"""...and 256 MB per batch; the kit stays well below the size limit. A backend with other limits says
+so in its `batch_limits` (requests, bytes)."""
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+
+
+class BatchUnsupported(FatalError):
+    """The backend's server has no batch endpoint (an OpenAI-compatible server without `/v1/batches`):
+    its requests are answered live instead."""
 
 
 class BatchEntryError(LLMError):
@@ -76,7 +82,7 @@ class Outcome:
 
 class BatchStore(Protocol):
     """Where the batch state is kept: the batches submitted and the entries answered, as JSON objects in
-    the run store's layout (docs/architecture.md). `judging.batch.StoredBatches` keeps them in a
+    the run store's layout (docs/architecture.md). `store.StoredBatches` keeps them in a
     `RunStore`; a protocol rather than the store itself, so the llm layer depends on no stage module.
     """
 
@@ -154,6 +160,7 @@ class BatchRunner:
         max_rounds: int = 3,
         max_wait_s: float | None = None,
         max_batch_requests: int = MAX_BATCH_REQUESTS,
+        progress: bool = True,
     ):
         if not isinstance(client.backend, BatchModel):
             raise FatalError(
@@ -168,7 +175,12 @@ class BatchRunner:
         self.poll_interval_s = poll_interval_s
         self.max_rounds = max_rounds
         self.max_wait_s = max_wait_s
-        self.max_batch_requests = max(1, min(max_batch_requests, MAX_BATCH_REQUESTS))
+        limits = getattr(self.backend, "batch_limits", (MAX_BATCH_REQUESTS, MAX_BATCH_BYTES))
+        most, self.max_batch_bytes = limits
+        self.max_batch_requests = max(1, min(max_batch_requests, most))
+        self.progress = progress
+        self.in_flight: dict[str, float] = {}
+        """Batch id -> when this runner first saw it in flight (time.monotonic), for progress lines."""
 
     def run(self, requests: Mapping[str, Request]) -> dict[str, Outcome]:
         """Blocking `arun`, usable from scripts and notebooks."""
@@ -189,13 +201,14 @@ class BatchRunner:
                 to_submit.append(key)
             elif result is None:
                 waiting[last.batch_id].append(last)
+                self.in_flight.setdefault(last.batch_id, time.monotonic())
                 rounds[key] = 1
             else:
                 outcomes[key] = _outcome(result)
         deadline = None if self.max_wait_s is None else time.monotonic() + self.max_wait_s
         bar = progress_bar(
             total=len(requests), initial=len(outcomes), desc=f"{stage or 'llm'} (batches)", unit="request",
-            disable=not self.client.progress,
+            disable=not (self.client.progress and self.progress),
         )
         try:
             while True:
@@ -207,6 +220,7 @@ class BatchRunner:
                     if await self._call(self.backend.batch_status, batch_id) != "ended":
                         continue
                     entries = waiting.pop(batch_id)
+                    self.in_flight.pop(batch_id, None)
                     of_batch = batch_keys.get(batch_id, {})
                     fresh = await self._collect(batch_id, of_batch, entries, requests, stage)
                     for entry in entries:
@@ -270,7 +284,7 @@ class BatchRunner:
             size += _size(request)
             last = index == len(keys) - 1
             if last or len(chunk) >= self.max_batch_requests or size + _size(requests[keys[index + 1]]) > (
-                MAX_BATCH_BYTES
+                self.max_batch_bytes
             ):
                 batch_id = await self._call(self.backend.create_batch, [(c, r, m) for c, r, m, _ in chunk])
                 created[batch_id] = {custom_id: k for custom_id, _, _, k in chunk}
@@ -281,6 +295,7 @@ class BatchRunner:
                     "entries": created[batch_id],
                 })
                 log.info("submitted message batch %s with %d requests", batch_id, len(chunk))
+                self.in_flight[batch_id] = time.monotonic()
                 for custom_id, _, _, k in chunk:
                     entry = _Entry(custom_id, k, batch_id)
                     submissions[k].append(entry)

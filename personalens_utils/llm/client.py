@@ -161,11 +161,9 @@ class LLMClient:
         caching = self.use_cache if use_cache is None else use_cache
         key = request.cache_key(self._namespace, model) if caching else None
         if key is not None:
-            hit = self._writes.get(key)
+            hit = self._hit(key, request, model, stage)
             if hit is not None:
-                response = replace(hit, cost_usd=0.0, retries=0)
-                self.ledger.book(stage, request, model, response, self._list_price(model, hit))
-                return response
+                return hit
 
         def admit() -> None:
             if self.spending.reached:
@@ -192,6 +190,32 @@ class LLMClient:
             self._writes.put(key, response)
         self.ledger.book(stage, request, model, response, cost)
         return response
+
+    def _hit(self, key: str, request: Request, model: str, stage: str) -> Response | None:
+        hit = self._writes.get(key)
+        if hit is None:
+            return None
+        response = replace(hit, cost_usd=0.0, retries=0)
+        self.ledger.book(stage, request, model, response, self._list_price(model, hit))
+        return response
+
+    def cache_key(self, request: Request) -> str:
+        """The key `acomplete` caches `request`'s answer under; a batch keys its entry by it too, so the two
+        transports share their answers."""
+        return request.cache_key(self._namespace, self.resolve_model(request.model))
+
+    def cached(self, request: Request) -> Response | None:
+        """The cached answer to `request`, booked as a cache hit, as `acomplete` would give it (None when
+        caching is off or nothing is cached): a batch asks only what no cache answers."""
+        if not self.use_cache:
+            return None
+        return self._hit(self.cache_key(request), request, self.resolve_model(request.model),
+                         self._stage.get())
+
+    def remember(self, request: Request, response: Response) -> None:
+        """Cache an answer that came another way (a batch), under the key `acomplete` would use."""
+        if self.use_cache:
+            self._writes.put(self.cache_key(request), response)
 
     def _list_price(self, model: str, response: Response) -> float | None:
         """What an answer costs at list price (batch price when it came through a batch API); None for

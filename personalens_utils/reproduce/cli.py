@@ -39,6 +39,9 @@ from .pipeline import OUTPUT_FOLDERS, failures, reproduce
 from .settings import ANTHROPIC_ASSISTANTS, PASSES, Settings, role_models, role_spec
 
 ALL_USERS = "all"
+BATCH_BACKENDS = ("anthropic", "openai")
+"""The backends whose batch API `--batch` sends notebooks 03 and 04 through (Bedrock batch inference is
+not supported)."""
 OPTIONS = {"user agent": "--user-model", "ablation assistant": "--ablation-model", "judge": "--judge-model",
            "second judge": "--second-judge-model", "compared assistant": "--compare-assistant"}
 """The option that names each role's model (every other role is one of --assistant-models)."""
@@ -116,6 +119,9 @@ def parse_args(argv: Sequence[str] | None = None) -> Settings:
     parser.add_argument(
         "--demographics-seed", type=int, default=0, help="seed of the generated benchmark's demographics"
     )
+    parser.add_argument("--batch", action="store_true",
+                        help="simulate (03) and judge (04) through the backend's batch API, at batch prices: "
+                        "anthropic (Message Batches) or openai (Batch API)")
     args = parser.parse_args(argv)
     settings = Settings(
         argv=tuple(sys.argv[1:] if argv is None else argv),
@@ -135,6 +141,7 @@ def parse_args(argv: Sequence[str] | None = None) -> Settings:
         prompt_set=args.prompt_set,
         official_code=args.official_code,
         scoring=args.scoring,
+        batch=args.batch,
     )
     if args.passes:
         settings.passes = tuple(p.strip() for p in args.passes.split(",") if p.strip())
@@ -162,6 +169,9 @@ def problems(settings: Settings) -> list[str]:
              for p in settings.passes if p not in PASSES]
     if not settings.passes:
         found.append(f"--passes: name at least one pass ({' and/or '.join(PASSES)})")
+    if settings.batch and settings.backend not in BATCH_BACKENDS:
+        found.append(f"--batch: the {settings.backend} backend has no batch API; use --backend "
+                     f"{' or '.join(BATCH_BACKENDS)}")
     for option, value in (("--max-concurrency", settings.max_concurrency),
                           ("--ablation-users", settings.ablation_users),
                           *((("--generated-users", settings.generated_users),)

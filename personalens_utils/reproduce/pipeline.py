@@ -101,12 +101,13 @@ def plan_pass(settings: Settings, folder: Path, bench: Path, users: Any, generat
     benchmark = tuple(s.name for s in steps)
     simulations = tuple(
         Step("03_simulation",
-             {**common, "assistant_model": model, "output_dir": str(folder / f"simulation{_slug(model)}")},
+             {**common, "assistant_model": model, "output_dir": str(folder / f"simulation{_slug(model)}"),
+              "batch": settings.batch},
              _slug(model), benchmark)
         for model in settings.assistant_models
     )
     dialogues = (*benchmark, *(s.name for s in simulations))
-    judging = Step("04_judging", common, needs=dialogues)
+    judging = Step("04_judging", {**common, "batch": settings.batch}, needs=dialogues)
     ablation = Step("05_ablation", {
         **common,
         "assistant_model": settings.ablation_model,

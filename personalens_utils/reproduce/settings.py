@@ -71,6 +71,8 @@ class Settings:
     data."""
     scoring: str = "strict"
     """How notebooks 04 and 06 read judge answers: the kit's parser, or the official one (docs/judging.md)."""
+    batch: bool = False
+    """Notebooks 03 and 04 send their calls through the backend's batch API (docs/simulation.md)."""
     argv: tuple[str, ...] = ()
     notebooks_dir: Path = field(default_factory=lambda: project_root() / "notebooks")
 

@@ -29,7 +29,9 @@ class SimulationConfig:
     `max_turns` overrides the 20/30 caps; `limit` runs at most that many of the planned dialogues;
     `shard="i/n"` one machine's share; `max_cost_usd` stops new calls once that much is spent;
     `retry_errors` redoes dialogues stored as errors; `repeats=k` simulates each scenario and setting k
-    times, independently (samples 0..k-1, each its own record and its own calls)."""
+    times, independently (samples 0..k-1, each its own record and its own calls); `batch` runs the
+    dialogues in rounds through the roles' batch APIs (`simulation.batch`), polled every
+    `poll_interval_s`, a failed entry resubmitted up to `max_rounds` times."""
 
     settings: Sequence[str | AssistantSetting] = ("base",)
     task_types: Sequence[str] = (SD, MD)
@@ -44,6 +46,9 @@ class SimulationConfig:
     shard: str | Shard | None = None
     max_cost_usd: float | None = None
     repeats: int = 1
+    batch: bool = False
+    poll_interval_s: float = 60.0
+    max_rounds: int = 3
 
     def __post_init__(self) -> None:
         samples(self.repeats, "repeats")

@@ -12,9 +12,11 @@ much is spent, stores nothing for the dialogues it cut short, and leaves them fo
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import pandas as pd
 
@@ -30,13 +32,15 @@ from personalens_utils.llm.budget import CostEstimate, Tally, cacheable_prefix, 
 from personalens_utils.prompting import ScenarioContext
 from personalens_utils.records import Dialogue, Record
 from personalens_utils.shards import Shard
-from personalens_utils.store import RunStore
+from personalens_utils.store import RunStore, StoredBatches
 
+from .batch import BatchedAssistant, BatchedUser, RoundFailed, Rounds
 from .config import SimulationConfig
 from .loop import TURN_CAPS, simulate_dialogue
 from .settings import AssistantSetting
 
 STAGE = "simulation"
+log = logging.getLogger(__name__)
 
 PAPER_TURNS = {SD: 4.74, MD: 5.64}
 """Average turns per dialogue in the paper's Table 13 (Claude 3 Sonnet as assistant)."""
@@ -120,14 +124,30 @@ def plan_dialogues(benchmark: Benchmark, store: RunStore, config: SimulationConf
     return Plan(items, planned.already_done, planned.errors_kept)
 
 
-def _stage(config: SimulationConfig, assistant: Assistant) -> engine.Stage[PlannedDialogue]:
-    async def work(client: LLMClient, item: Item[PlannedDialogue]) -> list[Record]:
+def _stage(config: SimulationConfig, assistant: Assistant, rounds: Rounds | None = None,
+           ) -> engine.Stage[PlannedDialogue]:
+    """The stage: one dialogue per item, its calls made live, or, with `rounds`, waiting in the batch
+    rounds (a dialogue whose round failed is left pending for a rerun)."""
+
+    async def simulate(client: LLMClient, item: Item[PlannedDialogue]) -> Dialogue:
         ctx, setting, sample = item.payload.ctx, item.payload.setting, item.payload.sample
+        kwargs: dict[str, Any] = dict(user_model=config.user_model, max_turns=config.max_turns,
+                                      prompts=config.prompts, sample=sample)
+        if rounds is None:
+            return await simulate_dialogue(client, ctx, setting, assistant=assistant, **kwargs)
+        async with rounds.dialogue():
+            try:
+                return await simulate_dialogue(BatchedUser(client, rounds), ctx, setting,
+                                               assistant=BatchedAssistant(assistant, rounds), **kwargs)
+            except RoundFailed as exc:
+                log.warning("dialogue %s left for a rerun: %s", item.ids[0], exc)
+                raise engine.Pending([], 1) from exc
+
+    async def work(client: LLMClient, item: Item[PlannedDialogue]) -> list[Record]:
+        ctx, setting = item.payload.ctx, item.payload.setting
         with assistant.stage(client.current_stage):  # the assistant's calls are booked under this stage too
             try:
-                return [await simulate_dialogue(client, ctx, setting, user_model=config.user_model,
-                                                assistant=assistant, max_turns=config.max_turns,
-                                                prompts=config.prompts, sample=sample)]
+                return [await simulate(client, item)]
             except AssistantStopped as exc:
                 raise AssistantError(
                     f"{exc} (user {ctx.scenario.user_id}, task {ctx.scenario.task_id}, "
@@ -147,15 +167,21 @@ def with_assistant(config: SimulationConfig, client: LLMClient) -> SimulationCon
 
 
 def _prepare(benchmark: Benchmark, run: RunStore | str | os.PathLike[str], client: LLMClient,
-             config: SimulationConfig,
-             ) -> tuple[RunStore, engine.Stage[PlannedDialogue], Plan[PlannedDialogue], StageReport]:
+             config: SimulationConfig) -> tuple[RunStore, engine.Stage[PlannedDialogue],
+                                                Plan[PlannedDialogue], StageReport, Rounds | None]:
     config = with_assistant(config, client)
     store = _store(run)
     planned = plan_dialogues(benchmark, store, config, backend=client.backend_name, endpoint=client.endpoint)
     shard = config.shard
     report = StageReport(STAGE, shard=str(shard) if shard else None, max_cost_usd=config.max_cost_usd,
                          details=config.prompts.details())
-    return store, _stage(config, config.assistant), planned, report
+    rounds = None
+    if config.batch:
+        clients = [client, *_others(client, config.assistant)]
+        rounds = Rounds(StoredBatches(store), total=len(planned.items),
+                        poll_interval_s=config.poll_interval_s, max_rounds=config.max_rounds,
+                        progress=client.progress, spent=lambda: sum(c.totals()["cost_usd"] for c in clients))
+    return store, _stage(config, config.assistant, rounds), planned, report, rounds
 
 
 def _others(client: LLMClient, assistant: Assistant) -> list[LLMClient]:
@@ -172,22 +198,29 @@ def _pool_size(client: LLMClient, assistant: Assistant) -> int:
     return client.max_concurrency + assistant.max_concurrency
 
 
-def _stage_options(report: StageReport, client: LLMClient, assistant: Assistant,
-                   others: list[LLMClient]) -> engine.StageOptions:
-    """The engine's options of a simulation run: its budget over every role's client, its pool."""
-    return engine.StageOptions(max_cost_usd=report.max_cost_usd, pool_size=_pool_size(client, assistant),
-                               desc=Dialogue.table, others=others)
+def _stage_options(report: StageReport, client: LLMClient, assistant: Assistant, others: list[LLMClient],
+                   planned: Plan[PlannedDialogue], batch: bool) -> engine.StageOptions:
+    """The engine's options of a simulation run: its budget over every role's client, its pool (in a
+    batch run every dialogue at once, so each round holds the next call of all of them)."""
+    pool = max(1, len(planned.items)) if batch else _pool_size(client, assistant)
+    return engine.StageOptions(max_cost_usd=report.max_cost_usd, pool_size=pool, desc=Dialogue.table,
+                               others=others)
 
 
 async def arun_simulation(benchmark: Benchmark, run: RunStore | str | os.PathLike[str], client: LLMClient,
                           config: SimulationConfig | None = None) -> StageReport:
     """Simulate every planned dialogue into the run store; see `run_simulation`."""
     config = with_assistant(config or SimulationConfig(), client)
-    store, stage, planned, report = _prepare(benchmark, run, client, config)
+    store, stage, planned, report, rounds = _prepare(benchmark, run, client, config)
     others = _others(client, config.assistant)
     before = [c.totals() for c in others]
-    await engine.arun_stage(stage, store, client, planned, report=report,
-                            options=_stage_options(report, client, config.assistant, others))
+    try:
+        await engine.arun_stage(stage, store, client, planned, report=report,
+                                options=_stage_options(report, client, config.assistant, others, planned,
+                                                       config.batch))
+    finally:
+        if rounds is not None:
+            rounds.close()
     for other, totals in zip(others, before, strict=True):
         report.spent(totals, other.totals())
     _update_card(benchmark, store, client, config, report)
@@ -205,13 +238,22 @@ def run_simulation(benchmark: Benchmark, run: RunStore | str | os.PathLike[str],
     every client the assistant's calls go through (`Assistant.clients`) together; the report's
     `status` is then "budget reached" and a rerun continues where it stopped. The report counts the
     calls of all of them. Works in scripts and in notebooks with a running event loop.
+
+    With `batch=True` the dialogues run in rounds through the roles' batch APIs (`simulation.batch`):
+    the same requests and rules, at batch prices; dialogues whose batches could not be collected are
+    the report's `pending`, finished by a rerun.
     """
     config = with_assistant(config or SimulationConfig(), client)
-    store, stage, planned, report = _prepare(benchmark, run, client, config)
+    store, stage, planned, report, rounds = _prepare(benchmark, run, client, config)
     others = _others(client, config.assistant)
     before = [c.totals() for c in others]
-    engine.run_stage(stage, store, client, planned, report=report,
-                     options=_stage_options(report, client, config.assistant, others))
+    try:
+        engine.run_stage(stage, store, client, planned, report=report,
+                         options=_stage_options(report, client, config.assistant, others, planned,
+                                                config.batch))
+    finally:
+        if rounds is not None:
+            rounds.close()
     for other, totals in zip(others, before, strict=True):
         report.spent(totals, other.totals())
     _update_card(benchmark, store, client, config, report)

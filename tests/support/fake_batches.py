@@ -17,7 +17,8 @@ class FakeBatches:
     """Anthropic's Message Batches endpoints for a `FakeLLMServer`: create, retrieve, results (JSONL).
 
     A batch reports `in_progress` for its first `polls_in_progress` retrievals (and for as long as
-    `hold` is True), then `ended`. Each entry's outcome is `outcome(custom_id, params)` if given
+    `hold` is True, or, with `hold_from=n`, while it is the n-th batch created or a later one), then
+    `ended`. Each entry's outcome is `outcome(custom_id, params)` if given
     ("succeeded", "errored" as an api_error, "invalid" as an invalid_request_error, "expired" or
     "canceled"), else drawn from the seed and the custom_id with `errored_rate` and `expired_rate`;
     succeeded entries are answered as `POST /v1/messages` would answer their params. `created` lists batch
@@ -45,6 +46,7 @@ class FakeBatches:
         self.seed = seed
         self.outcome = outcome
         self.hold = False
+        self.hold_from: int | None = None
         self.batches: dict[str, dict[str, Any]] = {}
         self.created: list[str] = []
         self.retrieved: Counter[str] = Counter()
@@ -95,7 +97,9 @@ class FakeBatches:
         with self._lock:
             if count:
                 self.retrieved[batch["id"]] += 1
-            due = not self.hold and self.retrieved[batch["id"]] > self.polls_in_progress
+            held = self.hold or (self.hold_from is not None
+                                 and self.created.index(batch["id"]) + 1 >= self.hold_from)
+            due = not held and self.retrieved[batch["id"]] > self.polls_in_progress
             if batch["status"] == "in_progress" and due:
                 batch["results"] = [self._result(server, r) for r in batch["requests"]]
                 batch["status"] = "ended"
@@ -142,3 +146,128 @@ class FakeBatches:
         else:
             result = {"type": kind}
         return {"custom_id": custom_id, "result": result}
+
+
+def _multipart_file(body: dict[str, Any]) -> bytes:
+    """The content of the `file` part of a multipart/form-data upload."""
+    boundary = body["_content_type"].split("boundary=", 1)[1].strip('"').encode()
+    for part in body["_raw"].split(b"--" + boundary):
+        head, _, content = part.partition(b"\r\n\r\n")
+        if b'name="file"' in head:
+            return content.removesuffix(b"\r\n")
+    raise ValueError("the upload has no file part")
+
+
+class FakeOpenAIBatches(FakeBatches):
+    """OpenAI's files and Batch API for a `FakeLLMServer`: upload (`POST /v1/files`), `POST /v1/batches`,
+    retrieve, and the output and error files' content (`GET /v1/files/<id>/content`).
+
+    Entries are drawn as `FakeBatches` draws them: succeeded ones are answered as `POST
+    /v1/chat/completions` would answer their body and go to the output file; "errored" ones go to the
+    error file as a 500, "invalid" ones as a 400, and "expired" or "canceled" ones with the
+    `batch_expired` / `batch_cancelled` code. `uploads` keeps every uploaded file's bytes.
+    """
+
+    PREFIX = "/v1/batches"
+    FILES = "/v1/files"
+
+    def __init__(self, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.files: dict[str, bytes] = {}
+        self.uploads: list[bytes] = []
+
+    def install(self, server: FakeLLMServer) -> FakeOpenAIBatches:
+        server.add_route(self.PREFIX, self.route)
+        server.add_route(self.FILES, self.files_route)
+        return self
+
+    def _store_file(self, data: bytes) -> str:
+        file_id = f"file-{len(self.files) + 1:04d}-{hashlib.sha256(data).hexdigest()[:8]}"
+        self.files[file_id] = data
+        return file_id
+
+    def files_route(
+        self, server: FakeLLMServer, method: str, path: str, body: dict[str, Any], headers: dict[str, str]
+    ) -> RouteResult:
+        if not server._authorised(headers):
+            return server._error("openai", 401, "invalid key")
+        parts = path.removeprefix(self.FILES).strip("/").split("/")
+        if method == "POST" and parts == [""]:
+            data = _multipart_file(body)
+            with self._lock:
+                self.uploads.append(data)
+                file_id = self._store_file(data)
+            return 200, {"id": file_id, "object": "file", "bytes": len(data), "created_at": 0,
+                         "filename": "batch.jsonl", "purpose": "batch", "status": "processed"}, {}
+        if method == "GET" and parts[1:] == ["content"] and parts[0] in self.files:
+            return 200, self.files[parts[0]], {"content-type": "application/octet-stream"}
+        return server._error("openai", 404, f"no route {method} {path}")
+
+    def route(
+        self, server: FakeLLMServer, method: str, path: str, body: dict[str, Any], headers: dict[str, str]
+    ) -> RouteResult:
+        if not server._authorised(headers):
+            return server._error("openai", 401, "invalid key")
+        parts = path.removeprefix(self.PREFIX).strip("/").split("/")
+        if method == "POST" and parts == [""]:
+            data = self.files.get(body.get("input_file_id", ""))
+            if data is None or body.get("endpoint") != "/v1/chat/completions":
+                return server._error("openai", 400, "an input_file_id and endpoint /v1/chat/completions")
+            requests = [json.loads(line) for line in data.decode().splitlines() if line.strip()]
+            with self._lock:
+                batch_id = f"batch_{len(self.created) + 1:04d}"
+                self.created.append(batch_id)
+                self.batches[batch_id] = {"id": batch_id, "requests": requests, "status": "in_progress",
+                                          "input_file_id": body["input_file_id"]}
+            return 200, self._openai_batch(self.batches[batch_id]), {}
+        batch = self.batches.get(parts[0])
+        if method == "GET" and len(parts) == 1 and batch is not None:
+            with self._lock:
+                self.retrieved[batch["id"]] += 1
+                held = self.hold or (self.hold_from is not None
+                                     and self.created.index(batch["id"]) + 1 >= self.hold_from)
+                if batch["status"] == "in_progress" and not held and (
+                        self.retrieved[batch["id"]] > self.polls_in_progress):
+                    self._finish(server, batch)
+            return 200, self._openai_batch(batch), {}
+        return server._error("openai", 404, f"no route {method} {path}")
+
+    def _finish(self, server: FakeLLMServer, batch: dict[str, Any]) -> None:
+        """Answer every entry into an output file and an error file (called holding the lock)."""
+        output, errors = [], []
+        for request in batch["requests"]:
+            custom_id = request["custom_id"]
+            kind = self._draw(custom_id, request["body"])
+            line: dict[str, Any] = {"id": f"req-{custom_id}", "custom_id": custom_id, "response": None,
+                                    "error": None}
+            if kind == "succeeded":
+                answer = server._success("openai", "/v1/chat/completions", request["body"])
+                line["response"] = {"status_code": 200, "request_id": custom_id, "body": answer}
+                output.append(line)
+                continue
+            if kind in ("errored", "invalid"):
+                status = 500 if kind == "errored" else 400
+                error = {"message": f"injected batch entry error {status}", "type": "fake_error"}
+                line["response"] = {"status_code": status, "request_id": custom_id, "body": {"error": error}}
+            else:
+                code = "batch_expired" if kind == "expired" else "batch_cancelled"
+                line["error"] = {"code": code, "message": f"injected {kind} entry"}
+            errors.append(line)
+        batch["results"] = output + errors
+        batch["output_file_id"] = self._store_file(_jsonl(output)) if output else None
+        batch["error_file_id"] = self._store_file(_jsonl(errors)) if errors else None
+        batch["status"] = "completed"
+
+    @staticmethod
+    def _openai_batch(batch: dict[str, Any]) -> dict[str, Any]:
+        done = batch["status"] == "completed"
+        return {"id": batch["id"], "object": "batch", "endpoint": "/v1/chat/completions",
+                "input_file_id": batch["input_file_id"], "completion_window": "24h", "created_at": 0,
+                "status": batch["status"], "output_file_id": batch.get("output_file_id"),
+                "error_file_id": batch.get("error_file_id"), "completed_at": 1 if done else None,
+                "request_counts": {"total": len(batch["requests"]),
+                                   "completed": len(batch["requests"]) if done else 0, "failed": 0}}
+
+
+def _jsonl(lines: list[dict[str, Any]]) -> bytes:
+    return "".join(json.dumps(line) + "\n" for line in lines).encode()

@@ -9,7 +9,8 @@ It speaks just enough of three wire formats for the kit's backends:
 with a fixed latency, injected faults (429 with retry-after, 529, 500) decided deterministically
 from the seed and the request body, an optional required key (wrong key -> 401), counters per
 path, and the peak number of requests in flight. Other helpers add endpoints with `add_route`;
-`support.fake_batches.FakeBatches` adds Anthropic's Message Batches endpoints, and
+`support.fake_batches.FakeBatches` adds Anthropic's Message Batches endpoints, `FakeOpenAIBatches`
+OpenAI's files and Batch API, and
 `support.fault_server.FaultServer` scripted faults (hang, drop, garbage, error statuses). With
 `prompt_cache_min_tokens` set, the Anthropic format also plays prompt caching: the text up to a
 `cache_control` breakpoint is written on first sight and read afterwards, as the usage fields report.
@@ -410,7 +411,7 @@ class FakeLLMServer:
         """The answer to one request, before latency; also callable directly in tests."""
         for prefix in sorted(self._routes, key=len, reverse=True):
             if path.startswith(prefix):
-                return self._routes[prefix](self, method, path, json.loads(raw) if raw else {}, headers)
+                return self._routes[prefix](self, method, path, _route_body(raw, headers), headers)
         if method == "POST" and path == "/v1/messages":
             api = "anthropic"
         elif method == "POST" and path == "/v1/chat/completions":
@@ -531,6 +532,16 @@ class FakeLLMServer:
                 return tokens, 0
             self._prompt_cache.add(key)
         return 0, tokens
+
+
+def _route_body(raw: bytes, headers: dict[str, str]) -> dict[str, Any]:
+    """An added route's request body: parsed JSON, or, for any other content (a multipart upload), the
+    bytes under "_raw" and the content type under "_content_type"."""
+    if not raw:
+        return {}
+    if headers.get("content-type", "").startswith("multipart/"):
+        return {"_raw": raw, "_content_type": headers["content-type"]}
+    return json.loads(raw)
 
 
 def _serve_in_child() -> None:

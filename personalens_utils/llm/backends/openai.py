@@ -1,5 +1,9 @@
 """Any OpenAI-compatible chat-completions endpoint: vLLM, Ollama, llama.cpp server, OpenAI itself.
 
+The Batch API (an input file uploaded through `/v1/files`, then `/v1/batches`) serves `llm.batch` with
+the same request bodies; a server without it (most local ones) answers 404, which `llm.batch` reads as
+`BatchUnsupported` and the caller answers those requests live.
+
 The openai SDK (3.x, built on httpx2 like the anthropic SDK) reads OPENAI_API_KEY and
 OPENAI_BASE_URL. Local servers usually need no key; when the base URL is not OpenAI's and no key
 is set, a fixed placeholder is sent because the SDK refuses to run without one.
@@ -10,20 +14,38 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import httpx2
 import openai
 
+from ..batch import BatchResult, BatchUnsupported
 from ..endpoints import OPENAI_URL, openai_endpoint, public_url
 from ..types import FatalError, Request, Response, RetryableError, Usage
 from ._http import PING, PerLoop, classify_status, unreachable, unreadable
 
 LOCAL_PLACEHOLDER_KEY = "no-key-needed"
+CHAT_PATH = "/v1/chat/completions"
+ENDED = frozenset({"completed", "failed", "expired", "cancelled"})
+"""Batch statuses after which nothing more is answered."""
+_UNPROCESSED = {"batch_expired": "expired", "batch_cancelled": "canceled"}
+"""Error codes of entries a batch ended without processing, as `llm.batch` names the outcome."""
+
+
+def _usage(usage: dict[str, Any] | None) -> Usage:
+    """Token usage of a chat completion (cached prompt tokens counted apart, as live answers count them)."""
+    if not usage:
+        return Usage()
+    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
+    return Usage(input_tokens=usage.get("prompt_tokens", 0) - cached,
+                 output_tokens=usage.get("completion_tokens", 0), cache_read_tokens=cached)
 
 
 class OpenAIBackend:
     name = "openai"
+    batch_limits = (50_000, 200 * 10**6)
+    """The Batch API takes at most 50,000 requests and a 200 MB input file per batch."""
     key_hint = (
         "Set OPENAI_API_KEY in the environment, or point OPENAI_BASE_URL at a local server "
         "(vLLM, Ollama, llama.cpp) that needs no key."
@@ -73,8 +95,8 @@ class OpenAIBackend:
             http_client=self._http_client,
         )
 
-    async def acomplete(self, request: Request, model: str) -> Response:
-        client = self._clients.get()
+    def body(self, request: Request, model: str) -> dict[str, Any]:
+        """The chat-completions body of one request: what a live call and a batch entry both send."""
         messages = [{"role": "system", "content": request.system}] if request.system else []
         messages += [m.as_dict() for m in request.messages]
         kwargs: dict[str, Any] = {"model": model, "messages": messages, self.token_param: request.max_tokens}
@@ -82,6 +104,11 @@ class OpenAIBackend:
             kwargs["temperature"] = request.temperature
         if request.stop:
             kwargs["stop"] = list(request.stop)
+        return kwargs
+
+    async def acomplete(self, request: Request, model: str) -> Response:
+        client = self._clients.get()
+        kwargs = self.body(request, model)
         started = time.perf_counter()
         try:
             completion = await client.chat.completions.create(**kwargs)
@@ -136,6 +163,77 @@ class OpenAIBackend:
             raise unreachable(self.name, self.endpoint(), err) from err
         except (json.JSONDecodeError, openai.APIResponseValidationError) as err:
             raise unreadable(self.name, model, self.endpoint(), err) from err
+
+    # -- Batch API --------------------------------------------------------------------------------
+
+    def _batch_error(self, err: Exception, doing: str) -> Exception:
+        if isinstance(err, openai.NotFoundError):
+            return BatchUnsupported(f"openai backend at {self.endpoint()}: {doing}: the server has no batch "
+                                    "API (404); its requests are answered live", status=404)
+        if isinstance(err, openai.APIStatusError):
+            return self._status_error(err, "")
+        return RetryableError(f"openai backend at {self.base_url}: {doing}: connection failed: {err}")
+
+    async def create_batch(self, entries: Sequence[tuple[str, Request, str]]) -> str:
+        """Upload (custom_id, request, resolved model) entries as a JSONL input file and start one batch of
+        chat completions on it; the batch's id."""
+        client = self._clients.get()
+        lines = [json.dumps({"custom_id": custom_id, "method": "POST", "url": CHAT_PATH,
+                             "body": self.body(request, model)}) for custom_id, request, model in entries]
+        data = ("\n".join(lines) + "\n").encode()
+        try:
+            uploaded = await client.files.create(file=("batch.jsonl", data), purpose="batch")
+            batch = await client.batches.create(input_file_id=uploaded.id, endpoint=CHAT_PATH,
+                                                completion_window="24h")
+        except (openai.APIStatusError, openai.APIConnectionError) as err:
+            raise self._batch_error(err, "creating a batch") from err
+        return batch.id
+
+    async def _retrieve(self, batch_id: str) -> Any:
+        try:
+            return await self._clients.get().batches.retrieve(batch_id)
+        except (openai.APIStatusError, openai.APIConnectionError) as err:
+            raise self._batch_error(err, f"polling batch {batch_id}") from err
+
+    async def batch_status(self, batch_id: str) -> str:
+        """"ended" once the batch completed, failed, expired or was cancelled; else its status."""
+        status = (await self._retrieve(batch_id)).status
+        return "ended" if status in ENDED else status
+
+    async def batch_results(self, batch_id: str) -> list[BatchResult]:
+        """Every entry the ended batch's output and error files hold, matched by custom_id."""
+        batch = await self._retrieve(batch_id)
+        out = []
+        for file_id in (batch.output_file_id, batch.error_file_id):
+            if not file_id:
+                continue
+            try:
+                content = await self._clients.get().files.content(file_id)
+            except (openai.APIStatusError, openai.APIConnectionError) as err:
+                raise self._batch_error(err, f"reading file {file_id} of batch {batch_id}") from err
+            out += [self._batch_result(json.loads(line))
+                    for line in content.text.splitlines() if line.strip()]
+        return out
+
+    def _batch_result(self, line: dict[str, Any]) -> BatchResult:
+        custom_id, error = line["custom_id"], line.get("error")
+        if error:
+            code = str(error.get("code") or "")
+            return BatchResult(custom_id, _UNPROCESSED.get(code, "errored"),
+                               error=f"{code}: {error.get('message') or ''}")
+        response = line.get("response") or {}
+        status, body = int(response.get("status_code") or 0), response.get("body") or {}
+        if status != 200:
+            message = (body.get("error") or {}).get("message") or f"status {status}"
+            return BatchResult(custom_id, "errored", error=f"status {status}: {message}",
+                               retryable=status == 429 or status >= 500)
+        choices = body.get("choices") or []
+        if not choices:
+            return BatchResult(custom_id, "errored", error="the reply had no choices")
+        text = (choices[0].get("message") or {}).get("content") or ""
+        return BatchResult(custom_id, "succeeded", Response(text=text, usage=_usage(body.get("usage")),
+                                                            backend=self.name, model=body.get("model", ""),
+                                                            latency_s=0.0))
 
     async def aclose(self) -> None:
         client = self._clients.pop()
