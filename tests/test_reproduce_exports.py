@@ -4,9 +4,11 @@ compiles without an error or an overfull box, and every figure PDF passes the pr
 
 from __future__ import annotations
 
+import csv as csvlib
 import shutil
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from support.pdf import font_sizes, font_subtypes, page_size
 from test_figure_export import POINTS_PER_INCH, pdf_text
@@ -14,6 +16,7 @@ from test_latex_tables import PDFLATEX, compile_problems
 
 from personalens_utils import plots
 from personalens_utils.llm.offline import OFFLINE_LABEL
+from personalens_utils.tables import read_caption
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("reproduced_checkout")]
 
@@ -40,6 +43,18 @@ def test_every_exported_table_compiles(run_dir, tmp_path):
         if problems := compile_problems(copy):
             failed[str(tex.relative_to(run_dir))] = problems
     assert failed == {}
+
+
+def test_every_exported_csv_reads_plain(run_dir):
+    """`pandas.read_csv` as it is gives each table's own header: no caption line above it."""
+    csvs = sorted(run_dir.rglob("tables/*.csv"))
+    assert len(csvs) >= 10
+    for csv in csvs:
+        columns = [str(c) for c in pd.read_csv(csv).columns]
+        with csv.open(encoding="utf-8", newline="") as fh:
+            assert columns == next(csvlib.reader(fh)), f"{csv.name}: the header is not the first line"
+        assert not any(c.startswith("Unnamed:") for c in columns), f"{csv.name}: a caption line for a header"
+        assert read_caption(csv) not in ",".join(columns), f"{csv.name}: the caption is in the CSV"
 
 
 def test_every_exported_figure_is_print_ready(run_dir):
