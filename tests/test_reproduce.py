@@ -207,7 +207,7 @@ def test_a_kernel_that_dies_at_start_is_started_again_once(tmp_path, monkeypatch
             raise RuntimeError(notebooks.KERNEL_START_FAILURE)
 
     monkeypatch.setattr(notebooks.papermill, "execute_notebook", flaky)
-    notebooks._execute(tmp_path / "a.ipynb", tmp_path / "b.ipynb", {}, tmp_path, "a")
+    notebooks.execute(tmp_path / "a.ipynb", tmp_path / "b.ipynb", {}, tmp_path, "a")
     assert len(calls) == 2
 
     def always(*args, **kwargs):
@@ -217,7 +217,7 @@ def test_a_kernel_that_dies_at_start_is_started_again_once(tmp_path, monkeypatch
     calls.clear()
     monkeypatch.setattr(notebooks.papermill, "execute_notebook", always)
     with pytest.raises(RuntimeError, match="kernel_info"):
-        notebooks._execute(tmp_path / "a.ipynb", tmp_path / "b.ipynb", {}, tmp_path, "a")
+        notebooks.execute(tmp_path / "a.ipynb", tmp_path / "b.ipynb", {}, tmp_path, "a")
     assert len(calls) == 2
 
     def broken(*args, **kwargs):
@@ -227,7 +227,7 @@ def test_a_kernel_that_dies_at_start_is_started_again_once(tmp_path, monkeypatch
     calls.clear()
     monkeypatch.setattr(notebooks.papermill, "execute_notebook", broken)
     with pytest.raises(RuntimeError, match="own error"):
-        notebooks._execute(tmp_path / "a.ipynb", tmp_path / "b.ipynb", {}, tmp_path, "a")
+        notebooks.execute(tmp_path / "a.ipynb", tmp_path / "b.ipynb", {}, tmp_path, "a")
     assert len(calls) == 1
 
 

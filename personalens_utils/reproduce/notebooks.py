@@ -73,7 +73,7 @@ def run_notebook(
     started = time.perf_counter()
     print(f"[reproduce] {name}{label}: {', '.join(f'{k}={v!r}' for k, v in passed.items())}", flush=True)
     try:
-        _execute(source, executed, passed, settings.notebooks_dir, f"{name}{label}")
+        execute(source, executed, passed, settings.notebooks_dir, f"{name}{label}")
     except Exception as exc:  # a failed notebook is reported in INDEX.md; its dependants do not run
         seconds = time.perf_counter() - started
         summary = str(exc).strip().splitlines()
@@ -90,7 +90,7 @@ def _written(folder: Path, before: dict[Path, tuple[int, int]]) -> tuple[Path, .
     return tuple(sorted(path for path, stamp in outputs(folder).items() if before.get(path) != stamp))
 
 
-def _execute(source: Path, executed: Path, params: dict[str, Any], cwd: Path, name: str) -> None:
+def execute(source: Path, executed: Path, params: dict[str, Any], cwd: Path, name: str) -> None:
     """papermill, started again once if the kernel died before running anything (a port race
     between kernels starting at the same moment); any other failure is the notebook's own."""
     for attempt in (1, 2):
