@@ -69,4 +69,4 @@ def test_figure5_draws_all_sd_tasks_over_the_domains(figures, name):  # noqa: F8
 def test_t3_axis_names_the_smallest_detectable_difference(exports):  # noqa: F811
     _, plan = exports
     for fig in (plan.figure.figure, plan.figure.at("text")):
-        assert fig.axes[0].get_ylabel().startswith("smallest detectable ")
+        assert " ".join(fig.axes[0].get_ylabel().split()).startswith("smallest detectable P difference")
