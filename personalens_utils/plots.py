@@ -9,7 +9,6 @@ of the figure; the caption, with the provenance and N, goes in a text file besid
 from __future__ import annotations
 
 import os
-import textwrap
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -34,10 +33,8 @@ SERIF_FONTS = ("STIXGeneral", "DejaVu Serif")
 PDF_METADATA = {"CreationDate": None}
 """PDF document info without the timestamp matplotlib would otherwise write."""
 CAPTION_SUFFIX = ".txt"
-OFFLINE_NOTE = "Offline backend: rule-based simulation, not a language model"
+OFFLINE_NOTE = "Offline backend: rule-based, not a language model"
 """Printed in the corner of a figure made from offline results, so it cannot be pasted without it."""
-NOTE_CHAR_EM = 0.62
-"""Rough width of a character of the note, in ems, for wrapping it to the figure's width."""
 
 Span = Literal["column", "text"]
 
@@ -142,12 +139,11 @@ def new_figure(span: Span, height: float, **subplots: Any) -> tuple[Figure, Any]
 
 def mark_offline(fig: Figure, backend_names: Iterable[str]) -> None:
     """Print `OFFLINE_NOTE` small in the figure's top right corner when any number in it came from the
-    offline backend. It is the figure's suptitle, so constrained layout keeps room for it."""
+    offline backend, on one line (short enough for a column at `MIN_FONT_PT`). It is the figure's
+    suptitle, so constrained layout keeps room for it."""
     if "offline" not in set(backend_names):
         return
-    chars = int(fig.get_figwidth() * 72 / (MIN_FONT_PT * NOTE_CHAR_EM))
-    fig.suptitle(textwrap.fill(OFFLINE_NOTE, chars), x=0.995, ha="right", fontsize=MIN_FONT_PT,
-                 color="0.35", fontstyle="italic", linespacing=1.0)
+    fig.suptitle(OFFLINE_NOTE, x=0.995, ha="right", fontsize=MIN_FONT_PT, color="0.35", fontstyle="italic")
 
 
 SPOKE_LABEL_GAP = 0.1

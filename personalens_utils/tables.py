@@ -145,19 +145,18 @@ def save_table(
     best: Mapping[str, str] | None = None,
     printing: Printing | None = None,
 ) -> dict[str, Path]:
-    """Write `df` as `<output_dir>/tables/table<number>_<slug>.{csv,tex,md}`; the caption goes in all three.
+    """Write `df` as `<output_dir>/tables/table<number>_<slug>.{csv,tex,md}`; the caption goes in the
+    LaTeX and the Markdown, not the CSV.
 
-    The CSV keeps full precision (caption as a leading `#` comment line); LaTeX and Markdown are
-    rounded with `float_format` for reading. The LaTeX compiles as it is in a paper (`latex`), with
-    a label made from the table's number and slug, where `best` names columns ("max"/"min"),
-    their best values in bold; `printing` gives the words both print (headers and ids as a reader
-    names them; the CSV keeps the ids) and the LaTeX layout.
+    The CSV is plain (its first line is the header, so `pandas.read_csv` reads it as it is) and
+    keeps full precision; LaTeX and Markdown are rounded with `float_format` for reading. The LaTeX
+    compiles as it is in a paper (`latex`), with a label made from the table's number and slug,
+    where `best` names columns ("max"/"min"), their best values in bold; `printing` gives the words
+    both print (headers and ids as a reader names them; the CSV keeps the ids) and the LaTeX layout.
     """
     paths = table_paths(output_dir, number, slug)
     paths["csv"].parent.mkdir(parents=True, exist_ok=True)
-    with paths["csv"].open("w", encoding="utf-8") as fh:
-        fh.write(f"# {caption}\n")
-        df.to_csv(fh, index=False)
+    df.to_csv(paths["csv"], index=False)
     shown = df.copy()
     for col in shown.columns:
         if pd.api.types.is_float_dtype(shown[col]):
@@ -177,5 +176,13 @@ def save_table(
 
 
 def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
-    """Read back a CSV written by `save_table` (skipping its caption line)."""
-    return pd.read_csv(path, comment=None, skiprows=1)
+    """Read back a CSV written by `save_table`, ids and numbers as written (no `#` comment handling,
+    since a cell may start with one)."""
+    return pd.read_csv(path, comment=None)
+
+
+def read_caption(path: str | os.PathLike[str]) -> str:
+    """The caption of a table written by `save_table`, from its Markdown sidecar (`path` may name any
+    of the three files)."""
+    first = Path(path).with_suffix(".md").read_text(encoding="utf-8").split("\n", 1)[0]
+    return first.split("** ", 1)[1] if first.startswith("**Table ") else first

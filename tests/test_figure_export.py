@@ -85,7 +85,8 @@ def test_a_figure_from_offline_results_carries_the_note_inside(figure_dir):
     for caption in offline:
         for pdf in sorted(figure_dir.glob(f"{caption.stem}*.pdf")):
             text = pdf_text(pdf)
-            assert plots.OFFLINE_NOTE in " ".join(text.split()), f"{pdf.name}: no offline note in the image"
+            assert plots.OFFLINE_NOTE in [line.strip() for line in text.splitlines()], (
+                f"{pdf.name}: no offline note on one line in the image")
     assert "Offline" not in pdf_text(figure_dir / "figure3_demographics.pdf")  # given data: no note
 
 

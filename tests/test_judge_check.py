@@ -138,5 +138,5 @@ def test_an_assistant_missing_from_the_scores_is_named(judged):
 def test_the_sanity_table_compiles_and_its_csv_keeps_the_verdict(judged, tmp_path):
     paths = judge_sanity(judged, DESIGNED_ORDER, n_resamples=200).save(tmp_path, "J3", "judge_sanity")
     assert compile_problems(paths["tex"]) == []
-    csv = pd.read_csv(paths["csv"], skiprows=1)
+    csv = pd.read_csv(paths["csv"])
     assert list(csv["Recovered"]) == ["yes", "yes"] and list(csv.columns[3:7]) == list(DESIGNED_ORDER)

@@ -129,7 +129,7 @@ def test_the_offline_judge_passes_all_it_can_be_measured_on(world, tmp_path):
         "human agreement (TCR)", "human agreement (P)", "self-preference (TCR)", "self-preference (P)"}
     paths = export_card(card, tmp_path, "T1")
     assert paths["csv"].name == "tableT1_judge_report_card.csv"
-    exported = pd.read_csv(paths["csv"], skiprows=1)
+    exported = pd.read_csv(paths["csv"])
     assert tuple(exported.columns) == CARD_COLUMNS
     assert set(exported["verdict"]) <= {PASS, FAIL, NOT_MEASURED}
     assert "offline" in card.caption

@@ -177,7 +177,7 @@ def test_reproduce_passes_the_time_limits_to_notebooks_03_to_05_and_refuses_bad_
         monkeypatch, tmp_path, capsys):
     calls: dict[str, dict] = {}
 
-    def record(settings, name, out, params, label=""):
+    def record(settings, name, out, params, label="", counter=""):
         calls[name + label] = params
         return reproduce.StepResult(name + label, None, 0.0, True)
 

@@ -100,10 +100,22 @@ def test_run_notebook_passes_declared_parameters_only(executed):
     root, steps = executed
     step = steps["writer"]
     assert step.ok and step.executed == root / "out" / "writer.ipynb" and step.executed.is_file()
-    assert (root / "out" / "tables" / "table3_tiny.csv").read_text().startswith("# caption passed")
+    assert (root / "out" / "tables" / "table3_tiny.md").read_text().startswith("**Table 3.** caption passed")
     injected = nbformat.read(step.executed, 4).cells[1].source  # papermill's injected-parameters cell
     assert "passed" in injected and "undeclared" not in injected
     assert {p.name for p in step.written} == {f"table3_tiny.{ext}" for ext in ("csv", "md", "tex")}
+
+
+def test_a_notebook_is_counted_and_its_parameters_go_to_the_log_not_the_terminal(tmp_path, capsys):
+    books = tmp_path / "notebooks"
+    books.mkdir()
+    _notebook(books / "quiet.ipynb", 'label = "default"', "print(label)")
+    step = reproduce.run_notebook(Settings(run="t", notebooks_dir=books), "quiet", tmp_path / "out",
+                                  {"label": "a long value " * 40}, counter="[2/5] ")
+    printed = capsys.readouterr().out
+    assert step.ok and "[reproduce] [2/5] quiet done in " in printed
+    assert "a long value" not in printed and max(map(len, printed.splitlines())) < 80
+    assert (tmp_path / "out" / "parameters.log").read_text().startswith("quiet: label='a long value ")
 
 
 def test_a_failing_notebook_and_a_missing_one_are_recorded_as_failed(executed):
@@ -207,7 +219,7 @@ def test_a_kernel_that_dies_at_start_is_started_again_once(tmp_path, monkeypatch
             raise RuntimeError(notebooks.KERNEL_START_FAILURE)
 
     monkeypatch.setattr(notebooks.papermill, "execute_notebook", flaky)
-    notebooks._execute(tmp_path / "a.ipynb", tmp_path / "b.ipynb", {}, tmp_path, "a")
+    notebooks.execute(tmp_path / "a.ipynb", tmp_path / "b.ipynb", {}, tmp_path, "a")
     assert len(calls) == 2
 
     def always(*args, **kwargs):
@@ -217,7 +229,7 @@ def test_a_kernel_that_dies_at_start_is_started_again_once(tmp_path, monkeypatch
     calls.clear()
     monkeypatch.setattr(notebooks.papermill, "execute_notebook", always)
     with pytest.raises(RuntimeError, match="kernel_info"):
-        notebooks._execute(tmp_path / "a.ipynb", tmp_path / "b.ipynb", {}, tmp_path, "a")
+        notebooks.execute(tmp_path / "a.ipynb", tmp_path / "b.ipynb", {}, tmp_path, "a")
     assert len(calls) == 2
 
     def broken(*args, **kwargs):
@@ -227,7 +239,7 @@ def test_a_kernel_that_dies_at_start_is_started_again_once(tmp_path, monkeypatch
     calls.clear()
     monkeypatch.setattr(notebooks.papermill, "execute_notebook", broken)
     with pytest.raises(RuntimeError, match="own error"):
-        notebooks._execute(tmp_path / "a.ipynb", tmp_path / "b.ipynb", {}, tmp_path, "a")
+        notebooks.execute(tmp_path / "a.ipynb", tmp_path / "b.ipynb", {}, tmp_path, "a")
     assert len(calls) == 1
 
 
@@ -243,7 +255,7 @@ def test_per_role_specs_reach_the_notebooks_and_notebook_06_gets_the_stored_name
         "--compare-assistant", RETRIEVAL])
     calls: dict[str, dict] = {}
 
-    def record(settings, name, out, params, label=""):
+    def record(settings, name, out, params, label="", counter=""):
         calls[name + label] = params
         return StepResult(name + label, None, 0.0, True)
 

@@ -55,7 +55,8 @@ def test_a_failed_notebook_01_stops_the_pass_and_nothing_stale_is_published(proj
                      "--assistant-models", "ref-follows-setting", "--ablation-model", "ref-follows-setting"])
     out = capsys.readouterr().out
     assert code == 1
-    assert "[reproduce] 03_simulation-ref_follows_setting: not run, 01_generation failed" in out
+    assert "[reproduce] [2/8] 03_simulation-ref_follows_setting: not run, 01_generation failed" in out
+    assert "[reproduce] [1/8] 01_generation FAILED after" in out
     assert "nothing copied to tables/ and figures/, runs/LATEST unchanged" in out
     assert "ran 1 notebook(s), 1 failed, 6 not run" in out  # 08 (PERSONA Bench) needs nothing of 01
     assert not (project / "tables").exists()
@@ -82,7 +83,7 @@ def test_a_failure_stops_only_the_notebooks_that_need_its_output(monkeypatch, tm
     monkeypatch.setattr(pipeline, "publish", lambda result: [])
     ran: list[str] = []
 
-    def run(settings, name, out, params, label=""):
+    def run(settings, name, out, params, label="", counter=""):
         ran.append(f"{out.name}/{name}{label}")
         ok = not (out.name == "generated" and name == "05_ablation")
         return StepResult(name + label, None, 1.0, ok, "" if ok else "ScoresError: no judgments")

@@ -133,7 +133,7 @@ def test_parameters_doc_lists_every_notebook_parameter():
 def test_reproduce_passes_each_seed_under_its_own_name(monkeypatch, tmp_path):
     calls: dict[str, dict] = {}
 
-    def record(settings, name, out, params, label=""):
+    def record(settings, name, out, params, label="", counter=""):
         calls[name + label] = params
         return reproduce.StepResult(name + label, None, 0.0, True)
 

@@ -15,7 +15,7 @@ from personalens_utils.llm.offline import OFFLINE_LABEL
 from personalens_utils.official_io import import_official
 from personalens_utils.records import Dialogue
 from personalens_utils.store import RunStore
-from personalens_utils.tables import read_table
+from personalens_utils.tables import read_caption, read_table
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "03_simulation.ipynb"
 
@@ -43,8 +43,7 @@ def test_notebook_03_simulates_and_writes_table13(tmp_path):
     assert len(records) == 4 * 4 * 2 and {r.status for r in records} == {"terminated"}
     tables = tmp_path / "out" / "tables"
     for name in ("table13_dialogue_stats", "table13_dialogue_stats_base_I", "tableS1_dialogue_outcomes"):
-        caption = (tables / f"{name}.csv").read_text().splitlines()[0]
-        assert OFFLINE_LABEL in caption
+        assert OFFLINE_LABEL in read_caption(tables / f"{name}.csv")
     stats = read_table(tables / "table13_dialogue_stats.csv")
     assert stats["# Dialogues"].tolist() == [12, 4]
     assert sorted(import_official(tmp_path / "official"), key=lambda r: r.id) == sorted(

@@ -11,7 +11,7 @@ from test_analysis_support import JUDGE, build_store
 from personalens_utils import analysis
 from personalens_utils.analysis import scores
 from personalens_utils.llm.offline import OFFLINE_LABEL
-from personalens_utils.tables import Source, TableResult, read_table
+from personalens_utils.tables import Source, TableResult, read_caption, read_table
 
 
 def test_source_sorts_its_names_and_says_where_from():
@@ -45,7 +45,8 @@ def test_save_writes_the_frame_and_save_data_the_long_form(tmp_path):
     long = result.save_data(tmp_path, 3, "t_data", note=" Every number.")
     assert read_table(shown["csv"]).columns.tolist() == ["Model", "TCR"]
     assert read_table(long["csv"])["mean"].tolist() == [90.0]
-    assert long["csv"].read_text().splitlines()[0] == "# Caption. Every number."
+    assert pd.read_csv(long["csv"]).columns.tolist() == ["model", "mean"]  # plain: the header comes first
+    assert read_caption(long["csv"]) == "Caption. Every number."
     assert result.describe() == "Caption. Source: x/, 1 dialogues."
 
 

@@ -40,6 +40,9 @@ from personalens_utils.tables import Source
 REPRESENTATIVE_DOMAINS = ("Movies", "Music", "Messaging")
 MIN_DIALOGUES_PER_TURN = 5
 RADAR_HOLE = 0.25
+RADAR_MARGIN = 0.08
+"""Room inside a radar chart below its scale's lowest score, as a share of the scale: a polygon of
+lowest scores draws as its own ring, not along the edge of the chart's hole."""
 """Radius below the lowest score, as a share of the scale, so the lowest score is a ring, not a point."""
 DOMAIN_DIMENSIONS = (TASK_COMPLETION, PERSONALIZATION)
 """What the per-domain figures show."""
@@ -177,9 +180,10 @@ def figure5(
         series = list(dict.fromkeys(curves["series"]))
         for label, style in zip(series, greyscale_styles(len(series)), strict=True):
             sel = curves[curves["series"] == label]
-            if label == "All SD tasks":
+            overall = label == "All SD tasks"  # drawn last, over the domains, which it summarises
+            if overall:
                 style = {**style, "color": "black", "lw": 1.6}
-            ax.plot(sel["turn"], sel["mean"], label=label, zorder=3, **style)
+            ax.plot(sel["turn"], sel["mean"], label=label, zorder=4 if overall else 3, **style)
             ax.fill_between(sel["turn"], sel["ci_low"], sel["ci_high"], alpha=0.12, color=style["color"],
                             lw=0)
         ax.set_xlabel("Assistant turn")
@@ -241,8 +245,9 @@ def radar_chart(
             values = row.to_numpy(dtype=float)
             ax.plot(closed, np.append(values, values[0]), lw=1.1, ms=3, label=model, **style)
             ax.fill(closed, np.append(values, values[0]), color=style["color"], alpha=0.06)
-        ax.set_rorigin(scale.low - RADAR_HOLE * (scale.high - scale.low))
-        ax.set_ylim(scale.low, scale.high)
+        inner = scale.low - RADAR_MARGIN * (scale.high - scale.low)  # a polygon at the lowest score
+        ax.set_rorigin(inner - RADAR_HOLE * (scale.high - scale.low))  # stays off the hole's edge
+        ax.set_ylim(inner, scale.high)
         ax.set_yticks(np.arange(scale.low, scale.high + 0.5, 1.0))
         label_spokes(ax, angles, domains)
         between = float(angles[1] / 2) if len(angles) > 1 else np.pi / 2

@@ -62,6 +62,7 @@ __all__ = [
     "benchmark_root",
     "load_benchmark",
     "md_task_id",
+    "present_users",
     "resolve_users",
     "save_benchmark",
     "scenario_id",
@@ -172,6 +173,11 @@ def resolve_users(users: UsersArg) -> list[int] | None:
     except TypeError:
         raise TypeError(f"users must be None, a sample name or user indices, got {users!r}") from None
     return sorted(set(ids))
+
+
+def present_users(path: str | os.PathLike[str]) -> list[int]:
+    """The user ids a benchmark folder (or a parent holding data/) holds, sorted."""
+    return sorted(_available_users(benchmark_root(path) / PROFILE_DIR))
 
 
 def _available_users(profile_dir: Path) -> dict[int, Path]:

@@ -39,6 +39,8 @@ MODE_NOTE = {
     ),
 }
 RADAR_METRICS = ("Accuracy", "F1", "MCC", "ROUGE-1", "ROUGE-L", "BLEU", "METEOR", "SBERT")
+RINGS = (0.25, 0.5, 0.75, 1.0)
+"""The radar plot's rings (metric values), named in its caption rather than on the plot."""
 
 
 def predictions(store: RunStore) -> pd.DataFrame:
@@ -191,10 +193,7 @@ def radar(
             ax.plot(closed, np.append(values, values[0]), lw=1.1, ms=3, label=setting, **style)
             ax.fill(closed, np.append(values, values[0]), color=style["color"], alpha=0.06)
         ax.set_ylim(0, 1)
-        ax.set_yticks([0.25, 0.5, 0.75, 1.0])
-        ax.set_rlabel_position(float(np.degrees(angles[1] / 2)))  # between the first two axes
-        for label in ax.get_yticklabels():  # readable where a polygon crosses it
-            label.set_bbox({"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 0.6})
+        ax.set_yticks(RINGS, [])  # ring values in the caption: a label inside the plot would sit on the data
         label_spokes(ax, angles, metrics)
         ax.legend(
             loc="upper center",
@@ -207,8 +206,9 @@ def radar(
         return fig
 
     caption = (
-        f"PERSONA Bench radar plot of {model}: metrics in [0, 1] (MCC below 0 drawn at 0), one polygon "
-        f"per setting; metrics not measured are left out. {metric_note()} {_labels(model_frame, data_label)}"
+        f"PERSONA Bench radar plot of {model}: metrics in [0, 1] (MCC below 0 drawn at 0; rings at "
+        f"{', '.join(f'{r:g}' for r in RINGS)}), one polygon per setting; metrics not measured are left "
+        f"out. {metric_note()} {_labels(model_frame, data_label)}"
     )
     return FigureResult(draw("column"), caption, _source(model_frame, origin), data=mine, at=draw)
 

@@ -17,6 +17,7 @@ from personalens_utils.analysis.scores import load_dialogues, load_judgments
 from personalens_utils.assistants import AssistantSpec
 from personalens_utils.assistants.reference import DESIGNED_ORDER
 from personalens_utils.store import RunStore
+from personalens_utils.tables import read_caption
 
 from .settings import (
     PERSONA_USERS,
@@ -104,11 +105,8 @@ NOT_COMPUTED = (
 
 
 def _caption(files: Sequence[Path]) -> str:
-    csv = next((f for f in files if f.suffix == ".csv"), None)
-    if csv is None:
-        return ""
-    first = csv.read_text(encoding="utf-8").splitlines()[:1]
-    return first[0].lstrip("# ").strip() if first else ""
+    md = next((f for f in files if f.suffix == ".md"), None)
+    return "" if md is None else read_caption(md)
 
 
 def _models(settings: Settings, kind: str, generated: bool) -> str:

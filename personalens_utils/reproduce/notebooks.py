@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +14,8 @@ from traitlets.config import Config
 from .settings import Settings
 
 OUTPUT_FOLDERS = ("tables", "figures")
+PARAMETERS_LOG = "parameters.log"
+"""Beside a pass's executed notebooks: each notebook's parameters, one line each."""
 KERNEL_START_FAILURE = "Kernel died before replying to kernel_info"
 """What papermill raises when a kernel cannot start, e.g. when another kernel took its port first."""
 KERNEL_CONFIG = Config({"KernelManager": {"transport_encryption": "auto"}})
@@ -58,12 +61,15 @@ def _declared(notebook: Path) -> set[str]:
 
 
 def run_notebook(
-    settings: Settings, name: str, out: Path, params: dict[str, Any], label: str = ""
+    settings: Settings, name: str, out: Path, params: dict[str, Any], label: str = "", counter: str = ""
 ) -> StepResult:
-    """Execute one notebook with the parameters it declares into `out`; a failure is recorded, not raised."""
+    """Execute one notebook with the parameters it declares into `out`; a failure is recorded, not raised.
+
+    `counter` ("[3/11] ") says where the notebook stands in its pass; the parameters go to the pass's
+    log (`out/parameters.log`), not the terminal, where a bar over the notebook's cells shows progress."""
     source = settings.notebooks_dir / f"{name}.ipynb"
     if not source.is_file():
-        print(f"[reproduce] {name}{label} FAILED: {source} does not exist", flush=True)
+        print(f"[reproduce] {counter}{name}{label} FAILED: {source} does not exist", flush=True)
         return StepResult(name + label, None, 0.0, False, f"notebooks/{source.name} does not exist")
     declared = _declared(source)
     passed = {k: v for k, v in params.items() if k in declared}
@@ -71,18 +77,20 @@ def run_notebook(
     executed = out / f"{name}{label}.ipynb"
     before = outputs(out)
     started = time.perf_counter()
-    print(f"[reproduce] {name}{label}: {', '.join(f'{k}={v!r}' for k, v in passed.items())}", flush=True)
+    log_parameters(out / PARAMETERS_LOG, f"{name}{label}", passed)
+    print(f"[reproduce] {counter}{name}{label} ...", flush=True)
     try:
-        _execute(source, executed, passed, settings.notebooks_dir, f"{name}{label}")
+        execute(source, executed, passed, settings.notebooks_dir, f"{name}{label}",
+                progress=sys.stderr.isatty())
     except Exception as exc:  # a failed notebook is reported in INDEX.md; its dependants do not run
         seconds = time.perf_counter() - started
         summary = str(exc).strip().splitlines()
         message = next((line for line in reversed(summary) if line.strip()), type(exc).__name__)
-        print(f"[reproduce] {name}{label} FAILED after {seconds:.0f}s: {message}", flush=True)
+        print(f"[reproduce] {counter}{name}{label} FAILED after {seconds:.0f}s: {message}", flush=True)
         return StepResult(name + label, executed, seconds, False, message[:400],
                           written=_written(out, before))
     seconds = time.perf_counter() - started
-    print(f"[reproduce] {name}{label} done in {seconds:.0f}s", flush=True)
+    print(f"[reproduce] {counter}{name}{label} done in {seconds:.0f}s", flush=True)
     return StepResult(name + label, executed, seconds, True, written=_written(out, before))
 
 
@@ -90,13 +98,22 @@ def _written(folder: Path, before: dict[Path, tuple[int, int]]) -> tuple[Path, .
     return tuple(sorted(path for path, stamp in outputs(folder).items() if before.get(path) != stamp))
 
 
-def _execute(source: Path, executed: Path, params: dict[str, Any], cwd: Path, name: str) -> None:
+def log_parameters(log_file: Path, name: str, params: dict[str, Any]) -> None:
+    """Append a notebook's parameters to the pass's log: kept for reading, too long for the terminal."""
+    with log_file.open("a", encoding="utf-8") as fh:
+        fh.write(f"{name}: {', '.join(f'{k}={v!r}' for k, v in params.items())}\n")
+
+
+def execute(
+    source: Path, executed: Path, params: dict[str, Any], cwd: Path, name: str, *, progress: bool = False
+) -> None:
     """papermill, started again once if the kernel died before running anything (a port race
-    between kernels starting at the same moment); any other failure is the notebook's own."""
+    between kernels starting at the same moment); any other failure is the notebook's own.
+    `progress` draws papermill's tqdm bar over the notebook's cells (on a terminal)."""
     for attempt in (1, 2):
         try:
             papermill.execute_notebook(
-                str(source), str(executed), parameters=params, kernel_name="python3", progress_bar=False,
+                str(source), str(executed), parameters=params, kernel_name="python3", progress_bar=progress,
                 cwd=str(cwd), config=KERNEL_CONFIG,
             )
             return

@@ -18,7 +18,7 @@ from typing import Any
 from personalens_utils.paths import find_official_data, project_root, runs_dir, write_latest
 
 from .index import write_index
-from .notebooks import OUTPUT_FOLDERS, StepResult, run_notebook
+from .notebooks import OUTPUT_FOLDERS, PARAMETERS_LOG, StepResult, run_notebook
 from .settings import (
     PERSONA_USERS,
     TRUST_JUDGE_SAMPLES,
@@ -163,14 +163,20 @@ def run_pass(settings: Settings, name: str, benchmark_dir: Path | None) -> PassR
     result = PassResult(name, str(bench), "all generated" if generated else str(users), ablation_users,
                         folder)
     done: dict[str, StepResult] = {}
-    for step in plan_pass(settings, folder, bench, users, generated):
+    steps = plan_pass(settings, folder, bench, users, generated)
+    (folder / PARAMETERS_LOG).write_text("", encoding="utf-8")  # this pass's parameters only
+    print(f"[reproduce] pass {name!r}: {len(steps)} notebooks; their parameters in "
+          f"{folder / PARAMETERS_LOG}", flush=True)
+    for k, step in enumerate(steps, 1):
+        counter = f"[{k}/{len(steps)}] "
         missing = [need for need in step.needs if not done[need].ok]
         if missing:
             why = f"{missing[0]} {'failed' if not done[missing[0]].skipped else 'did not run'}"
-            print(f"[reproduce] {step.name}: not run, {why}", flush=True)
+            print(f"[reproduce] {counter}{step.name}: not run, {why}", flush=True)
             done[step.name] = StepResult(step.name, None, 0.0, False, why, skipped=True)
         else:
-            done[step.name] = run_notebook(settings, step.notebook, folder, step.params, step.label)
+            done[step.name] = run_notebook(settings, step.notebook, folder, step.params, step.label,
+                                           counter=counter)
         result.steps.append(done[step.name])
     return result
 

@@ -397,7 +397,7 @@ def plan_study(tidy: pd.DataFrame, *, treatment: str, control: str, dimension: s
             f"Users needed to detect a difference of {config.target:g} {unit} in {short} of {treatment} "
             f"minus {control}; {how}. " + pilot + priced + provenance_note(used),
             source, need, precision=3)
-    figure = _figure(grid, config, f"{short} difference ({unit})", used,
+    figure = _figure(grid, config, f"smallest detectable\n{short} difference ({unit})", used,
                      caption=f"Smallest detectable difference in {short} against users, per design; {how}. "
                              + pilot + provenance_note(used), source=source)
     return StudyPlan(components, table, figure, needed, f"{short} of {treatment} minus {control}", unit)
