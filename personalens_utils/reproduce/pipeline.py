@@ -69,7 +69,8 @@ def plan_pass(settings: Settings, folder: Path, bench: Path, users: Any, generat
     the dialogues 02 (Table 10) and 04 read; 06 reads the judgments of 04 and 05; 07 probes the judge on
     04's judgments of a small design (`TRUST_PROBE_USERS` x `TRUST_PROBE_TASKS`), repeats it
     (`TRUST_REPEATS` x `TRUST_JUDGE_SAMPLES`) for the variance decomposition and the power plan, and audits
-    03's dialogues."""
+    03's dialogues; 09 checks 04's judgments against (synthetic) annotators, blames failures and audits
+    the tasks (on 05's settings when not offline)."""
     common = {
         "backend": settings.backend,
         "benchmark_dir": str(bench),
@@ -133,6 +134,14 @@ def plan_pass(settings: Settings, folder: Path, bench: Path, users: Any, generat
         "judge_samples": TRUST_JUDGE_SAMPLES,
         "annotation_sheets": settings.annotations,
     }, needs=(*dialogues, judging.name))
+    validity = Step("09_validity", {
+        **common,
+        "user_model": model_name(settings, settings.user_model),
+        "reviewer_model": settings.reviewer_model,
+        "assistant_models": [assistant_name(settings, m) for m in settings.assistant_models],
+        "annotation_sheets": settings.annotations,
+        **_audit_arms(settings),
+    }, needs=(*dialogues, judging.name, ablation.name))
     persona = [Step("08_persona_bench", {
         "backend": "offline",
         "synthetic_users": PERSONA_USERS,
@@ -143,11 +152,20 @@ def plan_pass(settings: Settings, folder: Path, bench: Path, users: Any, generat
         "n_resamples": 100,
     })] if generated else []
     return [*steps, *simulations, judging, Step("02_validation", common, needs=dialogues), ablation, analysis,
-            trust, *persona]
+            trust, validity, *persona]
+
+
+def _audit_arms(settings: Settings) -> dict[str, str]:
+    """Notebook 09's task audit: offline, its default reference assistants (blind and full context);
+    else the ablation assistant in notebook 05's "base" and "base+all" settings."""
+    if settings.backend == "offline":
+        return {}
+    model = assistant_name(settings, settings.ablation_model)
+    return {"blind_assistant": f"{model}:base", "full_assistant": f"{model}:base+all"}
 
 
 def run_pass(settings: Settings, name: str, benchmark_dir: Path | None) -> PassResult:
-    """Run 01 (generated pass only) through 07 (and 08 in the generated pass) on one benchmark into
+    """Run 01 (generated pass only) through 07 and 09 (and 08 in the generated pass) on one benchmark into
     runs/<run>/<name>/; a notebook whose input a failed notebook should have made is not run."""
     folder = settings.root / name
     folder.mkdir(parents=True, exist_ok=True)

@@ -45,6 +45,8 @@ class Settings:
     """The assistant of Figures 4, 5 and Table 13; None: the ablation assistant."""
     judge_model: str = "Claude 3.5 Sonnet"
     second_judge_model: str = "Claude 3.7 Sonnet"
+    reviewer_model: str = "Claude 3.7 Sonnet"
+    """Who blames each failed dialogue in notebook 09 (never the judge)."""
     compare_assistant: str | None = None
     """An assistant (e.g. one written in Python) notebook 05 compares with the ablation one in Table 3."""
     official_users: str = "sample_50"
@@ -99,6 +101,7 @@ def role_models(settings: Settings) -> dict[str, str]:
             "ablation assistant": settings.ablation_model,
             "judge": settings.judge_model,
             "second judge": settings.second_judge_model,
+            "reviewer": settings.reviewer_model,
             **({"compared assistant": settings.compare_assistant} if settings.compare_assistant else {})}
 
 
