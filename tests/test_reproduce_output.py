@@ -13,6 +13,7 @@ def test_a_small_reproduction_prints_no_kernel_warning(reproduced_checkout):
     printed = (reproduced_checkout.parent / "reproduce.log").read_text(encoding="utf-8")
     assert "[reproduce] 06_analysis done in" in printed and "[reproduce] 08_persona_bench done in" in printed
     assert "[reproduce] 07_trust done in" in printed
-    assert "ran 11 notebook(s), 0 failed" in printed  # 01, 03 for four assistants, 04, 02, 05, 06, 07, 08
+    assert "[reproduce] 09_validity done in" in printed
+    assert "ran 12 notebook(s), 0 failed" in printed  # 01, 03 for four assistants, 04, 02, 05-07, 09, 08
     assert TCP_WARNING not in printed
     assert "[IPKernelApp] WARNING" not in printed

@@ -24,6 +24,7 @@ from .settings import (
     TRUST_PROBE_USERS,
     TRUST_REPEATS,
     Settings,
+    audit_arms,
     role_specs,
 )
 
@@ -151,8 +152,8 @@ def _models(settings: Settings, kind: str, generated: bool) -> str:
         return (f"reviewer {settings.reviewer_model} on judge {settings.judge_model}'s verdicts; "
                 f"assistants {', '.join(settings.assistant_models)}; user {settings.user_model}")
     if kind == "audit_arms":
-        arms = (f"{DESIGNED_ORDER[0]} against {DESIGNED_ORDER[-1]}" if settings.backend == "offline" else
-                f"{settings.ablation_model} in base against base+all")
+        pair = audit_arms(settings)
+        arms = f"{DESIGNED_ORDER[0]} against {DESIGNED_ORDER[-1]}" if pair is None else " against ".join(pair)
         return f"{arms}; user {settings.user_model}; judge {settings.judge_model}"
     if kind == "audit":
         return f"none at analysis time; rules over the dialogues of user agent {settings.user_model}"

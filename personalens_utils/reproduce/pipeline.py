@@ -27,6 +27,7 @@ from .settings import (
     TRUST_REPEATS,
     Settings,
     assistant_name,
+    audit_arms,
     model_name,
 )
 
@@ -70,7 +71,7 @@ def plan_pass(settings: Settings, folder: Path, bench: Path, users: Any, generat
     04's judgments of a small design (`TRUST_PROBE_USERS` x `TRUST_PROBE_TASKS`), repeats it
     (`TRUST_REPEATS` x `TRUST_JUDGE_SAMPLES`) for the variance decomposition and the power plan, and audits
     03's dialogues; 09 checks 04's judgments against (synthetic) annotators, blames failures and audits
-    the tasks (on 05's settings when not offline)."""
+    the tasks (on 05's settings unless the blind and full reference assistants ran)."""
     common = {
         "backend": settings.backend,
         "benchmark_dir": str(bench),
@@ -141,7 +142,7 @@ def plan_pass(settings: Settings, folder: Path, bench: Path, users: Any, generat
         "assistant_models": [assistant_name(settings, m) for m in settings.assistant_models],
         "annotation_sheets": settings.annotations,
         **_audit_arms(settings),
-    }, needs=(*dialogues, judging.name, ablation.name))
+    }, needs=(*dialogues, judging.name, *((ablation.name,) if audit_arms(settings) else ())))
     persona = [Step("08_persona_bench", {
         "backend": "offline",
         "synthetic_users": PERSONA_USERS,
@@ -156,12 +157,8 @@ def plan_pass(settings: Settings, folder: Path, bench: Path, users: Any, generat
 
 
 def _audit_arms(settings: Settings) -> dict[str, str]:
-    """Notebook 09's task audit: offline, its default reference assistants (blind and full context);
-    else the ablation assistant in notebook 05's "base" and "base+all" settings."""
-    if settings.backend == "offline":
-        return {}
-    model = assistant_name(settings, settings.ablation_model)
-    return {"blind_assistant": f"{model}:base", "full_assistant": f"{model}:base+all"}
+    arms = audit_arms(settings)
+    return {} if arms is None else {"blind_assistant": arms[0], "full_assistant": arms[1]}
 
 
 def run_pass(settings: Settings, name: str, benchmark_dir: Path | None) -> PassResult:

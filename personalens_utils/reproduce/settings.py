@@ -131,3 +131,13 @@ def model_name(settings: Settings, text: str) -> str:
 def assistant_name(settings: Settings, text: str) -> str:
     """The model name an assistant spec's records carry."""
     return AssistantSpec.parse(text, settings.backend).model
+
+
+def audit_arms(settings: Settings) -> tuple[str, str] | None:
+    """Notebook 09's task audit arms as "model:setting": None for its default, the blind and the full
+    reference assistant, when both are among the assistants; else the ablation assistant in notebook
+    05's "base" and "base+all" settings."""
+    if {DESIGNED_ORDER[0], DESIGNED_ORDER[-1]} <= set(settings.assistant_models):
+        return None
+    model = assistant_name(settings, settings.ablation_model)
+    return f"{model}:base", f"{model}:base+all"
