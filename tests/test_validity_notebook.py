@@ -48,27 +48,29 @@ def prepared(tmp_path_factory) -> Path:
     return root
 
 
-def _run(root: Path, out: Path, monkeypatch, **params) -> Path:
-    monkeypatch.setenv("PERSONALENS_CACHE", str(root / "cache"))
-    out.mkdir(parents=True, exist_ok=True)
-    executed = out / "09_validity.ipynb"
-    papermill.execute_notebook(str(NOTEBOOK), str(executed), kernel_name="python3", progress_bar=False,
-                               cwd=str(NOTEBOOK.parent), parameters={
-                                   "benchmark_dir": str(root / "bench"), "run_dir": str(root / "store"),
-                                   "output_dir": str(out), "user_model": "user-sim",
-                                   "judge_model": "judge-1", "reviewer_model": "reviewer-1",
-                                   "max_concurrency": 4, "annotation_size": 24, "n_resamples": 200,
-                                   **params})
-    return executed
+@pytest.fixture(scope="module")
+def ran(prepared, tmp_path_factory) -> Path:
+    """Notebook 09 run once (the store's models, a small sample): its output folder."""
+    out = tmp_path_factory.mktemp("out09")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PERSONALENS_CACHE", str(prepared / "cache"))
+        papermill.execute_notebook(str(NOTEBOOK), str(out / "09_validity.ipynb"), kernel_name="python3",
+                                   progress_bar=False, cwd=str(NOTEBOOK.parent), parameters={
+                                       "benchmark_dir": str(prepared / "bench"),
+                                       "run_dir": str(prepared / "store"), "output_dir": str(out),
+                                       "user_model": "user-sim", "judge_model": "judge-1",
+                                       "reviewer_model": "reviewer-1", "max_concurrency": 4,
+                                       "annotation_size": 24, "n_resamples": 200})
+    return out
 
 
 def _caption(path: Path) -> str:
     return path.read_text(encoding="utf-8").splitlines()[0]
 
 
-def test_notebook_09_exports_anchored_blame_and_task_audit_tables(prepared, tmp_path, monkeypatch):
-    executed = _run(prepared, tmp_path, monkeypatch)
-    tables = tmp_path / "tables"
+def test_notebook_09_exports_anchored_blame_and_task_audit_tables(prepared, ran):
+    executed = ran / "09_validity.ipynb"
+    tables = ran / "tables"
     anchored = tables / "tableV1_human_anchored.csv"
     frame = read_table(anchored)
     assert set(COLUMNS) <= set(frame.columns)
@@ -86,19 +88,20 @@ def test_notebook_09_exports_anchored_blame_and_task_audit_tables(prepared, tmp_
     for stem in ("tableV2_blame_rates", "tableV3_table3_without_user_faults", "tableV4_task_audit",
                  "tableV5_table3_on_measuring_tasks"):
         assert OFFLINE_LABEL in _caption(tables / f"{stem}.csv"), stem
-    reviews = RunStore(tmp_path / "validity_store").read(Blame)
+    reviews = RunStore(ran / "validity_store").read(Blame)
     assert reviews and {b.reviewer_model for b in reviews} == {"reviewer-1"}
     assert not (prepared / "store" / "blames.jsonl").exists()  # the run store stays as 03 and 04 left it
     text = json.dumps(json.loads(executed.read_text(encoding="utf-8"))["cells"])
     assert "No people's dialogues given" in text and "Notebook 09 finished" in text
-    assert not list((tmp_path / "people").glob("*.jsonl"))  # the widget is shown, not driven
+    assert not list((ran / "people").glob("*.jsonl"))  # the widget is shown, not driven
 
 
 @pytest.mark.skipif(PDFLATEX is None, reason="pdflatex not found")
-def test_every_table_of_notebook_09_prints_unscaled_on_an_acl_page(prepared, tmp_path, monkeypatch):
-    _run(prepared, tmp_path, monkeypatch)
+def test_every_table_of_notebook_09_prints_unscaled_on_an_acl_page(ran):
     failed = {}
-    for tex in sorted((tmp_path / "tables").glob("tableV*.tex")):
+    tables = sorted((ran / "tables").glob("tableV*.tex"))
+    assert len(tables) == 7  # V1, V1b, V1c, V2-V5 (V6 needs people's dialogues)
+    for tex in tables:
         text = tex.read_text(encoding="utf-8")
         assert not re.search(r"adjustbox|resizebox|scalebox", text), tex.name
         if problems := compile_problems(tex):
