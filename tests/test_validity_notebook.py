@@ -12,6 +12,7 @@ import papermill
 import pytest
 from test_latex_tables import PDFLATEX, compile_problems
 
+from personalens_utils.analysis import annotation
 from personalens_utils.data import load_benchmark
 from personalens_utils.generation import GenerationConfig, generate_benchmark
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
@@ -52,7 +53,8 @@ def prepared(tmp_path_factory) -> Path:
 def ran(prepared, tmp_path_factory) -> Path:
     """Notebook 09 run once (the store's models, a small sample): its output folder."""
     out = tmp_path_factory.mktemp("out09")
-    with pytest.MonkeyPatch.context() as patch:
+    annotation.export_sheet(prepared / "store", load_benchmark(prepared / "bench"), out / "annotation", n=12)
+    with pytest.MonkeyPatch.context() as patch:  # 06's Table 5 sample is in the same output folder
         patch.setenv("PERSONALENS_CACHE", str(prepared / "cache"))
         papermill.execute_notebook(str(NOTEBOOK), str(out / "09_validity.ipynb"), kernel_name="python3",
                                    progress_bar=False, cwd=str(NOTEBOOK.parent), parameters={
