@@ -279,8 +279,16 @@ def test_per_role_specs_reach_the_notebooks_and_notebook_06_gets_the_stored_name
                                                             reproduce_settings.TRUST_PROBE_TASKS)
     assert (trust["repeats"], trust["judge_samples"]) == (reproduce_settings.TRUST_REPEATS,
                                                           reproduce_settings.TRUST_JUDGE_SAMPLES)
+    validity = calls["09_validity"]  # the reviewer a spec, the stored names, the task audit on 05's settings
+    assert (validity["user_model"], validity["judge_model"]) == (trust["user_model"], trust["judge_model"])
+    assert validity["reviewer_model"] == "Claude 3.7 Sonnet"
+    assert validity["assistant_models"] == analysis["assistant_models"]
+    ablation = RETRIEVAL.removeprefix("python:")  # the reference assistants did not run: 05's two settings
+    assert (validity["blind_assistant"], validity["full_assistant"]) == (f"{ablation}:base",
+                                                                         f"{ablation}:base+all")
     lines = index._called_lines(settings)
     assert "- judge: anthropic:" in "\n".join(lines)
+    assert "- reviewer: offline:claude-3-7-sonnet-20250219 (Claude 3.7 Sonnet)" in lines
     assert any("python:personalens_utils.assistants.retrieval:RetrievalAssistant" in line and
                "-> offline:ref-follows-setting" in line for line in lines)
 

@@ -58,7 +58,7 @@ def test_a_failed_notebook_01_stops_the_pass_and_nothing_stale_is_published(proj
     assert "[reproduce] [2/8] 03_simulation-ref_follows_setting: not run, 01_generation failed" in out
     assert "[reproduce] [1/8] 01_generation FAILED after" in out
     assert "nothing copied to tables/ and figures/, runs/LATEST unchanged" in out
-    assert "ran 1 notebook(s), 1 failed, 6 not run" in out  # 08 (PERSONA Bench) needs nothing of 01
+    assert "ran 1 notebook(s), 1 failed, 7 not run" in out  # 08 (PERSONA Bench) needs nothing of 01
     assert not (project / "tables").exists()
     assert latest.read_text() == "folder: r/generated\nbenchmark: r/generated/benchmark\n"
     assert not (old / "06_analysis.ipynb").exists()  # no notebook ran on the old benchmark
@@ -76,7 +76,7 @@ def test_a_failed_notebook_01_stops_the_pass_and_nothing_stale_is_published(proj
 
 
 def test_a_failure_stops_only_the_notebooks_that_need_its_output(monkeypatch, tmp_path):
-    """05 fails: 02, 04 and 07 still run, 06 (which reads 05's judgments) does not; the official pass,
+    """05 fails: 02, 04 and 07 still run, 06 and 09 (which read 05's judgments) do not; the official pass,
     which needs nothing of the generated one, runs, finishes and is published."""
     monkeypatch.setattr(reproduce_settings, "runs_dir", lambda: tmp_path / "runs")
     monkeypatch.setattr(pipeline, "runs_dir", lambda: tmp_path / "runs")
@@ -95,8 +95,9 @@ def test_a_failure_stops_only_the_notebooks_that_need_its_output(monkeypatch, tm
     generated, official = results
     assert [s.outcome for s in generated.steps] == [
         "ok", "ok", "ok", "ok", "ok", "FAILED: ScoresError: no judgments", "not run: 05_ablation failed",
-        "ok", "ok"]  # 07 (dialogues and 04's judgments) and 08 need nothing of 05
-    assert [s.notebook for s in generated.steps][-3:] == ["06_analysis", "07_trust", "08_persona_bench"]
+        "ok", "not run: 05_ablation failed", "ok"]  # 07 and 08 need nothing of 05; 09 audits its settings
+    assert [s.notebook for s in generated.steps][-4:] == ["06_analysis", "07_trust", "09_validity",
+                                                          "08_persona_bench"]
     assert "generated/06_analysis" not in ran and "official/06_analysis" in ran
     assert official.finished and not generated.finished
     assert "folder: r/official" in (tmp_path / "runs" / "LATEST").read_text()

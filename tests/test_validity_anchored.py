@@ -291,3 +291,17 @@ def test_bad_input_is_named(offline_run, tmp_path):
     with pytest.raises(ValidityError, match="'assistant_setting'"):
         anchored.human_anchored(tidy.drop(columns=["assistant_setting"]), ratings, manifest=paths["manifest"],
                                 options=CLT)
+
+
+def test_sheets_without_their_manifest_are_refused_naming_where_it_was_looked_for(tmp_path):
+    sheet = tmp_path / "people" / "alice.csv"
+    sheet.parent.mkdir()
+    sheet.write_text("dialogue_id\n", encoding="utf-8")
+    with pytest.raises(ValidityError, match=r"no annotation manifest at .*people/annotation_sample\.json"):
+        anchored.sheets_for(None, None, pd.DataFrame(), tmp_path / "out", sheets=str(sheet.parent / "*.csv"))
+    with pytest.raises(ValidityError, match="no file matches"):
+        anchored.sheets_for(None, None, pd.DataFrame(), tmp_path / "out", sheets=str(tmp_path / "none*.csv"))
+    (sheet.parent / annotation.MANIFEST_NAME).write_text("{}", encoding="utf-8")
+    assert anchored.sheets_for(None, None, pd.DataFrame(), tmp_path / "out", sheets=[sheet]) == (
+        [sheet], sheet.parent / annotation.MANIFEST_NAME)
+    assert not (tmp_path / "out").exists()  # people's sheets given: nothing exported, nothing synthetic

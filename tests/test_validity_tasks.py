@@ -182,3 +182,13 @@ def test_the_task_audit_tables_print_at_their_natural_size(tidy, tmp_path):
     tables = sorted((tmp_path / "tables").glob("*.tex"))
     assert len(tables) == 2
     assert {t.name: compile_problems(t) for t in tables} == {t.name: [] for t in tables}
+
+
+def test_an_arm_parameter_reads_model_and_setting_and_keeps_a_specs_colon():
+    assert Arm.parse(None, OFFLINE_BLIND) == OFFLINE_BLIND
+    assert Arm.parse("m", OFFLINE_BLIND) == Arm("m", "base")
+    assert Arm.parse("m:base+DIS", OFFLINE_BLIND) == Arm("m", "base+all")  # the setting's own spelling
+    assert Arm.parse("openai:Qwen/Qwen2.5-7B-Instruct", OFFLINE_BLIND).assistant_model == \
+        "openai:Qwen/Qwen2.5-7B-Instruct"
+    with pytest.raises(TaskAuditError, match="parameter full_assistant: empty"):
+        Arm.parse(" ", OFFLINE_FULL, "full_assistant")

@@ -43,7 +43,8 @@ BATCH_BACKENDS = ("anthropic", "openai")
 """The backends whose batch API `--batch` sends notebooks 03 and 04 through (Bedrock batch inference is
 not supported)."""
 OPTIONS = {"user agent": "--user-model", "ablation assistant": "--ablation-model", "judge": "--judge-model",
-           "second judge": "--second-judge-model", "compared assistant": "--compare-assistant"}
+           "second judge": "--second-judge-model", "reviewer": "--reviewer-model",
+           "compared assistant": "--compare-assistant"}
 """The option that names each role's model (every other role is one of --assistant-models)."""
 
 
@@ -93,6 +94,7 @@ def parse_args(argv: Sequence[str] | None = None) -> Settings:
     parser.add_argument("--user-model", help="the user agent's model, or a spec backend:model")
     parser.add_argument("--judge-model", help="the judge's model, or a spec backend:model")
     parser.add_argument("--second-judge-model", help="judge for judge-judge agreement when no annotations")
+    parser.add_argument("--reviewer-model", help="who blames each failure in notebook 09 (never the judge)")
     parser.add_argument(
         "--compare-assistant",
         help=f"your assistant (e.g. {RETRIEVAL_SPEC}): "
@@ -151,13 +153,14 @@ def parse_args(argv: Sequence[str] | None = None) -> Settings:
         settings.assistant_models = ANTHROPIC_ASSISTANTS
         settings.user_model = settings.judge_model = "Claude Sonnet 4.5"
         settings.ablation_model, settings.second_judge_model = "Claude Haiku 4.5", "Claude Haiku 4.5"
+        settings.reviewer_model = "Claude Haiku 4.5"
         settings.focus_model = None
     if args.assistant_models:
         settings.assistant_models = tuple(m.strip() for m in args.assistant_models.split(",") if m.strip())
         if settings.focus_model not in settings.assistant_models:
             settings.focus_model = None
     for name in ("ablation_model", "focus_model", "user_model", "judge_model", "second_judge_model",
-                 "compare_assistant"):
+                 "reviewer_model", "compare_assistant"):
         if getattr(args, name):
             setattr(settings, name, getattr(args, name))
     return settings

@@ -26,6 +26,7 @@ from .settings import (
     TRUST_PROBE_USERS,
     TRUST_REPEATS,
     Settings,
+    audit_arms,
     role_specs,
 )
 
@@ -84,6 +85,21 @@ PAPER_ITEMS = (
               "repeats"),
     PaperItem("Power plan figure", "figureT3_power_plan", "07_trust",
               "smallest detectable P difference against users, one line per design (extra)", "repeats"),
+    PaperItem("Human-anchored estimates", "tableV1_human_anchored", "09_validity",
+              "judge, annotators' and anchored means per assistant and dimension, with intervals (extra)",
+              "anchored"),
+    PaperItem("Anchored differences", "tableV1b_anchored_differences", "09_validity",
+              "each pair of assistants' differences under the three estimates (extra)", "anchored"),
+    PaperItem("Label plan", "tableV1c_label_plan", "09_validity",
+              "labels needed for each target interval width (extra)", "anchored"),
+    PaperItem("Blame rates", "tableV2_blame_rates", "09_validity",
+              "share of failures blamed on the assistant, user agent, judge or nobody (extra)", "blame"),
+    PaperItem("Table 3 without user faults", "tableV3_table3_without_user_faults", "09_validity",
+              "Table 3 beside Table 3 without failures blamed on the user agent (extra)", "blame"),
+    PaperItem("Task audit", "tableV4_task_audit", "09_validity",
+              "per task, full- minus blind-assistant gap in P and TCR, and the flag (extra)", "audit_arms"),
+    PaperItem("Table 3 on measuring tasks", "tableV5_table3_on_measuring_tasks", "09_validity",
+              "Table 3 beside Table 3 without the flagged tasks (extra)", "audit_arms"),
     PaperItem("PERSONA Bench results", "tableP1_persona", "08_persona_bench",
               "PERSONA Bench: task x metric, P-Conv | P-NonConv (the authors' layout)", "persona"),
     PaperItem("PERSONA Bench per domain", "tableP2_persona", "08_persona_bench",
@@ -127,6 +143,17 @@ def _models(settings: Settings, kind: str, generated: bool) -> str:
                 f"{TRUST_REPEATS} simulation samples of the probe design's scenarios ({TRUST_PROBE_TASKS} "
                 f"tasks of each type of the first {TRUST_PROBE_USERS} users; assistants {assistants}; user "
                 f"{settings.user_model})")
+    if kind == "anchored":
+        people = (f"annotators' sheets {settings.annotations}" if settings.annotations else
+                  "SYNTHETIC annotators (seeded noise on the judge's scores, no people)")
+        return f"judge {settings.judge_model}; user {settings.user_model}; {people}"
+    if kind == "blame":
+        return (f"reviewer {settings.reviewer_model} on judge {settings.judge_model}'s verdicts; "
+                f"assistants {', '.join(settings.assistant_models)}; user {settings.user_model}")
+    if kind == "audit_arms":
+        pair = audit_arms(settings)
+        arms = f"{DESIGNED_ORDER[0]} against {DESIGNED_ORDER[-1]}" if pair is None else " against ".join(pair)
+        return f"{arms}; user {settings.user_model}; judge {settings.judge_model}"
     if kind == "audit":
         return f"none at analysis time; rules over the dialogues of user agent {settings.user_model}"
     if kind == "none":

@@ -27,6 +27,7 @@ from .settings import (
     TRUST_REPEATS,
     Settings,
     assistant_name,
+    audit_arms,
     model_name,
 )
 
@@ -69,7 +70,8 @@ def plan_pass(settings: Settings, folder: Path, bench: Path, users: Any, generat
     the dialogues 02 (Table 10) and 04 read; 06 reads the judgments of 04 and 05; 07 probes the judge on
     04's judgments of a small design (`TRUST_PROBE_USERS` x `TRUST_PROBE_TASKS`), repeats it
     (`TRUST_REPEATS` x `TRUST_JUDGE_SAMPLES`) for the variance decomposition and the power plan, and audits
-    03's dialogues."""
+    03's dialogues; 09 checks 04's judgments against (synthetic) annotators, blames failures and audits
+    the tasks (on 05's settings unless the blind and full reference assistants ran)."""
     common = {
         "backend": settings.backend,
         "benchmark_dir": str(bench),
@@ -134,6 +136,14 @@ def plan_pass(settings: Settings, folder: Path, bench: Path, users: Any, generat
         "judge_samples": TRUST_JUDGE_SAMPLES,
         "annotation_sheets": settings.annotations,
     }, needs=(*dialogues, judging.name))
+    validity = Step("09_validity", {
+        **common,
+        "user_model": model_name(settings, settings.user_model),
+        "reviewer_model": settings.reviewer_model,
+        "assistant_models": [assistant_name(settings, m) for m in settings.assistant_models],
+        "annotation_sheets": settings.annotations,
+        **_audit_arms(settings),
+    }, needs=(*dialogues, judging.name, *((ablation.name,) if audit_arms(settings) else ())))
     persona = [Step("08_persona_bench", {
         "backend": "offline",
         "synthetic_users": PERSONA_USERS,
@@ -144,11 +154,16 @@ def plan_pass(settings: Settings, folder: Path, bench: Path, users: Any, generat
         "n_resamples": 100,
     })] if generated else []
     return [*steps, *simulations, judging, Step("02_validation", common, needs=dialogues), ablation, analysis,
-            trust, *persona]
+            trust, validity, *persona]
+
+
+def _audit_arms(settings: Settings) -> dict[str, str]:
+    arms = audit_arms(settings)
+    return {} if arms is None else {"blind_assistant": arms[0], "full_assistant": arms[1]}
 
 
 def run_pass(settings: Settings, name: str, benchmark_dir: Path | None) -> PassResult:
-    """Run 01 (generated pass only) through 07 (and 08 in the generated pass) on one benchmark into
+    """Run 01 (generated pass only) through 07 and 09 (and 08 in the generated pass) on one benchmark into
     runs/<run>/<name>/; a notebook whose input a failed notebook should have made is not run."""
     folder = settings.root / name
     folder.mkdir(parents=True, exist_ok=True)

@@ -45,6 +45,8 @@ class Settings:
     """The assistant of Figures 4, 5 and Table 13; None: the ablation assistant."""
     judge_model: str = "Claude 3.5 Sonnet"
     second_judge_model: str = "Claude 3.7 Sonnet"
+    reviewer_model: str = "Claude 3.7 Sonnet"
+    """Who blames each failed dialogue in notebook 09 (never the judge)."""
     compare_assistant: str | None = None
     """An assistant (e.g. one written in Python) notebook 05 compares with the ablation one in Table 3."""
     official_users: str = "sample_50"
@@ -101,6 +103,7 @@ def role_models(settings: Settings) -> dict[str, str]:
             "ablation assistant": settings.ablation_model,
             "judge": settings.judge_model,
             "second judge": settings.second_judge_model,
+            "reviewer": settings.reviewer_model,
             **({"compared assistant": settings.compare_assistant} if settings.compare_assistant else {})}
 
 
@@ -130,3 +133,13 @@ def model_name(settings: Settings, text: str) -> str:
 def assistant_name(settings: Settings, text: str) -> str:
     """The model name an assistant spec's records carry."""
     return AssistantSpec.parse(text, settings.backend).model
+
+
+def audit_arms(settings: Settings) -> tuple[str, str] | None:
+    """Notebook 09's task audit arms as "model:setting": None for its default, the blind and the full
+    reference assistant, when both are among the assistants; else the ablation assistant in notebook
+    05's "base" and "base+all" settings."""
+    if {DESIGNED_ORDER[0], DESIGNED_ORDER[-1]} <= set(settings.assistant_models):
+        return None
+    model = assistant_name(settings, settings.ablation_model)
+    return f"{model}:base", f"{model}:base+all"

@@ -42,6 +42,7 @@ from personalens_utils.analysis.tables import (
 )
 from personalens_utils.assistants.reference import DESIGNED_ORDER
 from personalens_utils.errors import KitError
+from personalens_utils.simulation.settings import AssistantSetting, SettingError
 from personalens_utils.tables import TableResult
 from personalens_utils.trust.bootstrap import method_note, paired_difference
 from personalens_utils.trust.design import design_frame
@@ -68,6 +69,20 @@ class Arm:
     @property
     def label(self) -> str:
         return f"{self.assistant_model} ({self.setting})"
+
+    @classmethod
+    def parse(cls, text: str | None, default: Arm, what: str = "arm") -> Arm:
+        """A notebook parameter "model" or "model:setting" (the last colon splits, so a spec's own colon
+        stays in the model); None: `default`."""
+        if text is None:
+            return default
+        if not str(text).strip():
+            raise TaskAuditError(f"parameter {what}: empty; give \"model\" or \"model:setting\"")
+        model, sep, setting = str(text).rpartition(":")
+        try:
+            return cls(model, AssistantSetting.parse(setting).name) if sep and model else cls(str(text))
+        except SettingError:
+            return cls(str(text))
 
 
 OFFLINE_BLIND = Arm(DESIGNED_ORDER[0])
