@@ -36,7 +36,7 @@ from typing import Any
 import pandas as pd
 
 from personalens_utils import paths
-from personalens_utils.assistants import Assistant, AssistantSpec, PythonOptions
+from personalens_utils.assistants import Assistant, AssistantSpec, PythonOptions, stored_name
 from personalens_utils.assistants.prompted import PromptedAssistant
 from personalens_utils.assistants.python import DEFAULT_REPLY_TIMEOUT_S
 from personalens_utils.columnar import Columnar
@@ -428,17 +428,21 @@ class Session:
         return self._assistants[parameter]
 
     def assistants(self, given: Sequence[str] | None) -> list[str] | None:
-        """The assistant models to analyse: those given, else the reproduction's own (on its store), else
-        None (every assistant the store holds)."""
+        """The assistant models to analyse: those given (any assistant spec notebook 03 took, read as the
+        name its records carry), else the reproduction's own (on its store), else None (every assistant
+        the store holds)."""
         if given:
-            return list(given)
+            return [stored_name(text, self.backend) for text in given]
         if self.reproduction is not None and self.reproduction.assistant_models:
             return list(self.reproduction.assistant_models)
         return None
 
     def focus(self, given: str | None) -> str | None:
-        """The assistant a notebook looks at alone: the one given, else the reproduction's focus."""
-        return given or (self.reproduction.focus_model if self.reproduction is not None else None)
+        """The assistant a notebook looks at alone: the one given (any spec 03 takes), else the
+        reproduction's focus."""
+        if given:
+            return stored_name(given, self.backend, what="focus_model")
+        return self.reproduction.focus_model if self.reproduction is not None else None
 
     @property
     def run_store(self) -> RunStore:
