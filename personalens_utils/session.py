@@ -64,8 +64,8 @@ from personalens_utils.store import ReproductionStore, RunStore
 ALL_USERS = "all"
 DEFAULT_RUN = "simulation"
 """The run store under runs/ that notebooks 03-06 share when `run_dir` is None and no reproduction
-of the same benchmark is on record (`reproduction_of`), and where a session on a finished
-reproduction's store writes instead of it (`store.ReproductionStore`)."""
+of the same benchmark is on record (`reproduction_of`); on a finished reproduction's store a session
+writes into that reproduction's own `extended_store` instead (`store.ReproductionStore`)."""
 
 
 class SessionError(KitError, ValueError):
@@ -375,7 +375,7 @@ class Session:
         if reproduction is not None and reproduction.focus_model:
             assistants.update(_focus_defaults(config, reproduction.focus_model))
         if reproduction is not None:
-            run_store: RunStore | None = ReproductionStore(reproduction.store, paths.runs_dir() / DEFAULT_RUN)
+            run_store: RunStore | None = ReproductionStore(reproduction.store, reproduction.extension)
         elif config.store or config.run_dir:
             run_store = RunStore(config.run_dir or paths.runs_dir() / DEFAULT_RUN)
         else:
