@@ -27,7 +27,7 @@ from personalens_utils.errors import KitError, full_traceback_wanted
 from personalens_utils.paths import LatestRun, latest_run, runs_dir
 from personalens_utils.records import stored_types
 from personalens_utils.simulation.settings import hidden_note
-from personalens_utils.store import RunStore, merge_stores
+from personalens_utils.store import ReproductionStore, RunStore, merge_stores
 from personalens_utils.trust.differences import differences_table
 
 from .notebooks import StepResult, run_notebook
@@ -138,13 +138,14 @@ def evaluate(spec_text: str) -> Evaluation:
         print(f"[evaluate] {line}", flush=True)
     result = Evaluation(spec_text, spec.model, reproduction, folder)
     merge_stores([reproduction.store], result.store)
-    if (reproduction.folder / TRUST_STORE).is_dir():
-        merge_stores([reproduction.folder / TRUST_STORE], folder / TRUST_STORE)
     before = _ids(result.store)
     settings = Settings(run=reproduction.folder.parent.name)
     for number, (notebook, params) in enumerate(steps, 1):
         started = time.perf_counter()
         print(f"[evaluate] [{number}/{len(steps)}] {notebook}", flush=True)
+        if notebook == "07_trust":  # its own store starts from the reproduction's 07 and 03-06's new work
+            earlier = [p for p in (reproduction.folder / TRUST_STORE,) if p.is_dir()]
+            ReproductionStore(result.store, folder / TRUST_STORE).extend_with(earlier)
         step = run_notebook(settings, notebook, folder, params)
         result.steps.append(step)
         result.written += [p for p in step.written if p not in result.written]
