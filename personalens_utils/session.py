@@ -556,13 +556,16 @@ class Session:
             lines += [value.describe(role)] if isinstance(value, ModelSpec) else value.describe(role)
         return "\n".join(lines)
 
-    def in_scope(self) -> Callable[[Dialogue], bool]:
+    def in_scope(self, assistants: Sequence[str] | None = None) -> Callable[[Dialogue], bool]:
         """`select` for the runners: a dialogue record of the session's users and task types, made
-        with the session's prompt set."""
+        with the session's prompt set (and by one of `assistants`, any spec 03 takes, when given:
+        `make evaluate` judges only the new assistant's dialogues)."""
         wanted = set(self.users) if self.users is not None else None
         types = set(self.task_types)
+        made_by = set(self.assistants(assistants) or ()) if assistants else None
         return lambda d: ((wanted is None or d.user_id in wanted) and d.task_type in types
-                          and d.prompt_set == self.prompt_set)
+                          and d.prompt_set == self.prompt_set
+                          and (made_by is None or d.assistant_model in made_by))
 
     def scope(self, frame: pd.DataFrame) -> pd.DataFrame:
         """Rows of a frame with `user_id` and `task_type` columns that belong to the session, and made

@@ -97,7 +97,7 @@ def plan(reproduction: LatestRun, folder: Path, model_spec: str) -> list[tuple[s
     return [
         ("03_simulation", {**common, **given("03_simulation", "user_model"), "assistant_model": model_spec,
                            "output_dir": str(folder / "simulation")}),
-        ("04_judging", {**common, **given("04_judging", "judge_model")}),
+        ("04_judging", {**common, **given("04_judging", "judge_model"), "assistant_models": [model_spec]}),
         ("05_ablation", {**common, **given("05_ablation", "user_model", "judge_model", "ablation_users"),
                          "assistant_model": model_spec}),
         ("06_analysis", {**common, **given("06_analysis", "user_model", "judge_model", "second_judge_model",
