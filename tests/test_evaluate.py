@@ -64,10 +64,9 @@ def test_evaluate_puts_a_file_assistant_beside_the_references_calling_only_it(re
     assert {d["assistant_model"] for d in repeats.values()} <= {stored}
     replies = sum(t["role"] == "assistant" for d in (*new.values(), *repeats.values()) for t in d["turns"])
     assert len(mine.with_suffix(".calls").read_text(encoding="utf-8").splitlines()) == replies
-    table3 = read_table(folder / "tables" / "table3_assistant_models_data.csv")
-    rows = set(table3.iloc[:, 0])
-    assert {"Counted", "ref-ignores-context", "ref-dialogue-only", "ref-past-interactions",
-            "ref-all-preferences"} <= rows
+    table3 = read_table(folder / "tables" / "table3_assistant_models.csv")
+    assert list(table3["Assistant model"]) == ["ref-ignores-context", "ref-dialogue-only",
+                                               "ref-past-interactions", "ref-all-preferences", "Counted"]
     differences = (folder / "tables" / "tableD1_paired_differences.csv").read_text(encoding="utf-8")
     assert all(f"Counted − {ref}" in differences for ref in ("ref-ignores-context", "ref-all-preferences"))
     index = (folder / "INDEX.md").read_text(encoding="utf-8")
