@@ -36,7 +36,9 @@ from .settings import Settings
 SHARED = ("backend", "benchmark_dir", "users", "task_types", "max_concurrency", "request_timeout_s",
           "call_deadline_s", "seed", "backend_seed", "prompt_set", "official_code", "scoring")
 """Parameters every notebook of the evaluation takes from the reproduction's executed notebooks."""
-STAGES = ("03_simulation", "04_judging", "05_ablation", "06_analysis", "07_trust")
+STAGES = ("03_simulation", "04_judging", "07_trust", "05_ablation", "06_analysis")
+"""In this order: 07 before 05, whose six settings would give the new assistant several dialogues per
+scenario in 07's design."""
 TRUST_STORE = "trust_store"
 """Notebook 07's own store in its output folder (notebooks/07_trust.ipynb)."""
 
@@ -98,15 +100,15 @@ def plan(reproduction: LatestRun, folder: Path, model_spec: str) -> list[tuple[s
         ("03_simulation", {**common, **given("03_simulation", "user_model"), "assistant_model": model_spec,
                            "output_dir": str(folder / "simulation")}),
         ("04_judging", {**common, **given("04_judging", "judge_model"), "assistant_models": [model_spec]}),
+        ("07_trust", {**common, **given("07_trust", "user_model", "judge_model", "second_judge_model",
+                                        "probe_users", "probe_tasks", "repeats", "judge_samples",
+                                        "annotation_sheets"),
+                      "assistant_models": both}),
         ("05_ablation", {**common, **given("05_ablation", "user_model", "judge_model", "ablation_users"),
                          "assistant_model": model_spec}),
         ("06_analysis", {**common, **given("06_analysis", "user_model", "judge_model", "second_judge_model",
                                            "annotation_sheets"),
                          "assistant_models": both, "focus_model": model_spec}),
-        ("07_trust", {**common, **given("07_trust", "user_model", "judge_model", "second_judge_model",
-                                        "probe_users", "probe_tasks", "repeats", "judge_samples",
-                                        "annotation_sheets"),
-                      "assistant_models": both}),
     ]
 
 
@@ -156,7 +158,7 @@ def evaluate(spec_text: str) -> Evaluation:
     after = _ids(result.store)
     result.new_records = {table: len(ids - before.get(table, set())) for table, ids in after.items()}
     if result.finished:
-        result.written += differences(result, steps[3][1])
+        result.written += differences(result, dict(steps)["06_analysis"])
     write_index(result)
     return result
 
