@@ -1,11 +1,10 @@
 """`make evaluate ASSISTANT=<spec>`: your assistant beside the latest reproduction's reference assistants.
 
-The reproduction (`runs/LATEST`) stays as `make reproduce` left it. Its store (and notebook 07's) is
-copied into the evaluation's own folder, `runs/<run>/<pass>/evaluations/<assistant>/`, so every stored
+The reproduction (`runs/LATEST`) stays as `make reproduce` left it. Its store is copied into the evaluation's own folder, `runs/<run>/<pass>/evaluations/<assistant>/`, so every stored
 dialogue and judgment is reused and the only calls made are the new assistant's (and the judge's on its
-dialogues). Notebooks 03-07 then run there with the reproduction's own parameters, and the folder gets
-Tables 3, 4 (the new assistant's settings), 12, 13, Figures 4, 5, the radar chart, the judge report
-card, the paired differences of the new assistant against every reference (Table D1), and INDEX.md.
+dialogues). Notebooks 03-06 then run there with the reproduction's own parameters, and the folder gets
+Tables 3, 4 (the new assistant's settings), 12, 13, Figures 4, 5, the radar chart, the paired
+differences of the new assistant against every reference (Table D1), and INDEX.md.
 """
 
 from __future__ import annotations
@@ -27,7 +26,7 @@ from personalens_utils.errors import KitError, full_traceback_wanted
 from personalens_utils.paths import LatestRun, latest_run, runs_dir
 from personalens_utils.records import stored_types
 from personalens_utils.simulation.settings import hidden_note
-from personalens_utils.store import ReproductionStore, RunStore, merge_stores
+from personalens_utils.store import RunStore, merge_stores
 from personalens_utils.trust.differences import differences_table
 
 from .notebooks import StepResult, run_notebook
@@ -36,11 +35,9 @@ from .settings import Settings
 SHARED = ("backend", "benchmark_dir", "users", "task_types", "max_concurrency", "request_timeout_s",
           "call_deadline_s", "seed", "backend_seed", "prompt_set", "official_code", "scoring")
 """Parameters every notebook of the evaluation takes from the reproduction's executed notebooks."""
-STAGES = ("03_simulation", "04_judging", "07_trust", "05_ablation", "06_analysis")
-"""In this order: 07 before 05, whose six settings would give the new assistant several dialogues per
-scenario in 07's design."""
-TRUST_STORE = "trust_store"
-"""Notebook 07's own store in its output folder (notebooks/07_trust.ipynb)."""
+STAGES = ("03_simulation", "04_judging", "05_ablation", "06_analysis")
+"""Notebook 07 (the judge report card) is not run yet: on the evaluation's store its Table T4 stops with a
+DesignError (several dialogues of the new assistant per design scenario)."""
 
 
 class EvaluationError(KitError):
@@ -100,10 +97,6 @@ def plan(reproduction: LatestRun, folder: Path, model_spec: str) -> list[tuple[s
         ("03_simulation", {**common, **given("03_simulation", "user_model"), "assistant_model": model_spec,
                            "output_dir": str(folder / "simulation")}),
         ("04_judging", {**common, **given("04_judging", "judge_model"), "assistant_models": [model_spec]}),
-        ("07_trust", {**common, **given("07_trust", "user_model", "judge_model", "second_judge_model",
-                                        "probe_users", "probe_tasks", "repeats", "judge_samples",
-                                        "annotation_sheets"),
-                      "assistant_models": both}),
         ("05_ablation", {**common, **given("05_ablation", "user_model", "judge_model", "ablation_users"),
                          "assistant_model": model_spec}),
         ("06_analysis", {**common, **given("06_analysis", "user_model", "judge_model", "second_judge_model",
@@ -145,9 +138,6 @@ def evaluate(spec_text: str) -> Evaluation:
     for number, (notebook, params) in enumerate(steps, 1):
         started = time.perf_counter()
         print(f"[evaluate] [{number}/{len(steps)}] {notebook}", flush=True)
-        if notebook == "07_trust":  # its own store starts from the reproduction's 07 and 03-06's new work
-            earlier = [p for p in (reproduction.folder / TRUST_STORE,) if p.is_dir()]
-            ReproductionStore(result.store, folder / TRUST_STORE).extend_with(earlier)
         step = run_notebook(settings, notebook, folder, params)
         result.steps.append(step)
         result.written += [p for p in step.written if p not in result.written]
