@@ -1,7 +1,8 @@
 """`make evaluate ASSISTANT=<spec>`: your assistant beside the latest reproduction's reference assistants.
 
-The reproduction (`runs/LATEST`) stays as `make reproduce` left it. Its store is copied into the evaluation's own folder, `runs/<run>/<pass>/evaluations/<assistant>/`, so every stored
-dialogue and judgment is reused and the only calls made are the new assistant's (and the judge's on its
+The reproduction (`runs/LATEST`) stays as `make reproduce` left it. Its store is copied into the
+evaluation's own folder, `runs/<run>/<pass>/evaluations/<assistant>/`, so every stored dialogue
+and judgment is reused and the only calls made are the new assistant's (and the judge's on its
 dialogues). Notebooks 03-06 then run there with the reproduction's own parameters, and the folder gets
 Tables 3, 4 (the new assistant's settings), 12, 13, Figures 4, 5, the radar chart, the paired
 differences of the new assistant against every reference (Table D1), and INDEX.md.
