@@ -543,16 +543,6 @@ class ReproductionStore(RunStore):
         run_dir, and the reproduction's folder is never touched."""
         return self.own
 
-    def extend_with(self, earlier: Sequence[str | os.PathLike[str]]) -> None:
-        """Make the own run now, before any plan reads: a copy of the reproduction's tables and of
-        `earlier` stores over it (another run's work on the same records, e.g. a reproduction's own
-        notebook 07 store), marked as extending the reproduction as it is now."""
-        merge_stores([self.reproduction, *earlier], self.own)
-        (self.own / self.MARK).write_text(self._stamp(), encoding="utf-8")
-        self.root = self.own
-        self._status.clear()
-        self._offset.clear()
-
     def _stamp(self) -> str:
         """The reproduction's store as it is now: a new `make reproduce` into it makes older copies stale."""
         table = self.reproduction / f"{Dialogue.table}.jsonl"
