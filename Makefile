@@ -8,7 +8,7 @@ ARGS ?=
 # JupyterLab refuses to run as root unless told; containers often run as root.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: install git-filter test lint reproduce lab bench clean-runs strip
+.PHONY: install git-filter test lint reproduce evaluate lab bench clean-runs strip
 
 install: $(STAMP) git-filter
 
@@ -37,6 +37,11 @@ test: install lint
 # (per-role specs: --user-model, --assistant-models, --ablation-model, --judge-model, --compare-assistant python:...)
 reproduce: install
 	$(BIN)/python -m personalens_utils.reproduce --run $(RUN) $(ARGS)
+
+# e.g. make evaluate ASSISTANT=python:path/to/my_assistant.py:MyAssistant (after make reproduce): your
+# assistant beside the reproduction's, reusing its dialogues and judgments (docs/simulation.md)
+evaluate: install
+	$(BIN)/python -m personalens_utils.reproduce.evaluate --assistant '$(ASSISTANT)' $(ARGS)
 
 lab: install
 	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" $(ALLOW_ROOT) $(ARGS)

@@ -85,6 +85,12 @@ class LatestRun:
     def store(self) -> Path:
         return self.folder / "store"
 
+    @property
+    def extension(self) -> Path:
+        """Where notebooks on their defaults put new work on this reproduction: a copy of its store and
+        more, inside its own folder, so a later reproduction never finds it extending another one."""
+        return self.folder / "extended_store"
+
 
 def _relative(path: Path, runs: Path) -> str:
     return str(path.relative_to(runs)) if path.is_relative_to(runs) else str(path)

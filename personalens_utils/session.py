@@ -36,7 +36,7 @@ from typing import Any
 import pandas as pd
 
 from personalens_utils import paths
-from personalens_utils.assistants import Assistant, AssistantSpec, PythonOptions
+from personalens_utils.assistants import Assistant, AssistantSpec, PythonOptions, stored_name
 from personalens_utils.assistants.prompted import PromptedAssistant
 from personalens_utils.assistants.python import DEFAULT_REPLY_TIMEOUT_S
 from personalens_utils.columnar import Columnar
@@ -64,8 +64,8 @@ from personalens_utils.store import ReproductionStore, RunStore
 ALL_USERS = "all"
 DEFAULT_RUN = "simulation"
 """The run store under runs/ that notebooks 03-06 share when `run_dir` is None and no reproduction
-of the same benchmark is on record (`reproduction_of`), and where a session on a finished
-reproduction's store writes instead of it (`store.ReproductionStore`)."""
+of the same benchmark is on record (`reproduction_of`); on a finished reproduction's store a session
+writes into that reproduction's own `extended_store` instead (`store.ReproductionStore`)."""
 
 
 class SessionError(KitError, ValueError):
@@ -375,7 +375,7 @@ class Session:
         if reproduction is not None and reproduction.focus_model:
             assistants.update(_focus_defaults(config, reproduction.focus_model))
         if reproduction is not None:
-            run_store: RunStore | None = ReproductionStore(reproduction.store, paths.runs_dir() / DEFAULT_RUN)
+            run_store: RunStore | None = ReproductionStore(reproduction.store, reproduction.extension)
         elif config.store or config.run_dir:
             run_store = RunStore(config.run_dir or paths.runs_dir() / DEFAULT_RUN)
         else:
@@ -428,17 +428,21 @@ class Session:
         return self._assistants[parameter]
 
     def assistants(self, given: Sequence[str] | None) -> list[str] | None:
-        """The assistant models to analyse: those given, else the reproduction's own (on its store), else
-        None (every assistant the store holds)."""
+        """The assistant models to analyse: those given (any assistant spec notebook 03 took, read as the
+        name its records carry), else the reproduction's own (on its store), else None (every assistant
+        the store holds)."""
         if given:
-            return list(given)
+            return [stored_name(text, self.backend) for text in given]
         if self.reproduction is not None and self.reproduction.assistant_models:
             return list(self.reproduction.assistant_models)
         return None
 
     def focus(self, given: str | None) -> str | None:
-        """The assistant a notebook looks at alone: the one given, else the reproduction's focus."""
-        return given or (self.reproduction.focus_model if self.reproduction is not None else None)
+        """The assistant a notebook looks at alone: the one given (any spec 03 takes), else the
+        reproduction's focus."""
+        if given:
+            return stored_name(given, self.backend, what="focus_model")
+        return self.reproduction.focus_model if self.reproduction is not None else None
 
     @property
     def run_store(self) -> RunStore:
@@ -552,13 +556,16 @@ class Session:
             lines += [value.describe(role)] if isinstance(value, ModelSpec) else value.describe(role)
         return "\n".join(lines)
 
-    def in_scope(self) -> Callable[[Dialogue], bool]:
+    def in_scope(self, assistants: Sequence[str] | None = None) -> Callable[[Dialogue], bool]:
         """`select` for the runners: a dialogue record of the session's users and task types, made
-        with the session's prompt set."""
+        with the session's prompt set (and by one of `assistants`, any spec 03 takes, when given:
+        `make evaluate` judges only the new assistant's dialogues)."""
         wanted = set(self.users) if self.users is not None else None
         types = set(self.task_types)
+        made_by = set(self.assistants(assistants) or ()) if assistants else None
         return lambda d: ((wanted is None or d.user_id in wanted) and d.task_type in types
-                          and d.prompt_set == self.prompt_set)
+                          and d.prompt_set == self.prompt_set
+                          and (made_by is None or d.assistant_model in made_by))
 
     def scope(self, frame: pd.DataFrame) -> pd.DataFrame:
         """Rows of a frame with `user_id` and `task_type` columns that belong to the session, and made

@@ -72,7 +72,7 @@ def test_every_notebook_runs_on_its_defaults_right_after_reproduce(checkout, tmp
     executed = {name: _run(checkout, name, out) for name in ORDER}
     texts = {name: _text(path) for name, path in executed.items()}
     assert "6 users" in texts["02_validation"]  # the reproduction's 6-user benchmark, not data/generated
-    own = checkout / "runs" / "simulation"
+    own = checkout / "runs" / "small" / "generated" / EXTENDED
     for name in ("03_simulation", "04_judging"):
         assert str(store) in texts[name], f"{name} did not work on the reproduction's store"
     # 04 judges what the reproduction's 05 added: the reproduction stays, 04 and then 05, 06 use their own run
@@ -121,10 +121,15 @@ def test_a_notebook_without_its_input_says_in_one_line_what_to_run_first(checkou
     assert "run notebooks 03 and 04 first" in no_judgments.value.evalue
 
 
+EXTENDED = "extended_store"
+"""Where notebooks on their defaults put new work on a reproduction, inside its folder (paths.LatestRun)."""
+
+
 def _digest(folder: Path) -> dict[str, bytes]:
-    """Every file under `folder` with its bytes (a store, the executed copies, INDEX.md)."""
+    """Every file under `folder` with its bytes (a store, the executed copies, INDEX.md), but for the
+    store notebooks on their defaults extend it in."""
     return {str(path.relative_to(folder)): path.read_bytes() for path in sorted(folder.rglob("*"))
-            if path.is_file()}
+            if path.is_file() and EXTENDED not in path.relative_to(folder).parts}
 
 
 def _same_tables(made: Path, reproduced: Path) -> list[str]:
@@ -143,8 +148,8 @@ def test_notebooks_on_their_defaults_show_the_reproduction_and_leave_it_as_it_wa
     texts = {name: _text(_run(checkout, name, out))
              for name in ("02_validation", "03_simulation", "06_analysis")}
     assert _digest(runs / "small") == before and (runs / "LATEST").read_bytes() == latest
-    assert not (runs / "simulation").exists()  # nothing was to be written, so no run of their own either
     repro = runs / "small" / "generated"
+    assert not (repro / EXTENDED).exists()  # nothing was to be written, so no run of their own either
     assert "table10_lexical_diversity.csv" in _same_tables(runs / "validation", repro)  # Table 10 found
     shown = _same_tables(runs / "analysis", repro)  # 06: the reproduction's four assistants, no extra row
     assert {"table3_assistant_models.csv", "table12_user_agent.csv", "table13_dialogue_stats.csv"} <= {*shown}
@@ -163,7 +168,7 @@ def test_a_notebook_that_would_extend_the_reproduction_says_so_and_writes_to_its
     text = _text(_run(checkout, "03_simulation", tmp_path / "executed", assistant_model="ref-dialogue-only",
                       settings=["base+I"]))
     assert _digest(runs / "small") == before
-    own = runs / "simulation"
+    own = runs / "small" / "generated" / EXTENDED
     assert f"{runs / 'small' / 'generated' / 'store'} is a finished `make reproduce` store" in text
     assert f"new records go to this notebook's own run {own}" in text
     def stored(store: Path) -> dict[str, dict]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -284,3 +285,51 @@ def test_notebooks_evaluate_the_retrieval_assistant_against_the_prompt_based_one
     assert "Table 3." in shown and "backend anthropic, openai, python" in shown
     assert f"{RETRIEVAL}?k=2" in shown  # the row is short; the table's source names the whole spec
     assert "OFFLINE" not in shown.upper().replace("OFFLINE_", "")
+
+
+MINE = '''
+class Mine:
+    """An assistant kept in a file outside any package."""
+
+    def reply(self, view, llm):
+        return "From a file."
+'''
+
+
+def test_a_python_assistant_named_by_its_file_loads_and_is_stored_by_its_path(tmp_path, monkeypatch):
+    (tmp_path / "mine.py").write_text(MINE, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    spec = AssistantSpec.parse("python:mine.py:Mine", "offline")
+    assert spec.backend == "python" and spec.model == f"{(tmp_path / 'mine.py').resolve()}:Mine"
+    assert load(spec.model).obj.reply(None, None) == "From a file."
+    with pytest.raises(SpecError, match=r"no file gone\.py"):
+        AssistantSpec.parse("python:gone.py:Mine", "offline")
+
+
+def test_a_module_in_the_project_root_loads_without_pythonpath(tmp_path, monkeypatch):
+    (tmp_path / "rooted_assistant.py").write_text(MINE, encoding="utf-8")
+    monkeypatch.setattr("personalens_utils.assistants.python.project_root", lambda: tmp_path)
+    monkeypatch.setattr("sys.path", [p for p in sys.path if p not in ("", ".")])
+    assert AssistantSpec.parse("python:rooted_assistant:Mine", "offline").model == "rooted_assistant:Mine"
+
+
+def test_notebook_06_and_07_take_the_spec_notebook_03_took(tmp_path):
+    from personalens_utils.session import Session, SessionConfig
+
+    bench = tmp_path / "bench"
+    save_benchmark(tiny_benchmark(), bench)
+    session = Session.open(SessionConfig(benchmark_dir=bench, run_dir=tmp_path / "run",
+                                         output_dir=tmp_path / "out"))
+    given = [f"python:{RETRIEVAL}", "ref-dialogue-only"]
+    assert session.assistants(given) == [RETRIEVAL, "ref-dialogue-only"]
+    assert session.focus(f"python:{RETRIEVAL}") == RETRIEVAL
+
+
+def test_a_setting_that_hides_part_of_the_user_is_said_for_a_python_assistant_only():
+    from personalens_utils.simulation import hidden_note
+
+    lines = hidden_note("python", RETRIEVAL, ["base", "base+all", "base+I"])
+    assert len(lines) == 2
+    assert lines[0].startswith("setting base: RetrievalAssistant sees no demographics, past")
+    assert "situation" in lines[1] and "past interactions" not in lines[1]
+    assert hidden_note("offline", "ref-dialogue-only", ["base"]) == []

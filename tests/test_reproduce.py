@@ -210,6 +210,24 @@ def test_publish_copies_only_this_runs_files(tmp_path, monkeypatch):
     assert (tmp_path / "tables" / "table3_assistant_models.md").is_file()
 
 
+def test_no_top_level_file_survives_a_publish_that_did_not_write_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(pipeline, "project_root", lambda: tmp_path)
+    monkeypatch.setattr(reproduce_settings, "runs_dir", lambda: tmp_path / "runs")
+    earlier = {tmp_path / "tables" / "table3_own_assistant.csv", tmp_path / "figures" / "figure4_domains.txt",
+               tmp_path / "tables" / "old" / "table9.md"}
+    for path in earlier:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("an earlier run's", encoding="utf-8")
+    (tmp_path / "tables" / "README.md").write_text("what tables/ is", encoding="utf-8")
+    result = _pass(tmp_path)
+    published = reproduce.publish(result)
+    on_top = {p for sub in ("tables", "figures") for p in (tmp_path / sub).rglob("*") if p.is_file()}
+    assert on_top == {*published, tmp_path / "tables" / "README.md"}
+    index = reproduce.write_index(Settings(run="r"), [result], 60.0, published).read_text()
+    assert "## Published" in index and "- `tables/table3_assistant_models.csv`" in index
+    assert "table3_own_assistant" not in index
+
+
 def test_a_kernel_that_dies_at_start_is_started_again_once(tmp_path, monkeypatch):
     calls = []
 

@@ -175,6 +175,23 @@ def test_defaults_follow_the_latest_reproduction_and_the_store_follows_the_bench
     assert paths.default_benchmark_dir() == official
 
 
+def test_a_later_reproduction_is_extended_in_its_own_folder_not_refused(checkout):
+    first, second = (checkout / "runs" / run / "generated" for run in ("small", "other"))
+    for folder in (first, second):
+        paths.write_latest(folder, _official_like(folder / "benchmark", [0, 1]))
+        RunStore(folder / "store").append(dialogue("d1"))
+    paths.write_latest(first, first / "benchmark")
+    with Session.open() as s:  # notebook 03 on its defaults adds an assistant to the first reproduction
+        s.run_store.append(dialogue("d2"))
+    paths.write_latest(second, second / "benchmark")  # `make reproduce RUN=other`
+    with Session.open() as s:  # notebooks on their defaults now extend the second one, in its folder
+        assert s.store.root == second / "store"
+        s.run_store.append(dialogue("d3"))
+        assert s.run_store.root == second / "extended_store"
+        assert sorted(d.id for d in s.run_store.read(Dialogue)) == ["d1", "d3"]
+    assert sorted(d.id for d in RunStore(first / "extended_store").read(Dialogue)) == ["d1", "d2"]
+
+
 def test_defaults_read_a_finished_reproduction_and_write_only_to_their_own_run(checkout, capsys):
     folder = checkout / "runs" / "small" / "generated"
     bench = _official_like(folder / "benchmark", [0, 1])
@@ -188,7 +205,7 @@ def test_defaults_read_a_finished_reproduction_and_write_only_to_their_own_run(c
         assert s.assistants(["mine"]) == ["mine"] and s.focus("mine") == "mine"
         assert [d.id for d in s.run_store.read(Dialogue)] == ["d1"]
         s.run_store.append(dialogue("d2"))
-        own = checkout / "runs" / session.DEFAULT_RUN
+        own = folder / "extended_store"
         assert s.run_store.root == own and sorted(d.id for d in s.run_store.read(Dialogue)) == ["d1", "d2"]
     assert (folder / "store" / "dialogues.jsonl").read_bytes() == held  # the reproduction is unchanged
     said = capsys.readouterr().out

@@ -1,9 +1,12 @@
 """Your own assistant in Python: the protocol, the loader of `python:` specs, and `PythonAssistant`,
 the `Assistant` the dialogue loop calls.
 
-A spec `python:package.module:Name` (options after `?`: `python:package.module:Name?k=3&model=offline`)
-names an assistant under test written in Python. `Name` is a class, called once with the options as
-keyword arguments (values are text), or a ready object. Either way the object has
+A spec `python:package.module:Name` (options after `?`: `python:package.module:Name?k=3&model=offline`),
+or by file, `python:path/to/file.py:Name` (a relative path from the current folder, else from the
+project root), names an assistant under test written in Python. A module is imported as Python finds
+it, and from the project root too (where `make` and the notebooks' kernels start from). `Name` is a
+class, called once with the options as keyword arguments (values are text), or a ready object. Either
+way the object has
 
     reply(view: AssistantView, llm: AssistantLLM) -> str        # `async def` or a plain function
 
@@ -31,12 +34,16 @@ import asyncio
 import contextlib
 import functools
 import importlib
+import importlib.util
 import inspect
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
 from typing import Any, Literal
 
 from personalens_utils.errors import KitError
@@ -45,6 +52,7 @@ from personalens_utils.llm.endpoints import served_id
 from personalens_utils.llm.registry import CALLS, KNOWN_BACKENDS
 from personalens_utils.llm.specs import ModelSpec, SpecError
 from personalens_utils.llm.types import CallKind, FatalError, LLMError, Message, Request, Response, Usage
+from personalens_utils.paths import project_root
 from personalens_utils.records import OFFLINE
 
 from .base import Pricing
@@ -52,7 +60,7 @@ from .reference import SETTING_ASSISTANT, view_of
 
 PYTHON = "python"
 """The backend dialogue records of a Python assistant carry; its spec is `python:package.module:Name`."""
-SPEC_FORM = "python:package.module:Name[?k=v&...]"
+SPEC_FORM = "python:package.module:Name[?k=v&...] or python:path/to/file.py:Name"
 """How a Python assistant's spec is written (help texts)."""
 DEFAULT_REPLY_TIMEOUT_S = 300.0
 """How long one `reply` may take, its model calls included, before the assistant counts as hung."""
@@ -107,7 +115,8 @@ class AssistantView:
 
 @dataclass(frozen=True)
 class Target:
-    """`package.module:Name` and its options, written canonically (options sorted)."""
+    """`package.module:Name` or `/absolute/path/file.py:Name`, and its options, written canonically
+    (options sorted, a file by its absolute path, so every notebook finds it whatever its folder)."""
 
     module: str
     name: str
@@ -116,11 +125,15 @@ class Target:
     @classmethod
     def parse(cls, text: str, what: str = "model") -> Target:
         head, _, query = text.strip().partition("?")
-        module, colon, name = head.partition(":")
-        parts = module.split(".")
-        if not colon or not all(p.isidentifier() for p in parts) or not name.isidentifier():
-            raise SpecError(f"{what}='python:{text}': write python:package.module:Name, where Name is a "
-                            "class or object with a reply(view, llm) method (docs/simulation.md)")
+        module, colon, name = head.rpartition(":")
+        if module.endswith(".py"):
+            module = str(_source_file(module, f"{what}='python:{text}'"))
+        elif not all(p.isidentifier() for p in module.split(".")):
+            colon = ""
+        if not colon or not name.isidentifier():
+            raise SpecError(f"{what}='python:{text}': write python:package.module:Name or "
+                            "python:path/to/file.py:Name, where Name is a class or object with a "
+                            "reply(view, llm) method (docs/simulation.md)")
         options = []
         for pair in filter(None, query.split("&")):
             key, eq, value = pair.partition("=")
@@ -133,9 +146,48 @@ class Target:
             raise SpecError(f"{what}='python:{text}': an option is given twice")
         return cls(module, name, tuple(sorted(options)))
 
+    @property
+    def is_file(self) -> bool:
+        return self.module.endswith(".py")
+
     def __str__(self) -> str:
         query = "&".join(f"{k}={v}" for k, v in self.options)
         return f"{self.module}:{self.name}" + (f"?{query}" if query else "")
+
+
+def _source_file(text: str, where: str) -> Path:
+    """A `.py` file named by a spec: as given from the current folder, else from the project root."""
+    given = Path(text).expanduser()
+    if given.is_absolute():
+        return given  # a stored name: read as it is, loaded (and checked) only when it is run
+    for candidate in (given, project_root() / given):
+        if candidate.is_file():
+            return candidate.resolve()
+    raise SpecError(f"{where}: no file {text} (looked in {Path.cwd()} and {project_root()})")
+
+
+def _import(target: Target) -> ModuleType:
+    """The module a target names: a file loaded by its path (once per process), or a module imported
+    as Python finds it, with the project root as a last place to look."""
+    if not target.is_file:
+        root = str(project_root())
+        if root not in sys.path:
+            sys.path.append(root)
+        return importlib.import_module(target.module)
+    name = "personalens_file_" + "".join(c if c.isalnum() else "_" for c in target.module)
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, target.module)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{target.module} is not a Python source file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
 
 
 def inner_spec(text: str, where: str) -> ModelSpec:
@@ -183,11 +235,11 @@ def load(text: str) -> Loaded:
     target = Target.parse(text)
     where = f"model spec 'python:{target}'"
     try:
-        module = importlib.import_module(target.module)
+        module = _import(target)
     except Exception as exc:
         raise AssistantLoadError(f"{where}: cannot import module {target.module!r} ({type(exc).__name__}: "
-                                 f"{exc}); is its package installed or on PYTHONPATH for the notebook's "
-                                 "kernel?") from exc
+                                 f"{exc}); put the module in {project_root()}, install its package, or name "
+                                 "its file: python:path/to/file.py:Name") from exc
     try:
         found = getattr(module, target.name)
     except AttributeError:

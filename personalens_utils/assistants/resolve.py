@@ -63,6 +63,14 @@ class AssistantSpec:
         return [self.spec.describe(role)]
 
 
+def stored_name(text: str, default_backend: str, *, what: str = "assistant_models") -> str:
+    """The name the records of assistant `text` carry: a `python:` spec (module or file) read as notebook
+    03 reads it, any other text as it is (a name records already carry)."""
+    if SpecParts.of(text).backend == PYTHON:
+        return AssistantSpec.parse(text, default_backend, what=what).model
+    return text
+
+
 def assistant_on(client: LLMClient, model: str, spec: ModelSpec | None = None) -> Assistant:
     """The prompt-based (or, offline, reference) assistant `model` on `client`: what a script gets when it
     names an assistant model and no assistant."""

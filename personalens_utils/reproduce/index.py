@@ -279,8 +279,10 @@ def _outcome_lines(results: Sequence[PassResult]) -> list[str]:
             "to `tables/` and `figures/` and `runs/LATEST` was left as it was.", ""]
 
 
-def write_index(settings: Settings, results: Sequence[PassResult], seconds: float) -> Path:
-    """runs/<run>/INDEX.md: every paper table and figure, the file that reproduces it, or why not."""
+def write_index(settings: Settings, results: Sequence[PassResult], seconds: float,
+                published: Sequence[Path] = ()) -> Path:
+    """runs/<run>/INDEX.md: every paper table and figure, the file that reproduces it, or why not, and
+    the files published to the top-level tables/ and figures/."""
     root = settings.root
     offline = settings.backend == "offline"
     lines = [
@@ -358,7 +360,12 @@ def write_index(settings: Settings, results: Sequence[PassResult], seconds: floa
             copy = f"`{step.executed.relative_to(root)}`" if step.executed and step.executed.exists() else "-"
             lines.append(f"| {step.notebook} | {copy} | {step.seconds:.0f} s | {step.outcome} |")
         lines.append("")
-    lines += ["## Not computational", ""] + [f"- {name}: {why}" for name, why in NOT_COMPUTED] + [""]
+    lines += ["## Published", ""]
+    lines += ([f"The top-level `tables/` and `figures/` hold these {len(published)} files of pass "
+               f"`{results[-1].name}`, and nothing else (besides their README.md):", ""]
+              + [f"- `{path.parent.name}/{path.name}`" for path in published]
+              if published else ["Nothing: the top-level `tables/` and `figures/` were left as they were."])
+    lines += ["", "## Not computational", ""] + [f"- {name}: {why}" for name, why in NOT_COMPUTED] + [""]
     index = root / "INDEX.md"
     index.write_text("\n".join(lines), encoding="utf-8")
     return index

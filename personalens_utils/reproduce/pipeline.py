@@ -196,15 +196,27 @@ def run_pass(settings: Settings, name: str, benchmark_dir: Path | None) -> PassR
     return result
 
 
+KEPT = "README.md"
+"""The one file of the top-level tables/ and figures/ that no publish replaces (it says what they are)."""
+
+
 def publish(result: PassResult) -> list[Path]:
-    """Copy the tables and figures the finished notebooks of a pass wrote in this run to the top-level
-    tables/ and figures/ folders."""
+    """Make the top-level tables/ and figures/ hold exactly the tables and figures the finished notebooks
+    of a pass wrote in this run: whatever an earlier publish (or anyone) left there goes first, so a file
+    found there is one this run made."""
     copied = []
+    finished = [step for step in result.steps if step.ok]
     for sub in OUTPUT_FOLDERS:
         target = project_root() / sub
-        finished = [step for step in result.steps if step.ok]
+        target.mkdir(exist_ok=True)
+        for old in sorted(target.iterdir()):
+            if old.name == KEPT:
+                continue
+            if old.is_dir() and not old.is_symlink():
+                shutil.rmtree(old)
+            else:
+                old.unlink()
         for path in sorted(p for step in finished for p in step.written if p.parent == result.folder / sub):
-            target.mkdir(exist_ok=True)
             copied.append(Path(shutil.copy2(path, target / path.name)))
     return copied
 
@@ -226,23 +238,24 @@ def reproduce(settings: Settings) -> tuple[list[PassResult], Path]:
             )
         else:
             results.append(run_pass(settings, "official", Path(official)))
-    if results:
-        _publish(results[-1], settings)
-    index = write_index(settings, results, time.perf_counter() - started)
+    published = _publish(results[-1], settings) if results else []
+    index = write_index(settings, results, time.perf_counter() - started, published)
     return results, index
 
 
-def _publish(main: PassResult, settings: Settings) -> None:
+def _publish(main: PassResult, settings: Settings) -> list[Path]:
     if not main.finished:
         print(f"[reproduce] pass {main.name!r} did not finish: nothing copied to tables/ and figures/, "
               "runs/LATEST unchanged", flush=True)
-        return
-    n = len(publish(main))
-    print(f"[reproduce] copied {n} table/figure files of pass {main.name!r} to tables/ and figures/")
+        return []
+    published = publish(main)
+    print(f"[reproduce] tables/ and figures/ now hold the {len(published)} table/figure files of pass "
+          f"{main.name!r}, and nothing else (INDEX.md lists them)")
     latest = write_latest(main.folder, Path(main.benchmark), runs=runs_dir(),
                           assistant_models=[assistant_name(settings, m) for m in settings.assistant_models],
                           focus_model=assistant_name(settings, settings.focus))
     print(f"[reproduce] {latest} points notebooks 02-06 on default parameters at pass {main.name!r}")
+    return published
 
 
 def failures(results: Sequence[PassResult]) -> list[StepResult]:

@@ -18,7 +18,7 @@ from .runner import (
     plan_dialogues,
     run_simulation,
 )
-from .settings import PAPER_SETTINGS, AssistantSetting, SettingError
+from .settings import PAPER_SETTINGS, AssistantSetting, SettingError, hidden_note
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -34,6 +34,7 @@ __all__ = [
     "default_users",
     "dialogue_frame",
     "estimate_simulation",
+    "hidden_note",
     "nothing_to_describe",
     "outcome_table",
     "plan_dialogues",

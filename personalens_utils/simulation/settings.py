@@ -7,8 +7,10 @@ instructions plus the past-interaction section. The paper's settings are `vanill
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from personalens_utils.assistants.python import PYTHON, row_label
 from personalens_utils.errors import KitError
 
 INSTRUCTIONS = ("vanilla", "base")
@@ -19,6 +21,8 @@ CONTEXT_PARTS = {
 }
 """Letter -> the context key (see docs/architecture.md) the part adds to the assistant's view."""
 
+SHOWN = {"D": "demographics", "I": "past interactions", "S": "situation"}
+"""Each part as a sentence names it."""
 PAPER_SETTINGS = ("vanilla", "base", "base+D", "base+I", "base+S", "base+all")
 
 
@@ -84,3 +88,19 @@ class AssistantSetting:
 
     def __str__(self) -> str:
         return self.name
+
+
+def hidden_note(assistant_backend: str, assistant: str,
+                settings: Sequence[str | AssistantSetting]) -> list[str]:
+    """One line per setting that hides part of the user from a Python assistant, said before the run: the
+    offline reference assistants read the whole user whatever the setting, so beside them such a row
+    measures the setting, not the assistant."""
+    if assistant_backend != PYTHON:
+        return []
+    lines = []
+    for setting in map(AssistantSetting.parse, settings):
+        if hidden := [SHOWN[p] for p in CONTEXT_PARTS if not setting.sees(p)]:
+            lines.append(f"setting {setting.name}: {row_label(assistant)} sees no {', '.join(hidden)} of the "
+                         "user (the reference assistants see the whole user in every setting); "
+                         "settings=['base+all'] shows it all")
+    return lines

@@ -24,9 +24,11 @@ from personalens_utils.trust.design import DesignError, design_frame
 
 def differences_table(tidy: pd.DataFrame, dimensions: Sequence[str] = (TASK_COMPLETION, PERSONALIZATION), *,
                       setting: str = MAIN_SETTING, models: Sequence[str] | None = None,
-                      seed: int = 0) -> TableResult:
+                      seed: int = 0, against: str | None = None) -> TableResult:
     """Each later assistant model (in `models` order, default sorted) minus each earlier one under
-    `setting`, per task type and metric: mean paired difference, cluster interval, Holm-adjusted p."""
+    `setting`, per task type and metric: mean paired difference, cluster interval, Holm-adjusted p.
+    With `against`, only that assistant's differences (listed last in `models`: it minus each other one),
+    Holm-adjusted over those alone."""
     part = tidy[tidy["assistant_setting"] == setting]
     if part.empty:
         raise DesignError(f"no judged dialogues under setting {setting!r}")
@@ -46,6 +48,11 @@ def differences_table(tidy: pd.DataFrame, dimensions: Sequence[str] = (TASK_COMP
     if not rows:
         raise DesignError(f"no valid {list(dimensions)} scores under setting {setting!r}")
     data = pd.concat(rows, ignore_index=True)
+    if against is not None:
+        data = data[data["treatment"] == against].reset_index(drop=True)
+        if data.empty:
+            raise DesignError(f"no scenario under setting {setting!r} holds {against!r} and another "
+                              "assistant")
     data["p_holm"] = holm_adjust(data["p_permutation"].tolist())
     display = pd.DataFrame({
         "Difference": [f"{row_label(t)} − {row_label(c)}" for t, c in zip(data["treatment"], data["control"],

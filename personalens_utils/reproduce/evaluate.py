@@ -1,0 +1,217 @@
+"""`make evaluate ASSISTANT=<spec>`: your assistant beside the latest reproduction's reference assistants.
+
+The reproduction (`runs/LATEST`) stays as `make reproduce` left it. Its store is copied into the
+evaluation's own folder, `runs/<run>/<pass>/evaluations/<assistant>/`, so every stored dialogue
+and judgment is reused and the only calls made are the new assistant's (and the judge's on its
+dialogues). Notebooks 03-06 then run there with the reproduction's own parameters, and the folder gets
+Tables 3, 4 (the new assistant's settings), 12, 13, Figures 4, 5, the radar chart, the paired
+differences of the new assistant against every reference (Table D1), and INDEX.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import nbformat
+
+from personalens_utils.analysis.scores import load_scores
+from personalens_utils.assistants import AssistantSpec
+from personalens_utils.assistants.python import PYTHON, SPEC_FORM, row_label
+from personalens_utils.errors import KitError, full_traceback_wanted
+from personalens_utils.paths import LatestRun, latest_run, runs_dir
+from personalens_utils.records import stored_types
+from personalens_utils.simulation.settings import hidden_note
+from personalens_utils.store import RunStore, merge_stores
+from personalens_utils.trust.differences import differences_table
+
+from .notebooks import StepResult, run_notebook
+from .settings import Settings
+
+SHARED = ("backend", "benchmark_dir", "users", "task_types", "max_concurrency", "request_timeout_s",
+          "call_deadline_s", "seed", "backend_seed", "prompt_set", "official_code", "scoring")
+"""Parameters every notebook of the evaluation takes from the reproduction's executed notebooks."""
+STAGES = ("03_simulation", "04_judging", "05_ablation", "06_analysis")
+"""Notebook 07 (the judge report card) is not run yet: on the evaluation's store its Table T4 stops with a
+DesignError (several dialogues of the new assistant per design scenario)."""
+
+
+class EvaluationError(KitError):
+    """`make evaluate` cannot start: no reproduction, or one it cannot read; the message says what to do."""
+
+    says_all = True
+
+
+@dataclass
+class Evaluation:
+    """One evaluation: the assistant as given and as its records name it, where it went, what ran."""
+
+    spec: str
+    model: str
+    reproduction: LatestRun
+    folder: Path
+    steps: list[StepResult] = field(default_factory=list)
+    written: list[Path] = field(default_factory=list)
+    new_records: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def finished(self) -> bool:
+        return len(self.steps) == len(STAGES) and all(step.ok for step in self.steps)
+
+    @property
+    def store(self) -> Path:
+        return self.folder / "store"
+
+
+def executed_parameters(folder: Path, notebook: str) -> dict[str, Any]:
+    """The parameters papermill ran `notebook` with in a reproduction's folder (its executed copy)."""
+    found = sorted(folder.glob(f"{notebook}*.ipynb"))
+    if not found:
+        raise EvaluationError(f"{folder} holds no executed {notebook}: the reproduction did not finish it; "
+                              "run `make reproduce` again")
+    return dict(nbformat.read(found[0], as_version=4).metadata.get("papermill", {}).get("parameters", {}))
+
+
+def run_spec(spec: AssistantSpec, text: str) -> str:
+    """The spec the notebooks are given: a Python assistant by its stored target (a file by its absolute
+    path, found from any folder), any other assistant as the user wrote it."""
+    return f"{PYTHON}:{spec.model}" if spec.backend == PYTHON else text
+
+
+def plan(reproduction: LatestRun, folder: Path, model_spec: str) -> list[tuple[str, dict[str, Any]]]:
+    """The notebooks of an evaluation and their parameters, from the reproduction's own."""
+    params = {name: executed_parameters(reproduction.folder, name) for name in STAGES}
+    references = list(reproduction.assistant_models)
+    common = {key: params["06_analysis"][key] for key in SHARED if key in params["06_analysis"]}
+    common.update(run_dir=str(folder / "store"), output_dir=str(folder))
+
+    def given(name: str, *keys: str) -> dict[str, Any]:
+        return {key: params[name][key] for key in keys if key in params[name]}
+
+    both = [*references, model_spec]
+    return [
+        ("03_simulation", {**common, **given("03_simulation", "user_model"), "assistant_model": model_spec,
+                           "output_dir": str(folder / "simulation")}),
+        ("04_judging", {**common, **given("04_judging", "judge_model"), "assistant_models": [model_spec]}),
+        ("05_ablation", {**common, **given("05_ablation", "user_model", "judge_model", "ablation_users"),
+                         "assistant_model": model_spec}),
+        ("06_analysis", {**common, **given("06_analysis", "user_model", "judge_model", "second_judge_model",
+                                           "annotation_sheets"),
+                         "assistant_models": both, "focus_model": model_spec}),
+    ]
+
+
+def _ids(store: Path) -> dict[str, set[str]]:
+    opened = RunStore(store)
+    return {kind.table: {record.id for record in opened.read(kind)} for kind in stored_types()
+            if (store / f"{kind.table}.jsonl").is_file()}
+
+
+def evaluate(spec_text: str) -> Evaluation:
+    """Put the assistant `spec_text` names beside the latest reproduction's assistants; see the module."""
+    reproduction = latest_run()
+    if reproduction is None:
+        raise EvaluationError(f"no finished reproduction ({runs_dir() / 'LATEST'} is missing or names a "
+                              "folder that is gone): run `make reproduce` first, then `make evaluate`")
+    backend = executed_parameters(reproduction.folder, "06_analysis").get("backend", "offline")
+    spec = AssistantSpec.parse(spec_text, backend, what="ASSISTANT")
+    if spec.model in reproduction.assistant_models:
+        raise EvaluationError(f"ASSISTANT={spec_text!r} is one of the reproduction's assistants already")
+    label = row_label(spec.model)
+    slug = "".join(c if c.isalnum() else "_" for c in label).strip("_")
+    folder = reproduction.folder / "evaluations" / slug
+    model_spec = run_spec(spec, spec_text)
+    steps = plan(reproduction, folder, model_spec)
+    settings_03 = executed_parameters(reproduction.folder, "03_simulation").get("settings", ["base"])
+    print(f"[evaluate] {label} beside {', '.join(reproduction.assistant_models)} of the reproduction "
+          f"{reproduction.folder}; outputs: {folder}", flush=True)
+    for line in hidden_note(spec.backend, spec.model, settings_03):
+        print(f"[evaluate] {line}", flush=True)
+    result = Evaluation(spec_text, spec.model, reproduction, folder)
+    merge_stores([reproduction.store], result.store)
+    before = _ids(result.store)
+    settings = Settings(run=reproduction.folder.parent.name)
+    for number, (notebook, params) in enumerate(steps, 1):
+        started = time.perf_counter()
+        print(f"[evaluate] [{number}/{len(steps)}] {notebook}", flush=True)
+        step = run_notebook(settings, notebook, folder, params)
+        result.steps.append(step)
+        result.written += [p for p in step.written if p not in result.written]
+        if not step.ok:
+            break
+        print(f"[evaluate] [{number}/{len(steps)}] {notebook} done in {time.perf_counter() - started:.0f}s",
+              flush=True)
+    after = _ids(result.store)
+    result.new_records = {table: len(ids - before.get(table, set())) for table, ids in after.items()}
+    if result.finished:
+        result.written += differences(result, dict(steps)["06_analysis"])
+    write_index(result)
+    return result
+
+
+def differences(result: Evaluation, analysis: dict[str, Any]) -> list[Path]:
+    """Table D1: the new assistant minus each reference, paired on the scenarios both hold."""
+    tidy = load_scores(RunStore(result.store), judge_model=analysis.get("judge_model"),
+                       user_model=analysis.get("user_model"), judge_prompt_set=analysis.get("prompt_set"),
+                       scoring=analysis.get("scoring", "strict"))
+    models = [*result.reproduction.assistant_models, result.model]
+    table = differences_table(tidy, models=models, seed=analysis.get("seed", 0), against=result.model)
+    return sorted(table.save(result.folder, "D1", "paired_differences").values())
+
+
+def write_index(result: Evaluation) -> Path:
+    """<evaluation>/INDEX.md: the assistant, the reproduction it stands beside, what ran, what it wrote."""
+    root = result.folder
+    lines = [
+        f"# Evaluation of `{row_label(result.model)}`",
+        "",
+        f"- assistant: `{result.spec}` (its records carry `{result.model}`)",
+        f"- beside: {', '.join(f'`{m}`' for m in result.reproduction.assistant_models)} of the reproduction "
+        f"`{result.reproduction.folder}`, whose dialogues and judgments were reused as they were",
+        "- new records (only the new assistant's dialogues and their judgments): "
+        + (", ".join(f"{table} {n}" for table, n in sorted(result.new_records.items())) or "none"),
+        "",
+        "| notebook | executed copy | time | result |",
+        "| --- | --- | --- | --- |",
+        *(f"| {s.notebook} | `{s.executed.relative_to(root) if s.executed else '-'}` | {s.seconds:.0f} s "
+          f"| {s.outcome} |" for s in result.steps),
+        "",
+        "## Outputs",
+        "",
+        *(f"- `{path.relative_to(root)}`" for path in result.written if path.suffix in (".csv", ".pdf", ".md")
+          and path.is_relative_to(root)),
+        "",
+    ]
+    index = root / "INDEX.md"
+    root.mkdir(parents=True, exist_ok=True)
+    index.write_text("\n".join(lines), encoding="utf-8")
+    return index
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Evaluate one assistant; 0 when every notebook finished, and where the outputs are either way."""
+    parser = argparse.ArgumentParser(prog="python -m personalens_utils.reproduce.evaluate",
+                                     description="Put your assistant beside the latest reproduction's.")
+    parser.add_argument("--assistant", required=True, help=f"an assistant spec: {SPEC_FORM}, or a model")
+    args = parser.parse_args(argv)
+    try:
+        result = evaluate(args.assistant)
+    except KitError as exc:
+        if full_traceback_wanted():
+            raise
+        print(f"[evaluate] {exc.short()}", file=sys.stderr)
+        return 1
+    for step in result.steps:
+        if not step.ok:
+            print(f"[evaluate] {step.notebook} {step.outcome}", file=sys.stderr)
+    print(f"[evaluate] outputs: {result.folder} (index: {result.folder / 'INDEX.md'})")
+    return 0 if result.finished else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
