@@ -461,12 +461,14 @@ def _stopped(stage: str, store: RunStore, exc: FatalError) -> FatalError:
 @dataclass(frozen=True)
 class StageOptions:
     """How `run_stage` runs: the spending limit, counted over `client` and the `others` (clients of
-    other roles) together; the pool size (None: the client's bound); the progress bar's label."""
+    other roles) together; the pool size (None: the client's bound); the progress bar's label, and
+    whether the pool shows that bar (a batch simulation shows its rounds' line instead)."""
 
     max_cost_usd: float | None = None
     pool_size: int | None = None
     desc: str = ""
     others: Sequence[LLMClient] = ()
+    show_bar: bool = True
 
 
 def run_stage(
@@ -480,7 +482,8 @@ def run_stage(
 ) -> StageReport:
     """Run the planned items through the client's pool into the store (blocking; works in notebooks)."""
     with _running(stage, store, client, planned, report, options) as (report, jobs):
-        client.run_all(jobs, desc=options.desc or stage.name, stage=stage.name, pool_size=options.pool_size)
+        client.run_all(jobs, desc=options.desc or stage.name, stage=stage.name, pool_size=options.pool_size,
+                       show_bar=options.show_bar)
     return report
 
 
@@ -526,7 +529,7 @@ async def arun_stage(
     """`run_stage` from a coroutine (on the caller's event loop)."""
     with _running(stage, store, client, planned, report, options) as (report, jobs):
         await client.arun_all(jobs, desc=options.desc or stage.name, stage=stage.name,
-                              pool_size=options.pool_size)
+                              pool_size=options.pool_size, show_bar=options.show_bar)
     return report
 
 

@@ -222,3 +222,12 @@ def test_make_reproduce_batch_reaches_notebooks_03_and_04_and_is_refused_offline
     assert not [line for line in problems(settings) if "--batch" in line]
     steps = {s.notebook: s.params for s in plan_pass(settings, tmp_path, tmp_path / "bench", None, True)}
     assert steps["03_simulation"]["batch"] is True and steps["04_judging"]["batch"] is True
+
+
+def test_a_batch_run_shows_one_progress_line(server, tmp_path, capsys):
+    FakeBatches(polls_in_progress=0).install(server)
+    with LLMClient("anthropic", use_cache=False, progress=True, retry_base_s=0.01, retry_cap_s=0.05) as llm:
+        run_simulation(tiny_benchmark(n_users=2, seed=3), tmp_path / "run", llm, config(batch=True, **FAST))
+    shown = capsys.readouterr().err
+    assert "simulation (batch rounds)" in shown and "rounds=" in shown
+    assert f"{Dialogue.table}:" not in shown, "the pool's own bar is not drawn beside the rounds' line"

@@ -279,19 +279,21 @@ class LLMClient:
         stage: str | None = None,
         return_exceptions: bool = False,
         pool_size: int | None = None,
+        show_bar: bool = True,
     ) -> list[Any]:
         """Run requests, awaitables or zero-argument async callables in a pool; results keep input order.
 
         Requests are answered with `acomplete`. The backend bound (`max_concurrency`) applies to
         every call inside, so `pool_size` (default 4 x max_concurrency) only limits how many items
         are in progress. An item that fails raises (the others are cancelled) unless
-        `return_exceptions`, which puts the exception in that item's place.
+        `return_exceptions`, which puts the exception in that item's place. `show_bar=False` hides the
+        pool's progress bar where the caller shows a line of its own (a batch simulation's rounds).
         """
         items = list(items)
         token = self._stage.set(stage) if stage is not None else None
         current = self._stage.get()
         bar = progress_bar(total=len(items), desc=desc or current or "llm", unit="item",
-                           disable=not self.progress)
+                           disable=not (self.progress and show_bar))
         self.ledger.show_in(bar)
 
         def done() -> None:
@@ -317,12 +319,14 @@ class LLMClient:
         stage: str | None = None,
         return_exceptions: bool = False,
         pool_size: int | None = None,
+        show_bar: bool = True,
     ) -> list[Any]:
         """Blocking `arun_all` (see there)."""
         stage = self._stage.get() if stage is None else stage
         return self.run_sync(
             self.arun_all(
-                items, desc=desc, stage=stage, return_exceptions=return_exceptions, pool_size=pool_size
+                items, desc=desc, stage=stage, return_exceptions=return_exceptions, pool_size=pool_size,
+                show_bar=show_bar,
             )
         )
 

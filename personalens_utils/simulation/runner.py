@@ -201,10 +201,11 @@ def _pool_size(client: LLMClient, assistant: Assistant) -> int:
 def _stage_options(report: StageReport, client: LLMClient, assistant: Assistant, others: list[LLMClient],
                    planned: Plan[PlannedDialogue], batch: bool) -> engine.StageOptions:
     """The engine's options of a simulation run: its budget over every role's client, its pool (in a
-    batch run every dialogue at once, so each round holds the next call of all of them)."""
+    batch run every dialogue at once, so each round holds the next call of all of them, and the rounds'
+    line is the run's one progress line)."""
     pool = max(1, len(planned.items)) if batch else _pool_size(client, assistant)
     return engine.StageOptions(max_cost_usd=report.max_cost_usd, pool_size=pool, desc=Dialogue.table,
-                               others=others)
+                               others=others, show_bar=not batch)
 
 
 async def arun_simulation(benchmark: Benchmark, run: RunStore | str | os.PathLike[str], client: LLMClient,
