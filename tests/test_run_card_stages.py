@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from test_simulation_support import tiny_benchmark
 
-from personalens_utils import run_card
+from personalens_utils import reproduce, run_card
 from personalens_utils.generation import GenerationConfig, generate_benchmark
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
 from personalens_utils.llm.client import LLMClient
@@ -17,6 +17,8 @@ from personalens_utils.llm.specs import ModelSpec
 from personalens_utils.persona_bench.items import iter_items
 from personalens_utils.persona_bench.runner import run_items
 from personalens_utils.persona_bench.synthetic import write_synthetic
+from personalens_utils.reproduce import StepResult, pipeline
+from personalens_utils.reproduce import settings as reproduce_settings
 from personalens_utils.roles import ModelRole
 from personalens_utils.simulation import SimulationConfig
 from personalens_utils.simulation.runner import run_simulation
@@ -115,3 +117,45 @@ def test_persona_bench_notes_its_model(tmp_path: Path) -> None:
     assert card["protocol"]["kind"] == "custom"
     summary = run_card.summary(card).set_index("field")
     assert "persona_bench: claude-3-5-sonnet" in summary.loc["stage", "value"]
+
+
+def _official_run(store: Path) -> None:
+    """What notebooks 03 and 04 leave on a store run on the official prompt set with its turn caps."""
+    role = run_card.role_entry("m", "offline", "m")
+    simulation = {"prompt_set": "official", "prompt_version": "v", "max_turns": None, "user": role,
+                  "assistant": role, "settings": ["base"]}
+    run_card.update_card(store, simulation=simulation,
+                         judge={**role, "prompt_set": "official", "prompt_version": "v"})
+
+
+@pytest.mark.parametrize(("scoring", "protocol", "differs"),
+                         [("official", "official", []), ("strict", "custom", ["scoring rule 'strict'"])])
+def test_reproduction_records_the_scoring_rule(monkeypatch, tmp_path: Path, scoring: str, protocol: str,
+                                               differs: list[str]) -> None:
+    monkeypatch.setattr(reproduce_settings, "runs_dir", lambda: tmp_path)
+    settings = reproduce.parse_args(["--run", "card", "--passes", "generated", "--scoring", scoring])
+
+    def run(settings, name, folder, params, label=""):
+        if name == "03_simulation":
+            _official_run(Path(params["run_dir"]))
+        return StepResult(name + label, None, 0.0, True)
+
+    monkeypatch.setattr(pipeline, "run_notebook", run)
+    result = reproduce.run_pass(settings, "generated", None)
+    card = run_card.read_card(result.folder / "store")
+    assert card["scoring"] == [scoring]
+    assert card["protocol"] == {"kind": protocol, "differs": differs}
+
+
+def test_a_reproduction_whose_analysis_failed_records_no_scoring(monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(reproduce_settings, "runs_dir", lambda: tmp_path)
+    settings = reproduce.parse_args(["--run", "card", "--passes", "generated"])
+
+    def run(settings, name, folder, params, label=""):
+        if name == "03_simulation":
+            _official_run(Path(params["run_dir"]))
+        return StepResult(name + label, None, 0.0, name != "06_analysis", "failed")
+
+    monkeypatch.setattr(pipeline, "run_notebook", run)
+    result = reproduce.run_pass(settings, "generated", None)
+    assert run_card.read_card(result.folder / "store")["scoring"] == []
