@@ -14,15 +14,17 @@ from personalens_utils.generation import GenerationConfig, generate_benchmark
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
 from personalens_utils.llm.client import LLMClient
 from personalens_utils.llm.specs import ModelSpec
+from personalens_utils.paths import LatestRun
 from personalens_utils.persona_bench.items import iter_items
 from personalens_utils.persona_bench.runner import run_items
 from personalens_utils.persona_bench.synthetic import write_synthetic
 from personalens_utils.reproduce import StepResult, pipeline
 from personalens_utils.reproduce import settings as reproduce_settings
 from personalens_utils.roles import ModelRole
+from personalens_utils.session import Session
 from personalens_utils.simulation import SimulationConfig
 from personalens_utils.simulation.runner import run_simulation
-from personalens_utils.store import RunStore
+from personalens_utils.store import ReproductionStore, RunStore
 from personalens_utils.trust.probes import Padding, run_probe
 from personalens_utils.validation.consistency import benchmark_profiles, run_consistency
 from personalens_utils.validity import BlameConfig, run_blame
@@ -159,3 +161,19 @@ def test_a_reproduction_whose_analysis_failed_records_no_scoring(monkeypatch, tm
     monkeypatch.setattr(pipeline, "run_notebook", run)
     result = reproduce.run_pass(settings, "generated", None)
     assert run_card.read_card(result.folder / "store")["scoring"] == []
+
+
+def test_notebook_06_records_its_scoring_only_on_a_store_of_its_own(tmp_path: Path) -> None:
+    own = RunStore(tmp_path / "own")
+    _official_run(own.root)
+    mine = Session(benchmark_dir=tmp_path / "bench", users=None, store=own, output_dir=tmp_path / "out")
+    assert mine.note_scoring("official")
+    assert run_card.read_card(own.root)["protocol"] == {"kind": "official", "differs": []}
+    finished = tmp_path / "runs" / "r" / "generated"
+    _official_run(finished / "store")
+    theirs = Session(benchmark_dir=tmp_path / "bench", users=None,
+                     store=ReproductionStore(finished / "store", tmp_path / "overlay"),
+                     output_dir=tmp_path / "out", reproduction=LatestRun(finished, tmp_path / "bench"))
+    assert not theirs.note_scoring("strict")
+    assert run_card.read_card(finished / "store")["scoring"] == []
+    assert not (tmp_path / "overlay" / run_card.CARD_FILE).exists()
