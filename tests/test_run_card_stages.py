@@ -132,35 +132,26 @@ def _official_run(store: Path) -> None:
 
 @pytest.mark.parametrize(("scoring", "protocol", "differs"),
                          [("official", "official", []), ("strict", "custom", ["scoring rule 'strict'"])])
-def test_reproduction_records_the_scoring_rule(monkeypatch, tmp_path: Path, scoring: str, protocol: str,
-                                               differs: list[str]) -> None:
+def test_reproduction_records_the_scoring_rule_once_its_analysis_ran(monkeypatch, tmp_path: Path,
+                                                                     scoring: str, protocol: str,
+                                                                     differs: list[str]) -> None:
     monkeypatch.setattr(reproduce_settings, "runs_dir", lambda: tmp_path)
     settings = reproduce.parse_args(["--run", "card", "--passes", "generated", "--scoring", scoring])
+    analysis_ok = False
 
     def run(settings, name, folder, params, label=""):
         if name == "03_simulation":
             _official_run(Path(params["run_dir"]))
-        return StepResult(name + label, None, 0.0, True)
+        return StepResult(name + label, None, 0.0, analysis_ok or name != "06_analysis", "failed")
 
     monkeypatch.setattr(pipeline, "run_notebook", run)
+    result = reproduce.run_pass(settings, "generated", None)
+    assert run_card.read_card(result.folder / "store")["scoring"] == []  # no analysis, no rule read
+    analysis_ok = True
     result = reproduce.run_pass(settings, "generated", None)
     card = run_card.read_card(result.folder / "store")
     assert card["scoring"] == [scoring]
     assert card["protocol"] == {"kind": protocol, "differs": differs}
-
-
-def test_a_reproduction_whose_analysis_failed_records_no_scoring(monkeypatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(reproduce_settings, "runs_dir", lambda: tmp_path)
-    settings = reproduce.parse_args(["--run", "card", "--passes", "generated"])
-
-    def run(settings, name, folder, params, label=""):
-        if name == "03_simulation":
-            _official_run(Path(params["run_dir"]))
-        return StepResult(name + label, None, 0.0, name != "06_analysis", "failed")
-
-    monkeypatch.setattr(pipeline, "run_notebook", run)
-    result = reproduce.run_pass(settings, "generated", None)
-    assert run_card.read_card(result.folder / "store")["scoring"] == []
 
 
 def test_notebook_06_records_its_scoring_only_on_a_store_of_its_own(tmp_path: Path) -> None:
