@@ -58,6 +58,8 @@ SIMULATION_KEY = ("prompt_set", "prompt_version", "max_turns", "user", "assistan
 """What defines one simulation configuration; the other fields of an entry grow as a run is extended."""
 JUDGE_KEY = ("model", "backend", "model_id", "prompt_set", "prompt_version")
 """What defines one judge."""
+STAGE_KEY = ("stage", "role", "prompt_version")
+"""What defines one run of another stage (review, probe, profile check, generation, PERSONA Bench)."""
 
 
 class RunCardError(KitError):
@@ -89,7 +91,7 @@ def read_card(store_dir: str | os.PathLike[str]) -> dict[str, Any]:
                            f"version {SCHEMA_VERSION}")
     required = ("simulations", "judges", "scoring", "usage", "kit")
     for field, kind in (("simulations", list), ("judges", list), ("scoring", list), ("usage", dict),
-                        ("kit", list), ("own_usage", dict), ("merged_from", dict)):
+                        ("kit", list), ("own_usage", dict), ("merged_from", dict), ("stages", list)):
         if not isinstance(card.get(field, None if field in required else kind()), kind):
             raise RunCardError(f"{path}: run card field {field!r} must be a {kind.__name__}, "
                                f"got {card.get(field)!r:.80}")
@@ -201,6 +203,25 @@ def judge_entry(prompts: PromptSet, prompt_version: str, *, judge: Mapping[str, 
             "dimensions": sorted(set(dimensions)), "judge_samples": judge_samples}
 
 
+def stage_entry(stage: str, role: Mapping[str, Any], *, prompt_version: str | None = None,
+                **about: Any) -> dict[str, Any]:
+    """One run of a stage that is neither simulation nor judging: its name, the model that answered
+    (`role_entry`), the prompt version its records carry, and lists of what it covered (`about`)."""
+    return {"stage": stage, "role": dict(role), "prompt_version": prompt_version,
+            **{name: sorted(set(values)) for name, values in about.items()}}
+
+
+def note_stage(store: RunStoreLike, report: Any, role: Mapping[str, Any], *,
+               prompt_version: str | None = None, **about: Any) -> dict[str, Any] | None:
+    """Note one run of such a stage (an `engine.StageReport`) on the store's card: its entry and what it
+    spent; a store the run never wrote into stays without one (None)."""
+    root = Path(store) if isinstance(store, str | os.PathLike) else Path(store.root)
+    if not root.is_dir():
+        return None
+    entry = stage_entry(report.stage, role, prompt_version=prompt_version, **about)
+    return update_card(store, step=entry, spent=stage_spent(report), stage=report.stage)
+
+
 def _key(entry: Mapping[str, Any], fields: Sequence[str]) -> bytes:
     return orjson.dumps([_defining(entry.get(f)) for f in fields], option=orjson.OPT_SORT_KEYS)
 
@@ -227,19 +248,21 @@ def _grow(entries: list[dict[str, Any]], new: Mapping[str, Any], fields: Sequenc
 
 
 def _counts(folder: Path, kinds: Sequence[type[Record]]) -> dict[str, dict[str, int]]:
-    """Records by status in each table, the current record of each id (a torn last line is not counted;
-    read here rather than through `store`, which calls this module when it merges)."""
+    """Records by status in the tables of `kinds` and every other table the store holds, the current
+    record of each id (a torn last line is not counted; read here rather than through `store`, which
+    calls this module when it merges)."""
     counts = {}
-    for kind in kinds:
+    tables = {kind.table for kind in kinds} | {p.stem for p in folder.glob("*.jsonl")}
+    for name in sorted(tables):
         status: dict[str, str] = {}
-        table = folder / f"{kind.table}.jsonl"
+        table = folder / f"{name}.jsonl"
         if table.exists():
             with table.open("rb") as fh:
                 for line in fh:
                     if line.endswith(b"\n") and line.strip():
                         rec = orjson.loads(line)
                         status[rec["id"]] = str(rec.get("status"))
-        counts[kind.table] = dict(sorted(Counter(status.values()).items()))
+        counts[name] = dict(sorted(Counter(status.values()).items()))
     return counts
 
 
@@ -264,11 +287,12 @@ def protocol(card: Mapping[str, Any]) -> dict[str, Any]:
 def update_card(store: RunStoreLike, *, simulation: Mapping[str, Any] | None = None,
                 judge: Mapping[str, Any] | None = None, scoring: str | None = None,
                 benchmark: Mapping[str, Any] | None = None, spent: Mapping[str, Any] | None = None,
-                stage: str | None = None) -> dict[str, Any]:
+                stage: str | None = None, step: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Extend the store's card with what a stage just did and write it back; returns the card.
 
     `simulation`, `judge`: an entry (`simulation_entry`, `judge_entry`), added or joined with the same
-    one already there; `scoring`: a scoring rule the run was read under; `benchmark`: `benchmark_entry`
+    one already there; `step`: a `stage_entry` (another stage's run), joined the same way into
+    `stages`; `scoring`: a scoring rule the run was read under; `benchmark`: `benchmark_entry`
     (a different benchmark than the card's is refused); `spent`: calls, tokens and cost of this stage
     run, added to `usage[stage]`. Counts of dialogues and judgments are read from the store.
     """
@@ -281,6 +305,8 @@ def update_card(store: RunStoreLike, *, simulation: Mapping[str, Any] | None = N
             _grow(card["simulations"], simulation, SIMULATION_KEY)
         if judge is not None:
             _grow(card["judges"], judge, JUDGE_KEY)
+        if step is not None:
+            _grow(card.setdefault("stages", []), step, STAGE_KEY)
         if scoring is not None and scoring not in card["scoring"]:
             card["scoring"] = sorted([*card["scoring"], scoring])
         if benchmark is not None:
@@ -306,8 +332,8 @@ def update_card(store: RunStoreLike, *, simulation: Mapping[str, Any] | None = N
 
 def _empty() -> dict[str, Any]:
     return {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, "created": _now(), "updated": _now(),
-            "kit": [], "benchmark": None, "simulations": [], "judges": [], "scoring": [], "counts": {},
-            "usage": {}, "protocol": {}}
+            "kit": [], "benchmark": None, "simulations": [], "judges": [], "stages": [], "scoring": [],
+            "counts": {}, "usage": {}, "protocol": {}}
 
 
 def _now() -> str:
@@ -377,6 +403,8 @@ def _merge_into(target_dir: Path, sources: list[Path]) -> dict[str, Any] | None:
             _grow(merged["simulations"], entry, SIMULATION_KEY)
         for entry in card["judges"]:
             _grow(merged["judges"], entry, JUDGE_KEY)
+        for entry in card.get("stages", []):
+            _grow(merged.setdefault("stages", []), entry, STAGE_KEY)
         merged["scoring"] = sorted(set(merged["scoring"]) | set(card["scoring"]))
         merged["benchmark"] = merged["benchmark"] or card.get("benchmark")
         merged["kit"] += [kit for kit in card["kit"] if kit not in merged["kit"]]
@@ -436,6 +464,11 @@ def summary(card: Mapping[str, Any]) -> pd.DataFrame:
         rows.append(("judge", f"{entry['model']} ({entry['model_id']}, {entry['backend']}); "
                      f"{entry['prompt_set']} {entry['prompt_version']}; "
                      f"judge_samples {entry['judge_samples']}"))
+    for entry in card.get("stages", []):
+        role = entry["role"]
+        version = f"; prompt version {entry['prompt_version']}" if entry.get("prompt_version") else ""
+        rows.append(("stage", f"{entry['stage']}: {role['model']} ({role['model_id']}, "
+                              f"{role['backend']}){version}"))
     rows += [("scoring", ", ".join(card["scoring"]) or "not recorded")]
     rows += [(f"{table}", ", ".join(f"{status} {n}" for status, n in counts.items()))
              for table, counts in card.get("counts", {}).items()]

@@ -35,7 +35,7 @@ from typing import Any
 
 import pandas as pd
 
-from personalens_utils import paths
+from personalens_utils import paths, run_card
 from personalens_utils.assistants import Assistant, AssistantSpec, PythonOptions, stored_name
 from personalens_utils.assistants.prompted import PromptedAssistant
 from personalens_utils.assistants.python import DEFAULT_REPLY_TIMEOUT_S
@@ -450,6 +450,16 @@ class Session:
         if self.store is None:
             raise SessionError("this notebook was opened without a run store: pass run_dir")
         return self.store
+
+    def note_scoring(self, scoring: str) -> bool:
+        """Record on the run store's card the scoring rule this notebook read the answers under, when the
+        store is the session's to write: not a finished reproduction's (its pass recorded its own rule),
+        not a read-only one. Whether it was recorded."""
+        store = self.run_store
+        if self.reproduction is not None or store.unwritable() is not None:
+            return False
+        run_card.update_card(store, scoring=scoring)
+        return True
 
     @property
     def benchmark(self) -> Benchmark:

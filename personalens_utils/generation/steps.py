@@ -15,8 +15,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import engine
+from .. import engine, run_card
 from ..engine import Item
+from ..identity import Role
 from ..llm import LLMClient
 from ..prompts.generation import GENERATION_PROMPT_VERSION
 from ..records import ERROR, GENERATION_STEPS, GenerationStep, Record
@@ -74,8 +75,12 @@ class StepRunner:
                     spec.done(prior.value)
             todo += engine.plan(self.store, kind, [((s.id,), s) for s in mine], retry_errors=True).items
         stage = engine.Stage(STAGE, GenerationStep, self._work)
-        engine.run_stage(stage, self.store, self.client, engine.Plan(todo, 0, 0),
-                         options=engine.StageOptions(desc=f"generation: {desc}"))
+        report = engine.run_stage(stage, self.store, self.client, engine.Plan(todo, 0, 0),
+                                  options=engine.StageOptions(desc=f"generation: {desc}"))
+        role = Role.of(self.model, self.client.backend_name, self.client.endpoint)
+        run_card.note_stage(self.store, report, run_card.role_entry(role.model, role.backend, role.model_id,
+                                                                    endpoint=self.client.endpoint),
+                            prompt_version=GENERATION_PROMPT_VERSION, steps=[s.step for s in specs])
 
     async def _work(self, client: LLMClient, item: Item[StepSpec]) -> list[Record]:
         spec = item.payload

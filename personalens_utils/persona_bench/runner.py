@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from personalens_utils import engine
+from personalens_utils import engine, run_card
 from personalens_utils.engine import Item, StageReport
 from personalens_utils.identity import Role, prediction_id
 from personalens_utils.llm import CallKind, LLMClient, Message, Request
@@ -122,7 +122,7 @@ def run_items(
 
     stage = engine.Stage(STAGE, PersonaPrediction, work, failed)
     report = StageReport(STAGE, shard=str(part) if part else None, max_cost_usd=max_cost_usd)
-    return engine.run_stage(
+    report = engine.run_stage(
         stage,
         store,
         client,
@@ -130,3 +130,6 @@ def run_items(
         report=report,
         options=engine.StageOptions(max_cost_usd=max_cost_usd, desc=f"PERSONA Bench ({model})"),
     )
+    run_card.note_stage(store, report, run_card.role_entry(role.model, role.backend, role.model_id,
+                                                           endpoint=client.endpoint))
+    return report

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from personalens_utils import run_card
 from personalens_utils.paths import find_official_data, project_root, runs_dir, write_latest
 
 from .index import write_index
@@ -193,7 +194,16 @@ def run_pass(settings: Settings, name: str, benchmark_dir: Path | None) -> PassR
             done[step.name] = run_notebook(settings, step.notebook, folder, step.params, step.label,
                                            counter=counter)
         result.steps.append(done[step.name])
+    _note_scoring(settings, folder, done)
     return result
+
+
+def _note_scoring(settings: Settings, folder: Path, done: dict[str, StepResult]) -> None:
+    """Record on the pass's store card the scoring rule its analysis (06) read the answers under, so the
+    card's `protocol` says whether the reproduction followed the authors' scoring too."""
+    store = folder / "store"
+    if "06_analysis" in done and done["06_analysis"].ok and store.is_dir():
+        run_card.update_card(store, scoring=settings.scoring)
 
 
 KEPT = "README.md"

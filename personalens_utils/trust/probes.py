@@ -23,13 +23,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any, ClassVar, Self
 
-from personalens_utils import engine
+from personalens_utils import engine, run_card
 from personalens_utils.analysis.scores import PERSONALIZATION, TASK_COMPLETION
 from personalens_utils.analysis.tables import ASSISTANT_DIMENSIONS
 from personalens_utils.data import Benchmark
 from personalens_utils.engine import Item, StageReport
 from personalens_utils.errors import KitError
-from personalens_utils.identity import stable_id
+from personalens_utils.identity import Role, stable_id
 from personalens_utils.judging import JudgingConfig, judge_dialogue
 from personalens_utils.judging.plan import plan_judging
 from personalens_utils.judging.requests import ContextFor
@@ -214,5 +214,10 @@ def run_probe(store: RunStore, client: LLMClient, context_for: ContextFor, probe
     stage = engine.Stage(stage_name, ProbeJudgment, work)
     options = engine.StageOptions(max_cost_usd=config.max_cost_usd,
                                   desc=f"{probe.name} probe ({planned.model_key})")
-    return engine.run_stage(stage, store, client, plan, report=report, options=options)
+    report = engine.run_stage(stage, store, client, plan, report=report, options=options)
+    judge = Role.of(planned.model_key, client.backend_name, client.endpoint)
+    run_card.note_stage(store, report, run_card.role_entry(judge.model, judge.backend, judge.model_id,
+                                                           endpoint=client.endpoint),
+                        prompt_version=f"{probe.name} {probe.version}", dimensions=[d.name for d in dims])
+    return report
 

@@ -20,8 +20,9 @@ from typing import Any
 
 import pandas as pd
 
-from personalens_utils import engine
+from personalens_utils import engine, run_card
 from personalens_utils.engine import Item, UnreadableAnswer
+from personalens_utils.identity import Role
 from personalens_utils.judging.parsing import normalize_answer
 from personalens_utils.llm import CallKind, LLMClient, Message, Request
 from personalens_utils.prompts.validation import (
@@ -246,7 +247,12 @@ def _run(
         return [await check_profile(llm, item.payload, model, max_attempts)]
 
     stage = engine.Stage(STAGE, ConsistencyCheck, work)
-    engine.run_stage(stage, store, client, planned, options=engine.StageOptions(desc="profile checks"))
+    options = engine.StageOptions(desc="profile checks")
+    report = engine.run_stage(stage, store, client, planned, options=options)
+    checker = Role.of(model, client.backend_name, client.endpoint)
+    run_card.note_stage(store, report, run_card.role_entry(checker.model, checker.backend, checker.model_id,
+                                                           endpoint=client.endpoint),
+                        prompt_version=CONSISTENCY_PROMPT_VERSION)
     stored = {r.id: r for r in store.read(ConsistencyCheck)}
     return [stored[i] for i in ids]
 

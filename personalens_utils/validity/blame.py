@@ -25,7 +25,7 @@ from typing import Any
 
 import pandas as pd
 
-from personalens_utils import engine
+from personalens_utils import engine, run_card
 from personalens_utils.analysis.scores import PERSONALIZATION, TASK_COMPLETION
 from personalens_utils.analysis.tables import MAIN_SETTING, LeftOut, provenance_note, table3_beside
 from personalens_utils.data import Benchmark
@@ -211,8 +211,12 @@ def run_blame(store: RunStore, reviewer: ModelRole, judge: ModelRole, context_fo
                "judged_dialogues": len(dialogues), "selected": len(chosen)}
     report = StageReport(STAGE, details=details)
     options = engine.StageOptions(max_cost_usd=config.max_cost_usd, desc=f"blame ({mine.model})")
-    return engine.run_stage(engine.Stage(STAGE, Blame, work), store, reviewer.client, plan, report=report,
-                            options=options)
+    report = engine.run_stage(engine.Stage(STAGE, Blame, work), store, reviewer.client, plan, report=report,
+                              options=options)
+    run_card.note_stage(store, report, run_card.role_entry(mine.model, mine.backend, mine.model_id),
+                        prompt_version=variant.prompt_version,
+                        reviewed_judges=[f"{theirs.model} ({theirs.model_id})"])
+    return report
 
 
 BLAME_COLUMNS = ["dialogue_id", "scenario_id", "sample", "user_id", "task_id", "task_type", "user_model",
