@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from personalens_utils import run_card
 from personalens_utils.data import Benchmark
 from personalens_utils.data.types import parse_task_id, scenario_id
 from personalens_utils.errors import KitError
@@ -542,5 +543,10 @@ def import_official_run(
                                             f"{dialogue_root(root) / f'user{user}' / folder}")
         judgments.append(read_evaluation_file(path, dialogue, prompt_version=prompt_version))
     if into is not None:
-        _add(_store(into), [*dialogues, *judgments])
+        store = _store(into)
+        _add(store, [*dialogues, *judgments])
+        run_card.note_records(store, "official_import", {"source": str(Path(root).resolve())},
+                              prompt_version=prompt_version,
+                              assistants=[d.assistant_model for d in dialogues],
+                              judges=[j.judge_model for j in judgments])
     return OfficialRun(dialogues, judgments)

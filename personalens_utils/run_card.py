@@ -222,6 +222,12 @@ def note_stage(store: RunStoreLike, report: Any, role: Mapping[str, Any], *,
     return update_card(store, step=entry, spent=stage_spent(report), stage=report.stage)
 
 
+def note_records(store: RunStoreLike, stage: str, role: Mapping[str, Any], **about: Any) -> dict[str, Any]:
+    """Note records that came without a stage report (a person's dialogue, an import of the official
+    scripts' outputs) on the store's card: an entry of their own, so the card names every writer."""
+    return update_card(store, step=stage_entry(stage, role, **about))
+
+
 def _key(entry: Mapping[str, Any], fields: Sequence[str]) -> bytes:
     return orjson.dumps([_defining(entry.get(f)) for f in fields], option=orjson.OPT_SORT_KEYS)
 

@@ -26,6 +26,7 @@ from personalens_utils.official_io import (
     plan_export,
 )
 from personalens_utils.records import Dialogue, Judgment
+from personalens_utils.run_card import read_card
 from personalens_utils.simulation import PAPER_SETTINGS, AssistantSetting, SimulationConfig, run_simulation
 from personalens_utils.store import RunStore
 
@@ -256,6 +257,9 @@ def test_official_evaluations_import_with_their_judge_and_both_readings(tmp_path
     assert len(store.read(Judgment)) == 3
     import_official_run(tmp_path, into=store, user_model="claude-3-sonnet-v1")
     assert len(store.read(Judgment)) == 3
+    (entry,) = read_card(store.root)["stages"]  # the import is on the store's card, once
+    assert entry["stage"] == "official_import" and entry["role"] == {"source": str(tmp_path.resolve())}
+    assert entry["assistants"] == ["Claude 3 Haiku"] and "Claude 3 Sonnet" in entry["judges"]
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [

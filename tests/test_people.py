@@ -20,6 +20,7 @@ from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_jud
 from personalens_utils.llm import LLMClient
 from personalens_utils.llm.clients import Clients
 from personalens_utils.records import Dialogue, Judgment
+from personalens_utils.run_card import read_card
 from personalens_utils.simulation import SimulationConfig, run_simulation
 from personalens_utils.store import RunStore
 from personalens_utils.trust import bootstrap
@@ -253,6 +254,8 @@ def test_the_fidelity_table_says_what_it_lacks(tmp_path, benchmark, assistant):
     dialogue = start_dialogue(benchmark, store, "user3/SD-Music-task-2", "fay", assistant)
     dialogue.say(SCRIPT[0])
     dialogue.end()
+    people = [e for e in read_card(store.root)["stages"] if e["stage"] == "people"]
+    assert [e["role"]["model"] for e in people] == ["human:fay"]  # the card names who typed
     with pytest.raises(FidelityError, match=r"no scenario .* was played by a person and by the simulator"):
         fidelity_frame(store, benchmark)
 

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from personalens_utils import run_card
 from personalens_utils.analysis.scores import (
     PERSONALIZATION,
     TASK_COMPLETION,
@@ -248,6 +249,10 @@ class PersonDialogue:
             record = replace(record, id="", variant=self.prompts.variant(sample))
         self.store.append(record)
         self.record = record
+        run_card.note_records(self.store, "people", run_card.role_entry(
+            record.user_model, record.user_backend, record.user_model_id),
+            prompt_version=record.prompt_version, assistants=[record.assistant_model],
+            settings=[record.assistant_setting])
 
 
 def start_dialogue(benchmark: Benchmark, store: RunStore, scenario_id: str, person: str | Person,
