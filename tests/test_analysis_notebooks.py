@@ -21,7 +21,7 @@ from personalens_utils.records import Dialogue
 from personalens_utils.simulation import SimulationConfig
 from personalens_utils.simulation.runner import run_simulation
 from personalens_utils.store import RunStore
-from personalens_utils.tables import read_table
+from personalens_utils.tables import read_caption, read_table
 
 pytestmark = pytest.mark.slow
 NOTEBOOKS = project_root() / "notebooks"
@@ -72,7 +72,7 @@ def _run(name: str, out: Path, root: Path, monkeypatch, **params) -> None:
 
 
 def _caption(path: Path) -> str:
-    return path.read_text(encoding="utf-8").splitlines()[0]
+    return read_caption(path)
 
 
 def test_ablation_notebook_reuses_stored_dialogues_and_writes_table4(prepared, tmp_path, monkeypatch):
@@ -118,7 +118,7 @@ def test_analysis_notebook_without_annotations(prepared, tmp_path, monkeypatch):
     ):
         assert OFFLINE_LABEL in _caption(tables / f"{stem}.csv"), stem
     assert list(read_table(tables / "table3_assistant_models.csv")["Assistant model"]) == list(MODELS)
-    assert _caption(tables / "table5_agreement.csv").startswith("# NO HUMAN ANNOTATIONS WERE GIVEN")
+    assert _caption(tables / "table5_agreement.csv").startswith("NO HUMAN ANNOTATIONS WERE GIVEN")
     for stem in ("figure4_domains", "figure5_turn_personalization", "figure_radar_personalization_by_domain"):
         assert (figures / f"{stem}.png").stat().st_size > 10_000, stem
         caption = (figures / f"{stem}.txt").read_text(encoding="utf-8")

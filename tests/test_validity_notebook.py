@@ -23,7 +23,7 @@ from personalens_utils.records import Blame
 from personalens_utils.simulation import SimulationConfig
 from personalens_utils.simulation.runner import run_simulation
 from personalens_utils.store import RunStore
-from personalens_utils.tables import read_table
+from personalens_utils.tables import read_caption, read_table
 from personalens_utils.validity import OFFLINE_BLIND, OFFLINE_FULL
 
 pytestmark = pytest.mark.slow
@@ -67,7 +67,7 @@ def ran(prepared, tmp_path_factory) -> Path:
 
 
 def _caption(path: Path) -> str:
-    return path.read_text(encoding="utf-8").splitlines()[0]
+    return read_caption(path)
 
 
 def test_notebook_09_exports_anchored_blame_and_task_audit_tables(prepared, ran):
@@ -86,7 +86,7 @@ def test_notebook_09_exports_anchored_blame_and_task_audit_tables(prepared, ran)
         assert (tables / f"tableV1_human_anchored.{ext}").is_file()
     for stem in ("tableV1_human_anchored", "tableV1b_anchored_differences", "tableV1c_label_plan"):
         caption = _caption(tables / f"{stem}.csv")
-        assert caption.startswith("# SYNTHETIC ANNOTATORS") and OFFLINE_LABEL in caption, stem
+        assert caption.startswith("SYNTHETIC ANNOTATORS") and OFFLINE_LABEL in caption, stem
     for stem in ("tableV2_blame_rates", "tableV3_table3_without_user_faults", "tableV4_task_audit",
                  "tableV5_table3_on_measuring_tasks"):
         assert OFFLINE_LABEL in _caption(tables / f"{stem}.csv"), stem
