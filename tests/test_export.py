@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import datasets
-import orjson
 import pytest
 from inspect_ai.log import read_eval_log
 
@@ -21,6 +20,7 @@ from personalens_utils.generation import GenerationConfig, generate_benchmark
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
 from personalens_utils.llm import LLMClient
 from personalens_utils.records import Dialogue, Judgment
+from personalens_utils.run_card import read_card
 from personalens_utils.simulation import SimulationConfig
 from personalens_utils.simulation.runner import run_simulation
 from personalens_utils.store import RunStore
@@ -44,7 +44,6 @@ def run(tmp_path_factory):
             run_simulation(benchmark, store, client,
                            SimulationConfig(assistant_model=model, user_model="user-sim"))
         run_judging(store, client, benchmark_contexts(benchmark), JudgingConfig(judge_model="judge-1"))
-    (root / "store" / "run_card.json").write_text('{"created": "2026-11-27T10:00:00+00:00", "seed": 3}\n')
     return root
 
 
@@ -58,7 +57,7 @@ def test_inspect_logs_read_back_with_every_dialogue_and_score(run, tmp_path):
     seen = set()
     for path in written:
         log = read_eval_log(str(path))
-        assert log.eval.metadata["run_card"] == {"created": "2026-11-27T10:00:00+00:00", "seed": 3}
+        assert log.eval.metadata["run_card"] == read_card(store.root)
         for sample in log.samples:
             dialogue = dialogues[sample.id]
             assert log.eval.model == dialogue.assistant_model
@@ -129,11 +128,13 @@ def test_dataset_round_trip_gives_the_same_store_and_tables(run, tmp_path):
     store = RunStore(run / "store")
     folder = to_hf_dataset(store, tmp_path / "dataset", license="cc-by-nc-4.0")
     card = (folder / "README.md").read_text()
-    assert card.startswith("---\nlicense: cc-by-nc-4.0\n") and "- seed: 3" in card
-    loaded = datasets.load_dataset(str(folder), "dialogues")["train"]
+    assert card.startswith("---\nlicense: cc-by-nc-4.0\n") and "\n- protocol: " in card
+    cache = str(tmp_path / "hf-cache")  # datasets' own cache could answer from an earlier folder's files
+    loaded = datasets.load_dataset(str(folder), "dialogues", cache_dir=cache)["train"]
     assert len(loaded) == len(store.read(Dialogue))
-    everything = datasets.DatasetDict({name: datasets.load_dataset(str(folder), name)["train"]
-                                       for name in ("dialogues", "judgments", "run_card")})
+    everything = datasets.DatasetDict({
+        name: datasets.load_dataset(str(folder), name, cache_dir=cache)["train"]
+        for name in ("dialogues", "judgments", "run_card")})
     imported = import_run(everything, tmp_path / "imported")
     for kind in (Dialogue, Judgment):
         assert imported.path(kind).read_bytes() == store.path(kind).read_bytes()
@@ -155,10 +156,12 @@ def test_imported_run_is_judged_again_by_another_judge(run, tmp_path):
                     JudgingConfig(judge_model="judge-2"))
     judges = {j.judge_model for j in imported.read(Judgment)}
     assert judges == {"judge-1", "judge-2"} and len(imported.read(Judgment)) == 2 * before
+    assert [j["model"] for j in read_card(imported.root)["judges"]] == ["judge-1", "judge-2"]  # the card too
 
 
 def test_bad_inputs_name_what_is_wrong(run, tmp_path):
     store = RunStore(run / "store")
+    card = (run / "store" / "run_card.json").read_bytes()
     with pytest.raises(ExportError, match="license"):
         to_hf_dataset(store, tmp_path / "ds")
     folder = to_hf_dataset(store, tmp_path / "ds", license="mit")
@@ -172,4 +175,4 @@ def test_bad_inputs_name_what_is_wrong(run, tmp_path):
         import_run(tmp_path, tmp_path / "new")
     with pytest.raises(ExportError, match="holds no dialogues"):
         to_inspect(RunStore(tmp_path / "empty"), tmp_path / "logs")
-    assert orjson.loads((run / "store" / "run_card.json").read_bytes())["seed"] == 3
+    assert (run / "store" / "run_card.json").read_bytes() == card  # exports write nothing into the store
