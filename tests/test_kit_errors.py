@@ -41,7 +41,8 @@ def _package_exceptions() -> list[type[Exception]]:
     return found
 
 
-SIGNALS = {"personalens_utils.engine.Pending", "personalens_utils.judging.batch._Awaited"}
+SIGNALS = {"personalens_utils.engine.Pending", "personalens_utils.judging.batch._Awaited",
+           "personalens_utils.simulation.batch.RoundFailed"}
 """Exceptions that carry a work item back to the engine (answers still awaited); none reaches a user."""
 
 
