@@ -204,9 +204,9 @@ def to_hf_dataset(store: RunStore, out_dir: str | os.PathLike[str], *, license: 
 
 
 _COLUMNS = {
-    "dialogues": ["id", "scenario_id", "user_id", "task_id", "assistant_model", "assistant_setting",
+    Dialogue.table: ["id", "scenario_id", "user_id", "task_id", "assistant_model", "assistant_setting",
                   "user_model", "status", "n_turns", "record"],
-    "judgments": ["id", "dialogue_id", "dimension", "judge_model", "status", "score", "record"],
+    Judgment.table: ["id", "dialogue_id", "dimension", "judge_model", "status", "score", "record"],
 }
 
 
@@ -242,8 +242,8 @@ def _dataset_card(license: str, card: dict[str, Any] | None, dialogues: list[Dia
         f"---\nlicense: {license}\ntags:\n- personalens\n- personalization\n- llm-evaluation\n"
         f"configs:\n{configs}---\n\n"
         "# PersonaLens run\n\n"
-        f"A run of the PersonaLens kit: {counts['dialogues']} dialogues of assistants "
-        f"{', '.join(assistants)} in settings {', '.join(settings)}, and {counts['judgments']} "
+        f"A run of the PersonaLens kit: {counts[Dialogue.table]} dialogues of assistants "
+        f"{', '.join(assistants)} in settings {', '.join(settings)}, and {counts[Judgment.table]} "
         f"judgments.{offline}\n\n"
         "## How it was made\n\nUser-agent dialogues with each assistant (notebook 03), judged dimension by "
         "dimension (notebook 04). Each row's `record` column is the run store's JSON line, unchanged: "
@@ -285,7 +285,7 @@ def _read_source(source: str | os.PathLike[str] | Any) -> dict[str, list[str]]:
         columns = {name: frame[frame.columns[-1]].tolist() for name, frame in frames.items()}
     else:
         columns = {name: list(split[split.column_names[-1]]) for name, split in source.items()}
-    if "dialogues" not in columns:
-        raise ExportError(f"{source!r} holds no 'dialogues' table; it is not a PersonaLens dataset")
+    if Dialogue.table not in columns:
+        raise ExportError(f"{source!r} holds no {Dialogue.table!r} table; it is not a PersonaLens dataset")
     card = [text for text in columns.pop("run_card", []) if text]
     return {**{name: [str(v) for v in values] for name, values in columns.items()}, "run_card": card}

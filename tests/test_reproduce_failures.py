@@ -55,10 +55,10 @@ def test_a_failed_notebook_01_stops_the_pass_and_nothing_stale_is_published(proj
                      "--assistant-models", "ref-follows-setting", "--ablation-model", "ref-follows-setting"])
     out = capsys.readouterr().out
     assert code == 1
-    assert "[reproduce] [2/8] 03_simulation-ref_follows_setting: not run, 01_generation failed" in out
-    assert "[reproduce] [1/8] 01_generation FAILED after" in out
+    assert "[reproduce] [2/9] 03_simulation-ref_follows_setting: not run, 01_generation failed" in out
+    assert "[reproduce] [1/9] 01_generation FAILED after" in out
     assert "nothing copied to tables/ and figures/, runs/LATEST unchanged" in out
-    assert "ran 1 notebook(s), 1 failed, 7 not run" in out  # 08 (PERSONA Bench) needs nothing of 01
+    assert "ran 2 notebook(s): 1 ok, 1 failed, 7 not run" in out  # 08 (PERSONA Bench) needs nothing of 01
     assert not (project / "tables").exists()
     assert latest.read_text() == "folder: r/generated\nbenchmark: r/generated/benchmark\n"
     assert not (old / "06_analysis.ipynb").exists()  # no notebook ran on the old benchmark

@@ -16,6 +16,6 @@ def test_a_small_reproduction_prints_no_kernel_warning(reproduced_checkout):
     for name in ("06_analysis", "07_trust", "09_validity", "08_persona_bench"):
         assert re.search(rf"^\[reproduce\] \[\d+/12\] {name} done in \d+s$", printed, re.M), name
     assert "assistant_models=" not in printed  # the parameters are in the pass's parameters.log
-    assert "ran 12 notebook(s), 0 failed" in printed  # 01, 03 for four assistants, 04, 02, 05-07, 09, 08
+    assert "ran 12 notebook(s): 12 ok, 0 failed" in printed  # 01, 03 for four assistants, 04, 02, 05-09
     assert TCP_WARNING not in printed
     assert "[IPKernelApp] WARNING" not in printed

@@ -139,7 +139,7 @@ def test_reproduction_records_the_scoring_rule_once_its_analysis_ran(monkeypatch
     settings = reproduce.parse_args(["--run", "card", "--passes", "generated", "--scoring", scoring])
     analysis_ok = False
 
-    def run(settings, name, folder, params, label=""):
+    def run(settings, name, folder, params, label="", counter=""):
         if name == "03_simulation":
             _official_run(Path(params["run_dir"]))
         return StepResult(name + label, None, 0.0, analysis_ok or name != "06_analysis", "failed")

@@ -17,6 +17,7 @@ from test_latex_tables import PDFLATEX, compile_problems
 from test_simulation_support import SITUATION, TASKS, tiny_users
 
 from personalens_utils.analysis.scores import load_scores
+from personalens_utils.analysis.stats import FEW_CLUSTERS, MIN_CLUSTERS
 from personalens_utils.data import Benchmark
 from personalens_utils.data.types import TaskDefinition
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
@@ -59,9 +60,11 @@ PLANTED = (_task("SD-Events-task-2", ["Events"], [ANY_OPTION[0]]),
 SITUATION_ONLY = _task("SD-Events-task-4", ["Events"], list(ANY_OPTION))
 NOTHING_TO_FIT = {**SITUATION, "device": "", "time_of_day": ""}
 PLANTED_IDS = {t.task_id for t in PLANTED}
+USERS = MIN_CLUSTERS
+"""The fewest users a gap's interval is drawn on (below, the audit cannot say a task shows no gap)."""
 
 
-def planted_benchmark(n_users: int = 6) -> Benchmark:
+def planted_benchmark(n_users: int = USERS) -> Benchmark:
     users = tiny_users(n_users)
     for user in users:
         user.preferences["Events"].update({name: "No preference" for name in ANY_OPTION})
@@ -98,7 +101,17 @@ def test_planted_tasks_are_flagged_and_few_others(tidy):
     assert set(flagged_units(gaps)) >= PLANTED_IDS
     assert _others_flagged(gaps) <= 0.1
     planted = gaps[gaps["task_id"].isin(PLANTED_IDS)]
-    assert (planted["why"] == "no gap").all() and (planted["personalization_pairs"] == 6).all()
+    assert (planted["why"] == "no gap").all() and (planted["personalization_pairs"] == USERS).all()
+
+
+def test_on_fewer_users_than_an_interval_needs_no_task_is_flagged_for_no_gap_and_its_row_says_so(tidy):
+    few = tidy[tidy["user_id"].isin(sorted(set(tidy["user_id"]))[:USERS - 1])]
+    gaps = task_gaps(few)
+    assert not gaps["flagged"].any()
+    assert (gaps["why"] == f"gap not judged: {FEW_CLUSTERS}").all()
+    table = task_audit_table(gaps, few)
+    assert set(table.frame["Flagged"]) == {f"gap not judged: {FEW_CLUSTERS}"}
+    assert f"fewer than {MIN_CLUSTERS} users is not judged" in table.caption
 
 
 def test_a_task_whose_only_context_is_the_situation_still_shows_a_gap(tidy):
@@ -128,7 +141,7 @@ def test_the_ablation_settings_serve_as_the_two_arms(tidy):
     """On a real run the arms are one assistant in two settings; offline, "base+all" shows the assistant the
     demographics, whose country it remarks on, so even the planted tasks gain a level there."""
     gaps = task_gaps(tidy, Arm("ref-follows-setting", "base"), Arm("ref-follows-setting", "base+all"))
-    assert (gaps["personalization_pairs"] == 6).all()
+    assert (gaps["personalization_pairs"] == USERS).all()
     p = tidy[(tidy["assistant_model"] == "ref-follows-setting") & (tidy["dimension"] == "personalization")]
     means = p.groupby(["task_id", "assistant_setting"])["score"].mean().unstack()
     expected = (means["base+all"] - means["base"]).sort_index()
@@ -139,7 +152,7 @@ def test_the_ablation_settings_serve_as_the_two_arms(tidy):
 def test_by_domain_a_multi_domain_task_counts_toward_each_domain(tidy):
     gaps = task_gaps(tidy, by="domain").set_index("domain")
     assert set(gaps.index) == {"Alarm", "Events", "Hotels", "Movies", "Restaurants"}
-    assert gaps.loc["Movies", "personalization_pairs"] == 6 * 3  # Movies 1, 2 and MD-task-2
+    assert gaps.loc["Movies", "personalization_pairs"] == USERS * 3  # Movies 1, 2 and MD-task-2
     assert not gaps["flagged"].any()  # every domain holds a task that measures
 
 

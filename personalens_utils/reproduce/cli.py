@@ -265,7 +265,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     steps = [s for r in results for s in r.steps]
     not_ok = failures(results)
     failed = [s for s in not_ok if not s.skipped]
-    print(f"[reproduce] ran {sum(s.ok for s in steps)} notebook(s), {len(failed)} failed"
+    ok = sum(s.ok for s in steps)
+    print(f"[reproduce] ran {ok + len(failed)} notebook(s): {ok} ok, {len(failed)} failed"
           + (f", {len(not_ok) - len(failed)} not run" if len(not_ok) > len(failed) else "")
           + f"; index: {index}")
     for step in not_ok:

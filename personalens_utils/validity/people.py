@@ -440,6 +440,6 @@ def fidelity_table(frame: pd.DataFrame, *, seed: int = 0,
         "(heuristics); TC and P are the judge's (a row's scenarios are those judged in both arms). "
         + intervals + why
     ).strip() + provenance_note(backends)
-    source = Source.of(frame.attrs.get("origin", "a fidelity frame"), len(frame), "dialogues", backends,
+    source = Source.of(frame.attrs.get("origin", "a fidelity frame"), len(frame), Dialogue.table, backends,
                        sorted(set(frame["user_model"])))
     return TableResult(pd.DataFrame(rows), caption, source, pd.DataFrame(data), precision=2)

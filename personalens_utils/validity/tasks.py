@@ -10,7 +10,9 @@ assistant under the ablation's settings (e.g. "base+all" against "base", `simula
 
 A task is flagged when it does not tell the two apart: the interval of every gap in `FLAG_ON` includes
 0 (no measured gap on P nor on TCR), or the blind assistant already reaches the top of the P scale in
-most of its dialogues (more than `TOP_SHARE`). Table 3 is then shown on the unflagged tasks beside all
+most of its dialogues (more than `TOP_SHARE`). A gap resting on fewer than `MIN_CLUSTERS` users has no
+interval (`analysis.stats`), so it cannot show "no gap": such a task is not flagged for it, and its row
+says the gap was not judged. Table 3 is then shown on the unflagged tasks beside all
 tasks (`table3_on_measuring_tasks`).
 """
 
@@ -31,7 +33,7 @@ from personalens_utils.analysis.scores import (
     explode_domains,
     per_scenario,
 )
-from personalens_utils.analysis.stats import DEFAULT_RESAMPLES
+from personalens_utils.analysis.stats import DEFAULT_RESAMPLES, FEW_CLUSTERS, MIN_CLUSTERS, Interval
 from personalens_utils.analysis.tables import (
     MAIN_SETTING,
     LeftOut,
@@ -127,7 +129,7 @@ def task_gaps(tidy: pd.DataFrame, blind: Arm = OFFLINE_BLIND, full: Arm = OFFLIN
     for unit, group in both.groupby(by, sort=True):
         row: dict[str, Any] = {by: unit, "task_types": "/".join(sorted(set(group["task_type"]))),
                                "users": int(group["user_id"].nunique())}
-        measured = []
+        measured: list[bool | None] = []
         for dimension in FLAG_ON:
             scored = group[(group["dimension"] == dimension) & group["score"].notna()]
             if scored[ARM].nunique() < 2:
@@ -142,19 +144,30 @@ def task_gaps(tidy: pd.DataFrame, blind: Arm = OFFLINE_BLIND, full: Arm = OFFLIN
                 estimate, low, high, pairs = np.nan, np.nan, np.nan, 0
             row.update({f"{dimension}_gap": estimate, f"{dimension}_low": low, f"{dimension}_high": high,
                         f"{dimension}_pairs": pairs})
-            if pairs:
-                measured.append(low <= 0 <= high)
+            if pairs and gap is not None:
+                measured.append(_includes_zero(gap))
         row["blind_top"] = _top_share(group, blind)
-        no_gap = bool(measured) and len(measured) == len(FLAG_ON) and all(measured)
+        unjudged = any(m is None for m in measured)
+        no_gap = not unjudged and len(measured) == len(FLAG_ON) and all(measured)
         at_top = bool(row["blind_top"] > TOP_SHARE)
-        row["measured"] = bool(measured)
         row["flagged"] = no_gap or at_top
-        row["why"] = ", ".join([*(["no gap"] if no_gap else []), *(["blind at top"] if at_top else [])])
+        row["why"] = ", ".join([*(["no gap"] if no_gap else []), *(["blind at top"] if at_top else []),
+                                *([f"gap not judged: {FEW_CLUSTERS}"] if unjudged and not at_top else [])])
         rows.append(row)
     out = pd.DataFrame(rows)
     out.attrs.update({"by": by, "arms": (blind, full), "confidence": confidence, "n_resamples": n_resamples,
                       "backends": backends(both), "origin": tidy.attrs.get("origin")})
     return out
+
+
+def _includes_zero(gap: Interval) -> bool | None:
+    """Whether a gap's interval includes 0; None where too few users stand behind it to say. Where every
+    resample agrees the interval is that one value, so it includes 0 only when the gap is exactly 0."""
+    if gap.withheld == FEW_CLUSTERS:
+        return None
+    if gap.withheld:
+        return bool(gap.estimate == 0)
+    return bool(gap.low <= 0 <= gap.high)
 
 
 def flagged_units(gaps: pd.DataFrame) -> list[str]:
@@ -180,7 +193,8 @@ def task_audit_table(gaps: pd.DataFrame, tidy: pd.DataFrame) -> TableResult:
                f"and task completion (ΔTCR, percentage points), on the scenarios both ran; {intervals}. "
                f"A {unit} is flagged when no gap's interval excludes 0 (no gap) or the blind assistant's P "
                f"is 4 in more than {TOP_SHARE:.0%} of its dialogues (blind at top): it does not measure "
-               f"personalization. {flagged} of {len(gaps)} flagged.")
+               f"personalization. A gap resting on fewer than {MIN_CLUSTERS} users is not judged (the "
+               f"{unit} is not flagged for it). {flagged} of {len(gaps)} flagged.")
     caption += provenance_note(gaps.attrs["backends"])
     return TableResult(pd.DataFrame(rows), caption, score_source(_arms(tidy, blind, full)), gaps, precision=0)
 
