@@ -18,7 +18,7 @@ from personalens_utils.paths import project_root
 from personalens_utils.records import Dialogue
 from personalens_utils.reproduce import Settings
 from personalens_utils.session import Session, SessionConfig, SessionError, list_param, resolve_session_users
-from personalens_utils.store import RunStore, StoreError
+from personalens_utils.store import ReproductionStore, RunStore, StoreError
 
 NOTEBOOKS = sorted((project_root() / "notebooks").glob("0*.ipynb"))
 PARAMETERS_DOC = project_root() / "docs" / "parameters.md"
@@ -219,6 +219,29 @@ def test_defaults_read_a_finished_reproduction_and_write_only_to_their_own_run(c
     assert len(RunStore(own).read(Dialogue)) == 2
     with Session.open(SessionConfig(run_dir=folder / "store")) as s:  # named by hand: a store like any other
         assert type(s.run_store) is RunStore and s.assistants(None) is None and s.focus(None) is None
+
+
+def test_a_store_of_its_own_calls_the_store_under_it_a_reproduction_only_when_it_is_one(checkout, capsys):
+    folder = checkout / "runs" / "small" / "generated"
+    paths.write_latest(folder, _official_like(folder / "benchmark", [0, 1]))
+    RunStore(folder / "store").append(dialogue("d1"))
+    plain = RunStore(checkout / "runs" / "simulation")
+    plain.append(dialogue("d1"))
+    ReproductionStore.over(plain, checkout / "trust_store").append(dialogue("d2"))
+    said = capsys.readouterr().out
+    assert "make reproduce" not in said and f"{plain.root} stays as it is" in said
+    assert str(checkout / "trust_store") in said
+    with Session.open() as s:  # on its defaults: the reproduction's store, nothing written over it yet
+        ReproductionStore.over(s.run_store, checkout / "trust_store2").append(dialogue("d2"))
+        assert f"{folder / 'store'} is a finished `make reproduce` store" in capsys.readouterr().out
+        s.run_store.append(dialogue("d3"))  # now the session's own run: not the reproduction's
+        capsys.readouterr()
+        ReproductionStore.over(s.run_store, checkout / "validity_store").append(dialogue("d4"))
+        said = capsys.readouterr().out
+        assert "make reproduce" not in said and f"{folder / 'extended_store'} stays as it is" in said
+    for name in ("07_trust", "09_validity"):  # the notebooks that keep their records apart this way
+        source = (Path(__file__).parents[1] / "notebooks" / f"{name}.ipynb").read_text(encoding="utf-8")
+        assert "ReproductionStore.over(run, " in source and "ReproductionStore(run.root" not in source
 
 
 def test_a_gone_reproduction_is_ignored_and_no_benchmark_is_one_line(checkout):
