@@ -27,12 +27,9 @@ import httpx2
 from .. import registry
 from ..batch import BatchResult
 from ..types import FatalError, LLMError, Request, Response, RetryableError, Usage
-from ._http import PING, PerLoop, classify_status, unreachable, unreadable
+from ._http import HTTP_TRANSPORTS, PING, PerLoop, classify_status, unreachable, unreadable
 
 log = logging.getLogger(__name__)
-
-HTTP_TRANSPORTS = ("aiohttp", "httpx")
-"""How the SDK speaks HTTP: its aiohttp transport (the default here) or its own httpx2 one."""
 
 ANTHROPIC_URL = "https://api.anthropic.com"
 """Where the SDK sends calls when ANTHROPIC_BASE_URL is not set."""
