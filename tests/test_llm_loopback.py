@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import time
 import urllib.error
@@ -108,6 +109,19 @@ def test_the_openai_backend_calls_over_the_sdks_aiohttp_transport_unless_told_ht
     assert isinstance(http, httpx2.AsyncClient)  # the httpx one otherwise: the SDK's own default
     with pytest.raises(ValueError, match="http_transport must be one of"):
         OpenAIBackend(http_transport="requests")
+
+
+@pytest.mark.parametrize("backend", ["anthropic", "openai"])
+def test_a_backend_called_from_another_clients_loop_closes_its_aiohttp_session(keys, backend, caplog) -> None:
+    """A simulation calls its assistant's client from its user agent's loop: the session the SDK makes
+    there is closed when that loop stops, not reported unclosed by aiohttp when collected."""
+    with FakeLLMServer(reply="echo") as server:
+        assistant, user = sdk_client(backend, server), LLMClient("offline", progress=False)
+        assert user._loop.run(assistant.acomplete(requests(1)[0]), misuse="").text == "echo: q0"
+        user.close()
+        assistant.close()
+    gc.collect()  # aiohttp reports a session collected unclosed through asyncio's logger
+    assert not [r for r in caplog.records if "Unclosed" in r.getMessage()]
 
 
 @pytest.mark.parametrize("backend", ["anthropic", "openai"])

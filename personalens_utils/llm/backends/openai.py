@@ -83,7 +83,7 @@ class OpenAIBackend:
         self.timeout = timeout
         self.token_param = token_param
         self._http_client = http_client
-        self._clients: PerLoop[openai.AsyncOpenAI] = PerLoop(self._new_client)
+        self._clients: PerLoop[openai.AsyncOpenAI] = PerLoop(self._new_client, self._close_owned)
 
     def __repr__(self) -> str:
         return (f"OpenAIBackend(base_url={public_url(self.base_url)!r}, timeout={self.timeout}, "
@@ -249,7 +249,12 @@ class OpenAIBackend:
                                                             backend=self.name, model=body.get("model", ""),
                                                             latency_s=0.0))
 
+    async def _close_owned(self, client: openai.AsyncOpenAI) -> None:
+        """Close an SDK client with its HTTP pool, unless that pool is the caller's (`http_client`)."""
+        if self._http_client is None:
+            await client.close()
+
     async def aclose(self) -> None:
         client = self._clients.pop()
-        if client is not None and self._http_client is None:
-            await client.close()
+        if client is not None:
+            await self._close_owned(client)
