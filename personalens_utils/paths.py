@@ -74,10 +74,10 @@ def new_output_dir(name: str) -> Path:
         return folder
 
 
-def newest_output(name: str) -> Path | None:
+def newest_output(name: str, runs: Path | None = None) -> Path | None:
     """The output folder of the latest notebook run under `runs/<name>/` (`new_output_dir`), if any:
     where a later reader finds what the notebook wrote last."""
-    parent = runs_dir() / name
+    parent = (runs or runs_dir()) / name
     found = [(m[1], int(m[2]), path) for path in parent.glob("*-*")
              if path.is_dir() and (m := RUN_FOLDER.fullmatch(path.name))] if parent.is_dir() else []
     return max(found)[2] if found else None
