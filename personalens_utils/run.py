@@ -66,11 +66,14 @@ def default_output(notebook: Path) -> str:
     no session or takes no `output_dir` (01 writes a benchmark, not tables)."""
     if "output_dir" not in papermill.inspect_notebook(str(notebook)):
         return notebook.stem
-    cells = nbformat.read(notebook, as_version=4).cells
-    for cell in cells:
+    for cell in nbformat.read(notebook, as_version=4).cells:
         if cell.cell_type != "code" or "SessionConfig(" not in cell.source:
             continue
-        for node in ast.walk(ast.parse(cell.source)):
+        try:
+            tree = ast.parse(cell.source)
+        except SyntaxError:  # IPython magics: not plain Python
+            continue
+        for node in ast.walk(tree):
             if isinstance(node, ast.Call) and getattr(node.func, "id", None) == SessionConfig.__name__:
                 given = [k.value for k in node.keywords if k.arg == "default_output"]
                 if given and isinstance(given[0], ast.Constant) and isinstance(given[0].value, str):
