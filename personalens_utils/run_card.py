@@ -302,7 +302,12 @@ def update_card(store: RunStoreLike, *, simulation: Mapping[str, Any] | None = N
     (a different benchmark than the card's is refused); `spent`: calls, tokens and cost of this stage
     run, added to `usage[stage]`. Counts of dialogues and judgments are read from the store.
     """
-    root = Path(store) if isinstance(store, str | os.PathLike) else Path(store.root)
+    if isinstance(store, str | os.PathLike):
+        root = Path(store)
+    elif store.card_folder is None:  # a view that wrote nothing: the run it reads keeps its card
+        return read_card(store.root) or _empty()
+    else:
+        root = Path(store.card_folder)
     path = card_path(root)
     root.mkdir(parents=True, exist_ok=True)
     with _locked(root):

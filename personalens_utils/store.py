@@ -225,6 +225,11 @@ class RunStore:
         """The folder a run's records (and its writer lock) go to."""
         return self.root
 
+    @property
+    def card_folder(self) -> Path | None:
+        """Where a stage notes itself on the run card (`run_card.update_card`): the store's folder."""
+        return self.root
+
     def unwritable(self) -> str | None:
         """Why a run could not write this store (one phrase naming the folder or file), or None: checked
         before a notebook makes its first call, so a read-only store is refused, not half-written."""
@@ -568,6 +573,12 @@ class ReproductionStore(RunStore):
         """The own run, whether or not it exists yet: its lock excludes a run given that folder as its
         run_dir, and the reproduction's folder is never touched."""
         return self.own
+
+    @property
+    def card_folder(self) -> Path | None:
+        """None while nothing was written: a stage that made no record is not the reproduction's to note,
+        and its card stays as `make reproduce` wrote it."""
+        return None if self.root == self.reproduction else self.root
 
     def _stamp(self) -> str:
         """The reproduction's store as it is now: a new `make reproduce` into it makes older copies stale."""

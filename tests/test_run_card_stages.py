@@ -168,3 +168,15 @@ def test_notebook_06_records_its_scoring_only_on_a_store_of_its_own(tmp_path: Pa
     assert not theirs.note_scoring("strict")
     assert run_card.read_card(finished / "store")["scoring"] == []
     assert not (tmp_path / "overlay" / run_card.CARD_FILE).exists()
+
+
+def test_a_stage_that_writes_nothing_through_a_reproduction_view_leaves_its_card_as_it_was(judged, tmp_path):
+    """Notebook 04 or 06 on its defaults re-judges nothing: the reproduction's card stays byte for byte."""
+    bench, store = judged
+    before = (store.root / run_card.CARD_FILE).read_bytes()
+    view = ReproductionStore(store.root, tmp_path / "own")
+    with _client() as client:
+        report = run_judging(view, client, benchmark_contexts(bench), JudgingConfig(judge_model="judge-sim"))
+    assert report.finished == 0 and report.calls == 0 and view.root == store.root
+    assert (store.root / run_card.CARD_FILE).read_bytes() == before
+    assert not (tmp_path / "own").exists()
