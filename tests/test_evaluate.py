@@ -55,7 +55,7 @@ def _drawn(manifest: Path) -> dict[str, list[str]]:
     return {stratum["value"]: stratum["dialogue_ids"] for stratum in design["strata"]}
 
 
-@pytest.mark.timeout(2400)
+@pytest.mark.timeout(2400, func_only=True)  # the shared reproduction (the fixture) has its own timeout
 def test_evaluate_puts_a_file_assistant_beside_the_references_calling_only_it(reproduced_checkout, tmp_path):
     checkout = Path(shutil.copytree(reproduced_checkout, tmp_path / "checkout", symlinks=True))
     mine = tmp_path / "elsewhere" / "counted.py"
