@@ -76,7 +76,8 @@ def test_evaluate_puts_a_file_assistant_beside_the_references_calling_only_it(re
     made = _lines(*(s / "dialogues.jsonl" for s in stores))
     assert {i: held[i] for i in held} == {i: made[i] for i in held}  # every reference dialogue reused as is
     new = {i: d for i, d in made.items() if i not in held}
-    assert new and {d["assistant_model"] for d in new.values()} == {stored}
+    assert new and {(d["assistant_model"], d["assistant_backend"]) for d in new.values()} == {
+        (stored, "python")}
     assert any(d.get("sample") for d in new.values())  # notebook 07 repeated the new assistant's dialogues
     judges = set()
     for table in JUDGED:  # no judge call at all on a reference dialogue: every new judgment is of a new one
