@@ -133,10 +133,15 @@ def annotation_size(reproduction: Path, analysis: dict[str, Any]) -> dict[str, i
     return {"annotation_size": shared_equally(int(drawn["n"]), strata) * (strata + 1)}
 
 
-def _ids(store: Path) -> dict[str, set[str]]:
-    opened = RunStore(store)
-    return {kind.table: {record.id for record in opened.read(kind)} for kind in stored_types()
-            if (store / f"{kind.table}.jsonl").is_file()}
+def _ids(*stores: Path) -> dict[str, set[str]]:
+    """Every record id of each table the stores hold (a run store and its notebook 07 store)."""
+    found: dict[str, set[str]] = {}
+    for store in (s for s in stores if s.is_dir()):
+        opened = RunStore(store)
+        for kind in stored_types():
+            if (store / f"{kind.table}.jsonl").is_file():
+                found.setdefault(kind.table, set()).update(record.id for record in opened.read(kind))
+    return found
 
 
 def evaluate(spec_text: str) -> Evaluation:
@@ -161,7 +166,7 @@ def evaluate(spec_text: str) -> Evaluation:
         print(f"[evaluate] {line}", flush=True)
     result = Evaluation(spec_text, spec.model, reproduction, folder)
     merge_stores([reproduction.store], result.store)
-    before = _ids(result.store)
+    before = _ids(reproduction.store, reproduction.folder / TRUST_STORE)
     settings = Settings(run=reproduction.folder.parent.name)
     for number, (notebook, params) in enumerate(steps, 1):
         started = time.perf_counter()
@@ -176,7 +181,7 @@ def evaluate(spec_text: str) -> Evaluation:
             break
         print(f"[evaluate] [{number}/{len(steps)}] {notebook} done in {time.perf_counter() - started:.0f}s",
               flush=True)
-    after = _ids(result.store)
+    after = _ids(result.store, folder / TRUST_STORE)
     result.new_records = {table: len(ids - before.get(table, set())) for table, ids in after.items()}
     if result.finished:
         result.written += differences(result, dict(steps)["06_analysis"])
@@ -203,7 +208,7 @@ def write_index(result: Evaluation) -> Path:
         f"- assistant: `{result.spec}` (its records carry `{result.model}`)",
         f"- beside: {', '.join(f'`{m}`' for m in result.reproduction.assistant_models)} of the reproduction "
         f"`{result.reproduction.folder}`, whose dialogues and judgments were reused as they were",
-        "- new records (only the new assistant's dialogues and their judgments): "
+        "- new records, here and in 07's store (only the new assistant's dialogues and their judgments): "
         + (", ".join(f"{table} {n}" for table, n in sorted(result.new_records.items())) or "none"),
         "",
         "| notebook | executed copy | time | result |",
