@@ -108,7 +108,7 @@ def plan(reproduction: LatestRun, folder: Path, model_spec: str) -> list[tuple[s
         ("06_analysis", {**common, **given("06_analysis", "user_model", "judge_model", "second_judge_model",
                                            "annotation_sheets"),
                          "assistant_models": both, "focus_model": model_spec,
-                         **annotation_size(reproduction.folder, params["06_analysis"])}),
+                         **annotation_size(reproduction.folder)}),
         ("07_trust", {**common, **given("07_trust", "user_model", "judge_model", "second_judge_model",
                                         "probe_users", "probe_tasks", "repeats", "judge_samples",
                                         "annotation_sheets"),
@@ -116,7 +116,7 @@ def plan(reproduction: LatestRun, folder: Path, model_spec: str) -> list[tuple[s
     ]
 
 
-def annotation_size(reproduction: Path, analysis: dict[str, Any]) -> dict[str, int]:
+def annotation_size(reproduction: Path) -> dict[str, int]:
     """Notebook 06's `annotation_size` for the evaluation: the reproduction's sample grown by one
     assistant's share. Table 5's sample draws each assistant apart (`annotation.draw_sample`), so each
     reference keeps the dialogues the reproduction drew (its second judge's scores are reused) and only
