@@ -1,5 +1,6 @@
 """`make evaluate`: a Python assistant in a file outside the checkout beside a small reproduction's
-reference assistants, with no call made for them (their dialogues and judgments are reused)."""
+reference assistants, with no call made for them (their dialogues and judgments are reused, Table 5's
+second judge's and notebook 07's too), and every output issue 31 asks for in one folder with INDEX.md."""
 
 from __future__ import annotations
 
