@@ -375,13 +375,38 @@ def stage_spent(report: Any) -> dict[str, Any]:
             "cost_usd": float(report.cost_usd)}
 
 
-def check_cards(sources: Sequence[str | os.PathLike[str]], target: str | os.PathLike[str]) -> None:
+def check_cards(sources: Sequence[str | os.PathLike[str]], target: str | os.PathLike[str], *,
+                extending: bool = False) -> None:
     """Refuse, before a merge writes anything, cards of `sources` and `target` that disagree on what
     defines the run (the benchmark's files, the simulation configurations, the judges), naming the
-    field and both folders; a damaged card is refused by name too."""
+    field and both folders; a damaged card is refused by name too. `extending`: the target is a run
+    that extends each source's (more assistants or judges beside theirs, e.g. `make evaluate`'s), so a
+    source's configurations need only be among the target's."""
+    if extending:
+        held = read_card(target)
+        for folder in map(Path, sources):
+            card = read_card(folder)
+            if held and card:
+                _within(folder, card, Path(target), held)
+        return
     cards = [(folder, card) for folder in [*map(Path, sources), Path(target)] if (card := read_card(folder))]
     for folder, card in cards[1:]:
         _agree(cards[0][0], cards[0][1], folder, card)
+
+
+def _within(source_dir: Path, source: Mapping[str, Any], target_dir: Path, target: Mapping[str, Any]) -> None:
+    """Refuse a source card that defines something the target's does not hold: another benchmark, or a
+    simulation configuration or judge the target's card lacks."""
+    bench_s, bench_t = source.get("benchmark") or {}, target.get("benchmark") or {}
+    if bench_s and bench_t and bench_s.get("files_digest") != bench_t.get("files_digest"):
+        _refuse("benchmark.files_digest", bench_s.get("files_digest"), bench_t.get("files_digest"),
+                source_dir, target_dir)
+    for section, fields in (("simulations", SIMULATION_KEY), ("judges", JUDGE_KEY)):
+        held = {_key(e, fields) for e in target[section]}
+        extra = next((e for e in source[section] if _key(e, fields) not in held), None)
+        if extra is not None:
+            _refuse(f"{section} (one the target lacks)", {f: _defining(extra.get(f)) for f in fields}, None,
+                    source_dir, target_dir)
 
 
 def merge_cards(sources: Sequence[str | os.PathLike[str]],

@@ -390,6 +390,7 @@ def merge_stores(
     target: RunStore | str | os.PathLike[str],
     *,
     kinds: Sequence[type[Record]] | None = None,
+    extending: bool = False,
 ) -> pd.DataFrame:
     """Copy the records of several run folders (one per shard) into `target`; one row per table and source.
 
@@ -405,7 +406,9 @@ def merge_stores(
     the same way. Every check runs before the first write, so a refused merge writes nothing.
 
     The sources' run cards (`run_card`) are merged into the target's; cards that disagree on what
-    defines the run (benchmark, simulation configuration, judges) are refused first, naming the field.
+    defines the run (benchmark, simulation configuration, judges) are refused first, naming the field;
+    with `extending` the target extends the sources' run (`run_card.check_cards`), so a source's need
+    only be among the target's.
     """
     into = target if isinstance(target, RunStore) else RunStore(target)
     stores = [s if isinstance(s, RunStore) else RunStore(_existing(s)) for s in sources]
@@ -415,7 +418,7 @@ def merge_stores(
             raise StoreError(f"{root} is a source and the target of the merge; merge into a new folder")
         if roots.count(root) > 1:
             raise StoreError(f"{root} is given twice as a source of the merge")
-    run_card.check_cards([store.root for store in stores], into.root)
+    run_card.check_cards([store.root for store in stores], into.root, extending=extending)
     plans = [_plan_table(kind, stores, into) for kind in (_held_tables(stores) if kinds is None else kinds)]
     rows = []
     for kind, copies, counts in plans:
@@ -579,6 +582,19 @@ class ReproductionStore(RunStore):
         """None while nothing was written: a stage that made no record is not the reproduction's to note,
         and its card stays as `make reproduce` wrote it."""
         return None if self.root == self.reproduction else self.root
+
+    def extend_with(self, earlier: Sequence[str | os.PathLike[str]]) -> None:
+        """Make the own run now, before any plan reads: a copy of the reproduction's tables and of
+        `earlier` stores over it (another run's work on the same records, e.g. a reproduction's own
+        notebook 07 store, whose run may hold fewer assistants), marked as extending the reproduction as it
+        is now."""
+        merge_stores([self.reproduction], self.own)
+        if earlier:
+            merge_stores(earlier, self.own, extending=True)
+        (self.own / self.MARK).write_text(self._stamp(), encoding="utf-8")
+        self.root = self.own
+        self._status.clear()
+        self._offset.clear()
 
     def _stamp(self) -> str:
         """The reproduction's store as it is now: a new `make reproduce` into it makes older copies stale."""

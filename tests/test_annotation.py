@@ -16,6 +16,7 @@ from personalens_utils.analysis import annotation, scores
 from personalens_utils.analysis.annotation import AnnotationError
 from personalens_utils.prompts import judge as judge_prompts
 from personalens_utils.records import Dialogue
+from personalens_utils.store import RunStore
 
 
 @pytest.fixture(scope="module")
@@ -164,3 +165,17 @@ def test_sheets_written_atomically_follow_the_users_umask_and_keep_their_mode(ex
     shared.chmod(0o664)
     annotation.write_table(shared, header, rows)
     assert stat.S_IMODE(shared.stat().st_mode) == 0o664 and annotation.read_table(shared)[1] == rows
+
+
+def test_a_stratum_drawn_apart_keeps_its_dialogues_when_another_stratum_joins(exported, tmp_path):
+    store, _ = exported
+    drawing = {"seed": 5, "where": {"assistant_setting": "base"}, "stratify_by": "assistant_model",
+               "apart": True}
+    two = RunStore(tmp_path / "two")
+    two.extend([d for d in store.read(Dialogue) if d.assistant_model != "model-c"])
+    _, before = annotation.draw_sample(two, 8, **drawing)
+    _, after = annotation.draw_sample(store, 12, **drawing)
+    drawn = {s.value: s.dialogue_ids for s in after.strata}
+    assert [s.value for s in after.strata] == ["model-a", "model-b", "model-c"]
+    assert {s.value: s.dialogue_ids for s in before.strata} == {k: drawn[k] for k in ("model-a", "model-b")}
+    assert all(len(ids) == 4 for ids in drawn.values())

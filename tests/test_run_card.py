@@ -109,6 +109,26 @@ def test_merging_shards_merges_cards_and_refuses_another_judge_prompt_set(
     assert not (tmp_path / "refused").exists()
 
 
+def test_a_run_with_one_more_assistant_takes_in_an_earlier_copy_only_when_told_it_extends_it(
+        tmp_path: Path) -> None:
+    bench = tiny_benchmark(1)
+    with _client() as client:
+        run_simulation(bench, tmp_path / "earlier", client, SimulationConfig(**SD_ONLY, limit=1))
+        merge_stores([tmp_path / "earlier"], tmp_path / "wider")
+        run_simulation(bench, tmp_path / "wider", client,
+                       SimulationConfig(**{**SD_ONLY, "assistant_model": "Claude 3 Haiku"}, limit=1))
+        run_simulation(bench, tmp_path / "other", client,
+                       SimulationConfig(**{**SD_ONLY, "assistant_model": "Claude 3 Opus"}, limit=1))
+    with pytest.raises(run_card.RunCardError, match=r"simulations \(1 vs 2\)"):
+        merge_stores([tmp_path / "earlier"], tmp_path / "wider")
+    held = len(RunStore(tmp_path / "wider").records(Dialogue))
+    merge_stores([tmp_path / "earlier"], tmp_path / "wider", extending=True)
+    assert len(RunStore(tmp_path / "wider").records(Dialogue)) == held
+    assert len(run_card.read_card(tmp_path / "wider")["simulations"]) == 2
+    with pytest.raises(run_card.RunCardError, match="simulations \\(one the target lacks\\)"):
+        merge_stores([tmp_path / "other"], tmp_path / "wider", extending=True)
+
+
 def test_damaged_card_is_a_named_error_and_keeps_the_records(tmp_path: Path) -> None:
     bench = tiny_benchmark(1)
     with _client() as client:

@@ -204,3 +204,23 @@ def test_judge_samples_measure_self_consistency_and_the_decomposition_and_the_pl
     reading = study.reading()
     assert f"P of {pair[1]} minus {pair[0]}" in reading and "users x 10 tasks" in reading
     assert "USD 0.00" in reading  # offline calls cost nothing, and the plan says what it priced
+
+
+def test_a_python_assistants_repeats_are_its_own_and_its_first_samples_are_not_made_again(tmp_path):
+    bench = tiny_benchmark(n_users=3)
+    store = RunStore(tmp_path / "store")
+    session = Clients("offline", progress=False)
+    client = session.client(ModelSpec("offline", USER))
+    mine = resolve_assistant("python:support.assistants:Recorder", session)
+    run_simulation(bench, store, client, SimulationConfig(assistant_model=mine.model, user_model=USER,
+                                                          assistant=mine))
+    design = _design(bench, SMALL, assistants=[mine.model])
+    specs = design.assistant_specs(store)
+    assert specs == {mine.model: "python:support.assistants:Recorder"}
+    again = [resolve_assistant(specs[name], session) for name in design.assistant_models(store)]
+    user = ModelRole(ModelSpec("offline", USER), client)
+    simulate_design(bench, store, user, again, design, SimulationConfig(repeats=2))
+    inside = [d for d in store.read(Dialogue) if design.select(d)]
+    assert {d.assistant_backend for d in inside} == {"python"}
+    assert sorted((d.scenario_id, d.sample) for d in inside) == sorted(
+        (scenario, sample) for scenario in design.scenarios for sample in (0, 1))

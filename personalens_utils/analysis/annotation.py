@@ -142,15 +142,24 @@ def allocate(n: int, sizes: Sequence[int]) -> list[int]:
     return counts
 
 
+def shared_equally(n: int, strata: int) -> int:
+    """Each stratum's draw when `n` is shared equally among `strata` drawn apart: rounded up, so the
+    sample holds at least `n` (fewer only when strata hold fewer dialogues)."""
+    return -(-n // strata) if strata else 0
+
+
 def draw_sample(
     store: RunStore, n: int = 100, *, seed: int = 0, where: Mapping[str, Any] | None = None,
-    stratify_by: str | None = None,
+    stratify_by: str | None = None, apart: bool = False,
 ) -> tuple[list[dict[str, Any]], SampleDesign]:
     """A seeded random sample of finished dialogues (all of them if fewer than `n`) and its design.
 
     `where` keeps only dialogues whose fields equal the given values (e.g. one setting); `stratify_by`
     names a field whose every value gets its own simple random sample, `n` shared equally among them
-    (`allocate`), so e.g. every assistant gets as many labels.
+    (`allocate`), so e.g. every assistant gets as many labels. `apart` draws each stratum on its own:
+    `shared_equally(n, strata)` dialogues (all it holds if fewer) by a generator seeded with `seed` and
+    the stratum's value, so a stratum added to the pool (a new assistant) never changes which
+    dialogues another stratum gets, as long as each stratum's count stays the same.
     """
     where = dict(where or {})
     with Columnar(store, tables=[Dialogue]) as cols:
@@ -171,9 +180,15 @@ def draw_sample(
             design = SampleDesign(None, (Stratum(None, len(pool), tuple(chosen["id"])),))
         else:
             groups = list(pool.groupby(stratify_by, sort=True))
-            counts = allocate(n, [len(part) for _, part in groups])
-            picks = [part.iloc[rng.sample(range(len(part)), k)]
-                     for (_, part), k in zip(groups, counts, strict=True)]
+            if apart:
+                each = shared_equally(n, len(groups))
+                picks = [part.iloc[random.Random(f"{seed}:{_plain(value)}").sample(range(len(part)),
+                                                                                   min(each, len(part)))]
+                         for value, part in groups]
+            else:
+                counts = allocate(n, [len(part) for _, part in groups])
+                picks = [part.iloc[rng.sample(range(len(part)), k)]
+                         for (_, part), k in zip(groups, counts, strict=True)]
             chosen = pd.concat(picks) if picks else pool.iloc[:0]
             design = SampleDesign(stratify_by, tuple(
                 Stratum(_plain(value), len(part), tuple(pick["id"]))
@@ -285,13 +300,14 @@ def export_sheet(
     seed: int = 0,
     where: Mapping[str, Any] | None = None,
     stratify_by: str | None = None,
+    apart: bool = False,
 ) -> dict[str, Path]:
     """Write the blank sheet, the guidelines and the sample manifest; an existing sheet is never overwritten.
 
     Filled copies are usually saved next to the blank one; refusing to overwrite keeps a re-run from
     destroying anyone's work. Delete the folder's sheet to export a new sample. The manifest records
-    the sample's design (`SampleDesign`: simple, or stratified by `stratify_by`), which the
-    human-anchored estimates (`validity.anchored`) weight the labels by.
+    the sample's design (`SampleDesign`: simple, or stratified by `stratify_by`, drawn `apart` or not),
+    which the human-anchored estimates (`validity.anchored`) weight the labels by.
     """
     store = store if isinstance(store, RunStore) else RunStore(store)
     out = Path(out_dir)
@@ -299,15 +315,14 @@ def export_sheet(
     paths = {"sheet": out / SHEET_NAME, "guidelines": out / GUIDELINES_NAME, "manifest": out / MANIFEST_NAME}
     if paths["sheet"].exists():
         manifest = read_manifest(paths["manifest"]) if paths["manifest"].exists() else None
-        if manifest is None or (manifest.get("seed"), manifest.get("n"), manifest.get("stratify_by")) != (
-            seed, n, stratify_by
-        ):
+        drawn = {"seed": seed, "n": n, "stratify_by": stratify_by, "apart": apart}
+        if manifest is None or {key: manifest.get(key, False) for key in drawn} != drawn:
             raise AnnotationError(
                 f"{paths['sheet']} already exists from another sample; move it away (it may hold "
                 "someone's ratings) or export to another folder"
             )
         return paths
-    dialogues, design = draw_sample(store, n, seed=seed, where=where, stratify_by=stratify_by)
+    dialogues, design = draw_sample(store, n, seed=seed, where=where, stratify_by=stratify_by, apart=apart)
     if not dialogues:
         raise AnnotationError(f"{store.root}: no finished dialogues to sample for annotation")
     pd.DataFrame(sheet_rows(dialogues, benchmark), columns=list(SHEET_COLUMNS)).to_csv(
@@ -320,6 +335,7 @@ def export_sheet(
         "seed": seed,
         "where": dict(where or {}),
         "stratify_by": stratify_by,
+        "apart": apart,
         "dialogue_ids": [d["id"] for d in dialogues],
         "design": design.to_json(),
     }

@@ -180,7 +180,10 @@ def _identical(first: pd.DataFrame, second: pd.DataFrame) -> bool:
 @dataclass(frozen=True)
 class AnnotationSample:
     """Table 5's annotation sample: the folder its sheet goes to, its size and seed, and the sheets
-    people filled (None: a second judge rates the sample instead)."""
+    people filled (None: a second judge rates the sample instead). The size is shared equally among the
+    assistants, each drawn apart (`annotation.draw_sample`), so putting a new assistant beside them
+    (`make evaluate`, with `n` grown by one assistant's share) draws the same dialogues of theirs and the
+    second judge is called on the new assistant's only."""
 
     directory: str | Path
     sheets: Any = None
@@ -206,7 +209,7 @@ def agreement_for_run(
     origin = f"run store {store.root.name}/"
     paths = annotation.export_sheet(
         store, benchmark, sample.directory, n=sample.n, seed=sample.seed,
-        where={"assistant_setting": MAIN_SETTING},
+        where={"assistant_setting": MAIN_SETTING}, stratify_by="assistant_model", apart=True,
     )
     ids = set(annotation.read_manifest(paths["manifest"])["dialogue_ids"])
 

@@ -11,7 +11,7 @@ that reads an assistant spec; docs/architecture.md, "Add an assistant".
 
 from .base import Assistant, Pricing
 from .python import AssistantError, AssistantLLM, AssistantView, PythonOptions
-from .resolve import AssistantSpec, assistant_on, resolve_assistant, stored_name
+from .resolve import AssistantSpec, assistant_on, resolve_assistant, spec_of, stored_name
 
 __all__ = [
     "Assistant",
@@ -23,5 +23,6 @@ __all__ = [
     "PythonOptions",
     "assistant_on",
     "resolve_assistant",
+    "spec_of",
     "stored_name",
 ]

@@ -71,6 +71,13 @@ def stored_name(text: str, default_backend: str, *, what: str = "assistant_model
     return text
 
 
+def spec_of(name: str, backend: str) -> str:
+    """The spec of the assistant whose records carry `name` and assistant backend `backend`: a Python
+    assistant's stored target is not a spec until its `python:` is put back (read as it is, it would
+    name a model of that name on the default backend)."""
+    return f"{PYTHON}:{name}" if backend == PYTHON else name
+
+
 def assistant_on(client: LLMClient, model: str, spec: ModelSpec | None = None) -> Assistant:
     """The prompt-based (or, offline, reference) assistant `model` on `client`: what a script gets when it
     names an assistant model and no assistant."""

@@ -1,11 +1,11 @@
 """`make evaluate ASSISTANT=<spec>`: your assistant beside the latest reproduction's reference assistants.
 
-The reproduction (`runs/LATEST`) stays as `make reproduce` left it. Its store is copied into the
-evaluation's own folder, `runs/<run>/<pass>/evaluations/<assistant>/`, so every stored dialogue
-and judgment is reused and the only calls made are the new assistant's (and the judge's on its
-dialogues). Notebooks 03-06 then run there with the reproduction's own parameters, and the folder gets
-Tables 3, 4 (the new assistant's settings), 12, 13, Figures 4, 5, the radar chart, the paired
-differences of the new assistant against every reference (Table D1), and INDEX.md.
+The reproduction (`runs/LATEST`) stays as `make reproduce` left it. Its store (and notebook 07's) is
+copied into the evaluation's own folder, `runs/<run>/<pass>/evaluations/<assistant>/`, so every stored
+dialogue and judgment is reused and the only calls made are the new assistant's (and the judges' on its
+dialogues). Notebooks 03-07 then run there with the reproduction's own parameters, and the folder gets
+Tables 3, 4 (the new assistant's settings), 12, 13, Figures 4, 5, the radar chart, the judge report
+card (07), the paired differences of the new assistant against every reference (Table D1), and INDEX.md.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import Any
 
 import nbformat
 
+from personalens_utils.analysis.annotation import MANIFEST_NAME, SampleDesign, read_manifest, shared_equally
 from personalens_utils.analysis.scores import load_scores
 from personalens_utils.assistants import AssistantSpec
 from personalens_utils.assistants.python import PYTHON, SPEC_FORM, row_label
@@ -27,7 +28,7 @@ from personalens_utils.errors import KitError, full_traceback_wanted
 from personalens_utils.paths import LatestRun, latest_run, runs_dir
 from personalens_utils.records import stored_types
 from personalens_utils.simulation.settings import hidden_note
-from personalens_utils.store import RunStore, merge_stores
+from personalens_utils.store import ReproductionStore, RunStore, merge_stores
 from personalens_utils.trust.differences import differences_table
 
 from .notebooks import StepResult, run_notebook
@@ -36,9 +37,12 @@ from .settings import Settings
 SHARED = ("backend", "benchmark_dir", "users", "task_types", "max_concurrency", "request_timeout_s",
           "call_deadline_s", "seed", "backend_seed", "prompt_set", "official_code", "scoring")
 """Parameters every notebook of the evaluation takes from the reproduction's executed notebooks."""
-STAGES = ("03_simulation", "04_judging", "05_ablation", "06_analysis")
-"""Notebook 07 (the judge report card) is not run yet: on the evaluation's store its Table T4 stops with a
-DesignError (several dialogues of the new assistant per design scenario)."""
+STAGES = ("03_simulation", "04_judging", "05_ablation", "06_analysis", "07_trust")
+"""07 last: its own store is a copy of the evaluation's store once 03-06 wrote it (see `evaluate`)."""
+TRUST_STORE = "trust_store"
+"""Notebook 07's own store in its output folder (notebooks/07_trust.ipynb)."""
+ANNOTATION = "annotation"
+"""Notebook 06's folder of Table 5's annotation sample, in its output folder."""
 
 
 class EvaluationError(KitError):
@@ -88,7 +92,8 @@ def plan(reproduction: LatestRun, folder: Path, model_spec: str) -> list[tuple[s
     params = {name: executed_parameters(reproduction.folder, name) for name in STAGES}
     references = list(reproduction.assistant_models)
     common = {key: params["06_analysis"][key] for key in SHARED if key in params["06_analysis"]}
-    common.update(run_dir=str(folder / "store"), output_dir=str(folder))
+    common.update(benchmark_dir=str(reproduction.benchmark), run_dir=str(folder / "store"),
+                  output_dir=str(folder))
 
     def given(name: str, *keys: str) -> dict[str, Any]:
         return {key: params[name][key] for key in keys if key in params[name]}
@@ -102,14 +107,41 @@ def plan(reproduction: LatestRun, folder: Path, model_spec: str) -> list[tuple[s
                          "assistant_model": model_spec}),
         ("06_analysis", {**common, **given("06_analysis", "user_model", "judge_model", "second_judge_model",
                                            "annotation_sheets"),
-                         "assistant_models": both, "focus_model": model_spec}),
+                         "assistant_models": both, "focus_model": model_spec,
+                         **annotation_size(reproduction.folder)}),
+        ("07_trust", {**common, **given("07_trust", "user_model", "judge_model", "second_judge_model",
+                                        "probe_users", "probe_tasks", "repeats", "judge_samples",
+                                        "annotation_sheets"),
+                      "assistant_models": both}),
     ]
 
 
-def _ids(store: Path) -> dict[str, set[str]]:
-    opened = RunStore(store)
-    return {kind.table: {record.id for record in opened.read(kind)} for kind in stored_types()
-            if (store / f"{kind.table}.jsonl").is_file()}
+def annotation_size(reproduction: Path) -> dict[str, int]:
+    """Notebook 06's `annotation_size` for the evaluation: the reproduction's sample grown by one
+    assistant's share. Table 5's sample draws each assistant apart (`annotation.draw_sample`), so each
+    reference keeps the dialogues the reproduction drew (its second judge's scores are reused) and only
+    the new assistant's are judged. Nothing when the reproduction's sample was not drawn that way (one
+    made before it was): 06 then draws as the reproduction said."""
+    manifest = reproduction / ANNOTATION / MANIFEST_NAME
+    if not manifest.is_file():
+        return {}
+    drawn = read_manifest(manifest)
+    design = SampleDesign.from_manifest(drawn)
+    if not drawn.get("apart") or design.by != "assistant_model":
+        return {}
+    strata = len(design.strata)
+    return {"annotation_size": shared_equally(int(drawn["n"]), strata) * (strata + 1)}
+
+
+def _ids(*stores: Path) -> dict[str, set[str]]:
+    """Every record id of each table the stores hold (a run store and its notebook 07 store)."""
+    found: dict[str, set[str]] = {}
+    for store in (s for s in stores if s.is_dir()):
+        opened = RunStore(store)
+        for kind in stored_types():
+            if (store / f"{kind.table}.jsonl").is_file():
+                found.setdefault(kind.table, set()).update(record.id for record in opened.read(kind))
+    return found
 
 
 def evaluate(spec_text: str) -> Evaluation:
@@ -134,11 +166,14 @@ def evaluate(spec_text: str) -> Evaluation:
         print(f"[evaluate] {line}", flush=True)
     result = Evaluation(spec_text, spec.model, reproduction, folder)
     merge_stores([reproduction.store], result.store)
-    before = _ids(result.store)
+    before = _ids(reproduction.store, reproduction.folder / TRUST_STORE)
     settings = Settings(run=reproduction.folder.parent.name)
     for number, (notebook, params) in enumerate(steps, 1):
         started = time.perf_counter()
         print(f"[evaluate] [{number}/{len(steps)}] {notebook}", flush=True)
+        if notebook == "07_trust":  # its own store starts from the reproduction's 07 and 03-06's new work
+            earlier = [p for p in (reproduction.folder / TRUST_STORE,) if p.is_dir()]
+            ReproductionStore(result.store, folder / TRUST_STORE).extend_with(earlier)
         step = run_notebook(settings, notebook, folder, params)
         result.steps.append(step)
         result.written += [p for p in step.written if p not in result.written]
@@ -146,7 +181,7 @@ def evaluate(spec_text: str) -> Evaluation:
             break
         print(f"[evaluate] [{number}/{len(steps)}] {notebook} done in {time.perf_counter() - started:.0f}s",
               flush=True)
-    after = _ids(result.store)
+    after = _ids(result.store, folder / TRUST_STORE)
     result.new_records = {table: len(ids - before.get(table, set())) for table, ids in after.items()}
     if result.finished:
         result.written += differences(result, dict(steps)["06_analysis"])
@@ -173,7 +208,7 @@ def write_index(result: Evaluation) -> Path:
         f"- assistant: `{result.spec}` (its records carry `{result.model}`)",
         f"- beside: {', '.join(f'`{m}`' for m in result.reproduction.assistant_models)} of the reproduction "
         f"`{result.reproduction.folder}`, whose dialogues and judgments were reused as they were",
-        "- new records (only the new assistant's dialogues and their judgments): "
+        "- new records, here and in 07's store (only the new assistant's dialogues and their judgments): "
         + (", ".join(f"{table} {n}" for table, n in sorted(result.new_records.items())) or "none"),
         "",
         "| notebook | executed copy | time | result |",

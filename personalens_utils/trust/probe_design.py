@@ -19,7 +19,7 @@ from typing import Any
 
 import pandas as pd
 
-from personalens_utils.assistants import Assistant
+from personalens_utils.assistants import Assistant, spec_of
 from personalens_utils.data import Benchmark
 from personalens_utils.engine import StageReport
 from personalens_utils.identity import DIALOGUE_PROMPTS
@@ -104,6 +104,12 @@ class ProbeDesign:
         if self.assistants is not None:
             return sorted(self.assistants)
         return sorted({d.assistant_model for d in store.read(Dialogue) if self.select(d)})
+
+    def assistant_specs(self, store: RunStore) -> dict[str, str]:
+        """The spec of each assistant with a dialogue of the design, by the name its records carry, so
+        a Python assistant is simulated again as itself (`assistants.spec_of`)."""
+        return {d.assistant_model: spec_of(d.assistant_model, d.assistant_backend)
+                for d in store.read(Dialogue) if self.select(d)}
 
     def scores(self, tidy: pd.DataFrame) -> pd.DataFrame:
         """The rows of a tidy score frame (`analysis.scores.load_scores`) that belong to the design."""
