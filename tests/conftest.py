@@ -83,6 +83,6 @@ def reproduced_official(tmp_path_factory: pytest.TempPathFactory, official_data:
     root = tmp_path_factory.mktemp("reproduced_official")
     bench = official_sample(official_data, root / "official_sample")
     checkout = fresh_copy(root / "checkout")
-    log = run_reproduce(checkout, (*SMALL_OFFICIAL_REPRODUCE, "--benchmark-dir", str(bench)), timeout=1200)
+    log = run_reproduce(checkout, (*SMALL_OFFICIAL_REPRODUCE, "--benchmark-dir", str(bench)))
     (root / "reproduce.log").write_text(log, encoding="utf-8")
     return checkout
