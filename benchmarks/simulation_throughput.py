@@ -16,8 +16,8 @@ request counter confirms it). Paths:
   (`http_transport="httpx"`);
 - `sdk-lean`: as `sdk`, with the SDK's OpenTelemetry span building switched off
   (`ANTHROPIC_OPEN_TELEMETRY=false`): the least CPU per call the SDK backend takes;
-- `openai`, `openai-aiohttp`: the OpenAI-compatible backend as the kit builds it (openai SDK, httpx2)
-  and the same given `http_client=openai.DefaultAioHttpClient()`;
+- `openai`, `openai-httpx`: the OpenAI-compatible backend as the kit builds it (openai SDK over its
+  aiohttp transport) and over the SDK's own httpx2 one (`http_transport="httpx"`, the previous default);
 - `loopback`: `LoopbackModel`, the kit's lean Anthropic-format client over bare keep-alive sockets
   (no SDK): what the runner and client reach when a call costs little CPU.
 
@@ -56,7 +56,7 @@ LATENCY_S = 0.1
 MODEL, WARM_UP_MODEL = "claude-haiku-4-5", "warm-up-model"
 SETTINGS = ["base"]
 TARGETS = {32: 0.80, 128: 0.60}
-PATHS = ("sdk", "sdk-httpx", "sdk-lean", "openai", "openai-aiohttp", "loopback")
+PATHS = ("sdk", "sdk-httpx", "sdk-lean", "openai", "openai-httpx", "loopback")
 TRANSPORTS = {"sdk": "default transport (aiohttp)", "sdk-httpx": "previous transport (httpx2)"}
 TRACING_ENV = "ANTHROPIC_OPEN_TELEMETRY"
 
@@ -81,18 +81,16 @@ class Point:
         return max(self.fractions)
 
 
-def make_client(path: str, url: str, concurrency: int, cache_dir: str) -> tuple[LLMClient, Any]:
-    """The client for one path, and the http client it was given (to close on its loop), if any."""
+def make_client(path: str, url: str, concurrency: int, cache_dir: str) -> LLMClient:
+    """The client for one path; an SDK path is made and warmed up by one call."""
     common = {"max_concurrency": concurrency, "cache_dir": cache_dir, "use_cache": True, "progress": False}
     if path == "loopback":
-        return LLMClient(LoopbackModel(url), **common), None
+        return LLMClient(LoopbackModel(url), **common)
     if path.startswith("openai"):
-        import openai
-
-        http = openai.DefaultAioHttpClient() if path == "openai-aiohttp" else None
-        client = LLMClient("openai", base_url=f"{url}/v1", http_client=http, **common)
+        transport = "httpx" if path == "openai-httpx" else "aiohttp"
+        client = LLMClient("openai", base_url=f"{url}/v1", http_transport=transport, **common)
         client.complete(Request(kind=CallKind.JUDGE, messages=(Message("user", "warm-up"),), model=MODEL))
-        return client, http
+        return client
     tracing = os.environ.pop(TRACING_ENV, None)
     if path == "sdk-lean":
         os.environ[TRACING_ENV] = "false"
@@ -104,7 +102,7 @@ def make_client(path: str, url: str, concurrency: int, cache_dir: str) -> tuple[
         os.environ.pop(TRACING_ENV, None)
         if tracing is not None:
             os.environ[TRACING_ENV] = tracing
-    return client, None
+    return client
 
 
 def one_run(bench: Any, path: str, server: FakeLLMServer, concurrency: int, turns: int, waves: int,
@@ -112,7 +110,7 @@ def one_run(bench: Any, path: str, server: FakeLLMServer, concurrency: int, turn
     """(dialogues, seconds, CPU seconds of this process) for one measured run on a fresh store and cache."""
     n = max(4, waves * concurrency)
     run_dir = Path(tempfile.mkdtemp(dir=tmp))
-    client, http = make_client(path, server.url, concurrency, str(run_dir / "cache"))
+    client = make_client(path, server.url, concurrency, str(run_dir / "cache"))
     try:  # the warm-up opens the connections; another model name keeps its answers out of the way
         run_simulation(bench, run_dir / "warm-up", client,
                        SimulationConfig(settings=SETTINGS, max_turns=1, limit=concurrency,
@@ -129,8 +127,6 @@ def one_run(bench: Any, path: str, server: FakeLLMServer, concurrency: int, turn
                                f"got {dict(summary.statuses)} and {calls} calls")
         return n, elapsed, cpu
     finally:
-        if http is not None:
-            client.run_all([http.aclose()])
         client.close()
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,6 +14,11 @@ DATA_ENV = "PERSONALENS_DATA"
 LATEST = "LATEST"
 """The file under runs/ naming the pass `make reproduce` ran last; notebooks 02-06 default to it."""
 CODE_ENV = "PERSONALENS_CODE"
+OUTPUT_ENV = "PERSONALENS_OUTPUT_DIR"
+"""Set by `python -m personalens_utils.run` for the kernel: the folder of the executed copy, where a notebook
+given no `output_dir` writes its tables and figures (papermill itself does not tell the kernel)."""
+RUN_FOLDER = re.compile(r"(\d{8}-\d{6})-(\d+)")
+"""The name of one notebook run's output folder: its start (UTC) and a counter, `20261127-143005-1`."""
 OFFICIAL_CODE_FILES = (
     "util/assistant_prompts.py", "util/evaluation_prompts.py", "src/generate_dialogue.py",
     "src/generate_dialogue_md.py",
@@ -47,6 +54,33 @@ def unwritable(folder: str | os.PathLike[str]) -> Path | None:
 
 def runs_dir() -> Path:
     return project_root() / "runs"
+
+
+def new_output_dir(name: str) -> Path:
+    """A folder made now for one notebook run's outputs, `runs/<name>/<start>-<k>/`: the start time (UTC)
+    and the first counter whose folder did not exist, so two runs, even in the same second, never share
+    one and a run never overwrites another's tables."""
+    parent = runs_dir() / name
+    parent.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    k = 1
+    while True:
+        folder = parent / f"{stamp}-{k}"
+        try:
+            folder.mkdir()
+        except FileExistsError:
+            k += 1
+            continue
+        return folder
+
+
+def newest_output(name: str, runs: Path | None = None) -> Path | None:
+    """The output folder of the latest notebook run under `runs/<name>/` (`new_output_dir`), if any:
+    where a later reader finds what the notebook wrote last."""
+    parent = (runs or runs_dir()) / name
+    found = [(m[1], int(m[2]), path) for path in parent.glob("*-*")
+             if path.is_dir() and (m := RUN_FOLDER.fullmatch(path.name))] if parent.is_dir() else []
+    return max(found)[2] if found else None
 
 
 def is_benchmark(folder: Path) -> bool:

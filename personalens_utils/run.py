@@ -6,18 +6,26 @@ defaults) and shows a failure as the kernel's whole traceback. Here a parameter 
 declare, a backend the kit does not know and a user id the benchmark does not hold are refused before
 the kernel starts, with the closest valid name or the valid values; a failure inside the notebook prints
 the kit's message and where the executed copy is, a few lines in all, and exits 1.
+
+The notebook's tables and figures go beside the executed copy (the kernel is told its folder through
+`paths.OUTPUT_ENV`) unless `-p output_dir` says otherwise; with no executed copy named, the copy and the
+outputs go to a new folder of this run, `runs/<the notebook's default output>/<start>-<k>/`.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import difflib
 import logging
+import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import nbformat
 import papermill
 import yaml
 
@@ -26,7 +34,7 @@ from personalens_utils.data import present_users, resolve_users
 from personalens_utils.errors import KitError
 from personalens_utils.llm.registry import KNOWN_BACKENDS
 from personalens_utils.reproduce.notebooks import execute
-from personalens_utils.session import users_param
+from personalens_utils.session import SessionConfig, users_param
 
 
 class RunError(KitError):
@@ -50,6 +58,28 @@ def find_notebook(name: str, notebooks_dir: Path | None = None) -> Path:
         if key in (notebook.stem, number, title):
             return notebook
     raise RunError(f"notebook {name!r}: not one of {', '.join(n.stem for n in found)}")
+
+
+def default_output(notebook: Path) -> str:
+    """The folder under runs/ a notebook's session writes into on its defaults: the `default_output` its
+    setup cell gives `SessionConfig` (else the config's own default); the notebook's name when it opens
+    no session or takes no `output_dir` (01 writes a benchmark, not tables)."""
+    if "output_dir" not in papermill.inspect_notebook(str(notebook)):
+        return notebook.stem
+    for cell in nbformat.read(notebook, as_version=4).cells:
+        if cell.cell_type != "code" or "SessionConfig(" not in cell.source:
+            continue
+        try:
+            tree = ast.parse(cell.source)
+        except SyntaxError:  # IPython magics: not plain Python
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == SessionConfig.__name__:
+                given = [k.value for k in node.keywords if k.arg == "default_output"]
+                if given and isinstance(given[0], ast.Constant) and isinstance(given[0].value, str):
+                    return given[0].value
+                return SessionConfig.default_output
+    return notebook.stem
 
 
 def parse_value(text: str) -> Any:
@@ -109,7 +139,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("notebook", help="number (03), name (simulation, 03_simulation) or path")
     parser.add_argument("output", nargs="?",
-                        help="the executed copy (default runs/<notebook>/<notebook>.ipynb)")
+                        help="the executed copy; the notebook's tables and figures go beside it (default: "
+                             "a new folder of this run under runs/, for both)")
     parser.add_argument("-p", "--parameters", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
                         help="a parameter, as papermill takes it")
     parser.add_argument("-y", "--parameters_yaml", action="append", default=[], metavar="YAML",
@@ -129,13 +160,32 @@ def _given(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def prepare(argv: Sequence[str] | None = None) -> tuple[Path, Path, dict[str, Any]]:
-    """The notebook, its executed copy and its checked parameters; `RunError` for what the checks refuse."""
+    """The notebook, its executed copy and its checked parameters; `RunError` for what the checks refuse.
+    With no executed copy named, this run's folder is made (`paths.new_output_dir`) to hold it."""
     args = parse_args(argv)
     notebook = find_notebook(args.notebook)
     given = _given(args)
     check_parameters(papermill.inspect_notebook(str(notebook)), given, notebook.stem)
-    executed = Path(args.output or paths.runs_dir() / notebook.stem / f"{notebook.stem}.ipynb").resolve()
+    if args.output:
+        executed = Path(args.output).resolve()
+    else:
+        executed = paths.new_output_dir(default_output(notebook)).resolve() / f"{notebook.stem}.ipynb"
     return notebook, executed, given
+
+
+@contextmanager
+def outputs_beside(executed: Path) -> Iterator[None]:
+    """The kernels started inside write their outputs to the executed copy's folder (`paths.OUTPUT_ENV`);
+    this process's environment is as it was afterwards."""
+    before = os.environ.get(paths.OUTPUT_ENV)
+    os.environ[paths.OUTPUT_ENV] = str(executed.parent)
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ[paths.OUTPUT_ENV]
+        else:
+            os.environ[paths.OUTPUT_ENV] = before
 
 
 def _failure(exc: BaseException) -> str:
@@ -155,7 +205,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     executed.parent.mkdir(parents=True, exist_ok=True)
     print(f"[run] {notebook.stem} -> {executed}", flush=True)
     try:
-        execute(notebook, executed, given, notebook.parent, notebook.stem)
+        with outputs_beside(executed):
+            execute(notebook, executed, given, notebook.parent, notebook.stem)
     except Exception as exc:  # a failure inside the notebook: its message, not the kernel's traceback
         print(_failure(exc), file=sys.stderr)
         print(f"the executed copy, with the traceback: {executed}", file=sys.stderr)

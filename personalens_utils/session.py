@@ -187,7 +187,9 @@ def resolve_session_users(benchmark_dir: str | os.PathLike[str], users: Any) -> 
 @dataclass(frozen=True)
 class SessionConfig:
     """A notebook's setup parameters (docs/parameters.md). `store=False` when the notebook keeps nothing in a
-    store unless `run_dir` is given (notebook 02); outputs go to `output_dir` or runs/<default_output>/.
+    store unless `run_dir` is given (notebook 02). Tables and figures go to `output_dir` when given, else to
+    the executed copy's folder when the kit's entry point names it (`paths.OUTPUT_ENV`), else to a new folder
+    per run under runs/<default_output>/ (`paths.new_output_dir`), so no run overwrites another's.
 
     `models` maps a role's parameter name ("user_model", "judge_model", ...) to its model spec;
     `assistants` maps the parameter of an assistant under test ("assistant_model", "compare_assistant")
@@ -296,7 +298,9 @@ def _check_writable(output_dir: Path, store: RunStore | None, config: SessionCon
     that refuses): the output folder, the run store when it is written, the response cache when a
     network backend is called."""
     if (blocked := paths.unwritable(output_dir)) is not None:
-        raise SessionError(f"parameter output_dir: cannot write to {output_dir} ({blocked} is read-only or "
+        where = "parameter output_dir" if config.output_dir or not os.environ.get(paths.OUTPUT_ENV) else \
+            f"${paths.OUTPUT_ENV} (the executed copy's folder)"
+        raise SessionError(f"{where}: cannot write to {output_dir} ({blocked} is read-only or "
                            "not a folder); give an output_dir this process can write; nothing was written")
     written = store if config.writes_store and (config.store or config.run_dir) else None
     if written is not None and (why := written.unwritable()) is not None:
@@ -316,6 +320,7 @@ class Session:
     users: list[int] | None
     store: RunStore | None
     output_dir: Path
+    """This run's tables and figures (`SessionConfig`: one folder per run unless `output_dir` is given)."""
     backend: str = "offline"
     max_concurrency: int | Mapping[str, int] = 8
     backend_seed: int = 0
@@ -340,6 +345,8 @@ class Session:
     """The assistant settings the notebook was given (checked; None: the notebook's own default)."""
     shard: str | None = None
     """The shard "i/n" the notebook works on (checked; None: all its work)."""
+    kept_in: Path | None = None
+    """`records_dir` as `Session.open` resolved it; None: `output_dir`."""
     started: float = field(default_factory=time.perf_counter)
     _clients: Clients | None = field(default=None, repr=False)
     _benchmark: Benchmark | None = field(default=None, repr=False)
@@ -380,11 +387,14 @@ class Session:
             run_store = RunStore(config.run_dir or paths.runs_dir() / DEFAULT_RUN)
         else:
             run_store = None
-        output_dir = Path(config.output_dir or paths.runs_dir() / config.default_output)
+        records_dir = Path(config.output_dir or paths.runs_dir() / config.default_output)
+        given = config.output_dir or os.environ.get(paths.OUTPUT_ENV)
         users = resolve_session_users(bench, config.users)
         backends = {config.backend, *(m.backend for m in models.values()),
                     *(a.spec.backend for a in assistants.values() if a.spec)}
-        _check_writable(output_dir, run_store, config, backends)
+        _check_writable(Path(given) if given else records_dir, run_store, config, backends)
+        output_dir = Path(given) if given else paths.new_output_dir(config.default_output)
+        print(f"this run's tables and figures go to {output_dir}", flush=True)
         return cls(
             benchmark_dir=bench,
             users=users,
@@ -406,7 +416,15 @@ class Session:
             dimensions=dimensions,
             settings=settings,
             shard=shard,
+            kept_in=records_dir,
         )
+
+    @property
+    def records_dir(self) -> Path:
+        """Where the notebook keeps its own records from run to run (07's trust store, 09's reviews and
+        people's dialogues), so a rerun goes on from them: `output_dir` when given, else
+        runs/<default_output>/, the parent of each run's output folder."""
+        return self.kept_in or self.output_dir
 
     def role(self, parameter: str) -> ModelRole:
         """The role whose model the parameter `parameter` names (given in `SessionConfig.models`)."""

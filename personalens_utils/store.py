@@ -541,16 +541,28 @@ class ReproductionStore(RunStore):
     done again) and says so: the reproduction's store and its INDEX.md stay exactly
     as `make reproduce` wrote them. An own run that already extends this reproduction (its
     `EXTENDS` file names it, as it was then) is opened at once, so a second notebook goes on there.
+    Notebooks 07 and 09 keep their records apart the same way over any run store (`over`); `finished`
+    says whether the store read through is a finished reproduction's, so that the first write's line
+    names it as what it is.
     """
 
     MARK = "EXTENDS"
 
-    def __init__(self, reproduction: str | os.PathLike[str], own: str | os.PathLike[str]):
+    def __init__(self, reproduction: str | os.PathLike[str], own: str | os.PathLike[str], *,
+                 finished: bool = True):
         self.reproduction = Path(reproduction)
         self.own = Path(own)
+        self.finished = finished
         mark = self.own / self.MARK
         extended = mark.is_file() and mark.read_text(encoding="utf-8") == self._stamp()
         super().__init__(self.own if extended else self.reproduction)
+
+    @classmethod
+    def over(cls, run: RunStore, own: str | os.PathLike[str]) -> ReproductionStore:
+        """A store of its own over `run`, read through until its first write; `run` counts as a finished
+        reproduction's only while it is a session's view of one that nothing has been written over yet."""
+        finished = isinstance(run, ReproductionStore) and run.finished and run.root == run.reproduction
+        return cls(run.root, own, finished=finished)
 
     def _written_folder(self) -> Path:
         """The own run, whether or not it exists yet: its lock excludes a run given that folder as its
@@ -577,9 +589,10 @@ class ReproductionStore(RunStore):
                     self.root = self.own
                     self._status.clear()
                     self._offset.clear()
-                    print(f"{self.reproduction} is a finished `make reproduce` store and stays as it is; "
-                          f"new records go to this notebook's own run {self.own} (a copy of its records "
-                          "plus the new work), where notebooks on their defaults go on",
+                    what = " is a finished `make reproduce` store and" if self.finished else ""
+                    later = "notebooks on their defaults go on" if self.finished else "a rerun goes on"
+                    print(f"{self.reproduction}{what} stays as it is; new records go to this notebook's "
+                          f"own run {self.own} (a copy of its records plus the new work), where {later}",
                           flush=True)
         super()._extend_json(kind, records)
 

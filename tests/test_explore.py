@@ -283,6 +283,18 @@ def test_side_by_side_aligns_turns_and_puts_scores_beside_each(store, benchmark)
         view.choose("user1/SD-Movies-task-1", left="d-base", right="d-music")
 
 
+def test_side_by_side_says_where_the_shorter_dialogue_ended_instead_of_a_blank_cell(store, benchmark):
+    view = side_by_side(store, benchmark=benchmark)
+    view.choose("user1/SD-Movies-task-1", left=lambda d: d.assistant_setting == "base",
+                right=lambda d: d.assistant_setting == "base+I")
+    page = plain(view.page.value)
+    cell = (r'<div class="pl-compare-turn pl-side-cell" data-turn="(\d+)">(.*?)</div>'
+            r'(?=<div class="pl-compare-turn|<h4>|$)')
+    rows = re.findall(cell, page, flags=re.S)
+    assert rows[4] == ("3", '<div class="pl-muted pl-ended">ended at turn 2</div>')  # base: two turns
+    assert page.count("ended at turn") == 1  # the longer dialogue's cells are its turns
+
+
 # -- annotation ------------------------------------------------------------------------------------------
 
 

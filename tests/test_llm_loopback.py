@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import json
 import time
 import urllib.error
@@ -9,12 +11,15 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import httpx2
+import openai
 import pytest
 from support.fake_bedrock import FakeBedrock, echo_reply
 from support.fake_server import FakeLLMServer
 from support.loopback_model import LoopbackModel
 
 from personalens_utils.llm import CallKind, FatalError, LLMClient, Message, Request
+from personalens_utils.llm.backends.openai import OpenAIBackend
 
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
 
@@ -83,6 +88,40 @@ def test_sdk_backends_round_trip_and_respect_the_bound(keys, backend: str) -> No
         assert [r.text for r in responses] == [f"echo: q{i}" for i in range(64)]
         assert 1 < server.peak_in_flight <= 16
         assert server.total("requests") == 64
+
+
+@pytest.mark.parametrize("options", [{}, {"http_transport": "httpx"}])
+def test_the_openai_backend_calls_over_the_sdks_aiohttp_transport_unless_told_httpx(keys, options) -> None:
+    """aiohttp is the default because it was measured faster (benchmarks/openai_transport.py)."""
+    backend = OpenAIBackend(**options)
+
+    async def sdk_http_client(server: FakeLLMServer) -> tuple[str, object]:
+        backend.base_url = server.url + "/v1"
+        answer = await backend.acomplete(requests(1)[0], "gpt-4o-mini")
+        http = backend._clients.get()._client
+        await backend.aclose()
+        return answer.text, http
+
+    with FakeLLMServer(reply="echo") as server:
+        text, http = asyncio.run(sdk_http_client(server))
+    assert text == "echo: q0" and server.total("requests") == 1
+    assert isinstance(http, openai.DefaultAioHttpClient) == (options.get("http_transport") != "httpx")
+    assert isinstance(http, httpx2.AsyncClient)  # the httpx one otherwise: the SDK's own default
+    with pytest.raises(ValueError, match="http_transport must be one of"):
+        OpenAIBackend(http_transport="requests")
+
+
+@pytest.mark.parametrize("backend", ["anthropic", "openai"])
+def test_a_backend_called_from_another_clients_loop_closes_its_aiohttp_session(keys, backend, caplog) -> None:
+    """A simulation calls its assistant's client from its user agent's loop: the session the SDK makes
+    there is closed when that loop stops, not reported unclosed by aiohttp when collected."""
+    with FakeLLMServer(reply="echo") as server:
+        assistant, user = sdk_client(backend, server), LLMClient("offline", progress=False)
+        assert user._loop.run(assistant.acomplete(requests(1)[0]), misuse="").text == "echo: q0"
+        user.close()
+        assistant.close()
+    gc.collect()  # aiohttp reports a session collected unclosed through asyncio's logger
+    assert not [r for r in caplog.records if "Unclosed" in r.getMessage()]
 
 
 @pytest.mark.parametrize("backend", ["anthropic", "openai"])

@@ -12,7 +12,9 @@ from pathlib import Path
 
 import papermill
 import pytest
-from support.checkout import copy_env
+from support.checkout import SMALL_REPRODUCE, copy_env, run_reproduce
+
+from personalens_utils import paths
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("reproduced_checkout")]
 
@@ -150,14 +152,16 @@ def test_notebooks_on_their_defaults_show_the_reproduction_and_leave_it_as_it_wa
     assert _digest(runs / "small") == before and (runs / "LATEST").read_bytes() == latest
     repro = runs / "small" / "generated"
     assert not (repro / EXTENDED).exists()  # nothing was to be written, so no run of their own either
-    assert "table10_lexical_diversity.csv" in _same_tables(runs / "validation", repro)  # Table 10 found
-    shown = _same_tables(runs / "analysis", repro)  # 06: the reproduction's four assistants, no extra row
+    newest = {name: paths.newest_output(name, runs)
+              for name in ("validation", "analysis", "simulation-report")}
+    assert "table10_lexical_diversity.csv" in _same_tables(newest["validation"], repro)  # Table 10 found
+    shown = _same_tables(newest["analysis"], repro)  # 06: the reproduction's four assistants, no extra row
     assert {"table3_assistant_models.csv", "table12_user_agent.csv", "table13_dialogue_stats.csv"} <= {*shown}
-    table3 = runs / "analysis" / "tables" / "table3_assistant_models.csv"
+    table3 = newest["analysis"] / "tables" / "table3_assistant_models.csv"
     assert "ref-follows-setting" not in table3.read_text(encoding="utf-8")
     assert "focus ref-past-interactions" in texts["06_analysis"]
     # 03 shows the reproduction's focus assistant, all of whose dialogues are stored: nothing to do
-    assert "table13_dialogue_stats.csv" in _same_tables(runs / "simulation-report",
+    assert "table13_dialogue_stats.csv" in _same_tables(newest["simulation-report"],
                                                          repro / "simulation-ref_past_interactions")
     assert "assistant `offline:ref-past-interactions`" in texts["03_simulation"]
 
@@ -179,3 +183,37 @@ def test_a_notebook_that_would_extend_the_reproduction_says_so_and_writes_to_its
     assert set(held) < set(made)  # a copy of the reproduction's dialogues, then the new ones
     new = {(d["assistant_model"], d["assistant_setting"]) for i, d in made.items() if i not in held}
     assert new == {("ref-dialogue-only", "base+I")}
+
+
+MINE = """class Mine:
+    def reply(self, view, llm):
+        return "Noted: " + view.instructions[:40]
+"""
+
+
+@pytest.mark.timeout(1800)  # 03, a second `make reproduce`, then 02-06
+def test_new_work_then_a_second_reproduction_leave_notebooks_on_their_defaults_running(checkout, tmp_path):
+    """Issue 31's acceptance: `make reproduce`, notebook 03 on its defaults with a new assistant, `make
+    reproduce RUN=other`, then notebooks 02-06 on their defaults: all run, on the second reproduction,
+    each run's tables in a folder of its own."""
+    runs = checkout / "runs"
+    file = tmp_path / "outside" / "my_assistant.py"
+    file.parent.mkdir()
+    file.write_text(MINE, encoding="utf-8")
+    _run(checkout, "03_simulation", tmp_path / "first", assistant_model=f"python:{file}:Mine")
+    first_03 = paths.newest_output("simulation-report", runs)
+    made = {p: p.read_bytes() for p in sorted(first_03.rglob("*")) if p.is_file()}
+    assert "Mine" in (runs / "small" / "generated" / EXTENDED / "dialogues.jsonl").read_text(encoding="utf-8")
+    run_reproduce(checkout, ("--run", "other", *SMALL_REPRODUCE[2:]))
+    assert "folder: other/generated" in (runs / "LATEST").read_text(encoding="utf-8")
+    second = tmp_path / "second"
+    texts = {name: _text(_run(checkout, name, second))
+             for name in ("02_validation", "03_simulation", "04_judging", "05_ablation", "06_analysis")}
+    other = runs / "other" / "generated"
+    for name in ("03_simulation", "04_judging", "06_analysis"):
+        assert str(other / "store") in texts[name] or str(other / EXTENDED) in texts[name], name
+    assert "Notebook 06 finished" in texts["06_analysis"]
+    assert paths.newest_output("simulation-report", runs) != first_03  # a folder of its own, the first kept
+    assert {p: p.read_bytes() for p in sorted(first_03.rglob("*")) if p.is_file()} == made
+    assert not (other / EXTENDED / "EXTENDS").exists() or \
+        str(other / "store") in (other / EXTENDED / "EXTENDS").read_text(encoding="utf-8")

@@ -5,6 +5,10 @@ and runs/LATEST stays; kernels start without ipykernel's plain-TCP warning."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import time
 from pathlib import Path
 
 import nbformat
@@ -138,3 +142,40 @@ def test_a_kernel_starts_without_the_plain_tcp_warning(tmp_path, capfd):
     assert step.ok, step.message
     captured = capfd.readouterr()
     assert TCP_WARNING not in captured.err + captured.out
+
+
+WITNESS = """import signal, sys, time
+from pathlib import Path
+log = Path(sys.argv[1])
+signal.signal(signal.SIGINT, lambda *_: log.write_text(log.read_text() + "SIGINT\\n"))
+log.write_text("ready\\n")
+deadline = time.monotonic() + 60
+while time.monotonic() < deadline and "SIGINT" not in log.read_text():
+    time.sleep(0.05)
+"""
+"""A process the notebook starts in its kernel's process group: it notes every SIGINT that reaches it."""
+
+
+def test_a_finished_notebooks_kernel_is_shut_down_without_an_interrupt(tmp_path, capfd):
+    """The SIGINT jupyter_client sends a kernel's process group before its shutdown request is what made
+    ipykernel log "KeyboardInterrupt caught in kernel" when it landed inside a message handler (a race,
+    so rare); a process the kernel started sees that SIGINT every time, so it stands witness here."""
+    books, log = tmp_path / "notebooks", tmp_path / "witness.log"
+    books.mkdir()
+    _notebook(books / "witness.ipynb", (
+        f"import pathlib, subprocess, sys, time\nlog = pathlib.Path({str(log)!r})\n"
+        f"witness = subprocess.Popen([sys.executable, '-c', {WITNESS!r}, str(log)])\n"
+        "while not (log.exists() and 'ready' in log.read_text()):\n    time.sleep(0.05)\n"
+        "print(witness.pid)"))
+    step = notebooks.run_notebook(Settings(run="t", notebooks_dir=books), "witness", tmp_path / "out",
+                                  {"output_dir": str(tmp_path / "out")})
+    assert step.ok, step.message
+    pid = int(nbformat.read(step.executed, as_version=4).cells[-1].outputs[0]["text"])
+    try:
+        time.sleep(1)  # a signal sent at the shutdown has reached the witness by now
+        assert log.read_text() == "ready\n"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    captured = capfd.readouterr()
+    assert "KeyboardInterrupt" not in captured.err + captured.out

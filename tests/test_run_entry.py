@@ -85,3 +85,56 @@ def test_a_failure_inside_the_notebook_prints_the_kit_message_and_the_executed_c
     assert len(_lines(done.stdout + done.stderr)) <= MAX_LINES, done.stdout + done.stderr
     assert "SessionError: parameter size=9: too big" in done.stderr
     assert str(executed) in done.stderr and executed.is_file()
+
+
+def _session_notebook(path: Path, bench: Path) -> Path:
+    """A notebook that opens a session on `bench` and writes one table to its output folder."""
+    cells = [
+        {"cell_type": "code", "metadata": {"tags": ["parameters"]}, "source": "output_dir = None",
+         "outputs": [], "execution_count": None},
+        {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+         "source": "import pandas as pd\n"
+                   "from personalens_utils.session import Session, SessionConfig\n"
+                   "from personalens_utils.tables import save_table\n"
+                   f"session = Session.open(SessionConfig(benchmark_dir={str(bench)!r},\n"
+                   "    output_dir=output_dir, default_output='tiny', store=False))\n"
+                   "save_table(pd.DataFrame({'x': [1]}), session.output_dir, 1, 'tiny', 'caption')"},
+    ]
+    path.write_text(json.dumps({"cells": cells, "metadata": {"kernelspec": {
+        "name": "python3", "display_name": "Python 3", "language": "python"}}, "nbformat": 4,
+        "nbformat_minor": 5}))
+    return path
+
+
+def test_with_no_executed_copy_named_the_run_gets_a_new_folder_under_the_notebooks_default(
+        tmp_path, monkeypatch):
+    monkeypatch.setattr(run.paths, "runs_dir", lambda: tmp_path / "runs")
+    notebook = _session_notebook(tmp_path / "tiny.ipynb", tmp_path / "bench")
+    assert run.default_output(notebook) == "tiny"
+    assert run.default_output(ROOT / "notebooks" / "06_analysis.ipynb") == "analysis"  # the config's default
+    assert run.default_output(ROOT / "notebooks" / "01_generation.ipynb") == "01_generation"  # no output_dir
+    first, second = (run.prepare([str(notebook)])[1] for _ in range(2))
+    assert first.parent != second.parent and first.name == second.name == "tiny.ipynb"
+    assert first.parent.parent == second.parent.parent == tmp_path / "runs" / "tiny"
+    assert run.paths.newest_output("tiny") == second.parent
+
+
+@pytest.mark.slow
+def test_a_notebook_run_through_the_entry_point_writes_beside_its_executed_copy(tmp_path, monkeypatch):
+    """A real kernel told the executed copy's folder: two runs, two folders, neither overwritten; the
+    parameter `output_dir` given still wins."""
+    monkeypatch.delenv(run.paths.OUTPUT_ENV, raising=False)
+    bench = tmp_path / "bench"
+    (bench / "profile" / "user0").mkdir(parents=True)
+    (bench / "task").mkdir()
+    notebook = _session_notebook(tmp_path / "tiny.ipynb", bench)
+    for name in ("a", "b"):
+        assert run.main([str(notebook), str(tmp_path / name / "tiny.ipynb")]) == 0
+        assert (tmp_path / name / "tables" / "table1_tiny.csv").is_file()
+    assert run.paths.OUTPUT_ENV not in run.os.environ  # the entry point's process is as it was
+    assert run.main([str(notebook), str(tmp_path / "c" / "tiny.ipynb"), "-p", "output_dir",
+                     str(tmp_path / "mine")]) == 0
+    assert (tmp_path / "mine" / "tables" / "table1_tiny.csv").is_file()
+    assert not (tmp_path / "c" / "tables").exists()
+    said = (tmp_path / "b" / "tiny.ipynb").read_text(encoding="utf-8")
+    assert f"this run's tables and figures go to {tmp_path / 'b'}" in said

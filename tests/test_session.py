@@ -18,7 +18,7 @@ from personalens_utils.paths import project_root
 from personalens_utils.records import Dialogue
 from personalens_utils.reproduce import Settings
 from personalens_utils.session import Session, SessionConfig, SessionError, list_param, resolve_session_users
-from personalens_utils.store import RunStore, StoreError
+from personalens_utils.store import ReproductionStore, RunStore, StoreError
 
 NOTEBOOKS = sorted((project_root() / "notebooks").glob("0*.ipynb"))
 PARAMETERS_DOC = project_root() / "docs" / "parameters.md"
@@ -72,7 +72,7 @@ def test_open_resolves_folders_and_closes_the_client(tmp_path, monkeypatch):
     monkeypatch.setattr(session.LLMClient, "close", lambda self: closed.append(self) or real_close(self))
     with Session.open(SessionConfig(benchmark_dir=bench, users=[1], task_types=["SD"])) as s:
         assert s.store is not None and s.store.root == tmp_path / "runs" / session.DEFAULT_RUN
-        assert s.output_dir == tmp_path / "runs" / "analysis" and s.users == [1]
+        assert s.output_dir.parent == tmp_path / "runs" / "analysis" and s.users == [1]
         client = s.client
         assert s.client is client and client.backend_name == "offline"
         frame = pd.DataFrame({"user_id": [0, 1, 1], "task_type": ["SD", "SD", "MD"]})
@@ -88,6 +88,38 @@ def test_open_resolves_folders_and_closes_the_client(tmp_path, monkeypatch):
         Session.open(SessionConfig(benchmark_dir=bench, task_types=["XD"]))
     config = SessionConfig(benchmark_dir=bench, task_types="MD,SD", output_dir=tmp_path / "o")
     assert Session.open(config).task_types == ("MD", "SD")
+
+
+def test_each_run_on_default_output_has_a_folder_of_its_own(tmp_path, monkeypatch, capsys):
+    """Two runs of a notebook on its defaults never share an output folder (issue 31); `output_dir` given
+    wins, then the executed copy's folder the kit's entry point names; records a notebook keeps from run
+    to run (07's trust store) stay in one place."""
+    bench = _official_like(tmp_path / "bench", [0, 1])
+    monkeypatch.setattr(session.paths, "runs_dir", lambda: tmp_path / "runs")
+    monkeypatch.delenv(paths.OUTPUT_ENV, raising=False)
+    config = SessionConfig(benchmark_dir=bench, default_output="trust")
+    first, second = (Session.open(config) for _ in range(2))
+    assert first.output_dir != second.output_dir and first.output_dir.is_dir() and second.output_dir.is_dir()
+    assert first.output_dir.parent == second.output_dir.parent == tmp_path / "runs" / "trust"
+    assert first.records_dir == second.records_dir == tmp_path / "runs" / "trust"
+    assert paths.newest_output("trust") == second.output_dir
+    said = capsys.readouterr().out.splitlines()
+    assert said == [f"this run's tables and figures go to {s.output_dir}" for s in (first, second)]
+    monkeypatch.setenv(paths.OUTPUT_ENV, str(tmp_path / "executed"))
+    beside = Session.open(config)
+    assert beside.output_dir == tmp_path / "executed" and beside.records_dir == tmp_path / "runs" / "trust"
+    given = Session.open(SessionConfig(benchmark_dir=bench, output_dir=tmp_path / "mine"))
+    assert given.output_dir == given.records_dir == tmp_path / "mine"
+    assert paths.newest_output("trust") == second.output_dir and paths.newest_output("analysis") is None
+
+
+def test_the_newest_run_folder_is_found_by_start_and_counter(tmp_path, monkeypatch):
+    monkeypatch.setattr(session.paths, "runs_dir", lambda: tmp_path / "runs")
+    for name in ("20010102-120000-2", "20010102-120000-10", "20010101-235959-99", "notes"):
+        (tmp_path / "runs" / "analysis" / name).mkdir(parents=True)
+    assert paths.newest_output("analysis") == tmp_path / "runs" / "analysis" / "20010102-120000-10"
+    made = paths.new_output_dir("analysis")
+    assert paths.newest_output("analysis") == made and made.name.endswith("-1")
 
 
 def test_a_benchmark_of_loaded_users_is_taken_from_the_session(official_data, monkeypatch):
@@ -219,6 +251,29 @@ def test_defaults_read_a_finished_reproduction_and_write_only_to_their_own_run(c
     assert len(RunStore(own).read(Dialogue)) == 2
     with Session.open(SessionConfig(run_dir=folder / "store")) as s:  # named by hand: a store like any other
         assert type(s.run_store) is RunStore and s.assistants(None) is None and s.focus(None) is None
+
+
+def test_a_store_of_its_own_calls_the_store_under_it_a_reproduction_only_when_it_is_one(checkout, capsys):
+    folder = checkout / "runs" / "small" / "generated"
+    paths.write_latest(folder, _official_like(folder / "benchmark", [0, 1]))
+    RunStore(folder / "store").append(dialogue("d1"))
+    plain = RunStore(checkout / "runs" / "simulation")
+    plain.append(dialogue("d1"))
+    ReproductionStore.over(plain, checkout / "trust_store").append(dialogue("d2"))
+    said = capsys.readouterr().out
+    assert "make reproduce" not in said and f"{plain.root} stays as it is" in said
+    assert str(checkout / "trust_store") in said
+    with Session.open() as s:  # on its defaults: the reproduction's store, nothing written over it yet
+        ReproductionStore.over(s.run_store, checkout / "trust_store2").append(dialogue("d2"))
+        assert f"{folder / 'store'} is a finished `make reproduce` store" in capsys.readouterr().out
+        s.run_store.append(dialogue("d3"))  # now the session's own run: not the reproduction's
+        capsys.readouterr()
+        ReproductionStore.over(s.run_store, checkout / "validity_store").append(dialogue("d4"))
+        said = capsys.readouterr().out
+        assert "make reproduce" not in said and f"{folder / 'extended_store'} stays as it is" in said
+    for name in ("07_trust", "09_validity"):  # the notebooks that keep their records apart this way
+        source = (Path(__file__).parents[1] / "notebooks" / f"{name}.ipynb").read_text(encoding="utf-8")
+        assert "ReproductionStore.over(run, " in source and "ReproductionStore(run.root" not in source
 
 
 def test_a_gone_reproduction_is_ignored_and_no_benchmark_is_one_line(checkout):

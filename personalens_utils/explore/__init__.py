@@ -5,7 +5,7 @@ One call from any notebook cell (docs/explore.md):
     from personalens_utils.explore import explore, side_by_side, annotate
     explore(session)            # or explore("runs/simulation", benchmark=benchmark)
     side_by_side(session)
-    annotate("runs/analysis/annotation", annotator="alice")
+    annotate("runs/analysis/<run>/annotation", annotator="alice")   # the sheet of 06's run folder
     play_user(session, "user1/SD-Movies-task-1", person="alice")   # you type the user's turns
 
 `catalog` queries the store (never reading it whole), `views` renders pages as HTML, `widgets`,

@@ -4,8 +4,9 @@ Each page is one self-contained string, every style written inline (`display.inl
 the same in a live widget and in an executed copy opened without a kernel. Stable CSS classes for
 tests and browser checks: `pl-page` (a dialogue page), `pl-compare` (side by side), `pl-profile`,
 `pl-relevant`, `pl-chat`, `pl-turn` (with `pl-turn-user` / `pl-turn-assistant` and `data-turn`),
-`pl-turn-score`, `pl-judgment` (with `data-dimension`), `pl-explanation` (docs/explore.md). Dimensions
-show by the names the tables print (`DIMENSION_NAMES`), their ids in `data-dimension` and on hover.
+`pl-turn-score`, `pl-judgment` (with `data-dimension`), `pl-explanation`, `pl-ended` (docs/explore.md).
+Dimensions show by the names the tables print (`DIMENSION_NAMES`), their ids in `data-dimension` and
+on hover.
 """
 
 from __future__ import annotations
@@ -263,8 +264,8 @@ def comparison_page(left: DialogueView, right: DialogueView) -> str:
     turns_a = _by_turn(a, _turn_extras(a, left.judgments), _applied(left))
     turns_b = _by_turn(b, _turn_extras(b, right.judgments), _applied(right))
     rows = [
-        f'<div class="pl-compare-turn pl-side-cell" data-turn="{n}">{turns_a.get(n, "")}</div>'
-        f'<div class="pl-compare-turn pl-side-cell" data-turn="{n}">{turns_b.get(n, "")}</div>'
+        f'<div class="pl-compare-turn pl-side-cell" data-turn="{n}">{_turn_cell(turns_a, a, n)}</div>'
+        f'<div class="pl-compare-turn pl-side-cell" data-turn="{n}">{_turn_cell(turns_b, b, n)}</div>'
         for n in sorted(set(turns_a) | set(turns_b))
     ]
     by_dim_a = {(j.dimension, j.judge_model): j for j in left.judgments}
@@ -291,6 +292,16 @@ def comparison_page(left: DialogueView, right: DialogueView) -> str:
         f'<div class="pl-side">{head}{"".join(rows)}</div>{_JUDGMENTS}'
         f'<div class="pl-side">{"".join(judged)}</div></div>'
     )
+
+
+def _turn_cell(turns: Mapping[int, str], dialogue: Dialogue, number: int) -> str:
+    """One side's cell of a turn row; past that dialogue's last turn it says where it ended, so a
+    blank cell is never read as a missing or unloaded message."""
+    if number in turns:
+        return turns[number]
+    if number > dialogue.n_turns:
+        return f'<div class="pl-muted pl-ended">ended at turn {dialogue.n_turns}</div>'
+    return ""
 
 
 def _run(dialogue: Dialogue) -> str:

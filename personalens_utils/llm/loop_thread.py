@@ -5,9 +5,22 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import weakref
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
 from typing import Any
+
+_AT_STOP: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, list[Callable[[], Awaitable[None]]]] = (
+    weakref.WeakKeyDictionary())
+_AT_STOP_LOCK = threading.Lock()
+
+
+def at_stop(loop: asyncio.AbstractEventLoop, close: Callable[[], Awaitable[None]]) -> None:
+    """Have `close()` awaited on `loop` when a `LoopThread` stops it. A backend called from another
+    client's loop (a simulation calls its assistant from its user agent's loop) makes an HTTP session
+    there; closed with that loop, it is not left for the garbage collector to warn about."""
+    with _AT_STOP_LOCK:
+        _AT_STOP.setdefault(loop, []).append(close)
 
 
 class LoopThread:
@@ -44,11 +57,14 @@ class LoopThread:
             return self._loop
 
     def stop(self, last: Callable[[], Awaitable[None]] | None = None) -> None:
-        """Run `last()` on the loop (e.g. closing connections made there), then stop the loop and thread."""
+        """Run `last()` on the loop (e.g. closing connections made there), then what `at_stop` registered for
+        it, then stop the loop and thread."""
         loop, thread = self._loop, self._thread
         if loop is not None and not loop.is_closed():
-            if last is not None:
-                asyncio.run_coroutine_threadsafe(_as_coroutine(last()), loop).result()
+            with _AT_STOP_LOCK:
+                closers = _AT_STOP.pop(loop, [])
+            for close in ([last] if last is not None else []) + closers:
+                asyncio.run_coroutine_threadsafe(_as_coroutine(close()), loop).result()
             loop.call_soon_threadsafe(loop.stop)
             if thread is not None:
                 thread.join()

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import papermill
+from jupyter_client.manager import AsyncKernelManager
 from traitlets.config import Config
 
 from .settings import Settings
@@ -22,6 +23,23 @@ KERNEL_CONFIG = Config({"KernelManager": {"transport_encryption": "auto"}})
 """The kernel manager gives each kernel CurveZMQ keys when its kernelspec declares support (the one
 `make install` registers does), so the kernel's sockets are encrypted instead of plain TCP, about which
 ipykernel warns once per kernel."""
+
+
+
+class FinishedKernelManager(AsyncKernelManager):
+    """A kernel manager that shuts a finished notebook's kernel down without interrupting it first.
+
+    jupyter_client's graceful shutdown sends SIGINT to the kernel's process group before its shutdown
+    request. A kernel whose main thread is still inside a message handler then raises KeyboardInterrupt
+    there and ipykernel logs "KeyboardInterrupt caught in kernel." on the reproduction's terminal (the
+    occasional line), and every process the kernel started gets the SIGINT too. By then every cell has
+    run or failed, so there is nothing to interrupt: the shutdown request alone ends the kernel, and the
+    manager still kills one that does not end within `shutdown_wait_time`. A cell that runs past its
+    timeout is still interrupted (that interrupt does not come from a shutdown)."""
+
+    async def _async_interrupt_kernel(self) -> None:
+        if not self.shutting_down:
+            await super()._async_interrupt_kernel()
 
 
 @dataclass
@@ -114,7 +132,7 @@ def execute(
         try:
             papermill.execute_notebook(
                 str(source), str(executed), parameters=params, kernel_name="python3", progress_bar=progress,
-                cwd=str(cwd), config=KERNEL_CONFIG,
+                cwd=str(cwd), config=KERNEL_CONFIG, kernel_manager_class=FinishedKernelManager,
             )
             return
         except Exception as exc:  # papermill re-raises the kernel client's RuntimeError as it is

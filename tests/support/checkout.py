@@ -63,9 +63,10 @@ def copy_env(checkout: Path) -> dict[str, str]:
     return env
 
 
-def run_reproduce(checkout: Path, args: Sequence[str] = SMALL_REPRODUCE, timeout: float = 600) -> str:
+def run_reproduce(checkout: Path, args: Sequence[str] = SMALL_REPRODUCE, timeout: float = 1500) -> str:
     """What `make reproduce ARGS=...` runs, in `checkout` with its own package; returns what it printed
-    (standard output, then standard error, where the notebooks' kernels write)."""
+    (standard output, then standard error, where the notebooks' kernels write). `timeout`: the small run takes
+    about 9 minutes on 2 free cores, over 10 on a shared machine."""
     done = subprocess.run(
         [sys.executable, "-m", "personalens_utils.reproduce", *args], cwd=checkout, env=copy_env(checkout),
         capture_output=True, text=True, timeout=timeout,

@@ -27,12 +27,9 @@ import httpx2
 from .. import registry
 from ..batch import BatchResult
 from ..types import FatalError, LLMError, Request, Response, RetryableError, Usage
-from ._http import PING, PerLoop, classify_status, unreachable, unreadable
+from ._http import HTTP_TRANSPORTS, PING, PerLoop, classify_status, unreachable, unreadable
 
 log = logging.getLogger(__name__)
-
-HTTP_TRANSPORTS = ("aiohttp", "httpx")
-"""How the SDK speaks HTTP: its aiohttp transport (the default here) or its own httpx2 one."""
 
 ANTHROPIC_URL = "https://api.anthropic.com"
 """Where the SDK sends calls when ANTHROPIC_BASE_URL is not set."""
@@ -128,7 +125,7 @@ class _ClaudeBackend:
     def __init__(self, *, timeout: float = 120.0, http_client: httpx2.AsyncClient | None = None):
         self.timeout = timeout
         self._http_client = http_client
-        self._clients: PerLoop[Any] = PerLoop(self._new_client)
+        self._clients: PerLoop[Any] = PerLoop(self._new_client, self._close_owned)
         self._warned: set[str] = set()
 
     def __repr__(self) -> str:
@@ -235,10 +232,15 @@ class _ClaudeBackend:
         except (json.JSONDecodeError, anthropic.APIResponseValidationError) as err:
             raise unreadable(self.name, model, self.endpoint(), err) from err
 
+    async def _close_owned(self, client: Any) -> None:
+        """Close an SDK client with its HTTP pool, unless that pool is the caller's (`http_client`)."""
+        if self._http_client is None:
+            await client.close()
+
     async def aclose(self) -> None:
         client = self._clients.pop()
-        if client is not None and self._http_client is None:
-            await client.close()
+        if client is not None:
+            await self._close_owned(client)
 
 
 class AnthropicBackend(_ClaudeBackend):

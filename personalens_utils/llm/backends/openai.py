@@ -4,9 +4,10 @@ The Batch API (an input file uploaded through `/v1/files`, then `/v1/batches`) s
 the same request bodies; a server without it (most local ones) answers 404, which `llm.batch` reads as
 `BatchUnsupported` and the caller answers those requests live.
 
-The openai SDK (3.x, built on httpx2 like the anthropic SDK) reads OPENAI_API_KEY and
-OPENAI_BASE_URL. Local servers usually need no key; when the base URL is not OpenAI's and no key
-is set, a fixed placeholder is sent because the SDK refuses to run without one.
+The openai SDK (3.x, built on httpx2 like the anthropic SDK; calls go over its aiohttp transport unless
+`http_transport="httpx"`) reads OPENAI_API_KEY and OPENAI_BASE_URL. Local servers usually need no key;
+when the base URL is not OpenAI's and no key is set, a fixed placeholder is sent because the SDK refuses
+to run without one.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import os
 import time
 from collections.abc import Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx2
 import openai
@@ -23,7 +25,7 @@ import openai
 from ..batch import BatchResult, BatchUnsupported
 from ..endpoints import OPENAI_URL, openai_endpoint, public_url
 from ..types import FatalError, Request, Response, RetryableError, Usage
-from ._http import PING, PerLoop, classify_status, unreachable, unreadable
+from ._http import HTTP_TRANSPORTS, PING, PerLoop, classify_status, unreachable, unreadable
 
 LOCAL_PLACEHOLDER_KEY = "no-key-needed"
 CHAT_PATH = "/v1/chat/completions"
@@ -59,13 +61,21 @@ class OpenAIBackend:
         timeout: float = 120.0,
         http_client: httpx2.AsyncClient | None = None,
         token_param: str = "max_tokens",
+        http_transport: str = "aiohttp",
     ):
         """`token_param`: "max_tokens" (vLLM, Ollama, llama.cpp) or "max_completion_tokens" (newer OpenAI).
-        `base_url_var`: the environment variable holding the endpoint (a spec `openai@VAR:model` names it)."""
+        `base_url_var`: the environment variable holding the endpoint (a spec `openai@VAR:model` names it).
+        `http_transport`: "aiohttp" (default: the SDK's `DefaultAioHttpClient`) or "httpx" (the SDK's own
+        httpx2); ignored when an `http_client` is given, and for a base URL holding user:password, which
+        aiohttp refuses beside the SDK's key header and httpx2 sends as basic auth. aiohttp answered more
+        calls per second for about half the CPU per call (benchmarks/openai_transport.py; docs/llm.md)."""
         if token_param not in ("max_tokens", "max_completion_tokens"):
             raise ValueError(
                 f"token_param must be 'max_tokens' or 'max_completion_tokens', got {token_param!r}"
             )
+        if http_transport not in HTTP_TRANSPORTS:
+            raise ValueError(f"http_transport must be one of {HTTP_TRANSPORTS}, got {http_transport!r}")
+        self.http_transport = http_transport
         self.base_url_var = base_url_var
         self.base_url = base_url or os.environ.get(base_url_var) or OPENAI_URL
         self.served_at = openai_endpoint(self.base_url)
@@ -73,10 +83,11 @@ class OpenAIBackend:
         self.timeout = timeout
         self.token_param = token_param
         self._http_client = http_client
-        self._clients: PerLoop[openai.AsyncOpenAI] = PerLoop(self._new_client)
+        self._clients: PerLoop[openai.AsyncOpenAI] = PerLoop(self._new_client, self._close_owned)
 
     def __repr__(self) -> str:
-        return f"OpenAIBackend(base_url={public_url(self.base_url)!r}, timeout={self.timeout})"
+        return (f"OpenAIBackend(base_url={public_url(self.base_url)!r}, timeout={self.timeout}, "
+                f"http_transport={self.http_transport!r})")
 
     def endpoint(self) -> str:
         return f"{public_url(self.base_url)} (set by {self.base_url_var})"
@@ -87,12 +98,15 @@ class OpenAIBackend:
             if not self.served_at:  # OpenAI's own API
                 raise FatalError(f"openai backend has no key for {OPENAI_URL}. {self.key_hint}")
             key = LOCAL_PLACEHOLDER_KEY
+        http_client = self._http_client
+        if http_client is None and self.http_transport == "aiohttp" and not urlsplit(self.base_url).username:
+            http_client = openai.DefaultAioHttpClient(timeout=self.timeout)
         return openai.AsyncOpenAI(
             api_key=key,
             base_url=self.base_url,
             timeout=self.timeout,
             max_retries=0,
-            http_client=self._http_client,
+            http_client=http_client,
         )
 
     def body(self, request: Request, model: str) -> dict[str, Any]:
@@ -235,7 +249,12 @@ class OpenAIBackend:
                                                             backend=self.name, model=body.get("model", ""),
                                                             latency_s=0.0))
 
+    async def _close_owned(self, client: openai.AsyncOpenAI) -> None:
+        """Close an SDK client with its HTTP pool, unless that pool is the caller's (`http_client`)."""
+        if self._http_client is None:
+            await client.close()
+
     async def aclose(self) -> None:
         client = self._clients.pop()
-        if client is not None and self._http_client is None:
-            await client.close()
+        if client is not None:
+            await self._close_owned(client)
