@@ -11,7 +11,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from support.checkout import fresh_copy, run_reproduce
+from support.checkout import SMALL_OFFICIAL_REPRODUCE, fresh_copy, official_sample, run_reproduce
 from support.official_data import SHARED_ARCHIVE, SHARED_CODE_ARCHIVE
 
 ARCHIVE = Path(os.environ.get("PERSONALENS_ARCHIVE", SHARED_ARCHIVE))
@@ -72,4 +72,17 @@ def reproduced_checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
     it first. Tests using it share the xdist group "reproduced_checkout", so one worker makes it once."""
     checkout = fresh_copy(tmp_path_factory.mktemp("reproduced") / "checkout")
     (checkout.parent / "reproduce.log").write_text(run_reproduce(checkout), encoding="utf-8")
+    return checkout
+
+
+@pytest.fixture(scope="session")
+def reproduced_official(tmp_path_factory: pytest.TempPathFactory, official_data: Path) -> Path:
+    """A fresh copy of the kit right after a small offline `make reproduce` of the official pass
+    (support.checkout: the official data of six users of sample_30): `runs/small/official/`. Read-only
+    by convention; tests using it share the xdist group "reproduced_checkout" with the generated pass."""
+    root = tmp_path_factory.mktemp("reproduced_official")
+    bench = official_sample(official_data, root / "official_sample")
+    checkout = fresh_copy(root / "checkout")
+    log = run_reproduce(checkout, (*SMALL_OFFICIAL_REPRODUCE, "--benchmark-dir", str(bench)))
+    (root / "reproduce.log").write_text(log, encoding="utf-8")
     return checkout

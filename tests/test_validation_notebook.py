@@ -1,4 +1,5 @@
-"""Notebook 02 end to end on the official data: writes its tables and Figure 3, agrees with the paper."""
+"""Notebook 02 end to end on the official data: writes its tables (each fits an ACL page) and Figure 3,
+agrees with the paper."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 import nbformat
 import papermill
 import pytest
+from test_latex_tables import PDFLATEX, compile_problems
 
 from personalens_utils.tables import read_table
 
@@ -42,6 +44,8 @@ def test_notebook_02_on_official_data(official_data: Path, tmp_path: Path):
     ):
         for ext in ("csv", "tex", "md"):
             assert (out / "tables" / f"{stem}.{ext}").is_file(), f"{stem}.{ext} not written"
+        if PDFLATEX is not None:  # the official data's tables at their natural size on an ACL page
+            assert compile_problems(out / "tables" / f"{stem}.tex") == [], stem
     for ext in ("pdf", "png"):
         assert (out / "figures" / f"figure3_demographics.{ext}").stat().st_size > 10_000
     caption = (out / "figures" / "figure3_demographics.txt").read_text(encoding="utf-8")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from test_analysis_support import build_store
+from test_latex_tables import PDFLATEX, compile_problems
 
 from personalens_utils.data import load_benchmark
 from personalens_utils.generation import GenerationConfig, generate_benchmark
@@ -11,6 +12,7 @@ from personalens_utils.latex import split_caption
 from personalens_utils.llm import LLMClient
 from personalens_utils.llm.offline import OFFLINE_LABEL
 from personalens_utils.records import ConsistencyCheck
+from personalens_utils.tables import read_table
 from personalens_utils.validation import metrics as V
 from personalens_utils.validation import tables as VT
 
@@ -63,3 +65,23 @@ def test_consistency_table_counts_profiles_and_names_the_checker(benchmark):
     rows = result.frame.set_index("Measure")
     assert rows.loc["Profiles checked", "Count"] == 3 and rows.loc["Flagged (any conflict)", "Rate"] == 0.5
     assert "checker-x" in result.caption and result.source.models == ("m",) and result.source.n == 3
+
+
+def test_the_paper_comparison_of_a_few_users_prints_on_the_page(benchmark, tmp_path):
+    """On a few users nearly every printed cell differs: the LaTeX counts them per column (naming each
+    made a cell thousands of points wide, and the export refused it); the CSV still names every one."""
+    per_domain, totals = VT.table1(benchmark)
+    _, tables = VT.tables6_7(benchmark)
+    comparisons = {"Table 1": V.compare_table(1, per_domain.frame),
+                   "Table 1 totals": V.compare_table1_totals(totals.frame),
+                   **{f"Table {n}": V.compare_table(n, t.frame) for n, t in tables.items()}}
+    summary = VT.paper_comparison(benchmark, comparisons)
+    paths = summary.save(tmp_path, "S1", "paper_comparison")
+    written = read_table(paths["csv"]).set_index("Table")
+    assert written.loc["Table 6", "Differing cells"].count(";") + 1 == 80 - written.loc["Table 6", "Matching"]
+    latex = paths["tex"].read_text(encoding="utf-8")
+    differing = comparisons["Table 6"].loc[~comparisons["Table 6"]["match"], "Column"].value_counts()
+    assert f"Count: {differing['Count']}; Percent: {differing['Percent']}" in latex
+    assert "Differing cells by column: how many cells of each column differ" in latex
+    if PDFLATEX is not None:
+        assert compile_problems(paths["tex"]) == []

@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from personalens_utils.latex import Block, Printed
 from personalens_utils.llm.offline import OFFLINE_LABEL
 from personalens_utils.records import ConsistencyCheck
 from personalens_utils.tables import Source, TableResult
@@ -90,7 +91,27 @@ def paper_comparison(benchmark: Any, comparisons: Mapping[str, pd.DataFrame]) ->
     label, _ = benchmark_label(benchmark)
     summary = V.comparison_summary(comparisons)
     caption = f"Cells of Tables 1 and 6-9 measured on the data vs. printed in the paper. Source: {label}."
-    return TableResult(summary, caption, _source(benchmark, int(summary["Cells"].sum()), "cells compared"))
+    counts = [_differing_by_column(cmp) for cmp in comparisons.values()]
+    return TableResult(summary, caption, _source(benchmark, int(summary["Cells"].sum()), "cells compared"),
+                       printed=lambda shown: _printed_comparison(shown, counts))
+
+
+DIFFERING_BY_COLUMN = "Differing cells by column"
+
+
+def _differing_by_column(comparison: pd.DataFrame) -> str:
+    """How many cells of each compared column differ, as "# Dial: 21; # Tasks: 1" (blank when none)."""
+    differing = comparison.loc[~comparison["match"], "Column"].value_counts(sort=False)
+    return "; ".join(f"{column}: {n}" for column, n in differing.items())
+
+
+def _printed_comparison(shown: pd.DataFrame, counts: Sequence[str]) -> Printed:
+    """Table S1 for a paper: on a sample of users nearly every cell differs, and naming each one in a
+    cell prints lines thousands of points wide, so the paper counts them per column; the CSV and the
+    Markdown still name every cell."""
+    frame = shown.drop(columns="Differing cells").assign(**{DIFFERING_BY_COLUMN: list(counts)})
+    legend = f"{DIFFERING_BY_COLUMN}: how many cells of each column differ; the CSV names each one."
+    return Printed((Block(frame),), legend)
 
 
 def table10(

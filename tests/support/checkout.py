@@ -15,10 +15,17 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from personalens_utils.data import PROFILE_DIR, TASK_DIR
+
 ROOT = Path(__file__).resolve().parents[2]
 SMALL_REPRODUCE = ("--run", "small", "--passes", "generated", "--generated-users", "6",
                    "--ablation-users", "3", "--max-concurrency", "8")
 """`make reproduce ARGS=...` sized for tests: the generated pass only, 6 users, ablation on 3."""
+OFFICIAL_SAMPLE = (7, 66, 132, 139, 207, 230)
+"""The first six users of the official `sample_30`: the official pass sized for tests."""
+SMALL_OFFICIAL_REPRODUCE = ("--run", "small", "--passes", "official", "--users", "all",
+                            "--ablation-users", "3", "--max-concurrency", "8")
+"""The official pass on a benchmark folder holding only `OFFICIAL_SAMPLE` (`--benchmark-dir` is added)."""
 UNSET = ("PERSONALENS_DATA", "PERSONALENS_CACHE")
 """Environment that would point a copy at folders outside it."""
 
@@ -37,6 +44,15 @@ def fresh_copy(target: Path, root: Path = ROOT) -> Path:
     for name in tracked_files(root):
         (target / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(root / name, target / name)
+    return target
+
+
+def official_sample(official_data: Path, target: Path, users: Sequence[int] = OFFICIAL_SAMPLE) -> Path:
+    """An official-layout benchmark folder in `target` holding the official tasks and only `users`:
+    the official pass's own data, few enough users for a test to run the whole pass."""
+    shutil.copytree(official_data / TASK_DIR, target / TASK_DIR)
+    for user in users:
+        shutil.copytree(official_data / PROFILE_DIR / f"user{user}", target / PROFILE_DIR / f"user{user}")
     return target
 
 
