@@ -510,9 +510,11 @@ def _running(
     jobs, before = _jobs(stage, client, planned.items, report, writer), client.totals()
     try:
         with store.writing(stage.name), _limit(client, options.others, options.max_cost_usd):
-            yield report, jobs
+            try:
+                yield report, jobs
+            finally:  # under the writer lock: its release may remove a folder that holds no record yet
+                writer.flush()
     finally:
-        writer.flush()
         report.spent(before, client.totals())
         report.elapsed_s += time.perf_counter()
 

@@ -13,7 +13,7 @@ from test_simulation_support import tiny_benchmark
 from personalens_utils import judging
 from personalens_utils.judging import JudgingConfig
 from personalens_utils.llm import CallKind, Message, Request, Response, Usage, registry
-from personalens_utils.llm.budget import BudgetReachedError, Tally, request_tokens
+from personalens_utils.llm.budget import BudgetReachedError, Tally, Volume, request_tokens
 from personalens_utils.llm.client import LLMClient
 from personalens_utils.llm.offline import OfflineBackend, count_tokens
 from personalens_utils.records import Dialogue, Judgment
@@ -256,8 +256,7 @@ def test_judging_estimate_counts_the_calls_judging_makes(bench, tmp_path):
 def test_estimate_prices_the_successor_of_a_retired_model() -> None:
     def priced(backend: str) -> float:
         tally = Tally(backend)
-        tally.add("simulation", "assistant_turn", "Claude 3 Haiku", calls=1, input_tokens=1e6,
-                  output_tokens=0)
+        tally.add("simulation", "assistant_turn", "Claude 3 Haiku", Volume(calls=1, input_tokens=1e6))
         return float(tally.estimate([]).table.loc[0, "cost_usd"])
 
     assert priced("anthropic") == pytest.approx(registry.lookup("Claude Haiku 4.5").price.input)

@@ -112,6 +112,8 @@ class ScriptedClient:
 
     reply: Any
     backend_name: str = "bedrock"
+    endpoint: str = ""
+    """The default endpoint of its backend (`LLMClient.endpoint`): nothing but the model names the role."""
 
     def __post_init__(self) -> None:
         self.requests: list[Request] = []

@@ -31,6 +31,9 @@ NOT_RUN = {
     "export ANTHROPIC_API_KEY=... VLLM_URL=http://localhost:8000/v1": "a real key and a vLLM server",
     'make reproduce RUN=claude ARGS="--backend anthropic --passes official --users sample_50"':
         "a real key and the official data",
+    ".venv/bin/python -m personalens_utils.run 03 runs/mine/03.ipynb -p output_dir runs/mine -p users 7,66":
+        "users 7 and 66 of the whole default benchmark (a reproduction's); tests/test_run_entry.py runs "
+        "notebooks through the same entry point, with its checks and its output folder",
     ".venv/bin/papermill notebooks/03_simulation.ipynb runs/mine/03.ipynb -p backend anthropic "
     "-p assistant_model claude-haiku-4-5 -p users sample_30": "a real key and the official data",
     ".venv/bin/papermill notebooks/03_simulation.ipynb runs/mine/03.ipynb -p backend anthropic "

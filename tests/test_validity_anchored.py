@@ -298,10 +298,8 @@ def test_sheets_without_their_manifest_are_refused_naming_where_it_was_looked_fo
     sheet.parent.mkdir()
     sheet.write_text("dialogue_id\n", encoding="utf-8")
     with pytest.raises(ValidityError, match=r"no annotation manifest at .*people/annotation_sample\.json"):
-        anchored.sheets_for(None, None, pd.DataFrame(), tmp_path / "out", sheets=str(sheet.parent / "*.csv"))
+        anchored.given_sheets(str(sheet.parent / "*.csv"))
     with pytest.raises(ValidityError, match="no file matches"):
-        anchored.sheets_for(None, None, pd.DataFrame(), tmp_path / "out", sheets=str(tmp_path / "none*.csv"))
+        anchored.given_sheets(str(tmp_path / "none*.csv"))
     (sheet.parent / annotation.MANIFEST_NAME).write_text("{}", encoding="utf-8")
-    assert anchored.sheets_for(None, None, pd.DataFrame(), tmp_path / "out", sheets=[sheet]) == (
-        [sheet], sheet.parent / annotation.MANIFEST_NAME)
-    assert not (tmp_path / "out").exists()  # people's sheets given: nothing exported, nothing synthetic
+    assert anchored.given_sheets([sheet]) == ([sheet], sheet.parent / annotation.MANIFEST_NAME)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import pandas as pd
 
@@ -94,7 +94,10 @@ class CostEstimate:
 
 
 @dataclass
-class _Group:
+class Volume:
+    """Calls and tokens expected of a group of requests; `cache_write_tokens` and `cache_read_tokens` are
+    the part of `input_tokens` a prompt cache would write and serve."""
+
     calls: float = 0.0
     input_tokens: float = 0.0
     output_tokens: float = 0.0
@@ -109,20 +112,14 @@ class Tally:
     def __init__(self, backend: str = "", *, batch: bool = False):
         self.backend = backend
         self.batch = batch
-        self._groups: dict[tuple[str, str, str, str], _Group] = {}
+        self._groups: dict[tuple[str, str, str, str], Volume] = {}
 
-    def add(self, stage: str, kind: str, model: str, *, calls: float, input_tokens: float,
-            output_tokens: float, backend: str | None = None, cache_write_tokens: float = 0.0,
-            cache_read_tokens: float = 0.0) -> None:
-        """`cache_write_tokens` and `cache_read_tokens` are the part of `input_tokens` a prompt cache
-        would write and serve."""
+    def add(self, stage: str, kind: str, model: str, volume: Volume, *, backend: str | None = None) -> None:
+        """Count `volume` toward its (stage, kind, backend, model) group."""
         key = (stage, kind, self.backend if backend is None else backend, model)
-        group = self._groups.setdefault(key, _Group())
-        group.calls += calls
-        group.input_tokens += input_tokens
-        group.output_tokens += output_tokens
-        group.cache_write_tokens += cache_write_tokens
-        group.cache_read_tokens += cache_read_tokens
+        group = self._groups.setdefault(key, Volume())
+        for name in fields(Volume):
+            setattr(group, name.name, getattr(group, name.name) + getattr(volume, name.name))
 
     def add_requests(self, stage: str, requests: Iterable[Request], output_tokens: int,
                      weight: float = 1.0, seen: set[str] | None = None) -> None:
@@ -133,12 +130,12 @@ class Tally:
             prefix, cached = cacheable_prefix(request, self.backend)
             written = cached if prefix not in seen else 0
             seen.add(prefix)
-            self.add(stage, str(request.kind), request.model, calls=weight,
-                     input_tokens=weight * request_tokens(request),
-                     output_tokens=weight * min(output_tokens, request.max_tokens),
-                     cache_write_tokens=weight * written, cache_read_tokens=weight * (cached - written))
+            self.add(stage, str(request.kind), request.model, Volume(
+                calls=weight, input_tokens=weight * request_tokens(request),
+                output_tokens=weight * min(output_tokens, request.max_tokens),
+                cache_write_tokens=weight * written, cache_read_tokens=weight * (cached - written)))
 
-    def _costs(self, backend: str, model: str, group: _Group) -> dict[str, float]:
+    def _costs(self, backend: str, model: str, group: Volume) -> dict[str, float]:
         """The group's cost live, in batches and in batches with caching; NaN each when unpriced."""
         if backend == "offline":
             return dict.fromkeys(PRICE_COLUMNS, 0.0)

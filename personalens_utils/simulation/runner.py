@@ -28,7 +28,7 @@ from personalens_utils.data import MD, SD, Benchmark, Scenario
 from personalens_utils.engine import Item, Plan, StageReport
 from personalens_utils.identity import Role, dialogue_ids, samples
 from personalens_utils.llm import CallKind, LLMClient
-from personalens_utils.llm.budget import CostEstimate, Tally, cacheable_prefix, request_tokens
+from personalens_utils.llm.budget import CostEstimate, Tally, Volume, cacheable_prefix, request_tokens
 from personalens_utils.prompting import ScenarioContext
 from personalens_utils.records import Dialogue, Record
 from personalens_utils.shards import Shard
@@ -327,16 +327,15 @@ def estimate_simulation(benchmark: Benchmark, run: RunStore | str | os.PathLike[
             assistant_head += cacheable_prefix(answer, pricing.backend)[1]
         n, scale = len(items), len(items) / len(picked)
         history = per_turn * turns * (turns - 1) / 2  # both parties' earlier turns, summed over the turns
-        tally.add(STAGE, str(CallKind.USER_TURN), user_model, calls=n * turns,
-                  input_tokens=scale * (opening + (turns - 1) * next_turn) + n * history,
-                  output_tokens=n * turns * user_out,  # the stable head: written on turn 1, read after
-                  cache_write_tokens=scale * user_head, cache_read_tokens=scale * (turns - 1) * user_head)
+        tally.add(STAGE, str(CallKind.USER_TURN), user_model, Volume(
+            calls=n * turns, input_tokens=scale * (opening + (turns - 1) * next_turn) + n * history,
+            output_tokens=n * turns * user_out,  # the stable head: written on turn 1, read after
+            cache_write_tokens=scale * user_head, cache_read_tokens=scale * (turns - 1) * user_head))
         if pricing.model is not None:
-            tally.add(STAGE, str(CallKind.ASSISTANT_TURN), pricing.model, calls=n * turns,
-                      input_tokens=scale * turns * system + n * (history + turns * user_out),
-                      output_tokens=n * turns * (per_turn - user_out), backend=pricing.backend,
-                      cache_write_tokens=scale * assistant_head,
-                      cache_read_tokens=scale * (turns - 1) * assistant_head)
+            tally.add(STAGE, str(CallKind.ASSISTANT_TURN), pricing.model, Volume(
+                calls=n * turns, input_tokens=scale * turns * system + n * (history + turns * user_out),
+                output_tokens=n * turns * (per_turn - user_out), cache_write_tokens=scale * assistant_head,
+                cache_read_tokens=scale * (turns - 1) * assistant_head), backend=pricing.backend)
     counts = ", ".join(f"{kind} {setting}: {len(items)}" for (kind, setting), items in groups.items())
     return tally.estimate([
         f"{len(todo)} dialogues still to run ({counts or 'none'})",

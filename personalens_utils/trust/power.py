@@ -32,7 +32,7 @@ from scipy import optimize, stats
 
 from personalens_utils.analysis.scores import SCALES, backends
 from personalens_utils.analysis.tables import provenance_note, score_source
-from personalens_utils.llm.budget import CostEstimate, Tally
+from personalens_utils.llm.budget import CostEstimate, Tally, Volume
 from personalens_utils.plots import FigureResult, Span, greyscale_styles, mark_offline, new_figure
 from personalens_utils.tables import Source, TableResult
 from personalens_utils.trust.bootstrap import scenario_differences
@@ -243,8 +243,8 @@ def design_cost(costs: UnitCosts, design: Design) -> CostEstimate:
     judged = design.dialogues * design.judge_samples
     for part, units in ((costs.dialogue, design.dialogues), (costs.judge_sample, judged)):
         for row in part.itertuples(index=False):
-            tally.add(row.stage, row.kind, row.model, calls=row.calls * units,
-                      input_tokens=row.input_tokens * units, output_tokens=row.output_tokens * units,
+            tally.add(row.stage, row.kind, row.model, Volume(calls=row.calls * units,
+                      input_tokens=row.input_tokens * units, output_tokens=row.output_tokens * units),
                       backend=row.backend)
     return tally.estimate([f"{design.dialogues} dialogues and {judged} judge samples of them, each with "
                            f"the calls and tokens of one in {costs.origin}"])

@@ -583,24 +583,26 @@ def _synthetic_rating(dimension: str, score: float, offset: float, noise: float,
     return str(int(min(dim.high, max(dim.low, value))))
 
 
-def sheets_for(store: Any, benchmark: Any, scores: pd.DataFrame, out_dir: str | os.PathLike[str], *,
-               sheets: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None,
-               manifest: str | os.PathLike[str] | None = None, n: int = 120, seed: int = 0,
-               where: Mapping[str, Any] | None = None) -> tuple[Any, Path]:
-    """The filled sheets and their sample's manifest, for notebook 09: the people's sheets when given
-    (their manifest given, or `annotation_sample.json` beside the first sheet), else a sample exported
-    to `out_dir` (stratified by assistant) filled by the synthetic annotator, so tables say SYNTHETIC."""
-    if sheets:
-        if manifest is None:
-            named = [str(sheets)] if isinstance(sheets, str | os.PathLike) else [str(p) for p in sheets]
-            first = sorted(Path(p) for name in named for p in glob.glob(name))
-            if not first:
-                raise ValidityError(f"annotation_sheets={sheets!r}: no file matches")
-            manifest = first[0].parent / annotation.MANIFEST_NAME
-        if not Path(manifest).is_file():
-            raise ValidityError(f"no annotation manifest at {manifest}: pass the sample's "
-                                "annotation_sample.json (annotation_manifest), written with the sheet")
-        return sheets, Path(manifest)
+def given_sheets(sheets: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+                 manifest: str | os.PathLike[str] | None = None) -> tuple[Any, Path]:
+    """People's filled sheets and their sample's manifest, for notebook 09: the manifest given, or
+    `annotation_sample.json` beside the first sheet."""
+    if manifest is None:
+        named = [str(sheets)] if isinstance(sheets, str | os.PathLike) else [str(p) for p in sheets]
+        first = sorted(Path(p) for name in named for p in glob.glob(name))
+        if not first:
+            raise ValidityError(f"annotation_sheets={sheets!r}: no file matches")
+        manifest = first[0].parent / annotation.MANIFEST_NAME
+    if not Path(manifest).is_file():
+        raise ValidityError(f"no annotation manifest at {manifest}: pass the sample's "
+                            "annotation_sample.json (annotation_manifest), written with the sheet")
+    return sheets, Path(manifest)
+
+
+def synthetic_sample(store: Any, benchmark: Any, scores: pd.DataFrame, out_dir: str | os.PathLike[str], *,
+                     n: int = 120, seed: int = 0, where: Mapping[str, Any] | None = None) -> tuple[Any, Path]:
+    """Notebook 09 without people's sheets: a sample exported to `out_dir` (stratified by assistant) and
+    filled by the synthetic annotator, so tables say SYNTHETIC; the sheets and the sample's manifest."""
     paths = annotation.export_sheet(store, benchmark, out_dir, n=n, seed=seed, where=where,
                                     stratify_by="assistant_model")
     return synthetic_sheets(paths, scores, seed=seed), paths["manifest"]
