@@ -138,8 +138,13 @@ def describe_identity(row: pd.Series | dict) -> str:
     return ", ".join([*roles, *sets])
 
 
+MAX_NAMED = 4
+"""The run identities an error about pooling names (the rest are counted)."""
+
+
 def check_one_identity(frame: pd.DataFrame, by: Sequence[str], what: str) -> None:
-    """Raise naming two of them when a group of `frame` (by `by`) pools rows of different run identities."""
+    """Raise naming them (up to `MAX_NAMED`) when a group of `frame` (by `by`) pools rows of different run
+    identities."""
     cols = [c for c in IDENTITY if c in frame.columns]
     if not cols or frame.empty:
         return
@@ -147,12 +152,16 @@ def check_one_identity(frame: pd.DataFrame, by: Sequence[str], what: str) -> Non
     mixed = identities.duplicated(list(by), keep=False) if by else pd.Series(len(identities) > 1,
                                                                                   index=identities.index)
     if mixed.any():
-        first, second = identities[mixed].head(2).to_dict("records")
+        rows = identities[mixed].to_dict("records")
+        first = rows[0]
+        group = [row for row in rows if all(row[k] == first[k] for k in by)]
+        named = list(dict.fromkeys(describe_identity(row) for row in group))
+        shown = named[:MAX_NAMED] + ([f"{len(named) - MAX_NAMED} more"] if len(named) > MAX_NAMED else [])
         where = ", ".join(f"{k}={first[k]!r}" for k in by) or "the frame"
         raise ScoresError(
-            f"{what} would pool records of different runs ({where}): {describe_identity(first)} and "
-            f"{describe_identity(second)}; offline results are never counted as a model's, nor the kit's "
-            "prompts' results as the official prompts'. Keep them apart "
+            f"{what} would pool records of {len(named)} different runs ({where}): "
+            f"{'; '.join(shown[:-1])} and {shown[-1]}; offline results are never counted as a model's, "
+            "nor the kit's prompts' results as the official prompts'. Keep them apart "
             f"(group by the identity columns {list(IDENTITY)}) or select one run, e.g. "
             f"tidy[tidy['assistant_backend'] == {first['assistant_backend']!r}]"
         )
