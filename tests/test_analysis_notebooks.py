@@ -148,6 +148,8 @@ def test_analysis_notebook_with_filled_sheets(prepared, tmp_path, monkeypatch):
         n=12,
         seed=0,
         where={"assistant_setting": "base"},
+        stratify_by="assistant_model",  # as notebook 06 draws Table 5's sample (judge_agreement)
+        apart=True,
     )
     sheet = pd.read_csv(paths["sheet"], dtype=str, keep_default_na=False)
     filled = tmp_path / "filled"

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import papermill
 import pytest
 from support import assistants
@@ -15,6 +16,7 @@ from support.fake_server import FakeLLMServer
 from test_run_identity import scripted_reply
 from test_simulation_support import tiny_benchmark
 
+from personalens_utils.analysis.tables import long_words
 from personalens_utils.assistants import AssistantError, AssistantSpec, resolve_assistant
 from personalens_utils.assistants.python import VIEW_KEYS, AssistantLoadError, AssistantView, load
 from personalens_utils.assistants.reference import SETTING_ASSISTANT
@@ -34,7 +36,7 @@ from personalens_utils.simulation import (
     run_simulation,
 )
 from personalens_utils.store import RunStore
-from personalens_utils.tables import read_table
+from personalens_utils.tables import Source, TableResult, read_table
 
 RETRIEVAL = "personalens_utils.assistants.retrieval:RetrievalAssistant"
 
@@ -333,3 +335,15 @@ def test_a_setting_that_hides_part_of_the_user_is_said_for_a_python_assistant_on
     assert lines[0].startswith("setting base: RetrievalAssistant sees no demographics, past")
     assert "situation" in lines[1] and "past interactions" not in lines[1]
     assert hidden_note("offline", "ref-dialogue-only", ["base"]) == []
+
+
+def test_a_long_score_table_prints_a_file_assistant_by_its_class_and_its_csv_keeps_the_spec(tmp_path):
+    """Table 3's long form of `make evaluate` named the assistant by its file's whole path, too wide for
+    the page; the printed table shows the class, the CSV the stored name."""
+    stored = f"{tmp_path}/a/folder/deep/enough/to/overflow/a/column/counted.py:Counted"
+    frame = pd.DataFrame({"assistant_model": [stored, "ref-dialogue-only"], "mean": [1.0, 2.0]})
+    assert list(long_words(frame)["Assistant model"]) == ["Counted", "ref-dialogue-only"]
+    paths = TableResult(frame, "Means.", Source.of("a test", 2, "dialogues", ["offline"], []),
+                        words=long_words).save_data(tmp_path, "X", "means")
+    assert list(pd.read_csv(paths["csv"])["assistant_model"]) == [stored, "ref-dialogue-only"]
+    assert stored not in paths["tex"].read_text(encoding="utf-8")

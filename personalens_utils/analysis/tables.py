@@ -338,10 +338,13 @@ def judge_missing(store: RunStore, judge_model: str, prompt_version: str) -> Tab
 
 
 def long_words(shown: pd.DataFrame) -> pd.DataFrame:
-    """A long score frame in words (`TableResult.words`): headers from `LONG_COLUMNS`, dimensions by name."""
+    """A long score frame in words (`TableResult.words`): headers from `LONG_COLUMNS`, dimensions by name,
+    a Python assistant by its class (`row_label`; the CSV keeps the whole spec)."""
     named = shown.copy()
     if "dimension" in named.columns:
         named["dimension"] = named["dimension"].map(lambda d: DIMENSION_NAMES.get(d, d))
+    if "assistant_model" in named.columns:
+        named["assistant_model"] = named["assistant_model"].map(row_label)
     return named.rename(columns=lambda c: LONG_COLUMNS.get(c, c))
 
 
