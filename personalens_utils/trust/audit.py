@@ -35,6 +35,7 @@ from personalens_utils.analysis.tables import (
     provenance_note,
     table3_beside,
 )
+from personalens_utils.assistants.python import row_label
 from personalens_utils.data import Benchmark
 from personalens_utils.judging import JUDGEABLE_STATUSES, benchmark_contexts
 from personalens_utils.judging.config import Select
@@ -175,7 +176,8 @@ def audit_rates(audit: pd.DataFrame) -> TableResult:
     flags = [c for c in audit.columns if c in FLAGS] + ["any_flag"]
     rows = []
     for (user, assistant), group in audit.groupby(["user_model", "assistant_model"], sort=True):
-        row: dict[str, Any] = {"User agent": user, "Assistant model": assistant, "Dialogues": len(group)}
+        row: dict[str, Any] = {"User agent": user, "Assistant model": row_label(assistant),
+                               "Dialogues": len(group)}
         row.update({f"{FLAG_NAMES.get(f, 'any flag')} (%)": 100.0 * group[f].mean() for f in flags})
         rows.append(row)
     caption = ("User-agent audit: share of finished dialogues (%) with each flag, per user agent and "
