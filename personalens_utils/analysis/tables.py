@@ -272,7 +272,8 @@ def table3_beside(
     rest = labelled.loc[~labelled["dialogue_id"].isin(dropped), aggregate_columns(labelled, by, cluster)]
     left = aggregate(rest, by, dimensions, seed=seed, cluster=cluster)
     both = every.merge(left, on=[*by, "dimension"], how="left", suffixes=("", "_kept"))
-    rows = [{"Assistant model": r.assistant_model, "Type": r.task_type, "Metric": SCALES[r.dimension].short,
+    rows = [{"Assistant model": row_label(r.assistant_model), "Type": r.task_type,
+             "Metric": SCALES[r.dimension].short,
              "All": fmt_ci(r.mean, r.ci_low, r.ci_high),
              kept: fmt_ci(r.mean_kept, r.ci_low_kept, r.ci_high_kept),
              "Difference": r.mean_kept - r.mean, "N all": int(r.n),

@@ -31,6 +31,7 @@ from matplotlib.figure import Figure
 
 from personalens_utils.analysis.scores import SCALES, backends
 from personalens_utils.analysis.tables import provenance_note, score_source
+from personalens_utils.assistants.python import row_label
 from personalens_utils.plots import FigureResult, Span, greyscale_styles, mark_offline, new_figure
 from personalens_utils.tables import TableResult
 from personalens_utils.trust.design import (
@@ -161,7 +162,7 @@ def _display(long: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for (name, dimension), group in long.groupby(["assistant", "dimension"], sort=True):
         cells = {row["component"]: _cell(row) for _, row in group.iterrows()}
-        rows.append({"Assistant": name, "Metric": SCALES[dimension].short,
+        rows.append({"Assistant": row_label(name), "Metric": SCALES[dimension].short,
                      **{LEVEL_NAMES[level].capitalize(): cells[LEVEL_NAMES[level]] for level in LEVELS}})
     return pd.DataFrame(rows)
 
