@@ -34,6 +34,9 @@ PDF_METADATA = {"CreationDate": None}
 """PDF document info without the timestamp matplotlib would otherwise write."""
 CAPTION_SUFFIX = ".txt"
 OFFLINE_NOTE = "Offline backend: rule-based, not a language model"
+GIVEN_NOTE = "Given data: no model of this run made these numbers"
+"""The note of a figure drawn from data the benchmark ships (e.g. the official users' demographics):
+inside a run of the offline backend, it says why the figure carries no `OFFLINE_NOTE`."""
 """Printed in the corner of a figure made from offline results, so it cannot be pasted without it."""
 
 Span = Literal["column", "text"]
@@ -143,7 +146,17 @@ def mark_offline(fig: Figure, backend_names: Iterable[str]) -> None:
     suptitle, so constrained layout keeps room for it."""
     if "offline" not in set(backend_names):
         return
-    fig.suptitle(OFFLINE_NOTE, x=0.995, ha="right", fontsize=MIN_FONT_PT, color="0.35", fontstyle="italic")
+    _corner_note(fig, OFFLINE_NOTE)
+
+
+def mark_given(fig: Figure) -> None:
+    """Print `GIVEN_NOTE` where `mark_offline` prints its note: every figure of a run says inside the
+    image where its numbers came from, and a figure of given data must not claim the offline note."""
+    _corner_note(fig, GIVEN_NOTE)
+
+
+def _corner_note(fig: Figure, note: str) -> None:
+    fig.suptitle(note, x=0.995, ha="right", fontsize=MIN_FONT_PT, color="0.35", fontstyle="italic")
 
 
 SPOKE_LABEL_GAP = 0.1

@@ -20,6 +20,7 @@ import difflib
 import logging
 import os
 import sys
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,6 +29,7 @@ from typing import Any
 import nbformat
 import papermill
 import yaml
+from nbformat.warnings import MissingIDFieldWarning
 
 from personalens_utils import paths
 from personalens_utils.data import present_users, resolve_users
@@ -197,6 +199,7 @@ def _failure(exc: BaseException) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     logging.getLogger("papermill").setLevel(logging.ERROR)  # its per-cell log repeats what we print
+    warnings.simplefilter("ignore", MissingIDFieldWarning)  # a notebook written by hand runs as it is
     try:
         notebook, executed, given = prepare(argv)
     except RunError as exc:

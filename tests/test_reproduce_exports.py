@@ -90,10 +90,10 @@ def _caption(pdf: Path) -> str:
 
 
 @pytest.mark.skipif(shutil.which("pdftotext") is None, reason="pdftotext not found: install poppler-utils")
-def test_every_figure_carries_the_offline_note_when_the_offline_backend_made_it(run_dir):
-    """Both passes run offline: every figure PDF, at both widths, prints the offline note on one line
+def test_every_figure_carries_its_source_note_inside(run_dir):
+    """Both passes run offline: every figure PDF, at both widths, prints the offline note on one line,
     unless its caption says its numbers are given data no backend of the kit made (Figure 3 of the
-    official benchmark), and such a figure does not claim the note."""
+    official benchmark): such a figure prints the given-data note instead and does not claim the other."""
     pdfs = sorted(run_dir.rglob("figures/*.pdf"))
     assert len(pdfs) >= 8
     unmarked = []
@@ -103,6 +103,7 @@ def test_every_figure_carries_the_offline_note_when_the_offline_backend_made_it(
         offline = OFFLINE_LABEL in caption
         assert offline or GIVEN_DATA in caption, f"{pdf.name}: its caption names no source: {caption}"
         assert (plots.OFFLINE_NOTE in lines) == offline, f"{pdf.name}: offline note {'missing' * offline}"
+        assert (plots.GIVEN_NOTE in lines) != offline, f"{pdf.name}: given-data note wrong"
         if not offline:
             unmarked.append(pdf.name)
     assert len(unmarked) <= 2, f"only Figure 3 at its two widths may be given data: {unmarked}"

@@ -7,11 +7,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from personalens_utils import run
+from personalens_utils.reproduce import notebooks
 
 ROOT = Path(__file__).resolve().parents[1]
 MAX_LINES = 5
@@ -138,3 +140,15 @@ def test_a_notebook_run_through_the_entry_point_writes_beside_its_executed_copy(
     assert not (tmp_path / "c" / "tables").exists()
     said = (tmp_path / "b" / "tiny.ipynb").read_text(encoding="utf-8")
     assert f"this run's tables and figures go to {tmp_path / 'b'}" in said
+
+
+def test_kernels_talk_over_sockets_of_their_own(monkeypatch, tmp_path):
+    """Two kernels never race for a TCP port: each gets Unix sockets under a prefix of its own in
+    Jupyter's runtime folder; a runtime folder too deep for a socket path falls back to TCP."""
+    with tempfile.TemporaryDirectory() as short:  # tmp_path is too deep for a socket path
+        monkeypatch.setenv("JUPYTER_RUNTIME_DIR", short)
+        first, second = (notebooks.kernel_config()["KernelManager"] for _ in range(2))
+    assert first["transport"] == second["transport"] == "ipc"
+    assert first["ip"] != second["ip"] and Path(first["ip"]).parent == Path(short)
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / ("deep" * 30)))
+    assert "transport" not in notebooks.kernel_config()["KernelManager"]

@@ -7,6 +7,7 @@ import math
 import pandas as pd
 import pytest
 
+from personalens_utils import plots
 from personalens_utils.validation import metrics as V
 from personalens_utils.validation.figures import figure3
 
@@ -220,3 +221,11 @@ def test_table6_lists_age_groups_from_the_youngest_as_figure3_draws_them():
     ticks = sorted(zip(panel.get_yticks(), labels, strict=True),
                    key=lambda pair: pair[0] if panel.yaxis_inverted() else -pair[0])  # top down
     assert [label.replace("\n", " ") for _, label in ticks] == listed
+
+
+@pytest.mark.parametrize(("backends", "note"), [((), plots.GIVEN_NOTE), (("offline",), plots.OFFLINE_NOTE)])
+def test_figure3_says_inside_where_its_users_came_from(backends, note):
+    """Users the benchmark ships get the given-data note, never the offline one; offline users the other."""
+    records = [_user(age=age) for age in ("18-24 years old", "25-34 years old")]
+    result = figure3(records, backend_names=backends)
+    assert [fig.get_suptitle() for fig in (result.figure, result.at("column"))] == [note, note]

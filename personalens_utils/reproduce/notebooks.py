@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import papermill
 from jupyter_client.manager import AsyncKernelManager
+from jupyter_core.paths import jupyter_runtime_dir
+from jupyter_core.utils import ensure_dir_exists
 from traitlets.config import Config
 
 from .settings import Settings
@@ -19,10 +23,27 @@ PARAMETERS_LOG = "parameters.log"
 """Beside a pass's executed notebooks: each notebook's parameters, one line each."""
 KERNEL_START_FAILURE = "Kernel died before replying to kernel_info"
 """What papermill raises when a kernel cannot start, e.g. when another kernel took its port first."""
-KERNEL_CONFIG = Config({"KernelManager": {"transport_encryption": "auto"}})
-"""The kernel manager gives each kernel CurveZMQ keys when its kernelspec declares support (the one
-`make install` registers does), so the kernel's sockets are encrypted instead of plain TCP, about which
-ipykernel warns once per kernel."""
+IPC_PATH_LIMIT = 100
+"""Longest socket path used: Linux refuses Unix socket paths over 107 bytes."""
+
+
+def kernel_config() -> Config:
+    """How the kernel manager starts a notebook's kernel.
+
+    Its sockets are Unix sockets where the system has them: TCP ports are picked free by one process and
+    bound by another, and two kernels starting at once can pick the same port (under load the loser's
+    heartbeat thread printed a `ZMQError: Address already in use` traceback into the run's output). Each
+    kernel's sockets share a new prefix in Jupyter's private runtime folder (the manager's own default is
+    a fixed name in the working folder). TCP remains for systems without Unix sockets or with a runtime
+    folder so deep that a socket path would pass the system's limit. On either transport the manager
+    gives the kernel CurveZMQ keys when its kernelspec declares support (the one `make install`
+    registers does), about which ipykernel otherwise warns once per kernel."""
+    manager: dict[str, str] = {"transport_encryption": "auto"}
+    prefix = Path(jupyter_runtime_dir()) / f"kernel-{uuid.uuid4().hex}-ipc"
+    if os.name == "posix" and len(f"{prefix}-65535".encode()) <= IPC_PATH_LIMIT:
+        ensure_dir_exists(prefix.parent, mode=0o700)
+        manager |= {"transport": "ipc", "ip": str(prefix)}
+    return Config({"KernelManager": manager})
 
 
 
@@ -132,7 +153,7 @@ def execute(
         try:
             papermill.execute_notebook(
                 str(source), str(executed), parameters=params, kernel_name="python3", progress_bar=progress,
-                cwd=str(cwd), config=KERNEL_CONFIG, kernel_manager_class=FinishedKernelManager,
+                cwd=str(cwd), config=kernel_config(), kernel_manager_class=FinishedKernelManager,
             )
             return
         except Exception as exc:  # papermill re-raises the kernel client's RuntimeError as it is

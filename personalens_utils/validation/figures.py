@@ -13,7 +13,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from personalens_utils.analysis.tables import provenance_note
-from personalens_utils.plots import FigureResult, Span, current_style, mark_offline, new_figure
+from personalens_utils.plots import FigureResult, Span, current_style, mark_given, mark_offline, new_figure
 from personalens_utils.reference import demographics as demo
 from personalens_utils.tables import Source
 from personalens_utils.validation.metrics import demographics_table
@@ -51,8 +51,9 @@ def figure3(
     """Draw Figure 3 from a Tables 6-7 frame (`demographics_table` rows) or from raw demographic records.
 
     `origin` names the benchmark in the caption's source sentence; N is the number of users counted.
-    `backend_names` are the backends that generated the users (the offline one is marked in the
-    figure). At text width the panels stand three to a row, at column width one (`at` draws the other).
+    `backend_names` are the backends that generated the users: the offline one is marked in the
+    figure, and none at all (users the benchmark ships) prints `plots.GIVEN_NOTE` there instead.
+    At text width the panels stand three to a row, at column width one (`at` draws the other).
     """
     table = (
         demographics
@@ -71,7 +72,8 @@ def figure3(
         per_row = PANEL_COLUMNS if width == "text" else 1
         row_slots = [max(len(rows) for rows in panels[start : start + per_row])
                      for start in range(0, len(panels), per_row)]
-        height = sum(slots * SLOT_HEIGHT_IN + 0.3 for slots in row_slots) + (0.2 if "offline" in used else 0)
+        noted = "offline" in used or not used
+        height = sum(slots * SLOT_HEIGHT_IN + 0.3 for slots in row_slots) + (0.2 if noted else 0)
         fig, axes = new_figure(width, height, nrows=len(row_slots), ncols=per_row, squeeze=False,
                                gridspec_kw={"height_ratios": row_slots})
         flat = list(axes.flat)
@@ -95,7 +97,10 @@ def figure3(
                 ax.spines[side].set_visible(False)
         for ax in flat[len(panels) :]:
             ax.set_axis_off()
-        mark_offline(fig, used)
+        if used:
+            mark_offline(fig, used)
+        else:
+            mark_given(fig)
         return fig
 
     n = int(panels[0]["Count"].sum())
