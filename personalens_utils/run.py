@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import ast
 import difflib
+import importlib.util
 import logging
 import os
 import sys
@@ -63,25 +64,54 @@ def find_notebook(name: str, notebooks_dir: Path | None = None) -> Path:
 
 
 def default_output(notebook: Path) -> str:
-    """The folder under runs/ a notebook's session writes into on its defaults: the `default_output` its
-    setup cell gives `SessionConfig` (else the config's own default); the notebook's name when it opens
-    no session or takes no `output_dir` (01 writes a benchmark, not tables)."""
+    """The folder under runs/ a notebook's session writes into on its defaults: the `default_output` of
+    the stage facade its setup cell opens (`SimulationRun.open(globals())`), or the one a hand-written
+    notebook gives `SessionConfig` (else the config's own default); the notebook's name when it opens no
+    session or takes no `output_dir` (01 writes a benchmark, not tables)."""
     if "output_dir" not in papermill.inspect_notebook(str(notebook)):
         return notebook.stem
     for cell in nbformat.read(notebook, as_version=4).cells:
-        if cell.cell_type != "code" or "SessionConfig(" not in cell.source:
+        if cell.cell_type != "code":
             continue
         try:
             tree = ast.parse(cell.source)
         except SyntaxError:  # IPython magics: not plain Python
             continue
+        imported = {alias.asname or alias.name: node.module for node in ast.walk(tree)
+                    if isinstance(node, ast.ImportFrom) and node.module for alias in node.names}
         for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == SessionConfig.__name__:
+            if not isinstance(node, ast.Call):
+                continue
+            if getattr(node.func, "id", None) == SessionConfig.__name__:
                 given = [k.value for k in node.keywords if k.arg == "default_output"]
-                if given and isinstance(given[0], ast.Constant) and isinstance(given[0].value, str):
-                    return given[0].value
-                return SessionConfig.default_output
+                return _constant(given[0]) if given else SessionConfig.default_output
+            owner = getattr(node.func, "value", None)
+            if getattr(node.func, "attr", None) == "open" and getattr(owner, "id", None) in imported and (
+                    declared := _declared_output(imported[owner.id], owner.id)):
+                return declared
     return notebook.stem
+
+
+def _constant(node: ast.expr) -> str:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else (
+        SessionConfig.default_output)
+
+
+def _declared_output(module: str, facade: str) -> str | None:
+    """A stage facade's `default_output`, read from its module's source (None for a class that declares
+    none, e.g. `Session`): importing the stage would cost seconds before the kernel (which imports it
+    anyway) starts."""
+    spec = importlib.util.find_spec(module)
+    if spec is None or spec.origin is None:
+        return None
+    tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == facade:
+            for item in node.body:
+                if isinstance(item, ast.AnnAssign) and getattr(item.target, "id", None) == "default_output" \
+                        and item.value is not None:
+                    return _constant(item.value)
+    return None
 
 
 def parse_value(text: str) -> Any:

@@ -14,6 +14,7 @@ import pytest
 
 from personalens_utils import run
 from personalens_utils.reproduce import notebooks
+from personalens_utils.simulation.pipeline import SimulationRun
 
 ROOT = Path(__file__).resolve().parents[1]
 MAX_LINES = 5
@@ -113,7 +114,8 @@ def test_with_no_executed_copy_named_the_run_gets_a_new_folder_under_the_noteboo
     monkeypatch.setattr(run.paths, "runs_dir", lambda: tmp_path / "runs")
     notebook = _session_notebook(tmp_path / "tiny.ipynb", tmp_path / "bench")
     assert run.default_output(notebook) == "tiny"
-    assert run.default_output(ROOT / "notebooks" / "06_analysis.ipynb") == "analysis"  # the config's default
+    assert run.default_output(ROOT / "notebooks" / "06_analysis.ipynb") == "analysis"
+    assert run.default_output(ROOT / "notebooks" / "03_simulation.ipynb") == SimulationRun.default_output
     assert run.default_output(ROOT / "notebooks" / "01_generation.ipynb") == "01_generation"  # no output_dir
     first, second = (run.prepare([str(notebook)])[1] for _ in range(2))
     assert first.parent != second.parent and first.name == second.name == "tiny.ipynb"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pandas as pd
 
@@ -24,6 +24,10 @@ class AblationRun:
     """What notebook 05 works on: the run store, the user agent, judge and assistant, and the first
     `ablation_users` of the session's users (`chosen`) with their benchmark."""
 
+    default_output: ClassVar[str] = "analysis"
+    """The folder under runs/ its tables go to on the defaults (read by `run.default_output` from this
+    line, without importing the stage)."""
+
     store: RunStore
     out: Path
     user: ModelRole
@@ -38,7 +42,8 @@ class AblationRun:
         checked once before the chosen users' benchmark is read."""
         session = Session.from_parameters(
             parameters, models=("user_model", "judge_model"),
-            assistants=("assistant_model", "compare_assistant"), optional=("compare_assistant",))
+            assistants=("assistant_model", "compare_assistant"), optional=("compare_assistant",),
+            default_output=cls.default_output)
         user, judge = session.role("user_model"), session.role("judge_model")
         assistant = session.assistant("assistant_model")
         print(session.preflight({"user agent": user, "assistant": assistant, "judge": judge}))
@@ -53,6 +58,10 @@ class AnalysisRun:
     assistants judged in `setting` (`present`), those the tables show (`models`) and the one the figures
     look at (`focus`)."""
 
+    default_output: ClassVar[str] = "analysis"
+    """The folder under runs/ its tables go to on the defaults (read by `run.default_output` from this
+    line, without importing the stage)."""
+
     store: RunStore
     out: Path
     tidy: pd.DataFrame
@@ -66,6 +75,7 @@ class AnalysisRun:
         """The session (its store written only for Table 5's second judge, so without annotation sheets)
         and the judgments the tables read, required for the setting analysed."""
         session = Session.from_parameters(parameters, models=("second_judge_model",),
+                                          default_output=cls.default_output,
                                           writes_store=not parameters["annotation_sheets"])
         given = session.assistants(list_param("assistant_models", parameters["assistant_models"]))
         domains = list_param("figure5_domains", parameters["figure5_domains"])

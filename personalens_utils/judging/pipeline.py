@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from personalens_utils.judging.plan import judged_users, skipped_offline_line
 from personalens_utils.judging.scoring import check_scoring
@@ -22,6 +22,10 @@ class JudgingRun:
     real judge also takes offline-made dialogues (`offline_dialogues`; None: it skips them), the users
     whose profiles judging needs (`needed_users`), and the dimensions and `scoring` rule checked."""
 
+    default_output: ClassVar[str] = "judging"
+    """The folder under runs/ its tables go to on the defaults (read by `run.default_output` from this
+    line, without importing the stage)."""
+
     store: RunStore
     out: Path
     judge: ModelRole
@@ -36,7 +40,8 @@ class JudgingRun:
     @classmethod
     def open(cls, parameters: Mapping[str, Any]) -> tuple[Session, JudgingRun]:
         """The session and its judge checked once; nothing is judged yet."""
-        session = Session.from_parameters(parameters, models=("judge_model",), default_output="judging")
+        session = Session.from_parameters(parameters, models=("judge_model",),
+                                          default_output=cls.default_output)
         scoring = check_scoring(parameters["scoring"])
         store, judge = session.run_store, session.role("judge_model")
         print(session.preflight({"judge": judge}))

@@ -8,7 +8,7 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pandas as pd
 
@@ -78,6 +78,10 @@ class PersonaRun:
     """One notebook's PERSONA Bench run on a kit `Session`: the dataset and its label, the session's run
     store, output folder and client, and the model asked."""
 
+    default_output: ClassVar[str] = "persona_bench"
+    """The folder under runs/ its tables go to on the defaults (read by `run.default_output` from this
+    line, without importing the stage)."""
+
     data: Path
     data_label: str
     store: RunStore
@@ -101,7 +105,7 @@ class PersonaRun:
         session = Session.from_parameters(
             parameters, models=("persona_model",), not_session=("prompt_set",), benchmark_dir=data.parent,
             users="all", run_dir=parameters["run_dir"] or data.parent / "store",
-            default_output="persona_bench", stage="persona_bench")
+            default_output=cls.default_output, stage="persona_bench")
         return session, cls.of(session, data, label, session.role("persona_model"))
 
     def items(

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from personalens_utils.assistants import Assistant
 from personalens_utils.data import Benchmark
@@ -20,6 +20,10 @@ from personalens_utils.store import RunStore
 class SimulationRun:
     """What notebook 03 simulates: the benchmark of the session's users, the run store, the user agent
     and the assistant under test, and the selection (`SimulationConfig`) the notebook's parameters make."""
+
+    default_output: ClassVar[str] = "simulation-report"
+    """The folder under runs/ its tables go to on the defaults (read by `run.default_output` from this
+    line, without importing the stage)."""
 
     benchmark: Benchmark
     store: RunStore
@@ -36,7 +40,7 @@ class SimulationRun:
         backend's default assistant) and the selection; nothing is checked with a model call yet."""
         session = Session.from_parameters(
             parameters, models=("user_model",), assistants=("assistant_model",),
-            default_output="simulation-report", focus_defaults=("assistant_model",))
+            default_output=cls.default_output, focus_defaults=("assistant_model",))
         benchmark, store = session.benchmark, session.run_store
         user, assistant = session.role("user_model"), session.assistant("assistant_model")
         selection = SimulationConfig(

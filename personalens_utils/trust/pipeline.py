@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from personalens_utils.assistants import Assistant, resolve_assistant
 from personalens_utils.data import Benchmark
@@ -26,6 +26,10 @@ class TrustRun:
     user agent and judges, the probe design (`plan`) and the assistants it simulates (`names`,
     `assistants`), and the `scoring` rule checked."""
 
+    default_output: ClassVar[str] = "trust"
+    """The folder under runs/ its tables go to on the defaults (read by `run.default_output` from this
+    line, without importing the stage)."""
+
     run: RunStore
     store: ReproductionStore
     out: Path
@@ -43,7 +47,7 @@ class TrustRun:
         judge when `second_judge_model` is None), the roles checked once, and the probe design drawn."""
         session = Session.from_parameters(
             parameters, models=("user_model", "judge_model", "second_judge_model"),
-            optional=("second_judge_model",), default_output="trust", writes_store=False)
+            optional=("second_judge_model",), default_output=cls.default_output, writes_store=False)
         scoring = check_scoring(parameters["scoring"])
         run = session.run_store
         store = ReproductionStore.over(run, session.records_dir / TRUST_STORE)
@@ -59,7 +63,7 @@ class TrustRun:
                                          user_model=user.model, prompt_set=parameters["prompt_set"],
                                          assistants=given)
         names = given or plan.assistant_models(store)
-        specs = plan.assistant_specs(store)  # a Python assistant's stored name is its spec without python:
+        specs = plan.assistant_specs(store)  # stored name -> the spec that resolves it
         assistants = [resolve_assistant(specs.get(name, name), session.clients, what="assistant_models",
                                         options=session.assistant_options) for name in names]
         return session, cls(run, store, session.output_dir, benchmark, user, judges, plan, names, assistants,

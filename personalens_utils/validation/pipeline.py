@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from personalens_utils.data import Benchmark
 from personalens_utils.session import Session
@@ -18,6 +18,10 @@ class ValidationRun:
     """What notebook 02 describes: every user of the benchmark (Tables 1 and 6-9), how its captions name
     it (`source`), and whether its tables are set beside the paper's (`compare`)."""
 
+    default_output: ClassVar[str] = "validation"
+    """The folder under runs/ its tables go to on the defaults (read by `run.default_output` from this
+    line, without importing the stage)."""
+
     out: Path
     benchmark: Benchmark
     source: str
@@ -28,7 +32,7 @@ class ValidationRun:
     def open(cls, parameters: Mapping[str, Any]) -> tuple[Session, ValidationRun]:
         """The session (no run store unless `run_dir` is given) and the benchmark; `compare_with_paper`
         None compares when the kit did not generate the data."""
-        session = Session.from_parameters(parameters, default_output="validation", stage="validation",
+        session = Session.from_parameters(parameters, default_output=cls.default_output, stage="validation",
                                           store=False)
         benchmark = session.load_benchmark(None)  # Tables 1 and 6-9 describe every user of the benchmark
         source, generated = benchmark_label(benchmark)

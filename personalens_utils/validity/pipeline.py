@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pandas as pd
 
@@ -26,6 +26,10 @@ class ValidityRun:
     (`store`), the judge checked and the reviewer, the judge's scores in the session's scope (`tidy`)
     and the assistants of Table 3 (`names`; None: every one)."""
 
+    default_output: ClassVar[str] = "validity"
+    """The folder under runs/ its tables go to on the defaults (read by `run.default_output` from this
+    line, without importing the stage)."""
+
     run: RunStore
     store: ReproductionStore
     out: Path
@@ -39,7 +43,7 @@ class ValidityRun:
         """The session (09 writes only its own store, so the run store may be read-only), both roles
         checked once, and the judgments of `judge_model` on `user_model`'s dialogues, required."""
         session = Session.from_parameters(parameters, models=("judge_model", "reviewer_model"),
-                                          default_output="validity", writes_store=False)
+                                          default_output=cls.default_output, writes_store=False)
         scoring = check_scoring(parameters["scoring"])
         run = session.run_store
         store = ReproductionStore.over(run, session.records_dir / VALIDITY_STORE)
