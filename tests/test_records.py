@@ -176,3 +176,15 @@ def test_the_table_name_check_sees_a_literal(tmp_path):
     sample = tmp_path / "sample.py"
     sample.write_text('"""Docstring naming dialogues."""\nTABLE = "judgments"\n')
     assert _string_constants(sample) == [(2, "judgments")]
+
+
+def test_a_store_is_checked_for_migration_once(old_store, tmp_path, monkeypatch):
+    def refuse(root):
+        raise AssertionError(f"{root} was checked for lines written before run identity again")
+
+    monkeypatch.setattr("personalens_utils.store.needs_migration", refuse)
+    held = (OLD_STORE / "dialogues.jsonl").read_bytes().splitlines()
+    assert len(RunStore(old_store).read(Dialogue)) == len(held)
+    new = RunStore(tmp_path / "new")
+    new.extend(RunStore(old_store).read(Dialogue)[:1])  # the first write says the store is of today's layout
+    assert len(RunStore(tmp_path / "new").read(Dialogue)) == 1

@@ -213,7 +213,8 @@ class _Schema:
     """Fields and derived properties, in the order of the line."""
     plain: tuple[str, ...]
     typed: type
-    """A TypedDict of the plain fields (no `Form`), which msgspec converts a line's keys into."""
+    """A TypedDict of the plain fields (no `Form`), which msgspec converts a line's keys into (the reader
+    names a missing key first)."""
     forms: Mapping[str, Form]
     identity: tuple[str, ...]
 
@@ -227,7 +228,8 @@ def _schema(kind: type[Record]) -> _Schema:
                         key=lambda name: order.get(name, len(order))))
     forms = {f.name: f.metadata[FORM] for f in fields if FORM in f.metadata}
     plain = tuple(f.name for f in fields if f.name not in forms)
-    return _Schema(keys, plain, TypedDict(f"{kind.__name__}Line", {name: hints[name] for name in plain}),
+    typed = TypedDict(f"{kind.__name__}Line", {name: hints[name] for name in plain}, total=False)  # type: ignore[misc]
+    return _Schema(keys, plain, typed,
                    forms, tuple(f.name for f in fields if f.metadata.get(RUN_IDENTITY)))
 
 
@@ -321,8 +323,9 @@ class Record:
         and line) and the field."""
         r = _Reader(data, cls, where)
         schema = _schema(cls)
+        values = r.converted(schema.typed, tuple(key for key in schema.plain
+                                                 if key in r.data or key not in schema.identity))
         r.identity(schema.identity)
-        values = r.converted(schema.typed, schema.plain)
         if not values["id"]:
             r.fail("id", "is empty")
         values.update({name: form.load(r) for name, form in schema.forms.items()})
