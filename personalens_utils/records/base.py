@@ -15,6 +15,7 @@ types from `stored_hints`, so a new field is stored, read back and copied withou
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import importlib
@@ -75,21 +76,11 @@ class _Reader:
         what = f"field {key!r} " if key else ""
         raise RecordError(f"{self.where}: {self.kind.__name__} record {what}{problem}; {LAYOUT_HINT}")
 
-    def get(self, key: str, types: type | tuple[type, ...], *, optional: bool = False) -> Any:
+    def get(self, key: str) -> Any:
+        """A key's value as stored, of any type; a missing key fails."""
         if key not in self.data:
             self.fail(key, "is missing")
-        value = self.data[key]
-        if value is None and optional:
-            return None
-        group = types if isinstance(types, tuple) else (types,)
-        if isinstance(value, bool) and bool not in group and object not in group:
-            self.fail(key, f"must be {_names(types)}, got a boolean")
-        if not isinstance(value, types):
-            self.fail(key, f"must be {_names(types)}{' or null' if optional else ''}, got {value!r:.80}")
-        return value
-
-    def str(self, key: str) -> Any:
-        return self.get(key, str)
+        return self.data[key]
 
     def identity(self, keys: tuple[str, ...]) -> None:
         """Refuse a line without the run-identity fields: it was written before run identity."""
@@ -100,11 +91,11 @@ class _Reader:
                               "`python -m personalens_utils.store_migration RUN_DIR`)")
 
     def usage(self, key: str) -> Usage:
-        value = self.get(key, dict)
-        try:
-            return Usage.from_dict(value)
-        except (TypeError, ValueError):
-            self.fail(key, f"must hold the four token counts of docs/architecture.md, got {value!r:.120}")
+        value = self.get(key)
+        if isinstance(value, dict):
+            with contextlib.suppress(TypeError, ValueError):
+                return Usage.from_dict(value)
+        self.fail(key, f"must hold the four token counts of docs/architecture.md, got {value!r:.120}")
 
     def converted(self, hints: type, keys: tuple[str, ...]) -> dict[str, Any]:
         """The values of `keys`, each of the type `hints` gives it (a TypedDict), checked by msgspec."""
@@ -149,11 +140,6 @@ def _explain(message: str, data: Mapping[str, Any]) -> tuple[str, str]:
     return key, f"{where}{problem[0].lower()}{problem[1:]}, got {value!r:.80}"
 
 
-def _names(types: type | tuple[type, ...]) -> str:
-    group = types if isinstance(types, tuple) else (types,)
-    return " or ".join(dict.fromkeys(_KINDS.get(t.__name__, t.__name__) for t in group))
-
-
 @dataclass(frozen=True)
 class Form:
     """How a field whose stored form is not its plain value goes onto a line and comes back: `dump` gives
@@ -169,16 +155,12 @@ class Form:
         return {FORM: self}
 
 
-def _variant_columns() -> dict[str, Any]:
-    return typing.get_type_hints(Variant)
-
-
 VARIANT = Form(lambda _, variant: variant.stored(), lambda r: Variant.read(r.data, r.fail, PROMPT_SETS),
-               _variant_columns())
+               typing.get_type_hints(Variant))
 """A dialogue's, judgment's or review's variant: its version, the set unless the kit's, the sample unless 0
 (so lines written before prompt sets and samples are the lines written now)."""
 VARIANT_IN_FULL = Form(lambda _, variant: variant.stored_in_full(),
-                       lambda r: Variant.read(r.data, r.fail, PROMPT_SETS), _variant_columns())
+                       lambda r: Variant.read(r.data, r.fail, PROMPT_SETS), typing.get_type_hints(Variant))
 """A variant stored with its set and version always."""
 USAGE = Form(lambda _, usage: {"usage": usage.to_dict()}, lambda r: r.usage("usage"))
 """Token usage: the four counts, and nothing else (`Usage.to_dict`)."""
@@ -228,9 +210,9 @@ def _schema(kind: type[Record]) -> _Schema:
                         key=lambda name: order.get(name, len(order))))
     forms = {f.name: f.metadata[FORM] for f in fields if FORM in f.metadata}
     plain = tuple(f.name for f in fields if f.name not in forms)
-    typed = TypedDict(f"{kind.__name__}Line", {name: hints[name] for name in plain}, total=False)  # type: ignore[misc]
-    return _Schema(keys, plain, typed,
-                   forms, tuple(f.name for f in fields if f.metadata.get(RUN_IDENTITY)))
+    typed = TypedDict(f"{kind.__name__}Line",  # type: ignore[misc]
+                      {name: hints[name] for name in plain}, total=False)
+    return _Schema(keys, plain, typed, forms, tuple(f.name for f in fields if f.metadata.get(RUN_IDENTITY)))
 
 
 def stored_hints(kind: type[Record]) -> dict[str, Any]:
@@ -331,7 +313,7 @@ class Record:
         values.update({name: form.load(r) for name, form in schema.forms.items()})
         record = cls(**values)
         for key in cls.derived:
-            stored, computed = r.get(key, object), getattr(record, key)
+            stored, computed = r.get(key), getattr(record, key)
             if stored != computed:
                 r.fail(key, f"is {stored!r:.80} but the record's other fields give {computed!r:.80}")
         return record

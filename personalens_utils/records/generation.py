@@ -10,7 +10,7 @@ from personalens_utils.identity import stable_id
 from personalens_utils.records.base import Form, Record, RecordError
 
 ABOUT = Form(lambda step, about: {key: about[key] for key in step.about_keys},
-             lambda r: {key: r.get(key, object) for key in r.kind.about_keys})
+             lambda r: {key: r.get(key) for key in r.kind.about_keys})
 """What a step is about, stored as its own keys (`about_keys`) at the front of the line."""
 
 
