@@ -200,6 +200,11 @@ class _Schema:
     forms: Mapping[str, Form]
     identity: tuple[str, ...]
 
+    @functools.cached_property
+    def dumps(self) -> tuple[tuple[str, Form | None], ...]:
+        """Each key of the line in order, with its field's `Form` (None: the value as it is)."""
+        return tuple((key, self.forms.get(key)) for key in self.keys)
+
 
 @functools.cache
 def _schema(kind: type[Record]) -> _Schema:
@@ -234,15 +239,25 @@ def stored_hints(kind: type[Record]) -> dict[str, Any]:
     return out
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def builtin(value: Any) -> Any:
     """A field's value as JSON builtins, as `to_json` gives it: tuples as lists, dataclasses as objects."""
+    if type(value) in _SCALARS:
+        return value
     if isinstance(value, tuple | list):
         return [builtin(item) for item in value]
     if isinstance(value, Mapping):
         return {key: builtin(item) for key, item in value.items()}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: builtin(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return {name: builtin(getattr(value, name)) for name in _field_names(type(value))}
     return value
+
+
+@functools.cache
+def _field_names(kind: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(kind))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -290,13 +305,12 @@ class Record:
 
     def to_json(self) -> dict[str, Any]:
         """The stored line as an object: every field (a `Form`'s keys at its place) and derived property."""
-        schema = _schema(type(self))
         out: dict[str, Any] = {}
-        for key in schema.keys:
-            if key in schema.forms:
-                out.update(schema.forms[key].dump(self, getattr(self, key)))
-            else:
+        for key, form in _schema(type(self)).dumps:
+            if form is None:
                 out[key] = builtin(getattr(self, key))
+            else:
+                out.update(form.dump(self, getattr(self, key)))
         return out
 
     @classmethod
