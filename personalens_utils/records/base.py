@@ -274,8 +274,9 @@ class Record:
     layout: ClassVar[tuple[str, ...]] = ()
     """The order of the stored line's keys where it is not the fields' order (fields, with a `Form`'s keys
     at its field, and `derived` properties); fields it does not name follow, in field order."""
-    derived: ClassVar[tuple[str, ...]] = ()
-    """Properties written on the line for readers of the raw JSON; reading checks them against the fields."""
+    derived: ClassVar[Mapping[str, str]] = {}
+    """Properties written on the line for readers of the raw JSON, each with what its value is made of (a
+    phrase taking the value); reading checks them against the fields and says so when one differs."""
     summary_fields: ClassVar[tuple[str, ...]] = ()
     """The keys analysis reads (everything but texts and costs): the columns of the columnar copy."""
     id: str = ""
@@ -334,10 +335,10 @@ class Record:
             r.fail("id", "is empty")
         values.update({name: form.load(r) for name, form in schema.forms.items()})
         record = cls(**values)
-        for key in cls.derived:
+        for key, made_of in cls.derived.items():
             stored, computed = r.get(key), getattr(record, key)
             if stored != computed:
-                r.fail(key, f"is {stored!r:.80} but the record's other fields give {computed!r:.80}")
+                r.fail(key, f"is {stored!r:.80} but {made_of.format(computed)}")
         return record
 
 

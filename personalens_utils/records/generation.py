@@ -30,7 +30,7 @@ class GenerationStep(Record):
         "id", "status", "about", "value", "raw", "error", "attempts", "input_tokens", "output_tokens",
         "cost_usd", "step",
     )
-    derived: ClassVar[tuple[str, ...]] = ("step",)
+    derived: ClassVar[Mapping[str, str]] = {"step": "the table is that of step {!r}"}
     about: Mapping[str, Any] = field(metadata=ABOUT.meta())
     value: Any = None
     raw: str | None = None

@@ -8,6 +8,7 @@ different records. A line written before these fields existed is refused with a 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar, NamedTuple
 
@@ -34,7 +35,7 @@ class Dialogue(Record, _Varied):
         "assistant_setting", "variant", "backend", "user_backend", "user_model_id", "assistant_backend",
         "assistant_model_id", "status", "error", "turns", "n_turns", "usage", "cost_usd", "retries",
     )
-    derived: ClassVar[tuple[str, ...]] = ("n_turns",)
+    derived: ClassVar[Mapping[str, str]] = {"n_turns": "the turns hold {} user messages"}
     scenario_id: str
     user_id: int
     task_id: str

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -17,7 +18,7 @@ class ConsistencyCheck(Record):
     layout: ClassVar[tuple[str, ...]] = (
         "id", "user_id", "model", "backend", "prompt_version", "status", "label",
     )
-    derived: ClassVar[tuple[str, ...]] = ("label",)
+    derived: ClassVar[Mapping[str, str]] = {"label": "the within- and cross-domain answers give {}"}
     user_id: int
     model: str
     backend: str
