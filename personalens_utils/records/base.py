@@ -6,11 +6,12 @@ the plain fields in one `msgspec.convert` call. msgspec is the loader because it
 into dataclasses (and tuples, unions, literals, `Annotated` constraints) strictly and fast, in C, without
 a second model of each record: no `bool` for an `int`, no `"7"` for an int, a list for a tuple; each
 error carries the path of what failed, which `_Reader` words as the run store always did (file, line,
-field). pydantic would need strict mode, which refuses a JSON list for a tuple field; cattrs checks no
-types. A field whose stored form differs from its value (the variant spread over its keys, a key
-stored under another name) declares a `Form` in its metadata; a property written on the line for
-readers of the raw JSON is named in `derived` and checked on reading. The columnar copy takes its column
-types from `stored_hints`, so a new field is stored, read back and copied without another schema.
+field). pydantic would need strict mode, which refuses a JSON list for a tuple field; cattrs coerces
+(`int("7")`) rather than checks. A field whose stored form differs from its value (the variant spread
+over its keys, a key stored under another name) declares a `Form` in its metadata; a property written
+on the line for readers of the raw JSON is named in `derived` and checked on reading. The columnar copy
+takes its column types from `stored_hints`, so a new field is stored, read back and copied without
+another schema.
 """
 
 from __future__ import annotations
