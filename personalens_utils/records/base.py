@@ -202,7 +202,6 @@ class _Schema:
     names a missing key first)."""
     forms: Mapping[str, Form]
     identity: tuple[str, ...]
-
     scalar: frozenset[str]
     """The keys whose values are JSON scalars by their type: written as they are, with no walk."""
 
@@ -225,8 +224,8 @@ def _schema(kind: type[Record]) -> _Schema:
                       {name: hints[name] for name in plain}, total=False)
     identity = tuple(f.name for f in fields if f.metadata.get(RUN_IDENTITY))
     schema = _Schema(keys, plain, typed, forms, identity, frozenset())
-    hints = stored_hints(kind, schema)
-    scalar = frozenset(key for key in keys if key not in forms and _is_scalar(hints[key]))
+    stored = stored_hints(kind, schema)
+    scalar = frozenset(key for key in keys if key not in forms and _is_scalar(stored[key]))
     return dataclasses.replace(schema, scalar=scalar)
 
 
