@@ -29,7 +29,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -232,6 +232,14 @@ class SessionConfig:
     store it writes must be writable before the first call; one it only reads may be read-only."""
 
 
+_NOT_PARAMETERS = ("default_output", "stage", "store", "models", "assistants", "focus_defaults",
+                   "writes_store")
+_PARAMETER_FIELDS = tuple(f.name for f in fields(SessionConfig) if f.name not in _NOT_PARAMETERS)
+"""The `SessionConfig` fields a notebook may declare as parameters of the same name
+(`Session.from_parameters`); the others say how the notebook works (given to it as `fixed`), and a
+notebook's own names such as `store` may be set by its setup cell, so they are never read."""
+
+
 def _read_roles(
     config: SessionConfig,
 ) -> tuple[dict[str, ModelSpec], dict[str, AssistantSpec], PythonOptions]:
@@ -418,6 +426,33 @@ class Session:
             shard=shard,
             kept_in=records_dir,
         )
+
+    @classmethod
+    def from_parameters(
+        cls,
+        parameters: Mapping[str, Any],
+        *,
+        models: Sequence[str] = (),
+        assistants: Sequence[str] = (),
+        optional: Sequence[str] = (),
+        not_session: Sequence[str] = (),
+        **fixed: Any,
+    ) -> Session:
+        """`open` on a notebook's own parameters (`globals()` in its setup cell), so no notebook repeats the
+        `SessionConfig` block: every `SessionConfig` field the notebook declares is read under its own name,
+        except those in `not_session` (a parameter of the notebook's own that shares a field's name, as 08's
+        PERSONA Bench `prompt_set`) and those `fixed` sets (what the notebook does not take as a parameter).
+        `models` and `assistants` name the role parameters; a role in `optional` is left out when its
+        parameter is None or empty."""
+        read = {name: parameters[name] for name in _PARAMETER_FIELDS
+                if name in parameters and name not in fixed and name not in not_session}
+        roles = {"models": models, "assistants": assistants}
+        if missing := [name for names in roles.values() for name in names if name not in parameters]:
+            raise SessionError(f"the notebook declares no parameter {missing[0]!r} for its role")
+        for kind, names in roles.items():
+            fixed[kind] = {name: parameters[name] for name in names
+                           if name not in optional or parameters[name]}
+        return cls.open(SessionConfig(**read, **fixed))
 
     @property
     def records_dir(self) -> Path:

@@ -79,7 +79,8 @@ def reproduced_checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def reproduced_official(tmp_path_factory: pytest.TempPathFactory, official_data: Path) -> Path:
     """A fresh copy of the kit right after a small offline `make reproduce` of the official pass
     (support.checkout: the official data of six users of sample_30): `runs/small/official/`. Read-only
-    by convention; tests using it share the xdist group "reproduced_checkout" with the generated pass."""
+    by convention; tests using it share the xdist group "reproduced_official", so one worker makes it once,
+    while the other may make the generated pass's."""
     root = tmp_path_factory.mktemp("reproduced_official")
     bench = official_sample(official_data, root / "official_sample")
     checkout = fresh_copy(root / "checkout")

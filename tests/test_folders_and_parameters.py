@@ -170,6 +170,36 @@ def test_a_bad_parameter_is_one_line_naming_it(bench: Path, tmp_path: Path, give
     assert not (tmp_path / "run").exists() and not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize(("given", "named"), BAD, ids=[named for _, named in BAD])
+def test_a_notebook_s_bad_parameter_read_by_from_parameters_is_the_same_one_line(
+        bench: Path, tmp_path: Path, given: dict, named: str) -> None:
+    """`Session.from_parameters` (every notebook's setup cell) refuses as `Session.open` does."""
+    parameters = {"benchmark_dir": bench, "run_dir": tmp_path / "run", "output_dir": tmp_path / "out",
+                  **given}
+    with pytest.raises(SessionError) as refused:
+        Session.from_parameters(parameters)
+    with pytest.raises(SessionError) as opened:
+        Session.open(_config(bench, tmp_path, **given))
+    assert _one_line(refused) == str(opened.value)
+    assert not (tmp_path / "run").exists() and not (tmp_path / "out").exists()
+
+
+def test_from_parameters_reads_a_notebook_s_fields_and_roles_by_name(bench: Path, tmp_path: Path) -> None:
+    parameters = {"benchmark_dir": bench, "run_dir": tmp_path / "run", "output_dir": tmp_path / "out",
+                  "settings": "base,base+I", "repeats": 2, "prompt_set": "not a kit prompt set",
+                  "store": "a name the setup cell set", "user_model": "u", "second_judge_model": None,
+                  "assistant_model": None, "seed": 3}
+    opened = Session.from_parameters(parameters, models=("user_model", "second_judge_model"),
+                                     assistants=("assistant_model",), optional=("second_judge_model",),
+                                     not_session=("prompt_set",), default_output="trust")
+    assert opened.settings == ["base", "base+I"] and opened.prompt_set == "kit"
+    assert opened.store is not None and opened.store.root == tmp_path / "run"
+    assert sorted(opened.model_specs) == ["user_model"] and opened.model_specs["user_model"].model == "u"
+    assert list(opened.assistant_specs) == ["assistant_model"]
+    with pytest.raises(SessionError, match="declares no parameter 'judge_model'"):
+        Session.from_parameters(parameters, models=("judge_model",), not_session=("prompt_set",))
+
+
 def test_good_work_parameters_are_kept_read(bench: Path, tmp_path: Path) -> None:
     opened = Session.open(_config(bench, tmp_path, dimensions="task_completion,personalization",
                                   settings="base,base+I", shard="2/3", max_concurrency={"offline": 2},

@@ -1,9 +1,11 @@
 """`make install` adds nbstripout's git filter in a git checkout, so JupyterLab's autosave does not
-leave tracked notebooks dirty (issue 20), and does nothing (without failing) outside one."""
+leave tracked notebooks dirty (issue 20), and does nothing (without failing) outside one; the pytest
+and pytest-xdist it installs keep `make test`'s groups together."""
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -41,3 +43,24 @@ def test_the_git_filter_is_installed_in_a_git_checkout_and_skipped_outside(tmp_p
     assert _run(["git", "status", "--porcelain"], copy) == ""  # nothing to commit
     staged = json.loads(_run(["git", "show", ":notebooks/06_analysis.ipynb"], copy))
     assert all(not cell.get("outputs") for cell in staged["cells"])
+
+
+GROUPED = """import pytest
+pytestmark = pytest.mark.xdist_group("shared")
+@pytest.mark.parametrize("i", range(8))
+def test_one(i):
+    pass
+"""
+
+
+def test_make_test_keeps_an_xdist_group_on_one_worker(tmp_path):
+    """`make test` runs `pytest -n 2 --dist loadgroup`, and the tests of a shared reproduction are one
+    group so that one worker builds it once. With pytest 9.2 and pytest-xdist 3.8 the group mark was
+    silently ignored and both workers built each reproduction (about 10 minutes of the run)."""
+    (tmp_path / "test_grouped.py").write_text(GROUPED, encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "-v",
+                           "-p", "no:cacheprovider", "test_grouped.py"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-2000:]
+    workers = re.findall(r"^\[(gw\d+)\].* PASSED ", done.stdout, flags=re.MULTILINE)
+    assert len(workers) == 8 and len(set(workers)) == 1, done.stdout[-2000:]

@@ -140,3 +140,14 @@ def test_every_module_imports_alone_in_a_fresh_interpreter() -> None:
 def test_the_batch_custom_ids_stay_those_stored_runs_hold() -> None:
     for key, submission in [("judgment-1:0:1", 0), ("x" * 80, 3), ("", 1)]:
         assert make_custom_id(key, submission) == stable_id(key, submission)
+
+
+def test_the_notebook_facing_modules_import_no_provider_sdk():
+    """A notebook on the offline backend never pays for a provider's SDK: anthropic, openai and boto3
+    load only when a backend that needs them is built (each takes seconds in every kernel)."""
+    modules = ("session", "analysis", "trust", "judging", "simulation", "validity", "persona_bench")
+    code = (f"import sys\nfor m in {modules!r}: __import__('{PACKAGE}.' + m)\n"
+            "print(sorted({n.split('.')[0] for n in sys.modules} & {'anthropic', 'openai', 'boto3'}))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                            cwd=PACKAGE_DIR.parent).stdout.strip()
+    assert loaded == "[]"

@@ -13,13 +13,9 @@ from test_simulation_support import tiny_benchmark
 
 from personalens_utils.judging import DIMENSIONS, JudgingConfig, dimension_requests, run_judging
 from personalens_utils.llm import LLMClient, Request, registry
-from personalens_utils.llm.backends.anthropic import (
-    CACHE_PREFIX_KEY,
-    AnthropicBackend,
-    min_cacheable_tokens,
-    stable_prefix,
-)
+from personalens_utils.llm.backends.anthropic import AnthropicBackend
 from personalens_utils.llm.offline import OfflineBackend
+from personalens_utils.llm.prompt_cache import CACHE_PREFIX_KEY, min_cacheable_tokens, stable_prefix
 from personalens_utils.prompts.dialogue import USER_SYSTEM
 from personalens_utils.records import Dialogue
 from personalens_utils.simulation import AssistantSetting, ScenarioContext, assistant_request, user_request

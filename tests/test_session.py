@@ -139,9 +139,23 @@ def _declared(notebook: Path) -> dict[str, str]:
 def test_every_notebook_opens_a_session_and_closes_it():
     for notebook in NOTEBOOKS:
         cells = [c for c in nbformat.read(notebook, as_version=4).cells if c.cell_type == "code"]
-        assert "Session.open(" in cells[1].source, f"{notebook.name}: the setup cell opens no Session"
+        opened = re.search(r"(Session\.from_parameters|\w+Run\.open)\(globals\(\)", cells[1].source)
+        assert opened, f"{notebook.name}: the setup cell opens no Session on its parameters"
         assert "session.close()" in cells[-1].source, f"{notebook.name}: the last cell does not close it"
         assert not any("LLMClient(" in c.source for c in cells), f"{notebook.name} makes its own client"
+
+
+def _code_lines(source: str) -> list[str]:
+    return [line for line in source.splitlines() if line.strip() and not line.strip().startswith("#")]
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda path: path.stem)
+def test_the_setup_cell_after_the_parameters_is_at_most_ten_code_lines(notebook):
+    cells = nbformat.read(notebook, as_version=4).cells
+    at = next(k for k, cell in enumerate(cells) if "parameters" in cell.metadata.get("tags", []))
+    setup = next(cell for cell in cells[at + 1:] if cell.cell_type == "code")
+    lines = _code_lines(setup.source)
+    assert len(lines) <= 10, f"{notebook.name}: the setup cell has {len(lines)} code lines"
 
 
 def test_seed_means_sampling_everywhere_and_the_other_seeds_have_their_own_names():
@@ -271,8 +285,9 @@ def test_a_store_of_its_own_calls_the_store_under_it_a_reproduction_only_when_it
         ReproductionStore.over(s.run_store, checkout / "validity_store").append(dialogue("d4"))
         said = capsys.readouterr().out
         assert "make reproduce" not in said and f"{folder / 'extended_store'} stays as it is" in said
-    for name in ("07_trust", "09_validity"):  # the notebooks that keep their records apart this way
-        source = (Path(__file__).parents[1] / "notebooks" / f"{name}.ipynb").read_text(encoding="utf-8")
+    for name in ("trust", "validity"):  # the setups of 07 and 09, which keep their records apart this way
+        setup = Path(__file__).parents[1] / "personalens_utils" / name / "pipeline.py"
+        source = setup.read_text(encoding="utf-8")
         assert "ReproductionStore.over(run, " in source and "ReproductionStore(run.root" not in source
 
 

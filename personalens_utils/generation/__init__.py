@@ -5,6 +5,7 @@ request builders in `requests` are usable on their own.
 """
 
 from .parsing import AnswerError
-from .runner import GenerationConfig, GenerationResult, generate_benchmark, load_users
+from .runner import GenerationConfig, GenerationResult, GenerationRun, generate_benchmark, load_users
 
-__all__ = ["AnswerError", "GenerationConfig", "GenerationResult", "generate_benchmark", "load_users"]
+__all__ = ["AnswerError", "GenerationConfig", "GenerationResult", "GenerationRun", "generate_benchmark",
+           "load_users"]

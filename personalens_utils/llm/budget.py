@@ -19,8 +19,8 @@ from dataclasses import dataclass, field, fields
 import pandas as pd
 
 from . import registry
-from .backends.anthropic import min_cacheable_tokens, stable_prefix
 from .offline import count_tokens
+from .prompt_cache import min_cacheable_tokens, stable_prefix
 from .types import LLMError, Request, Usage
 
 TOKEN_RULE = "tokens counted as whitespace words x 4/3 (no model tokenizer), typically within 20% for English"
@@ -54,7 +54,7 @@ def request_tokens(request: Request) -> int:
 def cacheable_prefix(request: Request, backend: str) -> tuple[str, int]:
     """(text, tokens) of the stable prefix a provider's cache would hold for `request`, or ("", 0) when
     the backend does not cache or the prefix, counted by the kit's token rule, is shorter than the model's
-    minimum cacheable length (`backends.anthropic.min_cacheable_tokens`; OpenAI's starts at 1,024 too)."""
+    minimum cacheable length (`prompt_cache.min_cacheable_tokens`; OpenAI's starts at 1,024 too)."""
     if backend not in CACHING_BACKENDS:
         return "", 0
     system, head = stable_prefix(request)

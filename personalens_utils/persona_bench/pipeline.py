@@ -5,9 +5,10 @@ export. Kept here so the notebook stays a parameters cell, a few calls and displ
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -88,6 +89,20 @@ class PersonaRun:
     def of(cls, session: Session, data: Path, data_label: str, role: ModelRole) -> PersonaRun:
         """The run of the session's `role` (the model asked, resolved when the session opened)."""
         return cls(data, data_label, session.run_store, session.output_dir, role.client, role.model)
+
+    @classmethod
+    def open(cls, parameters: Mapping[str, Any]) -> tuple[Session, PersonaRun]:
+        """Notebook 08's setup cell in one call on its parameters (`globals()`): the data prepared, the
+        session opened (its store beside the data unless `run_dir` is given; 08's `prompt_set` is PERSONA
+        Bench's own, not the session's) and the run of `persona_model`."""
+        data, label = prepare_data(data_dir=parameters["persona_data"], seed=parameters["seed"],
+                                   synthetic_users=parameters["synthetic_users"],
+                                   output_dir=parameters["output_dir"])
+        session = Session.from_parameters(
+            parameters, models=("persona_model",), not_session=("prompt_set",), benchmark_dir=data.parent,
+            users="all", run_dir=parameters["run_dir"] or data.parent / "store",
+            default_output="persona_bench", stage="persona_bench")
+        return session, cls.of(session, data, label, session.role("persona_model"))
 
     def items(
         self,

@@ -26,6 +26,7 @@ import httpx2
 
 from .. import registry
 from ..batch import BatchResult
+from ..prompt_cache import CHARS_PER_TOKEN_LOW, min_cacheable_tokens, stable_prefix
 from ..types import FatalError, LLMError, Request, Response, RetryableError, Usage
 from ._http import HTTP_TRANSPORTS, PING, PerLoop, classify_status, unreachable, unreadable
 
@@ -37,28 +38,6 @@ ANTHROPIC_URL = "https://api.anthropic.com"
 TEMPERATURE_API_VERSION = "2023-06-01"
 """The Messages API version under which `temperature` is still accepted."""
 
-CACHE_PREFIX_KEY = "cache_prefix_chars"
-"""Request-context key: how many leading characters of the first message every call of its kind repeats
-(set by the prompt builders). Without it the system prompt is the stable prefix."""
-
-MIN_CACHEABLE_TOKENS: dict[str, int] = {
-    "Claude 3 Haiku": 2048,
-    "Claude 3.5 Haiku": 2048,
-    "Claude Haiku 4.5": 4096,
-    "Claude Opus 4.5": 4096,
-    "Claude Opus 4.6": 4096,
-    "Claude Opus 4.7": 2048,
-    "Claude Opus 5": 512,
-}
-"""Shortest prefix (tokens) Anthropic caches, where it differs from `DEFAULT_MIN_CACHEABLE_TOKENS`; from
-Anthropic's prompt-caching documentation as quoted on 2026-11-21. A shorter prefix is simply not cached."""
-
-DEFAULT_MIN_CACHEABLE_TOKENS = 1024
-
-CHARS_PER_TOKEN_LOW = 3.0
-"""A low estimate of characters per token (English prose runs near 4), so a prefix is never judged too
-short to cache when it is not; marking one that is too short costs nothing."""
-
 _EPHEMERAL = {"type": "ephemeral"}
 _FINAL_ERRORS = frozenset(
     {"invalid_request_error", "authentication_error", "permission_error", "not_found_error",
@@ -69,21 +48,6 @@ _UNPROCESSED = {
     "expired": "the batch expired (24 hours) before this entry was processed",
     "canceled": "the batch was canceled before this entry was processed",
 }
-
-
-def min_cacheable_tokens(model: str) -> int:
-    info = registry.lookup(model) if model else None
-    return MIN_CACHEABLE_TOKENS.get(info.name, DEFAULT_MIN_CACHEABLE_TOKENS) if info else (
-        DEFAULT_MIN_CACHEABLE_TOKENS
-    )
-
-
-def stable_prefix(request: Request) -> tuple[str, str]:
-    """(system text, leading text of the first message) that every call sharing this prefix repeats."""
-    chars = int(request.context.get(CACHE_PREFIX_KEY) or 0)
-    if chars <= 0 or not request.messages:
-        return request.system, ""
-    return request.system, request.messages[0].content[:chars]
 
 
 def cache_marked(
