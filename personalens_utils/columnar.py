@@ -28,6 +28,7 @@ would. The Parquet files are plain Parquet; any engine that reads Parquet opens 
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import inspect
 import logging
@@ -36,6 +37,8 @@ import signal
 import subprocess
 import sys
 import tempfile
+import types
+import typing
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -48,10 +51,9 @@ import pandas as pd
 from filelock import FileLock
 
 from personalens_utils.errors import KitError
-from personalens_utils.identity import STORED_KEYS
 from personalens_utils.judging import scoring
 from personalens_utils.llm.offline import count_tokens
-from personalens_utils.records import ERROR, Dialogue, Judgment, Record, RecordError
+from personalens_utils.records import ERROR, Dialogue, Judgment, Record, RecordError, stored_hints
 from personalens_utils.store import RunStore, StoreError, _report_torn, parse_record
 
 log = logging.getLogger(__name__)
@@ -77,13 +79,35 @@ class DamagedCopyError(StoreError):
     """A part of a columnar copy is missing or damaged and could not be copied again from its table file."""
 
 
+_DUCK = {str: "VARCHAR", int: "BIGINT", float: "DOUBLE", bool: "BOOLEAN"}
+"""The DuckDB type of each scalar Python type a record field may have."""
+
+
+def column_type(hint: Any, where: str) -> str:
+    """The DuckDB type of a field's Python type (optional: its type; a tuple of X: a list of X)."""
+    args = [arg for arg in typing.get_args(hint) if arg is not type(None)]
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        if len(args) == 1:
+            return column_type(args[0], where)
+    elif typing.get_origin(hint) is tuple and len(args) == 2 and args[1] is Ellipsis:
+        return column_type(args[0], where) + "[]"
+    elif hint in _DUCK:
+        return _DUCK[hint]
+    raise ColumnTypeError(f"{where} is a {hint}, which the columnar copy has no column type for; keep it out "
+                          "of the record type's summary_fields, or give it a str, int, float or bool type")
+
+
+class ColumnTypeError(KitError, TypeError):
+    """A summary field whose Python type has no DuckDB column type."""
+
+
 @dataclass(frozen=True)
 class TableSpec:
-    """What a table's copy holds: stored fields with their DuckDB types, and columns derived from the
-    whole line (computed once, when the line is copied)."""
+    """What a table's copy holds: the record type's `summary_fields`, typed by its fields
+    (`records.stored_hints`), and columns derived from the whole line (computed once, when the line is
+    copied)."""
 
     kind: type[Record]
-    columns: Mapping[str, str]
     derived: Mapping[str, tuple[str, Callable[[dict[str, Any]], Any]]] = field(default_factory=dict)
     stamp_sources: tuple[str, ...] = ()
     """Source files whose code the derived columns run; a change rebuilds the copy."""
@@ -91,6 +115,13 @@ class TableSpec:
     @property
     def view(self) -> str:
         return self.kind.table
+
+    @functools.cached_property
+    def columns(self) -> dict[str, str]:
+        """The stored fields copied, with their DuckDB types."""
+        hints = stored_hints(self.kind)
+        return {name: column_type(hints[name], f"{self.kind.__name__}.{name}")
+                for name in self.kind.summary_fields}
 
     def schema(self) -> dict[str, str]:
         return {**self.columns, **{name: kind for name, (kind, _) in self.derived.items()}, **POSITION}
@@ -116,23 +147,14 @@ def _estimated_tokens(rec: dict[str, Any]) -> int:
     return sum(count_tokens(turn["content"]) for turn in rec.get("turns") or ())
 
 
-_VARIANT = dict(zip(STORED_KEYS, ("VARCHAR", "VARCHAR", "BIGINT"), strict=True))
 _JUDGING = Path(scoring.__file__).parent
 TABLES: dict[type[Record], TableSpec] = {
-    Dialogue: TableSpec(Dialogue, {
-        "id": "VARCHAR", "scenario_id": "VARCHAR", "user_id": "BIGINT", "task_id": "VARCHAR",
-        "task_type": "VARCHAR", "domains": "VARCHAR[]", "user_model": "VARCHAR", "assistant_model": "VARCHAR",
-        "assistant_setting": "VARCHAR", **_VARIANT, "backend": "VARCHAR", "user_backend": "VARCHAR",
-        "user_model_id": "VARCHAR", "assistant_backend": "VARCHAR", "assistant_model_id": "VARCHAR",
-        "status": "VARCHAR", "n_turns": "BIGINT",
-    }, {"output_tokens": ("BIGINT", _output_tokens), "estimated_tokens": ("BIGINT", _estimated_tokens)},
-        (inspect.getfile(count_tokens),)),
-    Judgment: TableSpec(Judgment, {
-        "id": "VARCHAR", "dialogue_id": "VARCHAR", "dimension": "VARCHAR", "judge_model": "VARCHAR",
-        **_VARIANT, "backend": "VARCHAR", "judge_model_id": "VARCHAR", "status": "VARCHAR",
-        "score": "DOUBLE", "turn_scores": "DOUBLE[]",
-    }, {"official_score": ("DOUBLE", _official)},
-        tuple(str(_JUDGING / f"{name}.py") for name in ("scoring", "parsing", "answers", "dimensions"))),
+    Dialogue: TableSpec(Dialogue, {"output_tokens": ("BIGINT", _output_tokens),
+                                   "estimated_tokens": ("BIGINT", _estimated_tokens)},
+                        (inspect.getfile(count_tokens),)),
+    Judgment: TableSpec(Judgment, {"official_score": ("DOUBLE", _official)},
+                        tuple(str(_JUDGING / f"{name}.py")
+                              for name in ("scoring", "parsing", "answers", "dimensions"))),
 }
 """The tables with a columnar copy; a new one is one entry here."""
 

@@ -38,7 +38,7 @@ from personalens_utils.records import (
     stable_id,
     stored_types,
 )
-from personalens_utils.store_migration import migrate_store, needs_migration
+from personalens_utils.store_migration import is_current, mark_current, migrate_store, needs_migration
 
 ERROR_STATUS = ERROR
 log = logging.getLogger(__name__)
@@ -83,7 +83,11 @@ class RunStore:
 
     def __init__(self, run_dir: str | os.PathLike[str]):
         self.root = Path(run_dir)
-        if needs_migration(self.root) and (done := migrate_store(self.root)) is not None:
+        self._layout_current = is_current(self.root)
+        """The store says its lines are of today's layout: nothing to migrate, now or on a later open."""
+        checked = not self._layout_current and self.root.is_dir()
+        done = migrate_store(self.root) if checked and needs_migration(self.root) else None
+        if done is not None:
             warnings.warn(done.message, StoreMigrated, stacklevel=2)
         self._lock = threading.Lock()
         self._status: dict[str, dict[str, str | None]] = {}
@@ -270,6 +274,9 @@ class RunStore:
         table = _table(kind)
         path = self.path(kind)
         self.root.mkdir(parents=True, exist_ok=True)
+        if not self._layout_current:  # checked (and migrated) when opened: today's layout from here on
+            mark_current(self.root)
+            self._layout_current = True
         with self._lock, FileLock(str(path) + ".lock"):
             index = self._index(kind)  # catches up with what other processes appended
             seen: set[str] = set()

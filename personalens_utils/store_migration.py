@@ -6,6 +6,8 @@ model id; such lines lack `user_backend`, `user_model_id`, `assistant_backend`, 
 it (or run `python -m personalens_utils.store_migration RUN_DIR`): each old line gets the identity it
 was made with (the backend it stored, and the model id the registry gave for that backend then,
 `legacy_model_id`) and the id `identity` computes from it; judgments follow their dialogue's new id.
+The store's layout version is then written in it (`SCHEMA_FILE`), as it is by the first write of any
+store: a store carrying today's version is never checked again when opened.
 Nothing is lost: the tables as they were stay beside the new ones (`*.jsonl.before-run-identity`),
 and `id_migration.json` maps every old id to its new one (annotation sheets and exports made before
 name the old dialogue ids; look them up there).
@@ -31,6 +33,26 @@ DIALOGUE_IDENTITY = ("user_backend", "user_model_id", "assistant_backend", "assi
 JUDGE_IDENTITY = "judge_model_id"
 BACKUP_SUFFIX = ".before-run-identity"
 ID_MAP = "id_migration.json"
+SCHEMA_FILE = "store_schema.json"
+"""The file holding the layout version of a store's lines; written once, by migration or first write."""
+SCHEMA = 2
+"""Today's layout version: 1 was before run identity, 2 has it (bumped by a future migration)."""
+
+
+def is_current(root: Path) -> bool:
+    """Whether the store says its lines are of today's layout (so there is nothing to migrate)."""
+    try:
+        return orjson.loads((root / SCHEMA_FILE).read_bytes()) == {"store_schema": SCHEMA}
+    except (OSError, orjson.JSONDecodeError):
+        return False
+
+
+def mark_current(root: Path) -> None:
+    """Write today's layout version in the store (in one step: a reader never sees half of it)."""
+    if not is_current(root):
+        temp = root / f"{SCHEMA_FILE}.{os.getpid()}.tmp"
+        temp.write_bytes(orjson.dumps({"store_schema": SCHEMA}) + b"\n")
+        os.replace(temp, root / SCHEMA_FILE)
 
 
 @dataclass(frozen=True)
@@ -149,6 +171,7 @@ def migrate_store(root: str | os.PathLike[str]) -> Migration | None:
         for path, rows in ((dialogues, new_dialogues), (judgments, new_judgments)):
             if any(new is not None for _, new in rows):
                 _rewrite(path, rows)
+        mark_current(root)
     return Migration(root, len(moved), len(judged), orphans)
 
 

@@ -161,11 +161,11 @@ def _string_constants(path: Path) -> list[tuple[int, str]]:
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings]
 
 
-def test_no_table_name_is_a_string_literal_outside_the_records_module():
+def test_no_table_name_is_a_string_literal_outside_the_records_package():
     tables = {kind.table for kind in RECORD_TYPES}
     found = [
         f"{path.relative_to(PACKAGE)}:{line}: {value!r}"
-        for path in sorted(PACKAGE.rglob("*.py")) if path.name != "records.py" or path.parent != PACKAGE
+        for path in sorted(PACKAGE.rglob("*.py")) if PACKAGE / "records" not in path.parents
         for line, value in _string_constants(path)
         if value in tables
     ]
@@ -176,3 +176,15 @@ def test_the_table_name_check_sees_a_literal(tmp_path):
     sample = tmp_path / "sample.py"
     sample.write_text('"""Docstring naming dialogues."""\nTABLE = "judgments"\n')
     assert _string_constants(sample) == [(2, "judgments")]
+
+
+def test_a_store_is_checked_for_migration_once(old_store, tmp_path, monkeypatch):
+    def refuse(root):
+        raise AssertionError(f"{root} was checked for lines written before run identity again")
+
+    monkeypatch.setattr("personalens_utils.store.needs_migration", refuse)
+    held = (OLD_STORE / "dialogues.jsonl").read_bytes().splitlines()
+    assert len(RunStore(old_store).read(Dialogue)) == len(held)
+    new = RunStore(tmp_path / "new")
+    new.extend(RunStore(old_store).read(Dialogue)[:1])  # the first write says the store is of today's layout
+    assert len(RunStore(tmp_path / "new").read(Dialogue)) == 1

@@ -21,7 +21,7 @@ import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar
 
 from personalens_utils import engine, run_card
 from personalens_utils.analysis.scores import PERSONALIZATION, TASK_COMPLETION
@@ -34,7 +34,8 @@ from personalens_utils.judging import JudgingConfig, judge_dialogue
 from personalens_utils.judging.plan import plan_judging
 from personalens_utils.judging.requests import ContextFor
 from personalens_utils.llm.client import LLMClient
-from personalens_utils.records import Dialogue, DialogueSummary, Judgment, Record, RecordError
+from personalens_utils.records import Dialogue, DialogueSummary, Judgment, Record
+from personalens_utils.records.base import NonEmpty
 from personalens_utils.store import RunStore
 
 
@@ -150,26 +151,11 @@ class ProbeJudgment(Judgment):
 
     table: ClassVar[str] = "probe_judgments"
     summary_fields: ClassVar[tuple[str, ...]] = (*Judgment.summary_fields, "probe", "probe_variant")
-    probe: str
-    probe_variant: str
+    probe: NonEmpty
+    probe_variant: NonEmpty
 
     def identity(self) -> str:
         return stable_id(super().identity(), "probe", self.probe_variant)
-
-    def to_json(self) -> dict[str, Any]:
-        return {**super().to_json(), "probe": self.probe, "probe_variant": self.probe_variant}
-
-    @classmethod
-    def from_json(cls, data: Any, where: str = "") -> Self:
-        base = Judgment.from_json(data, where)
-        extra = {}
-        for key in ("probe", "probe_variant"):
-            value = data.get(key)
-            if not isinstance(value, str) or not value:
-                raise RecordError(f"{where or 'a probe_judgments record'}: ProbeJudgment record field "
-                                  f"{key!r} must be a non-empty string, got {value!r:.80}")
-            extra[key] = value
-        return cls(**{f.name: getattr(base, f.name) for f in fields(Judgment)}, **extra)
 
     @classmethod
     def of(cls, judgment: Judgment, probe: Probe, variant: str) -> ProbeJudgment:
