@@ -25,8 +25,6 @@ class AblationRun:
     `ablation_users` of the session's users (`chosen`) with their benchmark."""
 
     default_output: ClassVar[str] = "analysis"
-    """The folder under runs/ its tables go to on the defaults (read by `run.default_output` from this
-    line, without importing the stage)."""
 
     store: RunStore
     out: Path
@@ -59,8 +57,6 @@ class AnalysisRun:
     look at (`focus`)."""
 
     default_output: ClassVar[str] = "analysis"
-    """The folder under runs/ its tables go to on the defaults (read by `run.default_output` from this
-    line, without importing the stage)."""
 
     store: RunStore
     out: Path

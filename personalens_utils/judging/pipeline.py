@@ -23,8 +23,6 @@ class JudgingRun:
     whose profiles judging needs (`needed_users`), and the dimensions and `scoring` rule checked."""
 
     default_output: ClassVar[str] = "judging"
-    """The folder under runs/ its tables go to on the defaults (read by `run.default_output` from this
-    line, without importing the stage)."""
 
     store: RunStore
     out: Path

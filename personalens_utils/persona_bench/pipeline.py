@@ -79,8 +79,6 @@ class PersonaRun:
     store, output folder and client, and the model asked."""
 
     default_output: ClassVar[str] = "persona_bench"
-    """The folder under runs/ its tables go to on the defaults (read by `run.default_output` from this
-    line, without importing the stage)."""
 
     data: Path
     data_label: str

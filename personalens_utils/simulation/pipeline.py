@@ -22,8 +22,6 @@ class SimulationRun:
     and the assistant under test, and the selection (`SimulationConfig`) the notebook's parameters make."""
 
     default_output: ClassVar[str] = "simulation-report"
-    """The folder under runs/ its tables go to on the defaults (read by `run.default_output` from this
-    line, without importing the stage)."""
 
     benchmark: Benchmark
     store: RunStore

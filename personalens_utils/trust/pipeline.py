@@ -27,8 +27,6 @@ class TrustRun:
     `assistants`), and the `scoring` rule checked."""
 
     default_output: ClassVar[str] = "trust"
-    """The folder under runs/ its tables go to on the defaults (read by `run.default_output` from this
-    line, without importing the stage)."""
 
     run: RunStore
     store: ReproductionStore

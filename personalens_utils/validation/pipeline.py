@@ -19,8 +19,6 @@ class ValidationRun:
     it (`source`), and whether its tables are set beside the paper's (`compare`)."""
 
     default_output: ClassVar[str] = "validation"
-    """The folder under runs/ its tables go to on the defaults (read by `run.default_output` from this
-    line, without importing the stage)."""
 
     out: Path
     benchmark: Benchmark

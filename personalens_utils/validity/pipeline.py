@@ -27,8 +27,6 @@ class ValidityRun:
     and the assistants of Table 3 (`names`; None: every one)."""
 
     default_output: ClassVar[str] = "validity"
-    """The folder under runs/ its tables go to on the defaults (read by `run.default_output` from this
-    line, without importing the stage)."""
 
     run: RunStore
     store: ReproductionStore
