@@ -9,9 +9,15 @@
 that reads an assistant spec; docs/architecture.md, "Add an assistant".
 """
 
-from .base import Assistant, Pricing
-from .python import AssistantError, AssistantLLM, AssistantView, PythonOptions
-from .resolve import AssistantSpec, assistant_on, resolve_assistant, spec_of, stored_name
+from personalens_utils.assistants.base import Assistant, Pricing
+from personalens_utils.assistants.python import AssistantError, AssistantLLM, AssistantView, PythonOptions
+from personalens_utils.assistants.resolve import (
+    AssistantSpec,
+    assistant_on,
+    resolve_assistant,
+    spec_of,
+    stored_name,
+)
 
 __all__ = [
     "Assistant",

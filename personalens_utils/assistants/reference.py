@@ -23,11 +23,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from personalens_utils.assistants.prompted import PromptedAssistant
 from personalens_utils.llm import LLMClient, Request
 from personalens_utils.llm.offline.views import SETTING_BOUND, View
 from personalens_utils.llm.specs import ModelSpec
-
-from .prompted import PromptedAssistant
 
 PREFIX = "ref-"
 """Names of reference assistants start with this."""

@@ -9,15 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from personalens_utils.assistants.base import Assistant
+from personalens_utils.assistants.prompted import PromptedAssistant
+from personalens_utils.assistants.python import PYTHON, PythonAssistant, PythonOptions, Target, load
+from personalens_utils.assistants.reference import VIEWS, ReferenceAssistant, default_assistant, is_reference
 from personalens_utils.llm import LLMClient
 from personalens_utils.llm.clients import Clients
 from personalens_utils.llm.specs import ModelSpec, SpecError, SpecParts
 from personalens_utils.records import OFFLINE
-
-from .base import Assistant
-from .prompted import PromptedAssistant
-from .python import PYTHON, PythonAssistant, PythonOptions, Target, load
-from .reference import VIEWS, ReferenceAssistant, default_assistant, is_reference
 
 
 @dataclass(frozen=True)

@@ -20,18 +20,17 @@ from typing import Any
 
 from personalens_utils.assistants import Assistant, resolve_assistant
 from personalens_utils.data import Benchmark
+from personalens_utils.explore.annotate import Annotator
+from personalens_utils.explore.catalog import Catalog, DialogueSummary, DialogueView, Filters, Page, as_stores
+from personalens_utils.explore.play import PlayUser
+from personalens_utils.explore.views import comparison_page, dialogue_page
+from personalens_utils.explore.widgets import Explorer, SideBySide
 from personalens_utils.judging import JudgingError, judge_context
 from personalens_utils.llm.clients import Clients
 from personalens_utils.prompting import KIT, ScenarioContext
 from personalens_utils.records import Dialogue
 from personalens_utils.store import RunStore
 from personalens_utils.validity.people import start_dialogue
-
-from .annotate import Annotator
-from .catalog import Catalog, DialogueSummary, DialogueView, Filters, Page, as_stores
-from .play import PlayUser
-from .views import comparison_page, dialogue_page
-from .widgets import Explorer, SideBySide
 
 __all__ = [
     "Annotator",

@@ -18,11 +18,10 @@ from typing import Any
 
 from personalens_utils.analysis.tables import DIMENSION_NAMES
 from personalens_utils.display import cell, chat_html, esc, fields_html, inline
+from personalens_utils.explore.catalog import Catalog, DialogueView
 from personalens_utils.judging import ALL_DIMENSIONS
 from personalens_utils.llm.offline import answered_by
 from personalens_utils.records import Dialogue, Judgment
-
-from .catalog import Catalog, DialogueView
 
 _NOT_APPLIED = '<span class="pl-muted">not applied</span>'
 _JUDGMENTS = ('<h4>Judgments</h4><div class="pl-muted">(U) rates the user agent\'s turns, (A) the '

@@ -4,8 +4,14 @@
 request builders in `requests` are usable on their own.
 """
 
-from .parsing import AnswerError
-from .runner import GenerationConfig, GenerationResult, GenerationRun, generate_benchmark, load_users
+from personalens_utils.generation.parsing import AnswerError
+from personalens_utils.generation.runner import (
+           GenerationConfig,
+           GenerationResult,
+           GenerationRun,
+           generate_benchmark,
+           load_users,
+)
 
 __all__ = ["AnswerError", "GenerationConfig", "GenerationResult", "GenerationRun", "generate_benchmark",
            "load_users"]

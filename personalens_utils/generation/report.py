@@ -9,9 +9,9 @@ from __future__ import annotations
 import pandas as pd
 from pandas.io.formats.style import Styler
 
-from ..data import Benchmark
-from ..reference.situation import SITUATION_FIELDS
-from .runner import GenerationResult
+from personalens_utils.data import Benchmark
+from personalens_utils.generation.runner import GenerationResult
+from personalens_utils.reference.situation import SITUATION_FIELDS
 
 
 def captioned(frame: pd.DataFrame, title: str, result: GenerationResult) -> Styler:

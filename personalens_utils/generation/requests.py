@@ -12,12 +12,11 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from personalens_utils.generation import parsing
+from personalens_utils.llm.types import CallKind, Message, Request
+from personalens_utils.prompts import generation as prompts
+from personalens_utils.prompts.render import render_demographics, render_preferences_nested
 from personalens_utils.reference.schema import Domain, PreferenceType, Schema
-
-from ..llm.types import CallKind, Message, Request
-from ..prompts import generation as prompts
-from ..prompts.render import render_demographics, render_preferences_nested
-from . import parsing
 
 MASK = "mask"
 PREFERENCES = "preferences"

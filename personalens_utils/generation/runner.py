@@ -22,11 +22,8 @@ from typing import Any
 import orjson
 import pandas as pd
 
-from personalens_utils.data.demographics import read_demographics, sample_demographics
-from personalens_utils.reference.schema import Schema, load_schema
-
-from .. import paths
-from ..data import (
+from personalens_utils import paths
+from personalens_utils.data import (
     Benchmark,
     TaskDefinition,
     User,
@@ -35,16 +32,18 @@ from ..data import (
     save_benchmark,
     sd_task_id,
 )
-from ..llm import LLMClient
-from ..llm.offline import OFFLINE_LABEL
-from ..prompts.generation import GENERATION_PROMPT_VERSION
-from ..records import stable_id
-from ..reference.situation import SITUATION_FIELDS
-from ..session import Session, list_param
-from ..store import RunStore
-from . import requests as calls
-from .parsing import MD_DOMAIN_RANGE
-from .steps import STAGE, StepRunner, StepSpec
+from personalens_utils.data.demographics import read_demographics, sample_demographics
+from personalens_utils.generation import requests as calls
+from personalens_utils.generation.parsing import MD_DOMAIN_RANGE
+from personalens_utils.generation.steps import STAGE, StepRunner, StepSpec
+from personalens_utils.llm import LLMClient
+from personalens_utils.llm.offline import OFFLINE_LABEL
+from personalens_utils.prompts.generation import GENERATION_PROMPT_VERSION
+from personalens_utils.records import stable_id
+from personalens_utils.reference.schema import Schema, load_schema
+from personalens_utils.reference.situation import SITUATION_FIELDS
+from personalens_utils.session import Session, list_param
+from personalens_utils.store import RunStore
 
 MANIFEST = "generation.json"
 _USER_ID = re.compile(r"^user(0|[1-9][0-9]*)$")

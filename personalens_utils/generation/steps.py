@@ -15,14 +15,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import engine, run_card
-from ..engine import Item
-from ..identity import Role
-from ..llm import LLMClient
-from ..prompts.generation import GENERATION_PROMPT_VERSION
-from ..records import ERROR, GENERATION_STEPS, GenerationStep, Record
-from ..store import RunStore
-from .requests import StepCall, retry_request
+from personalens_utils import engine, run_card
+from personalens_utils.engine import Item
+from personalens_utils.generation.requests import StepCall, retry_request
+from personalens_utils.identity import Role
+from personalens_utils.llm import LLMClient
+from personalens_utils.prompts.generation import GENERATION_PROMPT_VERSION
+from personalens_utils.records import ERROR, GENERATION_STEPS, GenerationStep, Record
+from personalens_utils.store import RunStore
 
 OK = "ok"
 STAGE = "generation"

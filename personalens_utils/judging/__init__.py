@@ -8,11 +8,9 @@ run is asked to do), `plan` (what is left to judge, the cost estimate), `runner`
 This module re-exports what notebooks and scripts use.
 """
 
-from personalens_utils.prompting.kit import build_prompt, judge_request
-
-from .batch import run_judging_batch
-from .config import JudgingConfig
-from .dimensions import (
+from personalens_utils.judging.batch import run_judging_batch
+from personalens_utils.judging.config import JudgingConfig
+from personalens_utils.judging.dimensions import (
     ALL_DIMENSIONS,
     DEFAULT_JUDGE_MODEL,
     DIMENSIONS,
@@ -21,7 +19,7 @@ from .dimensions import (
     dimensions_from,
     judge_model_key,
 )
-from .plan import (
+from personalens_utils.judging.plan import (
     JUDGEABLE_STATUSES,
     dialogue_filter,
     estimate_judging,
@@ -30,10 +28,18 @@ from .plan import (
     skipped_offline_line,
     skipped_offline_note,
 )
-from .report import missing_rate
-from .requests import benchmark_contexts, dimension_requests, judge_context
-from .runner import judge_dialogue, run_judging
-from .scoring import OFFICIAL, SCORING_RULES, STRICT, check_scoring, official_reading, score_under
+from personalens_utils.judging.report import missing_rate
+from personalens_utils.judging.requests import benchmark_contexts, dimension_requests, judge_context
+from personalens_utils.judging.runner import judge_dialogue, run_judging
+from personalens_utils.judging.scoring import (
+    OFFICIAL,
+    SCORING_RULES,
+    STRICT,
+    check_scoring,
+    official_reading,
+    score_under,
+)
+from personalens_utils.prompting.kit import build_prompt, judge_request
 
 __all__ = [
     "ALL_DIMENSIONS",

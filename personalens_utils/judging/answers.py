@@ -11,10 +11,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from personalens_utils.identity import Role, Variant
+from personalens_utils.judging.dimensions import Dimension
+from personalens_utils.judging.parsing import ParsedAnswer
 from personalens_utils.records import Judgment
-
-from .dimensions import Dimension
-from .parsing import ParsedAnswer
 
 RETRY_SEPARATOR = "\n\n----- answer to the format reminder -----\n\n"
 TURN_SEPARATOR = "\n\n----- after assistant turn {turn} -----\n\n"

@@ -18,18 +18,17 @@ from dataclasses import dataclass, field
 
 from personalens_utils import engine
 from personalens_utils.engine import Asker, Item, StageReport
+from personalens_utils.judging.answers import judgment_record
+from personalens_utils.judging.asking import judge_dimension
+from personalens_utils.judging.config import JudgingConfig
+from personalens_utils.judging.dimensions import Dimension
+from personalens_utils.judging.plan import JudgingPlan, plan_judging
+from personalens_utils.judging.requests import ContextFor
 from personalens_utils.llm import LLMError, Request, Response
 from personalens_utils.llm.batch import BatchEntryError, BatchRunner, Outcome
 from personalens_utils.llm.client import LLMClient
 from personalens_utils.records import DialogueSummary, Judgment, Record
 from personalens_utils.store import RunStore, StoredBatches
-
-from .answers import judgment_record
-from .asking import judge_dimension
-from .config import JudgingConfig
-from .dimensions import Dimension
-from .plan import JudgingPlan, plan_judging
-from .requests import ContextFor
 
 STAGE = "judging"
 

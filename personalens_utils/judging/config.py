@@ -8,11 +8,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from personalens_utils.identity import samples
+from personalens_utils.judging.dimensions import DEFAULT_JUDGE_MODEL
 from personalens_utils.prompting import KIT, PromptSet
 from personalens_utils.prompts import judge as prompts
 from personalens_utils.shards import Shard
-
-from .dimensions import DEFAULT_JUDGE_MODEL
 
 Select = Callable[[Any], bool]
 """Keeps a dialogue: planning calls it with a `records.DialogueSummary` (a stored dialogue's fields but its

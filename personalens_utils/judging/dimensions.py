@@ -12,10 +12,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from personalens_utils.errors import KitError
+from personalens_utils.judging.parsing import ParsedAnswer, parse_score, parse_verdict
 from personalens_utils.llm import registry as model_registry
 from personalens_utils.prompts import judge as prompts
-
-from .parsing import ParsedAnswer, parse_score, parse_verdict
 
 DEFAULT_JUDGE_MODEL = "Claude 3.5 Sonnet"
 

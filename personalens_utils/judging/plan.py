@@ -20,6 +20,9 @@ from personalens_utils import columnar, engine, run_card
 from personalens_utils.data import UsersArg, resolve_users
 from personalens_utils.engine import Plan
 from personalens_utils.identity import Role, judgment_id_tail, judgment_ids, resolved_model, samples
+from personalens_utils.judging.config import JudgingConfig, Select
+from personalens_utils.judging.dimensions import Dimension, JudgingError, dimensions_from, judge_model_key
+from personalens_utils.judging.requests import ContextFor, dimension_requests
 from personalens_utils.llm.budget import CostEstimate, Tally
 from personalens_utils.llm.registry import KNOWN_BACKENDS
 from personalens_utils.prompting import KIT, PromptSet
@@ -27,10 +30,6 @@ from personalens_utils.prompts.official import KIT_PROMPTS
 from personalens_utils.records import Dialogue, DialogueSummary, Judgment
 from personalens_utils.shards import Shard
 from personalens_utils.store import RunStore
-
-from .config import JudgingConfig, Select
-from .dimensions import Dimension, JudgingError, dimensions_from, judge_model_key
-from .requests import ContextFor, dimension_requests
 
 JUDGEABLE_STATUSES = ("terminated", "turn_cap")
 REAL_BACKENDS = tuple(b for b in KNOWN_BACKENDS if b != "offline")

@@ -9,11 +9,10 @@ from typing import Any
 import pandas as pd
 
 from personalens_utils.identity import PROMPT_SET, STORED_COLUMNS
+from personalens_utils.judging.dimensions import ALL_DIMENSIONS, DIMENSIONS, judge_model_key
+from personalens_utils.judging.scoring import OFFICIAL, STRICT, score_under
 from personalens_utils.records import Judgment
 from personalens_utils.store import RunStore
-
-from .dimensions import ALL_DIMENSIONS, DIMENSIONS, judge_model_key
-from .scoring import OFFICIAL, STRICT, score_under
 
 
 def read_differently(group: pd.DataFrame) -> tuple[int, int]:

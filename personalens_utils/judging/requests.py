@@ -14,12 +14,11 @@ from dataclasses import replace
 from typing import Any
 
 from personalens_utils.data import Benchmark
+from personalens_utils.judging.dimensions import Dimension, JudgingError
 from personalens_utils.llm import Message, Request
 from personalens_utils.prompting import KIT, PromptSet, ScenarioContext
 from personalens_utils.prompts import judge as prompts
 from personalens_utils.records import Dialogue
-
-from .dimensions import Dimension, JudgingError
 
 ContextFor = Callable[[Dialogue], Mapping[str, Any]]
 """Gives a stored dialogue's judge context (`benchmark_contexts`, or any function of the record)."""

@@ -17,19 +17,18 @@ from typing import Any
 
 from personalens_utils import engine
 from personalens_utils.engine import Item, StageReport
+from personalens_utils.judging.answers import judgment_record
+from personalens_utils.judging.asking import judge_dimension
+from personalens_utils.judging.batch import run_judging_batch
+from personalens_utils.judging.config import JudgingConfig
+from personalens_utils.judging.dimensions import Dimension, judge_model_key
+from personalens_utils.judging.plan import plan_judging
+from personalens_utils.judging.requests import ContextFor
 from personalens_utils.llm.client import LLMClient
 from personalens_utils.prompting import KIT, PromptSet
 from personalens_utils.prompts import judge as prompts
 from personalens_utils.records import Dialogue, DialogueSummary, Judgment, Record
 from personalens_utils.store import RunStore
-
-from .answers import judgment_record
-from .asking import judge_dimension
-from .batch import run_judging_batch
-from .config import JudgingConfig
-from .dimensions import Dimension, judge_model_key
-from .plan import plan_judging
-from .requests import ContextFor
 
 STAGE = "judging"
 

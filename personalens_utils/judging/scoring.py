@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import math
 
-from .answers import RETRY_SEPARATOR
-from .dimensions import DIMENSIONS, JudgingError
-from .parsing import official_score, official_verdict
+from personalens_utils.judging.answers import RETRY_SEPARATOR
+from personalens_utils.judging.dimensions import DIMENSIONS, JudgingError
+from personalens_utils.judging.parsing import official_score, official_verdict
 
 STRICT = "strict"
 OFFICIAL = "official"

@@ -1,10 +1,10 @@
 """The one door to language models: request/response types, the client and its backends."""
 
-from .backends import make_backend
-from .cache import ResponseCache
-from .client import LLMClient
-from .options import ClientOptions
-from .types import (
+from personalens_utils.llm.backends import make_backend
+from personalens_utils.llm.cache import ResponseCache
+from personalens_utils.llm.client import LLMClient
+from personalens_utils.llm.options import ClientOptions
+from personalens_utils.llm.types import (
     CallKind,
     ChatModel,
     FatalError,

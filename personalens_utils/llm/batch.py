@@ -29,12 +29,20 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 import orjson
 
-from . import registry
-from .progress import progress_bar
-from .types import FatalError, LLMError, Request, Response, RetriesExhaustedError, RetryableError, Usage
+from personalens_utils.llm import registry
+from personalens_utils.llm.progress import progress_bar
+from personalens_utils.llm.types import (
+    FatalError,
+    LLMError,
+    Request,
+    Response,
+    RetriesExhaustedError,
+    RetryableError,
+    Usage,
+)
 
 if TYPE_CHECKING:
-    from .client import LLMClient
+    from personalens_utils.llm.client import LLMClient
 
 MAX_BATCH_REQUESTS = 100_000
 """The Message Batches API takes at most 100,000 requests..."""

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field, fields
 
 import pandas as pd
 
-from . import registry
-from .offline import count_tokens
-from .prompt_cache import min_cacheable_tokens, stable_prefix
-from .types import LLMError, Request, Usage
+from personalens_utils.llm import registry
+from personalens_utils.llm.offline import count_tokens
+from personalens_utils.llm.prompt_cache import min_cacheable_tokens, stable_prefix
+from personalens_utils.llm.types import LLMError, Request, Usage
 
 TOKEN_RULE = "tokens counted as whitespace words x 4/3 (no model tokenizer), typically within 20% for English"
 PRICE_COLUMNS = ["live_usd", "batch_usd", "batch_cached_usd"]

@@ -17,8 +17,8 @@ from typing import Any, ClassVar
 
 import diskcache
 
-from .. import paths
-from .types import Response, Usage
+from personalens_utils import paths
+from personalens_utils.llm.types import Response, Usage
 
 log = logging.getLogger(__name__)
 

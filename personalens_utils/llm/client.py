@@ -18,19 +18,27 @@ from typing import Any
 
 import pandas as pd
 
-from . import registry
-from .backends import make_backend
-from .budget import BudgetReachedError
-from .cache import ResponseCache, WriteBehind
-from .ledger import USAGE_COLUMNS, Ledger
-from .loop_thread import LoopThread
-from .options import ClientOptions
-from .pool import run_pool
-from .progress import progress_bar
-from .retry import RetryLog, RetryNotice, RetryPolicy
-from .spending import Spending, shared_spending_limit
-from .transport import Transport
-from .types import ROLES, ChatModel, FatalError, LLMError, PreflightError, Request, Response
+from personalens_utils.llm import registry
+from personalens_utils.llm.backends import make_backend
+from personalens_utils.llm.budget import BudgetReachedError
+from personalens_utils.llm.cache import ResponseCache, WriteBehind
+from personalens_utils.llm.ledger import USAGE_COLUMNS, Ledger
+from personalens_utils.llm.loop_thread import LoopThread
+from personalens_utils.llm.options import ClientOptions
+from personalens_utils.llm.pool import run_pool
+from personalens_utils.llm.progress import progress_bar
+from personalens_utils.llm.retry import RetryLog, RetryNotice, RetryPolicy
+from personalens_utils.llm.spending import Spending, shared_spending_limit
+from personalens_utils.llm.transport import Transport
+from personalens_utils.llm.types import (
+    ROLES,
+    ChatModel,
+    FatalError,
+    LLMError,
+    PreflightError,
+    Request,
+    Response,
+)
 
 __all__ = ["USAGE_COLUMNS", "ClientOptions", "LLMClient", "shared_spending_limit"]
 

@@ -11,10 +11,10 @@ from typing import Any
 
 import pandas as pd
 
-from .client import USAGE_COLUMNS, LLMClient
-from .registry import KNOWN_BACKENDS
-from .specs import ModelSpec, SpecError
-from .types import ROLES
+from personalens_utils.llm.client import USAGE_COLUMNS, LLMClient
+from personalens_utils.llm.registry import KNOWN_BACKENDS
+from personalens_utils.llm.specs import ModelSpec, SpecError
+from personalens_utils.llm.types import ROLES
 
 DEFAULT_CONCURRENCY = 8
 

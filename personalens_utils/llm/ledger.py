@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from .types import Request, Response
+from personalens_utils.llm.types import Request, Response
 
 GROUP = ("stage", "kind", "task", "backend", "model")
 

@@ -6,8 +6,8 @@ Kept apart from the backend so that projecting a cost never imports a provider's
 
 from __future__ import annotations
 
-from . import registry
-from .types import Request
+from personalens_utils.llm import registry
+from personalens_utils.llm.types import Request
 
 CACHE_PREFIX_KEY = "cache_prefix_chars"
 """Request-context key: how many leading characters of the first message every call of its kind repeats

@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .types import FatalError, Usage
+from personalens_utils.llm.types import FatalError, Usage
 
 PRICES_TAKEN = "2026-11-21"
 LIFECYCLE_TAKEN = "2026-11-23"

@@ -19,8 +19,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from .options import ClientOptions
-from .types import RetriesExhaustedError, RetryableError
+from personalens_utils.llm.options import ClientOptions
+from personalens_utils.llm.types import RetriesExhaustedError, RetryableError
 
 T = TypeVar("T")
 

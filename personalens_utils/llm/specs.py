@@ -24,10 +24,9 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from personalens_utils.errors import KitError
-
-from . import registry
-from .endpoints import OPENAI_URL, openai_endpoint
-from .registry import KNOWN_BACKENDS
+from personalens_utils.llm import registry
+from personalens_utils.llm.endpoints import OPENAI_URL, openai_endpoint
+from personalens_utils.llm.registry import KNOWN_BACKENDS
 
 DEFAULT_BASE_URL_VAR = "OPENAI_BASE_URL"
 _BACKEND_WORD = re.compile(r"[a-z][a-z0-9_-]*")

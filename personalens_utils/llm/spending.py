@@ -8,9 +8,9 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import Protocol
 
-from .budget import BudgetReachedError
-from .ledger import Ledger
-from .options import check_limit
+from personalens_utils.llm.budget import BudgetReachedError
+from personalens_utils.llm.ledger import Ledger
+from personalens_utils.llm.options import check_limit
 
 
 class Spending:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from .limiter import Limiter
-from .options import ClientOptions
-from .retry import Call, RetryNotice, RetryPolicy
-from .types import ChatModel, Request, Response
+from personalens_utils.llm.limiter import Limiter
+from personalens_utils.llm.options import ClientOptions
+from personalens_utils.llm.retry import Call, RetryNotice, RetryPolicy
+from personalens_utils.llm.types import ChatModel, Request, Response
 
 OnRetry = Callable[[RetryNotice], None]
 

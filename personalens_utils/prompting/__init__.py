@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .base import PromptSet, Setting, split_terminate
-from .context import ScenarioContext
-from .kit import KIT, KitPrompts
-from .official import OfficialPromptSet, assistant_family
+from personalens_utils.prompting.base import PromptSet, Setting, split_terminate
+from personalens_utils.prompting.context import ScenarioContext
+from personalens_utils.prompting.kit import KIT, KitPrompts
+from personalens_utils.prompting.official import OfficialPromptSet, assistant_family
 
 PROMPT_SETS: dict[str, type[PromptSet]] = {}
 """Registered prompt sets by name."""

@@ -15,12 +15,11 @@ from typing import Any, ClassVar, Protocol, Self
 
 from personalens_utils.identity import Variant
 from personalens_utils.llm import Request
+from personalens_utils.prompting.context import ScenarioContext
+from personalens_utils.prompting.review import review_request
 from personalens_utils.prompts.dialogue import TERMINATE
 from personalens_utils.prompts.official import KIT_PROMPTS
 from personalens_utils.prompts.review import REVIEW_PROMPT_VERSION
-
-from .context import ScenarioContext
-from .review import review_request
 
 Turn = Mapping[str, str]
 

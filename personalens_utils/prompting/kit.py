@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any, Self
 
 from personalens_utils.llm import CallKind, Message, Request
+from personalens_utils.prompting.base import JudgedDimension, PromptSet, Setting, Turn
+from personalens_utils.prompting.context import ScenarioContext
 from personalens_utils.prompts import dialogue as P
 from personalens_utils.prompts import judge as J
 from personalens_utils.prompts.dialogue import DIALOGUE_PROMPT_VERSION
@@ -25,9 +27,6 @@ from personalens_utils.prompts.render import (
     render_interactions,
     render_preferences,
 )
-
-from .base import JudgedDimension, PromptSet, Setting, Turn
-from .context import ScenarioContext
 
 USER_TEMPERATURE = 0.5
 ASSISTANT_TEMPERATURE = 0.0

@@ -24,14 +24,9 @@ from typing import Any, Self
 
 from personalens_utils.errors import KitError
 from personalens_utils.llm import CallKind, Message, Request, registry
-from personalens_utils.prompts import official
-from personalens_utils.prompts.dialogue import TERMINATE
-from personalens_utils.prompts.official import JUDGE_TEMPLATES, OFFICIAL_PROMPTS, OfficialPrompts
-from personalens_utils.reference.situation import SITUATION_FIELDS
-
-from .base import JudgedDimension, PromptSet, Setting, Turn
-from .context import ScenarioContext
-from .kit import (
+from personalens_utils.prompting.base import JudgedDimension, PromptSet, Setting, Turn
+from personalens_utils.prompting.context import ScenarioContext
+from personalens_utils.prompting.kit import (
     ASSISTANT_TEMPERATURE,
     JUDGE_TEMPERATURE,
     KIT,
@@ -40,6 +35,10 @@ from .kit import (
     assistant_context,
     user_context,
 )
+from personalens_utils.prompts import official
+from personalens_utils.prompts.dialogue import TERMINATE
+from personalens_utils.prompts.official import JUDGE_TEMPLATES, OFFICIAL_PROMPTS, OfficialPrompts
+from personalens_utils.reference.situation import SITUATION_FIELDS
 
 OFFICIAL_MAX_TOKENS = 4000
 """The official judge's answer limit (src/evaluate_dialogue.py)."""

@@ -11,10 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from personalens_utils.prompts.dialogue import EMPTY_CLOSING, HISTORY_LINE
 from personalens_utils.reference.demographics import FIELDS
 from personalens_utils.reference.situation import SITUATION_FIELDS
-
-from .dialogue import EMPTY_CLOSING, HISTORY_LINE
 
 
 def _joined(value: Any) -> str:

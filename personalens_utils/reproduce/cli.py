@@ -34,9 +34,14 @@ from personalens_utils.paths import (
 )
 from personalens_utils.prompting import PROMPT_SETS
 from personalens_utils.prompts.official import OfficialCodeError
-
-from .pipeline import OUTPUT_FOLDERS, failures, reproduce
-from .settings import ANTHROPIC_ASSISTANTS, PASSES, Settings, role_models, role_spec
+from personalens_utils.reproduce.pipeline import OUTPUT_FOLDERS, failures, reproduce
+from personalens_utils.reproduce.settings import (
+    ANTHROPIC_ASSISTANTS,
+    PASSES,
+    Settings,
+    role_models,
+    role_spec,
+)
 
 ALL_USERS = "all"
 BATCH_BACKENDS = ("anthropic", "openai")

@@ -27,12 +27,11 @@ from personalens_utils.assistants.python import PYTHON, SPEC_FORM, row_label
 from personalens_utils.errors import KitError, full_traceback_wanted
 from personalens_utils.paths import LatestRun, latest_run, runs_dir
 from personalens_utils.records import stored_types
+from personalens_utils.reproduce.notebooks import StepResult, run_notebook
+from personalens_utils.reproduce.settings import Settings
 from personalens_utils.simulation.settings import hidden_note
 from personalens_utils.store import ReproductionStore, RunStore, merge_stores
 from personalens_utils.trust.differences import differences_table
-
-from .notebooks import StepResult, run_notebook
-from .settings import Settings
 
 SHARED = ("backend", "benchmark_dir", "users", "task_types", "max_concurrency", "request_timeout_s",
           "call_deadline_s", "seed", "backend_seed", "prompt_set", "official_code", "scoring")

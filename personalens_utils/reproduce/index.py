@@ -16,10 +16,7 @@ from personalens_utils import run_card
 from personalens_utils.analysis.scores import load_dialogues, load_judgments
 from personalens_utils.assistants import AssistantSpec
 from personalens_utils.assistants.reference import DESIGNED_ORDER
-from personalens_utils.store import RunStore
-from personalens_utils.tables import read_caption
-
-from .settings import (
+from personalens_utils.reproduce.settings import (
     PERSONA_USERS,
     TRUST_JUDGE_SAMPLES,
     TRUST_PROBE_TASKS,
@@ -29,9 +26,11 @@ from .settings import (
     audit_arms,
     role_specs,
 )
+from personalens_utils.store import RunStore
+from personalens_utils.tables import read_caption
 
 if TYPE_CHECKING:
-    from .pipeline import PassResult
+    from personalens_utils.reproduce.pipeline import PassResult
 
 
 @dataclass(frozen=True)

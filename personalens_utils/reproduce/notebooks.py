@@ -16,7 +16,7 @@ from jupyter_core.paths import jupyter_runtime_dir
 from jupyter_core.utils import ensure_dir_exists
 from traitlets.config import Config
 
-from .settings import Settings
+from personalens_utils.reproduce.settings import Settings
 
 OUTPUT_FOLDERS = ("tables", "figures")
 PARAMETERS_LOG = "parameters.log"

@@ -17,10 +17,9 @@ from typing import Any
 
 from personalens_utils import run_card
 from personalens_utils.paths import find_official_data, project_root, runs_dir, write_latest
-
-from .index import write_index
-from .notebooks import OUTPUT_FOLDERS, PARAMETERS_LOG, StepResult, run_notebook
-from .settings import (
+from personalens_utils.reproduce.index import write_index
+from personalens_utils.reproduce.notebooks import OUTPUT_FOLDERS, PARAMETERS_LOG, StepResult, run_notebook
+from personalens_utils.reproduce.settings import (
     PERSONA_USERS,
     TRUST_JUDGE_SAMPLES,
     TRUST_PROBE_TASKS,

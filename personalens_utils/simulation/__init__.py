@@ -7,18 +7,22 @@ setting. The requests are the prompt set's (`prompting`); the kit's builders are
 
 from personalens_utils.prompting import ScenarioContext, split_terminate
 from personalens_utils.prompting.kit import assistant_request, assistant_system, user_request
-
-from .config import DEFAULT_MODEL, SimulationConfig
-from .loop import TURN_CAPS, simulate_dialogue
-from .report import default_users, nothing_to_describe, outcome_table, run_dialogues
-from .runner import (
+from personalens_utils.simulation.config import DEFAULT_MODEL, SimulationConfig
+from personalens_utils.simulation.loop import TURN_CAPS, simulate_dialogue
+from personalens_utils.simulation.report import (
+    default_users,
+    nothing_to_describe,
+    outcome_table,
+    run_dialogues,
+)
+from personalens_utils.simulation.runner import (
     arun_simulation,
     dialogue_frame,
     estimate_simulation,
     plan_dialogues,
     run_simulation,
 )
-from .settings import PAPER_SETTINGS, AssistantSetting, SettingError, hidden_note
+from personalens_utils.simulation.settings import PAPER_SETTINGS, AssistantSetting, SettingError, hidden_note
 
 __all__ = [
     "DEFAULT_MODEL",

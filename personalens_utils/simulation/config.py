@@ -11,8 +11,7 @@ from personalens_utils.data import MD, SD
 from personalens_utils.identity import samples
 from personalens_utils.prompting import KIT, PromptSet
 from personalens_utils.shards import Shard
-
-from .settings import AssistantSetting
+from personalens_utils.simulation.settings import AssistantSetting
 
 DEFAULT_MODEL = "Claude 3 Sonnet"
 """The paper's user agent and main assistant (Claude 3 Sonnet)."""

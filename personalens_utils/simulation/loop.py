@@ -18,8 +18,7 @@ from personalens_utils.identity import Role
 from personalens_utils.llm import Message, Response, Usage
 from personalens_utils.prompting import KIT, PromptSet, ScenarioContext
 from personalens_utils.records import Dialogue
-
-from .settings import AssistantSetting
+from personalens_utils.simulation.settings import AssistantSetting
 
 TURN_CAPS = {"SD": 20, "MD": 30}
 """At most this many turns per dialogue (paper, section 2.3)."""

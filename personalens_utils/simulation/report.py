@@ -11,12 +11,11 @@ from personalens_utils.data import SAMPLES, Benchmark
 from personalens_utils.engine import StageReport
 from personalens_utils.llm.offline import OFFLINE_LABEL
 from personalens_utils.records import Dialogue
+from personalens_utils.simulation.config import SimulationConfig
+from personalens_utils.simulation.loop import ERROR, TERMINATED, TURN_CAP
+from personalens_utils.simulation.runner import planned_ids
+from personalens_utils.simulation.settings import AssistantSetting
 from personalens_utils.store import RunStore
-
-from .config import SimulationConfig
-from .loop import ERROR, TERMINATED, TURN_CAP
-from .runner import planned_ids
-from .settings import AssistantSetting
 
 DEFAULT_SAMPLE = "sample_50"
 

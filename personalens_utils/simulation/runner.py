@@ -32,12 +32,11 @@ from personalens_utils.llm.budget import CostEstimate, Tally, Volume, cacheable_
 from personalens_utils.prompting import ScenarioContext
 from personalens_utils.records import Dialogue, Record
 from personalens_utils.shards import Shard
+from personalens_utils.simulation.batch import BatchedAssistant, BatchedUser, RoundFailed, Rounds
+from personalens_utils.simulation.config import SimulationConfig
+from personalens_utils.simulation.loop import TURN_CAPS, simulate_dialogue
+from personalens_utils.simulation.settings import AssistantSetting
 from personalens_utils.store import RunStore, StoredBatches
-
-from .batch import BatchedAssistant, BatchedUser, RoundFailed, Rounds
-from .config import SimulationConfig
-from .loop import TURN_CAPS, simulate_dialogue
-from .settings import AssistantSetting
 
 STAGE = "simulation"
 log = logging.getLogger(__name__)

@@ -20,8 +20,7 @@ from personalens_utils.plots import (
     new_figure,
 )
 from personalens_utils.tables import TableResult
-
-from .report_card import NOT_MEASURED, PASS, CardError
+from personalens_utils.trust.report_card import NOT_MEASURED, PASS, CardError
 
 PROBE_CHECKS = ("profile counterfactual", "length sensitivity")
 ROW_HEIGHT_IN = 0.22

@@ -30,11 +30,10 @@ from personalens_utils.roles import ModelRole
 from personalens_utils.simulation import SimulationConfig
 from personalens_utils.simulation.runner import run_simulation
 from personalens_utils.store import RunStore
-
-from .design import DesignError
-from .power import JUDGING, SIMULATION, UnitCosts
-from .probes import Probe, run_probe
-from .report_card import JudgeRef
+from personalens_utils.trust.design import DesignError
+from personalens_utils.trust.power import JUDGING, SIMULATION, UnitCosts
+from personalens_utils.trust.probes import Probe, run_probe
+from personalens_utils.trust.report_card import JudgeRef
 
 
 @dataclass(frozen=True)

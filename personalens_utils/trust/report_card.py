@@ -55,9 +55,8 @@ from personalens_utils.llm import registry
 from personalens_utils.records import KIT_PROMPTS, OFFLINE, Dialogue, Judgment
 from personalens_utils.store import RunStore
 from personalens_utils.tables import Source, TableResult
-
-from .power import Design, PairedComponents, users_needed
-from .probes import Padding, ProbeJudgment, ProfileSwap
+from personalens_utils.trust.power import Design, PairedComponents, users_needed
+from personalens_utils.trust.probes import Padding, ProbeJudgment, ProfileSwap
 
 PASS, FAIL, INCONCLUSIVE, NOT_MEASURED = "pass", "fail", "inconclusive", "not measured"
 CARD_COLUMNS = ("judge", "check", "verdict", "estimate", "ci_low", "ci_high", "n", "n_needed")

@@ -10,7 +10,7 @@
   the fidelity table comparing people's dialogues with the simulator's.
 """
 
-from .blame import (
+from personalens_utils.validity.blame import (
     BlameConfig,
     BlameError,
     ReviewerIsJudge,
@@ -20,7 +20,7 @@ from .blame import (
     run_blame,
     table3_without_user_faults,
 )
-from .people import (
+from personalens_utils.validity.people import (
     HUMAN,
     FidelityError,
     Person,
@@ -30,7 +30,7 @@ from .people import (
     fidelity_table,
     start_dialogue,
 )
-from .tasks import (
+from personalens_utils.validity.tasks import (
     OFFLINE_BLIND,
     OFFLINE_FULL,
     Arm,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from ..types import ChatModel
+from personalens_utils.llm.types import ChatModel
 
 BACKENDS: dict[str, tuple[str, str]] = {
     "offline": ("personalens_utils.llm.offline", "OfflineBackend"),

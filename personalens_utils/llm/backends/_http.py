@@ -15,8 +15,8 @@ import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Generic, TypeVar
 
-from ..loop_thread import at_stop
-from ..types import FatalError, RetryableError
+from personalens_utils.llm.loop_thread import at_stop
+from personalens_utils.llm.types import FatalError, RetryableError
 
 RETRYABLE_STATUS = frozenset({408, 409, 424, 429, 500, 502, 503, 504, 529})
 """Timeouts, conflicts, throttling, server errors and Anthropic's 529 "overloaded"; any other 5xx too."""

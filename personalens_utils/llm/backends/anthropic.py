@@ -24,11 +24,18 @@ from typing import Any
 import anthropic
 import httpx2
 
-from .. import registry
-from ..batch import BatchResult
-from ..prompt_cache import CHARS_PER_TOKEN_LOW, min_cacheable_tokens, stable_prefix
-from ..types import FatalError, LLMError, Request, Response, RetryableError, Usage
-from ._http import HTTP_TRANSPORTS, PING, PerLoop, classify_status, unreachable, unreadable
+from personalens_utils.llm import registry
+from personalens_utils.llm.backends._http import (
+    HTTP_TRANSPORTS,
+    PING,
+    PerLoop,
+    classify_status,
+    unreachable,
+    unreadable,
+)
+from personalens_utils.llm.batch import BatchResult
+from personalens_utils.llm.prompt_cache import CHARS_PER_TOKEN_LOW, min_cacheable_tokens, stable_prefix
+from personalens_utils.llm.types import FatalError, LLMError, Request, Response, RetryableError, Usage
 
 log = logging.getLogger(__name__)
 

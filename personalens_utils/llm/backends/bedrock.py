@@ -26,9 +26,9 @@ import boto3
 import botocore.config
 import botocore.exceptions
 
-from .. import registry
-from ..types import FatalError, LLMError, Request, Response, RetryableError, Usage
-from ._http import PING, classify_status, unreachable
+from personalens_utils.llm import registry
+from personalens_utils.llm.backends._http import PING, classify_status, unreachable
+from personalens_utils.llm.types import FatalError, LLMError, Request, Response, RetryableError, Usage
 
 log = logging.getLogger(__name__)
 

@@ -22,10 +22,17 @@ from urllib.parse import urlsplit
 import httpx2
 import openai
 
-from ..batch import BatchResult, BatchUnsupported
-from ..endpoints import OPENAI_URL, openai_endpoint, public_url
-from ..types import FatalError, Request, Response, RetryableError, Usage
-from ._http import HTTP_TRANSPORTS, PING, PerLoop, classify_status, unreachable, unreadable
+from personalens_utils.llm.backends._http import (
+    HTTP_TRANSPORTS,
+    PING,
+    PerLoop,
+    classify_status,
+    unreachable,
+    unreadable,
+)
+from personalens_utils.llm.batch import BatchResult, BatchUnsupported
+from personalens_utils.llm.endpoints import OPENAI_URL, openai_endpoint, public_url
+from personalens_utils.llm.types import FatalError, Request, Response, RetryableError, Usage
 
 LOCAL_PLACEHOLDER_KEY = "no-key-needed"
 CHAT_PATH = "/v1/chat/completions"

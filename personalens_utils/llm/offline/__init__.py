@@ -13,7 +13,7 @@ import importlib
 import random
 from collections.abc import Callable
 
-from ..types import CallKind, FatalError, Request, Response, Usage
+from personalens_utils.llm.types import CallKind, FatalError, Request, Response, Usage
 
 OFFLINE_LABEL = "offline backend (rule-based simulation, not a language model)"
 OFFLINE_RULES = "offline rules"

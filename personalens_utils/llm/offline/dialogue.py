@@ -31,12 +31,11 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import Any
 
+from personalens_utils.llm.offline import register
+from personalens_utils.llm.offline.judge import words_of
+from personalens_utils.llm.offline.views import View
+from personalens_utils.llm.types import CallKind, Request
 from personalens_utils.reference.schema import PreferenceType, load_schema
-
-from ..types import CallKind, Request
-from . import register
-from .judge import words_of
-from .views import View
 
 # ---------------------------------------------------------------------------------------------
 # Vocabulary both agents share: how a preference type is named in conversation, and the sentence

@@ -20,10 +20,9 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from personalens_utils.llm.offline import register
+from personalens_utils.llm.types import CallKind, FatalError, Request
 from personalens_utils.reference.demographics import DemographicsError, region_of
-
-from ..types import CallKind, FatalError, Request
-from . import register
 
 Context = Mapping[str, Any]
 

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from ..types import CallKind, FatalError, Request
-from . import register
+from personalens_utils.llm.offline import register
+from personalens_utils.llm.types import CallKind, FatalError, Request
 
 _NON_WORD = re.compile(r"[^a-z0-9]+")
 _NON_VALUES = {"no preference", "none", "n a", "any", "not applicable"}

@@ -17,11 +17,10 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
+from personalens_utils.llm.offline import register
+from personalens_utils.llm.types import CallKind, FatalError, Request
+from personalens_utils.prompts.validation import CROSS_LABEL, DOMAINS_LABEL, EXPLANATION_LABEL, WITHIN_LABEL
 from personalens_utils.reference.schema import load_schema
-
-from ...prompts.validation import CROSS_LABEL, DOMAINS_LABEL, EXPLANATION_LABEL, WITHIN_LABEL
-from ..types import CallKind, FatalError, Request
-from . import register
 
 NO_PREFERENCE = "no preference"
 

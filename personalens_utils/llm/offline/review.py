@@ -29,11 +29,17 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from personalens_utils.llm.offline import register
+from personalens_utils.llm.offline.judge import (
+    PreferenceUse,
+    judge_answer,
+    mentions,
+    personalization_score,
+    preference_use,
+    words_of,
+)
+from personalens_utils.llm.types import CallKind, Request
 from personalens_utils.reference.schema import load_schema
-
-from ..types import CallKind, Request
-from . import register
-from .judge import PreferenceUse, judge_answer, mentions, personalization_score, preference_use, words_of
 
 LOW_PERSONALIZATION = 2
 """A personalization score at or below this is a poor result."""
