@@ -49,8 +49,8 @@ from typing import Any
 
 import orjson
 
-from personalens_utils.identity import Role, Variant, dialogue_id, judgment_id
 from personalens_utils.judging import ALL_DIMENSIONS, DIMENSIONS
+from personalens_utils.runstore.identity import Role, Variant, dialogue_id, judgment_id
 
 PAPER_DIALOGUES = 122_133
 PAPER_MD = 24_018
@@ -219,7 +219,7 @@ def _analysis_tables(root: Path, clock: Clock) -> dict[str, Any]:
 
         from personalens_utils import analysis
         from personalens_utils.analysis import dialogue_stats, scores
-        from personalens_utils.store import RunStore
+        from personalens_utils.runstore.store import RunStore
     store, models = RunStore(root), [MODEL]
     with tempfile.TemporaryDirectory(prefix="analysis-scale-out-") as tmp:
         out = Path(tmp)
@@ -267,7 +267,7 @@ def _explorer_open(root: Path, clock: Clock) -> dict[str, Any]:
     with clock.step("imports", counted=False):
         from personalens_utils.explore import Catalog, Filters, dialogue_page
         from personalens_utils.explore.widgets import FILTERS, SHOWN
-        from personalens_utils.store import RunStore
+        from personalens_utils.runstore.store import RunStore
     with clock.step("catalog"):
         catalog = Catalog(RunStore(root))
     with clock.step("filter values"):
@@ -286,7 +286,7 @@ def _plan_resume(root: Path, clock: Clock) -> dict[str, Any]:
     with clock.step("imports", counted=False):
         from personalens_utils.judging import JudgingConfig
         from personalens_utils.judging.plan import judged_users, plan_judging
-        from personalens_utils.store import RunStore
+        from personalens_utils.runstore.store import RunStore
     store = RunStore(root)
     config = JudgingConfig(judge_model=JUDGE, dimensions=ALL_DIMENSIONS, retry_errors=False)
     with clock.step("plan_judging"):

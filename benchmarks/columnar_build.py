@@ -36,7 +36,7 @@ SAMPLE_S = 0.01
 
 BUILD = """
 import sys, time
-from personalens_utils.columnar import Columnar
+from personalens_utils.runstore.columnar import Columnar
 start = time.perf_counter()
 Columnar(sys.argv[1]).refresh()
 print(f"RESULT {time.perf_counter() - start}")
@@ -44,8 +44,8 @@ print(f"RESULT {time.perf_counter() - start}")
 
 READ = """
 import json, sys, time
-from personalens_utils import columnar
-from personalens_utils.records import Dialogue, Judgment
+from personalens_utils.runstore import columnar
+from personalens_utils.runstore.records import Dialogue, Judgment
 cols = columnar.Columnar(sys.argv[1])
 start = time.perf_counter()
 cols.refresh()

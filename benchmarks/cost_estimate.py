@@ -37,9 +37,9 @@ from personalens_utils.data import load_benchmark
 from personalens_utils.llm import LLMClient
 from personalens_utils.llm.budget import PRICE_COLUMNS, CostEstimate
 from personalens_utils.llm.offline import OFFLINE_LABEL, OfflineBackend
+from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation import SimulationConfig, estimate_simulation, run_simulation
 from personalens_utils.simulation.runner import dialogue_frame
-from personalens_utils.store import RunStore
 
 ROLES = {"user_turn": "user agent", "assistant_turn": "assistant", "judge": "judge"}
 TASK_TYPES = ("SD", "MD")

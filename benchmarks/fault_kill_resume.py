@@ -41,7 +41,7 @@ from support.fake_server import FakeLLMServer
 from personalens_utils.data import Benchmark, load_benchmark
 from personalens_utils.generation import GenerationConfig, generate_benchmark
 from personalens_utils.llm import LLMClient, Request
-from personalens_utils.prompts.dialogue import USER_SYSTEM
+from personalens_utils.prompt_templates.dialogue import USER_SYSTEM
 from personalens_utils.simulation import AssistantSetting, ScenarioContext, assistant_request, user_request
 
 LOG_ENV = "FAULT_BENCHMARK_REQUEST_LOG"

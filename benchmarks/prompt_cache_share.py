@@ -39,8 +39,8 @@ from personalens_utils.data import load_benchmark, resolve_users
 from personalens_utils.llm import LLMClient, Request, Response, registry
 from personalens_utils.llm.backends.anthropic import cache_marked, min_cacheable_tokens, stable_prefix
 from personalens_utils.llm.offline import OFFLINE_LABEL, OfflineBackend, count_tokens
+from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation import SimulationConfig, run_simulation
-from personalens_utils.store import RunStore
 
 
 @dataclass

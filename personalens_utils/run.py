@@ -32,12 +32,12 @@ import papermill
 import yaml
 from nbformat.warnings import MissingIDFieldWarning
 
-from personalens_utils import paths
+from personalens_utils.base import paths
+from personalens_utils.base.errors import KitError
 from personalens_utils.data import present_users, resolve_users
-from personalens_utils.errors import KitError
 from personalens_utils.llm.registry import KNOWN_BACKENDS
 from personalens_utils.reproduce.notebooks import execute
-from personalens_utils.session import SessionConfig, users_param
+from personalens_utils.session.base import SessionConfig, users_param
 
 
 class RunError(KitError):

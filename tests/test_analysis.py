@@ -15,11 +15,12 @@ from support.records import put
 from test_analysis_support import JUDGE, SECOND_JUDGE, build_store
 from test_latex_tables import compile_problems, needs_tex
 
-from personalens_utils import analysis, plots
+from personalens_utils import analysis
 from personalens_utils.analysis import agreement, scores
 from personalens_utils.llm.offline import OFFLINE_LABEL
-from personalens_utils.records import Dialogue, Judgment, Record
-from personalens_utils.store import RunStore
+from personalens_utils.outputs import plots
+from personalens_utils.runstore.records import Dialogue, Judgment, Record
+from personalens_utils.runstore.store import RunStore
 
 
 @pytest.fixture(scope="module")

@@ -24,9 +24,9 @@ from test_simulation_support import tiny_benchmark
 from personalens_utils import analysis, judging
 from personalens_utils.analysis import dialogue_stats, scores, stats, tables
 from personalens_utils.llm.client import LLMClient
-from personalens_utils.records import Dialogue, Judgment
+from personalens_utils.runstore.records import Dialogue, Judgment
+from personalens_utils.runstore.store import RunStore, StoreError, merge_stores
 from personalens_utils.simulation import SimulationConfig, run_simulation
-from personalens_utils.store import RunStore, StoreError, merge_stores
 from personalens_utils.trust import audit
 
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")

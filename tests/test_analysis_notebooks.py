@@ -11,17 +11,17 @@ import papermill
 import pytest
 
 from personalens_utils.analysis import annotation
+from personalens_utils.base.paths import project_root
 from personalens_utils.data import load_benchmark
 from personalens_utils.generation import GenerationConfig, generate_benchmark
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
 from personalens_utils.llm import LLMClient
 from personalens_utils.llm.offline import OFFLINE_LABEL
-from personalens_utils.paths import project_root
-from personalens_utils.records import Dialogue
+from personalens_utils.outputs.tables import read_caption, read_table
+from personalens_utils.runstore.records import Dialogue
+from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation import SimulationConfig
 from personalens_utils.simulation.runner import run_simulation
-from personalens_utils.store import RunStore
-from personalens_utils.tables import read_caption, read_table
 
 pytestmark = pytest.mark.slow
 NOTEBOOKS = project_root() / "notebooks"

@@ -14,10 +14,10 @@ from support.records import put
 
 from personalens_utils.data import Benchmark
 from personalens_utils.data.types import TaskDefinition, User
-from personalens_utils.identity import Role, Variant, dialogue_id, judgment_id
 from personalens_utils.judging import DIMENSIONS as JUDGE_DIMENSIONS
-from personalens_utils.records import Dialogue, Judgment
-from personalens_utils.store import RunStore
+from personalens_utils.runstore.identity import Role, Variant, dialogue_id, judgment_id
+from personalens_utils.runstore.records import Dialogue, Judgment
+from personalens_utils.runstore.store import RunStore
 
 SD_DOMAINS = ("Movies", "Music", "Messaging", "Alarm", "Books")
 MD_TASKS = {"MD-task-1": ["Movies", "Music", "Events"], "MD-task-2": ["Alarm", "Messaging", "Calendar"]}

@@ -14,9 +14,9 @@ from test_analysis_support import JUDGE, build_benchmark, build_store
 from personalens_utils import analysis
 from personalens_utils.analysis import annotation, scores
 from personalens_utils.analysis.annotation import AnnotationError
-from personalens_utils.prompts import judge as judge_prompts
-from personalens_utils.records import Dialogue
-from personalens_utils.store import RunStore
+from personalens_utils.prompt_templates import judge as judge_prompts
+from personalens_utils.runstore.records import Dialogue
+from personalens_utils.runstore.store import RunStore
 
 
 @pytest.fixture(scope="module")

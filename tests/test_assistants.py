@@ -14,18 +14,13 @@ import pytest
 from test_simulation_support import tiny_benchmark
 
 import personalens_utils
-from personalens_utils.assistants import (
-    Assistant,
-    AssistantError,
-    PythonOptions,
-    resolve_assistant,
-)
+from personalens_utils.assistants import Assistant, AssistantError, PythonOptions, resolve_assistant
 from personalens_utils.data import save_benchmark
-from personalens_utils.llm.clients import Clients
-from personalens_utils.records import Dialogue
-from personalens_utils.session import Session, SessionConfig, SessionError
+from personalens_utils.llm.client import Clients
+from personalens_utils.runstore.records import Dialogue
+from personalens_utils.runstore.store import RunStore
+from personalens_utils.session.base import Session, SessionConfig, SessionError
 from personalens_utils.simulation import SimulationConfig, run_simulation
-from personalens_utils.store import RunStore
 
 PACKAGE_DIR = Path(personalens_utils.__file__).resolve().parent
 SPEC_WORDS = re.compile(r'python:|ref-|"python"')
@@ -55,7 +50,7 @@ def test_the_package_has_no_import_cycle():
             if back:
                 cycles[module] = (module, *back)
     assert not cycles, "\n".join(" -> ".join(chain) for chain in cycles.values())
-    assert graph.find_shortest_chain(importer="personalens_utils.session",
+    assert graph.find_shortest_chain(importer="personalens_utils.session.base",
                                      imported="personalens_utils.llm.types")  # the graph is not empty
 
 

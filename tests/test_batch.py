@@ -16,8 +16,8 @@ from test_batch_support import JUDGE, context_for, dialogue, judge_reply
 
 from personalens_utils.judging import ALL_DIMENSIONS, Dimension, JudgingConfig, run_judging, run_judging_batch
 from personalens_utils.llm import FatalError, LLMClient, registry
-from personalens_utils.records import Batch, BatchEntry, Dialogue, Judgment
-from personalens_utils.store import RunStore
+from personalens_utils.runstore.records import Batch, BatchEntry, Dialogue, Judgment
+from personalens_utils.runstore.store import RunStore
 
 FAST = {"poll_interval_s": 0.01}
 

@@ -20,8 +20,8 @@ from test_batch_support import JUDGE, context_for, dialogue, judge_reply
 
 from personalens_utils.judging import ALL_DIMENSIONS, JudgingConfig, run_judging_batch
 from personalens_utils.llm import LLMClient
-from personalens_utils.records import Batch, BatchEntry, Dialogue, Judgment
-from personalens_utils.store import RunStore
+from personalens_utils.runstore.records import Batch, BatchEntry, Dialogue, Judgment
+from personalens_utils.runstore.store import RunStore
 
 N_DIALOGUES = 5
 
@@ -31,7 +31,7 @@ sys.path.insert(0, {tests!r})
 from test_batch_support import JUDGE, MODEL, context_for
 from personalens_utils.judging import run_judging_batch
 from personalens_utils.llm import LLMClient
-from personalens_utils.store import RunStore
+from personalens_utils.runstore.store import RunStore
 from personalens_utils.judging import JudgingConfig
 
 client = LLMClient("anthropic", use_cache=False, progress=False)

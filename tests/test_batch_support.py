@@ -12,7 +12,7 @@ from typing import Any
 
 from support.records import dialogue_json
 
-from personalens_utils.records import Dialogue
+from personalens_utils.runstore.records import Dialogue
 
 MODEL = "Claude Sonnet 4.6"
 JUDGE = {"judge_model": MODEL, "offline_dialogues": True}

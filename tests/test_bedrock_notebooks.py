@@ -13,8 +13,8 @@ from test_simulation_support import tiny_benchmark
 
 from personalens_utils.data import save_benchmark
 from personalens_utils.llm import registry
-from personalens_utils.records import Dialogue, Judgment
-from personalens_utils.store import RunStore
+from personalens_utils.runstore.records import Dialogue, Judgment
+from personalens_utils.runstore.store import RunStore
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 ASSISTANT = "bedrock:llama-3-1-8b-instruct-v1"  # the official code's short name

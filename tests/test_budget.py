@@ -16,10 +16,10 @@ from personalens_utils.llm import CallKind, Message, Request, Response, Usage, r
 from personalens_utils.llm.budget import BudgetReachedError, Tally, Volume, request_tokens
 from personalens_utils.llm.client import LLMClient
 from personalens_utils.llm.offline import OfflineBackend, count_tokens
-from personalens_utils.records import Dialogue, Judgment
+from personalens_utils.runstore.records import Dialogue, Judgment
+from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation import SimulationConfig, run_simulation
 from personalens_utils.simulation.runner import PAPER_TOKENS_PER_TURN, USER_SHARE, estimate_simulation
-from personalens_utils.store import RunStore
 
 MODEL = "claude-haiku-4-5"
 SETTINGS = ["base", "base+I"]

@@ -20,11 +20,11 @@ import psutil
 import pytest
 from support.records import dialogue_json, put, write_lines
 
-from personalens_utils import columnar
-from personalens_utils.columnar import Columnar
-from personalens_utils.errors import KitError
-from personalens_utils.records import Dialogue, Judgment, RecordError
-from personalens_utils.store import RunStore, StoreError
+from personalens_utils.base.errors import KitError
+from personalens_utils.runstore import columnar
+from personalens_utils.runstore.columnar import Columnar
+from personalens_utils.runstore.records import Dialogue, Judgment, RecordError
+from personalens_utils.runstore.store import RunStore, StoreError
 
 
 def judgment_json(record_id: str, dialogue_id: str, **fields: Any) -> dict[str, Any]:
@@ -359,7 +359,7 @@ def test_workers_die_with_a_killed_refresh(tmp_path: Path) -> None:
         while time.monotonic() < deadline and proc.poll() is None:
             with contextlib.suppress(psutil.Error):
                 workers = [child for child in psutil.Process(proc.pid).children()
-                           if "personalens_utils.columnar" in child.cmdline()]
+                           if "personalens_utils.runstore.columnar" in child.cmdline()]
             if len(workers) > 1 and len(list(folder.rglob("*.parquet"))) > 2:
                 break
             time.sleep(0.05)

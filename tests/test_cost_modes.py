@@ -20,8 +20,8 @@ from personalens_utils.llm import CallKind, LLMClient, Message, Request, Respons
 from personalens_utils.llm.backends.anthropic import AnthropicBackend, stable_prefix
 from personalens_utils.llm.budget import PRICE_COLUMNS, Tally
 from personalens_utils.llm.offline import count_tokens
-from personalens_utils.prompting import OfficialPromptSet, ScenarioContext
-from personalens_utils.prompts.official import load_official_prompts
+from personalens_utils.prompt_sets import OfficialPromptSet, ScenarioContext
+from personalens_utils.prompt_sets.official.templates import load_official_prompts
 from personalens_utils.simulation import AssistantSetting, SimulationConfig, user_request
 from personalens_utils.simulation.runner import PAPER_TURNS, estimate_simulation
 

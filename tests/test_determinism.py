@@ -25,10 +25,10 @@ from personalens_utils import analysis
 from personalens_utils.analysis import annotation, dialogue_stats, scores
 from personalens_utils.analysis.stats import bootstrap_ci, paired_comparison, sign_flip_pvalue
 from personalens_utils.data.demographics import sample_demographics
-from personalens_utils.records import Dialogue, Judgment
+from personalens_utils.outputs.tables import save_table
 from personalens_utils.reference.schema import load_schema
-from personalens_utils.store import RunStore
-from personalens_utils.tables import save_table
+from personalens_utils.runstore.records import Dialogue, Judgment
+from personalens_utils.runstore.store import RunStore
 from personalens_utils.validation import lexical
 from personalens_utils.validation import metrics as V
 from personalens_utils.validation import tables as VT

@@ -12,12 +12,12 @@ import pytest
 from test_simulation_support import tiny_benchmark
 from test_stage_report_errors import Overloaded
 
-from personalens_utils import session
 from personalens_utils.data import save_benchmark
 from personalens_utils.llm.client import LLMClient
-from personalens_utils.session import Session, SessionConfig, SessionError, selection_param
+from personalens_utils.runstore.store import RunStore
+from personalens_utils.session import base as session
+from personalens_utils.session.base import Session, SessionConfig, SessionError, selection_param
 from personalens_utils.simulation import SimulationConfig, nothing_to_describe, run_dialogues, run_simulation
-from personalens_utils.store import RunStore
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "03_simulation.ipynb"
 

@@ -19,13 +19,13 @@ from test_simulation_support import tiny_benchmark
 from personalens_utils import analysis, judging
 from personalens_utils.analysis import scores
 from personalens_utils.assistants import resolve_assistant
-from personalens_utils.identity import Role
 from personalens_utils.judging import JudgingConfig
 from personalens_utils.llm import CallKind, LLMClient, LLMError, Message, Request, registry
-from personalens_utils.llm.clients import Clients
-from personalens_utils.records import Dialogue
+from personalens_utils.llm.client import Clients
+from personalens_utils.runstore.identity import Role
+from personalens_utils.runstore.records import Dialogue
+from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation import SimulationConfig, run_simulation
-from personalens_utils.store import RunStore
 
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
 

@@ -15,8 +15,6 @@ import pytest
 from support.records import dialogue
 from test_simulation_support import tiny_benchmark
 
-from personalens_utils import engine
-from personalens_utils.engine import UnreadableAnswer
 from personalens_utils.generation import GenerationConfig, generate_benchmark
 from personalens_utils.generation import parsing as generation_parsing
 from personalens_utils.llm import (
@@ -29,10 +27,12 @@ from personalens_utils.llm import (
     RetryableError,
     Usage,
 )
-from personalens_utils.prompting import KitPrompts
-from personalens_utils.records import ConsistencyCheck, Dialogue, MaskStep
+from personalens_utils.prompt_sets import KitPrompts
+from personalens_utils.runstore import engine
+from personalens_utils.runstore.engine import UnreadableAnswer
+from personalens_utils.runstore.records import ConsistencyCheck, Dialogue, MaskStep
+from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation import SimulationConfig, run_simulation
-from personalens_utils.store import RunStore
 from personalens_utils.validation import consistency
 from personalens_utils.validation.consistency import ProfileToCheck, run_consistency
 

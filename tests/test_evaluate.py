@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from support.checkout import copy_env
 
-from personalens_utils.tables import read_table
+from personalens_utils.outputs.tables import read_table
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("reproduced_checkout")]
 

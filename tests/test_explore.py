@@ -15,22 +15,22 @@ from test_analysis_support import build_benchmark
 from personalens_utils import analysis
 from personalens_utils.analysis import annotation
 from personalens_utils.analysis.annotation import AnnotationError
-from personalens_utils.display import UsageTable, frame_html
-from personalens_utils.engine import StageReport
+from personalens_utils.base.paths import project_root
 from personalens_utils.explore import Annotator, annotate, explore, side_by_side
 from personalens_utils.explore import widgets as widgets_module
 from personalens_utils.explore.catalog import DialogueView
 from personalens_utils.explore.views import dialogue_page, turn_notes
-from personalens_utils.identity import Variant
 from personalens_utils.judging import DIMENSIONS
 from personalens_utils.judging.answers import combine, score_fields
 from personalens_utils.llm import CallKind, Message, Request
-from personalens_utils.llm.clients import Clients
+from personalens_utils.llm.client import Clients
 from personalens_utils.llm.offline.judge import mentions
-from personalens_utils.paths import project_root
-from personalens_utils.records import Dialogue, Judgment
-from personalens_utils.store import RunStore
-from personalens_utils.tables import Source, TableResult
+from personalens_utils.outputs.display import UsageTable, frame_html
+from personalens_utils.outputs.tables import Source, TableResult
+from personalens_utils.runstore.engine import StageReport
+from personalens_utils.runstore.identity import Variant
+from personalens_utils.runstore.records import Dialogue, Judgment
+from personalens_utils.runstore.store import RunStore
 
 LONG = ("The assistant proposed a jazz documentary before the user named a genre, then followed up with a "
         "drama once asked; it never checked the time of day. " * 2).strip()

@@ -14,8 +14,8 @@ from test_explore import DIALOGUES, _judgment, build
 from personalens_utils.explore import Catalog, Filters, explore, side_by_side
 from personalens_utils.explore import widgets as widgets_module
 from personalens_utils.judging import ALL_DIMENSIONS
-from personalens_utils.records import Dialogue, Judgment
-from personalens_utils.store import RunStore, StoreError
+from personalens_utils.runstore.records import Dialogue, Judgment
+from personalens_utils.runstore.store import RunStore, StoreError
 
 
 @pytest.fixture

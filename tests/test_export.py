@@ -15,15 +15,15 @@ from inspect_ai.log import read_eval_log
 from personalens_utils import analysis
 from personalens_utils.analysis import dialogue_stats, scores
 from personalens_utils.data import load_benchmark
-from personalens_utils.export import ExportError, import_run, to_hf_dataset, to_inspect
+from personalens_utils.export.formats import ExportError, import_run, to_hf_dataset, to_inspect
 from personalens_utils.generation import GenerationConfig, generate_benchmark
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
 from personalens_utils.llm import LLMClient
-from personalens_utils.records import Dialogue, Judgment
-from personalens_utils.run_card import read_card
+from personalens_utils.runstore.records import Dialogue, Judgment
+from personalens_utils.runstore.run_card import read_card
+from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation import SimulationConfig
 from personalens_utils.simulation.runner import run_simulation
-from personalens_utils.store import RunStore
 
 pytestmark = pytest.mark.slow
 CHROMIUM = os.environ.get("PERSONALENS_CHROMIUM") or shutil.which("chromium") or (

@@ -11,8 +11,9 @@ from test_analysis_support import JUDGE, build_store
 from test_figure_export import figures, persona_radar  # noqa: F401  (the module's fixture)
 from test_trust_stats import exports, pilot_tidy  # noqa: F401  (fixtures)
 
-from personalens_utils import analysis, plots
+from personalens_utils import analysis
 from personalens_utils.analysis import scores
+from personalens_utils.outputs import plots
 
 
 def _note_problems(fig: Figure, name: str) -> list[str]:

@@ -29,10 +29,11 @@ from support.pdf import font_sizes, font_subtypes, page_size
 from test_analysis_support import JUDGE, build_store
 from test_determinism import write_outputs
 
-from personalens_utils import analysis, plots
+from personalens_utils import analysis
 from personalens_utils.analysis import scores
 from personalens_utils.data.demographics import sample_demographics
 from personalens_utils.llm.offline import OFFLINE_LABEL
+from personalens_utils.outputs import plots
 from personalens_utils.persona_bench import report
 from personalens_utils.reference.schema import load_schema
 from personalens_utils.validation.figures import figure3

@@ -14,17 +14,17 @@ from support.read_only import read_only
 from test_kit_errors import MAX_LINES, _error_lines
 from test_simulation_support import tiny_benchmark
 
-from personalens_utils import session
 from personalens_utils.analysis.scores import load_scores
 from personalens_utils.assistants.reference import DESIGNED_ORDER
 from personalens_utils.data import load_benchmark, save_benchmark
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
 from personalens_utils.llm.client import LLMClient
-from personalens_utils.records import Dialogue, Judgment
 from personalens_utils.reproduce.cli import parse_args, problems
-from personalens_utils.session import Session, SessionConfig, SessionError
+from personalens_utils.runstore.records import Dialogue, Judgment
+from personalens_utils.runstore.store import RunStore, StoreError, merge_stores
+from personalens_utils.session import base as session
+from personalens_utils.session.base import Session, SessionConfig, SessionError
 from personalens_utils.simulation import SimulationConfig, run_simulation
-from personalens_utils.store import RunStore, StoreError, merge_stores
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 

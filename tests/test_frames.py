@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from personalens_utils.frames import as_categories, distinct, fill_missing, rows_of, with_categories
+from personalens_utils.outputs.frames import as_categories, distinct, fill_missing, rows_of, with_categories
 
 
 def mixed_frame(n: int = 5000) -> pd.DataFrame:

@@ -18,6 +18,7 @@ from personalens_utils.assistants.reference import DESIGNED_ORDER, view_of
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
 from personalens_utils.llm.client import LLMClient
 from personalens_utils.llm.offline.dialogue import assistant_turn
+from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation import (
     AssistantSetting,
     ScenarioContext,
@@ -25,7 +26,6 @@ from personalens_utils.simulation import (
     assistant_request,
 )
 from personalens_utils.simulation.runner import run_simulation
-from personalens_utils.store import RunStore
 
 
 @pytest.fixture(scope="module")

@@ -25,8 +25,8 @@ from personalens_utils.llm import CallKind, FatalError, Request, Response, Retry
 from personalens_utils.llm.client import LLMClient
 from personalens_utils.llm.offline import OfflineBackend
 from personalens_utils.llm.offline.judge import judge_answer
-from personalens_utils.records import Dialogue, Judgment, RecordError
-from personalens_utils.store import RunStore
+from personalens_utils.runstore.records import Dialogue, Judgment, RecordError
+from personalens_utils.runstore.store import RunStore
 
 TASK = {
     "task_id": "SD-Alarm-task-1",

@@ -12,9 +12,6 @@ from typing import Any
 import pytest
 from support.records import dialogue_json, put, write_lines
 
-from personalens_utils import columnar, engine
-from personalens_utils.columnar import Columnar, TableSpec
-from personalens_utils.identity import Role, judgment_id
 from personalens_utils.judging import (
     JUDGEABLE_STATUSES,
     JudgingConfig,
@@ -26,8 +23,11 @@ from personalens_utils.judging import (
 )
 from personalens_utils.judging.plan import dialogue_summaries, plan_judging
 from personalens_utils.llm.client import LLMClient
-from personalens_utils.records import Dialogue, DialogueSummary, Judgment
-from personalens_utils.store import RunStore
+from personalens_utils.runstore import columnar, engine
+from personalens_utils.runstore.columnar import Columnar, TableSpec
+from personalens_utils.runstore.identity import Role, judgment_id
+from personalens_utils.runstore.records import Dialogue, DialogueSummary, Judgment
+from personalens_utils.runstore.store import RunStore
 
 TURNS = [{"role": "user", "content": "Could you make me a playlist?"},
          {"role": "assistant", "content": "Sure! Some jazz on Spotify?"},

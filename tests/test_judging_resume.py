@@ -18,8 +18,8 @@ from personalens_utils.judging import ALL_DIMENSIONS, run_judging
 from personalens_utils.llm import Request, Response
 from personalens_utils.llm.client import LLMClient
 from personalens_utils.llm.offline import OfflineBackend
-from personalens_utils.records import Dialogue, Judgment
-from personalens_utils.store import RunStore
+from personalens_utils.runstore.records import Dialogue, Judgment
+from personalens_utils.runstore.store import RunStore
 
 N_DIALOGUES = 40
 
@@ -43,7 +43,7 @@ import asyncio, sys
 from personalens_utils.judging import run_judging
 from personalens_utils.llm.client import LLMClient
 from personalens_utils.llm.offline import OfflineBackend
-from personalens_utils.store import RunStore
+from personalens_utils.runstore.store import RunStore
 {context_code}
 
 class Slow(OfflineBackend):

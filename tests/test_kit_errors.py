@@ -22,7 +22,7 @@ from support.checkout import copy_env
 from test_simulation_support import tiny_benchmark
 
 import personalens_utils
-from personalens_utils import errors
+from personalens_utils.base import errors
 from personalens_utils.data import save_benchmark
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,7 +41,7 @@ def _package_exceptions() -> list[type[Exception]]:
     return found
 
 
-SIGNALS = {"personalens_utils.engine.Pending", "personalens_utils.judging.batch._Awaited",
+SIGNALS = {"personalens_utils.runstore.engine.Pending", "personalens_utils.judging.batch._Awaited",
            "personalens_utils.simulation.batch.RoundFailed"}
 """Exceptions that carry a work item back to the engine (answers still awaited); none reaches a user."""
 
@@ -141,7 +141,7 @@ def test_the_command_line_without_the_key_says_so_once_and_writes_nothing(tmp_pa
 
 def test_a_kit_error_on_the_command_line_is_one_message_and_exit_code_1(tmp_path, monkeypatch, capsys):
     from personalens_utils.reproduce import cli
-    from personalens_utils.store import StoreError
+    from personalens_utils.runstore.store import StoreError
 
     def broken(settings):
         raise StoreError(f"{tmp_path}/dialogues.jsonl:3: not valid JSON")

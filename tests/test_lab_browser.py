@@ -25,8 +25,8 @@ from playwright.sync_api import Page, expect, sync_playwright
 from support.checkout import copy_env
 
 from personalens_utils.explore import Catalog
-from personalens_utils.records import Dialogue, Judgment
-from personalens_utils.store import RunStore
+from personalens_utils.runstore.records import Dialogue, Judgment
+from personalens_utils.runstore.store import RunStore
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("reproduced_checkout"), pytest.mark.timeout(900)]
 

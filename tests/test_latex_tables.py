@@ -16,7 +16,7 @@ from test_determinism import write_outputs
 
 from personalens_utils import analysis
 from personalens_utils.analysis import annotation, scores
-from personalens_utils.latex import (
+from personalens_utils.outputs.latex import (
     MISSING,
     Block,
     Printed,
@@ -25,7 +25,7 @@ from personalens_utils.latex import (
     split_caption,
     table_latex,
 )
-from personalens_utils.tables import save_table
+from personalens_utils.outputs.tables import save_table
 from personalens_utils.validity import anchored
 
 PDFLATEX = shutil.which("pdflatex")

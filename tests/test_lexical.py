@@ -105,8 +105,8 @@ def test_lexical_diversity_samples_self_bleu_and_names_bad_records():
 def test_run_store_lexical_diversity_reads_dialogues_and_reports_backends(tmp_path):
     from support.records import dialogue_json, put
 
-    from personalens_utils.records import Dialogue
-    from personalens_utils.store import RunStore
+    from personalens_utils.runstore.records import Dialogue
+    from personalens_utils.runstore.store import RunStore
 
     def stored(i: int, task_type: str, *utterances: str, **fields: str) -> dict:
         row = _dialogue(i, task_type, *utterances)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from personalens_utils.llm import CallKind, Message, Request
-from personalens_utils.llm.clients import Clients
+from personalens_utils.llm.client import Clients
 from personalens_utils.llm.specs import ModelSpec, SpecError
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from personalens_utils.analysis import table11
 from personalens_utils.llm import registry
-from personalens_utils.tables import read_table
+from personalens_utils.outputs.tables import read_table
 
 
 def row(frame, model: str, backend: str) -> dict:

@@ -14,7 +14,7 @@ import papermill
 import pytest
 from support.checkout import SMALL_REPRODUCE, copy_env, run_reproduce
 
-from personalens_utils import paths
+from personalens_utils.base import paths
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("reproduced_checkout")]
 

@@ -10,8 +10,8 @@ import pytest
 from test_simulation_support import tiny_benchmark
 
 from personalens_utils.data import save_benchmark
-from personalens_utils.records import Dialogue
-from personalens_utils.store import RunStore
+from personalens_utils.runstore.records import Dialogue
+from personalens_utils.runstore.store import RunStore
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "03_simulation.ipynb"
 

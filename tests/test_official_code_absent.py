@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 from test_simulation_support import tiny_benchmark
 
-from personalens_utils import judging, prompting, reproduce
+from personalens_utils import judging, prompt_sets, reproduce
+from personalens_utils.base.paths import CODE_ENV, project_root
 from personalens_utils.judging import JudgingConfig
 from personalens_utils.llm import LLMClient
-from personalens_utils.paths import CODE_ENV, project_root
-from personalens_utils.prompts.official import OfficialCodeError, load_official_prompts
+from personalens_utils.prompt_sets.official.templates import OfficialCodeError, load_official_prompts
+from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation import SimulationConfig, run_simulation
-from personalens_utils.store import RunStore
 
 WINDOW = 60
 MIN_LETTERS = 40
@@ -135,9 +135,9 @@ def test_an_official_run_without_the_code_fails_before_any_call(tmp_path, monkey
     with LLMClient("offline", progress=False) as client:
         for run in (
             lambda: run_simulation(bench, store, client,
-                                   SimulationConfig(prompts=prompting.prompt_set("official", tmp_path))),
+                                   SimulationConfig(prompts=prompt_sets.prompt_set("official", tmp_path))),
             lambda: judging.run_judging(store, client, judging.benchmark_contexts(bench),
-                                        JudgingConfig(prompts=prompting.prompt_set("official", tmp_path))),
+                                        JudgingConfig(prompts=prompt_sets.prompt_set("official", tmp_path))),
         ):
             with pytest.raises(OfficialCodeError, match=CODE_ENV):
                 run()
@@ -145,7 +145,7 @@ def test_an_official_run_without_the_code_fails_before_any_call(tmp_path, monkey
     assert not any(store.root.glob("*.jsonl"))
     with pytest.raises(ValueError, match=r"unknown prompt_set 'paper'; choose one of \['kit', 'official'\]"):
         run_simulation(bench, store, LLMClient("offline", progress=False),
-                       SimulationConfig(prompts=prompting.prompt_set("paper")))
+                       SimulationConfig(prompts=prompt_sets.prompt_set("paper")))
 
 
 def test_make_reproduce_with_the_official_prompts_stops_at_once_without_the_code(tmp_path, capsys):

@@ -10,9 +10,7 @@ from types import SimpleNamespace
 import pytest
 from test_simulation_support import tiny_benchmark
 
-from personalens_utils.judging import score_under
-from personalens_utils.llm.client import LLMClient
-from personalens_utils.official_io import (
+from personalens_utils.export.official import (
     KIT_KEY,
     OFFICIAL_KEYS,
     OfficialExportError,
@@ -25,10 +23,12 @@ from personalens_utils.official_io import (
     parse_model_folder,
     plan_export,
 )
-from personalens_utils.records import Dialogue, Judgment
-from personalens_utils.run_card import read_card
+from personalens_utils.judging import score_under
+from personalens_utils.llm.client import LLMClient
+from personalens_utils.runstore.records import Dialogue, Judgment
+from personalens_utils.runstore.run_card import read_card
+from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation import PAPER_SETTINGS, AssistantSetting, SimulationConfig, run_simulation
-from personalens_utils.store import RunStore
 
 
 @pytest.fixture(scope="module")

@@ -33,16 +33,16 @@ from support.official_code import (
 )
 
 from personalens_utils.data import Benchmark, load_benchmark
+from personalens_utils.export.official import read_dialogue_file
 from personalens_utils.judging import DIMENSIONS, benchmark_contexts, dimension_requests
 from personalens_utils.llm import Request, Response, Usage
-from personalens_utils.official_io import read_dialogue_file
-from personalens_utils.prompting import OfficialPromptSet, ScenarioContext
-from personalens_utils.prompts.official import OfficialPromptError, load_official_prompts
-from personalens_utils.records import Dialogue
+from personalens_utils.prompt_sets import OfficialPromptSet, ScenarioContext
+from personalens_utils.prompt_sets.official.templates import OfficialPromptError, load_official_prompts
+from personalens_utils.runstore.records import Dialogue
+from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation import SimulationConfig, plan_dialogues
 from personalens_utils.simulation.loop import simulate_dialogue
 from personalens_utils.simulation.settings import AssistantSetting
-from personalens_utils.store import RunStore
 
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
 

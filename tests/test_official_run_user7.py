@@ -19,9 +19,9 @@ import pytest
 
 from personalens_utils import analysis
 from personalens_utils.analysis import scores
+from personalens_utils.export.official import EVALUATION_DIMENSIONS, import_official_run, parse_model_folder
 from personalens_utils.llm import registry
-from personalens_utils.official_io import EVALUATION_DIMENSIONS, import_official_run, parse_model_folder
-from personalens_utils.store import RunStore
+from personalens_utils.runstore.store import RunStore
 
 GATHER = [("personalization", ""), ("task_completion", ""), ("naturalness", "_user"),
           ("naturalness", "_asst"), ("coherence", "_user"), ("coherence", "_asst")]

@@ -24,17 +24,17 @@ from test_simulation_support import tiny_benchmark
 
 from personalens_utils.analysis import scores
 from personalens_utils.data import save_benchmark
-from personalens_utils.judging import score_under
-from personalens_utils.llm.client import LLMClient
-from personalens_utils.official_io import (
+from personalens_utils.export.official import (
     export_official,
     import_official_run,
     parse_model_folder,
     plan_export,
 )
-from personalens_utils.records import Dialogue
+from personalens_utils.judging import score_under
+from personalens_utils.llm.client import LLMClient
+from personalens_utils.runstore.records import Dialogue
+from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation import SimulationConfig, run_simulation
-from personalens_utils.store import RunStore
 
 pytestmark = pytest.mark.slow
 

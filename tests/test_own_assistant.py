@@ -18,10 +18,10 @@ from personalens_utils.analysis.own_assistant import (
 from personalens_utils.data import load_benchmark, save_benchmark
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
 from personalens_utils.llm import LLMClient
-from personalens_utils.prompting import prompt_set
-from personalens_utils.records import Dialogue, Judgment
-from personalens_utils.session import Session, SessionConfig
-from personalens_utils.store import RunStore
+from personalens_utils.prompt_sets import prompt_set
+from personalens_utils.runstore.records import Dialogue, Judgment
+from personalens_utils.runstore.store import RunStore
+from personalens_utils.session.base import Session, SessionConfig
 
 RETRIEVAL = "python:personalens_utils.assistants.retrieval:RetrievalAssistant?k=2&model=offline"
 

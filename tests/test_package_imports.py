@@ -13,7 +13,7 @@ import pytest
 
 import personalens_utils
 from personalens_utils.llm.batch import make_custom_id
-from personalens_utils.store import stable_id
+from personalens_utils.runstore.store import stable_id
 
 PACKAGE_DIR = Path(personalens_utils.__file__).resolve().parent
 PACKAGE = PACKAGE_DIR.name

@@ -11,19 +11,18 @@ import pytest
 from test_analysis_support import build_benchmark
 from test_latex_tables import compile_problems, needs_tex
 
-from personalens_utils.analysis import stats
+from personalens_utils.analysis import bootstrap, stats
 from personalens_utils.analysis.scores import load_scores
 from personalens_utils.analysis.stats import MIN_CLUSTERS
 from personalens_utils.assistants import PythonOptions, resolve_assistant
 from personalens_utils.explore import explore, play_user
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
 from personalens_utils.llm import LLMClient
-from personalens_utils.llm.clients import Clients
-from personalens_utils.records import Dialogue, Judgment
-from personalens_utils.run_card import read_card
+from personalens_utils.llm.client import Clients
+from personalens_utils.runstore.records import Dialogue, Judgment
+from personalens_utils.runstore.run_card import read_card
+from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation import SimulationConfig, run_simulation
-from personalens_utils.store import RunStore
-from personalens_utils.trust import bootstrap
 from personalens_utils.validity import (
     HUMAN,
     FidelityError,

@@ -27,8 +27,8 @@ from test_lab_browser import page as page  # the fixture: headless Chromium
 from test_simulation_support import tiny_benchmark
 
 from personalens_utils.data.write import save_benchmark
-from personalens_utils.records import Dialogue, Judgment
-from personalens_utils.store import RunStore
+from personalens_utils.runstore.records import Dialogue, Judgment
+from personalens_utils.runstore.store import RunStore
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 T = TypeVar("T")
@@ -42,7 +42,7 @@ JUDGED = ("task_completion", "personalization")
 def _notebook(folder: Path, scenario_id: str) -> Path:
     """The notebook a person opens: the session and the widget; judging; the explorer."""
     cells = [
-        "from personalens_utils.session import Session, SessionConfig\n"
+        "from personalens_utils.session.base import Session, SessionConfig\n"
         "from personalens_utils.explore import explore, play_user\n"
         f"session = Session.open(SessionConfig(benchmark_dir={str(folder / 'bench')!r}, "
         f"run_dir={str(folder / 'run')!r}, backend='offline'))\n"

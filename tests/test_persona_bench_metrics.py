@@ -16,7 +16,7 @@ from personalens_utils.persona_bench.items import iter_items
 from personalens_utils.persona_bench.records import PersonaPrediction
 from personalens_utils.persona_bench.runner import run_items
 from personalens_utils.persona_bench.synthetic import write_synthetic
-from personalens_utils.store import RunStore
+from personalens_utils.runstore.store import RunStore
 
 
 @pytest.fixture(scope="module")

@@ -16,9 +16,9 @@ import pytest
 from test_figure_export import POINTS_PER_INCH, font_sizes, font_subtypes, page_size
 from test_latex_tables import PDFLATEX, compile_problems
 
-from personalens_utils import plots
+from personalens_utils.base.paths import project_root
 from personalens_utils.llm.offline import OFFLINE_LABEL
-from personalens_utils.paths import project_root
+from personalens_utils.outputs import plots
 from personalens_utils.persona_bench.synthetic import SYNTHETIC_LABEL
 
 pytestmark = pytest.mark.slow
@@ -88,8 +88,8 @@ def test_the_radar_figure_meets_the_print_rules(executed):
 
 def test_a_second_evaluation_writes_the_same_bytes(executed, tmp_path):
     from personalens_utils.llm import LLMClient
-    from personalens_utils.persona_bench.pipeline import PersonaRun
-    from personalens_utils.store import RunStore
+    from personalens_utils.runstore.store import RunStore
+    from personalens_utils.session.persona_bench import PersonaRun
 
     out = executed
     run = PersonaRun(

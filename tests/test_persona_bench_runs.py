@@ -22,11 +22,11 @@ from personalens_utils.llm import LLMClient
 from personalens_utils.llm.client import PreflightError
 from personalens_utils.persona_bench.data import PersonaDataError, load_users
 from personalens_utils.persona_bench.items import iter_items
-from personalens_utils.persona_bench.pipeline import PersonaRun
 from personalens_utils.persona_bench.records import PersonaPrediction
 from personalens_utils.persona_bench.runner import run_items
 from personalens_utils.persona_bench.synthetic import write_synthetic
-from personalens_utils.store import RunStore
+from personalens_utils.runstore.store import RunStore
+from personalens_utils.session.persona_bench import PersonaRun
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +89,7 @@ from personalens_utils.llm.client import LLMClient
 from personalens_utils.llm.offline import OfflineBackend
 from personalens_utils.persona_bench.items import iter_items
 from personalens_utils.persona_bench.runner import run_items
-from personalens_utils.store import RunStore
+from personalens_utils.runstore.store import RunStore
 
 data, run_dir, log = sys.argv[1:4]
 

@@ -26,9 +26,9 @@ from personalens_utils.llm import (
     registry,
 )
 from personalens_utils.llm.backends._http import classify_status
-from personalens_utils.records import Dialogue
+from personalens_utils.runstore.records import Dialogue
+from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation import run_simulation
-from personalens_utils.store import RunStore
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 KEY_VARS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY")

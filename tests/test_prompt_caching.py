@@ -16,11 +16,11 @@ from personalens_utils.llm import LLMClient, Request, registry
 from personalens_utils.llm.backends.anthropic import AnthropicBackend
 from personalens_utils.llm.offline import OfflineBackend
 from personalens_utils.llm.prompt_cache import CACHE_PREFIX_KEY, min_cacheable_tokens, stable_prefix
-from personalens_utils.prompts.dialogue import USER_SYSTEM
-from personalens_utils.records import Dialogue
+from personalens_utils.prompt_templates.dialogue import USER_SYSTEM
+from personalens_utils.runstore.records import Dialogue
+from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation import AssistantSetting, ScenarioContext, assistant_request, user_request
 from personalens_utils.simulation.loop import simulate_dialogue
-from personalens_utils.store import RunStore
 
 TWO_TURNS = dialogue(0)["turns"]
 HISTORY = " ".join(

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from personalens_utils.prompts.dialogue import EMPTY_CLOSING
-from personalens_utils.prompts.render import (
+from personalens_utils.prompt_templates.dialogue import EMPTY_CLOSING
+from personalens_utils.prompt_templates.render import (
     render_conversation,
     render_demographics,
     render_fields,

@@ -11,9 +11,9 @@ import pytest
 from support.records import dialogue_json, write_lines
 
 from personalens_utils.analysis import scores
-from personalens_utils.identity import Variant
-from personalens_utils.records import Dialogue, Judgment, RecordError
-from personalens_utils.store import RunStore
+from personalens_utils.runstore.identity import Variant
+from personalens_utils.runstore.records import Dialogue, Judgment, RecordError
+from personalens_utils.runstore.store import RunStore
 
 IDENTITY_KEYS = ("user_backend", "user_model_id", "assistant_backend", "assistant_model_id")
 

@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 from test_simulation_support import tiny_benchmark
 
-from personalens_utils import judging, prompting
+from personalens_utils import judging, prompt_sets
 from personalens_utils.llm import LLMClient, Request
-from personalens_utils.prompting import KitPrompts, ScenarioContext
-from personalens_utils.prompting.base import Turn
-from personalens_utils.records import Dialogue, Judgment
+from personalens_utils.prompt_sets import KitPrompts, ScenarioContext
+from personalens_utils.prompt_sets.base import Turn
+from personalens_utils.runstore.records import Dialogue, Judgment
+from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation import SimulationConfig, run_simulation
-from personalens_utils.store import RunStore
 
 
 class ToyPrompts(KitPrompts):
@@ -43,8 +43,8 @@ class ToyPrompts(KitPrompts):
 
 @pytest.fixture
 def toy(monkeypatch: pytest.MonkeyPatch) -> ToyPrompts:
-    monkeypatch.setitem(prompting.PROMPT_SETS, ToyPrompts.name, ToyPrompts)
-    return prompting.prompt_set("toy")
+    monkeypatch.setitem(prompt_sets.PROMPT_SETS, ToyPrompts.name, ToyPrompts)
+    return prompt_sets.prompt_set("toy")
 
 
 def test_a_toy_prompt_set_runs_a_dialogue_and_a_judgment(toy: ToyPrompts, tmp_path) -> None:

@@ -15,11 +15,11 @@ from support.fake_server import FakeLLMServer
 from support.records import put
 from test_batch_support import MODEL, context_for, dialogue, judge_reply
 
-from personalens_utils import prompting
+from personalens_utils import prompt_sets
 from personalens_utils.judging import JudgingConfig, run_judging
 from personalens_utils.llm import LLMClient
-from personalens_utils.records import Dialogue, Judgment
-from personalens_utils.store import RunStore
+from personalens_utils.runstore.records import Dialogue, Judgment
+from personalens_utils.runstore.store import RunStore
 
 
 def official_context(record: Dialogue) -> dict[str, Any]:
@@ -38,7 +38,7 @@ def judge(store: RunStore, code: Path, **options: Any) -> None:
     with LLMClient("anthropic", use_cache=False, progress=False, retry_base_s=0.01) as llm:
         run_judging(store, llm, official_context,
                     JudgingConfig(judge_model=MODEL, offline_dialogues=True, **options,
-                                  prompts=prompting.prompt_set("official", code)))
+                                  prompts=prompt_sets.prompt_set("official", code)))
 
 
 def test_official_batch_judging_matches_online_and_never_reminds(server, official_code, tmp_path):

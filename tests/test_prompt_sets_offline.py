@@ -10,24 +10,24 @@ import papermill
 import pytest
 from test_simulation_support import tiny_benchmark
 
-from personalens_utils import analysis, judging, prompting
+from personalens_utils import analysis, judging, prompt_sets
 from personalens_utils.analysis import scores
 from personalens_utils.data import save_benchmark
 from personalens_utils.judging import JudgingConfig
 from personalens_utils.judging.report import missing_rate
 from personalens_utils.llm import CallKind, LLMClient
-from personalens_utils.prompts.judge import JUDGE_PROMPT_VERSION
-from personalens_utils.prompts.official import load_official_prompts
-from personalens_utils.records import Dialogue, Judgment
+from personalens_utils.prompt_sets.official.templates import load_official_prompts
+from personalens_utils.prompt_templates.judge import JUDGE_PROMPT_VERSION
+from personalens_utils.runstore.records import Dialogue, Judgment
+from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation import SimulationConfig, run_simulation
-from personalens_utils.store import RunStore
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 DIMENSIONS = ["task_completion", "personalization", "naturalness_user", "turn_personalization"]
 
 
 def run(bench, store, prompt_set: str, code: Path | None) -> tuple:
-    options = {"prompts": prompting.prompt_set(prompt_set, code)}
+    options = {"prompts": prompt_sets.prompt_set(prompt_set, code)}
     with LLMClient("offline", progress=False, use_cache=False) as client:
         simulated = run_simulation(bench, store, client,
                                    SimulationConfig(settings=["base", "base+I"], **options))

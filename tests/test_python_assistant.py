@@ -23,9 +23,11 @@ from personalens_utils.assistants.reference import SETTING_ASSISTANT
 from personalens_utils.assistants.retrieval import RETRIEVED_HEADING, RetrievalAssistant, passages
 from personalens_utils.data import save_benchmark
 from personalens_utils.llm import Message, registry
-from personalens_utils.llm.clients import Clients
+from personalens_utils.llm.client import Clients
 from personalens_utils.llm.specs import ModelSpec, SpecError
-from personalens_utils.records import Dialogue
+from personalens_utils.outputs.tables import Source, TableResult, read_table
+from personalens_utils.runstore.records import Dialogue
+from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation import (
     PAPER_SETTINGS,
     AssistantSetting,
@@ -35,8 +37,6 @@ from personalens_utils.simulation import (
     assistant_system,
     run_simulation,
 )
-from personalens_utils.store import RunStore
-from personalens_utils.tables import Source, TableResult, read_table
 
 RETRIEVAL = "personalens_utils.assistants.retrieval:RetrievalAssistant"
 
@@ -316,7 +316,7 @@ def test_a_module_in_the_project_root_loads_without_pythonpath(tmp_path, monkeyp
 
 
 def test_notebook_06_and_07_take_the_spec_notebook_03_took(tmp_path):
-    from personalens_utils.session import Session, SessionConfig
+    from personalens_utils.session.base import Session, SessionConfig
 
     bench = tmp_path / "bench"
     save_benchmark(tiny_benchmark(), bench)

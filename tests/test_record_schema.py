@@ -11,10 +11,10 @@ from typing import ClassVar
 import orjson
 import pytest
 
-from personalens_utils import columnar
-from personalens_utils.identity import Variant
-from personalens_utils.records import Judgment, Record, RecordError
-from personalens_utils.store import RunStore
+from personalens_utils.runstore import columnar
+from personalens_utils.runstore.identity import Variant
+from personalens_utils.runstore.records import Judgment, Record, RecordError
+from personalens_utils.runstore.store import RunStore
 
 
 def _judgment_with_confidence() -> type[Judgment]:

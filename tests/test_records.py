@@ -15,7 +15,7 @@ from support.records import dialogue_json, write_lines
 
 import personalens_utils
 from personalens_utils.llm import registry
-from personalens_utils.records import (
+from personalens_utils.runstore.records import (
     RECORD_TYPES,
     Batch,
     BatchEntry,
@@ -27,7 +27,7 @@ from personalens_utils.records import (
     RecordError,
     record_type,
 )
-from personalens_utils.store import RunStore, StoreMigrated, merge_stores
+from personalens_utils.runstore.store import RunStore, StoreMigrated, merge_stores
 
 OLD_STORE = Path(__file__).parent / "fixtures" / "store_v1"
 PACKAGE = Path(personalens_utils.__file__).parent
@@ -182,7 +182,7 @@ def test_a_store_is_checked_for_migration_once(old_store, tmp_path, monkeypatch)
     def refuse(root):
         raise AssertionError(f"{root} was checked for lines written before run identity again")
 
-    monkeypatch.setattr("personalens_utils.store.needs_migration", refuse)
+    monkeypatch.setattr("personalens_utils.runstore.store.needs_migration", refuse)
     held = (OLD_STORE / "dialogues.jsonl").read_bytes().splitlines()
     assert len(RunStore(old_store).read(Dialogue)) == len(held)
     new = RunStore(tmp_path / "new")

@@ -23,13 +23,13 @@ from test_simulation_support import tiny_benchmark
 from personalens_utils import judging
 from personalens_utils.analysis import scores
 from personalens_utils.data import save_benchmark
-from personalens_utils.identity import IdentityError
 from personalens_utils.judging import JudgingConfig
 from personalens_utils.llm import CallKind, LLMClient, Message, Request
-from personalens_utils.prompts.dialogue import USER_SYSTEM
-from personalens_utils.records import Dialogue, Judgment
+from personalens_utils.prompt_templates.dialogue import USER_SYSTEM
+from personalens_utils.runstore.identity import IdentityError
+from personalens_utils.runstore.records import Dialogue, Judgment
+from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation import SimulationConfig, run_simulation
-from personalens_utils.store import RunStore
 
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
 

@@ -15,7 +15,8 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
 from personalens_utils import reproduce
-from personalens_utils.plots import save_figure
+from personalens_utils.outputs.plots import save_figure
+from personalens_utils.outputs.tables import save_table
 from personalens_utils.reproduce import (
     PAPER_ITEMS,
     PassResult,
@@ -27,7 +28,6 @@ from personalens_utils.reproduce import (
     pipeline,
 )
 from personalens_utils.reproduce import settings as reproduce_settings
-from personalens_utils.tables import save_table
 
 
 def test_defaults_are_offline_and_anthropic_switches_to_current_models():
@@ -82,7 +82,7 @@ def executed(tmp_path_factory):
     _notebook(
         books / "writer.ipynb",
         'label = "default"\noutput_dir = None',
-        "import pandas as pd\nfrom personalens_utils.tables import save_table\n"
+        "import pandas as pd\nfrom personalens_utils.outputs.tables import save_table\n"
         'save_table(pd.DataFrame({"x": [1]}), output_dir, 3, "tiny", f"caption {label}")',
     )
     _notebook(books / "broken.ipynb", "output_dir = None", 'raise RuntimeError("the data is bad")')

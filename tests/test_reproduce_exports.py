@@ -17,9 +17,9 @@ from support.pdf import font_sizes, font_subtypes, page_size
 from test_figure_export import POINTS_PER_INCH, pdf_text
 from test_latex_tables import PDFLATEX, compile_problems
 
-from personalens_utils import plots
 from personalens_utils.llm.offline import OFFLINE_LABEL
-from personalens_utils.tables import read_caption
+from personalens_utils.outputs import plots
+from personalens_utils.outputs.tables import read_caption
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
 PASSES = {"generated": "reproduced_checkout", "official": "reproduced_official"}

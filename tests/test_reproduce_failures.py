@@ -19,7 +19,7 @@ from personalens_utils.reproduce import Settings, StepResult, cli, notebooks, pi
 from personalens_utils.reproduce import settings as reproduce_settings
 
 TCP_WARNING = "Kernel is running over TCP without encryption"
-WRITER = ("import pandas as pd\nfrom personalens_utils.tables import save_table\n"
+WRITER = ("import pandas as pd\nfrom personalens_utils.outputs.tables import save_table\n"
           'save_table(pd.DataFrame({"x": [1]}), output_dir, 3, "assistant_models", "fresh")')
 
 

@@ -8,16 +8,16 @@ import orjson
 import pytest
 from test_simulation_support import tiny_benchmark
 
-from personalens_utils import run_card
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
 from personalens_utils.llm import LLMClient
-from personalens_utils.prompting import OfficialPromptSet
-from personalens_utils.prompts.official import load_official_prompts
-from personalens_utils.records import Dialogue, Judgment
+from personalens_utils.outputs.tables import Source
+from personalens_utils.prompt_sets import OfficialPromptSet
+from personalens_utils.prompt_sets.official.templates import load_official_prompts
 from personalens_utils.reproduce.index import card_line
+from personalens_utils.runstore import run_card
+from personalens_utils.runstore.records import Dialogue, Judgment
+from personalens_utils.runstore.store import RunStore, merge_stores
 from personalens_utils.simulation import SimulationConfig, run_simulation
-from personalens_utils.store import RunStore, merge_stores
-from personalens_utils.tables import Source
 
 SD_ONLY = {"task_types": ("SD",), "user_model": "user-sim", "assistant_model": "Claude 3 Sonnet"}
 

@@ -9,22 +9,23 @@ from pathlib import Path
 import pytest
 from test_simulation_support import tiny_benchmark
 
-from personalens_utils import reproduce, run_card
+from personalens_utils import reproduce
+from personalens_utils.base.paths import LatestRun
 from personalens_utils.generation import GenerationConfig, generate_benchmark
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
 from personalens_utils.llm.client import LLMClient
+from personalens_utils.llm.role import ModelRole
 from personalens_utils.llm.specs import ModelSpec
-from personalens_utils.paths import LatestRun
 from personalens_utils.persona_bench.items import iter_items
 from personalens_utils.persona_bench.runner import run_items
 from personalens_utils.persona_bench.synthetic import write_synthetic
 from personalens_utils.reproduce import StepResult, pipeline
 from personalens_utils.reproduce import settings as reproduce_settings
-from personalens_utils.roles import ModelRole
-from personalens_utils.session import Session
+from personalens_utils.runstore import run_card
+from personalens_utils.runstore.store import ReproductionStore, RunStore
+from personalens_utils.session.base import Session
 from personalens_utils.simulation import SimulationConfig
 from personalens_utils.simulation.runner import run_simulation
-from personalens_utils.store import ReproductionStore, RunStore
 from personalens_utils.trust.probes import Padding, run_probe
 from personalens_utils.validation.consistency import benchmark_profiles, run_consistency
 from personalens_utils.validity import BlameConfig, run_blame

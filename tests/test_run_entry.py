@@ -14,7 +14,7 @@ import pytest
 
 from personalens_utils import run
 from personalens_utils.reproduce import notebooks
-from personalens_utils.simulation.pipeline import SimulationRun
+from personalens_utils.session.simulation import SimulationRun
 
 ROOT = Path(__file__).resolve().parents[1]
 MAX_LINES = 5
@@ -74,7 +74,7 @@ def test_a_failure_inside_the_notebook_prints_the_kit_message_and_the_executed_c
         {"cell_type": "code", "metadata": {"tags": ["parameters"]}, "source": "size = 1", "outputs": [],
          "execution_count": None},
         {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
-         "source": "from personalens_utils.session import SessionError\n"
+         "source": "from personalens_utils.session.base import SessionError\n"
                    "raise SessionError(f'parameter size={size}: too big')"},
     ]
     notebook = tmp_path / "tiny.ipynb"
@@ -97,8 +97,8 @@ def _session_notebook(path: Path, bench: Path) -> Path:
          "outputs": [], "execution_count": None},
         {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
          "source": "import pandas as pd\n"
-                   "from personalens_utils.session import Session, SessionConfig\n"
-                   "from personalens_utils.tables import save_table\n"
+                   "from personalens_utils.session.base import Session, SessionConfig\n"
+                   "from personalens_utils.outputs.tables import save_table\n"
                    f"session = Session.open(SessionConfig(benchmark_dir={str(bench)!r},\n"
                    "    output_dir=output_dir, default_output='tiny', store=False))\n"
                    "save_table(pd.DataFrame({'x': [1]}), session.output_dir, 1, 'tiny', 'caption')"},

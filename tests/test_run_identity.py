@@ -26,12 +26,12 @@ from personalens_utils.assistants import resolve_assistant
 from personalens_utils.data import Benchmark, save_benchmark
 from personalens_utils.judging import JudgingConfig
 from personalens_utils.llm import LLMClient, registry
-from personalens_utils.llm.clients import Clients
-from personalens_utils.prompts.dialogue import USER_SYSTEM
-from personalens_utils.records import Dialogue, Judgment
+from personalens_utils.llm.client import Clients
+from personalens_utils.outputs.tables import read_table
+from personalens_utils.prompt_templates.dialogue import USER_SYSTEM
+from personalens_utils.runstore.records import Dialogue, Judgment
+from personalens_utils.runstore.store import RunStore, StoreMigrated, stable_id
 from personalens_utils.simulation import SimulationConfig, plan_dialogues, run_simulation
-from personalens_utils.store import RunStore, StoreMigrated, stable_id
-from personalens_utils.tables import read_table
 
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
 

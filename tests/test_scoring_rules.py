@@ -13,11 +13,11 @@ from support.records import dialogue_json, put
 
 from personalens_utils import analysis, judging
 from personalens_utils.analysis import scores
-from personalens_utils.identity import Variant
 from personalens_utils.judging import DIMENSIONS, JudgingError, score_under
 from personalens_utils.judging.answers import combine, judgment_record, score_fields
-from personalens_utils.records import Dialogue
-from personalens_utils.store import RunStore
+from personalens_utils.runstore.identity import Variant
+from personalens_utils.runstore.records import Dialogue
+from personalens_utils.runstore.store import RunStore
 
 CASES = [
     # dimension, answer, strict, official

@@ -25,9 +25,9 @@ from test_simulation_support import tiny_benchmark
 from personalens_utils.data import load_benchmark, save_benchmark
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging_batch
 from personalens_utils.llm import LLMClient
-from personalens_utils.prompts.dialogue import USER_SYSTEM
-from personalens_utils.records import Batch, BatchEntry, Dialogue, Judgment
-from personalens_utils.store import RunStore
+from personalens_utils.prompt_templates.dialogue import USER_SYSTEM
+from personalens_utils.runstore.records import Batch, BatchEntry, Dialogue, Judgment
+from personalens_utils.runstore.store import RunStore
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 MODEL = "Claude Sonnet 4.6"

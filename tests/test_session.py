@@ -11,14 +11,22 @@ import papermill
 import pytest
 from support.records import dialogue
 
-from personalens_utils import paths, reproduce, session
+from personalens_utils import reproduce
+from personalens_utils.base import paths
+from personalens_utils.base.paths import project_root
 from personalens_utils.data import SAMPLES, load_benchmark
 from personalens_utils.llm import CallKind, Message, Request
-from personalens_utils.paths import project_root
-from personalens_utils.records import Dialogue
 from personalens_utils.reproduce import Settings
-from personalens_utils.session import Session, SessionConfig, SessionError, list_param, resolve_session_users
-from personalens_utils.store import ReproductionStore, RunStore, StoreError
+from personalens_utils.runstore.records import Dialogue
+from personalens_utils.runstore.store import ReproductionStore, RunStore, StoreError
+from personalens_utils.session import base as session
+from personalens_utils.session.base import (
+    Session,
+    SessionConfig,
+    SessionError,
+    list_param,
+    resolve_session_users,
+)
 
 NOTEBOOKS = sorted((project_root() / "notebooks").glob("0*.ipynb"))
 PARAMETERS_DOC = project_root() / "docs" / "parameters.md"

@@ -18,10 +18,10 @@ from personalens_utils.persona_bench.items import iter_items
 from personalens_utils.persona_bench.records import PersonaPrediction
 from personalens_utils.persona_bench.runner import run_items
 from personalens_utils.persona_bench.synthetic import write_synthetic
-from personalens_utils.records import Batch, BatchEntry, Dialogue, Judgment
-from personalens_utils.shards import Shard, ShardError
+from personalens_utils.runstore.records import Batch, BatchEntry, Dialogue, Judgment
+from personalens_utils.runstore.shards import Shard, ShardError
+from personalens_utils.runstore.store import DuplicateRecordError, RunStore, StoreError, merge_stores
 from personalens_utils.simulation import SimulationConfig, plan_dialogues, run_simulation
-from personalens_utils.store import DuplicateRecordError, RunStore, StoreError, merge_stores
 from personalens_utils.trust.probes import Padding, ProbeJudgment, run_probe
 
 SETTINGS = ["base", "base+I"]

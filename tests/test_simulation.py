@@ -12,7 +12,8 @@ from test_simulation_support import tiny_benchmark
 
 from personalens_utils.llm import CallKind, FatalError, Request, Response, RetryableError, Usage
 from personalens_utils.llm.client import LLMClient
-from personalens_utils.records import Dialogue
+from personalens_utils.runstore.records import Dialogue
+from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation import (
     PAPER_SETTINGS,
     AssistantSetting,
@@ -27,7 +28,6 @@ from personalens_utils.simulation import (
     split_terminate,
     user_request,
 )
-from personalens_utils.store import RunStore
 
 
 class ScriptBackend:

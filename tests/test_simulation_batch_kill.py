@@ -21,9 +21,9 @@ from test_simulation_batch import config, dialogue_reply, lines
 from test_simulation_support import tiny_benchmark
 
 from personalens_utils.llm import LLMClient
-from personalens_utils.records import Batch, BatchEntry, Dialogue
+from personalens_utils.runstore.records import Batch, BatchEntry, Dialogue
+from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation import run_simulation
-from personalens_utils.store import RunStore
 
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
 

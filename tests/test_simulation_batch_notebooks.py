@@ -17,9 +17,9 @@ from test_simulation_support import tiny_benchmark
 
 from personalens_utils.data import save_benchmark
 from personalens_utils.judging import ALL_DIMENSIONS
-from personalens_utils.prompts.dialogue import USER_SYSTEM
-from personalens_utils.records import Batch, BatchEntry, Dialogue, Judgment
-from personalens_utils.store import RunStore
+from personalens_utils.prompt_templates.dialogue import USER_SYSTEM
+from personalens_utils.runstore.records import Batch, BatchEntry, Dialogue, Judgment
+from personalens_utils.runstore.store import RunStore
 
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
 

@@ -10,10 +10,10 @@ from support.fake_server import FakeLLMServer, last_user_text
 from test_simulation_support import tiny_benchmark
 
 from personalens_utils.llm import LLMClient
-from personalens_utils.prompts.dialogue import USER_SYSTEM
-from personalens_utils.records import Dialogue
+from personalens_utils.prompt_templates.dialogue import USER_SYSTEM
+from personalens_utils.runstore.records import Dialogue
+from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation import SimulationConfig, run_simulation
-from personalens_utils.store import RunStore
 
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
 

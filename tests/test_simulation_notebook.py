@@ -10,12 +10,12 @@ import pytest
 from test_simulation_support import tiny_benchmark
 
 from personalens_utils.data import save_benchmark
+from personalens_utils.export.official import import_official
 from personalens_utils.llm import registry
 from personalens_utils.llm.offline import OFFLINE_LABEL
-from personalens_utils.official_io import import_official
-from personalens_utils.records import Dialogue
-from personalens_utils.store import RunStore
-from personalens_utils.tables import read_caption, read_table
+from personalens_utils.outputs.tables import read_caption, read_table
+from personalens_utils.runstore.records import Dialogue
+from personalens_utils.runstore.store import RunStore
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "03_simulation.ipynb"
 

@@ -16,11 +16,11 @@ from test_simulation_support import tiny_benchmark
 from personalens_utils.assistants import resolve_assistant
 from personalens_utils.data import save_benchmark
 from personalens_utils.llm import PreflightError, Usage, registry
-from personalens_utils.llm.clients import Clients
-from personalens_utils.records import Dialogue, Judgment
-from personalens_utils.session import Session
+from personalens_utils.llm.client import Clients
+from personalens_utils.runstore.records import Dialogue, Judgment
+from personalens_utils.runstore.store import RunStore
+from personalens_utils.session.base import Session
 from personalens_utils.simulation import SimulationConfig, estimate_simulation, plan_dialogues, run_simulation
-from personalens_utils.store import RunStore
 
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
 

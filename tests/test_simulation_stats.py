@@ -7,9 +7,9 @@ from support.records import put
 
 from personalens_utils.analysis.dialogue_stats import dialogue_stats, table13
 from personalens_utils.llm.offline import OFFLINE_LABEL
-from personalens_utils.records import Dialogue
-from personalens_utils.store import RunStore
-from personalens_utils.tables import read_table, save_table
+from personalens_utils.outputs.tables import read_table, save_table
+from personalens_utils.runstore.records import Dialogue
+from personalens_utils.runstore.store import RunStore
 
 
 def record(rid: str, task_type: str, n_turns: int, output_tokens: int, *, status: str = "terminated",

@@ -8,8 +8,8 @@ import pytest
 from filelock import FileLock
 from support.records import dialogue
 
-from personalens_utils.records import Dialogue
-from personalens_utils.store import DuplicateRecordError, RunStore
+from personalens_utils.runstore.records import Dialogue
+from personalens_utils.runstore.store import DuplicateRecordError, RunStore
 
 
 def test_two_store_objects_see_each_others_appends(tmp_path):
@@ -46,7 +46,7 @@ def test_a_torn_last_line_is_said_once_naming_file_line_and_bytes(tmp_path, capl
     torn = b'{"id": "half", "sta'
     with path.open("ab") as fh:
         fh.write(torn)
-    with caplog.at_level(logging.WARNING, logger="personalens_utils.store"):
+    with caplog.at_level(logging.WARNING, logger="personalens_utils.runstore.store"):
         with FileLock(str(path) + ".lock"):  # a write under way in another process: not torn yet
             assert len(RunStore(tmp_path).read(Dialogue)) == 2
         assert not caplog.records
@@ -60,7 +60,7 @@ def test_a_torn_last_line_is_said_once_naming_file_line_and_bytes(tmp_path, capl
     with path.open("ab") as fh:
         fh.write(torn)
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="personalens_utils.store"):
+    with caplog.at_level(logging.WARNING, logger="personalens_utils.runstore.store"):
         RunStore(tmp_path).extend([dialogue("w")])  # cut before this append, never read: said then
     assert [r.getMessage().split(" is torn")[0] for r in caplog.records] == [f"{path}: line 4"]
     assert [r.id for r in RunStore(tmp_path).read(Dialogue)] == ["x", "y", "z", "w"]

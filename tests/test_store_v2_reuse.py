@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from personalens_utils import judging, prompting
+from personalens_utils import judging, prompt_sets
 from personalens_utils.assistants import resolve_assistant
 from personalens_utils.data import load_benchmark
 from personalens_utils.judging import JudgingConfig
-from personalens_utils.llm.clients import Clients
+from personalens_utils.llm.client import Clients
 from personalens_utils.llm.specs import ModelSpec
+from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation import SimulationConfig, run_simulation
-from personalens_utils.store import RunStore
 
 FIXTURE = Path(__file__).parent / "fixtures" / "store_v2"
 RETRIEVAL = "python:personalens_utils.assistants.retrieval:RetrievalAssistant?k=2&model=offline"
@@ -41,7 +41,7 @@ def test_the_store_written_before_issue_19_is_reused_without_a_call(old_store: P
     client = clients.client(ModelSpec("offline", ""))
     reports = []
     for prompt_set in ("kit", "official"):
-        prompts = prompting.prompt_set(prompt_set, str(official_code))
+        prompts = prompt_sets.prompt_set(prompt_set, str(official_code))
         reports.append(run_simulation(bench, store, client,
                                       SimulationConfig(settings=["base", "base+all"], task_types=["SD", "MD"],
                                                        user_model=MODEL, assistant_model=MODEL, max_turns=3,
@@ -52,7 +52,7 @@ def test_the_store_written_before_issue_19_is_reused_without_a_call(old_store: P
                                                    max_turns=2)))
     contexts = judging.benchmark_contexts(bench)
     for prompt_set in ("kit", "official"):
-        prompts = prompting.prompt_set(prompt_set, str(official_code))
+        prompts = prompt_sets.prompt_set(prompt_set, str(official_code))
         reports.append(judging.run_judging(store, client, contexts,
                                            JudgingConfig(judge_model=JUDGE, offline_dialogues=True,
                                                          select=lambda d, p=prompt_set: d.prompt_set == p,

@@ -18,9 +18,9 @@ from personalens_utils.analysis.dialogue_stats import dialogues_frame
 from personalens_utils.analysis.scores import load_dialogues, load_scores
 from personalens_utils.explore.catalog import Catalog
 from personalens_utils.llm.client import LLMClient
-from personalens_utils.records import Dialogue, Judgment, RecordError
+from personalens_utils.runstore.records import Dialogue, Judgment, RecordError
+from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation import run_simulation
-from personalens_utils.store import RunStore
 
 READERS: dict[str, Callable[[RunStore], Any]] = {
     "store.records": lambda s: s.records(Dialogue),

@@ -14,9 +14,9 @@ from test_simulation_support import tiny_benchmark
 
 from personalens_utils.data import load_benchmark, save_benchmark
 from personalens_utils.llm.client import LLMClient
-from personalens_utils.records import Dialogue
+from personalens_utils.runstore.records import Dialogue
+from personalens_utils.runstore.store import ReproductionStore, RunStore, StoreError
 from personalens_utils.simulation import SimulationConfig, run_simulation
-from personalens_utils.store import ReproductionStore, RunStore, StoreError
 
 CONFIG = SimulationConfig(settings=SETTINGS)
 

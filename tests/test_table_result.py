@@ -11,7 +11,7 @@ from test_analysis_support import JUDGE, build_store
 from personalens_utils import analysis
 from personalens_utils.analysis import scores
 from personalens_utils.llm.offline import OFFLINE_LABEL
-from personalens_utils.tables import Source, TableResult, read_caption, read_table
+from personalens_utils.outputs.tables import Source, TableResult, read_caption, read_table
 
 
 def test_source_sorts_its_names_and_says_where_from():

@@ -18,11 +18,11 @@ from support.trust_design import Truth, simulate
 from test_analysis_support import JUDGE, _dialogue, _judgment, build_store
 
 from personalens_utils import analysis
-from personalens_utils.analysis import scores
+from personalens_utils.analysis import bootstrap, scores
 from personalens_utils.analysis.stats import ALL_EQUAL, FEW_CLUSTERS, MIN_CLUSTERS
-from personalens_utils.records import Dialogue, Judgment
-from personalens_utils.store import RunStore
-from personalens_utils.trust import bootstrap, differences
+from personalens_utils.runstore.records import Dialogue, Judgment
+from personalens_utils.runstore.store import RunStore
+from personalens_utils.trust import differences
 from personalens_utils.trust.power import Design, PairedComponents, users_needed
 from personalens_utils.trust.probes import ProbeJudgment, ProfileSwap
 from personalens_utils.trust.report_card import (

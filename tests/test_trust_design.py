@@ -12,20 +12,19 @@ from support.pdf import font_sizes, font_subtypes, page_size
 from test_figure_export import POINTS_PER_INCH, overlaps_and_overflows
 from test_simulation_support import tiny_benchmark
 
-from personalens_utils import plots
+from personalens_utils.analysis.design import DesignError
 from personalens_utils.analysis.scores import load_scores
 from personalens_utils.assistants import resolve_assistant
 from personalens_utils.assistants.reference import DESIGNED_ORDER
 from personalens_utils.judging import JudgingConfig, benchmark_contexts
-from personalens_utils.llm.client import LLMClient
-from personalens_utils.llm.clients import Clients
+from personalens_utils.llm.client import Clients, LLMClient
+from personalens_utils.llm.role import ModelRole
 from personalens_utils.llm.specs import ModelSpec
-from personalens_utils.records import Dialogue, Judgment
-from personalens_utils.roles import ModelRole
+from personalens_utils.outputs import plots
+from personalens_utils.runstore.records import Dialogue, Judgment
+from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation import SimulationConfig
 from personalens_utils.simulation.runner import run_simulation
-from personalens_utils.store import RunStore
-from personalens_utils.trust.design import DesignError
 from personalens_utils.trust.figures import probe_figure
 from personalens_utils.trust.power import plan_study
 from personalens_utils.trust.probe_design import (

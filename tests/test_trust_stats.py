@@ -17,13 +17,14 @@ from test_analysis_support import JUDGE, build_store
 from test_figure_export import POINTS_PER_INCH, overlaps_and_overflows, pdf_text
 from test_latex_tables import PDFLATEX, compile_problems
 
-from personalens_utils import analysis, plots
-from personalens_utils.analysis import scores
+from personalens_utils import analysis
+from personalens_utils.analysis import bootstrap, scores
+from personalens_utils.analysis.design import ARM, SCORE, USER, DesignError, design_frame
 from personalens_utils.analysis.stats import bootstrap_ci
 from personalens_utils.llm import registry
 from personalens_utils.llm.types import Usage
-from personalens_utils.trust import bootstrap, differences, power, variance
-from personalens_utils.trust.design import ARM, SCORE, USER, DesignError, design_frame
+from personalens_utils.outputs import plots
+from personalens_utils.trust import differences, power, variance
 
 
 def width(interval) -> float:

@@ -11,9 +11,9 @@ from personalens_utils.analysis.scores import load_scores
 from personalens_utils.assistants.reference import DESIGNED_ORDER
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
 from personalens_utils.llm.client import LLMClient
+from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation import SimulationConfig
 from personalens_utils.simulation.runner import run_simulation
-from personalens_utils.store import RunStore
 from personalens_utils.trust.audit import FLAGS, audit_dialogues, audit_rates, table3_without_flagged
 
 SCENARIO = {"scenario_id": "user1/SD-Alarm-task-1", "user_id": 1, "task_id": "SD-Alarm-task-1"}

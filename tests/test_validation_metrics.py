@@ -7,7 +7,7 @@ import math
 import pandas as pd
 import pytest
 
-from personalens_utils import plots
+from personalens_utils.outputs import plots
 from personalens_utils.validation import metrics as V
 from personalens_utils.validation.figures import figure3
 

@@ -10,7 +10,7 @@ import papermill
 import pytest
 from test_latex_tables import PDFLATEX, compile_problems
 
-from personalens_utils.tables import read_table
+from personalens_utils.outputs.tables import read_table
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "02_validation.ipynb"
 

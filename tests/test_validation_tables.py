@@ -8,11 +8,11 @@ from test_latex_tables import PDFLATEX, compile_problems
 
 from personalens_utils.data import load_benchmark
 from personalens_utils.generation import GenerationConfig, generate_benchmark
-from personalens_utils.latex import split_caption
 from personalens_utils.llm import LLMClient
 from personalens_utils.llm.offline import OFFLINE_LABEL
-from personalens_utils.records import ConsistencyCheck
-from personalens_utils.tables import read_table
+from personalens_utils.outputs.latex import split_caption
+from personalens_utils.outputs.tables import read_table
+from personalens_utils.runstore.records import ConsistencyCheck
 from personalens_utils.validation import metrics as V
 from personalens_utils.validation import tables as VT
 

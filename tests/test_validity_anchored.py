@@ -16,7 +16,7 @@ from test_analysis_support import JUDGE, build_benchmark, build_store
 
 from personalens_utils.analysis import annotation, scores
 from personalens_utils.analysis.annotation import AnnotationError, SampleDesign
-from personalens_utils.records import Dialogue
+from personalens_utils.runstore.records import Dialogue
 from personalens_utils.validity import anchored
 from personalens_utils.validity.anchored import ValidityError
 

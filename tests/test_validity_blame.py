@@ -16,17 +16,17 @@ from test_simulation_support import tiny_benchmark
 
 from personalens_utils.analysis.scores import load_scores
 from personalens_utils.data import save_benchmark
-from personalens_utils.engine import UnreadableAnswer
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
 from personalens_utils.llm.client import LLMClient
+from personalens_utils.llm.role import ModelRole
 from personalens_utils.llm.specs import ModelSpec
 from personalens_utils.llm.types import Response, Usage
-from personalens_utils.records import Blame, Dialogue, Judgment
-from personalens_utils.roles import ModelRole
-from personalens_utils.session import Session, SessionConfig
+from personalens_utils.runstore.engine import UnreadableAnswer
+from personalens_utils.runstore.records import Blame, Dialogue, Judgment
+from personalens_utils.runstore.store import RunStore
+from personalens_utils.session.base import Session, SessionConfig
 from personalens_utils.simulation import SimulationConfig
 from personalens_utils.simulation.runner import run_simulation
-from personalens_utils.store import RunStore
 from personalens_utils.validity import (
     BlameConfig,
     BlameError,

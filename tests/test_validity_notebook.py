@@ -13,17 +13,17 @@ import pytest
 from test_latex_tables import PDFLATEX, compile_problems
 
 from personalens_utils.analysis import annotation
+from personalens_utils.base.paths import project_root
 from personalens_utils.data import load_benchmark
 from personalens_utils.generation import GenerationConfig, generate_benchmark
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
 from personalens_utils.llm import LLMClient
 from personalens_utils.llm.offline import OFFLINE_LABEL
-from personalens_utils.paths import project_root
-from personalens_utils.records import Blame
+from personalens_utils.outputs.tables import read_caption, read_table
+from personalens_utils.runstore.records import Blame
+from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation import SimulationConfig
 from personalens_utils.simulation.runner import run_simulation
-from personalens_utils.store import RunStore
-from personalens_utils.tables import read_caption, read_table
 from personalens_utils.validity import OFFLINE_BLIND, OFFLINE_FULL
 
 pytestmark = pytest.mark.slow

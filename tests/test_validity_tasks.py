@@ -16,17 +16,17 @@ import pytest
 from test_latex_tables import PDFLATEX, compile_problems
 from test_simulation_support import SITUATION, TASKS, tiny_users
 
+from personalens_utils.analysis.bootstrap import paired_difference
+from personalens_utils.analysis.design import design_frame
 from personalens_utils.analysis.scores import load_scores
 from personalens_utils.analysis.stats import FEW_CLUSTERS, MIN_CLUSTERS
 from personalens_utils.data import Benchmark
 from personalens_utils.data.types import TaskDefinition
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
 from personalens_utils.llm.client import LLMClient
+from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation import SimulationConfig
 from personalens_utils.simulation.runner import run_simulation
-from personalens_utils.store import RunStore
-from personalens_utils.trust.bootstrap import paired_difference
-from personalens_utils.trust.design import design_frame
 from personalens_utils.validity.tasks import (
     OFFLINE_BLIND,
     OFFLINE_FULL,

@@ -7,16 +7,11 @@
   designed order; `dialogue_stats`: Table 13;
   `models`: Table 11 (from the registry); `figures`: Figures 4, 5, the radar chart.
 
-Every table-making function returns a `personalens_utils.tables.TableResult`. The names below are
+Every table-making function returns a `personalens_utils.outputs.tables.TableResult`. The names below are
 re-exported so `from personalens_utils import analysis; analysis.table3(...)` works.
 """
 
-from personalens_utils.analysis.ablation import (
-    ABLATION_SETTINGS,
-    ablation_filter,
-    first_users,
-    table4,
-)
+from personalens_utils.analysis.ablation import ABLATION_SETTINGS, ablation_filter, first_users, table4
 from personalens_utils.analysis.figures import (
     MIN_DIALOGUES_PER_TURN,
     REPRESENTATIVE_DOMAINS,
@@ -49,8 +44,8 @@ from personalens_utils.analysis.tables import (
     table3,
     table12,
 )
-from personalens_utils.frames import rows_of
-from personalens_utils.tables import Source, TableResult
+from personalens_utils.outputs.frames import rows_of
+from personalens_utils.outputs.tables import Source, TableResult
 
 __all__ = [
     "ABLATION_SETTINGS",

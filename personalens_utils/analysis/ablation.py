@@ -13,6 +13,8 @@ from typing import Any
 
 import pandas as pd
 
+from personalens_utils.analysis.bootstrap import method_note, paired_difference
+from personalens_utils.analysis.design import DESIGN_COLUMNS, design_frame
 from personalens_utils.analysis.scores import PERSONALIZATION, SCALES, TASK_COMPLETION, aggregate, backends
 from personalens_utils.analysis.stats import holm_adjust, withheld_note
 from personalens_utils.analysis.tables import (
@@ -25,13 +27,11 @@ from personalens_utils.analysis.tables import (
     require,
     score_source,
 )
-from personalens_utils.frames import rows_of
 from personalens_utils.judging import dialogue_filter as judging_filter
-from personalens_utils.records import Dialogue
+from personalens_utils.outputs.frames import rows_of
+from personalens_utils.outputs.tables import TableResult
+from personalens_utils.runstore.records import Dialogue
 from personalens_utils.simulation.settings import PAPER_SETTINGS as ABLATION_SETTINGS
-from personalens_utils.tables import TableResult
-from personalens_utils.trust.bootstrap import method_note, paired_difference
-from personalens_utils.trust.design import DESIGN_COLUMNS, design_frame
 
 __all__ = ["ABLATION_SETTINGS", "ablation_filter", "first_users", "table4"]
 

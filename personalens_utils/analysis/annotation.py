@@ -25,13 +25,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from personalens_utils.columnar import Columnar
-from personalens_utils.errors import KitError
+from personalens_utils.base.errors import KitError
 from personalens_utils.judging import DIMENSIONS, JUDGEABLE_STATUSES, benchmark_contexts
-from personalens_utils.prompts import judge as judge_prompts
-from personalens_utils.prompts.render import render_conversation, render_interactions, render_preferences
-from personalens_utils.records import Dialogue
-from personalens_utils.store import RunStore
+from personalens_utils.prompt_templates import judge as judge_prompts
+from personalens_utils.prompt_templates.render import (
+    render_conversation,
+    render_interactions,
+    render_preferences,
+)
+from personalens_utils.runstore.columnar import Columnar
+from personalens_utils.runstore.records import Dialogue
+from personalens_utils.runstore.store import RunStore
 
 RATED = (
     "task_completion",

@@ -18,12 +18,12 @@ import pandas as pd
 
 from personalens_utils.analysis import scores
 from personalens_utils.analysis.scores import Stores, check_one_identity, fill_identity
-from personalens_utils.columnar import Columnar
-from personalens_utils.identity import STORED_COLUMNS, STORED_KEYS
 from personalens_utils.llm.offline import OFFLINE_LABEL, count_tokens
-from personalens_utils.records import Dialogue
-from personalens_utils.store import ERROR_STATUS, RunStore
-from personalens_utils.tables import Source, TableResult
+from personalens_utils.outputs.tables import Source, TableResult
+from personalens_utils.runstore.columnar import Columnar
+from personalens_utils.runstore.identity import STORED_COLUMNS, STORED_KEYS
+from personalens_utils.runstore.records import Dialogue
+from personalens_utils.runstore.store import ERROR_STATUS, RunStore
 
 GROUP = ("assistant_model", "assistant_setting", "task_type")
 TASK_TYPES = ("SD", "MD")

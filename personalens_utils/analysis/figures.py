@@ -25,8 +25,8 @@ from personalens_utils.analysis.scores import (
 )
 from personalens_utils.analysis.stats import bootstrap_ci
 from personalens_utils.analysis.tables import MAIN_SETTING, provenance_note, score_source, table_rows
-from personalens_utils.frames import rows_of
-from personalens_utils.plots import (
+from personalens_utils.outputs.frames import rows_of
+from personalens_utils.outputs.plots import (
     FigureResult,
     Span,
     greyscale_styles,
@@ -35,7 +35,7 @@ from personalens_utils.plots import (
     new_figure,
     scale_limits,
 )
-from personalens_utils.tables import Source
+from personalens_utils.outputs.tables import Source
 
 REPRESENTATIVE_DOMAINS = ("Movies", "Music", "Messaging")
 MIN_DIALOGUES_PER_TURN = 5

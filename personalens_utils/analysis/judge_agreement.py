@@ -20,10 +20,10 @@ from personalens_utils.analysis.scores import SCALES, backends, load_scores
 from personalens_utils.analysis.tables import DIMENSION_NAMES, MAIN_SETTING, provenance_note
 from personalens_utils.data import Benchmark
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, judge_model_key, run_judging
-from personalens_utils.latex import Block, Printed
-from personalens_utils.prompting import KIT, PromptSet
-from personalens_utils.store import RunStore
-from personalens_utils.tables import Source, TableResult
+from personalens_utils.outputs.latex import Block, Printed
+from personalens_utils.outputs.tables import Source, TableResult
+from personalens_utils.prompt_sets import KIT, PromptSet
+from personalens_utils.runstore.store import RunStore
 
 AGREEMENT_DIMENSIONS = annotation.RATED
 AGREEMENT_NAMES = {dim: DIMENSION_NAMES[dim] for dim in AGREEMENT_DIMENSIONS}
@@ -203,7 +203,7 @@ def agreement_for_run(
 ) -> tuple[TableResult, dict[str, Path]]:
     """Table 5 for a run: export the annotation sample, then compare the judge with the filled sheets,
     or, with none, judge the sample again with `second_judge_model` and compare the two judges; both
-    judges' scores are those made with the judge prompts of `prompts` (docs/judging.md).
+    judges' scores are those made with the judge prompts of `prompt_templates` (docs/judging.md).
     """
     store = store if isinstance(store, RunStore) else RunStore(store)
     origin = f"run store {store.root.name}/"

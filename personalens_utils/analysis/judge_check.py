@@ -24,7 +24,7 @@ import pandas as pd
 from personalens_utils.analysis.scores import PERSONALIZATION, SHORT_NAMES, TASK_COMPLETION, backends
 from personalens_utils.analysis.stats import DEFAULT_RESAMPLES, bootstrap_ci
 from personalens_utils.analysis.tables import fmt_ci, provenance_note, score_source
-from personalens_utils.tables import TableResult
+from personalens_utils.outputs.tables import TableResult
 
 CHECK_DIMENSIONS = (PERSONALIZATION, TASK_COMPLETION)
 """The dimensions the reference assistants are designed to be ordered on."""

@@ -13,10 +13,10 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from personalens_utils.latex import Block, Printed
 from personalens_utils.llm import registry
 from personalens_utils.llm.registry import ModelInfo
-from personalens_utils.tables import Source, TableResult
+from personalens_utils.outputs.latex import Block, Printed
+from personalens_utils.outputs.tables import Source, TableResult
 
 REAL_BACKENDS = ("anthropic", "bedrock", "openai")
 _NO_PRICE = {"openai": "self-hosted, no price", "bedrock": "Bedrock price not recorded"}

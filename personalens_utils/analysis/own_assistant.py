@@ -19,15 +19,15 @@ from personalens_utils.analysis.scores import load_scores
 from personalens_utils.analysis.tables import table3
 from personalens_utils.assistants import Assistant
 from personalens_utils.data import MD, SD, Benchmark
-from personalens_utils.engine import StageReport
-from personalens_utils.identity import DIALOGUE_PROMPTS
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
-from personalens_utils.prompting import KIT, PromptSet
-from personalens_utils.records import Dialogue
-from personalens_utils.roles import ModelRole
+from personalens_utils.llm.role import ModelRole
+from personalens_utils.outputs.tables import TableResult
+from personalens_utils.prompt_sets import KIT, PromptSet
+from personalens_utils.runstore.engine import StageReport
+from personalens_utils.runstore.identity import DIALOGUE_PROMPTS
+from personalens_utils.runstore.records import Dialogue
+from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation import SimulationConfig, run_simulation
-from personalens_utils.store import RunStore
-from personalens_utils.tables import TableResult
 
 DIMENSIONS = ("task_completion", "personalization", "naturalness_assistant", "coherence_assistant")
 """What the judge scores for the comparison: Table 3's columns."""

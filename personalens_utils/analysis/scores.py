@@ -41,11 +41,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from personalens_utils.analysis.bootstrap import cluster_ci
 from personalens_utils.analysis.stats import bootstrap_ci
-from personalens_utils.columnar import Columnar
-from personalens_utils.errors import KitError
-from personalens_utils.frames import as_categories, distinct, fill_missing
-from personalens_utils.identity import (
+from personalens_utils.base.errors import KitError
+from personalens_utils.judging import DIMENSIONS as JUDGE_DIMENSIONS
+from personalens_utils.judging import OFFICIAL, STRICT, check_scoring, judge_model_key
+from personalens_utils.llm import registry
+from personalens_utils.outputs.frames import as_categories, distinct, fill_missing
+from personalens_utils.runstore.columnar import Columnar
+from personalens_utils.runstore.identity import (
     DIALOGUE_COLUMNS,
     DIALOGUE_PROMPTS,
     JUDGE_COLUMNS,
@@ -53,12 +57,8 @@ from personalens_utils.identity import (
     VariantColumns,
     legacy_model_id,
 )
-from personalens_utils.judging import DIMENSIONS as JUDGE_DIMENSIONS
-from personalens_utils.judging import OFFICIAL, STRICT, check_scoring, judge_model_key
-from personalens_utils.llm import registry
-from personalens_utils.records import KIT_PROMPTS, Dialogue, Judgment, Record
-from personalens_utils.store import RunStore
-from personalens_utils.trust.bootstrap import cluster_ci
+from personalens_utils.runstore.records import KIT_PROMPTS, Dialogue, Judgment, Record
+from personalens_utils.runstore.store import RunStore
 
 TASK_COMPLETION = "task_completion"
 PERSONALIZATION = "personalization"

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from personalens_utils import judging
+from personalens_utils.analysis.bootstrap import method_note
 from personalens_utils.analysis.scores import (
     PERSONALIZATION,
     SCALES,
@@ -41,14 +42,13 @@ from personalens_utils.analysis.scores import (
 )
 from personalens_utils.analysis.stats import withheld_note
 from personalens_utils.assistants.python import row_label
-from personalens_utils.frames import rows_of
-from personalens_utils.identity import DIALOGUE_PROMPTS, JUDGE_PROMPTS, PROMPT_SET
-from personalens_utils.latex import Block, Printed
 from personalens_utils.llm.offline import OFFLINE_LABEL
-from personalens_utils.records import KIT_PROMPTS, resolved_model
-from personalens_utils.store import RunStore
-from personalens_utils.tables import Source, TableResult
-from personalens_utils.trust.bootstrap import method_note
+from personalens_utils.outputs.frames import rows_of
+from personalens_utils.outputs.latex import Block, Printed
+from personalens_utils.outputs.tables import Source, TableResult
+from personalens_utils.runstore.identity import DIALOGUE_PROMPTS, JUDGE_PROMPTS, PROMPT_SET
+from personalens_utils.runstore.records import KIT_PROMPTS, resolved_model
+from personalens_utils.runstore.store import RunStore
 
 MAIN_SETTING = "base"
 DIMENSION_NAMES = {

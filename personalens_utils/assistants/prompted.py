@@ -5,11 +5,11 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 
 from personalens_utils.assistants.base import Pricing
-from personalens_utils.identity import Role
 from personalens_utils.llm import LLMClient, Request, Response
+from personalens_utils.llm.role import ModelRole
 from personalens_utils.llm.specs import ModelSpec
-from personalens_utils.records import OFFLINE
-from personalens_utils.roles import ModelRole
+from personalens_utils.runstore.identity import Role
+from personalens_utils.runstore.records import OFFLINE
 
 
 class PromptedAssistant:

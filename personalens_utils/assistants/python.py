@@ -48,14 +48,14 @@ from typing import Any, Literal
 
 from personalens_utils.assistants.base import Pricing
 from personalens_utils.assistants.reference import SETTING_ASSISTANT, view_of
-from personalens_utils.errors import KitError
+from personalens_utils.base.errors import KitError
+from personalens_utils.base.paths import project_root
 from personalens_utils.llm import LLMClient, registry
 from personalens_utils.llm.endpoints import served_id
 from personalens_utils.llm.registry import CALLS, KNOWN_BACKENDS
 from personalens_utils.llm.specs import ModelSpec, SpecError
 from personalens_utils.llm.types import CallKind, FatalError, LLMError, Message, Request, Response, Usage
-from personalens_utils.paths import project_root
-from personalens_utils.records import OFFLINE
+from personalens_utils.runstore.records import OFFLINE
 
 PYTHON = "python"
 """The backend dialogue records of a Python assistant carry; its spec is `python:package.module:Name`."""

@@ -14,9 +14,9 @@ from personalens_utils.assistants.prompted import PromptedAssistant
 from personalens_utils.assistants.python import PYTHON, PythonAssistant, PythonOptions, Target, load
 from personalens_utils.assistants.reference import VIEWS, ReferenceAssistant, default_assistant, is_reference
 from personalens_utils.llm import LLMClient
-from personalens_utils.llm.clients import Clients
+from personalens_utils.llm.client import Clients
 from personalens_utils.llm.specs import ModelSpec, SpecError, SpecParts
-from personalens_utils.records import OFFLINE
+from personalens_utils.runstore.records import OFFLINE
 
 
 @dataclass(frozen=True)

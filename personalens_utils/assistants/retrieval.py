@@ -21,8 +21,8 @@ from collections.abc import Mapping
 from rank_bm25 import BM25Okapi
 
 from personalens_utils.assistants.python import AssistantLLM, AssistantView
-from personalens_utils.prompts import dialogue as P
-from personalens_utils.prompts.render import render_fields
+from personalens_utils.prompt_templates import dialogue as P
+from personalens_utils.prompt_templates.render import render_fields
 
 _WORD = re.compile(r"[a-z0-9]+")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")

@@ -49,6 +49,7 @@ from personalens_utils.data.write import save_benchmark, write_task_definitions,
 from personalens_utils.reference.schema import Schema, load_schema
 
 __all__ = [
+    "DEFAULT_SAMPLE",
     "MD",
     "SAMPLES",
     "SCENARIO_COLUMNS",
@@ -60,6 +61,7 @@ __all__ = [
     "User",
     "UsersArg",
     "benchmark_root",
+    "default_users",
     "load_benchmark",
     "md_task_id",
     "present_users",
@@ -157,6 +159,18 @@ def benchmark_root(path: str | os.PathLike[str]) -> Path:
         if (folder / PROFILE_DIR).is_dir() and (folder / TASK_DIR).is_dir():
             return folder
     fail(base, None, f"not a benchmark folder: no {PROFILE_DIR}/ and {TASK_DIR}/ here or in data/")
+
+
+DEFAULT_SAMPLE = "sample_50"
+
+
+def default_users(benchmark_dir: str | os.PathLike[str]) -> str | None:
+    """The paper's sample_50 when the benchmark holds all of its users (the official data), else None
+    (every user: a generated benchmark numbers its own users)."""
+    profiles = Path(benchmark_dir) / "profile"
+    if not profiles.is_dir():
+        profiles = Path(benchmark_dir) / "data" / "profile"
+    return DEFAULT_SAMPLE if all((profiles / f"user{u}").is_dir() for u in SAMPLES[DEFAULT_SAMPLE]) else None
 
 
 def resolve_users(users: UsersArg) -> list[int] | None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from personalens_utils.errors import KitError
+from personalens_utils.base.errors import KitError
 from personalens_utils.reference.schema import MULTI_DOMAIN, load_schema
 from personalens_utils.reference.situation import SITUATION_FIELDS
 

@@ -26,10 +26,10 @@ from personalens_utils.explore.play import PlayUser
 from personalens_utils.explore.views import comparison_page, dialogue_page
 from personalens_utils.explore.widgets import Explorer, SideBySide
 from personalens_utils.judging import JudgingError, judge_context
-from personalens_utils.llm.clients import Clients
-from personalens_utils.prompting import KIT, ScenarioContext
-from personalens_utils.records import Dialogue
-from personalens_utils.store import RunStore
+from personalens_utils.llm.client import Clients
+from personalens_utils.prompt_sets import KIT, ScenarioContext
+from personalens_utils.runstore.records import Dialogue
+from personalens_utils.runstore.store import RunStore
 from personalens_utils.validity.people import start_dialogue
 
 __all__ = [

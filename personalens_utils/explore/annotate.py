@@ -23,8 +23,8 @@ import ipywidgets as widgets
 
 from personalens_utils.analysis import annotation
 from personalens_utils.analysis.annotation import RATED, AnnotationError
-from personalens_utils.display import esc, inline
 from personalens_utils.judging import DIMENSIONS
+from personalens_utils.outputs.display import esc, inline
 
 _CONTEXT = (
     ("task_type", "task type"),

@@ -17,12 +17,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from personalens_utils.columnar import Columnar, StoreLike
 from personalens_utils.data import BenchmarkDataError
 from personalens_utils.judging import ALL_DIMENSIONS, JUDGEABLE_STATUSES, JudgingError, benchmark_contexts
 from personalens_utils.llm.offline.judge import Mention, mentions
-from personalens_utils.records import Dialogue, Judgment
-from personalens_utils.store import RunStore
+from personalens_utils.runstore.columnar import Columnar, StoreLike
+from personalens_utils.runstore.records import Dialogue, Judgment
+from personalens_utils.runstore.store import RunStore
 
 ANY = None
 """A filter left open."""

@@ -17,11 +17,11 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from personalens_utils.display import chat_html, esc, inline
-from personalens_utils.errors import KitError
+from personalens_utils.base.errors import KitError
 from personalens_utils.explore.widgets import _FULL, _Page
 from personalens_utils.llm import Request
-from personalens_utils.prompts.render import render_fields, render_interactions, render_preferences
+from personalens_utils.outputs.display import chat_html, esc, inline
+from personalens_utils.prompt_templates.render import render_fields, render_interactions, render_preferences
 from personalens_utils.validity.people import PersonDialogue
 
 BRIEF = (

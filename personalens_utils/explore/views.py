@@ -17,11 +17,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from personalens_utils.analysis.tables import DIMENSION_NAMES
-from personalens_utils.display import cell, chat_html, esc, fields_html, inline
 from personalens_utils.explore.catalog import Catalog, DialogueView
 from personalens_utils.judging import ALL_DIMENSIONS
 from personalens_utils.llm.offline import answered_by
-from personalens_utils.records import Dialogue, Judgment
+from personalens_utils.outputs.display import cell, chat_html, esc, fields_html, inline
+from personalens_utils.runstore.records import Dialogue, Judgment
 
 _NOT_APPLIED = '<span class="pl-muted">not applied</span>'
 _JUDGMENTS = ('<h4>Judgments</h4><div class="pl-muted">(U) rates the user agent\'s turns, (A) the '

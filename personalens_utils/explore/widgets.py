@@ -18,10 +18,10 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from personalens_utils.display import esc, inline
 from personalens_utils.explore.catalog import Catalog, Filters
 from personalens_utils.explore.views import comparison_page, dialogue_page, dimension_name
 from personalens_utils.judging import DIMENSIONS, judge_model_key
+from personalens_utils.outputs.display import esc, inline
 
 FILTERS = (
     ("assistant_model", "assistant"),

@@ -6,12 +6,10 @@ request builders in `requests` are usable on their own.
 
 from personalens_utils.generation.parsing import AnswerError
 from personalens_utils.generation.runner import (
-           GenerationConfig,
-           GenerationResult,
-           GenerationRun,
-           generate_benchmark,
-           load_users,
+    GenerationConfig,
+    GenerationResult,
+    generate_benchmark,
+    load_users,
 )
 
-__all__ = ["AnswerError", "GenerationConfig", "GenerationResult", "GenerationRun", "generate_benchmark",
-           "load_users"]
+__all__ = ["AnswerError", "GenerationConfig", "GenerationResult", "generate_benchmark", "load_users"]

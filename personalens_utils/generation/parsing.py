@@ -14,8 +14,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from personalens_utils.engine import UnreadableAnswer
 from personalens_utils.reference.schema import Domain, PreferenceType
+from personalens_utils.runstore.engine import UnreadableAnswer
 
 DEVICES = ("Smartphone", "Laptop", "Smart speaker", "Tablet", "Smartwatch")
 TIMES_OF_DAY = ("Morning", "Afternoon", "Evening", "Night")

@@ -14,8 +14,8 @@ from typing import Any
 
 from personalens_utils.generation import parsing
 from personalens_utils.llm.types import CallKind, Message, Request
-from personalens_utils.prompts import generation as prompts
-from personalens_utils.prompts.render import render_demographics, render_preferences_nested
+from personalens_utils.prompt_templates import generation as prompts
+from personalens_utils.prompt_templates.render import render_demographics, render_preferences_nested
 from personalens_utils.reference.schema import Domain, PreferenceType, Schema
 
 MASK = "mask"

@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 import pandas as pd
 
-from personalens_utils import paths
+from personalens_utils.base import paths
 from personalens_utils.data import (
     Benchmark,
     TaskDefinition,
@@ -38,12 +38,11 @@ from personalens_utils.generation.parsing import MD_DOMAIN_RANGE
 from personalens_utils.generation.steps import STAGE, StepRunner, StepSpec
 from personalens_utils.llm import LLMClient
 from personalens_utils.llm.offline import OFFLINE_LABEL
-from personalens_utils.prompts.generation import GENERATION_PROMPT_VERSION
-from personalens_utils.records import stable_id
+from personalens_utils.prompt_templates.generation import GENERATION_PROMPT_VERSION
 from personalens_utils.reference.schema import Schema, load_schema
 from personalens_utils.reference.situation import SITUATION_FIELDS
-from personalens_utils.session import Session, list_param
-from personalens_utils.store import RunStore
+from personalens_utils.runstore.records import stable_id
+from personalens_utils.runstore.store import RunStore
 
 MANIFEST = "generation.json"
 _USER_ID = re.compile(r"^user(0|[1-9][0-9]*)$")
@@ -345,35 +344,3 @@ def _generate(config: GenerationConfig, users: list[dict[str, str]], client: LLM
     return GenerationResult(benchmark=load_benchmark(output), output_dir=output, run_dir=run_path,
                             backend=client.backend_name, steps=steps, failures=failures,
                             usage=client.usage_frame(stage=STAGE))
-
-
-@dataclass(frozen=True)
-class GenerationRun:
-    """Notebook 01's stage on a kit `Session`: what to generate, read from the notebook's parameters, and
-    where the benchmark and its step results go."""
-
-    config: GenerationConfig
-    generated_dir: str | os.PathLike[str] | None
-    run_dir: str | os.PathLike[str] | None
-
-    @classmethod
-    def open(cls, parameters: Mapping[str, Any]) -> tuple[Session, GenerationRun]:
-        """Notebook 01's setup cell in one call on its parameters (`globals()`): the session writes no
-        run store of its own and checks the benchmark's folder writable before the first call."""
-        generated = parameters["generated_dir"]
-        target = generated or paths.generated_benchmark_dir()
-        session = Session.from_parameters(parameters, benchmark_dir=target, output_dir=target, users="all",
-                                          stage="generation", store=False)
-        domains = list_param("domains", parameters["domains"])
-        config = GenerationConfig(
-            n_users=parameters["n_users"], seed=parameters["demographics_seed"],
-            demographics_file=parameters["demographics_file"],
-            sd_tasks_per_domain=parameters["sd_tasks_per_domain"], md_tasks=parameters["md_tasks"],
-            domains=tuple(domains) if domains else None, model=parameters["model"],
-            temperature=parameters["temperature"])
-        return session, cls(config, generated, parameters["run_dir"])
-
-    def generate(self, session: Session) -> GenerationResult:
-        """The benchmark generated (or finished) on the session's client."""
-        return generate_benchmark(self.config, client=session.client, output_dir=self.generated_dir,
-                                  run_dir=self.run_dir)

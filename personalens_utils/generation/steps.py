@@ -15,14 +15,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from personalens_utils import engine, run_card
-from personalens_utils.engine import Item
 from personalens_utils.generation.requests import StepCall, retry_request
-from personalens_utils.identity import Role
 from personalens_utils.llm import LLMClient
-from personalens_utils.prompts.generation import GENERATION_PROMPT_VERSION
-from personalens_utils.records import ERROR, GENERATION_STEPS, GenerationStep, Record
-from personalens_utils.store import RunStore
+from personalens_utils.prompt_templates.generation import GENERATION_PROMPT_VERSION
+from personalens_utils.runstore import engine, run_card
+from personalens_utils.runstore.engine import Item
+from personalens_utils.runstore.identity import Role
+from personalens_utils.runstore.records import ERROR, GENERATION_STEPS, GenerationStep, Record
+from personalens_utils.runstore.store import RunStore
 
 OK = "ok"
 STAGE = "generation"

@@ -39,7 +39,7 @@ from personalens_utils.judging.scoring import (
     official_reading,
     score_under,
 )
-from personalens_utils.prompting.kit import build_prompt, judge_request
+from personalens_utils.prompt_sets.kit import build_prompt, judge_request
 
 __all__ = [
     "ALL_DIMENSIONS",

@@ -10,10 +10,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from personalens_utils.identity import Role, Variant
 from personalens_utils.judging.dimensions import Dimension
 from personalens_utils.judging.parsing import ParsedAnswer
-from personalens_utils.records import Judgment
+from personalens_utils.runstore.identity import Role, Variant
+from personalens_utils.runstore.records import Judgment
 
 RETRY_SEPARATOR = "\n\n----- answer to the format reminder -----\n\n"
 TURN_SEPARATOR = "\n\n----- after assistant turn {turn} -----\n\n"

@@ -8,14 +8,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from personalens_utils import engine
-from personalens_utils.engine import Asker, UnreadableAnswer
 from personalens_utils.judging.answers import combine, error_fields, score_fields
 from personalens_utils.judging.dimensions import Dimension
 from personalens_utils.judging.parsing import ParsedAnswer
 from personalens_utils.judging.requests import dimension_requests, reminder_request
 from personalens_utils.llm import Request
-from personalens_utils.prompting import PromptSet
+from personalens_utils.prompt_sets import PromptSet
+from personalens_utils.runstore import engine
+from personalens_utils.runstore.engine import Asker, UnreadableAnswer
 
 
 async def judge_dimension(

@@ -16,8 +16,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from personalens_utils import engine
-from personalens_utils.engine import Asker, Item, StageReport
 from personalens_utils.judging.answers import judgment_record
 from personalens_utils.judging.asking import judge_dimension
 from personalens_utils.judging.config import JudgingConfig
@@ -27,8 +25,10 @@ from personalens_utils.judging.requests import ContextFor
 from personalens_utils.llm import LLMError, Request, Response
 from personalens_utils.llm.batch import BatchEntryError, BatchRunner, Outcome
 from personalens_utils.llm.client import LLMClient
-from personalens_utils.records import DialogueSummary, Judgment, Record
-from personalens_utils.store import RunStore, StoredBatches
+from personalens_utils.runstore import engine
+from personalens_utils.runstore.engine import Asker, Item, StageReport
+from personalens_utils.runstore.records import DialogueSummary, Judgment, Record
+from personalens_utils.runstore.store import RunStore, StoredBatches
 
 STAGE = "judging"
 

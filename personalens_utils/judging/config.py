@@ -7,11 +7,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from personalens_utils.identity import samples
 from personalens_utils.judging.dimensions import DEFAULT_JUDGE_MODEL
-from personalens_utils.prompting import KIT, PromptSet
-from personalens_utils.prompts import judge as prompts
-from personalens_utils.shards import Shard
+from personalens_utils.prompt_sets import KIT, PromptSet
+from personalens_utils.prompt_templates import judge as prompts
+from personalens_utils.runstore.identity import samples
+from personalens_utils.runstore.shards import Shard
 
 Select = Callable[[Any], bool]
 """Keeps a dialogue: planning calls it with a `records.DialogueSummary` (a stored dialogue's fields but its

@@ -1,6 +1,6 @@
 """What the judge scores: each dimension with its prompt template, scale and answer parser.
 
-The templates live in `prompts.judge` (where to change a prompt); a dimension names the pair it
+The templates live in `prompt_templates.judge` (where to change a prompt); a dimension names the pair it
 uses, so the judge request builder and the parser never branch on dimension names. Judgments are
 keyed by dimension name, judge model (its registry name), prompt version and the judge's run identity:
 its backend and the model id that backend is called with (`identity.judgment_id`).
@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from personalens_utils.errors import KitError
+from personalens_utils.base.errors import KitError
 from personalens_utils.judging.parsing import ParsedAnswer, parse_score, parse_verdict
 from personalens_utils.llm import registry as model_registry
-from personalens_utils.prompts import judge as prompts
+from personalens_utils.prompt_templates import judge as prompts
 
 DEFAULT_JUDGE_MODEL = "Claude 3.5 Sonnet"
 

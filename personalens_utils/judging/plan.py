@@ -16,20 +16,20 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from personalens_utils import columnar, engine, run_card
 from personalens_utils.data import UsersArg, resolve_users
-from personalens_utils.engine import Plan
-from personalens_utils.identity import Role, judgment_id_tail, judgment_ids, resolved_model, samples
 from personalens_utils.judging.config import JudgingConfig, Select
 from personalens_utils.judging.dimensions import Dimension, JudgingError, dimensions_from, judge_model_key
 from personalens_utils.judging.requests import ContextFor, dimension_requests
 from personalens_utils.llm.budget import CostEstimate, Tally
 from personalens_utils.llm.registry import KNOWN_BACKENDS
-from personalens_utils.prompting import KIT, PromptSet
-from personalens_utils.prompts.official import KIT_PROMPTS
-from personalens_utils.records import Dialogue, DialogueSummary, Judgment
-from personalens_utils.shards import Shard
-from personalens_utils.store import RunStore
+from personalens_utils.prompt_sets import KIT, PromptSet
+from personalens_utils.prompt_sets.official.templates import KIT_PROMPTS
+from personalens_utils.runstore import columnar, engine, run_card
+from personalens_utils.runstore.engine import Plan
+from personalens_utils.runstore.identity import Role, judgment_id_tail, judgment_ids, resolved_model, samples
+from personalens_utils.runstore.records import Dialogue, DialogueSummary, Judgment
+from personalens_utils.runstore.shards import Shard
+from personalens_utils.runstore.store import RunStore
 
 JUDGEABLE_STATUSES = ("terminated", "turn_cap")
 REAL_BACKENDS = tuple(b for b in KNOWN_BACKENDS if b != "offline")

@@ -8,11 +8,11 @@ from typing import Any
 
 import pandas as pd
 
-from personalens_utils.identity import PROMPT_SET, STORED_COLUMNS
 from personalens_utils.judging.dimensions import ALL_DIMENSIONS, DIMENSIONS, judge_model_key
 from personalens_utils.judging.scoring import OFFICIAL, STRICT, score_under
-from personalens_utils.records import Judgment
-from personalens_utils.store import RunStore
+from personalens_utils.runstore.identity import PROMPT_SET, STORED_COLUMNS
+from personalens_utils.runstore.records import Judgment
+from personalens_utils.runstore.store import RunStore
 
 
 def read_differently(group: pd.DataFrame) -> tuple[int, int]:

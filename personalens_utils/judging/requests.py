@@ -1,7 +1,7 @@
 """Judge requests: the judge's view of a dialogue (its context) and the calls made from it.
 
 The context is the structured material of docs/architecture.md (task, profile for the task's
-domains, the dialogue). The calls are the prompt set's (`prompting`): the set whose judge prompt
+domains, the dialogue). The calls are the prompt set's (`prompt_sets`): the set whose judge prompt
 scores a dimension builds them (`PromptSet.judge_set`: the official set judges turn-level
 personalization with the kit's prompt, having none of its own). The offline backend answers from
 the context, a real model reads the prompt.
@@ -16,9 +16,9 @@ from typing import Any
 from personalens_utils.data import Benchmark
 from personalens_utils.judging.dimensions import Dimension, JudgingError
 from personalens_utils.llm import Message, Request
-from personalens_utils.prompting import KIT, PromptSet, ScenarioContext
-from personalens_utils.prompts import judge as prompts
-from personalens_utils.records import Dialogue
+from personalens_utils.prompt_sets import KIT, PromptSet, ScenarioContext
+from personalens_utils.prompt_templates import judge as prompts
+from personalens_utils.runstore.records import Dialogue
 
 ContextFor = Callable[[Dialogue], Mapping[str, Any]]
 """Gives a stored dialogue's judge context (`benchmark_contexts`, or any function of the record)."""
@@ -34,7 +34,7 @@ def reminder_request(request: Request, answer: str, dimension: Dimension) -> Req
 def dimension_requests(
     dimension: Dimension, context: Mapping[str, Any], judge_model: str, prompts: PromptSet = KIT
 ) -> list[Request]:
-    """The calls behind one judgment with the judge prompts of `prompts`: one, or one per assistant
+    """The calls behind one judgment with the judge prompts of `prompt_templates`: one, or one per assistant
     turn for turn-level scoring."""
     return prompts.judge_set(dimension).judge_requests(dimension, context, judge_model)
 

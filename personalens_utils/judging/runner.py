@@ -15,8 +15,6 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from personalens_utils import engine
-from personalens_utils.engine import Item, StageReport
 from personalens_utils.judging.answers import judgment_record
 from personalens_utils.judging.asking import judge_dimension
 from personalens_utils.judging.batch import run_judging_batch
@@ -25,10 +23,12 @@ from personalens_utils.judging.dimensions import Dimension, judge_model_key
 from personalens_utils.judging.plan import plan_judging
 from personalens_utils.judging.requests import ContextFor
 from personalens_utils.llm.client import LLMClient
-from personalens_utils.prompting import KIT, PromptSet
-from personalens_utils.prompts import judge as prompts
-from personalens_utils.records import Dialogue, DialogueSummary, Judgment, Record
-from personalens_utils.store import RunStore
+from personalens_utils.prompt_sets import KIT, PromptSet
+from personalens_utils.prompt_templates import judge as prompts
+from personalens_utils.runstore import engine
+from personalens_utils.runstore.engine import Item, StageReport
+from personalens_utils.runstore.records import Dialogue, DialogueSummary, Judgment, Record
+from personalens_utils.runstore.store import RunStore
 
 STAGE = "judging"
 
@@ -43,7 +43,7 @@ async def judge_dialogue(
     prompts: PromptSet = KIT,
     judge_sample: int = 0,
 ) -> list[Judgment]:
-    """Judgment records of one dialogue on the given dimensions, with the judge prompts of `prompts`,
+    """Judgment records of one dialogue on the given dimensions, with the judge prompts of `prompt_templates`,
     as judge sample `judge_sample` (its calls carry it: `Request.sample`); llm failures become error
     records."""
     model_key = judge_model_key(judge_model)

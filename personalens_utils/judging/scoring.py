@@ -18,10 +18,14 @@ Errored judgments (no answer) have no reading under either rule.
 from __future__ import annotations
 
 import math
+from pathlib import Path
+from typing import Any
 
 from personalens_utils.judging.answers import RETRY_SEPARATOR
 from personalens_utils.judging.dimensions import DIMENSIONS, JudgingError
 from personalens_utils.judging.parsing import official_score, official_verdict
+from personalens_utils.runstore import columnar
+from personalens_utils.runstore.records import Judgment
 
 STRICT = "strict"
 OFFICIAL = "official"
@@ -70,3 +74,11 @@ def score_under(
     if scoring == STRICT or (dim is not None and dim.turn_level):
         return strict
     return official_reading(dimension, raw or "")
+
+
+def _official_column(rec: dict[str, Any]) -> float | None:
+    return score_under(OFFICIAL, rec.get("dimension", ""), rec["status"], rec.get("score"), rec.get("raw"))
+
+
+_RULE_SOURCES = [str(Path(__file__).parent / f"{name}.py") for name in ("scoring", "parsing", "answers", "dimensions")]
+columnar.derive(Judgment, "official_score", ("DOUBLE", _official_column), _RULE_SOURCES)

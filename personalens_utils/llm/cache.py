@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 import diskcache
 
-from personalens_utils import paths
+from personalens_utils.base import paths
 from personalens_utils.llm.types import Response, Usage
 
 log = logging.getLogger(__name__)

@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from personalens_utils.errors import KitError
+from personalens_utils.base.errors import KitError
 from personalens_utils.llm import registry
 from personalens_utils.llm.endpoints import OPENAI_URL, openai_endpoint
 from personalens_utils.llm.registry import KNOWN_BACKENDS

@@ -14,7 +14,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 import orjson
 
-from personalens_utils.errors import KitError
+from personalens_utils.base.errors import KitError
 
 Role = Literal["user", "assistant"]
 

@@ -20,8 +20,8 @@ from typing import Any, BinaryIO
 
 import ijson
 
-from personalens_utils.errors import KitError
-from personalens_utils.paths import project_root
+from personalens_utils.base.errors import KitError
+from personalens_utils.base.paths import project_root
 
 DATA_FILE = "merged_posts_remapped.json"
 """The authors' file name, kept so their prompt makers read the same file."""

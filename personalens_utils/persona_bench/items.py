@@ -32,9 +32,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from personalens_utils.identity import Variant, item_key
 from personalens_utils.persona_bench import prompts as P
 from personalens_utils.persona_bench.data import Comment, Post, User, find_dataset, iter_users
+from personalens_utils.runstore.identity import Variant, item_key
 
 TASKS = ("3.1", "3.2", "3.3")
 SETTINGS = ("P-Conv", "P-NonConv", "NP-Conv")

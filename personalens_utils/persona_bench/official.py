@@ -24,11 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from personalens_utils.errors import KitError
-from personalens_utils.identity import Variant
+from personalens_utils.base.errors import KitError
 from personalens_utils.persona_bench.data import DATA_FILE, PersonaDataError, find_dataset, iter_users
 from personalens_utils.persona_bench.items import SETTINGS, TASKS, PersonaItem, _check, clean, dataset_id
-from personalens_utils.prompts.official import OFFICIAL_PROMPTS
+from personalens_utils.prompt_sets.official.templates import OFFICIAL_PROMPTS
+from personalens_utils.runstore.identity import Variant
 
 OFFICIAL = Variant(OFFICIAL_PROMPTS, OFFICIAL_PROMPTS)
 """Items the authors' prompt makers wrote (their version: "official")."""

@@ -16,10 +16,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from personalens_utils.llm.offline import OFFLINE_LABEL
-from personalens_utils.persona_bench.items import SETTINGS, TASK_NAMES
-from personalens_utils.persona_bench.metrics import LOWER_IS_BETTER, METRICS, NOT_MEASURED, metric_note
-from personalens_utils.persona_bench.records import PersonaPrediction
-from personalens_utils.plots import (
+from personalens_utils.outputs.plots import (
     FigureResult,
     Span,
     current_style,
@@ -28,8 +25,11 @@ from personalens_utils.plots import (
     mark_offline,
     new_figure,
 )
-from personalens_utils.store import RunStore
-from personalens_utils.tables import Source, TableResult
+from personalens_utils.outputs.tables import Source, TableResult
+from personalens_utils.persona_bench.items import SETTINGS, TASK_NAMES
+from personalens_utils.persona_bench.metrics import LOWER_IS_BETTER, METRICS, NOT_MEASURED, metric_note
+from personalens_utils.persona_bench.records import PersonaPrediction
+from personalens_utils.runstore.store import RunStore
 
 MODE_NOTE = {
     "authors": "Unread answers left out, as the authors' evaluators do (3.3 averages count every score "

@@ -10,9 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from personalens_utils import engine, run_card
-from personalens_utils.engine import Item, StageReport
-from personalens_utils.identity import Role, prediction_id
 from personalens_utils.llm import CallKind, LLMClient, Message, Request
 from personalens_utils.persona_bench import offline as _offline  # noqa: F401  (registers the predictor)
 from personalens_utils.persona_bench.answers import read_answer
@@ -20,9 +17,12 @@ from personalens_utils.persona_bench.items import PersonaItem
 from personalens_utils.persona_bench.official import CALLS
 from personalens_utils.persona_bench.prompts import SYSTEM
 from personalens_utils.persona_bench.records import PersonaPrediction
-from personalens_utils.records import ERROR
-from personalens_utils.shards import Shard
-from personalens_utils.store import RunStore
+from personalens_utils.runstore import engine, run_card
+from personalens_utils.runstore.engine import Item, StageReport
+from personalens_utils.runstore.identity import Role, prediction_id
+from personalens_utils.runstore.records import ERROR
+from personalens_utils.runstore.shards import Shard
+from personalens_utils.runstore.store import RunStore
 
 STAGE = "persona_bench"
 DEFAULT_MODEL = "claude-3-5-sonnet"

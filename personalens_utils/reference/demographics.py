@@ -16,7 +16,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from personalens_utils.errors import KitError
+from personalens_utils.base.errors import KitError
 
 FIELDS: tuple[str, ...] = (
     "age",

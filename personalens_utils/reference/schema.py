@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 
-from personalens_utils.errors import KitError
+from personalens_utils.base.errors import KitError
 
 MULTI_DOMAIN = "Multi-Domain"
 """Folder name under task/ holding the multi-domain task definitions (not a domain itself)."""

@@ -20,14 +20,14 @@ it, or the reason it was not reproduced.
 
 from personalens_utils.reproduce.cli import OptionError, main, parse_args, problems
 from personalens_utils.reproduce.index import PAPER_ITEMS, PaperItem, write_index
-from personalens_utils.reproduce.notebooks import StepResult, run_notebook
-from personalens_utils.reproduce.pipeline import PassResult, publish, reproduce, run_pass
+from personalens_utils.reproduce.notebooks import PassResult, StepResult, run_notebook
+from personalens_utils.reproduce.pipeline import publish, reproduce, run_pass
 from personalens_utils.reproduce.settings import (
-           ANTHROPIC_ASSISTANTS,
-           OFFLINE_ASSISTANTS,
-           Settings,
-           model_name,
-           role_specs,
+    ANTHROPIC_ASSISTANTS,
+    OFFLINE_ASSISTANTS,
+    Settings,
+    model_name,
+    role_specs,
 )
 
 __all__ = ["ANTHROPIC_ASSISTANTS", "OFFLINE_ASSISTANTS", "PAPER_ITEMS", "OptionError", "PaperItem",

@@ -18,13 +18,8 @@ from typing import NoReturn
 from personalens_utils.assistants.python import SPEC_FORM as PYTHON_SPEC_FORM
 from personalens_utils.assistants.reference import FOCUS_ASSISTANT
 from personalens_utils.assistants.retrieval import SPEC as RETRIEVAL_SPEC
-from personalens_utils.data import SAMPLES
-from personalens_utils.errors import KitError, full_traceback_wanted
-from personalens_utils.judging import SCORING_RULES
-from personalens_utils.llm.options import ClientOptions
-from personalens_utils.llm.registry import KNOWN_BACKENDS
-from personalens_utils.llm.specs import ModelSpec, SpecError
-from personalens_utils.paths import (
+from personalens_utils.base.errors import KitError, full_traceback_wanted
+from personalens_utils.base.paths import (
     cache_dir,
     find_official_data,
     is_benchmark,
@@ -32,8 +27,13 @@ from personalens_utils.paths import (
     runs_dir,
     unwritable,
 )
-from personalens_utils.prompting import PROMPT_SETS
-from personalens_utils.prompts.official import OfficialCodeError
+from personalens_utils.data import SAMPLES
+from personalens_utils.judging import SCORING_RULES
+from personalens_utils.llm.options import ClientOptions
+from personalens_utils.llm.registry import KNOWN_BACKENDS
+from personalens_utils.llm.specs import ModelSpec, SpecError
+from personalens_utils.prompt_sets import PROMPT_SETS
+from personalens_utils.prompt_sets.official.templates import OfficialCodeError
 from personalens_utils.reproduce.pipeline import OUTPUT_FOLDERS, failures, reproduce
 from personalens_utils.reproduce.settings import (
     ANTHROPIC_ASSISTANTS,

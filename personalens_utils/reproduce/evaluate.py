@@ -24,13 +24,13 @@ from personalens_utils.analysis.annotation import MANIFEST_NAME, SampleDesign, r
 from personalens_utils.analysis.scores import load_scores
 from personalens_utils.assistants import AssistantSpec
 from personalens_utils.assistants.python import PYTHON, SPEC_FORM, row_label
-from personalens_utils.errors import KitError, full_traceback_wanted
-from personalens_utils.paths import LatestRun, latest_run, runs_dir
-from personalens_utils.records import stored_types
+from personalens_utils.base.errors import KitError, full_traceback_wanted
+from personalens_utils.base.paths import LatestRun, latest_run, runs_dir
 from personalens_utils.reproduce.notebooks import StepResult, run_notebook
 from personalens_utils.reproduce.settings import Settings
+from personalens_utils.runstore.records import stored_types
+from personalens_utils.runstore.store import ReproductionStore, RunStore, merge_stores
 from personalens_utils.simulation.settings import hidden_note
-from personalens_utils.store import ReproductionStore, RunStore, merge_stores
 from personalens_utils.trust.differences import differences_table
 
 SHARED = ("backend", "benchmark_dir", "users", "task_types", "max_concurrency", "request_timeout_s",

@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from personalens_utils import run_card
 from personalens_utils.analysis.scores import load_dialogues, load_judgments
 from personalens_utils.assistants import AssistantSpec
 from personalens_utils.assistants.reference import DESIGNED_ORDER
+from personalens_utils.outputs.tables import read_caption
+from personalens_utils.reproduce.notebooks import PassResult
 from personalens_utils.reproduce.settings import (
     PERSONA_USERS,
     TRUST_JUDGE_SAMPLES,
@@ -26,11 +26,8 @@ from personalens_utils.reproduce.settings import (
     audit_arms,
     role_specs,
 )
-from personalens_utils.store import RunStore
-from personalens_utils.tables import read_caption
-
-if TYPE_CHECKING:
-    from personalens_utils.reproduce.pipeline import PassResult
+from personalens_utils.runstore import run_card
+from personalens_utils.runstore.store import RunStore
 
 
 @dataclass(frozen=True)
@@ -113,7 +110,7 @@ PAPER_ITEMS = (
 NOT_COMPUTED = (
     ("Table 2", "a comparison with other benchmarks taken from the literature; nothing to compute"),
     ("Figures 1, 2", "illustrations of the benchmark"),
-    ("Figures 6-21", "prompts; the kit's own wording lives in personalens_utils/prompts"),
+    ("Figures 6-21", "prompts; the kit's own wording lives in personalens_utils/prompt_templates"),
 )
 
 

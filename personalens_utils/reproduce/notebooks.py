@@ -6,7 +6,7 @@ import os
 import sys
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -160,3 +160,18 @@ def execute(
             if attempt == 2 or KERNEL_START_FAILURE not in str(exc):
                 raise
             print(f"[reproduce] {name}: the kernel did not start ({exc}); starting it again", flush=True)
+
+
+@dataclass
+class PassResult:
+    name: str
+    benchmark: str
+    users: str
+    ablation_users: str
+    folder: Path
+    steps: list[StepResult] = field(default_factory=list)
+
+    @property
+    def finished(self) -> bool:
+        """Every notebook of the pass ran to its end."""
+        return bool(self.steps) and all(step.ok for step in self.steps)

@@ -11,14 +11,19 @@ from __future__ import annotations
 import shutil
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from personalens_utils import run_card
-from personalens_utils.paths import find_official_data, project_root, runs_dir, write_latest
+from personalens_utils.base.paths import find_official_data, project_root, runs_dir, write_latest
 from personalens_utils.reproduce.index import write_index
-from personalens_utils.reproduce.notebooks import OUTPUT_FOLDERS, PARAMETERS_LOG, StepResult, run_notebook
+from personalens_utils.reproduce.notebooks import (
+    OUTPUT_FOLDERS,
+    PARAMETERS_LOG,
+    PassResult,
+    StepResult,
+    run_notebook,
+)
 from personalens_utils.reproduce.settings import (
     PERSONA_USERS,
     TRUST_JUDGE_SAMPLES,
@@ -30,21 +35,7 @@ from personalens_utils.reproduce.settings import (
     audit_arms,
     model_name,
 )
-
-
-@dataclass
-class PassResult:
-    name: str
-    benchmark: str
-    users: str
-    ablation_users: str
-    folder: Path
-    steps: list[StepResult] = field(default_factory=list)
-
-    @property
-    def finished(self) -> bool:
-        """Every notebook of the pass ran to its end."""
-        return bool(self.steps) and all(step.ok for step in self.steps)
+from personalens_utils.runstore import run_card
 
 
 @dataclass(frozen=True)

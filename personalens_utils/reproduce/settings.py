@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from personalens_utils import prompting
+from personalens_utils import prompt_sets
 from personalens_utils.assistants import AssistantSpec
 from personalens_utils.assistants.reference import DESIGNED_ORDER, FOCUS_ASSISTANT, SETTING_ASSISTANT
+from personalens_utils.base.paths import project_root, runs_dir
 from personalens_utils.llm.options import ClientOptions
 from personalens_utils.llm.specs import ModelSpec
-from personalens_utils.paths import project_root, runs_dir
-from personalens_utils.prompting import PromptSet
+from personalens_utils.prompt_sets import PromptSet
 
 OFFLINE_ASSISTANTS = DESIGNED_ORDER
 """Offline, Table 3 compares reference assistants of a known order (assistants/reference.py)."""
@@ -81,7 +81,7 @@ class Settings:
     def prompts(self) -> PromptSet:
         """The prompt set notebooks 03-06 use (the official one read from `official_code` here, so a copy
         that cannot be read raises `OfficialCodeError`)."""
-        return prompting.prompt_set(self.prompt_set, self.official_code)
+        return prompt_sets.prompt_set(self.prompt_set, self.official_code)
 
     @property
     def focus(self) -> str:

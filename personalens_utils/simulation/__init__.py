@@ -2,15 +2,14 @@
 
 `run_simulation(benchmark, run_dir, client, SimulationConfig(settings=[...]))` fills the run store's
 dialogues table; `simulate_dialogue` runs one dialogue; `AssistantSetting` composes the assistant's
-setting. The requests are the prompt set's (`prompting`); the kit's builders are re-exported here.
+setting. The requests are the prompt set's (`prompt_sets`); the kit's builders are re-exported here.
 """
 
-from personalens_utils.prompting import ScenarioContext, split_terminate
-from personalens_utils.prompting.kit import assistant_request, assistant_system, user_request
+from personalens_utils.prompt_sets import ScenarioContext, split_terminate
+from personalens_utils.prompt_sets.kit import assistant_request, assistant_system, user_request
 from personalens_utils.simulation.config import DEFAULT_MODEL, SimulationConfig
 from personalens_utils.simulation.loop import TURN_CAPS, simulate_dialogue
 from personalens_utils.simulation.report import (
-    default_users,
     nothing_to_describe,
     outcome_table,
     run_dialogues,
@@ -35,7 +34,6 @@ __all__ = [
     "arun_simulation",
     "assistant_request",
     "assistant_system",
-    "default_users",
     "dialogue_frame",
     "estimate_simulation",
     "hidden_note",

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from personalens_utils.data import MD, SD
-from personalens_utils.identity import samples
-from personalens_utils.prompting import KIT, PromptSet
-from personalens_utils.shards import Shard
+from personalens_utils.prompt_sets import KIT, PromptSet
+from personalens_utils.runstore.identity import samples
+from personalens_utils.runstore.shards import Shard
 from personalens_utils.simulation.settings import AssistantSetting
 
 DEFAULT_MODEL = "Claude 3 Sonnet"

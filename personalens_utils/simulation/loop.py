@@ -4,7 +4,7 @@ user is done (TERMINATE) or the turn cap is reached.
 A turn is one user message and the assistant's reply to it. When the user's message carries
 TERMINATE, the assistant still answers that message once; that reply ends the dialogue. The opening
 message cannot end the dialogue. How TERMINATE is read, what is kept of a reply and how the cap
-counts belong to the prompt set (`prompting`): the official set runs by the official scripts' rules.
+counts belong to the prompt set (`prompt_sets`): the official set runs by the official scripts' rules.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from personalens_utils.assistants import Assistant, assistant_on
-from personalens_utils.engine import error_message
-from personalens_utils.identity import Role
 from personalens_utils.llm import Message, Response, Usage
-from personalens_utils.prompting import KIT, PromptSet, ScenarioContext
-from personalens_utils.records import Dialogue
+from personalens_utils.prompt_sets import KIT, PromptSet, ScenarioContext
+from personalens_utils.runstore.engine import error_message
+from personalens_utils.runstore.identity import Role
+from personalens_utils.runstore.records import Dialogue
 from personalens_utils.simulation.settings import AssistantSetting
 
 TURN_CAPS = {"SD": 20, "MD": 30}
@@ -54,7 +54,7 @@ async def simulate_dialogue(
 ) -> Dialogue:
     """Run one dialogue and return its run-store record: the user agent speaks through `client` (an
     `LLMClient`), the assistant is `assistant` (an `Assistant`, or a model's name: that model on the
-    same client), both with the requests and by the rules of `prompts`; every call carries `sample`,
+    same client), both with the requests and by the rules of `prompt_templates`; every call carries `sample`,
     which of a run's independent repetitions this dialogue is (`SimulationConfig.repeats`).
 
     A call failing in the llm layer does not raise (except an authentication failure, see

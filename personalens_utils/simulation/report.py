@@ -1,32 +1,18 @@
-"""What notebook 03 shows: which users to simulate by default, this run's dialogues, how they ended."""
+"""What notebook 03 shows: this run's dialogues and how they ended."""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pandas as pd
 
-from personalens_utils.data import SAMPLES, Benchmark
-from personalens_utils.engine import StageReport
+from personalens_utils.data import Benchmark
 from personalens_utils.llm.offline import OFFLINE_LABEL
-from personalens_utils.records import Dialogue
+from personalens_utils.runstore.engine import StageReport
+from personalens_utils.runstore.records import Dialogue
+from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation.config import SimulationConfig
 from personalens_utils.simulation.loop import ERROR, TERMINATED, TURN_CAP
 from personalens_utils.simulation.runner import planned_ids
 from personalens_utils.simulation.settings import AssistantSetting
-from personalens_utils.store import RunStore
-
-DEFAULT_SAMPLE = "sample_50"
-
-
-def default_users(benchmark_dir: str | os.PathLike[str]) -> str | None:
-    """The paper's sample_50 when the benchmark holds all of its users (the official data), else None
-    (every user: a generated benchmark numbers its own users)."""
-    profiles = Path(benchmark_dir) / "profile"
-    if not profiles.is_dir():
-        profiles = Path(benchmark_dir) / "data" / "profile"
-    return DEFAULT_SAMPLE if all((profiles / f"user{u}").is_dir() for u in SAMPLES[DEFAULT_SAMPLE]) else None
 
 
 def run_dialogues(store: RunStore, benchmark: Benchmark, config: SimulationConfig, *, backend: str,

@@ -20,23 +20,23 @@ from typing import Any
 
 import pandas as pd
 
-from personalens_utils import engine, run_card
 from personalens_utils.assistants import Assistant, Pricing, assistant_on
 from personalens_utils.assistants.python import AssistantError, AssistantStopped
-from personalens_utils.columnar import Columnar
 from personalens_utils.data import MD, SD, Benchmark, Scenario
-from personalens_utils.engine import Item, Plan, StageReport
-from personalens_utils.identity import Role, dialogue_ids, samples
 from personalens_utils.llm import CallKind, LLMClient
 from personalens_utils.llm.budget import CostEstimate, Tally, Volume, cacheable_prefix, request_tokens
-from personalens_utils.prompting import ScenarioContext
-from personalens_utils.records import Dialogue, Record
-from personalens_utils.shards import Shard
+from personalens_utils.prompt_sets import ScenarioContext
+from personalens_utils.runstore import engine, run_card
+from personalens_utils.runstore.columnar import Columnar
+from personalens_utils.runstore.engine import Item, Plan, StageReport
+from personalens_utils.runstore.identity import Role, dialogue_ids, samples
+from personalens_utils.runstore.records import Dialogue, Record
+from personalens_utils.runstore.shards import Shard
+from personalens_utils.runstore.store import RunStore, StoredBatches
 from personalens_utils.simulation.batch import BatchedAssistant, BatchedUser, RoundFailed, Rounds
 from personalens_utils.simulation.config import SimulationConfig
 from personalens_utils.simulation.loop import TURN_CAPS, simulate_dialogue
 from personalens_utils.simulation.settings import AssistantSetting
-from personalens_utils.store import RunStore, StoredBatches
 
 STAGE = "simulation"
 log = logging.getLogger(__name__)

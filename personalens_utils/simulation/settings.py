@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from personalens_utils.assistants.python import PYTHON, row_label
-from personalens_utils.errors import KitError
+from personalens_utils.base.errors import KitError
 
 INSTRUCTIONS = ("vanilla", "base")
 CONTEXT_PARTS = {

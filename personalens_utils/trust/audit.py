@@ -24,10 +24,7 @@ from typing import Any
 
 import pandas as pd
 
-from personalens_utils.analysis.scores import (
-    columnar,
-    load_dialogues,
-)
+from personalens_utils.analysis.scores import columnar, load_dialogues
 from personalens_utils.analysis.tables import (
     ASSISTANT_DIMENSIONS,
     MAIN_SETTING,
@@ -40,10 +37,10 @@ from personalens_utils.data import Benchmark
 from personalens_utils.judging import JUDGEABLE_STATUSES, benchmark_contexts
 from personalens_utils.judging.config import Select
 from personalens_utils.llm.offline.judge import mentions, words_of
-from personalens_utils.records import Dialogue
+from personalens_utils.outputs.tables import Source, TableResult
 from personalens_utils.reference.schema import load_schema
-from personalens_utils.store import RunStore
-from personalens_utils.tables import Source, TableResult
+from personalens_utils.runstore.records import Dialogue
+from personalens_utils.runstore.store import RunStore
 
 REPEAT_OVERLAP = 0.8
 ASSISTANT_MARKERS = (

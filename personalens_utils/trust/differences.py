@@ -13,13 +13,13 @@ from collections.abc import Sequence
 import pandas as pd
 
 from personalens_utils.analysis.ablation import fmt_diff
+from personalens_utils.analysis.bootstrap import method_note, pairwise_differences
+from personalens_utils.analysis.design import DesignError, design_frame
 from personalens_utils.analysis.scores import PERSONALIZATION, SCALES, TASK_COMPLETION, backends, run_label
 from personalens_utils.analysis.stats import holm_adjust, withheld_note
 from personalens_utils.analysis.tables import MAIN_SETTING, provenance_note, score_source
 from personalens_utils.assistants.python import row_label
-from personalens_utils.tables import TableResult
-from personalens_utils.trust.bootstrap import method_note, pairwise_differences
-from personalens_utils.trust.design import DesignError, design_frame
+from personalens_utils.outputs.tables import TableResult
 
 
 def differences_table(tidy: pd.DataFrame, dimensions: Sequence[str] = (TASK_COMPLETION, PERSONALIZATION), *,

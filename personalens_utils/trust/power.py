@@ -30,13 +30,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 from scipy import optimize, stats
 
-from personalens_utils.analysis.scores import SCALES, backends
-from personalens_utils.analysis.tables import provenance_note, score_source
-from personalens_utils.llm.budget import CostEstimate, Tally, Volume
-from personalens_utils.plots import FigureResult, Span, greyscale_styles, mark_offline, new_figure
-from personalens_utils.tables import Source, TableResult
-from personalens_utils.trust.bootstrap import scenario_differences
-from personalens_utils.trust.design import (
+from personalens_utils.analysis.bootstrap import scenario_differences
+from personalens_utils.analysis.design import (
     ARM,
     JUDGE_SAMPLE,
     SAMPLE,
@@ -46,6 +41,11 @@ from personalens_utils.trust.design import (
     DesignError,
     design_frame,
 )
+from personalens_utils.analysis.scores import SCALES, backends
+from personalens_utils.analysis.tables import provenance_note, score_source
+from personalens_utils.llm.budget import CostEstimate, Tally, Volume
+from personalens_utils.outputs.plots import FigureResult, Span, greyscale_styles, mark_offline, new_figure
+from personalens_utils.outputs.tables import Source, TableResult
 from personalens_utils.trust.variance import decompose_design, nested_anova
 
 SIMULATION, JUDGING = "simulation", "judging"

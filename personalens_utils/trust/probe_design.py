@@ -19,18 +19,18 @@ from typing import Any
 
 import pandas as pd
 
+from personalens_utils.analysis.design import DesignError
 from personalens_utils.assistants import Assistant, spec_of
 from personalens_utils.data import Benchmark
-from personalens_utils.engine import StageReport
-from personalens_utils.identity import DIALOGUE_PROMPTS
 from personalens_utils.judging import JudgingConfig, run_judging
 from personalens_utils.judging.requests import ContextFor
-from personalens_utils.records import Dialogue
-from personalens_utils.roles import ModelRole
+from personalens_utils.llm.role import ModelRole
+from personalens_utils.runstore.engine import StageReport
+from personalens_utils.runstore.identity import DIALOGUE_PROMPTS
+from personalens_utils.runstore.records import Dialogue
+from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation import SimulationConfig
 from personalens_utils.simulation.runner import run_simulation
-from personalens_utils.store import RunStore
-from personalens_utils.trust.design import DesignError
 from personalens_utils.trust.power import JUDGING, SIMULATION, UnitCosts
 from personalens_utils.trust.probes import Probe, run_probe
 from personalens_utils.trust.report_card import JudgeRef

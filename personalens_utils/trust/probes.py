@@ -23,20 +23,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any, ClassVar
 
-from personalens_utils import engine, run_card
 from personalens_utils.analysis.scores import PERSONALIZATION, TASK_COMPLETION
 from personalens_utils.analysis.tables import ASSISTANT_DIMENSIONS
+from personalens_utils.base.errors import KitError
 from personalens_utils.data import Benchmark
-from personalens_utils.engine import Item, StageReport
-from personalens_utils.errors import KitError
-from personalens_utils.identity import Role, stable_id
 from personalens_utils.judging import JudgingConfig, judge_dialogue
 from personalens_utils.judging.plan import plan_judging
 from personalens_utils.judging.requests import ContextFor
 from personalens_utils.llm.client import LLMClient
-from personalens_utils.records import Dialogue, DialogueSummary, Judgment, Record
-from personalens_utils.records.base import NonEmpty
-from personalens_utils.store import RunStore
+from personalens_utils.runstore import engine, run_card
+from personalens_utils.runstore.engine import Item, StageReport
+from personalens_utils.runstore.identity import Role, stable_id
+from personalens_utils.runstore.records import Dialogue, DialogueSummary, Judgment, Record
+from personalens_utils.runstore.records.base import NonEmpty
+from personalens_utils.runstore.store import RunStore
 
 
 class ProbeError(KitError, ValueError):

@@ -48,13 +48,13 @@ from personalens_utils.analysis.scores import (
 from personalens_utils.analysis.stats import Interval, paired_comparison
 from personalens_utils.analysis.tables import ASSISTANT_DIMENSIONS, provenance_note
 from personalens_utils.assistants.reference import DESIGNED_ORDER
-from personalens_utils.errors import KitError
+from personalens_utils.base.errors import KitError
 from personalens_utils.judging import judge_model_key
 from personalens_utils.judging.config import Select
 from personalens_utils.llm import registry
-from personalens_utils.records import KIT_PROMPTS, OFFLINE, Dialogue, Judgment
-from personalens_utils.store import RunStore
-from personalens_utils.tables import Source, TableResult
+from personalens_utils.outputs.tables import Source, TableResult
+from personalens_utils.runstore.records import KIT_PROMPTS, OFFLINE, Dialogue, Judgment
+from personalens_utils.runstore.store import RunStore
 from personalens_utils.trust.power import Design, PairedComponents, users_needed
 from personalens_utils.trust.probes import Padding, ProbeJudgment, ProfileSwap
 

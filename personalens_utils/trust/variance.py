@@ -29,12 +29,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from personalens_utils.analysis.scores import SCALES, backends
-from personalens_utils.analysis.tables import provenance_note, score_source
-from personalens_utils.assistants.python import row_label
-from personalens_utils.plots import FigureResult, Span, greyscale_styles, mark_offline, new_figure
-from personalens_utils.tables import TableResult
-from personalens_utils.trust.design import (
+from personalens_utils.analysis.design import (
     ARM,
     JUDGE_SAMPLE,
     LEVELS,
@@ -46,6 +41,11 @@ from personalens_utils.trust.design import (
     check_design,
     design_frame,
 )
+from personalens_utils.analysis.scores import SCALES, backends
+from personalens_utils.analysis.tables import provenance_note, score_source
+from personalens_utils.assistants.python import row_label
+from personalens_utils.outputs.plots import FigureResult, Span, greyscale_styles, mark_offline, new_figure
+from personalens_utils.outputs.tables import TableResult
 
 ANOVA, MIXEDLM = "anova", "mixedlm"
 METHODS = (ANOVA, MIXEDLM)

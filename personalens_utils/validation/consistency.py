@@ -20,12 +20,9 @@ from typing import Any
 
 import pandas as pd
 
-from personalens_utils import engine, run_card
-from personalens_utils.engine import Item, UnreadableAnswer
-from personalens_utils.identity import Role
 from personalens_utils.judging.parsing import normalize_answer
 from personalens_utils.llm import CallKind, LLMClient, Message, Request
-from personalens_utils.prompts.validation import (
+from personalens_utils.prompt_templates.validation import (
     CONSISTENCY,
     CONSISTENCY_PROMPT_VERSION,
     CONSISTENCY_RETRY,
@@ -35,9 +32,12 @@ from personalens_utils.prompts.validation import (
     EXPLANATION_LABEL,
     WITHIN_LABEL,
 )
-from personalens_utils.records import ERROR, ConsistencyCheck, Record
 from personalens_utils.reference.schema import load_schema
-from personalens_utils.store import RunStore
+from personalens_utils.runstore import engine, run_card
+from personalens_utils.runstore.engine import Item, UnreadableAnswer
+from personalens_utils.runstore.identity import Role
+from personalens_utils.runstore.records import ERROR, ConsistencyCheck, Record
+from personalens_utils.runstore.store import RunStore
 
 TASK = "profile_consistency"
 STAGE = "validation"

@@ -13,9 +13,16 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from personalens_utils.analysis.tables import provenance_note
-from personalens_utils.plots import FigureResult, Span, current_style, mark_given, mark_offline, new_figure
+from personalens_utils.outputs.plots import (
+    FigureResult,
+    Span,
+    current_style,
+    mark_given,
+    mark_offline,
+    new_figure,
+)
+from personalens_utils.outputs.tables import Source
 from personalens_utils.reference import demographics as demo
-from personalens_utils.tables import Source
 from personalens_utils.validation.metrics import demographics_table
 
 FIGURE3_PANELS: tuple[tuple[str, str], ...] = (

@@ -31,9 +31,9 @@ from sacrebleu.metrics.bleu import BLEU
 from sacrebleu.metrics.helpers import extract_all_word_ngrams
 from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
 
-from personalens_utils.errors import KitError
-from personalens_utils.records import Dialogue
-from personalens_utils.store import RunStore
+from personalens_utils.base.errors import KitError
+from personalens_utils.runstore.records import Dialogue
+from personalens_utils.runstore.store import RunStore
 
 BLEU_ORDER = 4
 GROUP_ORDER = ("SD", "MD")

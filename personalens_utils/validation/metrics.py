@@ -25,7 +25,7 @@ from typing import Any
 
 import pandas as pd
 
-from personalens_utils.errors import KitError
+from personalens_utils.base.errors import KitError
 from personalens_utils.reference import demographics as demo
 from personalens_utils.reference.schema import Schema, load_schema
 

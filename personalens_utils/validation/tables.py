@@ -15,10 +15,10 @@ from typing import Any
 
 import pandas as pd
 
-from personalens_utils.latex import Block, Printed
 from personalens_utils.llm.offline import OFFLINE_LABEL
-from personalens_utils.records import ConsistencyCheck
-from personalens_utils.tables import Source, TableResult
+from personalens_utils.outputs.latex import Block, Printed
+from personalens_utils.outputs.tables import Source, TableResult
+from personalens_utils.runstore.records import ConsistencyCheck
 from personalens_utils.validation import consistency, lexical
 from personalens_utils.validation import metrics as V
 

@@ -38,15 +38,15 @@ from scipy.stats import norm
 
 from personalens_utils.analysis import annotation
 from personalens_utils.analysis.annotation import AnnotationError, SampleDesign
+from personalens_utils.analysis.bootstrap import MAX_DRAWS
+from personalens_utils.analysis.design import PERCENT_DIMENSIONS
 from personalens_utils.analysis.scores import backends, run_label
 from personalens_utils.analysis.stats import DEFAULT_RESAMPLES, Interval
 from personalens_utils.analysis.tables import DIMENSION_NAMES, provenance_note
-from personalens_utils.errors import KitError
+from personalens_utils.base.errors import KitError
 from personalens_utils.judging import DIMENSIONS as JUDGE_DIMENSIONS
-from personalens_utils.latex import Block, Printed
-from personalens_utils.tables import Source, TableResult
-from personalens_utils.trust.bootstrap import MAX_DRAWS
-from personalens_utils.trust.design import PERCENT_DIMENSIONS
+from personalens_utils.outputs.latex import Block, Printed
+from personalens_utils.outputs.tables import Source, TableResult
 
 DIMENSIONS = ("task_completion", "personalization", "naturalness_assistant", "coherence_assistant")
 """The assistant's dimensions a sheet rates (the sheet's ids), the table's default."""

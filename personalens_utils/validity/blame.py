@@ -25,28 +25,28 @@ from typing import Any
 
 import pandas as pd
 
-from personalens_utils import engine, run_card
 from personalens_utils.analysis.scores import PERSONALIZATION, TASK_COMPLETION
 from personalens_utils.analysis.tables import MAIN_SETTING, LeftOut, provenance_note, table3_beside
+from personalens_utils.base.errors import KitError
 from personalens_utils.data import Benchmark
-from personalens_utils.engine import Asked, Item, StageReport, UnreadableAnswer
-from personalens_utils.errors import KitError
-from personalens_utils.identity import Role, blame_id
 from personalens_utils.judging import DIMENSIONS, JUDGEABLE_STATUSES
 from personalens_utils.judging.dimensions import judge_model_key
 from personalens_utils.judging.requests import ContextFor
 from personalens_utils.llm import Request
 from personalens_utils.llm.client import LLMClient
-from personalens_utils.prompting import KIT, PromptSet
-from personalens_utils.prompting.review import reminder_request
-from personalens_utils.prompts.review import FAULTS, PARTIES
-from personalens_utils.records import Blame, Dialogue, Judgment, Record
-from personalens_utils.roles import ModelRole
+from personalens_utils.llm.role import ModelRole
+from personalens_utils.outputs.tables import Source, TableResult
+from personalens_utils.prompt_sets import KIT, PromptSet
+from personalens_utils.prompt_sets.review import reminder_request
+from personalens_utils.prompt_templates.review import FAULTS, PARTIES
+from personalens_utils.runstore import engine, run_card
+from personalens_utils.runstore.engine import Asked, Item, StageReport, UnreadableAnswer
+from personalens_utils.runstore.identity import Role, blame_id
+from personalens_utils.runstore.records import Blame, Dialogue, Judgment, Record
+from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation import SimulationConfig
 from personalens_utils.simulation.runner import run_simulation, with_assistant
 from personalens_utils.simulation.settings import AssistantSetting
-from personalens_utils.store import RunStore
-from personalens_utils.tables import Source, TableResult
 
 STAGE = "blame"
 REVIEWED = (TASK_COMPLETION, PERSONALIZATION)
@@ -132,7 +132,7 @@ def check_reviewer(reviewer: ModelRole, judge: ModelRole) -> tuple[Role, Role]:
 
 def verdicts_of(store: RunStore, judge: Role, prompts: PromptSet = KIT) -> dict[str, dict[str, Judgment]]:
     """The judge's first-sample judgments of the reviewed dimensions, by dialogue and dimension, made
-    with the judge prompts `prompts` gives each dimension."""
+    with the judge prompts `prompt_templates` gives each dimension."""
     sets = {name: prompts.judge_set(DIMENSIONS[name]).name for name in REVIEWED}
     found: dict[str, dict[str, Judgment]] = {}
     for j in store.read(Judgment):

@@ -31,7 +31,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from personalens_utils import run_card
+from personalens_utils.analysis.bootstrap import cluster_ci, method_note, paired_difference
+from personalens_utils.analysis.design import ARM, SCORE, TASK, USER
 from personalens_utils.analysis.scores import (
     PERSONALIZATION,
     TASK_COMPLETION,
@@ -43,22 +44,21 @@ from personalens_utils.analysis.scores import (
 from personalens_utils.analysis.stats import DEFAULT_RESAMPLES, MIN_CLUSTERS, Interval
 from personalens_utils.analysis.tables import provenance_note
 from personalens_utils.assistants import Assistant
-from personalens_utils.columnar import Columnar
+from personalens_utils.base.errors import KitError
 from personalens_utils.data import Benchmark
-from personalens_utils.errors import KitError
 from personalens_utils.judging import JUDGEABLE_STATUSES, benchmark_contexts
 from personalens_utils.llm import Request, Response, Usage
 from personalens_utils.llm.loop_thread import LoopThread
 from personalens_utils.llm.offline.judge import mentions, words_of
-from personalens_utils.prompting import KIT, PromptSet, ScenarioContext
-from personalens_utils.prompts.dialogue import TERMINATE
-from personalens_utils.records import Dialogue
+from personalens_utils.outputs.tables import Source, TableResult
+from personalens_utils.prompt_sets import KIT, PromptSet, ScenarioContext
+from personalens_utils.prompt_templates.dialogue import TERMINATE
+from personalens_utils.runstore import run_card
+from personalens_utils.runstore.columnar import Columnar
+from personalens_utils.runstore.records import Dialogue
+from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation import AssistantSetting, simulate_dialogue
-from personalens_utils.store import RunStore
-from personalens_utils.tables import Source, TableResult
 from personalens_utils.trust.audit import FLAG_NAMES, FLAGS
-from personalens_utils.trust.bootstrap import cluster_ci, method_note, paired_difference
-from personalens_utils.trust.design import ARM, SCORE, TASK, USER
 
 HUMAN = "human"
 """The backend of a person playing the user; their model name is `human:<name>`."""

@@ -25,6 +25,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from personalens_utils.analysis.bootstrap import method_note, paired_difference
+from personalens_utils.analysis.design import design_frame
 from personalens_utils.analysis.scores import (
     PERSONALIZATION,
     SCALES,
@@ -43,11 +45,9 @@ from personalens_utils.analysis.tables import (
     table3_beside,
 )
 from personalens_utils.assistants.reference import DESIGNED_ORDER
-from personalens_utils.errors import KitError
+from personalens_utils.base.errors import KitError
+from personalens_utils.outputs.tables import TableResult
 from personalens_utils.simulation.settings import AssistantSetting, SettingError
-from personalens_utils.tables import TableResult
-from personalens_utils.trust.bootstrap import method_note, paired_difference
-from personalens_utils.trust.design import design_frame
 
 FLAG_ON = (PERSONALIZATION, TASK_COMPLETION)
 """The gaps a task must show (an interval above or below 0) on at least one of, not to be flagged."""

@@ -13,7 +13,7 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from personalens_utils.latex import PACKAGES
+from personalens_utils.outputs.latex import PACKAGES
 from support.pdf import font_sizes
 
 TEX_PT_IN_BP = 72 / 72.27

@@ -17,14 +17,6 @@ from personalens_utils.analysis.scores import (
     describe_identity,
     fill_identity,
 )
-from personalens_utils.identity import (
-    DIALOGUE_COLUMNS,
-    DIALOGUE_PROMPTS,
-    JUDGE_COLUMNS,
-    JUDGE_PROMPTS,
-    STORED_COLUMNS,
-    VariantColumns,
-)
 from personalens_utils.judging import (
     JUDGEABLE_STATUSES,
     OFFICIAL,
@@ -33,8 +25,16 @@ from personalens_utils.judging import (
     judge_model_key,
     score_under,
 )
-from personalens_utils.records import Dialogue, Judgment, Record
-from personalens_utils.store import RunStore
+from personalens_utils.runstore.identity import (
+    DIALOGUE_COLUMNS,
+    DIALOGUE_PROMPTS,
+    JUDGE_COLUMNS,
+    JUDGE_PROMPTS,
+    STORED_COLUMNS,
+    VariantColumns,
+)
+from personalens_utils.runstore.records import Dialogue, Judgment, Record
+from personalens_utils.runstore.store import RunStore
 
 
 def _project(

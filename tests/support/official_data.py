@@ -10,7 +10,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from personalens_utils.paths import find_official_data
+from personalens_utils.base.paths import find_official_data
 
 CHECKOUT = Path(__file__).resolve().parents[2]
 SHARED_ARCHIVE = CHECKOUT.parent / "shared" / "data" / "personalens-official.tar.xz"

@@ -7,9 +7,9 @@ from typing import Any
 
 import orjson
 
-from personalens_utils.identity import resolved_model
-from personalens_utils.records import Dialogue, Record
-from personalens_utils.store import RunStore
+from personalens_utils.runstore.identity import resolved_model
+from personalens_utils.runstore.records import Dialogue, Record
+from personalens_utils.runstore.store import RunStore
 
 DIALOGUE_DEFAULTS: dict[str, Any] = {
     "scenario_id": "user1/SD-Alarm-task-1", "user_id": 1, "task_id": "SD-Alarm-task-1", "task_type": "SD",

@@ -19,7 +19,12 @@ from typing import Any
 
 from personalens_utils.llm.offline import register
 from personalens_utils.llm.types import CallKind, FatalError, Request
-from personalens_utils.prompts.validation import CROSS_LABEL, DOMAINS_LABEL, EXPLANATION_LABEL, WITHIN_LABEL
+from personalens_utils.prompt_templates.validation import (
+    CROSS_LABEL,
+    DOMAINS_LABEL,
+    EXPLANATION_LABEL,
+    WITHIN_LABEL,
+)
 from personalens_utils.reference.schema import load_schema
 
 NO_PREFERENCE = "no preference"

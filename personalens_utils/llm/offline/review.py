@@ -1,6 +1,6 @@
 """Offline failure reviewer: which party caused a dialogue's poor result, from evidence in its text.
 
-It answers a review context (a judge context with the judge's `verdicts`, `prompting.review`) in the
+It answers a review context (a judge context with the judge's `verdicts`, `prompt_sets.review`) in the
 format a real reviewer is asked for, by plain rules tried in order; the first that fires names the
 party, the fault and the message (numbered from 1) that shows it:
 

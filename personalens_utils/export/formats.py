@@ -1,0 +1,291 @@
+"""Runs that travel: a run store exported as Inspect eval logs and as a Hugging Face dataset folder, and
+such a folder imported back into a store (docs/export.md).
+
+Inspect logs are for reading transcripts where researchers already read them (`inspect view`); the
+dataset folder is the exchange format: every record's stored JSON line travels unchanged, so an imported
+run is the same run, byte for byte, and the kit's analysis and judging work on it as on any store.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pandas as pd
+
+from personalens_utils.base import paths
+from personalens_utils.base.errors import KitError
+from personalens_utils.data import Benchmark
+from personalens_utils.prompt_sets import ScenarioContext, prompt_set
+from personalens_utils.runstore.identity import stable_id
+from personalens_utils.runstore.records import Dialogue, Judgment
+from personalens_utils.runstore.store import RunStore
+from personalens_utils.simulation.settings import AssistantSetting
+
+RUN_CARD = "run_card.json"
+OFFICIAL_LICENSE = "cc-by-nc-4.0"
+"""The official PersonaLens data's license; a run on it inherits it."""
+_TABLES: tuple[type[Dialogue] | type[Judgment], ...] = (Dialogue, Judgment)
+_EPOCH = "1970-01-01T00:00:00+00:00"
+
+__all__ = ["OFFICIAL_LICENSE", "ExportError", "import_run", "to_hf_dataset", "to_inspect"]
+
+
+class ExportError(KitError):
+    """A run cannot be exported or imported as asked; the message names the store or folder."""
+
+
+def read_run_card(store: RunStore) -> dict[str, Any] | None:
+    """The store's run card as a plain dict, or None when the store has none."""
+    path = store.root / RUN_CARD
+    if not path.exists():
+        return None
+    try:
+        card = orjson.loads(path.read_bytes())
+    except orjson.JSONDecodeError as exc:
+        raise ExportError(f"{path}: the run card is not valid JSON ({exc})") from None
+    if not isinstance(card, dict):
+        raise ExportError(f"{path}: the run card is not a JSON object")
+    return card
+
+
+def _dialogues(store: RunStore) -> list[Dialogue]:
+    dialogues = store.read(Dialogue)
+    if not dialogues:
+        raise ExportError(f"the run store {store.root} holds no dialogues; nothing to export")
+    return dialogues
+
+
+# -- Inspect ---------------------------------------------------------------------------------------------
+
+def to_inspect(store: RunStore, out_dir: str | os.PathLike[str], *, benchmark: Benchmark | None = None
+               ) -> list[Path]:
+    """Write one Inspect eval log per (assistant, setting, judge), one sample per judged dialogue.
+
+    With `benchmark`, a sample's input is the scenario's task as the user was given it and its first
+    message the assistant's system context (rebuilt by the dialogue's prompt set); without it the input
+    names the scenario. Returns the logs written, in a stable order.
+    """
+    from inspect_ai.log import EvalConfig, EvalDataset, EvalLog, EvalSample, EvalSpec, write_eval_log
+    from inspect_ai.scorer import Score
+
+    dialogues = {d.id: d for d in _dialogues(store)}
+    card = read_run_card(store)
+    groups: dict[tuple[str, str, str], dict[str, list[Judgment]]] = defaultdict(lambda: defaultdict(list))
+    for judgment in store.read(Judgment):
+        if (dialogue := dialogues.get(judgment.dialogue_id)) is None:
+            continue
+        key = (dialogue.assistant_model, dialogue.assistant_setting, judgment.judge_model)
+        groups[key][dialogue.id].append(judgment)
+    if not groups:
+        raise ExportError(f"the run store {store.root} holds no judgments of its dialogues; judge them "
+                          "(notebook 04) before exporting to Inspect")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for (assistant, setting, judge), judged in sorted(groups.items()):
+        samples = []
+        for dialogue_id in sorted(judged, key=lambda i: (dialogues[i].scenario_id, i)):
+            dialogue = dialogues[dialogue_id]
+            scores = {j.dimension: Score(value=j.score if j.score is not None else "missing",
+                                         explanation=j.explanation,
+                                         metadata={"judgment_id": j.id, "status": j.status,
+                                                   "turn_scores": j.turn_scores})
+                      for j in sorted(judged[dialogue_id], key=lambda j: j.dimension)}
+            samples.append(EvalSample(
+                id=dialogue.id, epoch=dialogue.variant.sample + 1,
+                input=_input(dialogue, benchmark), target="",
+                messages=_messages(dialogue, benchmark), scores=scores,
+                metadata={"dialogue_id": dialogue.id, "scenario_id": dialogue.scenario_id,
+                          "user_id": dialogue.user_id, "task_id": dialogue.task_id,
+                          "task_type": dialogue.task_type, "user_model": dialogue.user_model,
+                          "status": dialogue.status, "prompt_set": dialogue.variant.prompt_set,
+                          "judgment_ids": [j.id for j in judged[dialogue_id]]},
+            ))
+        task = f"personalens_{setting}"
+        eval_id = stable_id("inspect", assistant, setting, judge, *sorted(judged))
+        spec = EvalSpec(
+            eval_id=eval_id, run_id=stable_id("run", str(store.root.resolve())),
+            created=(card or {}).get("created", _EPOCH), task=task, task_id=eval_id,
+            dataset=EvalDataset(name="personalens", samples=len(samples),
+                                sample_ids=[s.id for s in samples]),
+            model=assistant, config=EvalConfig(),
+            metadata={"assistant_setting": setting, "judge_model": judge, "run_card": card},
+        )
+        path = out / f"{_slug(assistant)}_{_slug(setting)}_{_slug(judge)}.eval"
+        write_eval_log(EvalLog(eval=spec, status="success", samples=samples), str(path))
+        written.append(path)
+    return written
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-." else "-" for c in text)
+
+
+def _context(dialogue: Dialogue, benchmark: Benchmark) -> ScenarioContext:
+    try:
+        scenario = benchmark.scenario(dialogue.scenario_id)
+        return ScenarioContext.of(scenario, benchmark.user(scenario.user_id))
+    except KeyError:
+        raise ExportError(f"dialogue {dialogue.id} is about scenario {dialogue.scenario_id!r}, which the "
+                          f"benchmark at {benchmark.root} does not hold; export it with the benchmark it "
+                          "was simulated on") from None
+
+
+def _input(dialogue: Dialogue, benchmark: Benchmark | None) -> str:
+    if benchmark is None:
+        return f"scenario {dialogue.scenario_id} (user {dialogue.user_id}, task {dialogue.task_id})"
+    return _context(dialogue, benchmark).scenario.task_description
+
+
+def _messages(dialogue: Dialogue, benchmark: Benchmark | None) -> list[Any]:
+    """The dialogue as chat messages: the assistant's system context (with the benchmark), then the turns."""
+    from inspect_ai.model import ChatMessageAssistant, ChatMessageSystem, ChatMessageUser
+
+    messages: list[Any] = []
+    if benchmark is not None:
+        prompts = prompt_set(dialogue.variant.prompt_set)
+        request = prompts.assistant_request(AssistantSetting.parse(dialogue.assistant_setting),
+                                            _context(dialogue, benchmark), [], dialogue.assistant_model)
+        messages.append(ChatMessageSystem(content=request.system))
+    for turn in dialogue.turns:
+        kind = ChatMessageUser if turn.role == "user" else ChatMessageAssistant
+        messages.append(kind(content=turn.content))
+    return messages
+
+
+# -- Hugging Face datasets -------------------------------------------------------------------------------
+
+def benchmark_license(benchmark_dir: str | os.PathLike[str]) -> str | None:
+    """The license a run on this benchmark inherits: the official data's, or the one the generated
+    benchmark states in a `LICENSE` file (its first line); None when it states none."""
+    folder = Path(benchmark_dir).resolve()
+    official = paths.find_official_data()
+    if official is not None and official.resolve() in (folder, *folder.parents):
+        return OFFICIAL_LICENSE
+    for candidate in (folder / "LICENSE", folder.parent / "LICENSE"):
+        if candidate.is_file() and (first := candidate.read_text(encoding="utf-8").strip().splitlines()):
+            return first[0].strip()
+    return None
+
+
+def to_hf_dataset(store: RunStore, out_dir: str | os.PathLike[str], *, license: str | None = None,
+                  benchmark_dir: str | os.PathLike[str] | None = None) -> Path:
+    """Write the run as a Hugging Face dataset folder: Parquet files of dialogues, judgments and the run
+    card, and a README dataset card whose YAML names the configs and the license.
+
+    The license is `license`, else the run card's, else the benchmark's (`benchmark_license`); a run
+    whose license is not known is refused, since a published dataset must carry one.
+    """
+    dialogues = _dialogues(store)
+    card = read_run_card(store)
+    chosen = license or (card or {}).get("license")
+    if chosen is None and benchmark_dir is not None:
+        chosen = benchmark_license(benchmark_dir)
+    if not chosen:
+        raise ExportError(f"the license of the run {store.root} is not known: pass license= (the "
+                          f"benchmark's: {OFFICIAL_LICENSE!r} for the official data) or benchmark_dir=")
+    out = Path(out_dir)
+    data = out / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    counts = {}
+    for kind in _TABLES:
+        rows = [_row(kind, line) for line in _lines(store, kind)]
+        counts[kind.table] = len(rows)
+        pd.DataFrame.from_records(rows, columns=_COLUMNS[kind.table]).to_parquet(
+            data / f"{kind.table}.parquet", index=False)
+    card_text = (store.root / RUN_CARD).read_text(encoding="utf-8") if card is not None else ""
+    pd.DataFrame({"run_card": [card_text]}).to_parquet(data / "run_card.parquet", index=False)
+    (out / "README.md").write_text(_dataset_card(chosen, card, dialogues, counts), encoding="utf-8")
+    return out
+
+
+_COLUMNS = {
+    Dialogue.table: ["id", "scenario_id", "user_id", "task_id", "assistant_model", "assistant_setting",
+                  "user_model", "status", "n_turns", "record"],
+    Judgment.table: ["id", "dialogue_id", "dimension", "judge_model", "status", "score", "record"],
+}
+
+
+def _lines(store: RunStore, kind: type[Dialogue] | type[Judgment]) -> list[bytes]:
+    """Every stored line of a table, in file order, exactly as written (a torn last line is left out)."""
+    path = store.path(kind)
+    if not path.exists():
+        return []
+    lines = path.read_bytes().split(b"\n")
+    return [line for line in lines[:-1] if line.strip()]
+
+
+def _row(kind: type[Dialogue] | type[Judgment], line: bytes) -> dict[str, Any]:
+    rec = orjson.loads(line)
+    row = {name: rec.get(name) for name in _COLUMNS[kind.table] if name not in ("record", "n_turns")}
+    if kind is Dialogue:
+        row["n_turns"] = len(rec.get("turns") or ())
+    row["record"] = line.decode("utf-8")
+    return row
+
+
+def _dataset_card(license: str, card: dict[str, Any] | None, dialogues: list[Dialogue],
+                  counts: dict[str, int]) -> str:
+    configs = "".join(f"- config_name: {name}\n  data_files: data/{name}.parquet\n"
+                      for name in (*counts, "run_card"))
+    assistants = sorted({d.assistant_model for d in dialogues})
+    settings = sorted({d.assistant_setting for d in dialogues})
+    summary = ("".join(f"- {key}: {orjson.dumps(card[key]).decode()}\n" for key in sorted(card)) if card
+               else "- this run has no run card\n")
+    offline = (" Some records come from the kit's offline backend: their numbers are offline, not a model's."
+               if any(d.made_offline for d in dialogues) else "")
+    return (
+        f"---\nlicense: {license}\ntags:\n- personalens\n- personalization\n- llm-evaluation\n"
+        f"configs:\n{configs}---\n\n"
+        "# PersonaLens run\n\n"
+        f"A run of the PersonaLens kit: {counts[Dialogue.table]} dialogues of assistants "
+        f"{', '.join(assistants)} in settings {', '.join(settings)}, and {counts[Judgment.table]} "
+        f"judgments.{offline}\n\n"
+        "## How it was made\n\nUser-agent dialogues with each assistant (notebook 03), judged dimension by "
+        "dimension (notebook 04). Each row's `record` column is the run store's JSON line, unchanged: "
+        "`personalens_utils.export.formats.import_run` rebuilds the store from it exactly.\n\n"
+        f"## License\n\n{license}, inherited from the benchmark the run was made on.\n\n"
+        f"## Run card\n\n{summary}"
+    )
+
+
+def import_run(source: str | os.PathLike[str] | Any, run_dir: str | os.PathLike[str]) -> RunStore:
+    """Rebuild a kit store at `run_dir` from a dataset folder written by `to_hf_dataset` (or from a
+    `datasets.DatasetDict` holding its `dialogues` and `judgments`). The store's lines are the exported
+    ones, byte for byte. A `run_dir` that already holds records is refused, and nothing is written."""
+    target = RunStore(run_dir)
+    held = [kind.table for kind in _TABLES if target.path(kind).exists()]
+    if held or (target.root / RUN_CARD).exists():
+        raise ExportError(f"cannot import into {target.root}: it already holds {held or [RUN_CARD]}; "
+                          "give an empty run_dir")
+    tables = _read_source(source)
+    target.root.mkdir(parents=True, exist_ok=True)
+    for kind in _TABLES:
+        lines = tables.get(kind.table, [])
+        for n, line in enumerate(lines, 1):
+            kind.from_json(orjson.loads(line), f"{source} {kind.table} row {n}")
+        if lines:
+            target.path(kind).write_bytes(b"".join(line.encode("utf-8") + b"\n" for line in lines))
+    if card := tables.get("run_card"):
+        (target.root / RUN_CARD).write_text(card[0], encoding="utf-8")
+    return RunStore(run_dir)
+
+
+def _read_source(source: str | os.PathLike[str] | Any) -> dict[str, list[str]]:
+    """Each table's `record` column (and the run card's text) from a dataset folder or a DatasetDict."""
+    if isinstance(source, str | os.PathLike):
+        folder = Path(source)
+        if not (folder / "data" / "dialogues.parquet").is_file():
+            raise ExportError(f"{folder} is not a PersonaLens dataset folder (no data/dialogues.parquet)")
+        frames = {p.stem: pd.read_parquet(p) for p in sorted((folder / "data").glob("*.parquet"))}
+        columns = {name: frame[frame.columns[-1]].tolist() for name, frame in frames.items()}
+    else:
+        columns = {name: list(split[split.column_names[-1]]) for name, split in source.items()}
+    if Dialogue.table not in columns:
+        raise ExportError(f"{source!r} holds no {Dialogue.table!r} table; it is not a PersonaLens dataset")
+    card = [text for text in columns.pop("run_card", []) if text]
+    return {**{name: [str(v) for v in values] for name, values in columns.items()}, "run_card": card}

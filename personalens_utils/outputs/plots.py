@@ -1,0 +1,257 @@
+"""One figure style for the whole kit, figures sized for the page, and their export (PDF, PNG, caption).
+
+A paper's figure is included at one of two widths, the column or the full text width, so every
+figure of the kit is drawn at one of them (`new_figure`) and saved at exactly that width (no tight
+bounding box): the fonts then print at the size set here, never below `MIN_FONT_PT`. Titles stay out
+of the figure; the caption, with the provenance and N, goes in a text file beside it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Literal
+
+import matplotlib as mpl
+import numpy as np
+import pandas as pd
+import seaborn as sns
+from matplotlib.figure import Figure
+
+from personalens_utils.outputs.tables import Source
+
+PALETTE = "colorblind"
+COLUMN_WIDTH_IN = 3.03
+TEXT_WIDTH_IN = 6.30
+"""ACL's one-column and two-column text widths, in inches."""
+MIN_FONT_PT = 7.0
+"""The smallest text a figure may print at its width."""
+SERIF_FONTS = ("STIXGeneral", "DejaVu Serif")
+"""Shipped with matplotlib; STIX is drawn after Times, so it matches a Times body."""
+PDF_METADATA = {"CreationDate": None}
+"""PDF document info without the timestamp matplotlib would otherwise write."""
+CAPTION_SUFFIX = ".txt"
+OFFLINE_NOTE = "Offline backend: rule-based, not a language model"
+GIVEN_NOTE = "Given data: no model of this run made these numbers"
+"""The note of a figure drawn from data the benchmark ships (e.g. the official users' demographics):
+inside a run of the offline backend, it says why the figure carries no `OFFLINE_NOTE`."""
+"""Printed in the corner of a figure made from offline results, so it cannot be pasted without it."""
+
+Span = Literal["column", "text"]
+
+
+@dataclass(frozen=True)
+class FigureStyle:
+    """The page the figures are made for: its two widths (inches), the body font size (pt), serif or not."""
+
+    column_width: float = COLUMN_WIDTH_IN
+    text_width: float = TEXT_WIDTH_IN
+    font_size: float = 8.0
+    serif: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("column_width", "text_width"):
+            if not 0 < getattr(self, name) <= 20:
+                raise ValueError(f"figure style: {name}={getattr(self, name)!r} inches is not a page width")
+        if self.column_width > self.text_width:
+            raise ValueError(
+                f"figure style: column_width={self.column_width} is wider than text_width={self.text_width}"
+            )
+        if self.font_size - 1 < MIN_FONT_PT:
+            raise ValueError(
+                f"figure style: font_size={self.font_size} pt prints tick labels below {MIN_FONT_PT} pt; "
+                f"use at least {MIN_FONT_PT + 1}"
+            )
+
+    @property
+    def small(self) -> float:
+        """Tick labels, legends and bar labels: one point below the body size."""
+        return self.font_size - 1
+
+    def width(self, span: Span) -> float:
+        if span == "column":
+            return self.column_width
+        if span == "text":
+            return self.text_width
+        raise ValueError(f"figure span {span!r}: expected 'column' or 'text'")
+
+    @property
+    def widths(self) -> tuple[float, float]:
+        return (self.column_width, self.text_width)
+
+
+_style = FigureStyle()
+
+
+def current_style() -> FigureStyle:
+    """The style the next figure is drawn with."""
+    return _style
+
+
+def apply_style(**changes: Any) -> FigureStyle:
+    """Set the figure style (any `FigureStyle` field, e.g. `serif=True`, `column_width=3.3`) and rcParams.
+
+    Fields not given keep their current value; fonts are embedded in PDFs as TrueType (fonttype 42).
+    """
+    global _style
+    unknown = set(changes) - set(FigureStyle.__dataclass_fields__)
+    if unknown:
+        raise TypeError(f"apply_style: unknown figure style field(s) {sorted(unknown)}")
+    _style = replace(_style, **changes)
+    sns.set_theme(context="paper", style="whitegrid", palette=PALETTE)
+    family = "serif" if _style.serif else "sans-serif"
+    mpl.rcParams.update(
+        {
+            "font.family": family,
+            "font.serif": [*SERIF_FONTS, *mpl.rcParamsDefault["font.serif"]],
+            "mathtext.fontset": "stix" if _style.serif else "dejavusans",
+            "font.size": _style.font_size,
+            "axes.titlesize": _style.font_size,
+            "axes.labelsize": _style.font_size,
+            "legend.fontsize": _style.small,
+            "legend.title_fontsize": _style.small,
+            "xtick.labelsize": _style.small,
+            "ytick.labelsize": _style.small,
+            "figure.titlesize": _style.font_size,
+            "axes.linewidth": 0.6,
+            "grid.linewidth": 0.4,
+            "lines.linewidth": 1.2,
+            "lines.markersize": 3.5,
+            "figure.dpi": 110,
+            "savefig.dpi": 300,
+            "savefig.bbox": None,
+            "pdf.fonttype": 42,
+        }
+    )
+    return _style
+
+
+def new_figure(span: Span, height: float, **subplots: Any) -> tuple[Figure, Any]:
+    """A figure `span` wide (column or text width of the current style) and `height` inches tall.
+
+    Laid out by matplotlib's constrained layout so nothing is clipped at that size, and not
+    registered with pyplot: a notebook shows it once, when it displays it.
+    """
+    if height <= 0:
+        raise ValueError(f"figure height {height!r}: expected a positive number of inches")
+    fig = Figure(figsize=(_style.width(span), height), layout="constrained")
+    return fig, fig.subplots(**subplots)
+
+
+def mark_offline(fig: Figure, backend_names: Iterable[str]) -> None:
+    """Print `OFFLINE_NOTE` small in the figure's top right corner when any number in it came from the
+    offline backend, on one line (short enough for a column at `MIN_FONT_PT`). It is the figure's
+    suptitle, so constrained layout keeps room for it."""
+    if "offline" not in set(backend_names):
+        return
+    _corner_note(fig, OFFLINE_NOTE)
+
+
+def mark_given(fig: Figure) -> None:
+    """Print `GIVEN_NOTE` where `mark_offline` prints its note: every figure of a run says inside the
+    image where its numbers came from, and a figure of given data must not claim the offline note."""
+    _corner_note(fig, GIVEN_NOTE)
+
+
+def _corner_note(fig: Figure, note: str) -> None:
+    fig.suptitle(note, x=0.995, ha="right", fontsize=MIN_FONT_PT, color="0.35", fontstyle="italic")
+
+
+SPOKE_LABEL_GAP = 0.1
+"""Distance of a radar chart's spoke label beyond the outer ring, as a share of the radius' range."""
+
+
+def label_spokes(ax: Any, angles: Iterable[float], labels: Iterable[str]) -> None:
+    """Name each spoke of a polar plot just beyond its outer ring, aligned away from the centre, so no
+    label reaches back over the ring or the markers drawn on it (tick labels would, centred on it)."""
+    low, high = ax.get_ylim()
+    ax.set_xticks(list(angles), [])
+    for angle, label in zip(angles, labels, strict=True):
+        cos, sin = np.cos(angle), np.sin(angle)
+        ax.text(angle, high + SPOKE_LABEL_GAP * (high - low), label, fontsize=current_style().small,
+                ha="left" if cos > 0.1 else "right" if cos < -0.1 else "center",
+                va="bottom" if sin > 0.1 else "top" if sin < -0.1 else "center")
+
+
+def span_of(fig: Figure) -> Span:
+    """Which of the style's widths a figure was drawn at."""
+    return "column" if abs(fig.get_figwidth() - _style.column_width) < 1e-6 else "text"
+
+
+@dataclass(frozen=True)
+class FigureResult:
+    """A figure, its caption (what it shows, with the offline label where it applies), where its
+    numbers come from, and optionally the numbers drawn."""
+
+    figure: Figure
+    caption: str
+    source: Source
+    data: pd.DataFrame | None = None
+    at: Callable[[Span], Figure] | None = None
+    """Draws the same figure at the other width, so a paper can place it in a column or across both."""
+
+    def describe(self) -> str:
+        """The caption file's text: caption, then the source sentence (provenance and N)."""
+        return f"{self.caption} {self.source.describe()}"
+
+    def save(self, output_dir: str | os.PathLike[str], number: int | str, slug: str) -> dict[str, Path]:
+        """`save_figure` with this figure's caption; with `at`, also the figure at the other width as
+        `figure<number>_<slug>_<column|text>.{pdf,png}`."""
+        paths = save_figure(self.figure, output_dir, number, slug, caption=self.describe())
+        if self.at is not None:
+            other: Span = "text" if span_of(self.figure) == "column" else "column"
+            drawn = save_figure(self.at(other), output_dir, number, f"{slug}_{other}")
+            paths |= {f"{ext}_{other}": path for ext, path in drawn.items()}
+        return paths
+
+
+def figure_paths(output_dir: str | os.PathLike[str], number: int | str, slug: str) -> dict[str, Path]:
+    stem = Path(output_dir) / "figures" / f"figure{number}_{slug}"
+    return {ext: stem.with_suffix(f".{ext}") for ext in ("pdf", "png", CAPTION_SUFFIX.lstrip("."))}
+
+
+def save_figure(
+    fig: Figure,
+    output_dir: str | os.PathLike[str],
+    number: int | str,
+    slug: str,
+    *,
+    caption: str | None = None,
+) -> dict[str, Path]:
+    """Write `fig` as `<output_dir>/figures/figure<number>_<slug>.{pdf,png}` at its own size, and the
+    caption (when given) as `figure<number>_<slug>.txt` beside them.
+
+    The page is the figure's size, so a figure drawn at a column or text width keeps it. The PDF
+    carries no creation date, so the same figure gives the same bytes on every run.
+    """
+    paths = figure_paths(output_dir, number, slug)
+    paths["pdf"].parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(paths["pdf"], metadata=PDF_METADATA)
+    fig.savefig(paths["png"])
+    text = paths.pop(CAPTION_SUFFIX.lstrip("."))
+    if caption is not None:
+        text.write_text(caption.strip() + "\n", encoding="utf-8")
+        paths["caption"] = text
+    return paths
+
+
+def greyscale_styles(n: int) -> list[dict[str, Any]]:
+    """`n` line styles that differ in colour, dash pattern and marker, so they stay apart in greyscale."""
+    colors = sns.color_palette(PALETTE, max(n, 1))
+    dashes = ("-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)))
+    markers = ("o", "s", "^", "D", "v", "P", "X")
+    return [
+        {"color": colors[i], "ls": dashes[i % len(dashes)], "marker": markers[i % len(markers)]}
+        for i in range(n)
+    ]
+
+
+def scale_limits(low: float, high: float, margin: float = 0.04) -> tuple[float, float]:
+    """Axis limits covering a score scale, with a little room so values at its ends stay visible."""
+    pad = (high - low) * margin
+    return (low - pad, high + pad)
+
+
+apply_style()

@@ -1,0 +1,91 @@
+"""Notebooks 05's and 06's setup, one call each: the session on the notebook's parameters and what the
+notebook works on (05: its three roles checked and the ablation's users; 06: the judgments analysed)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pandas as pd
+
+from personalens_utils.analysis.ablation import first_users
+from personalens_utils.analysis.scores import load_scores
+from personalens_utils.assistants import Assistant
+from personalens_utils.data import Benchmark
+from personalens_utils.llm.role import ModelRole
+from personalens_utils.runstore.store import RunStore
+from personalens_utils.session.base import Session, list_param
+
+
+@dataclass(frozen=True)
+class AblationRun:
+    """What notebook 05 works on: the run store, the user agent, judge and assistant, and the first
+    `ablation_users` of the session's users (`chosen`) with their benchmark."""
+
+    default_output: ClassVar[str] = "analysis"
+
+    store: RunStore
+    out: Path
+    user: ModelRole
+    judge: ModelRole
+    assistant: Assistant
+    chosen: list[int]
+    benchmark: Benchmark
+
+    @classmethod
+    def open(cls, parameters: Mapping[str, Any]) -> tuple[Session, AblationRun]:
+        """The session (`compare_assistant`, when given, is read and loaded too) and the three roles
+        checked once before the chosen users' benchmark is read."""
+        session = Session.from_parameters(
+            parameters, models=("user_model", "judge_model"),
+            assistants=("assistant_model", "compare_assistant"), optional=("compare_assistant",),
+            default_output=cls.default_output)
+        user, judge = session.role("user_model"), session.role("judge_model")
+        assistant = session.assistant("assistant_model")
+        print(session.preflight({"user agent": user, "assistant": assistant, "judge": judge}))
+        chosen = first_users(session.user_ids(), parameters["ablation_users"])
+        return session, cls(session.run_store, session.output_dir, user, judge, assistant, chosen,
+                            session.load_benchmark(chosen))
+
+
+@dataclass(frozen=True)
+class AnalysisRun:
+    """What notebook 06 analyses: the run store, the judge's scores in the session's scope (`tidy`), the
+    assistants judged in `setting` (`present`), those the tables show (`models`) and the one the figures
+    look at (`focus`)."""
+
+    default_output: ClassVar[str] = "analysis"
+
+    store: RunStore
+    out: Path
+    tidy: pd.DataFrame
+    present: list[str]
+    models: list[str]
+    focus: str
+    figure5_domains: list[str] | None
+
+    @classmethod
+    def open(cls, parameters: Mapping[str, Any]) -> tuple[Session, AnalysisRun]:
+        """The session (its store written only for Table 5's second judge, so without annotation sheets)
+        and the judgments the tables read, required for the setting analysed."""
+        session = Session.from_parameters(parameters, models=("second_judge_model",),
+                                          default_output=cls.default_output,
+                                          writes_store=not parameters["annotation_sheets"])
+        given = session.assistants(list_param("assistant_models", parameters["assistant_models"]))
+        domains = list_param("figure5_domains", parameters["figure5_domains"])
+        store = session.run_store
+        judge_model, user_model, setting = (parameters[k] for k in ("judge_model", "user_model", "setting"))
+        tidy = session.scope(load_scores(store, judge_model=judge_model, user_model=user_model,
+                                         judge_prompt_set=parameters["prompt_set"],
+                                         scoring=parameters["scoring"]))
+        session.require(tidy[tidy["assistant_setting"] == setting], f"judgments by {judge_model} of "
+                        f"dialogues with user agent {user_model} in setting {setting!r}",
+                        "notebooks 03 and 04")
+        present = sorted(tidy.loc[tidy["assistant_setting"] == setting, "assistant_model"].unique())
+        models = list(given) if given else present
+        focus = session.focus(parameters["focus_model"]) or models[0]
+        print(f"run store {store.root}: {tidy['dialogue_id'].nunique()} judged dialogues; "
+              f"assistants {models}; focus {focus}")
+        return session, cls(store, session.output_dir, tidy, present, models, focus, domains)

@@ -1,0 +1,61 @@
+"""Notebook 09's setup in one call: the session on the notebook's parameters, 09's own store of reviews
+beside the run store, the judge and reviewer checked, and the judgments every check reads."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pandas as pd
+
+from personalens_utils.analysis.scores import load_scores
+from personalens_utils.judging import check_scoring
+from personalens_utils.llm.role import ModelRole
+from personalens_utils.runstore.store import ReproductionStore, RunStore
+from personalens_utils.session.base import Session, list_param
+
+VALIDITY_STORE = "validity_store"
+"""09's reviews under the session's `records_dir`, kept across runs."""
+
+
+@dataclass(frozen=True)
+class ValidityRun:
+    """What notebook 09 checks: the run store it reads (`run`), its own store of reviews over it
+    (`store`), the judge checked and the reviewer, the judge's scores in the session's scope (`tidy`)
+    and the assistants of Table 3 (`names`; None: every one)."""
+
+    default_output: ClassVar[str] = "validity"
+
+    run: RunStore
+    store: ReproductionStore
+    out: Path
+    judge: ModelRole
+    reviewer: ModelRole
+    tidy: pd.DataFrame
+    names: list[str] | None
+
+    @classmethod
+    def open(cls, parameters: Mapping[str, Any]) -> tuple[Session, ValidityRun]:
+        """The session (09 writes only its own store, so the run store may be read-only), both roles
+        checked once, and the judgments of `judge_model` on `user_model`'s dialogues, required."""
+        session = Session.from_parameters(parameters, models=("judge_model", "reviewer_model"),
+                                          default_output=cls.default_output, writes_store=False)
+        scoring = check_scoring(parameters["scoring"])
+        run = session.run_store
+        store = ReproductionStore.over(run, session.records_dir / VALIDITY_STORE)
+        judge, reviewer = session.role("judge_model"), session.role("reviewer_model")
+        print(session.preflight({"judge": judge, "reviewer": reviewer}))
+        user_model = parameters["user_model"]
+        kept = {"judge_model": judge.model, "user_model": user_model,
+                "judge_backend": judge.client.backend_name, "judge_prompt_set": parameters["prompt_set"],
+                "scoring": scoring}
+        tidy = session.require(session.scope(load_scores(run, **kept)), f"judgments by {judge.model} of "
+                               f"dialogues with user agent {user_model}", "notebooks 03 and 04")
+        names = session.assistants(list_param("assistant_models", parameters["assistant_models"]))
+        return session, cls(run, store, session.output_dir, judge, reviewer, tidy, names)
+
+    def describe(self) -> str:
+        """The setup cell's line: where the run store and 09's reviews are."""
+        return f"Run store `{self.run.root}`; 09's reviews in `{self.store.own}`."
