@@ -80,5 +80,6 @@ def _official_column(rec: dict[str, Any]) -> float | None:
     return score_under(OFFICIAL, rec.get("dimension", ""), rec["status"], rec.get("score"), rec.get("raw"))
 
 
-_RULE_SOURCES = [str(Path(__file__).parent / f"{name}.py") for name in ("scoring", "parsing", "answers", "dimensions")]
+_RULE_SOURCES = [str(Path(__file__).parent / f"{name}.py")
+                 for name in ("scoring", "parsing", "answers", "dimensions")]
 columnar.derive(Judgment, "official_score", ("DOUBLE", _official_column), _RULE_SOURCES)
