@@ -1,5 +1,5 @@
-"""The installed package's imports: no test support in it, every module imports alone, llm/ and the
-layers it reads (prompts/, reference/, paths) at the bottom."""
+"""The installed package's imports: no test support in it, every module imports alone, and the folders
+are floors: no import runs up one, no two parts import each other, few modules lie at the root."""
 
 from __future__ import annotations
 
@@ -19,17 +19,25 @@ PACKAGE_DIR = Path(personalens_utils.__file__).resolve().parent
 PACKAGE = PACKAGE_DIR.name
 TEST_SUPPORT = ("support", "tests", "conftest", "pytest")
 """Top-level names of test infrastructure (besides the tests' own `test_*` helper modules)."""
-BOTTOM_LAYERS = {
-    "errors": set(),
-    "reference": {"reference", "errors"},
-    "paths": {"errors"},
-    "prompts": {"prompts", "reference", "paths", "errors"},
-    "llm": {"llm", "prompts", "reference", "paths", "errors"},
-}
-"""The layers under every stage, each with the parts of the package it may import (itself included).
-`errors` (the kit's error base) is under all of them; llm/ reads prompt labels, the reference schema
-and regions, and the cache folder; none of those reaches back into data/, a stage, the store or the
-records."""
+LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
+    ("base", frozenset({"base"})),
+    ("reference and outputs", frozenset({"reference", "outputs"})),
+    ("prompt templates", frozenset({"prompt_templates"})),
+    ("model door and benchmark data", frozenset({"llm", "data"})),
+    ("prompt sets", frozenset({"prompt_sets"})),
+    ("run store", frozenset({"runstore"})),
+    ("assistants", frozenset({"assistants"})),
+    ("stages", frozenset({"generation", "validation", "simulation", "judging", "analysis", "trust",
+                          "validity",
+                          "explore", "persona_bench", "export"})),
+    ("session", frozenset({"session"})),
+    ("top", frozenset({"reproduce", "run"})),
+)
+"""The package's floors, bottom first, as docs/architecture.md draws them: every top-level part of the
+package sits on one, and a module imports only from its own floor and the floors below."""
+FLOOR = {part: level for level, (_, parts) in enumerate(LAYERS) for part in parts}
+MAX_ROOT_MODULES = 3
+"""Modules allowed flat beside `__init__.py`: the rest live in the package of their floor."""
 
 
 def module_name(path: Path) -> str:
@@ -73,31 +81,67 @@ def test_no_module_of_the_package_imports_test_support() -> None:
     assert offenders == []
 
 
-def package_parts_imported(layer: str) -> dict[str, set[str]]:
-    """For each file of `layer` (a module or a package), the top-level parts of the package it imports."""
-    root = PACKAGE_DIR / layer
-    files = sorted(root.rglob("*.py")) if root.is_dir() else [root.with_suffix(".py")]
-    return {
-        path.relative_to(PACKAGE_DIR).as_posix(): {
-            name.split(".")[1] for name in imported(path) if name.startswith(f"{PACKAGE}.")
-        }
-        for path in files
-    }
+def parts_imported(path: Path) -> set[str]:
+    """The top-level parts of the package `path` imports (itself included when it does)."""
+    return {name.split(".")[1] for name in imported(path) if name.startswith(f"{PACKAGE}.")}
+
+
+def part_of(path: Path) -> str:
+    return path.relative_to(PACKAGE_DIR).with_suffix("").parts[0]
 
 
 def test_the_layer_scan_names_what_a_file_reaches_into() -> None:
-    assert package_parts_imported("data")["data/types.py"] == {"reference", "errors"}
-    assert "paths" in package_parts_imported("llm")["llm/cache.py"]
+    assert parts_imported(PACKAGE_DIR / "data" / "types.py") == {"reference", "base"}
+    assert "base" in parts_imported(PACKAGE_DIR / "llm" / "cache.py")
+    assert part_of(PACKAGE_DIR / "run.py") == "run"
 
 
-@pytest.mark.parametrize("layer", sorted(BOTTOM_LAYERS))
-def test_the_bottom_layers_import_only_what_is_below_them(layer: str) -> None:
-    offenders = {
-        where: sorted(parts - BOTTOM_LAYERS[layer])
-        for where, parts in package_parts_imported(layer).items()
-        if parts - BOTTOM_LAYERS[layer]
-    }
-    assert offenders == {}, f"{layer} must not depend on the layers above it"
+def test_every_part_of_the_package_sits_on_one_floor() -> None:
+    parts = {part_of(path) for path in PACKAGE_DIR.rglob("*.py") if path.name != "__init__.py"
+             or path.parent != PACKAGE_DIR}
+    assert sorted(parts - set(FLOOR)) == [], "add the new part to a floor of LAYERS (and to docs/architecture.md)"
+
+
+def test_no_import_runs_up_a_floor() -> None:
+    offenders = [
+        f"{path.relative_to(PACKAGE_DIR)} ({LAYERS[FLOOR[part_of(path)]][0]}) imports {part} "
+        f"({LAYERS[FLOOR[part]][0]})"
+        for path in sorted(PACKAGE_DIR.rglob("*.py")) if part_of(path) in FLOOR
+        for part in sorted(parts_imported(path)) if FLOOR.get(part, -1) > FLOOR[part_of(path)]
+    ]
+    assert offenders == []
+
+
+def test_no_two_parts_of_the_package_import_each_other() -> None:
+    """Within a floor parts may lean on each other (a stage on an earlier one), but never in a circle."""
+    edges: dict[str, set[str]] = {}
+    for path in PACKAGE_DIR.rglob("*.py"):
+        if path.parent != PACKAGE_DIR or path.name != "__init__.py":
+            edges.setdefault(part_of(path), set()).update(parts_imported(path) - {part_of(path), "__init__"})
+    circles = []
+    for start in sorted(edges):
+        seen, todo = set(), list(edges[start])
+        while todo:
+            part = todo.pop()
+            if part == start:
+                circles.append(start)
+                break
+            if part not in seen:
+                seen.add(part)
+                todo.extend(edges.get(part, ()))
+    assert circles == []
+
+
+def test_at_most_three_modules_lie_flat_at_the_package_root() -> None:
+    flat = sorted(path.name for path in PACKAGE_DIR.glob("*.py") if path.name != "__init__.py")
+    assert len(flat) <= MAX_ROOT_MODULES, flat
+
+
+def test_the_llm_door_reads_no_record_role_or_stage() -> None:
+    """llm/ sits under the data, the prompt sets and everything that stores: it reads prompt labels,
+    the reference schema, the cache folder and the kit's errors, nothing more."""
+    reached = set().union(*(parts_imported(path) for path in (PACKAGE_DIR / "llm").rglob("*.py")))
+    assert reached <= {"llm", "prompt_templates", "reference", "base"}, reached
 
 
 FRESH_IMPORTS = """
@@ -145,7 +189,9 @@ def test_the_batch_custom_ids_stay_those_stored_runs_hold() -> None:
 def test_the_notebook_facing_modules_import_no_provider_sdk():
     """A notebook on the offline backend never pays for a provider's SDK: anthropic, openai and boto3
     load only when a backend that needs them is built (each takes seconds in every kernel)."""
-    modules = ("session", "analysis", "trust", "judging", "simulation", "validity", "persona_bench")
+    modules = ("session.base", "session.simulation", "session.judging", "session.analysis", "session.trust",
+               "session.validity", "session.persona_bench", "analysis", "trust", "judging", "simulation",
+               "validity", "persona_bench")
     code = (f"import sys\nfor m in {modules!r}: __import__('{PACKAGE}.' + m)\n"
             "print(sorted({n.split('.')[0] for n in sys.modules} & {'anthropic', 'openai', 'boto3'}))")
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
