@@ -98,7 +98,7 @@ def test_the_layer_scan_names_what_a_file_reaches_into() -> None:
 def test_every_part_of_the_package_sits_on_one_floor() -> None:
     parts = {part_of(path) for path in PACKAGE_DIR.rglob("*.py") if path.name != "__init__.py"
              or path.parent != PACKAGE_DIR}
-    assert sorted(parts - set(FLOOR)) == [], "put the new part on a floor of LAYERS (and docs/architecture.md)"
+    assert sorted(parts - set(FLOOR)) == [], "give the new part a floor in LAYERS and docs/architecture.md"
 
 
 def test_no_import_runs_up_a_floor() -> None:
