@@ -25,8 +25,8 @@ from personalens_utils.simulation import SimulationConfig, run_simulation
 PACKAGE_DIR = Path(personalens_utils.__file__).resolve().parent
 SPEC_WORDS = re.compile(r'python:|ref-|"python"')
 """What names an assistant's kind in its spec: the `python:` prefix, reference names, the backend word."""
-OWN_MODULES = ("assistants", "roles.py", "session.py", "analysis/own_assistant.py", "simulation/report.py",
-               "llm/specs.py", "llm/clients.py")
+OWN_MODULES = ("assistants", "llm/role.py", "session/base.py", "analysis/own_assistant.py", "simulation/report.py",
+               "llm/specs.py", "llm/client.py")
 """The modules of the roles and assistants (issue 19, items 1, 2 and 8)."""
 MAX_PARAMETERS = 8
 

@@ -216,7 +216,7 @@ def test_a_script_without_a_main_guard_refreshes_on_workers(tmp_path: Path) -> N
     store = _store(tmp_path, n=40)
     script = tmp_path / "unguarded.py"
     script.write_text(
-        "from personalens_utils import columnar\n"
+        "from personalens_utils.runstore import columnar\n"
         "columnar.CHUNK_BYTES = 4000\n"
         f"cols = columnar.Columnar({str(store.root)!r})\n"
         "n = cols.sql('SELECT count(*) AS n FROM dialogues')['n'][0]\n"
@@ -348,7 +348,7 @@ def test_workers_die_with_a_killed_refresh(tmp_path: Path) -> None:
     """A refresh SIGKILLed while its workers copy leaves no worker running and no part written after."""
     store = _store(tmp_path, n=400)
     script = tmp_path / "refresh.py"
-    script.write_text("from personalens_utils import columnar\n"
+    script.write_text("from personalens_utils.runstore import columnar\n"
                       "columnar.CHUNK_BYTES = 1500\n"
                       f"columnar.Columnar({str(store.root)!r}).refresh()\n")
     proc = subprocess.Popen([sys.executable, str(script)], cwd=tmp_path,

@@ -82,7 +82,7 @@ def windows(official_code: Path) -> set[str]:
 
 def test_no_file_of_the_kit_holds_official_prompt_text(windows):
     files = kit_files()
-    assert any(f.parts[-2:] == ("prompts", "official.py") for f in files)
+    assert any(f.parts[-2:] == ("official", "templates.py") for f in files)
     assert len(files) > 100 and len(windows) > 10_000
     assert copied_runs(files, windows) == {}
 

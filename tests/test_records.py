@@ -165,7 +165,7 @@ def test_no_table_name_is_a_string_literal_outside_the_records_package():
     tables = {kind.table for kind in RECORD_TYPES}
     found = [
         f"{path.relative_to(PACKAGE)}:{line}: {value!r}"
-        for path in sorted(PACKAGE.rglob("*.py")) if PACKAGE / "records" not in path.parents
+        for path in sorted(PACKAGE.rglob("*.py")) if PACKAGE / "runstore" / "records" not in path.parents
         for line, value in _string_constants(path)
         if value in tables
     ]
