@@ -11,9 +11,9 @@ matplotlib.use("Agg")
 import numpy as np
 import pandas as pd
 import pytest
+from support.latex_page import compile_problems, needs_tex
 from support.records import put
-from test_analysis_support import JUDGE, SECOND_JUDGE, build_store
-from test_latex_tables import compile_problems, needs_tex
+from support.synthetic_store import JUDGE, SECOND_JUDGE, build_store
 
 from personalens_utils import analysis, plots
 from personalens_utils.analysis import agreement, scores

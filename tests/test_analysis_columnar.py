@@ -17,9 +17,9 @@ import pandas as pd
 import pytest
 from support import legacy_analysis as legacy
 from support.records import write_lines
-from test_analysis_support import JUDGE as SYNTHETIC_JUDGE
-from test_analysis_support import build_store
-from test_simulation_support import tiny_benchmark
+from support.synthetic_store import JUDGE as SYNTHETIC_JUDGE
+from support.synthetic_store import build_store
+from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils import analysis, judging
 from personalens_utils.analysis import dialogue_stats, scores, stats, tables

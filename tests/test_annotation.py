@@ -9,7 +9,7 @@ import stat
 import numpy as np
 import pandas as pd
 import pytest
-from test_analysis_support import JUDGE, build_benchmark, build_store
+from support.synthetic_store import JUDGE, build_benchmark, build_store
 
 from personalens_utils import analysis
 from personalens_utils.analysis import annotation, scores

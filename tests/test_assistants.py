@@ -11,7 +11,7 @@ from pathlib import Path
 
 import grimp
 import pytest
-from test_simulation_support import tiny_benchmark
+from support.tiny_benchmark import tiny_benchmark
 
 import personalens_utils
 from personalens_utils.assistants import (

@@ -12,7 +12,7 @@ import pytest
 from support.fake_batches import FakeBatches
 from support.fake_server import FakeLLMServer
 from support.records import put
-from test_batch_support import JUDGE, context_for, dialogue, judge_reply
+from support.scripted_judge import JUDGE, context_for, dialogue, judge_reply
 
 from personalens_utils.judging import ALL_DIMENSIONS, Dimension, JudgingConfig, run_judging, run_judging_batch
 from personalens_utils.llm import FatalError, LLMClient, registry

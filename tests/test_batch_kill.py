@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 from support.fake_batches import FakeBatches
-from support.fake_server import FakeLLMServer
+from support.fake_server import TESTS_DIR, FakeLLMServer
 from support.records import put
-from test_batch_support import JUDGE, context_for, dialogue, judge_reply
+from support.scripted_judge import JUDGE, context_for, dialogue, judge_reply
 
 from personalens_utils.judging import ALL_DIMENSIONS, JudgingConfig, run_judging_batch
 from personalens_utils.llm import LLMClient
@@ -28,7 +28,7 @@ N_DIALOGUES = 5
 CHILD = """
 import sys
 sys.path.insert(0, {tests!r})
-from test_batch_support import JUDGE, MODEL, context_for
+from support.scripted_judge import JUDGE, MODEL, context_for
 from personalens_utils.judging import run_judging_batch
 from personalens_utils.llm import LLMClient
 from personalens_utils.store import RunStore
@@ -46,7 +46,7 @@ def test_killed_batch_judging_resumes_polling_and_does_not_resubmit(
     store = RunStore(tmp_path / "run")
     put(store, Dialogue, [dialogue(i) for i in range(N_DIALOGUES)])
     script = tmp_path / "child.py"
-    script.write_text(textwrap.dedent(CHILD.format(tests=str(Path(__file__).parent))))
+    script.write_text(textwrap.dedent(CHILD.format(tests=str(TESTS_DIR))))
     with FakeLLMServer(reply=judge_reply) as server:
         batches = FakeBatches(polls_in_progress=0).install(server)
         batches.hold = True

@@ -8,7 +8,7 @@ import math
 from collections import Counter
 
 import pytest
-from test_simulation_support import tiny_benchmark
+from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils import judging
 from personalens_utils.judging import JudgingConfig

@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 from support.fake_batches import FakeBatches
 from support.fake_server import FakeLLMServer
-from test_prompt_caching import HISTORY, rich_scenario
-from test_simulation_support import SITUATION, TASKS, tiny_users
+from support.tiny_benchmark import HISTORY, SITUATION, TASKS, rich_scenario, tiny_users
 
 from personalens_utils.data import Benchmark, load_benchmark
 from personalens_utils.llm import CallKind, LLMClient, Message, Request, Response, Usage, registry

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_data import make_benchmark
+from support.hand_made_benchmark import make_benchmark
 
 from personalens_utils.data import (
     Benchmark,

@@ -19,25 +19,18 @@ import matplotlib
 matplotlib.use("Agg")
 
 import pytest
-from test_analysis_support import JUDGE, SECOND_JUDGE, build_benchmark, build_store
+from support.checkout import ROOT
+from support.paper_outputs import write_outputs
+from support.synthetic_store import build_store
 
-from personalens_utils import analysis
-from personalens_utils.analysis import annotation, dialogue_stats, scores
+from personalens_utils.analysis import annotation
 from personalens_utils.analysis.stats import bootstrap_ci, paired_comparison, sign_flip_pvalue
-from personalens_utils.data.demographics import sample_demographics
 from personalens_utils.records import Dialogue, Judgment
-from personalens_utils.reference.schema import load_schema
 from personalens_utils.store import RunStore
-from personalens_utils.tables import save_table
 from personalens_utils.validation import lexical
-from personalens_utils.validation import metrics as V
-from personalens_utils.validation import tables as VT
-from personalens_utils.validation.figures import figure3
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("determinism")]
-TESTS = Path(__file__).resolve().parent
 SHUFFLE_SEED = 7
-SELF_BLEU_SAMPLE = 200  # below the store's utterance count, so Table 10 really samples
 
 
 def shuffled_copy(source: RunStore, target: Path) -> RunStore:
@@ -48,73 +41,6 @@ def shuffled_copy(source: RunStore, target: Path) -> RunStore:
         random.Random(SHUFFLE_SEED).shuffle(records)
         store.extend(records)
     return store
-
-
-def _benchmark_records(order_seed: int | None) -> tuple[list, list, list]:
-    """Demographics, preferences and (type, domains) task pairs, in a seeded order when asked."""
-    schema = load_schema()
-    rng = random.Random(11)
-    people = sample_demographics(60, seed=5)
-    prefs = [
-        {
-            d.name: {p.name: rng.choice(p.options) if p.options else f"free text {rng.randint(0, 3)}"}
-            for d in schema.domains[:6]
-            for p in d.preferences[:2]
-        }
-        for _ in people
-    ]
-    tasks = [("SD", [d]) for d in schema.domain_names] + [
-        ("MD", rng.sample(schema.domain_names, 3)) for _ in range(10)
-    ]
-    if order_seed is not None:
-        for part in (people, prefs, tasks):
-            random.Random(order_seed).shuffle(part)
-    return people, prefs, tasks
-
-
-def write_outputs(store_dir: Path, out: Path, order_seed: int | None = None) -> None:
-    """Every table of notebooks 02 and 04-06 (and their figures) from one store, under `out`."""
-    store = RunStore(store_dir)
-    tidy = scores.load_scores(store, judge_model=JUDGE)
-    second = scores.load_scores(store, judge_model=SECOND_JUDGE)
-    table3 = analysis.table3(tidy)
-    table3.save(out, 3, "assistant_models")
-    table3.save_data(out, 3, "assistant_models_data")
-    analysis.table12(tidy).save(out, 12, "user_agent")
-    table4 = analysis.table4(tidy, assistant_model="model-a")
-    table4.save(out, 4, "ablation")
-    table4.save_data(out, 4, "ablation_data")
-    rated = tidy[tidy["dimension"].isin(analysis.AGREEMENT_DIMENSIONS)]
-    second = second[second["dimension"].isin(analysis.AGREEMENT_DIMENSIONS)]
-    analysis.table5(
-        rated[rated["dialogue_id"].isin(set(second["dialogue_id"]))],
-        None,
-        judge_model=JUDGE,
-        second_judge=second,
-        second_judge_model=SECOND_JUDGE,
-        backend_names=scores.backends(rated),
-    ).save(out, 5, "agreement", float_format="{:.3f}")
-    analysis.judge_missing(store, JUDGE, "v1").save(out, "J1", "judge_missing_rate")
-    analysis.judge_scores(tidy).save(out, "J2", "judge_scores")
-    dialogues = dialogue_stats.dialogues_frame(store)
-    dialogue_stats.table13(dialogues, assistant_model="model-a", assistant_setting="base").save(
-        out, 13, "dialogue_stats"
-    )
-    VT.table10(store_dir, self_bleu_sample=SELF_BLEU_SAMPLE).save(out, 10, "lexical_diversity")
-    annotation.export_sheet(store, build_benchmark(), out / "annotation", n=20, seed=3)
-    analysis.figure4(tidy, assistant_model="model-a").save(out, 4, "domains")
-    fig5 = analysis.figure5(scores.turn_frame(tidy), assistant_model="model-a")
-    fig5.save(out, 5, "turns")
-    save_table(fig5.data, out, "F5", "curves", "Figure 5 curves.")
-    analysis.radar_chart(tidy).save(out, "_radar", "personalization")
-    people, prefs, tasks = _benchmark_records(order_seed)
-    for number in (6, 7):
-        save_table(V.demographics_table(people, number), out, number, "demographics", "Demographics.")
-    save_table(V.preference_table(prefs), out, 8, "preferences", "Preferences.")
-    per_domain, totals = V.task_table(tasks, tasks)
-    save_table(per_domain, out, 1, "tasks", "Tasks.")
-    save_table(totals, out, 1, "totals", "Totals.")
-    figure3(people).save(out, 3, "demographics")
 
 
 def _files(out: Path) -> dict[str, bytes]:
@@ -139,15 +65,16 @@ def outputs(tmp_path_factory) -> dict[str, dict[str, bytes]]:
     hash_seed = str(int(os.environ.get("PYTHONHASHSEED", "0") or 0) + 12345)
     script = (
         "import sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); "
-        "from test_determinism import write_outputs; "
+        "from support.paper_outputs import write_outputs; "
         "write_outputs(Path(sys.argv[2]), Path(sys.argv[3]), order_seed=int(sys.argv[4]))"
     )
     env = {**os.environ, "PYTHONHASHSEED": hash_seed, "MPLBACKEND": "Agg"}
     subprocess.run(
-        [sys.executable, "-c", script, str(TESTS), str(root / "b" / "store"), str(root / "c" / "out"), "3"],
+        [sys.executable, "-c", script, str(ROOT / "tests"), str(root / "b" / "store"),
+         str(root / "c" / "out"), "3"],
         check=True,
         env=env,
-        cwd=TESTS.parent,
+        cwd=ROOT,
     )
     return {name: _files(root / name / "out") for name in ("a", "b", "c")}
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import papermill
 import pytest
-from test_simulation_support import tiny_benchmark
-from test_stage_report_errors import Overloaded
+from support.scripted_models import Overloaded
+from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils import session
 from personalens_utils.data import save_benchmark

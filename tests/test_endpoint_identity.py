@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 from support.fake_server import FakeLLMServer
-from test_run_identity import JUDGE, scripted_reply
-from test_simulation_support import tiny_benchmark
+from support.scripted_models import JUDGE, scripted_reply
+from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils import analysis, judging
 from personalens_utils.analysis import scores

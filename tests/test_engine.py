@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from support.records import dialogue
-from test_simulation_support import tiny_benchmark
+from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils import engine
 from personalens_utils.engine import UnreadableAnswer

@@ -9,8 +9,9 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 import pytest
+from support.explorer_store import DIALOGUES, LONG, build, chat, judgment
 from support.records import dialogue_json, put
-from test_analysis_support import build_benchmark
+from support.synthetic_store import build_benchmark
 
 from personalens_utils import analysis
 from personalens_utils.analysis import annotation
@@ -29,60 +30,7 @@ from personalens_utils.llm.clients import Clients
 from personalens_utils.llm.offline.judge import mentions
 from personalens_utils.paths import project_root
 from personalens_utils.records import Dialogue, Judgment
-from personalens_utils.store import RunStore
 from personalens_utils.tables import Source, TableResult
-
-LONG = ("The assistant proposed a jazz documentary before the user named a genre, then followed up with a "
-        "drama once asked; it never checked the time of day. " * 2).strip()
-"""A judge explanation far longer than the 50 characters notebook 04 used to show."""
-
-
-def _turns(*texts: str) -> list[dict[str, str]]:
-    return [{"role": "user" if i % 2 == 0 else "assistant", "content": t} for i, t in enumerate(texts)]
-
-
-DIALOGUES = {
-    "d-base": dict(scenario_id="user1/SD-Movies-task-1", user_id=1, task_id="SD-Movies-task-1",
-                   domains=["Movies"], assistant_model="model-a", assistant_setting="base",
-                   turns=_turns("Hi, find me a movie for tonight.", "How about a jazz documentary?",
-                                "Sounds good <b>bold</b> & more", "Then a drama after it: jazzy and calm."),
-                   n_turns=2),
-    "d-plus-i": dict(scenario_id="user1/SD-Movies-task-1", user_id=1, task_id="SD-Movies-task-1",
-                     domains=["Movies"], assistant_model="model-a", assistant_setting="base+I",
-                     turns=_turns("Hi, find me a movie for tonight.", "You liked drama before: this one?",
-                                  "Yes.", "Booked.", "Thanks, bye."),
-                     n_turns=3),
-    "d-music": dict(scenario_id="user2/SD-Music-task-1", user_id=2, task_id="SD-Music-task-1",
-                    domains=["Music"], assistant_model="model-b", assistant_setting="base",
-                    turns=_turns("Play something.", "Here is a pop playlist."), n_turns=1),
-    "d-md": dict(scenario_id="user3/MD-task-1", user_id=3, task_id="MD-task-1", task_type="MD",
-                 domains=["Movies", "Music", "Events"], assistant_model="model-a", assistant_setting="base",
-                 turns=_turns("Plan my evening.", "A jazz concert, then a film."), n_turns=1),
-}
-SCORES = {"d-base": (4.0, 1.0), "d-plus-i": (3.0, 1.0), "d-music": (1.0, 0.0), "d-md": (2.0, 1.0)}
-
-
-def _judgment(dialogue_id: str, dimension: str, score: float | None, **fields) -> dict:
-    return {"id": f"{dialogue_id}-{dimension}", "dialogue_id": dialogue_id, "dimension": dimension,
-            "judge_model": "judge-1", "prompt_version": "v1", "backend": "offline",
-            "judge_model_id": "judge-1", "status": "ok",
-            "score": score, "turn_scores": None, "explanation": f"{dimension} of {dialogue_id}: {LONG}",
-            "raw": f"raw answer of {dialogue_id}", "attempts": 1, **fields}
-
-
-def build(root) -> RunStore:
-    store = RunStore(root)
-    put(store, Dialogue, [dialogue_json(i, **fields) for i, fields in DIALOGUES.items()])
-    rows = []
-    for did, (personalization, completed) in SCORES.items():
-        rows.append(_judgment(did, "personalization", personalization))
-        rows.append(_judgment(did, "task_completion", completed))
-    notes = "turn 1: offered jazz unprompted\nturn 2: no valid score: no label found"
-    rows.append(_judgment("d-base", "turn_personalization", 3.0, turn_scores=[3.0, None], explanation=notes))
-    rows.append(_judgment("d-music", "naturalness_assistant", None, status="missing", attempts=2,
-                          explanation="no valid score: the answer had no 'Naturalness Score:' line"))
-    put(store, Judgment, rows)
-    return store
 
 
 @pytest.fixture
@@ -180,7 +128,7 @@ def test_a_missing_judgment_shows_its_status_and_never_a_score(store, benchmark)
 def test_mentions_use_the_offline_judges_whole_word_reading():
     context = {"task": {"relevant_preferences": ["Preferred Genres"]},
                "preferences": {"Movies": {"Preferred Genres": ["jazz", "Drama"], "Other": "jazz"}},
-               "dialogue": _turns("I like DRAMA.", "Some jazzy tunes?", "No.", "A Jazz night then.")}
+               "dialogue": chat("I like DRAMA.", "Some jazzy tunes?", "No.", "A Jazz night then.")}
     found = [(m.index, m.role, m.value) for m in mentions(context)]
     assert found == [(0, "user", "Drama"), (3, "assistant", "jazz")]
 
@@ -190,7 +138,7 @@ def test_a_value_held_in_two_domains_is_one_badge_on_its_turn(store):
     dialogue = next(d for d in store.read(Dialogue) if d.id == "d-md")
     context = {"task": {"relevant_preferences": ["Price Range"]},
                "preferences": {domain: {"Price Range": "Moderate"} for domain in ("Travel", "Restaurants")},
-               "dialogue": _turns("Plan my evening.", "Something moderate for the hotel and the dinner.")}
+               "dialogue": chat("Plan my evening.", "Something moderate for the hotel and the dinner.")}
     found = tuple(mentions(context))
     assert [(m.index, m.domain) for m in found] == [(1, "Restaurants"), (1, "Travel")]
     twice = {**context, "task": {"relevant_preferences": ["Price Range", "Price Range"]}}
@@ -498,7 +446,7 @@ def test_turn_notes_read_the_explanation_the_judging_stage_writes():
 
 def test_turn_notes_are_written_once_single_spaced_and_no_model_is_named_for_offline_answers(store):
     same = "Justification: none of the relevant values came up.\n\n\nScore reasoning follows."
-    put(store, Judgment, [_judgment("d-plus-i", "turn_personalization", 1.0, turn_scores=[1.0, 1.0],
+    put(store, Judgment, [judgment("d-plus-i", "turn_personalization", 1.0, turn_scores=[1.0, 1.0],
                                     explanation="\n".join(f"turn {k}: {same}" for k in (1, 2)))])
     view = explore(store)
     view.select("d-plus-i")
@@ -545,10 +493,10 @@ def test_side_by_side_offers_finished_dialogues_the_judge_scored_not_every_run_e
 
 def test_judgments_are_headed_by_name_and_say_asked_again_only_when_an_answer_was_asked_for_twice(store):
     put(store, Judgment, [
-        _judgment("d-md", "turn_personalization", 2.0, turn_scores=[2.0, 2.0, 2.0], attempts=3,
+        judgment("d-md", "turn_personalization", 2.0, turn_scores=[2.0, 2.0, 2.0], attempts=3,
                   explanation="turn 1: a\nturn 2: b\nturn 3: c"),
-        _judgment("d-md", "coherence_user", 4.0, attempts=1),
-        _judgment("d-plus-i", "turn_personalization", 2.0, turn_scores=[2.0, 2.0, 2.0], attempts=5,
+        judgment("d-md", "coherence_user", 4.0, attempts=1),
+        judgment("d-plus-i", "turn_personalization", 2.0, turn_scores=[2.0, 2.0, 2.0], attempts=5,
                   explanation="turn 1: a\nturn 2: b\nturn 3: c"),
     ])
     view = explore(store)

@@ -8,8 +8,8 @@ import random
 
 import orjson
 import pytest
+from support.explorer_store import DIALOGUES, build, judgment
 from support.records import dialogue_json, put, write_lines
-from test_explore import DIALOGUES, _judgment, build
 
 from personalens_utils.explore import Catalog, Filters, explore, side_by_side
 from personalens_utils.explore import widgets as widgets_module
@@ -68,7 +68,7 @@ def test_view_reads_the_dialogue_and_its_current_judgments_in_full(store):
     with pytest.raises(KeyError, match=r"d-nowhere.*not in the run store"):
         catalog.view("d-nowhere")
     # a judgment judged again: its later line replaces the earlier in the view and in the score filter
-    write_lines(store, Judgment, [_judgment("d-music", "personalization", 4.0)])
+    write_lines(store, Judgment, [judgment("d-music", "personalization", 4.0)])
     again = Catalog(store)
     (personalization,) = [j for j in again.view("d-music").judgments if j.dimension == "personalization"]
     assert personalization.score == 4.0
@@ -94,7 +94,7 @@ def _random_store(root, seed: int) -> RunStore:
             assistant_setting=rng.choice(["base", "base+I"]), status=rng.choice(["terminated", "error"])))
         for judge in rng.sample(["judge-1", "judge-2"], rng.randint(0, 2)):
             score = rng.choice([None, 1.0, 2.0, 3.0, 4.0])
-            row = {**_judgment(f"d{i:02d}", "personalization", score), "judge_model": judge,
+            row = {**judgment(f"d{i:02d}", "personalization", score), "judge_model": judge,
                    "judge_model_id": judge, "id": f"d{i:02d}-{judge}", "status": "ok" if score else "missing"}
             judgments.append(row)
             if rng.random() < 0.3:

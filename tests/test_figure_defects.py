@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import pytest
 from matplotlib.figure import Figure
-from test_analysis_support import JUDGE, build_store
-from test_figure_export import figures, persona_radar  # noqa: F401  (the module's fixture)
-from test_trust_stats import exports, pilot_tidy  # noqa: F401  (fixtures)
+from support.figures import persona_radar
+from support.synthetic_store import JUDGE, build_store
 
 from personalens_utils import analysis, plots
 from personalens_utils.analysis import scores
@@ -30,7 +29,7 @@ def _note_problems(fig: Figure, name: str) -> list[str]:
     return problems
 
 
-def test_the_offline_note_is_one_line_inside_every_figure_at_both_widths(figures):  # noqa: F811
+def test_the_offline_note_is_one_line_inside_every_figure_at_both_widths(figures):
     drawn = {**figures, "persona": persona_radar().figure, "persona_text": persona_radar().at("text")}
     marked = [name for name, fig in drawn.items() if fig.get_suptitle() == plots.OFFLINE_NOTE]
     assert {"figure5", "figure5_text", "persona", "persona_text"} <= set(marked)
@@ -60,13 +59,13 @@ def test_persona_radar_prints_no_ring_value_over_its_data(span):
 
 
 @pytest.mark.parametrize("name", ["figure5", "figure5_text"])
-def test_figure5_draws_all_sd_tasks_over_the_domains(figures, name):  # noqa: F811
+def test_figure5_draws_all_sd_tasks_over_the_domains(figures, name):
     lines = {line.get_label(): line.get_zorder() for line in figures[name].axes[0].get_lines()}
     overall = lines.pop("All SD tasks")
     assert lines and all(z < overall for z in lines.values()), (overall, lines)
 
 
-def test_t3_axis_names_the_smallest_detectable_difference(exports):  # noqa: F811
+def test_t3_axis_names_the_smallest_detectable_difference(exports):
     _, plan = exports
     for fig in (plan.figure.figure, plan.figure.at("text")):
         assert " ".join(fig.axes[0].get_ylabel().split()).startswith("smallest detectable P difference")

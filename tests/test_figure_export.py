@@ -10,35 +10,28 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-import zlib
-from itertools import combinations
 from pathlib import Path
-from unittest import mock
 
 import matplotlib
 import numpy as np
-import pandas as pd
 
 matplotlib.use("Agg")
 
 import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from matplotlib.text import Text
-from support.pdf import font_sizes, font_subtypes, page_size
-from test_analysis_support import JUDGE, build_store
-from test_determinism import write_outputs
+from support.figures import overlaps_and_overflows, persona_radar
+from support.paper_outputs import write_outputs
+from support.pdf import POINTS_PER_INCH, font_sizes, font_subtypes, page_size, pdf_text
+from support.synthetic_store import JUDGE, build_store
 
 from personalens_utils import analysis, plots
 from personalens_utils.analysis import scores
 from personalens_utils.data.demographics import sample_demographics
 from personalens_utils.llm.offline import OFFLINE_LABEL
-from personalens_utils.persona_bench import report
-from personalens_utils.reference.schema import load_schema
 from personalens_utils.validation.figures import figure3
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("determinism")]
-POINTS_PER_INCH = 72.0
 FIGURES = ("figure3_demographics", "figure4_domains", "figure5_turns", "figure_radar_personalization")
 OTHER_WIDTH = {"figure3_demographics": "column", "figure4_domains": "column", "figure5_turns": "text",
                "figure_radar_personalization": "text"}
@@ -88,10 +81,6 @@ def test_a_figure_from_offline_results_carries_the_note_inside(figure_dir):
             assert plots.OFFLINE_NOTE in [line.strip() for line in text.splitlines()], (
                 f"{pdf.name}: no offline note on one line in the image")
     assert "Offline" not in pdf_text(figure_dir / "figure3_demographics.pdf")  # given data: no note
-
-
-def pdf_text(pdf: Path) -> str:
-    return subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
 
 
 def test_pages_are_one_of_the_two_widths(figure_dir):
@@ -147,36 +136,6 @@ def test_the_parsers_see_a_type3_font_and_small_text(tmp_path):
     assert page_size(data) == (144.0, 72.0)
 
 
-def overlaps_and_overflows(fig: Figure) -> list[str]:
-    """Pairs of texts whose boxes overlap, and texts reaching outside the figure."""
-    drawn: list[Text] = []
-    original = Text.draw
-
-    def record(text: Text, renderer) -> None:  # tick labels outside the view exist but are not drawn
-        original(text, renderer)
-        if text.get_visible() and text.get_text().strip():
-            drawn.append(text)
-
-    canvas = FigureCanvasAgg(fig)
-    with mock.patch.object(Text, "draw", record):
-        canvas.draw()
-    renderer = canvas.get_renderer()
-    page = fig.bbox
-    texts = list(dict.fromkeys(drawn))
-    boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in texts]
-    problems = [
-        f"{text!r} leaves the page"
-        for text, box in boxes
-        if box.x0 < page.x0 - 1 or box.y0 < page.y0 - 1 or box.x1 > page.x1 + 1 or box.y1 > page.y1 + 1
-    ]
-    for (a, box_a), (b, box_b) in combinations(boxes, 2):
-        inter_w = min(box_a.x1, box_b.x1) - max(box_a.x0, box_b.x0)
-        inter_h = min(box_a.y1, box_b.y1) - max(box_a.y0, box_b.y0)
-        if inter_w > 1 and inter_h > 1:
-            problems.append(f"{a!r} overlaps {b!r}")
-    return problems
-
-
 def spoke_labels_over_the_ring(fig: Figure) -> list[str]:
     """Labels of a polar plot that reach inside its outer ring (where the markers of a full score sit)."""
     canvas = FigureCanvasAgg(fig)
@@ -196,15 +155,6 @@ def spoke_labels_over_the_ring(fig: Figure) -> list[str]:
     return problems
 
 
-def persona_radar() -> plots.FigureResult:
-    """PERSONA Bench's radar with every setting near the top of the scale on every metric."""
-    metrics = ["Accuracy", "F1", "MCC", "ROUGE-1", "ROUGE-L", "BLEU"]
-    summary = pd.DataFrame([{"model": "m", "setting": s, "metric": m, "value": 0.97 - 0.01 * i}
-                            for i, s in enumerate(("P-Conv", "P-NonConv", "NP-Conv")) for m in metrics])
-    frame = pd.DataFrame({"model": ["m"], "backend": ["offline"]})
-    return report.radar(summary, frame, "m", data_label="synthetic", origin="test")
-
-
 @pytest.mark.parametrize("span", ["column", "text"])
 def test_radar_labels_stay_outside_the_ring(figures, span):
     drawn = {"persona": persona_radar().at(span), "radar": figures["radar"] if span == "column"
@@ -212,35 +162,6 @@ def test_radar_labels_stay_outside_the_ring(figures, span):
     for name, fig in drawn.items():
         assert spoke_labels_over_the_ring(fig) == [], name
         assert overlaps_and_overflows(fig) == [], name
-
-
-@pytest.fixture(scope="module")
-def figures(tmp_path_factory) -> dict[str, Figure]:
-    store = build_store(tmp_path_factory.mktemp("figure_text") / "store")
-    tidy = scores.load_scores(store, judge_model=JUDGE)
-    turns = scores.turn_frame(tidy)
-    names = load_schema().domain_names  # the official benchmark's 20 domains, as on a full run
-    every_domain = tidy.assign(
-        domains=[
-            [names[zlib.crc32(scenario.encode()) % len(names)]] if kind == "SD" else list(domains)
-            for scenario, kind, domains in zip(
-                tidy["scenario_id"], tidy["task_type"], tidy["domains"], strict=True
-            )
-        ]
-    )
-    results = {
-        "figure3": figure3(sample_demographics(300, seed=2), backend_names=["offline"]),
-        "figure4": analysis.figure4(tidy, assistant_model="model-a"),
-        "figure5": analysis.figure5(turns, assistant_model="model-a", backend_names={"offline"}),
-        "radar": analysis.radar_chart(tidy),
-        "figure4_20_domains": analysis.figure4(every_domain, assistant_model="model-a"),
-        "radar_20_domains": analysis.radar_chart(every_domain),
-    }
-    drawn = {name: result.figure for name, result in results.items()}
-    for name, result in results.items():
-        other = "text" if plots.span_of(result.figure) == "column" else "column"
-        drawn[f"{name}_{other}"] = result.at(other)
-    return drawn
 
 
 FIGURE_NAMES = ["figure3", "figure4", "figure5", "radar", "figure4_20_domains", "radar_20_domains"]

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import papermill
 import pytest
+from support.notebook_output import MAX_LINES, error_lines
 from support.read_only import read_only
-from test_kit_errors import MAX_LINES, _error_lines
-from test_simulation_support import tiny_benchmark
+from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils import session
 from personalens_utils.analysis.scores import load_scores
@@ -228,7 +228,7 @@ def _run(notebook: str, executed: Path, parameters: dict) -> papermill.Papermill
     with pytest.raises(papermill.PapermillExecutionError) as caught:
         papermill.execute_notebook(str(NOTEBOOKS / notebook), str(executed), kernel_name="python3",
                                    progress_bar=False, parameters=parameters)
-    shown = _error_lines(executed)
+    shown = error_lines(executed)
     assert caught.value.ename == "SessionError", shown
     assert 1 <= len(shown) <= MAX_LINES, shown
     assert len(str(caught.value).strip().splitlines()) <= MAX_LINES

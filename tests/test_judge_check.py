@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy.stats import kendalltau
-from test_latex_tables import compile_problems, needs_tex
-from test_simulation_support import tiny_benchmark
+from support.latex_page import compile_problems, needs_tex
+from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils.analysis.judge_check import judge_sanity, kendall_tau_b
 from personalens_utils.analysis.scores import SCALES, load_scores

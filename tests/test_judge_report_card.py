@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from support.planted_judges import LengthBiasedJudge, ProfileBlindJudge, RandomJudge
 from support.records import dialogue
-from test_simulation_support import tiny_benchmark
+from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils.analysis.tables import ASSISTANT_DIMENSIONS
 from personalens_utils.assistants.reference import DESIGNED_ORDER

@@ -9,7 +9,6 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -19,7 +18,8 @@ import papermill
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 from support.checkout import copy_env
-from test_simulation_support import tiny_benchmark
+from support.notebook_output import MAX_LINES, error_lines
+from support.tiny_benchmark import tiny_benchmark
 
 import personalens_utils
 from personalens_utils import errors
@@ -27,8 +27,6 @@ from personalens_utils.data import save_benchmark
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY_VARS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL")
-MAX_LINES = 15
-ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def _package_exceptions() -> list[type[Exception]]:
@@ -55,14 +53,6 @@ def test_every_exception_class_of_the_package_is_a_kit_error():
                   and (n := f"{c.__module__}.{c.__qualname__}") not in SIGNALS) == []
 
 
-def _error_lines(executed: Path) -> list[str]:
-    """The traceback lines the executed notebook shows for its error, without colours."""
-    cells = nbformat.read(executed, as_version=4).cells
-    errors_shown = [out for cell in cells for out in cell.get("outputs", []) if out.output_type == "error"]
-    return [ANSI.sub("", line) for out in errors_shown for text in out.traceback
-            for line in text.splitlines()]
-
-
 @pytest.fixture
 def no_key(monkeypatch, tmp_path) -> Path:
     for name in KEY_VARS:
@@ -84,7 +74,7 @@ def test_a_notebook_without_the_key_stops_in_a_few_lines_and_writes_nothing(no_k
             progress_bar=False,
             parameters={"backend": "anthropic", "benchmark_dir": str(no_key), "run_dir": str(run_dir),
                         "output_dir": str(output_dir)})
-    shown = _error_lines(executed)
+    shown = error_lines(executed)
     assert caught.value.ename == "PreflightError"
     assert 1 <= len(shown) <= MAX_LINES, shown
     assert "ANTHROPIC_API_KEY" in shown[0] and "Set ANTHROPIC_API_KEY" in shown[0]
@@ -108,7 +98,7 @@ def test_the_full_traceback_is_one_flag_away(first, full, monkeypatch, tmp_path)
     _raising_notebook(source, first)
     with pytest.raises(papermill.PapermillExecutionError):
         papermill.execute_notebook(str(source), str(executed), kernel_name="python3", progress_bar=False)
-    shown = _error_lines(executed)
+    shown = error_lines(executed)
     assert shown[0 if not full else -1].startswith("SpecError")
     if full:
         assert len(shown) > 5 and any("_check_var" in line for line in shown), shown
@@ -123,7 +113,7 @@ def test_the_environment_variable_shows_the_full_traceback(monkeypatch, tmp_path
     _raising_notebook(source, "pass")
     with pytest.raises(papermill.PapermillExecutionError):
         papermill.execute_notebook(str(source), str(executed), kernel_name="python3", progress_bar=False)
-    assert any("_check_var" in line for line in _error_lines(executed))
+    assert any("_check_var" in line for line in error_lines(executed))
 
 
 def test_the_command_line_without_the_key_says_so_once_and_writes_nothing(tmp_path):

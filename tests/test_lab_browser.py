@@ -6,23 +6,20 @@ transcript and a judge's explanation on the page. Screenshots go to the test's t
 from __future__ import annotations
 
 import json
-import os
 import re
 import secrets
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
 import pytest
-from playwright.sync_api import Page, expect, sync_playwright
+from playwright.sync_api import expect
 from support.checkout import copy_env
+from support.lab import LAB_SETTINGS, free_port, lab_api, stop_lab, words
 
 from personalens_utils.explore import Catalog
 from personalens_utils.records import Dialogue, Judgment
@@ -30,51 +27,8 @@ from personalens_utils.store import RunStore
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("reproduced_checkout"), pytest.mark.timeout(900)]
 
-CHROMIUM = os.environ.get("PERSONALENS_CHROMIUM") or shutil.which("chromium") or (
-    "/usr/bin/chromium" if Path("/usr/bin/chromium").is_file() else None
-)
 JUDGE = "Claude 3.5 Sonnet"
 T = TypeVar("T")
-LAB_SETTINGS = {
-    # every cell in the page, so the explorer far down the notebook is in the DOM
-    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
-    # no news or update check: the test touches no network beyond loopback
-    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
-        "fetchNews": "false", "checkForUpdates": False},
-}
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _api(base: str, token: str, path: str, method: str = "GET") -> object:
-    request = urllib.request.Request(f"{base}{path}", method=method,
-                                     headers={"Authorization": f"token {token}"})
-    with urllib.request.urlopen(request, timeout=10) as response:
-        body = response.read()
-    return json.loads(body) if body else None
-
-
-def _stop(proc: subprocess.Popen[bytes], base: str, token: str) -> None:
-    """Shut the kernels and the server down through the API, then make sure the processes are gone."""
-    try:
-        for kernel in _api(base, token, "/api/kernels"):  # type: ignore[union-attr]
-            _api(base, token, f"/api/kernels/{kernel['id']}", "DELETE")
-        _api(base, token, "/api/shutdown", "POST")
-        proc.wait(timeout=30)
-    except Exception:  # the server did not answer or did not stop: end its process group
-        for sig, wait in ((signal.SIGTERM, 15), (signal.SIGKILL, 15)):
-            if proc.poll() is None:
-                os.killpg(proc.pid, sig)
-                try:
-                    proc.wait(timeout=wait)
-                except subprocess.TimeoutExpired:
-                    continue
-
-
 @pytest.fixture
 def lab(reproduced_checkout, tmp_path) -> Iterator[tuple[str, str, Path]]:
     """`make lab` on a copy of the reproduced checkout: (base URL, token, the copy); stopped at the end."""
@@ -87,7 +41,7 @@ def lab(reproduced_checkout, tmp_path) -> Iterator[tuple[str, str, Path]]:
     env = copy_env(root) | {"JUPYTERLAB_SETTINGS_DIR": str(config / "settings"),
                             "JUPYTERLAB_WORKSPACES_DIR": str(config / "workspaces"),
                             "JUPYTER_RUNTIME_DIR": str(config / "runtime")}
-    port, token = _free_port(), secrets.token_hex(16)
+    port, token = free_port(), secrets.token_hex(16)
     args = f"--no-browser --ServerApp.ip=127.0.0.1 --ServerApp.port={port} --ServerApp.port_retries=0 " \
            f"--IdentityProvider.token={token}"
     # the Makefile's own target, on the venv running the tests (-o install: nothing is installed)
@@ -101,31 +55,16 @@ def lab(reproduced_checkout, tmp_path) -> Iterator[tuple[str, str, Path]]:
         while True:
             assert proc.poll() is None, f"make lab exited: {(tmp_path / 'lab.log').read_text()[-2000:]}"
             try:
-                _api(base, token, "/api/status")
+                lab_api(base, token, "/api/status")
                 break
             except OSError:
                 assert time.monotonic() < deadline, "JupyterLab did not answer within 90 s"
                 time.sleep(0.5)
         yield base, token, root
     finally:
-        _stop(proc, base, token)
+        stop_lab(proc, base, token)
         log.close()
         print(f"JupyterLab log: {tmp_path / 'lab.log'}")
-
-
-@pytest.fixture
-def page() -> Iterator[Page]:
-    if CHROMIUM is None:
-        pytest.skip("Chromium not found: install the distribution's package (apt-get install chromium; "
-                    ".ci/run does it) or set PERSONALENS_CHROMIUM to its path")
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, timeout=60_000)
-        try:
-            context = browser.new_context(viewport={"width": 1400, "height": 1000})
-            context.set_default_timeout(60_000)
-            yield context.new_page()
-        finally:
-            browser.close()
 
 
 OVERFLOWING = """(root) => {
@@ -149,11 +88,6 @@ RELEVANT_FITS = """(table) => {
   return table.getBoundingClientRect().right <= area.right + 1 && table.scrollWidth <= table.clientWidth + 1;
 }"""
 """Whether the relevant-preferences table lies inside the output area, no column cut off."""
-
-
-def _words(text: str) -> str:
-    """Text with every run of white space (no-break spaces too) as one space."""
-    return re.sub(r"\s+", " ", text).strip()
 
 
 def test_notebook_06_runs_in_the_lab_and_the_explorer_opens_a_dialogue(lab, page, tmp_path):
@@ -199,7 +133,7 @@ def test_notebook_06_runs_in_the_lab_and_the_explorer_opens_a_dialogue(lab, page
 
     explorer.locator(".pl-explorer-task_type select").select_option(label="MD")
     options = dialogues.locator("option")
-    labels = until("the MD filter", lambda: [_words(t) for t in options.all_inner_texts()],
+    labels = until("the MD filter", lambda: [words(t) for t in options.all_inner_texts()],
                    lambda texts: len(texts) >= 2 and all(" · MD-" in text for text in texts))
     record = {Catalog.label(d): d for d in md.values()}[labels[1]]
     dialogues.select_option(label=labels[1])
@@ -208,12 +142,12 @@ def test_notebook_06_runs_in_the_lab_and_the_explorer_opens_a_dialogue(lab, page
     judged = [j for j in store.read(Judgment)
               if j.dialogue_id == dialogue_id and j.judge_model == JUDGE and j.explanation]
     assert judged, f"the reproduction judged dialogue {dialogue_id}"
-    page_text = _words(explorer.locator(".pl-explorer-page").inner_text())
-    first_user_turn = _words(record.turns[0].content)
+    page_text = words(explorer.locator(".pl-explorer-page").inner_text())
+    first_user_turn = words(record.turns[0].content)
     assert first_user_turn in page_text, "the transcript's first user turn is on the page"
     turns = explorer.locator(".pl-explorer-page .pl-turn")
     assert turns.count() == len(record.turns), "every message of the dialogue is shown"
-    explanation = _words(judged[0].explanation)
+    explanation = words(judged[0].explanation)
     assert explanation in page_text, f"the {judged[0].dimension} explanation is on the page"
     explorer.locator(".pl-explorer-page .pl-chat").scroll_into_view_if_needed()
     explorer.locator(".pl-explorer-count").scroll_into_view_if_needed()

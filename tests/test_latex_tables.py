@@ -5,14 +5,12 @@ scaling, no box more than 1 pt too wide, no text under 7 pt."""
 from __future__ import annotations
 
 import re
-import shutil
-from pathlib import Path
 
 import pandas as pd
 import pytest
-from support.latex_page import compile_table
-from test_analysis_support import JUDGE, build_benchmark, build_store
-from test_determinism import write_outputs
+from support.latex_page import MIN_TEXT_PT, PDFLATEX, compile_problems, compile_table, needs_tex
+from support.paper_outputs import write_outputs
+from support.synthetic_store import JUDGE, build_benchmark, build_store
 
 from personalens_utils import analysis
 from personalens_utils.analysis import annotation, scores
@@ -27,13 +25,6 @@ from personalens_utils.latex import (
 )
 from personalens_utils.tables import save_table
 from personalens_utils.validity import anchored
-
-PDFLATEX = shutil.which("pdflatex")
-needs_tex = pytest.mark.skipif(
-    PDFLATEX is None,
-    reason="pdflatex not found: install TeX Live (apt-get install texlive-latex-extra); .ci/run does this",
-)
-MIN_TEXT_PT = 7.0
 
 
 def test_special_characters_and_symbols_are_escaped():
@@ -143,15 +134,6 @@ def test_a_column_too_wide_for_the_text_is_named():
     frame = pd.DataFrame({"name": ["a"], "text": ["word" * 60], "n": [1]})
     with pytest.raises(ValueError, match=r"table tab:long: column 'text' \(\d+ pt\) is too wide"):
         table_latex(frame.assign(other=[2.5] * 1, more=["x" * 10]), "C.", "tab:long")
-
-
-def compile_problems(tex: Path) -> list[str]:
-    """pdflatex problems of one table on an ACL-like page: errors, boxes more than 1 pt too wide, floats
-    taller than the text (LaTeX's "Float too large"), and text under 7 pt."""
-    problems, smallest = compile_table(PDFLATEX, tex, tex.parent / "acl_pages")
-    if smallest < MIN_TEXT_PT - 0.05:
-        problems.append(f"text at {smallest:.2f} pt")
-    return problems
 
 
 def all_exported_tables(out) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import papermill
 import pytest
 from support.fault_server import FaultServer
-from test_simulation_support import tiny_benchmark
+from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils import reproduce
 from personalens_utils.data import save_benchmark

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
-from test_simulation_support import tiny_benchmark
+from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils import judging, prompting, reproduce
 from personalens_utils.judging import JudgingConfig

@@ -8,7 +8,7 @@ import re
 from types import SimpleNamespace
 
 import pytest
-from test_simulation_support import tiny_benchmark
+from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils.judging import score_under
 from personalens_utils.llm.client import LLMClient

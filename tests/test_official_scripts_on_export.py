@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from support.fake_bedrock import BedrockCall, FakeBedrock, keyword_reply
-from test_simulation_support import tiny_benchmark
+from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils.analysis import scores
 from personalens_utils.data import save_benchmark

@@ -7,7 +7,7 @@ import random
 import re
 
 import pytest
-from test_simulation_support import tiny_benchmark
+from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils.data import load_benchmark
 from personalens_utils.llm import CallKind, Request

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from test_simulation_support import tiny_benchmark
+from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils.analysis.tables import ASSISTANT_DIMENSIONS
 from personalens_utils.assistants.reference import DESIGNED_ORDER

@@ -8,8 +8,8 @@ import re
 
 import numpy as np
 import pytest
-from test_analysis_support import build_benchmark
-from test_latex_tables import compile_problems, needs_tex
+from support.latex_page import compile_problems, needs_tex
+from support.synthetic_store import build_benchmark
 
 from personalens_utils.analysis import stats
 from personalens_utils.analysis.scores import load_scores

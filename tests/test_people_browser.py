@@ -22,9 +22,8 @@ import nbformat
 import pytest
 from playwright.sync_api import Page, expect
 from support.checkout import ROOT, copy_env
-from test_lab_browser import LAB_SETTINGS, _api, _free_port, _stop, _words
-from test_lab_browser import page as page  # the fixture: headless Chromium
-from test_simulation_support import tiny_benchmark
+from support.lab import LAB_SETTINGS, free_port, lab_api, stop_lab, words
+from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils.data.write import save_benchmark
 from personalens_utils.records import Dialogue, Judgment
@@ -73,7 +72,7 @@ def lab(tmp_path) -> Iterator[tuple[str, str, Path]]:
     env = copy_env(ROOT) | {"JUPYTERLAB_SETTINGS_DIR": str(config / "settings"),
                             "JUPYTERLAB_WORKSPACES_DIR": str(config / "workspaces"),
                             "JUPYTER_RUNTIME_DIR": str(config / "runtime")}
-    port, token = _free_port(), secrets.token_hex(16)
+    port, token = free_port(), secrets.token_hex(16)
     command = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
                f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
                f"--ServerApp.root_dir={work}", *(["--allow-root"] if os.getuid() == 0 else [])]
@@ -86,14 +85,14 @@ def lab(tmp_path) -> Iterator[tuple[str, str, Path]]:
         while True:
             assert proc.poll() is None, f"jupyter lab exited: {(tmp_path / 'lab.log').read_text()[-2000:]}"
             try:
-                _api(base, token, "/api/status")
+                lab_api(base, token, "/api/status")
                 break
             except OSError:
                 assert time.monotonic() < deadline, "JupyterLab did not answer within 90 s"
                 time.sleep(0.5)
         yield base, token, work
     finally:
-        _stop(proc, base, token)
+        stop_lab(proc, base, token)
         log.close()
         print(f"JupyterLab log: {tmp_path / 'lab.log'}")
 
@@ -138,7 +137,7 @@ def test_a_person_plays_the_user_in_the_lab_and_the_dialogue_is_judged_and_explo
     _run_cell(page, 0)
     widget = page.locator(".pl-play")
     expect(widget).to_be_visible(timeout=120_000)
-    brief = _words(widget.locator(".pl-play-brief").inner_text())
+    brief = words(widget.locator(".pl-play-brief").inner_text())
     task = bench.scenario(scenario_id)
     assert task.user_intent in brief and "What you like" in brief  # what the user agent is given
     end = widget.locator(".pl-play-end")
@@ -166,7 +165,7 @@ def test_a_person_plays_the_user_in_the_lab_and_the_dialogue_is_judged_and_explo
     assert record.id in status.inner_text()
 
     _run_cell(page, 1)
-    _until("the judging cell", lambda: _words(page.locator(".jp-Notebook .jp-Cell").nth(1).inner_text()),
+    _until("the judging cell", lambda: words(page.locator(".jp-Notebook .jp-Cell").nth(1).inner_text()),
            lambda text: f"judged {len(JUDGED)}" in text, timeout=120)
     judged = {j.dimension: j for j in store.read(Judgment) if j.dialogue_id == record.id}
     assert set(judged) == set(JUDGED)
@@ -179,9 +178,9 @@ def test_a_person_plays_the_user_in_the_lab_and_the_dialogue_is_judged_and_explo
                    lambda: explorer.locator(".pl-explorer-page .pl-page").get_attribute("data-dialogue"),
                    lambda value: value == record.id)
     assert shown == record.id
-    text = _words(explorer.locator(".pl-explorer-page").inner_text())
-    assert all(_words(t) in text for t in TURNS) and "human:alice" in text
-    assert _words(judged["personalization"].explanation).split(". ")[0] in text
+    text = words(explorer.locator(".pl-explorer-page").inner_text())
+    assert all(words(t) in text for t in TURNS) and "human:alice" in text
+    assert words(judged["personalization"].explanation).split(". ")[0] in text
     explorer.locator(".pl-explorer-page .pl-chat").scroll_into_view_if_needed()
     shot("3_explorer")
     assert all(path.stat().st_size > 10_000 for path in shots)

@@ -13,8 +13,8 @@ matplotlib.use("Agg")
 
 import papermill
 import pytest
-from test_figure_export import POINTS_PER_INCH, font_sizes, font_subtypes, page_size
-from test_latex_tables import PDFLATEX, compile_problems
+from support.latex_page import PDFLATEX, compile_problems
+from support.pdf import POINTS_PER_INCH, font_sizes, font_subtypes, page_size
 
 from personalens_utils import plots
 from personalens_utils.llm.offline import OFFLINE_LABEL

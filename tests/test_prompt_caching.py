@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from support.fake_server import FakeLLMServer, last_user_text
 from support.records import dialogue_json, put
-from test_batch_support import MODEL, TASK, context_for, dialogue, judge_reply
-from test_simulation_support import tiny_benchmark
+from support.scripted_judge import MODEL, TASK, context_for, dialogue, judge_reply
+from support.tiny_benchmark import HISTORY, rich_scenario
 
 from personalens_utils.judging import DIMENSIONS, JudgingConfig, dimension_requests, run_judging
 from personalens_utils.llm import LLMClient, Request, registry
@@ -18,16 +18,11 @@ from personalens_utils.llm.offline import OfflineBackend
 from personalens_utils.llm.prompt_cache import CACHE_PREFIX_KEY, min_cacheable_tokens, stable_prefix
 from personalens_utils.prompts.dialogue import USER_SYSTEM
 from personalens_utils.records import Dialogue
-from personalens_utils.simulation import AssistantSetting, ScenarioContext, assistant_request, user_request
+from personalens_utils.simulation import AssistantSetting, assistant_request, user_request
 from personalens_utils.simulation.loop import simulate_dialogue
 from personalens_utils.store import RunStore
 
 TWO_TURNS = dialogue(0)["turns"]
-HISTORY = " ".join(
-    f"In session {k} the user asked for a {mood} playlist and kept the jazz and blues picks on Spotify."
-    for k, mood in enumerate(["calm", "upbeat", "late-night", "road-trip", "rainy-day", "focus"] * 4, start=1)
-)
-"""A past-interaction summary as long as the official ones, so prefixes reach the models' cache minimum."""
 
 
 def head(request: Request) -> str:
@@ -44,13 +39,6 @@ def rich_context_for(dialogue_record: Dialogue) -> dict[str, Any]:
 def judge_context(turns: list[dict[str, str]]) -> dict[str, Any]:
     users = sum(t["role"] == "user" for t in turns)
     return rich_context_for(Dialogue.from_json(dialogue_json("d", turns=turns, n_turns=users)))
-
-
-def rich_scenario(task_type: str) -> ScenarioContext:
-    bench = tiny_benchmark(n_users=1)
-    scenario = next(iter(bench.iter_scenarios([task_type])))
-    ctx = ScenarioContext.of(scenario, bench.user(scenario.user_id))
-    return replace(ctx, interactions={domain: HISTORY for domain in ctx.interactions})
 
 
 def test_personalization_calls_share_one_head_with_the_profile_and_nothing_that_changes() -> None:

@@ -13,7 +13,7 @@ import pytest
 from support.fake_batches import FakeBatches
 from support.fake_server import FakeLLMServer
 from support.records import put
-from test_batch_support import MODEL, context_for, dialogue, judge_reply
+from support.scripted_judge import MODEL, context_for, dialogue, judge_reply
 
 from personalens_utils import prompting
 from personalens_utils.judging import JudgingConfig, run_judging

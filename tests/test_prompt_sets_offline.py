@@ -8,7 +8,7 @@ from pathlib import Path
 
 import papermill
 import pytest
-from test_simulation_support import tiny_benchmark
+from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils import analysis, judging, prompting
 from personalens_utils.analysis import scores

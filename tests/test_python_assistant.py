@@ -13,8 +13,8 @@ import papermill
 import pytest
 from support import assistants
 from support.fake_server import FakeLLMServer
-from test_run_identity import scripted_reply
-from test_simulation_support import tiny_benchmark
+from support.scripted_models import scripted_reply
+from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils.analysis.tables import long_words
 from personalens_utils.assistants import AssistantError, AssistantSpec, resolve_assistant

@@ -17,8 +17,8 @@ from typing import Any
 import orjson
 import pytest
 from support.fake_server import FakeLLMServer, last_user_text
-from test_simulation_kill import stored_lines
-from test_simulation_support import tiny_benchmark
+from support.records import stored_lines
+from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils import judging
 from personalens_utils.analysis import scores

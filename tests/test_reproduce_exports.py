@@ -13,9 +13,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from support.pdf import font_sizes, font_subtypes, page_size
-from test_figure_export import POINTS_PER_INCH, pdf_text
-from test_latex_tables import PDFLATEX, compile_problems
+from support.latex_page import PDFLATEX, compile_problems
+from support.pdf import POINTS_PER_INCH, font_sizes, font_subtypes, page_size, pdf_text
 
 from personalens_utils import plots
 from personalens_utils.llm.offline import OFFLINE_LABEL

@@ -14,11 +14,11 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
+from support.notebook_output import TCP_WARNING
 
 from personalens_utils.reproduce import Settings, StepResult, cli, notebooks, pipeline
 from personalens_utils.reproduce import settings as reproduce_settings
 
-TCP_WARNING = "Kernel is running over TCP without encryption"
 WRITER = ("import pandas as pd\nfrom personalens_utils.tables import save_table\n"
           'save_table(pd.DataFrame({"x": [1]}), output_dir, 3, "assistant_models", "fresh")')
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from test_reproduce_failures import TCP_WARNING
+from support.notebook_output import TCP_WARNING
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("reproduced_checkout")]
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from test_simulation_support import tiny_benchmark
+from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils import run_card
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging

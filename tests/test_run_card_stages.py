@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_simulation_support import tiny_benchmark
+from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils import reproduce, run_card
 from personalens_utils.generation import GenerationConfig, generate_benchmark

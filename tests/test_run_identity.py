@@ -15,9 +15,10 @@ from typing import Any
 import orjson
 import papermill
 import pytest
-from support.fake_server import FakeLLMServer, last_user_text
+from support.fake_server import FakeLLMServer
 from support.records import dialogue_json, write_lines
-from test_simulation_support import tiny_benchmark
+from support.scripted_models import JUDGE, scripted_reply
+from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils import analysis, judging
 from personalens_utils.analysis import scores
@@ -27,7 +28,6 @@ from personalens_utils.data import Benchmark, save_benchmark
 from personalens_utils.judging import JudgingConfig
 from personalens_utils.llm import LLMClient, registry
 from personalens_utils.llm.clients import Clients
-from personalens_utils.prompts.dialogue import USER_SYSTEM
 from personalens_utils.records import Dialogue, Judgment
 from personalens_utils.simulation import SimulationConfig, plan_dialogues, run_simulation
 from personalens_utils.store import RunStore, StoreMigrated, stable_id
@@ -36,20 +36,7 @@ from personalens_utils.tables import read_table
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
 
 MODEL = "claude-3-5-haiku"
-JUDGE = "Claude 3.5 Sonnet"
 NOTEBOOK_03 = Path(__file__).resolve().parents[1] / "notebooks" / "03_simulation.ipynb"
-JUDGE_ANSWER = "VERDICT: True\nPersonalization Score: 3\nNaturalness Score: 4\nCoherence Score: 4"
-
-
-def scripted_reply(api: str, body: dict[str, Any]) -> str:
-    """User agent: ask, then end after one reply; judge: every label with a score; assistant: fixed."""
-    prompt = last_user_text(api, body)
-    if body.get("system") == USER_SYSTEM:
-        seen = prompt.split("# The conversation so far")[-1].count("ASSISTANT:")
-        return "Could you help me with this?" if seen < 1 else "That's great, thanks! TERMINATE"
-    if "VERDICT" in prompt or "Score" in prompt:
-        return JUDGE_ANSWER
-    return "Here is what I found for you."
 
 
 def offline_client() -> LLMClient:

@@ -9,7 +9,7 @@ from collections import Counter
 import orjson
 import pytest
 from support.records import dialogue_json
-from test_simulation_support import tiny_benchmark
+from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils import judging
 from personalens_utils.judging import JudgingConfig

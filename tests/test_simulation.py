@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from test_simulation_support import tiny_benchmark
+from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils.llm import CallKind, FatalError, Request, Response, RetryableError, Usage
 from personalens_utils.llm.client import LLMClient

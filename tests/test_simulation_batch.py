@@ -4,50 +4,26 @@ entries, and mixed runs (a role without batches answers live inside the round)."
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from support.fake_batches import FakeBatches, FakeOpenAIBatches
-from support.fake_server import FakeLLMServer, content_text, last_user_text
-from test_simulation_support import tiny_benchmark
+from support.fake_server import FakeLLMServer
+from support.records import dialogue_lines
+from support.scripted_models import UNPRICED, dialogue_config, dialogue_reply
+from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils.assistants.python import PythonAssistant, PythonOptions
 from personalens_utils.llm import LLMClient, registry
-from personalens_utils.prompts.dialogue import USER_SYSTEM
 from personalens_utils.records import Batch, BatchEntry, Dialogue
-from personalens_utils.simulation import SimulationConfig, run_simulation
+from personalens_utils.simulation import run_simulation
 from personalens_utils.store import RunStore
 
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
 
-UNPRICED = "fake-claude"
-"""A model the registry has no price for: a dialogue's cost is 0 on both transports."""
 FAST = {"poll_interval_s": 0.01}
-
-
-def _digest(text: str) -> int:
-    return int(hashlib.sha256(text.encode()).hexdigest()[:8], 16)
-
-
-def dialogue_reply(api: str, body: dict[str, Any]) -> str:
-    """Deterministic from the request: the user agent ends after 1-3 assistant replies (how many drawn
-    from its profile head), or never for one profile in five (the turn cap); the assistant's reply is a
-    digest of what it was asked."""
-    system = content_text(body.get("system", ""))
-    if body.get("messages") and body["messages"][0].get("role") == "system":
-        system = content_text(body["messages"][0].get("content"))
-    prompt = last_user_text(api, body)
-    if system != USER_SYSTEM:
-        return f"Reply {_digest(prompt) % 1000}: here is an option that fits."
-    head, _, rest = prompt.partition("# The conversation so far")
-    seen = rest.split("# Your next message")[0].count("ASSISTANT:")
-    wanted = _digest(head) % 5
-    if wanted == 0 or seen < wanted:
-        return f"Could you help me with step {seen + 1}?"
-    return "That's great, thanks! TERMINATE"
 
 
 @pytest.fixture
@@ -62,32 +38,20 @@ def client() -> LLMClient:
     return LLMClient("anthropic", use_cache=False, progress=False, retry_base_s=0.01, retry_cap_s=0.05)
 
 
-def config(model: str = UNPRICED, max_turns: int = 4, **kwargs: Any) -> SimulationConfig:
-    return SimulationConfig(user_model=model, assistant_model=model, max_turns=max_turns, **kwargs)
-
-
-def lines(store: RunStore) -> dict[str, bytes]:
-    """Each stored dialogue's line, by id."""
-    out = {}
-    for line in store.path(Dialogue).read_bytes().splitlines():
-        if line.strip():
-            out[json.loads(line)["id"]] = line
-    return out
-
-
 @pytest.mark.parametrize("model", [UNPRICED, "claude-3-5-haiku"])
 def test_a_batch_run_stores_the_live_records_byte_for_byte_without_a_live_call(server, tmp_path, model):
     bench = tiny_benchmark(n_users=10, seed=3)
     with client() as llm:
-        live = run_simulation(bench, tmp_path / "live", llm, config(model))
+        live = run_simulation(bench, tmp_path / "live", llm, dialogue_config(model))
     assert live.stored == 40
     server.reset()
     batches = FakeBatches(polls_in_progress=1).install(server)
     with client() as llm:
-        batched = run_simulation(bench, tmp_path / "batch", llm, config(model, batch=True, **FAST))
+        batched = run_simulation(bench, tmp_path / "batch", llm, dialogue_config(model, batch=True, **FAST))
     assert batched.stored == 40 and batched.statuses == live.statuses
     assert "/v1/messages" not in server.stats(), "no live call for a role whose backend has batches"
-    live_lines, batch_lines = lines(RunStore(tmp_path / "live")), lines(RunStore(tmp_path / "batch"))
+    live_lines = dialogue_lines(RunStore(tmp_path / "live"))
+    batch_lines = dialogue_lines(RunStore(tmp_path / "batch"))
     assert set(live_lines) == set(batch_lines), "record ids do not depend on the transport"
     statuses = {json.loads(line)["status"] for line in live_lines.values()}
     assert statuses == {"terminated", "turn_cap"}
@@ -115,17 +79,17 @@ def test_an_expired_entry_is_resubmitted_once_and_its_dialogue_finishes(server, 
         return "succeeded"
 
     with client() as llm:
-        run_simulation(bench, tmp_path / "live", llm, config())
+        run_simulation(bench, tmp_path / "live", llm, dialogue_config())
     batches = FakeBatches(polls_in_progress=0, outcome=outcome).install(server)
     with client() as llm:
-        report = run_simulation(bench, tmp_path / "batch", llm, config(batch=True, **FAST))
+        report = run_simulation(bench, tmp_path / "batch", llm, dialogue_config(batch=True, **FAST))
     assert report.statuses.get("error", 0) == 0 and report.stored == 8
     store = RunStore(tmp_path / "batch")
     entries = store.records(BatchEntry)
     (failed,) = [e for e in entries if e["outcome"] == "expired"]
     again = [e for e in entries if e["key"] == failed["key"]]
     assert [e["outcome"] for e in again] == ["expired", "succeeded"], "resubmitted once"
-    assert lines(store) == lines(RunStore(tmp_path / "live"))
+    assert dialogue_lines(store) == dialogue_lines(RunStore(tmp_path / "live"))
     assert len(store.records(Batch)) == len(batches.created)
 
 
@@ -135,7 +99,7 @@ def test_a_mixed_run_batches_the_user_agent_and_asks_a_python_assistant_live(ser
     with client() as llm:
         assistant = PythonAssistant("support.assistants:Recorder", None, PythonOptions())
         report = run_simulation(bench, tmp_path / "run", llm,
-                                config(batch=True, assistant=assistant, **FAST))
+                                dialogue_config(batch=True, assistant=assistant, **FAST))
     assert report.stored == 8 and report.statuses.get("error", 0) == 0
     assert "/v1/messages" not in server.stats()
     records = RunStore(tmp_path / "run").records(Dialogue)
@@ -150,14 +114,14 @@ def test_a_rerun_submits_nothing_whose_answer_is_stored(server, tmp_path):
     batches = FakeBatches(polls_in_progress=0).install(server)
     store = RunStore(tmp_path / "run")
     with client() as llm:
-        run_simulation(bench, store, llm, config(batch=True, **FAST))
+        run_simulation(bench, store, llm, dialogue_config(batch=True, **FAST))
     submitted = len(batches.created)
     store.path(Dialogue).unlink()  # as if killed after the last round, before the dialogues landed
     with client() as llm:
-        again = run_simulation(bench, RunStore(store.root), llm, config(batch=True, **FAST))
+        again = run_simulation(bench, RunStore(store.root), llm, dialogue_config(batch=True, **FAST))
     assert again.stored == 8
     assert len(batches.created) == submitted, "every turn answered from the stored batch entries"
-    assert len(lines(RunStore(store.root))) == 8
+    assert len(dialogue_lines(RunStore(store.root))) == 8
 
 
 @pytest.fixture
@@ -175,15 +139,15 @@ def openai_client() -> LLMClient:
 def test_an_openai_batch_run_stores_the_live_records_byte_for_byte(openai_server, tmp_path):
     bench = tiny_benchmark(n_users=10, seed=3)
     with openai_client() as llm:
-        live = run_simulation(bench, tmp_path / "live", llm, config())
+        live = run_simulation(bench, tmp_path / "live", llm, dialogue_config())
     openai_server.reset()
     batches = FakeOpenAIBatches(polls_in_progress=1).install(openai_server)
     with openai_client() as llm:
-        batched = run_simulation(bench, tmp_path / "batch", llm, config(batch=True, **FAST))
+        batched = run_simulation(bench, tmp_path / "batch", llm, dialogue_config(batch=True, **FAST))
     assert batched.stored == live.stored == 40 and batched.statuses == live.statuses
     assert "/v1/chat/completions" not in openai_server.stats(), "no live call for a role with batches"
-    live_lines = lines(RunStore(tmp_path / "live"))
-    assert lines(RunStore(tmp_path / "batch")) == live_lines
+    live_lines = dialogue_lines(RunStore(tmp_path / "live"))
+    assert dialogue_lines(RunStore(tmp_path / "batch")) == live_lines
     turns = max(json.loads(line)["n_turns"] for line in live_lines.values())
     assert len(batches.created) == len(batches.uploads) == 2 * turns
     first = [json.loads(line) for line in batches.uploads[0].decode().splitlines()]
@@ -193,11 +157,11 @@ def test_an_openai_batch_run_stores_the_live_records_byte_for_byte(openai_server
 def test_an_openai_server_without_a_batch_api_answers_live_inside_the_round(openai_server, tmp_path):
     bench = tiny_benchmark(n_users=2, seed=3)
     with openai_client() as llm:
-        live = run_simulation(bench, tmp_path / "live", llm, config())
-        batched = run_simulation(bench, tmp_path / "batch", llm, config(batch=True, **FAST))
+        live = run_simulation(bench, tmp_path / "live", llm, dialogue_config())
+        batched = run_simulation(bench, tmp_path / "batch", llm, dialogue_config(batch=True, **FAST))
     assert batched.stored == live.stored == 8
     assert openai_server.stats()["/v1/files"]["404"] == 1, "asked once, then answered live"
-    assert lines(RunStore(tmp_path / "batch")) == lines(RunStore(tmp_path / "live"))
+    assert dialogue_lines(RunStore(tmp_path / "batch")) == dialogue_lines(RunStore(tmp_path / "live"))
 
 
 def test_a_batch_is_split_by_the_backends_request_limit(openai_server, tmp_path, monkeypatch):
@@ -207,7 +171,8 @@ def test_a_batch_is_split_by_the_backends_request_limit(openai_server, tmp_path,
     bench = tiny_benchmark(n_users=2, seed=3)
     batches = FakeOpenAIBatches(polls_in_progress=0).install(openai_server)
     with openai_client() as llm:
-        report = run_simulation(bench, tmp_path / "batch", llm, config(batch=True, max_turns=1, **FAST))
+        report = run_simulation(bench, tmp_path / "batch", llm,
+                                dialogue_config(batch=True, max_turns=1, **FAST))
     assert report.stored == 8
     assert [len(batches.batches[b]["requests"]) for b in batches.created[:3]] == [3, 3, 2], "8 openings"
 
@@ -227,7 +192,8 @@ def test_make_reproduce_batch_reaches_notebooks_03_and_04_and_is_refused_offline
 def test_a_batch_run_shows_one_progress_line(server, tmp_path, capsys):
     FakeBatches(polls_in_progress=0).install(server)
     with LLMClient("anthropic", use_cache=False, progress=True, retry_base_s=0.01, retry_cap_s=0.05) as llm:
-        run_simulation(tiny_benchmark(n_users=2, seed=3), tmp_path / "run", llm, config(batch=True, **FAST))
+        run_simulation(tiny_benchmark(n_users=2, seed=3), tmp_path / "run", llm,
+                       dialogue_config(batch=True, **FAST))
     shown = capsys.readouterr().err
     assert "simulation (batch rounds)" in shown and "rounds=" in shown
     assert f"{Dialogue.table}:" not in shown, "the pool's own bar is not drawn beside the rounds' line"

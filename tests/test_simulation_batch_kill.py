@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 from support.fake_batches import FakeBatches
-from support.fake_server import FakeLLMServer
-from test_simulation_batch import config, dialogue_reply, lines
-from test_simulation_support import tiny_benchmark
+from support.fake_server import TESTS_DIR, FakeLLMServer
+from support.records import dialogue_lines
+from support.scripted_models import dialogue_config, dialogue_reply
+from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils.llm import LLMClient
 from personalens_utils.records import Batch, BatchEntry, Dialogue
@@ -30,14 +31,14 @@ pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:Depre
 CHILD = """
 import sys
 sys.path.insert(0, {tests!r})
-from test_simulation_batch import config
-from test_simulation_support import tiny_benchmark
+from support.scripted_models import dialogue_config
+from support.tiny_benchmark import tiny_benchmark
 from personalens_utils.llm import LLMClient
 from personalens_utils.simulation import run_simulation
 
 client = LLMClient("anthropic", use_cache=False, progress=False)
 run_simulation(tiny_benchmark(n_users=3, seed=3), sys.argv[1], client,
-               config(batch=True, poll_interval_s=0.02))
+               dialogue_config(batch=True, poll_interval_s=0.02))
 """
 
 
@@ -46,12 +47,12 @@ def test_a_batch_simulation_killed_between_rounds_resumes_without_asking_again(
     bench = tiny_benchmark(n_users=3, seed=3)
     store = RunStore(tmp_path / "batch")
     script = tmp_path / "child.py"
-    script.write_text(textwrap.dedent(CHILD.format(tests=str(Path(__file__).parent))))
+    script.write_text(textwrap.dedent(CHILD.format(tests=str(TESTS_DIR))))
     with FakeLLMServer(reply=dialogue_reply) as server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
         monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key-not-secret")
         with LLMClient("anthropic", use_cache=False, progress=False) as live:
-            run_simulation(bench, tmp_path / "live", live, config())
+            run_simulation(bench, tmp_path / "live", live, dialogue_config())
         batches = FakeBatches(polls_in_progress=0).install(server)
         batches.hold_from = 3
         child = subprocess.Popen([sys.executable, str(script), str(store.root)], start_new_session=True)
@@ -77,7 +78,7 @@ def test_a_batch_simulation_killed_between_rounds_resumes_without_asking_again(
         polled = batches.retrieved[held]
         with LLMClient("anthropic", use_cache=False, progress=False) as client:
             report = run_simulation(bench, RunStore(store.root), client,
-                                    config(batch=True, poll_interval_s=0.01))
+                                    dialogue_config(batch=True, poll_interval_s=0.01))
 
     assert report.stored == 12 and report.pending == 0
     assert batches.created[:3] == before and batches.retrieved[held] > polled, "the held batch was polled"
@@ -86,5 +87,5 @@ def test_a_batch_simulation_killed_between_rounds_resumes_without_asking_again(
     assert not {keys[r["custom_id"]] for r in resent} & answered, "no request whose answer is stored"
     submissions = Counter(keys.values())
     assert set(submissions.values()) == {1}, "every request submitted once, across both processes"
-    assert lines(RunStore(store.root)) == lines(RunStore(tmp_path / "live"))
-    assert json.loads(next(iter(lines(store).values())))["backend"] == "anthropic"
+    assert dialogue_lines(RunStore(store.root)) == dialogue_lines(RunStore(tmp_path / "live"))
+    assert json.loads(next(iter(dialogue_lines(store).values())))["backend"] == "anthropic"

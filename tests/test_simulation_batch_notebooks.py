@@ -11,9 +11,9 @@ import papermill
 import pytest
 from support.fake_batches import FakeBatches
 from support.fake_server import FakeLLMServer, content_text
-from test_batch_support import judge_reply
-from test_simulation_batch import dialogue_reply
-from test_simulation_support import tiny_benchmark
+from support.scripted_judge import judge_reply
+from support.scripted_models import dialogue_reply
+from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils.data import save_benchmark
 from personalens_utils.judging import ALL_DIMENSIONS

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from support.fake_server import FakeLLMServer, last_user_text
-from test_simulation_support import tiny_benchmark
+from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils.llm import LLMClient
 from personalens_utils.prompts.dialogue import USER_SYSTEM

@@ -2,58 +2,18 @@
 
 from __future__ import annotations
 
-import os
 import re
 import signal
-import subprocess
-import sys
 import time
 from collections import Counter
-from pathlib import Path
 
-import orjson
-from test_simulation_support import tiny_benchmark
+from support.records import stored_lines
+from support.slow_simulation import SETTINGS, launch
+from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils.data import save_benchmark
 
-SETTINGS = ["base", "base+I", "base+all"]
-
-SCRIPT = r"""
-import asyncio, logging, sys
-from personalens_utils.data import load_benchmark
-from personalens_utils.llm.client import LLMClient
-from personalens_utils.llm.offline import OfflineBackend
-from personalens_utils.simulation import SimulationConfig, run_simulation
-
-class SlowOffline(OfflineBackend):
-    async def acomplete(self, request, model):
-        await asyncio.sleep(0.02)
-        return self.respond(request, model)
-
-bench_dir, run_dir, log_path = sys.argv[1:4]
-handler = logging.FileHandler(log_path)
-log = logging.getLogger("personalens_utils.simulation")
-log.addHandler(handler)
-log.setLevel(logging.DEBUG)
-client = LLMClient(SlowOffline(), max_concurrency=4, progress=False)
-summary = run_simulation(load_benchmark(bench_dir), run_dir, client, SimulationConfig(settings=SETTINGS))
-print(summary.planned, summary.already_done, dict(summary.statuses))
-""".replace("SETTINGS", repr(SETTINGS))
-
 START = re.compile(r"^dialogue start (\w+) ", re.MULTILINE)
-
-
-def stored_lines(path: Path) -> list[dict]:
-    if not path.exists():
-        return []
-    lines = path.read_bytes().splitlines(keepends=True)
-    return [orjson.loads(line) for line in lines if line.endswith(b"\n")]
-
-
-def launch(bench_dir: Path, run_dir: Path, log_path: Path) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    return subprocess.Popen([sys.executable, "-c", SCRIPT, str(bench_dir), str(run_dir), str(log_path)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
 
 def test_killed_simulation_resumes_without_duplicates(tmp_path):

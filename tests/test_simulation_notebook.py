@@ -7,7 +7,7 @@ from pathlib import Path
 
 import papermill
 import pytest
-from test_simulation_support import tiny_benchmark
+from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils.data import save_benchmark
 from personalens_utils.llm import registry

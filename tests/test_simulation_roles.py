@@ -10,8 +10,8 @@ from pathlib import Path
 import papermill
 import pytest
 from support.fake_server import FakeLLMServer
-from test_run_identity import scripted_reply
-from test_simulation_support import tiny_benchmark
+from support.scripted_models import scripted_reply
+from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils.assistants import resolve_assistant
 from personalens_utils.data import save_benchmark

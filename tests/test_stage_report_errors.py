@@ -5,19 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from test_simulation_support import tiny_benchmark
+from support.scripted_models import Overloaded
+from support.tiny_benchmark import tiny_benchmark
 
-from personalens_utils.llm import Request, Response, RetryableError
 from personalens_utils.llm.client import LLMClient
-from personalens_utils.llm.offline import OfflineBackend
 from personalens_utils.simulation import SimulationConfig, run_simulation
-
-
-class Overloaded(OfflineBackend):
-    """Every call answered 529: each dialogue is stored as an error record."""
-
-    async def acomplete(self, request: Request, model: str) -> Response:
-        raise RetryableError("overloaded", status=529)
 
 
 def test_a_rerun_that_keeps_errored_dialogues_says_how_many_and_how_to_retry_them(tmp_path: Path) -> None:

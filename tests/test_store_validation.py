@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 import pytest
-from test_simulation_support import tiny_benchmark
+from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils import judging
 from personalens_utils.analysis import annotation

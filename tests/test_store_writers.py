@@ -9,8 +9,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from test_simulation_kill import SETTINGS, launch, stored_lines
-from test_simulation_support import tiny_benchmark
+from support.records import stored_lines
+from support.slow_simulation import SETTINGS, launch
+from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils.data import load_benchmark, save_benchmark
 from personalens_utils.llm.client import LLMClient

@@ -6,7 +6,7 @@ import re
 
 import pandas as pd
 import pytest
-from test_analysis_support import JUDGE, build_store
+from support.synthetic_store import JUDGE, build_store
 
 from personalens_utils import analysis
 from personalens_utils.analysis import scores

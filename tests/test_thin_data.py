@@ -14,8 +14,8 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 import pytest
+from support.synthetic_store import JUDGE, build_store, dialogue_record, judgment_record
 from support.trust_design import Truth, simulate
-from test_analysis_support import JUDGE, _dialogue, _judgment, build_store
 
 from personalens_utils import analysis
 from personalens_utils.analysis import scores
@@ -118,13 +118,13 @@ def _designed_store(root, changes: list[int]) -> RunStore:
     dialogues, judgments, probes = [], [], []
     swap = SimpleNamespace(name=ProfileSwap.name)
     for i, change in enumerate(changes):
-        dlg = _dialogue(i + 1, "SD-Alarm-task-1", ["Alarm"], "model-a", "base", 2)
+        dlg = dialogue_record(i + 1, "SD-Alarm-task-1", ["Alarm"], "model-a", "base", 2)
         dialogues.append(Dialogue.from_json(dlg))
         base = 3.0 if change < 0 else 2.0
         for dimension, before, after in (("personalization", base, base + change),
                                          ("task_completion", 1.0, 1.0)):
-            judgments.append(Judgment.from_json(_judgment(dlg["id"], dimension, before)))
-            probed = Judgment.from_json(_judgment(dlg["id"], dimension, after))
+            judgments.append(Judgment.from_json(judgment_record(dlg["id"], dimension, before)))
+            probed = Judgment.from_json(judgment_record(dlg["id"], dimension, after))
             probes.append(ProbeJudgment.of(probed, swap, f"profile_swap/v1/donor={i + 2}"))  # type: ignore[arg-type]
     store.extend(dialogues)
     store.extend(judgments)

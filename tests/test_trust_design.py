@@ -8,9 +8,9 @@ and the MD task of each of the first three users.
 from __future__ import annotations
 
 import pytest
-from support.pdf import font_sizes, font_subtypes, page_size
-from test_figure_export import POINTS_PER_INCH, overlaps_and_overflows
-from test_simulation_support import tiny_benchmark
+from support.figures import overlaps_and_overflows
+from support.pdf import POINTS_PER_INCH, font_sizes, font_subtypes, page_size
+from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils import plots
 from personalens_utils.analysis.scores import load_scores

@@ -11,11 +11,11 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats as scipy_stats
-from support.pdf import font_sizes, font_subtypes, page_size
-from support.trust_design import Truth, as_tidy, simulate
-from test_analysis_support import JUDGE, build_store
-from test_figure_export import POINTS_PER_INCH, overlaps_and_overflows, pdf_text
-from test_latex_tables import PDFLATEX, compile_problems
+from support.figures import overlaps_and_overflows
+from support.latex_page import PDFLATEX, compile_problems
+from support.pdf import POINTS_PER_INCH, font_sizes, font_subtypes, page_size, pdf_text
+from support.synthetic_store import JUDGE, build_store
+from support.trust_design import KNOWN, PRICED, Truth, simulate, usage_table
 
 from personalens_utils import analysis, plots
 from personalens_utils.analysis import scores
@@ -166,7 +166,6 @@ def test_the_mixed_model_agrees_with_anova_on_a_balanced_design():
 
 # -- power planner ------------------------------------------------------------------------------
 
-KNOWN = Truth(user=0.6, task=0.8, sample=0.5, judge=0.3, user_arm=0.15, task_arm=0.3)
 PAIRED = power.PairedComponents(user=2 * KNOWN.user_arm, task=2 * KNOWN.task_arm, sample=2 * KNOWN.sample,
                                 judge=2 * KNOWN.judge)
 """The components of the difference between two arms drawn from `KNOWN`: the shared user and task
@@ -237,23 +236,6 @@ def test_components_estimated_from_a_pilot_recover_the_paired_truth():
         assert mean[name] == pytest.approx(PAIRED.as_dict()[name], rel=rel), name
 
 
-PRICED = "claude-3-5-haiku-20241022"
-
-
-def usage_table() -> pd.DataFrame:
-    """A pilot's ledger: 40 dialogues (user agent offline, assistant priced), 80 judge samples."""
-    return pd.DataFrame([
-        {"stage": "simulation", "kind": "user_turn", "task": "", "backend": "offline", "model": "user-sim",
-         "calls": 240, "input_tokens": 96_000, "output_tokens": 9_600},
-        {"stage": "simulation", "kind": "assistant_turn", "task": "", "backend": "anthropic", "model": PRICED,
-         "calls": 240, "input_tokens": 120_000, "output_tokens": 24_000},
-        {"stage": "judging", "kind": "judge", "task": "", "backend": "anthropic", "model": PRICED,
-         "calls": 480, "input_tokens": 480_000, "output_tokens": 48_000},
-        {"stage": "validation", "kind": "check", "task": "", "backend": "anthropic", "model": PRICED,
-         "calls": 5, "input_tokens": 5_000, "output_tokens": 500},
-    ])
-
-
 def test_design_costs_come_from_the_kits_cost_estimate():
     costs = power.UnitCosts.from_usage(usage_table(), dialogues=40, judge_samples=80)
     design = power.Design(10, 5, 2, 3)
@@ -272,28 +254,6 @@ def test_design_costs_come_from_the_kits_cost_estimate():
 
 
 # -- table, figure, notebook function -------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def pilot_tidy():
-    frame = simulate(KNOWN, users=40, tasks=6, repeats=2, judge_samples=2,
-                     effects={"model-a": 0.0, "model-b": 0.3}, seed=31)
-    return as_tidy(frame)
-
-
-@pytest.fixture(scope="module")
-def exports(pilot_tidy, tmp_path_factory):
-    out = tmp_path_factory.mktemp("trust_exports")
-    variance.variance_table(pilot_tidy).save(out, "V1", "variance")
-    variance.variance_figure(pilot_tidy).save(out, "V1", "variance")
-    differences.differences_table(pilot_tidy).save(out, "D1", "differences")
-    config = power.PlanConfig(users=(20, 50, 100, 200), repeats=(1, 3), judge_samples=(1, 3), target=0.25)
-    costs = power.UnitCosts.from_usage(usage_table(), dialogues=40, judge_samples=80)
-    plan = power.plan_study(pilot_tidy, treatment="model-b", control="model-a", config=config, costs=costs)
-    plan.table.save(out, "P1", "power")
-    plan.needed.save(out, "P2", "users_needed")
-    plan.figure.save(out, "P1", "power")
-    return out, plan
 
 
 def test_the_plan_is_one_call_with_a_table_a_figure_and_the_users_needed(exports):

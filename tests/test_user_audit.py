@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from support.records import dialogue
-from test_simulation_support import tiny_benchmark
+from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils.analysis.scores import load_scores
 from personalens_utils.assistants.reference import DESIGNED_ORDER

@@ -8,7 +8,7 @@ from pathlib import Path
 import nbformat
 import papermill
 import pytest
-from test_latex_tables import PDFLATEX, compile_problems
+from support.latex_page import PDFLATEX, compile_problems
 
 from personalens_utils.tables import read_table
 

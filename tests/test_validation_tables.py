@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from test_analysis_support import build_store
-from test_latex_tables import PDFLATEX, compile_problems
+from support.latex_page import PDFLATEX, compile_problems
+from support.synthetic_store import build_store
 
 from personalens_utils.data import load_benchmark
 from personalens_utils.generation import GenerationConfig, generate_benchmark

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from support.latex_page import compile_table
-from test_analysis_support import JUDGE, build_benchmark, build_store
+from support.synthetic_store import JUDGE, build_benchmark, build_store
 
 from personalens_utils.analysis import annotation, scores
 from personalens_utils.analysis.annotation import AnnotationError, SampleDesign

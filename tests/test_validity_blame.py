@@ -10,9 +10,9 @@ from dataclasses import replace
 
 import pandas as pd
 import pytest
+from support.latex_page import PDFLATEX, compile_problems
 from support.planted_judges import ContradictingJudge
-from test_latex_tables import PDFLATEX, compile_problems
-from test_simulation_support import tiny_benchmark
+from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils.analysis.scores import load_scores
 from personalens_utils.data import save_benchmark

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import papermill
 import pytest
-from test_latex_tables import PDFLATEX, compile_problems
+from support.latex_page import PDFLATEX, compile_problems
 
 from personalens_utils.analysis import annotation
 from personalens_utils.data import load_benchmark

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from test_latex_tables import PDFLATEX, compile_problems
-from test_simulation_support import SITUATION, TASKS, tiny_users
+from support.latex_page import PDFLATEX, compile_problems
+from support.tiny_benchmark import SITUATION, TASKS, tiny_users
 
 from personalens_utils.analysis.scores import load_scores
 from personalens_utils.analysis.stats import FEW_CLUSTERS, MIN_CLUSTERS

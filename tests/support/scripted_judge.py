@@ -1,4 +1,4 @@
-"""Hand-made dialogues and a scripted judge for the batch and security tests (imported, holds no tests).
+"""Hand-made dialogues and a scripted judge for the batch, prompt-caching and security tests.
 
 `judge_reply` answers judge prompts sent to the fake server the way a model would: a verdict or a
 labelled score. Two markers in a dialogue change that: `MUMBLE` makes the first coherence answer
@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from support.records import dialogue_json
-
 from personalens_utils.records import Dialogue
+from support.records import dialogue_json
 
 MODEL = "Claude Sonnet 4.6"
 JUDGE = {"judge_model": MODEL, "offline_dialogues": True}

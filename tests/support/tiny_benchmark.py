@@ -1,17 +1,20 @@
 """A small synthetic benchmark for the simulation, offline-dialogue and official-layout tests.
 
-Other test modules import `tiny_benchmark` from here. Users get preference values from the
-schema's options, and each domain's interaction summary mentions some of them verbatim, the way
-the official summaries do, so an assistant that reads the summaries has something to find.
+Users get preference values from the schema's options, and each domain's interaction summary
+mentions some of them verbatim, the way the official summaries do, so an assistant that reads the
+summaries has something to find. `rich_scenario` gives one scenario summaries as long as the official
+ones, for the prompt-caching and cost tests.
 """
 
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 from personalens_utils.data import Benchmark
 from personalens_utils.data.types import TaskDefinition, User
 from personalens_utils.reference.schema import load_schema
+from personalens_utils.simulation import ScenarioContext
 
 DOMAINS = ("Alarm", "Movies", "Restaurants", "Hotels", "Events")
 TASKS = (
@@ -32,6 +35,11 @@ TASKS = (
                    "The user plans a weekend away.", "Hotel, dinner and an event are booked.",
                    ["Cuisine Preference", "Room Type Preference", "Event Type Preference", "Price Range"]),
 )
+HISTORY = " ".join(
+    f"In session {k} the user asked for a {mood} playlist and kept the jazz and blues picks on Spotify."
+    for k, mood in enumerate(["calm", "upbeat", "late-night", "road-trip", "rainy-day", "focus"] * 4, start=1)
+)
+"""A past-interaction summary as long as the official ones, so prefixes reach the models' cache minimum."""
 SITUATION = {"location": "Lyon, France", "device": "Smartphone", "time_of_day": "Evening",
              "day_of_week": "Friday", "environment": "Quiet"}
 
@@ -83,3 +91,11 @@ def tiny_benchmark(n_users: int = 3, seed: int = 1) -> Benchmark:
     users = tiny_users(n_users, seed)
     scenarios = [task.for_user(u.user_id, dict(SITUATION)) for u in users for task in TASKS]
     return Benchmark.from_records(users, TASKS, scenarios)
+
+
+def rich_scenario(task_type: str) -> ScenarioContext:
+    """The first scenario of `task_type` of one user, every interaction summary replaced by `HISTORY`."""
+    bench = tiny_benchmark(n_users=1)
+    scenario = next(iter(bench.iter_scenarios([task_type])))
+    ctx = ScenarioContext.of(scenario, bench.user(scenario.user_id))
+    return replace(ctx, interactions={domain: HISTORY for domain in ctx.interactions})

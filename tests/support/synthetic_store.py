@@ -1,6 +1,6 @@
 """A synthetic run store in the record formats of docs/architecture.md, for the analysis tests.
 
-Other test modules import `build_store` from here. The scores follow known rules (a model effect,
+The scores follow known rules (a model effect,
 a setting effect, a per-scenario effect shared by all settings, turn trends per domain), so tests
 can check that the analysis recovers them.
 """
@@ -10,7 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from support.records import put
 
 from personalens_utils.data import Benchmark
 from personalens_utils.data.types import TaskDefinition, User
@@ -18,6 +17,7 @@ from personalens_utils.identity import Role, Variant, dialogue_id, judgment_id
 from personalens_utils.judging import DIMENSIONS as JUDGE_DIMENSIONS
 from personalens_utils.records import Dialogue, Judgment
 from personalens_utils.store import RunStore
+from support.records import put
 
 SD_DOMAINS = ("Movies", "Music", "Messaging", "Alarm", "Books")
 MD_TASKS = {"MD-task-1": ["Movies", "Music", "Events"], "MD-task-2": ["Alarm", "Messaging", "Calendar"]}
@@ -37,7 +37,7 @@ DIMENSIONS = (
 )
 
 
-def _dialogue(
+def dialogue_record(
     user: int,
     task_id: str,
     domains: list[str],
@@ -84,7 +84,7 @@ def _dialogue(
     }
 
 
-def _judgment(
+def judgment_record(
     dialogue: str, dimension: str, score: float | None, judge: str = JUDGE, turn_scores: list | None = None
 ) -> dict:
     judge_role = Role.of(judge, "offline")
@@ -132,9 +132,10 @@ def build_store(root: Path, *, users: int = 24, seed: int = 0, second_judge: boo
             md = task_id.startswith("MD")
             n_turns = int(rng.integers(2, 6)) * 2 + (2 if md else 0)
             if (model, setting, user, task_id) == ("model-c", "base", 1, "SD-Alarm-task-1"):
-                dialogues.append(_dialogue(user, task_id, domains, model, setting, n_turns, status="error"))
+                dialogues.append(
+                    dialogue_record(user, task_id, domains, model, setting, n_turns, status="error"))
                 continue
-            dlg = _dialogue(user, task_id, domains, model, setting, n_turns)
+            dlg = dialogue_record(user, task_id, domains, model, setting, n_turns)
             dialogues.append(dlg)
             p_tc = MODELS[model] - (0.15 if md else 0.0) - (0.05 if setting == "vanilla" else 0.0)
             scores = {
@@ -155,8 +156,9 @@ def build_store(root: Path, *, users: int = 24, seed: int = 0, second_judge: boo
             if n_asst > 2:
                 turn_scores[1] = None
             for dim, score in scores.items():
-                judgments.append(_judgment(dlg["id"], dim, score))
-            judgments.append(_judgment(dlg["id"], "turn_personalization", None, turn_scores=turn_scores))
+                judgments.append(judgment_record(dlg["id"], dim, score))
+            judgments.append(
+                judgment_record(dlg["id"], "turn_personalization", None, turn_scores=turn_scores))
             if second_judge and model == "model-a" and setting == "base":
                 for dim, score in scores.items():
                     noisy = score
@@ -165,7 +167,7 @@ def build_store(root: Path, *, users: int = 24, seed: int = 0, second_judge: boo
                             (0, 1) if dim == "task_completion" else (1, 4 if dim == "personalization" else 5)
                         )
                         noisy = float(rng.integers(low, high + 1))
-                    judgments.append(_judgment(dlg["id"], dim, noisy, judge=SECOND_JUDGE))
+                    judgments.append(judgment_record(dlg["id"], dim, noisy, judge=SECOND_JUDGE))
     put(store, Dialogue, dialogues)
     put(store, Judgment, judgments)
     return store
@@ -207,14 +209,3 @@ def build_benchmark(users: int = 24) -> Benchmark:
     }
     scenarios = [t.for_user(u.user_id, situation) for u in people for t in tasks]
     return Benchmark.from_records(people, tasks, scenarios)
-
-
-def test_synthetic_store_is_well_formed(tmp_path):
-    store = build_store(tmp_path)
-    dialogues = store.records(Dialogue)
-    assert len(dialogues) == 8 * 24 * 12  # 8 model x setting runs, 24 users, 12 tasks
-    assert sum(d["status"] == "error" for d in dialogues) == 1
-    ids = {d["id"] for d in dialogues}
-    assert all(j["dialogue_id"] in ids for j in store.records(Judgment))
-    bench = build_benchmark()
-    assert {d["scenario_id"] for d in dialogues} == set(bench.scenarios["scenario_id"])
