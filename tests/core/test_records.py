@@ -29,7 +29,7 @@ from personalens_utils.records import (
 )
 from personalens_utils.store import RunStore, StoreMigrated, merge_stores
 
-OLD_STORE = Path(__file__).parent / "fixtures" / "store_v1"
+OLD_STORE = Path(__file__).parents[1] / "fixtures" / "store_v1"
 PACKAGE = Path(personalens_utils.__file__).parent
 MIGRATED = {Dialogue.table, Judgment.table}
 """The tables of store_v1 written before run identity: migrated when the store is opened."""

@@ -207,7 +207,7 @@ def test_a_reply_that_breaks_the_protocol_is_a_bug_naming_the_assistant(tmp_path
     assert not RunStore(tmp_path).read(Dialogue)  # nothing stored for the items a bug broke
 
 
-NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 QWEN = "openai@PL_ASSISTANT_URL:Qwen/Qwen2.5-7B-Instruct"
 NOTES_REPLY = "From your notes:"
 

@@ -26,7 +26,7 @@ from personalens_utils.session import Session, SessionConfig, SessionError
 from personalens_utils.simulation import SimulationConfig, run_simulation
 from personalens_utils.store import RunStore, StoreError, merge_stores
 
-NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
 
 @pytest.fixture
@@ -142,7 +142,8 @@ def test_a_read_only_response_cache_stops_a_session_on_a_network_backend(
         assert "PERSONALENS_CACHE" in _one_line(refused) and str(locked / "cache") in str(refused.value)
 
 
-BAD = [  # timeouts, users and task types were refused so before (tests/test_session.py, test_llm_timeouts.py)
+# timeouts, users and task types were refused so before (notebooks/test_session.py, llm/test_llm_timeouts.py)
+BAD = [
     ({"max_concurrency": 0}, "max_concurrency=0"),
     ({"max_concurrency": "8"}, "max_concurrency='8'"),
     ({"max_concurrency": {"anthropic": 0}}, "max_concurrency['anthropic']=0"),

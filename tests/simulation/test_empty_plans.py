@@ -19,7 +19,7 @@ from personalens_utils.session import Session, SessionConfig, SessionError, sele
 from personalens_utils.simulation import SimulationConfig, nothing_to_describe, run_dialogues, run_simulation
 from personalens_utils.store import RunStore
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "03_simulation.ipynb"
+NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "03_simulation.ipynb"
 
 
 def test_an_empty_selection_is_refused_in_the_setup_cell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

@@ -13,7 +13,7 @@ from personalens_utils.data import save_benchmark
 from personalens_utils.records import Dialogue
 from personalens_utils.store import RunStore
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "03_simulation.ipynb"
+NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "03_simulation.ipynb"
 
 
 def _papermill(tmp_path: Path, *params: str) -> subprocess.CompletedProcess[str]:

@@ -130,7 +130,7 @@ print(report.planned, report.already_done)
 
 
 def launch(server: FakeLLMServer, bench_dir: Path, run_dir: Path) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
            "ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": "test-key-not-secret"}
     return subprocess.Popen([sys.executable, "-c", SCRIPT, str(bench_dir), str(run_dir)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)

@@ -16,7 +16,7 @@ from personalens_utils import run
 from personalens_utils.reproduce import notebooks
 from personalens_utils.simulation.pipeline import SimulationRun
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 MAX_LINES = 5
 
 

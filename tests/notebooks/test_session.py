@@ -286,7 +286,7 @@ def test_a_store_of_its_own_calls_the_store_under_it_a_reproduction_only_when_it
         said = capsys.readouterr().out
         assert "make reproduce" not in said and f"{folder / 'extended_store'} stays as it is" in said
     for name in ("trust", "validity"):  # the setups of 07 and 09, which keep their records apart this way
-        setup = Path(__file__).parents[1] / "personalens_utils" / name / "pipeline.py"
+        setup = Path(__file__).parents[2] / "personalens_utils" / name / "pipeline.py"
         source = setup.read_text(encoding="utf-8")
         assert "ReproductionStore.over(run, " in source and "ReproductionStore(run.root" not in source
 

@@ -22,7 +22,7 @@ from personalens_utils.records import Dialogue, Judgment
 from personalens_utils.simulation import SimulationConfig, run_simulation
 from personalens_utils.store import RunStore
 
-NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 DIMENSIONS = ["task_completion", "personalization", "naturalness_user", "turn_personalization"]
 
 

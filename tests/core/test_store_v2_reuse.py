@@ -17,7 +17,7 @@ from personalens_utils.llm.specs import ModelSpec
 from personalens_utils.simulation import SimulationConfig, run_simulation
 from personalens_utils.store import RunStore
 
-FIXTURE = Path(__file__).parent / "fixtures" / "store_v2"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "store_v2"
 RETRIEVAL = "python:personalens_utils.assistants.retrieval:RetrievalAssistant?k=2&model=offline"
 MODEL, JUDGE = "Claude 3 Sonnet", "Claude 3.5 Sonnet"
 

@@ -16,7 +16,7 @@ from personalens_utils.llm import registry
 from personalens_utils.records import Dialogue, Judgment
 from personalens_utils.store import RunStore
 
-NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 ASSISTANT = "bedrock:llama-3-1-8b-instruct-v1"  # the official code's short name
 USER = "claude-3-5-haiku-v1"
 JUDGE = "Claude Sonnet 4.5"

@@ -36,7 +36,7 @@ from personalens_utils.tables import read_table
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
 
 MODEL = "claude-3-5-haiku"
-NOTEBOOK_03 = Path(__file__).resolve().parents[1] / "notebooks" / "03_simulation.ipynb"
+NOTEBOOK_03 = Path(__file__).resolve().parents[2] / "notebooks" / "03_simulation.ipynb"
 
 
 def offline_client() -> LLMClient:

@@ -17,7 +17,7 @@ from personalens_utils.records import Dialogue
 from personalens_utils.store import RunStore
 from personalens_utils.tables import read_caption, read_table
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "03_simulation.ipynb"
+NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "03_simulation.ipynb"
 
 
 @pytest.mark.slow

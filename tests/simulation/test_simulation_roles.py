@@ -26,7 +26,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:Depre
 
 USER = "anthropic:claude-3-5-haiku"
 ASSISTANT = "openai@PL_ASSISTANT_URL:Qwen/Qwen2.5-7B-Instruct"
-NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
 
 def test_user_agent_and_assistant_each_reach_only_their_own_server(tmp_path, monkeypatch):

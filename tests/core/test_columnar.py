@@ -222,7 +222,7 @@ def test_a_script_without_a_main_guard_refreshes_on_workers(tmp_path: Path) -> N
         "n = cols.sql('SELECT count(*) AS n FROM dialogues')['n'][0]\n"
         "print(n, len(cols.copies(columnar.Dialogue)[0].files()))\n")
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
-                          cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)})
+                          cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])})
     assert done.returncode == 0, done.stderr
     count, parts = map(int, done.stdout.split())
     assert count == 40 and parts >= columnar.PARALLEL_CHUNKS
@@ -352,7 +352,7 @@ def test_workers_die_with_a_killed_refresh(tmp_path: Path) -> None:
                       "columnar.CHUNK_BYTES = 1500\n"
                       f"columnar.Columnar({str(store.root)!r}).refresh()\n")
     proc = subprocess.Popen([sys.executable, str(script)], cwd=tmp_path,
-                            env={**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)})
+                            env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])})
     folder, workers = store.root / "_columnar", []
     try:
         deadline = time.monotonic() + 240

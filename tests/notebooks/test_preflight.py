@@ -30,7 +30,7 @@ from personalens_utils.records import Dialogue
 from personalens_utils.simulation import run_simulation
 from personalens_utils.store import RunStore
 
-NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 KEY_VARS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY")
 
 

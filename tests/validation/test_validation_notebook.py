@@ -12,7 +12,7 @@ from support.latex_page import PDFLATEX, compile_problems
 
 from personalens_utils.tables import read_table
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "02_validation.ipynb"
+NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "02_validation.ipynb"
 
 
 @pytest.mark.official

@@ -21,7 +21,7 @@ from personalens_utils.llm import CallKind, LLMClient, Message, PreflightError, 
 from personalens_utils.llm.options import ClientOptions
 from personalens_utils.reproduce import Settings
 
-NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 MODEL = "claude-sonnet-4-6"
 
 

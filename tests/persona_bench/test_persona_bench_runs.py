@@ -107,7 +107,7 @@ print(report.stored, report.already_done)
 
 
 def _launch(data: Path, run_dir: Path, log: Path) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     return subprocess.Popen(
         [sys.executable, "-c", SCRIPT, str(data), str(run_dir), str(log)],
         stdout=subprocess.PIPE,
@@ -256,7 +256,7 @@ def test_a_malformed_file_is_located_in_bounded_memory(tmp_path):
         fh.write(b"\n}\n")
     size = data.stat().st_size
     offset, line, column, post = _fault(data, "copy0_00007", *SYNTAX)  # early: a quick test
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     done = subprocess.run([sys.executable, "-c", LOCATE, str(data)], capture_output=True, text=True,
                           env=env, check=True)
     message, extra = done.stdout.splitlines()
