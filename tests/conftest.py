@@ -1,5 +1,7 @@
 """Shared fixtures. The official archive is extracted once per test session into a temp folder.
 
+Fixtures that test files of several folders use live in `support.shared_fixtures`, registered below.
+
 The archive is looked for in ../shared/data beside the checkout, or at $PERSONALENS_ARCHIVE; the
 official code archive likewise, or at $PERSONALENS_CODE_ARCHIVE.
 """
@@ -13,6 +15,8 @@ from pathlib import Path
 import pytest
 from support.checkout import SMALL_OFFICIAL_REPRODUCE, fresh_copy, official_sample, run_reproduce
 from support.official_data import SHARED_ARCHIVE, SHARED_CODE_ARCHIVE
+
+pytest_plugins = ["support.shared_fixtures"]
 
 ARCHIVE = Path(os.environ.get("PERSONALENS_ARCHIVE", SHARED_ARCHIVE))
 CODE_ARCHIVE = Path(os.environ.get("PERSONALENS_CODE_ARCHIVE", SHARED_CODE_ARCHIVE))

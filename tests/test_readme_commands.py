@@ -24,7 +24,8 @@ NOT_RUN = {
     "make reproduce": "about 10 minutes on 2 cores; the reproduced_checkout fixture runs the same module "
                       "(`python -m personalens_utils.reproduce`) on 6 users",
     "make test": "the test suite itself",
-    "make lab": "a server that runs until stopped; tests/test_lab_browser.py starts it (`make lab ARGS=...`)",
+    "make lab": "a server that runs until stopped; tests/notebooks/test_lab_browser.py starts it "
+                "(`make lab ARGS=...`)",
     "git clone https://github.com/amazon-science/PersonaLens": "network",
     "export PERSONALENS_DATA=$PWD/PersonaLens/data": "needs the clone above",
     "export ANTHROPIC_API_KEY=...": "a real key",
@@ -32,8 +33,8 @@ NOT_RUN = {
     'make reproduce RUN=claude ARGS="--backend anthropic --passes official --users sample_50"':
         "a real key and the official data",
     ".venv/bin/python -m personalens_utils.run 03 runs/mine/03.ipynb -p output_dir runs/mine -p users 7,66":
-        "users 7 and 66 of the whole default benchmark (a reproduction's); tests/test_run_entry.py runs "
-        "notebooks through the same entry point, with its checks and its output folder",
+        "users 7 and 66 of the whole default benchmark (a reproduction's); tests/notebooks/test_run_entry.py "
+        "runs notebooks through the same entry point, with its checks and its output folder",
     ".venv/bin/papermill notebooks/03_simulation.ipynb runs/mine/03.ipynb -p backend anthropic "
     "-p assistant_model claude-haiku-4-5 -p users sample_30": "a real key and the official data",
     ".venv/bin/papermill notebooks/03_simulation.ipynb runs/mine/03.ipynb -p backend anthropic "
@@ -47,8 +48,8 @@ NOT_RUN = {
     'make reproduce RUN=mine ARGS="--compare-assistant python:personalens_utils.assistants.retrieval:'
     'RetrievalAssistant"': "a full reproduction (about 10 minutes) with one more assistant",
     ".venv/bin/papermill notebooks/08_persona_bench.ipynb runs/mine/08.ipynb":
-        "about a minute; tests/test_persona_bench_notebook.py runs notebook 08 the same way, offline, on "
-        "synthetic data",
+        "about a minute; tests/persona_bench/test_persona_bench_notebook.py runs notebook 08 the same way, "
+        "offline, on synthetic data",
     ".venv/bin/papermill notebooks/08_persona_bench.ipynb runs/mine/08.ipynb -p synthetic_users None "
     "-p backend anthropic": "a real key and the authors' data",
     ".venv/bin/papermill notebooks/08_persona_bench.ipynb runs/mine/08.ipynb -p prompt_set official "

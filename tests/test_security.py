@@ -19,8 +19,8 @@ import papermill
 import pytest
 from support.fake_batches import FakeBatches
 from support.fake_server import FakeLLMServer, last_user_text
-from test_batch_support import judge_reply
-from test_simulation_support import tiny_benchmark
+from support.scripted_judge import judge_reply
+from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils.data import load_benchmark, save_benchmark
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging_batch

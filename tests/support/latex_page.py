@@ -9,13 +9,22 @@ page foot) is a problem like an overfull box.
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
+import pytest
+
 from personalens_utils.outputs.latex import PACKAGES
 from support.pdf import font_sizes
 
+PDFLATEX = shutil.which("pdflatex")
+needs_tex = pytest.mark.skipif(
+    PDFLATEX is None,
+    reason="pdflatex not found: install TeX Live (apt-get install texlive-latex-extra); .ci/run does this",
+)
+MIN_TEXT_PT = 7.0
 TEX_PT_IN_BP = 72 / 72.27
 """A TeX point in PDF points (big points): pdflatex writes sizes in these."""
 TEXT_HEIGHT = "9in"
@@ -77,3 +86,12 @@ def float_heights(log: str) -> list[str]:
     found = re.findall(rf"{FLOAT_HEIGHT}: ([\d.]+)pt ([\d.]+)pt ([\d.]+)pt", log)
     return [f"float {float(h) + float(d):.1f} pt tall, the text {float(t):.1f} pt"
             for h, d, t in found if float(h) + float(d) > float(t)]
+
+
+def compile_problems(tex: Path) -> list[str]:
+    """pdflatex problems of one table on an ACL-like page: errors, boxes more than 1 pt too wide, floats
+    taller than the text (LaTeX's "Float too large"), and text under 7 pt."""
+    problems, smallest = compile_table(PDFLATEX, tex, tex.parent / "acl_pages")
+    if smallest < MIN_TEXT_PT - 0.05:
+        problems.append(f"text at {smallest:.2f} pt")
+    return problems

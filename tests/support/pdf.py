@@ -1,11 +1,15 @@
 """Reading a PDF as a printer would, without a PDF library: its page size, the sizes its text is set
-at (`Tf` operators of its content streams) and the kinds of font it embeds. Used by the figure and
-the LaTeX table checks."""
+at (`Tf` operators of its content streams) and the kinds of font it embeds; and its text through
+poppler's `pdftotext`, where installed. Used by the figure and the LaTeX table checks."""
 
 from __future__ import annotations
 
 import re
+import subprocess
 import zlib
+from pathlib import Path
+
+POINTS_PER_INCH = 72.0
 
 
 def page_size(pdf: bytes) -> tuple[float, float]:
@@ -40,3 +44,8 @@ def font_subtypes(pdf: bytes) -> set[str]:
             match = re.search(rb"/Subtype\s*/(\w+)", obj)
             found.add(match.group(1).decode() if match else "?")
     return found
+
+
+def pdf_text(pdf: Path) -> str:
+    """The PDF's text as `pdftotext` lays it out (poppler-utils must be installed)."""
+    return subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True).stdout

@@ -1,8 +1,10 @@
-"""Helpers for tests that write run-store records by hand: records in the stored layout, raw lines."""
+"""Helpers for tests that write run-store records by hand (records in the stored layout, raw lines) and
+read what a run stored, line by line."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -47,3 +49,20 @@ def write_lines(store: RunStore, kind: type[Record], rows: Iterable[Any]) -> Non
     store.path(kind).parent.mkdir(parents=True, exist_ok=True)
     with store.path(kind).open("ab") as fh:
         fh.write(b"".join(orjson.dumps(row) + b"\n" for row in rows))
+
+
+def stored_lines(path: Path) -> list[dict]:
+    """The complete lines of a store's JSONL file (a torn last line left out); none if it is absent."""
+    if not path.exists():
+        return []
+    lines = path.read_bytes().splitlines(keepends=True)
+    return [orjson.loads(line) for line in lines if line.endswith(b"\n")]
+
+
+def dialogue_lines(store: RunStore) -> dict[str, bytes]:
+    """Each stored dialogue's line, by id."""
+    out = {}
+    for line in store.path(Dialogue).read_bytes().splitlines():
+        if line.strip():
+            out[orjson.loads(line)["id"]] = line
+    return out

@@ -1,4 +1,5 @@
-"""Scores of a nested design with known variance components, for the trust tests and benchmarks.
+"""Scores of a nested design with known variance components, and a pilot's usage ledger (`usage_table`),
+for the trust tests and benchmarks.
 
 Each score is mean + arm effect + user + task + simulation sample + judge sample, each effect drawn
 from a normal with the variance given; two arms on the same scenarios share a user's and a task's
@@ -73,3 +74,23 @@ def as_tidy(frame: pd.DataFrame, *, backend: str = "offline") -> pd.DataFrame:
     tidy = pd.concat(parts, ignore_index=True)
     tidy.attrs["origin"] = "a simulated design"
     return tidy
+
+
+KNOWN = Truth(user=0.6, task=0.8, sample=0.5, judge=0.3, user_arm=0.15, task_arm=0.3)
+"""A truth with arm-specific user and task parts, for the power planner and the pilot of the trust exports."""
+PRICED = "claude-3-5-haiku-20241022"
+"""A model with a price in the registry (a retired one: the kit prices its successor)."""
+
+
+def usage_table() -> pd.DataFrame:
+    """A pilot's ledger: 40 dialogues (user agent offline, assistant priced), 80 judge samples."""
+    return pd.DataFrame([
+        {"stage": "simulation", "kind": "user_turn", "task": "", "backend": "offline", "model": "user-sim",
+         "calls": 240, "input_tokens": 96_000, "output_tokens": 9_600},
+        {"stage": "simulation", "kind": "assistant_turn", "task": "", "backend": "anthropic", "model": PRICED,
+         "calls": 240, "input_tokens": 120_000, "output_tokens": 24_000},
+        {"stage": "judging", "kind": "judge", "task": "", "backend": "anthropic", "model": PRICED,
+         "calls": 480, "input_tokens": 480_000, "output_tokens": 48_000},
+        {"stage": "validation", "kind": "check", "task": "", "backend": "anthropic", "model": PRICED,
+         "calls": 5, "input_tokens": 5_000, "output_tokens": 500},
+    ])

@@ -1,0 +1,174 @@
+"""The run card: what a run was, kept in its store, extended, merged, and refused when damaged."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+from support.tiny_benchmark import tiny_benchmark
+
+from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
+from personalens_utils.llm import LLMClient
+from personalens_utils.outputs.tables import Source
+from personalens_utils.prompt_sets import OfficialPromptSet
+from personalens_utils.prompt_sets.official.templates import load_official_prompts
+from personalens_utils.reproduce.index import card_line
+from personalens_utils.runstore import run_card
+from personalens_utils.runstore.records import Dialogue, Judgment
+from personalens_utils.runstore.store import RunStore, merge_stores
+from personalens_utils.simulation import SimulationConfig, run_simulation
+
+SD_ONLY = {"task_types": ("SD",), "user_model": "user-sim", "assistant_model": "Claude 3 Sonnet"}
+
+
+@pytest.fixture(scope="module")
+def official(official_code: Path) -> OfficialPromptSet:
+    return OfficialPromptSet(load_official_prompts(official_code))
+
+
+def _client() -> LLMClient:
+    return LLMClient("offline", progress=False, use_cache=False)
+
+
+def test_extended_run_keeps_one_entry_and_adds_up(tmp_path: Path) -> None:
+    bench = tiny_benchmark(1)
+    with _client() as client:
+        first = run_simulation(bench, tmp_path, client, SimulationConfig(**SD_ONLY, limit=1))
+        created = run_card.read_card(tmp_path)["created"]
+        again = run_simulation(bench, tmp_path, client, SimulationConfig(**SD_ONLY, limit=1))
+    card = run_card.read_card(tmp_path)
+    assert len(card["simulations"]) == 1
+    entry = card["simulations"][0]
+    assert entry["user"]["model"] == "user-sim" and entry["user"]["backend"] == "offline"
+    assert entry["assistant"]["model_id"] and entry["user"]["parameters"]["temperature"] is not None
+    assert entry["prompt_set"] == "kit" and entry["prompt_digests"]
+    assert card["counts"]["dialogues"] and sum(card["counts"]["dialogues"].values()) == 2
+    assert card["usage"]["simulation"]["calls"] == first.calls + again.calls
+    assert card["created"] == created
+    assert card["benchmark"]["users"] == 1 and card["kit"][0]["python_version"]
+    assert card["protocol"]["kind"] == "custom"
+    assert "simulation prompt_set 'kit'" in card["protocol"]["differs"]
+
+
+def test_official_prompts_on_the_authors_protocol_are_official(tmp_path: Path,
+                                                               official: OfficialPromptSet) -> None:
+    bench = tiny_benchmark(1)
+    with _client() as client:
+        run_simulation(bench, tmp_path / "a", client, SimulationConfig(**SD_ONLY, prompts=official, limit=1))
+        run_judging(RunStore(tmp_path / "a"), client, benchmark_contexts(bench),
+                    JudgingConfig(judge_model="judge-1", prompts=official))
+        run_simulation(bench, tmp_path / "b", client,
+                       SimulationConfig(**SD_ONLY, prompts=official, limit=1, max_turns=3))
+    card = run_card.update_card(tmp_path / "a", scoring="official")
+    assert card["protocol"] == {"kind": "official", "differs": []}
+    assert card["judges"][0]["prompt_set"] == "official"
+    capped = run_card.read_card(tmp_path / "b")["protocol"]
+    assert capped["kind"] == "custom"
+    assert capped["differs"] == ["turn cap max_turns=3 (official: 20 SD, 30 MD)"]
+    assert run_card.update_card(tmp_path / "a", scoring="strict")["protocol"]["differs"] == [
+        "scoring rule 'strict'"]
+
+
+def test_rejudging_records_both_judges(tmp_path: Path) -> None:
+    bench = tiny_benchmark(1)
+    store = RunStore(tmp_path)
+    with _client() as client:
+        run_simulation(bench, store, client, SimulationConfig(**SD_ONLY, limit=1))
+        for judge in ("judge-1", "judge-2"):
+            run_judging(store, client, benchmark_contexts(bench), JudgingConfig(judge_model=judge))
+    card = run_card.read_card(tmp_path)
+    assert [j["model"] for j in card["judges"]] == ["judge-1", "judge-2"]
+    assert set(card["usage"]) == {"simulation", "judging (judge-1)", "judging (judge-2)"}
+    assert sum(card["counts"]["judgments"].values()) == len(store.records(Judgment))
+
+
+def test_merging_shards_merges_cards_and_refuses_another_judge_prompt_set(
+        tmp_path: Path, official: OfficialPromptSet) -> None:
+    bench = tiny_benchmark(2)
+    with _client() as client:
+        for name, shard, prompts in (("1of2", "1/2", None), ("2of2", "2/2", None),
+                                     ("2of2-official", "2/2", official)):
+            folder = tmp_path / name
+            run_simulation(bench, folder, client, SimulationConfig(**SD_ONLY, shard=shard))
+            judging = JudgingConfig(judge_model="judge-1", shard=shard,
+                                    **({"prompts": prompts} if prompts else {}))
+            run_judging(RunStore(folder), client, benchmark_contexts(bench), judging)
+    parts = [run_card.read_card(tmp_path / name) for name in ("1of2", "2of2")]
+    merge_stores([tmp_path / "1of2", tmp_path / "2of2"], tmp_path / "merged")
+    merged = run_card.read_card(tmp_path / "merged")
+    assert len(merged["simulations"]) == 1 and len(merged["judges"]) == 1
+    for table in ("dialogues", "judgments"):
+        assert sum(merged["counts"][table].values()) == sum(sum(p["counts"][table].values()) for p in parts)
+    assert merged["usage"]["simulation"]["calls"] == sum(p["usage"]["simulation"]["calls"] for p in parts)
+    merge_stores([tmp_path / "1of2", tmp_path / "2of2"], tmp_path / "merged")  # again: counted once
+    assert run_card.read_card(tmp_path / "merged")["usage"] == merged["usage"]
+
+    with pytest.raises(run_card.RunCardError, match=r"judges\.prompt_set \('kit' vs 'official'\)"):
+        merge_stores([tmp_path / "1of2", tmp_path / "2of2-official"], tmp_path / "refused")
+    assert not (tmp_path / "refused").exists()
+
+
+def test_a_run_with_one_more_assistant_takes_in_an_earlier_copy_only_when_told_it_extends_it(
+        tmp_path: Path) -> None:
+    bench = tiny_benchmark(1)
+    with _client() as client:
+        run_simulation(bench, tmp_path / "earlier", client, SimulationConfig(**SD_ONLY, limit=1))
+        merge_stores([tmp_path / "earlier"], tmp_path / "wider")
+        run_simulation(bench, tmp_path / "wider", client,
+                       SimulationConfig(**{**SD_ONLY, "assistant_model": "Claude 3 Haiku"}, limit=1))
+        run_simulation(bench, tmp_path / "other", client,
+                       SimulationConfig(**{**SD_ONLY, "assistant_model": "Claude 3 Opus"}, limit=1))
+    with pytest.raises(run_card.RunCardError, match=r"simulations \(1 vs 2\)"):
+        merge_stores([tmp_path / "earlier"], tmp_path / "wider")
+    held = len(RunStore(tmp_path / "wider").records(Dialogue))
+    merge_stores([tmp_path / "earlier"], tmp_path / "wider", extending=True)
+    assert len(RunStore(tmp_path / "wider").records(Dialogue)) == held
+    assert len(run_card.read_card(tmp_path / "wider")["simulations"]) == 2
+    with pytest.raises(run_card.RunCardError, match="simulations \\(one the target lacks\\)"):
+        merge_stores([tmp_path / "other"], tmp_path / "wider", extending=True)
+
+
+def test_damaged_card_is_a_named_error_and_keeps_the_records(tmp_path: Path) -> None:
+    bench = tiny_benchmark(1)
+    with _client() as client:
+        run_simulation(bench, tmp_path, client, SimulationConfig(**SD_ONLY, limit=1))
+        (tmp_path / run_card.CARD_FILE).write_text("{not json", encoding="utf-8")
+        with pytest.raises(run_card.RunCardError, match=r"run_card\.json: the run card is not valid JSON"):
+            run_simulation(bench, tmp_path, client, SimulationConfig(**SD_ONLY, limit=1))
+    assert len(RunStore(tmp_path).records(Dialogue)) == 2  # the dialogues are stored before the card
+    (tmp_path / run_card.CARD_FILE).write_bytes(orjson.dumps({"schema": "personalens-run-card",
+                                                              "schema_version": 1, "judges": {}}))
+    with pytest.raises(run_card.RunCardError, match="field 'simulations' must be a list"):
+        run_card.read_card(tmp_path)
+
+
+def test_card_is_written_by_rename(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bench = tiny_benchmark(1)
+    with _client() as client:
+        run_simulation(bench, tmp_path, client, SimulationConfig(**SD_ONLY, limit=1))
+    before = (tmp_path / run_card.CARD_FILE).read_bytes()
+
+    def killed(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run_card.os, "replace", killed)
+    with pytest.raises(KeyboardInterrupt):
+        run_card.update_card(tmp_path, scoring="official")
+    assert (tmp_path / run_card.CARD_FILE).read_bytes() == before
+
+
+def test_index_and_captions_point_to_the_card(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    assert "none" in card_line(store)
+    with _client() as client:
+        run_simulation(tiny_benchmark(1), store, client, SimulationConfig(**SD_ONLY, limit=1, max_turns=2))
+    line = card_line(store)
+    assert line.startswith("Run card `store/run_card.json`") and "protocol **custom**" in line
+    assert "max_turns=2" in line
+    shown = run_card.summary(run_card.read_card(store))
+    assert shown.loc[shown["field"] == "protocol", "value"].tolist() == ["custom"]
+    (store / run_card.CARD_FILE).write_text("[]", encoding="utf-8")
+    assert "unreadable" in card_line(store) and "not a run card" in card_line(store)
+    caption = Source.of("run store store/", 1, "dialogues").describe()
+    assert caption.endswith("; run card store/run_card.json.")

@@ -1,0 +1,67 @@
+"""A JupyterLab server driven over its REST API, and the Chromium the browser tests drive it with.
+
+`free_port`, `lab_api` and `stop_lab` start, query and stop a server that `make lab` (or jupyter lab)
+serves on loopback with `LAB_SETTINGS`; the `page` fixture of `support.shared_fixtures` opens headless
+`CHROMIUM` (the distribution's package, driven by Playwright; no browser is downloaded).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import urllib.request
+from pathlib import Path
+
+CHROMIUM = os.environ.get("PERSONALENS_CHROMIUM") or shutil.which("chromium") or (
+    "/usr/bin/chromium" if Path("/usr/bin/chromium").is_file() else None
+)
+LAB_SETTINGS = {
+    # every cell in the page, so the explorer far down the notebook is in the DOM
+    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
+    # no news or update check: the test touches no network beyond loopback
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
+        "fetchNews": "false", "checkForUpdates": False},
+}
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def lab_api(base: str, token: str, path: str, method: str = "GET") -> object:
+    """The JSON answer of the server at `base` to `method path` (none for an empty body)."""
+    request = urllib.request.Request(f"{base}{path}", method=method,
+                                     headers={"Authorization": f"token {token}"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        body = response.read()
+    return json.loads(body) if body else None
+
+
+def stop_lab(proc: subprocess.Popen[bytes], base: str, token: str) -> None:
+    """Shut the kernels and the server down through the API, then make sure the processes are gone."""
+    try:
+        for kernel in lab_api(base, token, "/api/kernels"):  # type: ignore[union-attr]
+            lab_api(base, token, f"/api/kernels/{kernel['id']}", "DELETE")
+        lab_api(base, token, "/api/shutdown", "POST")
+        proc.wait(timeout=30)
+    except Exception:  # the server did not answer or did not stop: end its process group
+        for sig, wait in ((signal.SIGTERM, 15), (signal.SIGKILL, 15)):
+            if proc.poll() is None:
+                os.killpg(proc.pid, sig)
+                try:
+                    proc.wait(timeout=wait)
+                except subprocess.TimeoutExpired:
+                    continue
+
+
+def words(text: str) -> str:
+    """Text with every run of white space (no-break spaces too) as one space."""
+    return re.sub(r"\s+", " ", text).strip()

@@ -1,0 +1,101 @@
+"""The user-agent audit: each flag's rule on dialogues written to trip it (and one that trips none), the
+rates per model, and Table 3 beside itself without the flagged dialogues."""
+
+from __future__ import annotations
+
+import pytest
+from support.records import dialogue
+from support.tiny_benchmark import tiny_benchmark
+
+from personalens_utils.analysis.scores import load_scores
+from personalens_utils.assistants.reference import DESIGNED_ORDER
+from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
+from personalens_utils.llm.client import LLMClient
+from personalens_utils.runstore.store import RunStore
+from personalens_utils.simulation import SimulationConfig
+from personalens_utils.simulation.runner import run_simulation
+from personalens_utils.trust.audit import FLAGS, audit_dialogues, audit_rates, table3_without_flagged
+
+SCENARIO = {"scenario_id": "user1/SD-Alarm-task-1", "user_id": 1, "task_id": "SD-Alarm-task-1"}
+OPENING = "Hello, I need a new alarm for tomorrow."
+
+
+def _talk(*user_lines: str) -> list[dict[str, str]]:
+    turns = []
+    for k, line in enumerate(user_lines):
+        turns += [{"role": "user", "content": line}, {"role": "assistant", "content": f"Noted, step {k}."}]
+    return turns
+
+
+CASES = {
+    "clean": ("terminated", _talk(OPENING, "It should go off at 2:30 PM with upbeat music.", "Thanks, bye.")),
+    "states_preferences": ("terminated", _talk("Set an alarm at 2:30 PM with upbeat music on weekdays.",
+                                               "Thanks.")),
+    "contradicts_profile": ("terminated", _talk(OPENING, "Make it ring on weekends with loud beeping.")),
+    "turn_cap": ("turn_cap", _talk(OPENING, "Which sounds are there?", "And the times?")),
+    "repetition_loop": ("terminated", _talk(OPENING, "Can you set the alarm now please?",
+                                            "Can you set the alarm now, please?",
+                                            "Can you set the alarm now please")),
+    "answers_as_assistant": ("terminated", _talk(OPENING, "Sure! How can I help you with your alarm today?")),
+}
+
+
+@pytest.fixture(scope="module")
+def bench():
+    return tiny_benchmark(n_users=3)
+
+
+def _flags_of(bench, tmp_path, status, turns):
+    store = RunStore(tmp_path / "one")
+    store.append(dialogue("d1", status=status, turns=turns, n_turns=sum(t["role"] == "user" for t in turns),
+                          **SCENARIO))
+    return audit_dialogues(store, bench).iloc[0]
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_each_flag_fires_on_its_own_case_and_no_other(bench, tmp_path, case):
+    status, turns = CASES[case]
+    row = _flags_of(bench, tmp_path, status, turns)
+    raised = {name for name in FLAGS if row[name]}
+    assert raised == (set() if case == "clean" else {case})
+    assert row["any_flag"] == (case != "clean")
+
+
+@pytest.fixture(scope="module")
+def judged(bench, tmp_path_factory):
+    store = RunStore(tmp_path_factory.mktemp("audit") / "store")
+    client = LLMClient("offline", progress=False)
+    for model in DESIGNED_ORDER:
+        run_simulation(bench, store, client, SimulationConfig(assistant_model=model, user_model="user-sim"))
+    run_judging(store, client, benchmark_contexts(bench), JudgingConfig(judge_model="judge-sim"))
+    return store, load_scores(store, judge_model="judge-sim"), audit_dialogues(store, bench)
+
+
+def test_rates_per_model_count_the_flagged_dialogues(judged):
+    _, _, audit = judged
+    rates = audit_rates(audit)
+    assert list(rates.frame["Assistant model"]) == sorted(DESIGNED_ORDER)
+    for row in rates.frame.itertuples(index=False):
+        mine = audit[audit["assistant_model"] == row[1]]
+        assert row[2] == len(mine)
+        assert row[-1] == pytest.approx(100 * mine["any_flag"].mean())
+    assert "heuristics" in rates.caption and "offline" in rates.caption
+
+
+def test_table3_without_flagged_sits_beside_the_original_with_the_difference(judged):
+    _, tidy, audit = judged
+    assert audit["any_flag"].any()  # the offline user agent trips some flags
+    result = table3_without_flagged(tidy, audit)
+    data = result.data
+    assert (data["n_kept"] <= data["n"]).all()
+    difference = (data["mean_kept"] - data["mean"]).to_numpy()
+    assert result.frame["Difference"].to_numpy() == pytest.approx(difference)
+    flagged = set(audit.loc[audit["any_flag"], "dialogue_id"])
+    kept = tidy[~tidy["dialogue_id"].isin(flagged) & (tidy["dimension"] == "personalization")
+                & (tidy["assistant_setting"] == "base")]
+    first = data[(data["dimension"] == "personalization")].iloc[0]
+    mine = kept[(kept["assistant_model"] == first["assistant_model"])
+                & (kept["task_type"] == first["task_type"])]
+    assert first["mean_kept"] == pytest.approx(mine["score"].mean())
+    nothing = audit.assign(any_flag=False)
+    assert (table3_without_flagged(tidy, nothing).frame["Difference"] == 0).all()
