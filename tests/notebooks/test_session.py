@@ -26,7 +26,7 @@ from personalens_utils.session.base import (
     list_param,
     resolve_session_users,
 )
-from personalens_utils.session.base import base as session
+from personalens_utils.session import base as session
 
 NOTEBOOKS = sorted((project_root() / "notebooks").glob("0*.ipynb"))
 PARAMETERS_DOC = project_root() / "docs" / "parameters.md"
