@@ -22,8 +22,8 @@ from personalens_utils.llm.client import LLMClient
 from personalens_utils.reproduce.cli import parse_args, problems
 from personalens_utils.runstore.records import Dialogue, Judgment
 from personalens_utils.runstore.store import RunStore, StoreError, merge_stores
+from personalens_utils.session import base as session
 from personalens_utils.session.base import Session, SessionConfig, SessionError
-from personalens_utils.session.base import base as session
 from personalens_utils.simulation import SimulationConfig, run_simulation
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"

@@ -19,6 +19,7 @@ from personalens_utils.llm import CallKind, Message, Request
 from personalens_utils.reproduce import Settings
 from personalens_utils.runstore.records import Dialogue
 from personalens_utils.runstore.store import ReproductionStore, RunStore, StoreError
+from personalens_utils.session import base as session
 from personalens_utils.session.base import (
     Session,
     SessionConfig,
@@ -26,7 +27,6 @@ from personalens_utils.session.base import (
     list_param,
     resolve_session_users,
 )
-from personalens_utils.session.base import base as session
 
 NOTEBOOKS = sorted((project_root() / "notebooks").glob("0*.ipynb"))
 PARAMETERS_DOC = project_root() / "docs" / "parameters.md"

@@ -15,8 +15,8 @@ from support.tiny_benchmark import tiny_benchmark
 from personalens_utils.data import save_benchmark
 from personalens_utils.llm.client import LLMClient
 from personalens_utils.runstore.store import RunStore
+from personalens_utils.session import base as session
 from personalens_utils.session.base import Session, SessionConfig, SessionError, selection_param
-from personalens_utils.session.base import base as session
 from personalens_utils.simulation import SimulationConfig, nothing_to_describe, run_dialogues, run_simulation
 
 NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "03_simulation.ipynb"
