@@ -94,4 +94,4 @@ def check_design(frame: pd.DataFrame, columns: Sequence[str] = (USER, TASK, SCOR
     absent = [c for c in columns if c not in frame.columns]
     if absent:
         raise DesignError(f"the design frame has no column(s) {absent}; build it with "
-                          "trust.design.design_frame")
+                          "analysis.design.design_frame")

@@ -590,7 +590,7 @@ def aggregate(
 
     Task completion is reported as a rate in percent (TCR); the other dimensions on their scale.
     With `cluster` (a column, e.g. `user_id`) the interval resamples its values with all their rows
-    (`trust.bootstrap.cluster_ci`); without, it resamples rows as independent.
+    (`analysis.bootstrap.cluster_ci`); without, it resamples rows as independent.
     A group holding rows of two run identities (`IDENTITY`) is refused (`check_one_identity`).
     With repeats, each scenario's samples are averaged first (`per_scenario`): `n` and `n_missing`
     count scenarios, and `attrs["samples"]` says so (`samples_note`). With `cluster`, a group of fewer

@@ -14,7 +14,7 @@ from personalens_utils.runstore.records import OFFLINE
 
 class PromptedAssistant:
     """A model on any backend, prompted with the request the prompt set built for its setting: a
-    `roles.ModelRole` (its spec and client) with what the kit asks of an assistant besides."""
+    `llm.role.ModelRole` (its spec and client) with what the kit asks of an assistant besides."""
 
     def __init__(self, client: LLMClient, spec: ModelSpec):
         if client.backend_name != spec.backend:

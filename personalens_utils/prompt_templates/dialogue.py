@@ -2,7 +2,7 @@
 
 Written for this kit after the paper's Appendix A.3 (Figures 13-15): what each agent is given and
 asked for follows the paper; the wording is the kit's own. The assistant's system prompt is put
-together from parts (instructions + optional context sections) by `simulation.prompting`.
+together from parts (instructions + optional context sections) by the prompt sets (`prompt_sets.kit`).
 Bump `DIALOGUE_PROMPT_VERSION` whenever a template changes: dialogue records are keyed by it.
 
 Order matters for prompt caching (docs/scale.md): what every call of a dialogue repeats comes first

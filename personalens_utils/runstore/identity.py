@@ -189,7 +189,7 @@ def prediction_id(item: str, model: Role, variant: Variant) -> str:
 
 def legacy_model_id(model: str, backend: str) -> str:
     """The id a record written before run identity was made with: the registry's id for `backend`
-    without today's retirement substitutions (the kit named no successors then); `store_migration`
+    without today's retirement substitutions (the kit named no successors then); `runstore.migration`
     gives old records this id."""
     info = registry.lookup(model) if model else None
     return info.ids.get(backend, model) if info else model

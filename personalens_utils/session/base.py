@@ -5,7 +5,7 @@ names into things: the benchmark folder, the users, the run store, the output fo
 (`models`: the user agent, judge, ...; `assistants`: the assistant under test) and (on first use) the
 LLM clients, which `session.close()` (or leaving a `with` block) closes again. Every role's spec is
 read when the session opens, so a malformed one stops the setup cell with one line naming the
-parameter; below the session, code gets role objects (`roles.ModelRole`, `assistants.Assistant`),
+parameter; below the session, code gets role objects (`llm.role.ModelRole`, `assistants.Assistant`),
 never spec texts. Each parameter has one meaning in every notebook (docs/parameters.md):
 
 - `users`: None is the benchmark's default users (the paper's sample_50 when the benchmark holds

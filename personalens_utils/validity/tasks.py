@@ -4,7 +4,7 @@ result of a task at all?
 For each task (or domain), the gap in personalization (P) and task completion (TCR, in percentage
 points) between an assistant that sees everything of the user (`full`) and one that sees nothing
 (`blind`), on the scenarios both ran: the mean per-scenario difference, with an interval that
-resamples users (`trust.bootstrap.paired_difference`). Offline, the reference assistants are the two
+resamples users (`analysis.bootstrap.paired_difference`). Offline, the reference assistants are the two
 arms (the best against the worst of `assistants.reference.DESIGNED_ORDER`); on a real run, one
 assistant under the ablation's settings (e.g. "base+all" against "base", `simulation.settings`).
 

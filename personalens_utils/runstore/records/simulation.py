@@ -3,7 +3,7 @@
 Run identity: a dialogue's id includes the backend and the resolved model id (`resolved_model`) of the
 user agent and of the assistant, so an offline run and a real model's run of the same scenarios are
 different records. A line written before these fields existed is refused with a pointer to
-`store_migration`, which `RunStore` runs once on such a store.
+`runstore.migration`, which `RunStore` runs once on such a store.
 """
 
 from __future__ import annotations
