@@ -1,6 +1,6 @@
 """Judge sanity check: does a judge rank assistants of known quality in their known order?
 
-The offline backend's reference assistants (`assistants.reference.DESIGNED_ORDER`) are built so
+The offline backend's reference assistants (`assistants.reference_assistants.DESIGNED_ORDER`) are built so
 that each uses strictly more about the user than the one before it. Their dialogues can be judged by
 any judge, offline or a real model; a judge worth trusting on real dialogues must score them in that
 order. Per dimension this reports Kendall's tau-b between the designed rank and the dialogue's

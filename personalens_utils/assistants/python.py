@@ -47,7 +47,7 @@ from types import ModuleType
 from typing import Any, Literal
 
 from personalens_utils.assistants.base import Pricing
-from personalens_utils.assistants.reference import SETTING_ASSISTANT, view_of
+from personalens_utils.assistants.reference_assistants import SETTING_ASSISTANT, view_of
 from personalens_utils.base.errors import KitError
 from personalens_utils.base.paths import project_root
 from personalens_utils.llm import LLMClient, registry

@@ -12,7 +12,12 @@ from dataclasses import dataclass
 from personalens_utils.assistants.base import Assistant
 from personalens_utils.assistants.prompted import PromptedAssistant
 from personalens_utils.assistants.python import PYTHON, PythonAssistant, PythonOptions, Target, load
-from personalens_utils.assistants.reference import VIEWS, ReferenceAssistant, default_assistant, is_reference
+from personalens_utils.assistants.reference_assistants import (
+    VIEWS,
+    ReferenceAssistant,
+    default_assistant,
+    is_reference,
+)
 from personalens_utils.llm import LLMClient
 from personalens_utils.llm.client import Clients
 from personalens_utils.llm.specs import ModelSpec, SpecError, SpecParts

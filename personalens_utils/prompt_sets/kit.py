@@ -51,7 +51,7 @@ def user_context(ctx: ScenarioContext, turns: Sequence[Turn]) -> dict[str, Any]:
 def assistant_context(setting: Setting, ctx: ScenarioContext) -> dict[str, Any]:
     """The assistant's request context: only what its setting gives it, plus the `oracle` (the user's
     whole profile for the task), which only the offline reference assistants read
-    (assistants/reference.py); a real model never sees it."""
+    (assistants/reference_assistants.py); a real model never sees it."""
     context: dict[str, Any] = {
         "setting": setting.name,
         "task_type": ctx.scenario.task_type,

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from personalens_utils.assistants.python import SPEC_FORM as PYTHON_SPEC_FORM
-from personalens_utils.assistants.reference import FOCUS_ASSISTANT
+from personalens_utils.assistants.reference_assistants import FOCUS_ASSISTANT
 from personalens_utils.assistants.retrieval import SPEC as RETRIEVAL_SPEC
 from personalens_utils.base.errors import KitError, full_traceback_wanted
 from personalens_utils.base.paths import (

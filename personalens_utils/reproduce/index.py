@@ -13,7 +13,7 @@ from pathlib import Path
 
 from personalens_utils.analysis.scores import load_dialogues, load_judgments
 from personalens_utils.assistants import AssistantSpec
-from personalens_utils.assistants.reference import DESIGNED_ORDER
+from personalens_utils.assistants.reference_assistants import DESIGNED_ORDER
 from personalens_utils.outputs.tables import read_caption
 from personalens_utils.reproduce.notebooks import PassResult
 from personalens_utils.reproduce.settings import (
@@ -289,8 +289,8 @@ def write_index(settings: Settings, results: Sequence[PassResult], seconds: floa
             " The offline backend is a rule-based simulation, not a language model: its numbers show the "
             "pipeline at work, not findings about any model, and every table and figure says so. Its "
             "assistants are reference assistants built to rank in a known order on personalization and "
-            f"task completion ({' < '.join(DESIGNED_ORDER)}; assistants/reference.py): a judge that "
-            "does not recover that order in Table 3 is broken."
+            f"task completion ({' < '.join(DESIGNED_ORDER)}; assistants/reference_assistants.py): a judge "
+            "that does not recover that order in Table 3 is broken."
             if offline
             else ""
         ),

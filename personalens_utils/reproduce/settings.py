@@ -7,14 +7,18 @@ from pathlib import Path
 
 from personalens_utils import prompt_sets
 from personalens_utils.assistants import AssistantSpec
-from personalens_utils.assistants.reference import DESIGNED_ORDER, FOCUS_ASSISTANT, SETTING_ASSISTANT
+from personalens_utils.assistants.reference_assistants import (
+    DESIGNED_ORDER,
+    FOCUS_ASSISTANT,
+    SETTING_ASSISTANT,
+)
 from personalens_utils.base.paths import project_root, runs_dir
 from personalens_utils.llm.options import ClientOptions
 from personalens_utils.llm.specs import ModelSpec
 from personalens_utils.prompt_sets import PromptSet
 
 OFFLINE_ASSISTANTS = DESIGNED_ORDER
-"""Offline, Table 3 compares reference assistants of a known order (assistants/reference.py)."""
+"""Offline, Table 3 compares reference assistants of a known order (assistants/reference_assistants.py)."""
 OFFLINE_ABLATION = SETTING_ASSISTANT
 """The offline ablation assistant: it uses exactly the context each setting gives."""
 OFFLINE_FOCUS = FOCUS_ASSISTANT

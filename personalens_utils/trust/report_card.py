@@ -47,7 +47,7 @@ from personalens_utils.analysis.scores import (
 )
 from personalens_utils.analysis.stats import Interval, paired_comparison
 from personalens_utils.analysis.tables import ASSISTANT_DIMENSIONS, provenance_note
-from personalens_utils.assistants.reference import DESIGNED_ORDER
+from personalens_utils.assistants.reference_assistants import DESIGNED_ORDER
 from personalens_utils.base.errors import KitError
 from personalens_utils.judging import judge_model_key
 from personalens_utils.judging.config import Select

@@ -5,7 +5,7 @@ For each task (or domain), the gap in personalization (P) and task completion (T
 points) between an assistant that sees everything of the user (`full`) and one that sees nothing
 (`blind`), on the scenarios both ran: the mean per-scenario difference, with an interval that
 resamples users (`analysis.bootstrap.paired_difference`). Offline, the reference assistants are the two
-arms (the best against the worst of `assistants.reference.DESIGNED_ORDER`); on a real run, one
+arms (the best against the worst of `assistants.reference_assistants.DESIGNED_ORDER`); on a real run, one
 assistant under the ablation's settings (e.g. "base+all" against "base", `simulation.settings`).
 
 A task is flagged when it does not tell the two apart: the interval of every gap in `FLAG_ON` includes
@@ -44,7 +44,7 @@ from personalens_utils.analysis.tables import (
     score_source,
     table3_beside,
 )
-from personalens_utils.assistants.reference import DESIGNED_ORDER
+from personalens_utils.assistants.reference_assistants import DESIGNED_ORDER
 from personalens_utils.base.errors import KitError
 from personalens_utils.outputs.tables import TableResult
 from personalens_utils.simulation.settings import AssistantSetting, SettingError

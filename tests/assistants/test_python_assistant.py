@@ -19,7 +19,7 @@ from support.tiny_benchmark import tiny_benchmark
 from personalens_utils.analysis.tables import long_words
 from personalens_utils.assistants import AssistantError, AssistantSpec, resolve_assistant
 from personalens_utils.assistants.python import VIEW_KEYS, AssistantLoadError, AssistantView, load
-from personalens_utils.assistants.reference import SETTING_ASSISTANT
+from personalens_utils.assistants.reference_assistants import SETTING_ASSISTANT
 from personalens_utils.assistants.retrieval import RETRIEVED_HEADING, RetrievalAssistant, passages
 from personalens_utils.data import save_benchmark
 from personalens_utils.llm import Message, registry

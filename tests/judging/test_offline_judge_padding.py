@@ -13,7 +13,7 @@ import pytest
 from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils.analysis.tables import ASSISTANT_DIMENSIONS
-from personalens_utils.assistants.reference import DESIGNED_ORDER
+from personalens_utils.assistants.reference_assistants import DESIGNED_ORDER
 from personalens_utils.data import load_benchmark
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
 from personalens_utils.llm.client import LLMClient

@@ -15,7 +15,7 @@ from support.read_only import read_only
 from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils.analysis.scores import load_scores
-from personalens_utils.assistants.reference import DESIGNED_ORDER
+from personalens_utils.assistants.reference_assistants import DESIGNED_ORDER
 from personalens_utils.data import load_benchmark, save_benchmark
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
 from personalens_utils.llm.client import LLMClient

@@ -15,7 +15,7 @@ from support.tiny_benchmark import tiny_benchmark
 from personalens_utils.analysis.design import DesignError
 from personalens_utils.analysis.scores import load_scores
 from personalens_utils.assistants import resolve_assistant
-from personalens_utils.assistants.reference import DESIGNED_ORDER
+from personalens_utils.assistants.reference_assistants import DESIGNED_ORDER
 from personalens_utils.judging import JudgingConfig, benchmark_contexts
 from personalens_utils.llm.client import Clients, LLMClient
 from personalens_utils.llm.role import ModelRole

@@ -15,7 +15,7 @@ an option of a preference type, plus a remark fitted to them. Whatever is not kn
 types a turn (three for multi-domain tasks, one with vanilla instructions).
 
 Which of that the assistant uses is its view (`views.View`, the request's `view` context entry): the
-reference assistants (`assistants.reference`) fix it whatever their setting; without one the
+reference assistants (`assistants.reference_assistants`) fix it whatever their setting; without one the
 assistant sees exactly its setting's context.
 
 Preference values always appear verbatim: in the user's text when revealed, in the assistant's when

@@ -2,7 +2,7 @@
 
 An assistant request may carry a `view` context entry (the fields of `View`); without one the
 offline assistant sees exactly what its setting gives. The reference assistants of known quality
-(`assistants.reference`) set it to fix what they use whatever the setting; the wider view comes
+(`assistants.reference_assistants`) set it to fix what they use whatever the setting; the wider view comes
 from the request's `oracle` entry (docs/architecture.md), which nothing else reads.
 """
 
