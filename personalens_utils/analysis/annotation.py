@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import numpy as np
 import pandas as pd
 
@@ -97,10 +98,9 @@ class SampleDesign:
     by: str | None
     strata: tuple[Stratum, ...]
 
-    def to_json(self) -> dict[str, Any]:
-        return {"kind": "simple" if self.by is None else "stratified", "by": self.by,
-                "strata": [{"value": s.value, "population": s.population,
-                            "dialogue_ids": list(s.dialogue_ids)} for s in self.strata]}
+    @property
+    def kind(self) -> str:
+        return "simple" if self.by is None else "stratified"
 
     @classmethod
     def from_manifest(cls, manifest: Mapping[str, Any]) -> SampleDesign:
@@ -110,11 +110,9 @@ class SampleDesign:
         if design is None:
             return cls(None, (Stratum(None, None, tuple(manifest["dialogue_ids"])),))
         try:
-            strata = tuple(Stratum(s["value"], s["population"], tuple(s["dialogue_ids"]))
-                           for s in design["strata"])
-            return cls(design["by"], strata)
-        except (KeyError, TypeError) as exc:
-            raise AnnotationError(f"the manifest's sample design is malformed ({exc!r} missing or wrong); "
+            return msgspec.convert(design, cls)
+        except msgspec.ValidationError as exc:
+            raise AnnotationError(f"the manifest's sample design is malformed ({exc}); "
                                   "export the sample again to another folder") from exc
 
     def weights(self, dialogue_ids: Sequence[str]) -> np.ndarray:
@@ -341,7 +339,7 @@ def export_sheet(
         "stratify_by": stratify_by,
         "apart": apart,
         "dialogue_ids": [d["id"] for d in dialogues],
-        "design": design.to_json(),
+        "design": {"kind": design.kind, **msgspec.to_builtins(design)},
     }
     paths["manifest"].write_text(json.dumps(manifest, indent=1), encoding="utf-8")
     return paths

@@ -3,6 +3,7 @@ the columnar copy with no other change (no hand-written JSON layout or column ty
 
 from __future__ import annotations
 
+import ast
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import ClassVar
 import orjson
 import pytest
 
+import personalens_utils
 from personalens_utils.runstore import columnar
 from personalens_utils.runstore.identity import Variant
 from personalens_utils.runstore.records import Judgment, Record, RecordError
@@ -77,3 +79,15 @@ def test_a_summary_field_without_a_column_type_is_named(monkeypatch: pytest.Monk
 
     with pytest.raises(columnar.ColumnTypeError, match=r"NotedJudgment\.notes is a dict\[str, str\]"):
         columnar.TableSpec(NotedJudgment).schema()
+
+
+def test_no_module_of_the_package_writes_a_json_layout_by_hand() -> None:
+    """Only the records' one mechanism (`runstore/records/base.py`) defines `to_json`/`from_json`; every
+    other JSON a module writes goes through msgspec or orjson from its dataclass."""
+    root = Path(personalens_utils.__file__).parent
+    mechanism = root / "runstore" / "records" / "base.py"
+    found = [f"{path.relative_to(root)}:{node.lineno} {node.name}"
+             for path in sorted(root.rglob("*.py")) if path != mechanism
+             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+             if isinstance(node, ast.FunctionDef) and node.name in ("to_json", "from_json")]
+    assert found == []
