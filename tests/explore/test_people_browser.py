@@ -7,11 +7,8 @@ temporary folder."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import secrets
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -22,7 +19,7 @@ import nbformat
 import pytest
 from playwright.sync_api import Page, expect
 from support.checkout import ROOT, copy_env
-from support.lab import LAB_SETTINGS, free_port, lab_api, stop_lab, words
+from support.lab import serving_lab, words
 from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils.data.write import save_benchmark
@@ -64,37 +61,14 @@ def lab(tmp_path) -> Iterator[tuple[str, str, Path]]:
     """JupyterLab serving `tmp_path/work` on loopback, kernels importing the worktree's package."""
     work = tmp_path / "work"
     work.mkdir()
-    config = tmp_path / "jupyter"
-    for name, settings in LAB_SETTINGS.items():
-        path = config / "settings" / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(settings), encoding="utf-8")
-    env = copy_env(ROOT) | {"JUPYTERLAB_SETTINGS_DIR": str(config / "settings"),
-                            "JUPYTERLAB_WORKSPACES_DIR": str(config / "workspaces"),
-                            "JUPYTER_RUNTIME_DIR": str(config / "runtime")}
-    port, token = free_port(), secrets.token_hex(16)
-    command = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
-               f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
-               f"--ServerApp.root_dir={work}", *(["--allow-root"] if os.getuid() == 0 else [])]
-    log = (tmp_path / "lab.log").open("wb")
-    proc = subprocess.Popen(command, cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            assert proc.poll() is None, f"jupyter lab exited: {(tmp_path / 'lab.log').read_text()[-2000:]}"
-            try:
-                lab_api(base, token, "/api/status")
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "JupyterLab did not answer within 90 s"
-                time.sleep(0.5)
+
+    def command(port: int, token: str) -> list[str]:
+        return [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
+                f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
+                f"--ServerApp.root_dir={work}", *(["--allow-root"] if os.getuid() == 0 else [])]
+
+    with serving_lab("jupyter lab", command, work, copy_env(ROOT), tmp_path) as (base, token):
         yield base, token, work
-    finally:
-        stop_lab(proc, base, token)
-        log.close()
-        print(f"JupyterLab log: {tmp_path / 'lab.log'}")
 
 
 def _until(what: str, value: Callable[[], T], holds: Callable[[T], bool], timeout: float = 60) -> T:

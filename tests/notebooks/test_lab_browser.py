@@ -5,11 +5,8 @@ transcript and a judge's explanation on the page. Screenshots go to the test's t
 
 from __future__ import annotations
 
-import json
 import re
-import secrets
 import shutil
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -19,7 +16,7 @@ from typing import TypeVar
 import pytest
 from playwright.sync_api import expect
 from support.checkout import copy_env
-from support.lab import LAB_SETTINGS, free_port, lab_api, stop_lab, words
+from support.lab import serving_lab, words
 
 from personalens_utils.explore import Catalog
 from personalens_utils.runstore.records import Dialogue, Judgment
@@ -33,38 +30,15 @@ T = TypeVar("T")
 def lab(reproduced_checkout, tmp_path) -> Iterator[tuple[str, str, Path]]:
     """`make lab` on a copy of the reproduced checkout: (base URL, token, the copy); stopped at the end."""
     root = Path(shutil.copytree(reproduced_checkout, tmp_path / "checkout", symlinks=True))
-    config = tmp_path / "jupyter"
-    for name, settings in LAB_SETTINGS.items():
-        path = config / "settings" / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(settings), encoding="utf-8")
-    env = copy_env(root) | {"JUPYTERLAB_SETTINGS_DIR": str(config / "settings"),
-                            "JUPYTERLAB_WORKSPACES_DIR": str(config / "workspaces"),
-                            "JUPYTER_RUNTIME_DIR": str(config / "runtime")}
-    port, token = free_port(), secrets.token_hex(16)
-    args = f"--no-browser --ServerApp.ip=127.0.0.1 --ServerApp.port={port} --ServerApp.port_retries=0 " \
-           f"--IdentityProvider.token={token}"
-    # the Makefile's own target, on the venv running the tests (-o install: nothing is installed)
-    command = ["make", "-o", "install", "lab", f"VENV={sys.prefix}", f"ARGS={args}"]
-    log = (tmp_path / "lab.log").open("wb")
-    proc = subprocess.Popen(command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            assert proc.poll() is None, f"make lab exited: {(tmp_path / 'lab.log').read_text()[-2000:]}"
-            try:
-                lab_api(base, token, "/api/status")
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "JupyterLab did not answer within 90 s"
-                time.sleep(0.5)
+
+    def command(port: int, token: str) -> list[str]:
+        args = f"--no-browser --ServerApp.ip=127.0.0.1 --ServerApp.port={port} --ServerApp.port_retries=0 " \
+               f"--IdentityProvider.token={token}"
+        # the Makefile's own target, on the venv running the tests (-o install: nothing is installed)
+        return ["make", "-o", "install", "lab", f"VENV={sys.prefix}", f"ARGS={args}"]
+
+    with serving_lab("make lab", command, root, copy_env(root), tmp_path) as (base, token):
         yield base, token, root
-    finally:
-        stop_lab(proc, base, token)
-        log.close()
-        print(f"JupyterLab log: {tmp_path / 'lab.log'}")
 
 
 OVERFLOWING = """(root) => {

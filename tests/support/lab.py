@@ -1,20 +1,24 @@
 """A JupyterLab server driven over its REST API, and the Chromium the browser tests drive it with.
 
-`free_port`, `lab_api` and `stop_lab` start, query and stop a server that `make lab` (or jupyter lab)
-serves on loopback with `LAB_SETTINGS`; the `page` fixture of `support.shared_fixtures` opens headless
+`serving_lab` starts a server (`make lab` or jupyter lab) on loopback with `LAB_SETTINGS`, waits for
+it and stops it; `lab_api` queries it; the `page` fixture of `support.shared_fixtures` opens headless
 `CHROMIUM` (the distribution's package, driven by Playwright; no browser is downloaded).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import secrets
 import shutil
 import signal
 import socket
 import subprocess
+import time
 import urllib.request
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 CHROMIUM = os.environ.get("PERSONALENS_CHROMIUM") or shutil.which("chromium") or (
@@ -60,6 +64,42 @@ def stop_lab(proc: subprocess.Popen[bytes], base: str, token: str) -> None:
                     proc.wait(timeout=wait)
                 except subprocess.TimeoutExpired:
                     continue
+
+
+@contextlib.contextmanager
+def serving_lab(what: str, command: Callable[[int, str], list[str]], cwd: Path, env: Mapping[str, str],
+                tmp_path: Path) -> Iterator[tuple[str, str]]:
+    """(base URL, token) of the server `command(port, token)` (`what`, in messages) starts in `cwd`, its
+    settings, workspaces and runtime files under `tmp_path/jupyter`, once it answers; its kernels and
+    itself stopped after."""
+    config = tmp_path / "jupyter"
+    for name, settings in LAB_SETTINGS.items():
+        path = config / "settings" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(settings), encoding="utf-8")
+    env = {**env, "JUPYTERLAB_SETTINGS_DIR": str(config / "settings"),
+           "JUPYTERLAB_WORKSPACES_DIR": str(config / "workspaces"),
+           "JUPYTER_RUNTIME_DIR": str(config / "runtime")}
+    port, token = free_port(), secrets.token_hex(16)
+    log = (tmp_path / "lab.log").open("wb")
+    proc = subprocess.Popen(command(port, token), cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            assert proc.poll() is None, f"{what} exited: {(tmp_path / 'lab.log').read_text()[-2000:]}"
+            try:
+                lab_api(base, token, "/api/status")
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "JupyterLab did not answer within 90 s"
+                time.sleep(0.5)
+        yield base, token
+    finally:
+        stop_lab(proc, base, token)
+        log.close()
+        print(f"JupyterLab log: {tmp_path / 'lab.log'}")
 
 
 def words(text: str) -> str:
