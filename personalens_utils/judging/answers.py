@@ -13,9 +13,9 @@ from typing import Any
 from personalens_utils.judging.dimensions import Dimension
 from personalens_utils.judging.parsing import ParsedAnswer
 from personalens_utils.runstore.identity import Role, Variant
+from personalens_utils.runstore.official_reading import RETRY_SEPARATOR
 from personalens_utils.runstore.records import Judgment
 
-RETRY_SEPARATOR = "\n\n----- answer to the format reminder -----\n\n"
 TURN_SEPARATOR = "\n\n----- after assistant turn {turn} -----\n\n"
 
 

@@ -15,6 +15,7 @@ from personalens_utils.base.errors import KitError
 from personalens_utils.judging.parsing import ParsedAnswer, parse_score, parse_verdict
 from personalens_utils.llm import registry as model_registry
 from personalens_utils.prompt_templates import judge as prompts
+from personalens_utils.reference.rubric import SCALES
 
 DEFAULT_JUDGE_MODEL = "Claude 3.5 Sonnet"
 
@@ -54,30 +55,21 @@ class Dimension:
         return parse_score(text, self.label, self.low, self.high)
 
 
-def _quality(family: str, speaker: str) -> Dimension:
-    natural = family == "naturalness"
-    return Dimension(
-        f"{family}_{speaker}", family, 1, 5, "Naturalness Score:" if natural else "Coherence Score:",
-        prompts.NATURALNESS_HEAD if natural else prompts.COHERENCE_HEAD,
-        prompts.NATURALNESS_TAIL if natural else prompts.COHERENCE_TAIL,
-        speaker,
-    )
-
+_TEMPLATES: dict[str, tuple[str, str]] = {
+    "task_completion": (prompts.TASK_COMPLETION_HEAD, prompts.TASK_COMPLETION_TAIL),
+    "personalization": (prompts.PERSONALIZATION_HEAD, prompts.PERSONALIZATION_TAIL),
+    "naturalness_assistant": (prompts.NATURALNESS_HEAD, prompts.NATURALNESS_TAIL),
+    "naturalness_user": (prompts.NATURALNESS_HEAD, prompts.NATURALNESS_TAIL),
+    "coherence_assistant": (prompts.COHERENCE_HEAD, prompts.COHERENCE_TAIL),
+    "coherence_user": (prompts.COHERENCE_HEAD, prompts.COHERENCE_TAIL),
+    "turn_personalization": (prompts.PERSONALIZATION_HEAD, prompts.TURN_PERSONALIZATION_TAIL),
+}
+"""Each dimension's prompt (head, tail); its scale and label are the rubric's (`reference.rubric`)."""
 
 DIMENSIONS: dict[str, Dimension] = {
-    d.name: d
-    for d in (
-        Dimension("task_completion", "task_completion", 0, 1, "VERDICT:",
-                  prompts.TASK_COMPLETION_HEAD, prompts.TASK_COMPLETION_TAIL),
-        Dimension("personalization", "personalization", 1, 4, "Personalization Score:",
-                  prompts.PERSONALIZATION_HEAD, prompts.PERSONALIZATION_TAIL),
-        _quality("naturalness", "assistant"),
-        _quality("naturalness", "user"),
-        _quality("coherence", "assistant"),
-        _quality("coherence", "user"),
-        Dimension("turn_personalization", "personalization", 1, 4, "Personalization Score:",
-                  prompts.PERSONALIZATION_HEAD, prompts.TURN_PERSONALIZATION_TAIL, turn_level=True),
-    )
+    name: Dimension(name, scale.family, scale.low, scale.high, scale.label, *_TEMPLATES[name],
+                    scale.speaker, scale.turn_level)
+    for name, scale in SCALES.items()
 }
 ALL_DIMENSIONS: tuple[str, ...] = tuple(DIMENSIONS)
 

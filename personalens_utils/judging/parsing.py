@@ -149,30 +149,3 @@ def parse_verdict(text: str) -> ParsedAnswer:
     reason = body[explanation.end():] if explanation else body[words[0][1]:]
     reason = reason.strip().lstrip(".:;,)]- \n").strip()
     return ParsedAnswer(1.0 if words[0][0] == "true" else 0.0, reason)
-
-
-# -- the official reading ------------------------------------------------------------------------------
-# The rule the authors' `util/gather_evaluation.py` applies to a saved answer, described in our words
-# (docs/judging.md, "Scoring rules"): no normalising, no retry, no range check.
-
-
-@lru_cache(maxsize=16)
-def _official_label(label: str) -> re.Pattern[str]:
-    return re.compile(re.escape(label.rstrip(":")) + r": (\d+)")
-
-
-_OFFICIAL_VERDICT = re.compile(r"VERDICT: (true|false)", re.IGNORECASE)
-
-
-def official_score(text: str, label: str) -> float | None:
-    """The number after the first exact `<label>: ` (case as written, one space, digits only), any
-    value; None when the label with a number never occurs (that answer is left out of the mean)."""
-    match = _official_label(label).search(text)
-    return None if match is None else float(int(match.group(1)))
-
-
-def official_verdict(text: str) -> float:
-    """1.0 when the first `VERDICT: true|false` (any case, one space) says true, else 0.0: an
-    answer without a readable verdict counts as a failed task, never as missing."""
-    match = _OFFICIAL_VERDICT.search(text)
-    return 1.0 if match is not None and match.group(1).lower() == "true" else 0.0

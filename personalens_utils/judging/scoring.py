@@ -17,15 +17,9 @@ Errored judgments (no answer) have no reading under either rule.
 
 from __future__ import annotations
 
-import math
-from pathlib import Path
-from typing import Any
-
-from personalens_utils.judging.answers import RETRY_SEPARATOR
 from personalens_utils.judging.dimensions import DIMENSIONS, JudgingError
-from personalens_utils.judging.parsing import official_score, official_verdict
-from personalens_utils.runstore import columnar
-from personalens_utils.runstore.records import Judgment
+from personalens_utils.runstore.official_reading import OfficialReadingError, first_answer, stored_score
+from personalens_utils.runstore.official_reading import official_reading as _official_reading
 
 STRICT = "strict"
 OFFICIAL = "official"
@@ -40,23 +34,13 @@ def check_scoring(scoring: str) -> str:
     return scoring
 
 
-def first_answer(raw: str) -> str:
-    """The judge's first reply in a stored `raw` (before the answer to the format reminder)."""
-    return raw.split(RETRY_SEPARATOR, 1)[0]
-
-
 def official_reading(dimension: str, raw: str) -> float | None:
-    """The score the official gather script reads from a stored answer; None: left out of the mean.
-    Not defined for turn-level dimensions (the official code has none)."""
-    dim = DIMENSIONS.get(dimension)
-    if dim is None:
-        raise JudgingError(f"unknown judge dimension {dimension!r}; known: {list(DIMENSIONS)}")
-    if dim.turn_level:
-        raise JudgingError(f"{dimension} has no official reading: the official code never scores it")
-    text = first_answer(raw)
-    if dim.family == "task_completion":
-        return official_verdict(text)
-    return official_score(text, dim.label)
+    """The score the official gather script reads from a stored answer (`runstore.official_reading`);
+    None: left out of the mean. A judging error for an unknown or turn-level dimension."""
+    try:
+        return _official_reading(dimension, raw)
+    except OfficialReadingError as exc:
+        raise JudgingError(str(exc)) from None
 
 
 def score_under(
@@ -69,17 +53,11 @@ def score_under(
     check_scoring(scoring)
     if status == "error":
         return None
-    strict = score if status == "ok" and score is not None and not math.isnan(score) else None
     dim = DIMENSIONS.get(dimension)
     if scoring == STRICT or (dim is not None and dim.turn_level):
-        return strict
+        return stored_score(status, score)
     return official_reading(dimension, raw or "")
 
 
-def _official_column(rec: dict[str, Any]) -> float | None:
-    return score_under(OFFICIAL, rec.get("dimension", ""), rec["status"], rec.get("score"), rec.get("raw"))
-
-
-_RULE_SOURCES = [str(Path(__file__).parent / f"{name}.py")
-                 for name in ("scoring", "parsing", "answers", "dimensions")]
-columnar.derive(Judgment, "official_score", ("DOUBLE", _official_column), _RULE_SOURCES)
+__all__ = ["OFFICIAL", "SCORING_RULES", "STRICT", "check_scoring", "first_answer", "official_reading",
+           "score_under"]

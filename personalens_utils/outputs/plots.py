@@ -83,6 +83,9 @@ class FigureStyle:
 
 
 _style = FigureStyle()
+_applied = False
+"""Whether matplotlib's settings hold `_style` yet: they are set when the first figure is made (or the
+style is changed), never by importing this module."""
 
 
 def current_style() -> FigureStyle:
@@ -95,11 +98,12 @@ def apply_style(**changes: Any) -> FigureStyle:
 
     Fields not given keep their current value; fonts are embedded in PDFs as TrueType (fonttype 42).
     """
-    global _style
+    global _style, _applied
     unknown = set(changes) - set(FigureStyle.__dataclass_fields__)
     if unknown:
         raise TypeError(f"apply_style: unknown figure style field(s) {sorted(unknown)}")
     _style = replace(_style, **changes)
+    _applied = True
     sns.set_theme(context="paper", style="whitegrid", palette=PALETTE)
     family = "serif" if _style.serif else "sans-serif"
     mpl.rcParams.update(
@@ -136,6 +140,8 @@ def new_figure(span: Span, height: float, **subplots: Any) -> tuple[Figure, Any]
     """
     if height <= 0:
         raise ValueError(f"figure height {height!r}: expected a positive number of inches")
+    if not _applied:
+        apply_style()
     fig = Figure(figsize=(_style.width(span), height), layout="constrained")
     return fig, fig.subplots(**subplots)
 
@@ -252,6 +258,3 @@ def scale_limits(low: float, high: float, margin: float = 0.04) -> tuple[float, 
     """Axis limits covering a score scale, with a little room so values at its ends stay visible."""
     pad = (high - low) * margin
     return (low - pad, high + pad)
-
-
-apply_style()

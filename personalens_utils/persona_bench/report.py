@@ -28,7 +28,7 @@ from personalens_utils.outputs.plots import (
 from personalens_utils.outputs.tables import Source, TableResult
 from personalens_utils.persona_bench.items import SETTINGS, TASK_NAMES
 from personalens_utils.persona_bench.metrics import LOWER_IS_BETTER, METRICS, NOT_MEASURED, metric_note
-from personalens_utils.persona_bench.records import PersonaPrediction
+from personalens_utils.runstore.records import PersonaPrediction
 from personalens_utils.runstore.store import RunStore
 
 MODE_NOTE = {

@@ -11,16 +11,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from personalens_utils.llm import CallKind, LLMClient, Message, Request
-from personalens_utils.persona_bench import offline as _offline  # noqa: F401  (registers the predictor)
 from personalens_utils.persona_bench.answers import read_answer
 from personalens_utils.persona_bench.items import PersonaItem
 from personalens_utils.persona_bench.official import CALLS
 from personalens_utils.persona_bench.prompts import SYSTEM
-from personalens_utils.persona_bench.records import PersonaPrediction
 from personalens_utils.runstore import engine, run_card
 from personalens_utils.runstore.engine import Item, StageReport
 from personalens_utils.runstore.identity import Role, prediction_id
-from personalens_utils.runstore.records import ERROR
+from personalens_utils.runstore.records import ERROR, PersonaPrediction
 from personalens_utils.runstore.shards import Shard
 from personalens_utils.runstore.store import RunStore
 

@@ -2,9 +2,9 @@
 the official authors' (`OfficialPromptSet`). A set owns how every request is built and the dialogue
 rules that go with its prompts; the stages receive the object and never test its name.
 
-Adding a set is one class (usually a `KitPrompts` subclass overriding what differs) registered with
-`register`; `prompt_set(name)` gives the set a notebook's `prompt_set` names, and records accept the
-registered names (docs/architecture.md, "Add a prompt set").
+Adding a set is one class (usually a `KitPrompts` subclass overriding what differs) and its entry in
+`PROMPT_SETS`; `prompt_set(name)` gives the set a notebook's `prompt_set` names, and records accept the
+names listed there, in every process alike (docs/architecture.md, "Add a prompt set").
 """
 
 from __future__ import annotations
@@ -16,20 +16,8 @@ from personalens_utils.prompt_sets.context import ScenarioContext
 from personalens_utils.prompt_sets.kit import KIT, KitPrompts
 from personalens_utils.prompt_sets.official.prompt_set import OfficialPromptSet, assistant_family
 
-PROMPT_SETS: dict[str, type[PromptSet]] = {}
-"""Registered prompt sets by name."""
-
-
-def register(cls: type[PromptSet]) -> type[PromptSet]:
-    """Make a prompt set known by its `name` (usable as a class decorator)."""
-    if cls.name in PROMPT_SETS and PROMPT_SETS[cls.name] is not cls:
-        raise ValueError(f"a prompt set named {cls.name!r} is already registered ({PROMPT_SETS[cls.name]})")
-    PROMPT_SETS[cls.name] = cls
-    return cls
-
-
-register(KitPrompts)
-register(OfficialPromptSet)
+PROMPT_SETS: dict[str, type[PromptSet]] = {cls.name: cls for cls in (KitPrompts, OfficialPromptSet)}
+"""The prompt sets by name: the only names a notebook or a stored record may give."""
 
 
 def prompt_set(name: str | PromptSet, official_code: str | Path | None = None) -> PromptSet:
@@ -51,6 +39,5 @@ __all__ = [
     "Setting",
     "assistant_family",
     "prompt_set",
-    "register",
     "split_terminate",
 ]

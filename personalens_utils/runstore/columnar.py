@@ -41,7 +41,7 @@ import types
 import typing
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -52,6 +52,8 @@ from filelock import FileLock
 
 from personalens_utils.base.errors import KitError
 from personalens_utils.llm.offline import count_tokens
+from personalens_utils.reference.rubric import Scale
+from personalens_utils.runstore.official_reading import official_column
 from personalens_utils.runstore.records import ERROR, Dialogue, Judgment, Record, RecordError, stored_hints
 from personalens_utils.runstore.store import RunStore, StoreError, _report_torn, parse_record
 
@@ -145,19 +147,12 @@ TABLES: dict[type[Record], TableSpec] = {
     Dialogue: TableSpec(Dialogue, {"output_tokens": ("BIGINT", _output_tokens),
                                    "estimated_tokens": ("BIGINT", _estimated_tokens)},
                         (inspect.getfile(count_tokens),)),
-    Judgment: TableSpec(Judgment),
+    Judgment: TableSpec(Judgment, {"official_score": ("DOUBLE", official_column)},
+                        (inspect.getfile(official_column), inspect.getfile(Scale))),
 }
-"""The tables with a columnar copy; a new one is one entry here."""
+"""The tables with a columnar copy, each with every column it holds: the same in any process, whatever it
+imported (a worker, a kernel, the reproduce process). A new table or derived column is one entry here."""
 
-
-def derive(kind: type[Record], name: str, column: tuple[str, Callable[[dict[str, Any]], Any]],
-           sources: Sequence[str]) -> None:
-    """Add to `kind`'s copy a column (DuckDB type, function of the stored line) that only a stage knows
-    how to compute: judging hands over its official scoring rule this way, so the copy never imports
-    a stage. `sources` (the files the function runs) join the copy's stamp: changing them rebuilds it."""
-    spec = TABLES[kind]
-    TABLES[kind] = replace(spec, derived={**spec.derived, name: column},
-                           stamp_sources=tuple(dict.fromkeys((*spec.stamp_sources, *sources))))
 
 StoreLike = RunStore | str | os.PathLike[str]
 
@@ -274,8 +269,11 @@ class TableCopy:
 
     def _current_manifest(self) -> _Manifest:
         manifest = _Manifest.read(self.manifest_path)
-        fits = manifest is not None and manifest.stamp == self.spec.stamp()
-        if manifest is not None and fits and manifest.end <= self.source.stat().st_size \
+        misfit = None if manifest is None else self._misfit(manifest)
+        if misfit is not None:
+            log.warning("%s: the columnar copy %s; copying it again from %s", self.folder, misfit,
+                        self.source)
+        if manifest is not None and misfit is None and manifest.end <= self.source.stat().st_size \
                 and self._continues(manifest):
             kept = {entry[0] for entry in manifest.parts} | {self.manifest_path.name}
             for stray in self.folder.glob("*"):  # parts of a refresh that stopped before its manifest
@@ -285,6 +283,28 @@ class TableCopy:
         self._clear()
         self.folder.mkdir(parents=True, exist_ok=True)
         return _Manifest(self.spec.stamp(), "")
+
+    def _misfit(self, manifest: _Manifest) -> str | None:
+        """Why a copy cannot be continued under this table's schema (None: it can): made under another
+        stamp (another schema or another version of its derived columns' code), or a part whose columns
+        are not the schema's (as the copies made by processes that had registered fewer columns were)."""
+        if manifest.stamp != self.spec.stamp():
+            return "was made under another schema or another version of its derived columns"
+        wanted = list(self.spec.schema())
+        with duckdb.connect() as con:
+            for entry in manifest.parts:
+                path = self.folder / entry[0]
+                if not path.exists():
+                    continue  # a missing part is repaired from its bytes by `_repair`
+                try:
+                    held = [row[0] for row in con.execute("DESCRIBE SELECT * FROM read_parquet(?)",
+                                                          [str(path)]).fetchall()]
+                except duckdb.Error:
+                    continue  # a damaged part: `_repair` finds it by its checksum
+                if held != wanted:
+                    missing = sorted(set(wanted) - set(held)) or sorted(set(held) - set(wanted))
+                    return f"has a part ({path.name}) whose columns differ from the schema's ({missing})"
+        return None
 
     def _continues(self, manifest: _Manifest) -> bool:
         """Whether the table file still starts with the bytes the copy was made of."""
@@ -365,11 +385,13 @@ class TableCopy:
         they are made: the part's manifest entry and its number of lines. A line that does not fit raises
         naming its file and line."""
         table, source = self.spec.kind.table, str(self.source)
-        jobs = [(table, source, a, b, str(self.folder / f"{a:016d}-{b:016d}.parquet")) for a, b in ranges]
+        stamp = self.spec.stamp()
+        jobs = [(table, stamp, source, a, b, str(self.folder / f"{a:016d}-{b:016d}.parquet"))
+                for a, b in ranges]
         workers = min(len(jobs), len(os.sched_getaffinity(0))) if len(jobs) >= PARALLEL_CHUNKS else 1
         done = _copy_on_workers(jobs, workers) if workers > 1 else (_copy_range(*job) for job in jobs)
         try:
-            for (_, _, first, end, target), made in zip(jobs, done, strict=True):
+            for (_, _, _, first, end, target), made in zip(jobs, done, strict=True):
                 if made is None:  # a line that does not fit: read it here to raise with its line number
                     _rows(self.spec, self.source, _read(self.source, first, end), first,
                           _lines_before(self.source, first))
@@ -461,11 +483,14 @@ def _rows(spec: TableSpec, source: Path, data: bytes, offset: int, lineno: int) 
     return out
 
 
-def _copy_range(table: str, source: str, start: int, end: int, target: str) -> list[Any] | None:
+def _copy_range(table: str, stamp: str, source: str, start: int, end: int, target: str) -> list[Any] | None:
     """Copy the lines in bytes [start, end) of a table file into the Parquet file `target` (in a worker
     process, or in this one): [lines, file size, checksum], or None when a line does not fit (the caller
     reads it again to say where)."""
     spec = next(spec for spec in TABLES.values() if spec.kind.table == table)
+    if spec.stamp() != stamp:
+        raise StoreError(f"copying {source} into its columnar copy: this process's schema of the {table} "
+                         "table is not the one of the process that asked for the copy (two kits installed?)")
     data = _read(Path(source), start, end)
     try:
         rows = _rows(spec, Path(source), data, start, 0)
@@ -475,7 +500,11 @@ def _copy_range(table: str, source: str, start: int, end: int, target: str) -> l
     return [data.count(b"\n"), Path(target).stat().st_size, checksum(Path(target))]
 
 
-def _copy_on_workers(jobs: list[tuple[str, str, int, int, str]], workers: int) -> Generator[list[Any] | None]:
+Job = tuple[str, str, str, int, int, str]
+"""What a copy worker does: (table, schema stamp, table file, first byte, end byte, Parquet part)."""
+
+
+def _copy_on_workers(jobs: list[Job], workers: int) -> Generator[list[Any] | None]:
     """`_copy_range` of every job, spread over `workers` processes running this module (`python -m`, so
     a caller's script is never imported again in them, as a multiprocessing pool would), yielded in job
     order as they are done. The workers die with this process (`_die_with`), and are stopped when the
@@ -500,7 +529,7 @@ def _copy_on_workers(jobs: list[tuple[str, str, int, int, str]], workers: int) -
                 if not line:
                     proc.wait()
                     errors.seek(0)
-                    raise StoreError(f"a worker copying {job[1]} into its columnar copy failed:\n"
+                    raise StoreError(f"a worker copying {job[2]} into its columnar copy failed:\n"
                                      f"{errors.read().decode(errors='replace')[-2000:]}")
                 yield orjson.loads(line)
             for proc, _ in procs:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from personalens_utils.analysis.scores import PERSONALIZATION, TASK_COMPLETION
@@ -34,8 +34,7 @@ from personalens_utils.llm.client import LLMClient
 from personalens_utils.runstore import engine, run_card
 from personalens_utils.runstore.engine import Item, StageReport
 from personalens_utils.runstore.identity import Role, stable_id
-from personalens_utils.runstore.records import Dialogue, DialogueSummary, Judgment, Record
-from personalens_utils.runstore.records.base import NonEmpty
+from personalens_utils.runstore.records import Dialogue, DialogueSummary, ProbeJudgment, Record
 from personalens_utils.runstore.store import RunStore
 
 
@@ -144,26 +143,6 @@ class Padding(Probe):
         return {**original, "dialogue": turns}
 
 
-@dataclass(frozen=True, kw_only=True)
-class ProbeJudgment(Judgment):
-    """A judgment of a dialogue under a probe: the fields of `Judgment`, the probe and the probe's variant
-    for this dialogue (`probe_variant`; `variant` is the judgment's own prompt set and sample)."""
-
-    table: ClassVar[str] = "probe_judgments"
-    summary_fields: ClassVar[tuple[str, ...]] = (*Judgment.summary_fields, "probe", "probe_variant")
-    probe: NonEmpty
-    probe_variant: NonEmpty
-
-    def identity(self) -> str:
-        return stable_id(super().identity(), "probe", self.probe_variant)
-
-    @classmethod
-    def of(cls, judgment: Judgment, probe: Probe, variant: str) -> ProbeJudgment:
-        """`judgment`, made on a probe's context, as a probe record."""
-        kept = {f.name: getattr(judgment, f.name) for f in fields(Judgment) if f.name != "id"}
-        return cls(**kept, probe=probe.name, probe_variant=variant)
-
-
 def run_probe(store: RunStore, client: LLMClient, context_for: ContextFor, probe: Probe,
               config: JudgingConfig | None = None) -> StageReport:
     """Judge every dialogue the ordinary run with `config` would judge, on the probe's context, storing
@@ -191,7 +170,7 @@ def run_probe(store: RunStore, client: LLMClient, context_for: ContextFor, probe
         todo = [dim for dim in dims if ids[item.payload.id, dim.name] in wanted]
         made = await judge_dialogue(llm, dialogue, probe.context(context_for(dialogue), dialogue), todo,
                                     config.judge_model, config.prompt_version, config.prompts)
-        return [ProbeJudgment.of(j, probe, variants[item.payload.id]) for j in made]
+        return [ProbeJudgment.of(j, probe.name, variants[item.payload.id]) for j in made]
 
     stage_name = f"probe_{probe.name}"
     details = {**planned.details(), "probe": probe.name, "probe_version": probe.version}

@@ -53,10 +53,10 @@ from personalens_utils.judging import judge_model_key
 from personalens_utils.judging.config import Select
 from personalens_utils.llm import registry
 from personalens_utils.outputs.tables import Source, TableResult
-from personalens_utils.runstore.records import KIT_PROMPTS, OFFLINE, Dialogue, Judgment
+from personalens_utils.runstore.records import KIT_PROMPTS, OFFLINE, Dialogue, Judgment, ProbeJudgment
 from personalens_utils.runstore.store import RunStore
 from personalens_utils.trust.power import Design, PairedComponents, users_needed
-from personalens_utils.trust.probes import Padding, ProbeJudgment, ProfileSwap
+from personalens_utils.trust.probes import Padding, ProfileSwap
 
 PASS, FAIL, INCONCLUSIVE, NOT_MEASURED = "pass", "fail", "inconclusive", "not measured"
 CARD_COLUMNS = ("judge", "check", "verdict", "estimate", "ci_low", "ci_high", "n", "n_needed")

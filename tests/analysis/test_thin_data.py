@@ -20,11 +20,11 @@ from support.trust_design import Truth, simulate
 from personalens_utils import analysis
 from personalens_utils.analysis import bootstrap, scores
 from personalens_utils.analysis.stats import ALL_EQUAL, FEW_CLUSTERS, MIN_CLUSTERS
-from personalens_utils.runstore.records import Dialogue, Judgment
+from personalens_utils.runstore.records import Dialogue, Judgment, ProbeJudgment
 from personalens_utils.runstore.store import RunStore
 from personalens_utils.trust import differences
 from personalens_utils.trust.power import Design, PairedComponents, users_needed
-from personalens_utils.trust.probes import ProbeJudgment, ProfileSwap
+from personalens_utils.trust.probes import ProfileSwap
 from personalens_utils.trust.report_card import (
     FAIL,
     INCONCLUSIVE,
@@ -125,7 +125,7 @@ def _designed_store(root, changes: list[int]) -> RunStore:
                                          ("task_completion", 1.0, 1.0)):
             judgments.append(Judgment.from_json(judgment_record(dlg["id"], dimension, before)))
             probed = Judgment.from_json(judgment_record(dlg["id"], dimension, after))
-            probes.append(ProbeJudgment.of(probed, swap, f"profile_swap/v1/donor={i + 2}"))  # type: ignore[arg-type]
+            probes.append(ProbeJudgment.of(probed, swap.name, f"profile_swap/v1/donor={i + 2}"))
     store.extend(dialogues)
     store.extend(judgments)
     store.extend(probes)

@@ -376,3 +376,60 @@ def test_workers_die_with_a_killed_refresh(tmp_path: Path) -> None:
     assert {p: p.stat().st_size for p in folder.rglob("*") if p.is_file()} == written
     with Columnar(store) as cols:  # the next read finishes the copy
         assert cols.sql("SELECT count(*) AS n FROM dialogues")["n"][0] == 400
+
+
+def _columns(part: Path) -> list[str]:
+    with duckdb.connect() as con:
+        return [row[0] for row in con.execute("DESCRIBE SELECT * FROM read_parquet(?)", [str(part)]).fetchall()]
+
+
+def test_parts_made_on_workers_hold_every_column_of_the_schema(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Workers are fresh interpreters that import only this module: their parts once lacked the
+    `official_score` column that judging registered in the parent, and every query of it failed."""
+    monkeypatch.setattr(columnar, "CHUNK_BYTES", 4000)
+    store = _store(tmp_path, n=60)
+    with Columnar(store) as cols:
+        judged = cols.sql("SELECT score, official_score FROM judgments ORDER BY id")
+        (copy,) = cols.copies(Judgment)
+    assert len(copy.files()) >= columnar.PARALLEL_CHUNKS
+    assert {tuple(_columns(part)) for part in copy.files()} == {tuple(columnar.TABLES[Judgment].schema())}
+    assert judged["official_score"].tolist() == judged["score"].tolist()
+
+
+def test_a_copy_with_a_part_of_other_columns_is_made_again_with_one_line(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A copy left by a kit whose parts disagreed on the columns (same stamp, whole checksums) heals."""
+    store = _store(tmp_path)
+    (copy,) = Columnar(store).copies(Judgment)
+    copy.refresh()
+    (part,) = copy.files()
+    narrow = part.with_suffix(".narrow")
+    with duckdb.connect() as con:
+        con.execute(f"COPY (SELECT * EXCLUDE (official_score) FROM read_parquet('{part}')) TO '{narrow}' "
+                    "(FORMAT parquet)")
+    os.replace(narrow, part)
+    manifest = json.loads(copy.manifest_path.read_bytes())
+    manifest["parts"][0][3:] = [part.stat().st_size, columnar.checksum(part)]
+    copy.manifest_path.write_text(json.dumps(manifest))
+    with caplog.at_level(logging.WARNING, logger=columnar.__name__), Columnar(store) as cols:
+        judged = cols.sql("SELECT official_score FROM judgments ORDER BY id")
+    assert judged["official_score"].tolist() == [1.0, 2.0, 3.0, 4.0, 5.0]
+    (said,) = [r.getMessage() for r in caplog.records]
+    assert f"{copy.folder}: the columnar copy has a part" in said and "['official_score']" in said
+    assert "copying it again from" in said
+    assert _columns(copy.files()[0]) == list(columnar.TABLES[Judgment].schema())
+
+
+def test_a_copy_made_under_another_stamp_is_made_again_with_one_line(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    store = _store(tmp_path)
+    (copy,) = Columnar(store).copies(Judgment)
+    copy.refresh()
+    manifest = json.loads(copy.manifest_path.read_bytes())
+    copy.manifest_path.write_text(json.dumps({**manifest, "stamp": "made-by-another-kit"}))
+    with caplog.at_level(logging.WARNING, logger=columnar.__name__), Columnar(store) as cols:
+        assert cols.sql("SELECT count(*) AS n FROM judgments")["n"][0] == 5
+    (said,) = [r.getMessage() for r in caplog.records]
+    assert "was made under another schema" in said
+    assert json.loads(copy.manifest_path.read_bytes())["stamp"] == columnar.TABLES[Judgment].stamp()

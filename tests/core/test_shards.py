@@ -15,14 +15,20 @@ from personalens_utils import judging
 from personalens_utils.judging import JudgingConfig
 from personalens_utils.llm.client import LLMClient
 from personalens_utils.persona_bench.items import iter_items
-from personalens_utils.persona_bench.records import PersonaPrediction
 from personalens_utils.persona_bench.runner import run_items
 from personalens_utils.persona_bench.synthetic import write_synthetic
-from personalens_utils.runstore.records import Batch, BatchEntry, Dialogue, Judgment
+from personalens_utils.runstore.records import (
+    Batch,
+    BatchEntry,
+    Dialogue,
+    Judgment,
+    PersonaPrediction,
+    ProbeJudgment,
+)
 from personalens_utils.runstore.shards import Shard, ShardError
 from personalens_utils.runstore.store import DuplicateRecordError, RunStore, StoreError, merge_stores
 from personalens_utils.simulation import SimulationConfig, plan_dialogues, run_simulation
-from personalens_utils.trust.probes import Padding, ProbeJudgment, run_probe
+from personalens_utils.trust.probes import Padding, run_probe
 
 SETTINGS = ["base", "base+I"]
 DIMENSIONS = ["task_completion", "personalization", "turn_personalization"]

@@ -20,11 +20,11 @@ from personalens_utils.assistants.reference_assistants import DESIGNED_ORDER
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
 from personalens_utils.llm.client import LLMClient
 from personalens_utils.runstore.identity import Variant
-from personalens_utils.runstore.records import Dialogue, Judgment
+from personalens_utils.runstore.records import Dialogue, Judgment, ProbeJudgment
 from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation import SimulationConfig
 from personalens_utils.simulation.runner import run_simulation
-from personalens_utils.trust.probes import PADDING, Padding, ProbeJudgment, ProfileSwap, run_probe
+from personalens_utils.trust.probes import PADDING, Padding, ProfileSwap, run_probe
 from personalens_utils.trust.report_card import (
     CARD_COLUMNS,
     FAIL,

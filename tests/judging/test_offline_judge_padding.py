@@ -18,11 +18,11 @@ from personalens_utils.data import load_benchmark
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
 from personalens_utils.llm.client import LLMClient
 from personalens_utils.llm.offline.judge import _answers, _atoms, content_words, words_of
-from personalens_utils.runstore.records import Judgment
+from personalens_utils.runstore.records import Judgment, ProbeJudgment
 from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation import SimulationConfig
 from personalens_utils.simulation.runner import run_simulation
-from personalens_utils.trust.probes import PADDING, Padding, ProbeJudgment, run_probe
+from personalens_utils.trust.probes import PADDING, Padding, run_probe
 
 
 def _value_atoms(benchmark) -> set[str]:

@@ -13,9 +13,9 @@ import pytest
 from personalens_utils.llm import LLMClient
 from personalens_utils.persona_bench import metrics as M
 from personalens_utils.persona_bench.items import iter_items
-from personalens_utils.persona_bench.records import PersonaPrediction
 from personalens_utils.persona_bench.runner import run_items
 from personalens_utils.persona_bench.synthetic import write_synthetic
+from personalens_utils.runstore.records import PersonaPrediction
 from personalens_utils.runstore.store import RunStore
 
 

@@ -22,9 +22,9 @@ from personalens_utils.llm import LLMClient
 from personalens_utils.llm.client import PreflightError
 from personalens_utils.persona_bench.data import PersonaDataError, load_users
 from personalens_utils.persona_bench.items import iter_items
-from personalens_utils.persona_bench.records import PersonaPrediction
 from personalens_utils.persona_bench.runner import run_items
 from personalens_utils.persona_bench.synthetic import write_synthetic
+from personalens_utils.runstore.records import PersonaPrediction
 from personalens_utils.runstore.store import RunStore
 from personalens_utils.session.persona_bench import PersonaRun
 

@@ -21,7 +21,7 @@ from personalens_utils.llm.client import Clients, LLMClient
 from personalens_utils.llm.role import ModelRole
 from personalens_utils.llm.specs import ModelSpec
 from personalens_utils.outputs import plots
-from personalens_utils.runstore.records import Dialogue, Judgment
+from personalens_utils.runstore.records import Dialogue, Judgment, ProbeJudgment
 from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation import SimulationConfig
 from personalens_utils.simulation.runner import run_simulation
@@ -35,7 +35,7 @@ from personalens_utils.trust.probe_design import (
     simulate_design,
     unit_costs,
 )
-from personalens_utils.trust.probes import Padding, ProbeJudgment, ProfileSwap
+from personalens_utils.trust.probes import Padding, ProfileSwap
 from personalens_utils.trust.report_card import NOT_MEASURED, CardError, CardSettings, report_card, verdicts
 from personalens_utils.trust.variance import variance_table
 

@@ -2,7 +2,7 @@
 
 It answers from the request's structured context, never from a network, so the whole pipeline
 runs anywhere in seconds. Its answers are simulations; every table and figure made from them says
-so (see `OFFLINE_LABEL`). Responders for each call kind live in sibling modules and register here.
+so (see `OFFLINE_LABEL`). Responders for each call kind live in sibling modules, listed in `RESPONDERS`.
 """
 
 from __future__ import annotations
@@ -26,17 +26,28 @@ def answered_by(backend: str, model_id: str) -> str:
 
 
 Responder = Callable[[Request, random.Random], str]
-_RESPONDERS: dict[CallKind, Responder] = {}
+RESPONDERS: dict[CallKind, tuple[str, str]] = {
+    CallKind.USER_TURN: ("dialogue", "user_turn"),
+    CallKind.ASSISTANT_TURN: ("dialogue", "assistant_turn"),
+    CallKind.JUDGE: ("judge", "respond"),
+    CallKind.GENERATION: ("generation", "respond"),
+    CallKind.VALIDATION: ("profile_consistency", "respond_consistency"),
+    CallKind.REVIEW: ("review", "respond"),
+    CallKind.PERSONA_BENCH: ("persona_bench", "predict"),
+}
+"""The offline answer to each call kind: (module of this package, function `fn(request, rng) -> text`).
+Declared here, not registered by the modules, so every process answers every kind whatever it imported;
+the modules are imported when first asked (they are large, and most runs need a few)."""
 
 
-def register(kind: CallKind) -> Callable[[Responder], Responder]:
-    """Decorator: make `fn(request, rng) -> text` the offline answer for one call kind."""
-
-    def deco(fn: Responder) -> Responder:
-        _RESPONDERS[kind] = fn
-        return fn
-
-    return deco
+@functools.cache
+def responder(kind: CallKind) -> Responder:
+    """The function that answers calls of `kind` offline."""
+    if kind not in RESPONDERS:
+        raise FatalError(f"the offline backend has no responder for calls of kind {kind!r}")
+    module, name = RESPONDERS[kind]
+    fn: Responder = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    return fn
 
 
 def count_tokens(text: str) -> int:
@@ -55,24 +66,10 @@ class OfflineBackend:
         return random.Random(int.from_bytes(digest[:8], "big"))
 
     def respond(self, request: Request, model: str) -> Response:
-        _load_responders()
-        responder = _RESPONDERS.get(request.kind)
-        if responder is None:
-            raise FatalError(f"the offline backend has no responder for calls of kind {request.kind!r}")
-        text = responder(request, self.rng_for(request, model))
+        text = responder(request.kind)(request, self.rng_for(request, model))
         prompt = request.system + "".join(m.content for m in request.messages)
         usage = Usage(input_tokens=count_tokens(prompt), output_tokens=count_tokens(text))
         return Response(text=text, usage=usage, backend=self.name, model=model, latency_s=0.0)
 
     async def acomplete(self, request: Request, model: str) -> Response:
         return self.respond(request, model)
-
-
-_RESPONDER_MODULES = ("dialogue", "judge", "generation", "profile_consistency", "review")
-
-
-@functools.cache
-def _load_responders() -> None:
-    """Import every responder module once, so registration happens without import cycles."""
-    for module in _RESPONDER_MODULES:
-        importlib.import_module(f"{__name__}.{module}")

@@ -31,10 +31,9 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import Any
 
-from personalens_utils.llm.offline import register
 from personalens_utils.llm.offline.judge import words_of
 from personalens_utils.llm.offline.views import View
-from personalens_utils.llm.types import CallKind, Request
+from personalens_utils.llm.types import Request
 from personalens_utils.reference.schema import PreferenceType, load_schema
 
 # ---------------------------------------------------------------------------------------------
@@ -219,7 +218,6 @@ def _lead(lead: str, sentence: str) -> str:
     return lead + sentence[:1].lower() + sentence[1:] if lead else sentence
 
 
-@register(CallKind.USER_TURN)
 def user_turn(request: Request, rng: random.Random) -> str:
     context = request.context
     dialogue: Sequence[Mapping[str, str]] = context.get("dialogue") or ()
@@ -441,7 +439,6 @@ def _ignoring_reply(user_messages: Sequence[str], rng: random.Random) -> str:
     return f"{lead} {DONE_MARK}: I've set it up with the standard options most people pick."
 
 
-@register(CallKind.ASSISTANT_TURN)
 def assistant_turn(request: Request, rng: random.Random) -> str:
     context = request.context
     view = View.of(context)

@@ -20,8 +20,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from personalens_utils.llm.offline import register
-from personalens_utils.llm.types import CallKind, FatalError, Request
+from personalens_utils.llm.types import FatalError, Request
 from personalens_utils.reference.demographics import DemographicsError, region_of
 
 Context = Mapping[str, Any]
@@ -518,7 +517,6 @@ _STEPS: dict[str, tuple[Callable[[Context, random.Random], str], tuple[str, ...]
 }
 
 
-@register(CallKind.GENERATION)
 def respond(request: Request, rng: random.Random) -> str:
     step = request.task or str(request.context.get("step", ""))
     if step not in _STEPS:

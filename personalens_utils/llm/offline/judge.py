@@ -19,8 +19,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from personalens_utils.llm.offline import register
-from personalens_utils.llm.types import CallKind, FatalError, Request
+from personalens_utils.llm.types import FatalError, Request
 
 _NON_WORD = re.compile(r"[^a-z0-9]+")
 _NON_VALUES = {"no preference", "none", "n a", "any", "not applicable"}
@@ -369,7 +368,6 @@ def _jittered(answer: str, dimension: str, rng: random.Random) -> str:
     return _SCORE_LINE.sub(move, answer)
 
 
-@register(CallKind.JUDGE)
 def respond(request: Request, rng: random.Random) -> str:
     """The answer is a pure function of the evidence for sample 0; later samples (`Request.sample`) add
     a seeded jitter to the scores (task completion's verdict stays as the evidence says)."""

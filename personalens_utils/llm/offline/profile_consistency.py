@@ -17,8 +17,7 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from personalens_utils.llm.offline import register
-from personalens_utils.llm.types import CallKind, FatalError, Request
+from personalens_utils.llm.types import FatalError, Request
 from personalens_utils.prompt_templates.validation import (
     CROSS_LABEL,
     DOMAINS_LABEL,
@@ -77,7 +76,6 @@ def spending_levels(preferences: Mapping[str, Mapping[str, Any]]) -> dict[str, s
     return levels
 
 
-@register(CallKind.VALIDATION)
 def respond_consistency(request: Request, rng: random.Random) -> str:
     """The four-line consistency answer for the profile in `request.context`."""
     if request.task != "profile_consistency":

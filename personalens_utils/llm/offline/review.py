@@ -29,7 +29,6 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from personalens_utils.llm.offline import register
 from personalens_utils.llm.offline.judge import (
     PreferenceUse,
     judge_answer,
@@ -38,7 +37,7 @@ from personalens_utils.llm.offline.judge import (
     preference_use,
     words_of,
 )
-from personalens_utils.llm.types import CallKind, Request
+from personalens_utils.llm.types import Request
 from personalens_utils.reference.schema import load_schema
 
 LOW_PERSONALIZATION = 2
@@ -223,7 +222,6 @@ def review_answer(context: Mapping[str, Any]) -> str:
             f"EXPLANATION: {why[0].upper()}{why[1:]}.")
 
 
-@register(CallKind.REVIEW)
 def respond(request: Request, rng: random.Random) -> str:
     """A pure function of the review context."""
     return review_answer(request.context)

@@ -6,8 +6,9 @@ through the one mechanism of `records.base` (docs/architecture.md, "Run store re
 `to_json(from_json(line))` gives back the stored object, key order included. A line that does not fit
 its type raises `RecordError` naming the file, the line and the field, and how to repair the store.
 
-The types live by stage (`simulation`, `judging`, `validation`, `generation`, `batches`; PERSONA
-Bench's in `persona_bench.records`); this module gathers them under the names they always had.
+The types live by stage (`simulation`, `judging`, `validation`, `generation`, `batches`,
+`persona_bench`); this module gathers them under the names they always had and lists every one of them
+in `RECORD_TYPES`, so any process knows every table without importing a stage.
 
 Variants: whose prompts made a dialogue or judgment (the prompt set and its version) and which sample
 it is are one `identity.Variant`, which the record holds and stores through; a kit record of sample 0
@@ -19,12 +20,10 @@ from __future__ import annotations
 
 from personalens_utils.prompt_sets.official.templates import KIT_PROMPTS, OFFICIAL_PROMPTS
 from personalens_utils.runstore.identity import resolved_model, stable_id
-from personalens_utils.runstore.records import base
 from personalens_utils.runstore.records.base import (
     ERROR,
     LAYOUT_HINT,
     OFFLINE,
-    RECORD_MODULES,
     Form,
     Record,
     RecordError,
@@ -41,7 +40,8 @@ from personalens_utils.runstore.records.generation import (
     SdTasksStep,
     SituationStep,
 )
-from personalens_utils.runstore.records.judging import Blame, Judgment
+from personalens_utils.runstore.records.judging import Blame, Judgment, ProbeJudgment
+from personalens_utils.runstore.records.persona_bench import PersonaPrediction
 from personalens_utils.runstore.records.simulation import Dialogue, DialogueSummary
 from personalens_utils.runstore.records.validation import ConsistencyCheck
 
@@ -53,15 +53,16 @@ RECORD_TYPES: tuple[type[Record], ...] = (
     *GENERATION_STEPS.values(),
     Batch,
     BatchEntry,
+    PersonaPrediction,
+    ProbeJudgment,
 )
-"""The record types of the dialogue pipeline defined here; `stored_types` adds those of other modules."""
+"""Every record type a run store may hold, one per table: what tools that must see every table
+(`store.merge_stores`, the evaluation's store copy) read. A new record type is one entry here."""
 
 
 def stored_types() -> tuple[type[Record], ...]:
-    """Every record type a run store may hold, one per table: the table registry, which tools that must
-    see every table (`store.merge_stores`) read, so a new record type is covered where it is defined.
-    `RECORD_TYPES` first, then the others by table name."""
-    return base.stored_types(RECORD_TYPES)
+    """Every record type a run store may hold (`RECORD_TYPES`)."""
+    return RECORD_TYPES
 
 
 def record_type(table: str) -> type[Record]:
@@ -81,7 +82,6 @@ __all__ = [
     "LAYOUT_HINT",
     "OFFICIAL_PROMPTS",
     "OFFLINE",
-    "RECORD_MODULES",
     "RECORD_TYPES",
     "Batch",
     "BatchEntry",
@@ -95,7 +95,9 @@ __all__ = [
     "Judgment",
     "MaskStep",
     "MdTasksStep",
+    "PersonaPrediction",
     "PreferencesStep",
+    "ProbeJudgment",
     "Record",
     "RecordError",
     "SdTasksStep",

@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-import importlib
 import inspect
 import re
 import types
@@ -50,11 +49,6 @@ LAYOUT_HINT = (
 NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
 """A string field that may not be empty on a stored line."""
 
-_TABLES: dict[str, type[Record]] = {}
-"""Table name -> the record type stored there, filled by `Record.__init_subclass__`."""
-RECORD_MODULES = ("personalens_utils.persona_bench.records", "personalens_utils.trust.probes")
-"""The modules besides this package that define record types; `stored_types` imports them so that every
-table is known even to a process that never used them."""
 
 FORM = "personalens_form"
 """The field metadata key of a field's `Form`."""
@@ -282,17 +276,6 @@ class Record:
     id: str = ""
     status: str
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        """A type that names its table enters the table registry (`stored_types`) as it is defined."""
-        super().__init_subclass__(**kwargs)
-        if "table" not in vars(cls):
-            return
-        known = _TABLES.setdefault(cls.table, cls)
-        if known is not cls and (known.__module__, known.__qualname__) != (cls.__module__, cls.__qualname__):
-            raise TypeError(f"{cls.__qualname__} names the table {cls.table!r}, which {known.__qualname__} "
-                            "already stores; every record type needs its own table")
-        _TABLES[cls.table] = cls
-
     def __post_init__(self) -> None:
         if not self.id:
             object.__setattr__(self, "id", self.identity())
@@ -358,13 +341,3 @@ class _Varied:
     @property
     def sample(self) -> int:
         return self.variant.sample
-
-
-def stored_types(first: tuple[type[Record], ...]) -> tuple[type[Record], ...]:
-    """Every record type a run store may hold, one per table: `first`, then the others of the registry by
-    table name (after importing the modules that define them)."""
-    for module in RECORD_MODULES:
-        importlib.import_module(module)
-    others = sorted((kind for kind in _TABLES.values() if kind not in first), key=lambda k: k.table)
-    return (*first, *others)
-

@@ -3,7 +3,7 @@ dialogue's failure. A judgment's id includes its judge's backend and resolved mo
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import ClassVar
 
 from personalens_utils.outputs.display import esc, fields_html, inline
@@ -14,8 +14,9 @@ from personalens_utils.runstore.identity import (
     blame_id,
     judgment_id,
     resolved_model,
+    stable_id,
 )
-from personalens_utils.runstore.records.base import VARIANT, Record, _Varied, run_identity
+from personalens_utils.runstore.records.base import VARIANT, NonEmpty, Record, _Varied, run_identity
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -117,3 +118,24 @@ class Blame(Record, _Varied):
         reviewer = Role(self.reviewer_model, self.backend, self.reviewer_model_id)
         judge = Role(self.judge_model, self.judge_backend, self.judge_model_id)
         return blame_id(self.dialogue_id, reviewer=reviewer, judge=judge, variant=self.variant)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProbeJudgment(Judgment):
+    """A judgment of a dialogue under a judge probe (`trust.probes`): the fields of `Judgment`, the probe
+    and the probe's variant for this dialogue (`probe_variant`; `variant` is the judgment's own prompt set
+    and sample). Kept in a table of its own, which no reader of judgments opens."""
+
+    table: ClassVar[str] = "probe_judgments"
+    summary_fields: ClassVar[tuple[str, ...]] = (*Judgment.summary_fields, "probe", "probe_variant")
+    probe: NonEmpty
+    probe_variant: NonEmpty
+
+    def identity(self) -> str:
+        return stable_id(super().identity(), "probe", self.probe_variant)
+
+    @classmethod
+    def of(cls, judgment: Judgment, probe: str, variant: str) -> ProbeJudgment:
+        """`judgment`, made on the context of the probe named `probe`, as a probe record."""
+        kept = {f.name: getattr(judgment, f.name) for f in fields(Judgment) if f.name != "id"}
+        return cls(**kept, probe=probe, probe_variant=variant)

@@ -21,8 +21,7 @@ from __future__ import annotations
 import random
 import re
 
-from personalens_utils.llm import CallKind, Request
-from personalens_utils.llm.offline import register
+from personalens_utils.llm import Request
 
 UNREADABLE = "I cannot tell from what is shown."
 UNREADABLE_RATE = 0.03
@@ -83,7 +82,6 @@ def _reply(context: dict) -> str:
     return f"{head} the {middle} too. {tail}".strip()
 
 
-@register(CallKind.PERSONA_BENCH)
 def predict(request: Request, rng: random.Random) -> str:
     """The offline answer to one PERSONA Bench item."""
     context = dict(request.context)
