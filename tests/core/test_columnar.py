@@ -380,7 +380,8 @@ def test_workers_die_with_a_killed_refresh(tmp_path: Path) -> None:
 
 def _columns(part: Path) -> list[str]:
     with duckdb.connect() as con:
-        return [row[0] for row in con.execute("DESCRIBE SELECT * FROM read_parquet(?)", [str(part)]).fetchall()]
+        described = con.execute("DESCRIBE SELECT * FROM read_parquet(?)", [str(part)]).fetchall()
+    return [row[0] for row in described]
 
 
 def test_parts_made_on_workers_hold_every_column_of_the_schema(tmp_path: Path,
