@@ -59,6 +59,10 @@ SYNTHETIC_PREFIX = "synthetic-"
 NUMBER = "V1"
 RATINGS_COLUMNS = ("annotator", "dialogue_id", "dimension", "score")
 """The long ratings frame of `annotation.read_sheets`."""
+DIFFERENCE_COLUMNS = ("dimension", "treatment", "control", "judge_difference", "judge_ci_low",
+                      "judge_ci_high", "human_difference", "human_ci_low", "human_ci_high",
+                      "anchored_difference", "ci_low", "ci_high")
+"""The differences frame of `estimate`, also when it has no row (fewer than two assistants)."""
 
 
 class ValidityError(KitError, ValueError):
@@ -291,7 +295,7 @@ def estimate(frame: pd.DataFrame, *, clustered: bool = True, confidence: float =
         for (c, control), (t, treatment) in combinations(enumerate(zip(arms, found, strict=True)), 2):
             diffs.append({"dimension": dimension, "treatment": treatment[0], "control": control[0],
                           **_difference(c, control[1], t, treatment[1], draws, confidence)})
-    return pd.DataFrame(rows), pd.DataFrame(diffs)
+    return pd.DataFrame(rows), pd.DataFrame(diffs, columns=list(DIFFERENCE_COLUMNS))
 
 
 def _bounds(dimension: str) -> tuple[float, float]:
@@ -373,6 +377,8 @@ class HumanAnchored:
         """Each pair of assistants (later minus earlier), per dimension, by each of the three estimates."""
         caption = self._caption(f"Human-anchored differences between assistants, {self.confidence:.0%} "
                                 "intervals (ci_low, ci_high: the anchored difference's).")
+        if self.differences.empty:
+            caption += " No rows: the scores hold one assistant, so there is no pair to compare."
         return TableResult(self.differences, caption, self.source, precision=2, words=_words,
                            printed=_printed)
 
