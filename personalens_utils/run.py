@@ -9,7 +9,8 @@ the kit's message and where the executed copy is, a few lines in all, and exits 
 
 The notebook's tables and figures go beside the executed copy (the kernel is told its folder through
 `paths.OUTPUT_ENV`) unless `-p output_dir` says otherwise; with no executed copy named, the copy and the
-outputs go to a new folder of this run, `runs/<the notebook's default output>/<start>-<k>/`.
+outputs go to a new folder of this run, `runs/<the notebook's default output>/<start>-<k>/`. The kernel
+starts in the folder the command runs in, so a relative path in a parameter means what it means there.
 """
 
 from __future__ import annotations
@@ -239,7 +240,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"[run] {notebook.stem} -> {executed}", flush=True)
     try:
         with outputs_beside(executed):
-            execute(notebook, executed, given, notebook.parent, notebook.stem)
+            execute(notebook, executed, given, Path.cwd(), notebook.stem)
     except Exception as exc:  # a failure inside the notebook: its message, not the kernel's traceback
         print(_failure(exc), file=sys.stderr)
         print(f"the executed copy, with the traceback: {executed}", file=sys.stderr)

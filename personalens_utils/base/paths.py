@@ -76,6 +76,13 @@ def new_output_dir(name: str) -> Path:
         return folder
 
 
+def is_run_folder(folder: str | os.PathLike[str]) -> bool:
+    """Whether `folder` is one `new_output_dir` made, `runs/<name>/<start>-<k>/`: a folder of one run,
+    so what a notebook keeps from run to run belongs in its parent, not in it."""
+    here = Path(folder).absolute()
+    return bool(RUN_FOLDER.fullmatch(here.name)) and here.parent.parent == runs_dir().absolute()
+
+
 def newest_output(name: str, runs: Path | None = None) -> Path | None:
     """The output folder of the latest notebook run under `runs/<name>/` (`new_output_dir`), if any:
     where a later reader finds what the notebook wrote last."""

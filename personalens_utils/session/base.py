@@ -395,8 +395,9 @@ class Session:
             run_store = RunStore(config.run_dir or paths.runs_dir() / DEFAULT_RUN)
         else:
             run_store = None
-        records_dir = Path(config.output_dir or paths.runs_dir() / config.default_output)
         given = config.output_dir or os.environ.get(paths.OUTPUT_ENV)
+        records_dir = (Path(given).parent if paths.is_run_folder(given) else Path(given)) if given else (
+            paths.runs_dir() / config.default_output)
         users = resolve_session_users(bench, config.users)
         backends = {config.backend, *(m.backend for m in models.values()),
                     *(a.spec.backend for a in assistants.values() if a.spec)}
@@ -457,8 +458,9 @@ class Session:
     @property
     def records_dir(self) -> Path:
         """Where the notebook keeps its own records from run to run (07's trust store, 09's reviews and
-        people's dialogues), so a rerun goes on from them: `output_dir` when given, else
-        runs/<default_output>/, the parent of each run's output folder."""
+        people's dialogues), so a rerun goes on from them: the output folder named (`output_dir`, or the
+        executed copy's folder given to the kit's entry point), else runs/<default_output>/, the parent
+        of each run's own output folder."""
         return self.kept_in or self.output_dir
 
     def role(self, parameter: str) -> ModelRole:

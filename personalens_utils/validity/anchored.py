@@ -23,11 +23,14 @@ assistants use the same draws of users for both, so the users' share cancels as 
 from __future__ import annotations
 
 import glob
+import hashlib
+import json
 import math
 import os
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from itertools import combinations
+from itertools import combinations, count
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +62,10 @@ SYNTHETIC_PREFIX = "synthetic-"
 NUMBER = "V1"
 RATINGS_COLUMNS = ("annotator", "dialogue_id", "dimension", "score")
 """The long ratings frame of `annotation.read_sheets`."""
+DIFFERENCE_COLUMNS = ("dimension", "treatment", "control", "judge_difference", "judge_ci_low",
+                      "judge_ci_high", "human_difference", "human_ci_low", "human_ci_high",
+                      "anchored_difference", "ci_low", "ci_high")
+"""The differences frame of `estimate`, also when it has no row (fewer than two assistants)."""
 
 
 class ValidityError(KitError, ValueError):
@@ -291,7 +298,7 @@ def estimate(frame: pd.DataFrame, *, clustered: bool = True, confidence: float =
         for (c, control), (t, treatment) in combinations(enumerate(zip(arms, found, strict=True)), 2):
             diffs.append({"dimension": dimension, "treatment": treatment[0], "control": control[0],
                           **_difference(c, control[1], t, treatment[1], draws, confidence)})
-    return pd.DataFrame(rows), pd.DataFrame(diffs)
+    return pd.DataFrame(rows), pd.DataFrame(diffs, columns=list(DIFFERENCE_COLUMNS))
 
 
 def _bounds(dimension: str) -> tuple[float, float]:
@@ -373,6 +380,8 @@ class HumanAnchored:
         """Each pair of assistants (later minus earlier), per dimension, by each of the three estimates."""
         caption = self._caption(f"Human-anchored differences between assistants, {self.confidence:.0%} "
                                 "intervals (ci_low, ci_high: the anchored difference's).")
+        if self.differences.empty:
+            caption += " No rows: the scores hold one assistant, so there is no pair to compare."
         return TableResult(self.differences, caption, self.source, precision=2, words=_words,
                            printed=_printed)
 
@@ -599,10 +608,98 @@ def given_sheets(sheets: str | os.PathLike[str] | Sequence[str | os.PathLike[str
     return sheets, Path(manifest)
 
 
-def synthetic_sample(store: Any, benchmark: Any, scores: pd.DataFrame, out_dir: str | os.PathLike[str], *,
-                     n: int = 120, seed: int = 0, where: Mapping[str, Any] | None = None) -> tuple[Any, Path]:
+def synthetic_sample(
+    store: Any, benchmark: Any, scores: pd.DataFrame, out_dir: str | os.PathLike[str], *,
+    n: int = 120, seed: int = 0, where: Mapping[str, Any] | None = None,
+) -> tuple[list[Path], Path]:
     """Notebook 09 without people's sheets: a sample exported to `out_dir` (stratified by assistant) and
-    filled by the synthetic annotator, so tables say SYNTHETIC; the sheets and the sample's manifest."""
-    paths = annotation.export_sheet(store, benchmark, out_dir, n=n, seed=seed, where=where,
-                                    stratify_by="assistant_model")
-    return synthetic_sheets(paths, scores, seed=seed), paths["manifest"]
+    filled by the synthetic annotator, so tables say SYNTHETIC; the sheets and the sample's manifest.
+
+    The sample is drawn again on every run from the store as it is then (one more assistant is one more
+    stratum), so a rerun on the same inputs writes the same bytes and one on a grown store rewrites the
+    sample. The folder's `KIT_MARKER` records what 09 wrote; a folder holding anything else (a sheet
+    someone filled, or one written before the marker) is left as it is, with one line naming the file,
+    and the sample goes to the next free `<out_dir>_<k>`.
+    """
+    folder = _own_folder(Path(out_dir))
+    before = _marked(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=f".{folder.name}-", dir=folder.parent) as draft:
+        paths = annotation.export_sheet(store, benchmark, draft, n=n, seed=seed, where=where,
+                                        stratify_by="assistant_model")
+        sheets = synthetic_sheets(paths, scores, seed=seed)
+        written = (paths["sheet"], paths["guidelines"], paths["manifest"], *sheets)
+        digests = {path.name: _digest(path) for path in written}
+        # Old and new digests both recorded while files are swapped: a run stopped midway leaves a folder
+        # whose every file is still known as 09's.
+        swapping = {name: list(known) for name, known in before.items()}
+        for name, digest in digests.items():
+            swapping.setdefault(name, []).append(digest)
+        _mark(folder, swapping)
+        for name, digest in digests.items():
+            if (folder / name).is_file() and _digest(folder / name) == digest:
+                continue
+            os.replace(Path(draft) / name, folder / name)
+        for name in before.keys() - digests.keys():
+            (folder / name).unlink(missing_ok=True)
+        _mark(folder, {name: [digest] for name, digest in digests.items()})
+    return [folder / p.name for p in sheets], folder / annotation.MANIFEST_NAME
+
+
+KIT_MARKER = "written_by_kit.json"
+"""In the folder of notebook 09's own sample: each file 09 wrote there and its SHA-256, so a rerun
+rewrites its own files and never one someone filled or put there."""
+
+
+def _digest(path: Path) -> str:
+    with path.open("rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
+def _marked(folder: Path) -> dict[str, list[str]]:
+    """The files `KIT_MARKER` says 09 wrote in `folder`, with their digests; none when it is absent or
+    unreadable (then nothing there counts as the kit's)."""
+    try:
+        files = json.loads((folder / KIT_MARKER).read_text(encoding="utf-8"))["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    return files if isinstance(files, dict) else {}
+
+
+def _mark(folder: Path, files: Mapping[str, list[str]]) -> None:
+    record = {"written_by": "notebook 09 (personalens_utils.validity.anchored.synthetic_sample)",
+              "why": "a rerun rewrites these files, and only these, when they are as 09 wrote them",
+              "files": dict(sorted(files.items()))}
+    fd, tmp = tempfile.mkstemp(prefix=f".{folder.name}-", suffix=".json", dir=folder.parent)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(json.dumps(record, indent=1) + "\n")
+    os.replace(tmp, folder / KIT_MARKER)
+
+
+def _foreign(folder: Path) -> list[Path]:
+    """What `folder` holds that 09 did not write as it is now (per its marker), sheets first."""
+    if not folder.exists():
+        return []
+    if not folder.is_dir():
+        return [folder]
+    marked = _marked(folder)
+    return sorted((p for p in folder.iterdir() if p.name != KIT_MARKER
+                   and not (p.is_file() and _digest(p) in marked.get(p.name, ()))),
+                  key=lambda p: (p.suffix != ".csv", p.name))
+
+
+def _own_folder(wanted: Path) -> Path:
+    """`wanted`, or the first `<wanted>_<k>` (k = 2, 3, ...) holding nothing but 09's own files; each folder
+    passed over is said in one line naming a file in it that 09 leaves alone."""
+    passed: list[list[Path]] = []
+    for k in count(1):
+        folder = wanted if k == 1 else wanted.with_name(f"{wanted.name}_{k}")
+        if not (foreign := _foreign(folder)):
+            break
+        passed.append(foreign)
+    for foreign in passed:
+        more = f" (and {len(foreign) - 1} more there)" if len(foreign) > 1 else ""
+        print(f"{foreign[0]}{more}: not as notebook 09 wrote it (someone's sheet, or a sample from before "
+              f"09 marked its files): left as it is and not used; 09's synthetic sample is in {folder}",
+              flush=True)
+    return folder

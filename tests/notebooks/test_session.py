@@ -101,7 +101,8 @@ def test_open_resolves_folders_and_closes_the_client(tmp_path, monkeypatch):
 def test_each_run_on_default_output_has_a_folder_of_its_own(tmp_path, monkeypatch, capsys):
     """Two runs of a notebook on its defaults never share an output folder (issue 31); `output_dir` given
     wins, then the executed copy's folder the kit's entry point names; records a notebook keeps from run
-    to run (07's trust store) stay in one place."""
+    to run (07's trust store) stay in one place: the output folder named, else the parent of the run
+    folders (issue 39: 09's store went there although an output was named)."""
     bench = _official_like(tmp_path / "bench", [0, 1])
     monkeypatch.setattr(session.paths, "runs_dir", lambda: tmp_path / "runs")
     monkeypatch.delenv(paths.OUTPUT_ENV, raising=False)
@@ -115,10 +116,14 @@ def test_each_run_on_default_output_has_a_folder_of_its_own(tmp_path, monkeypatc
     assert said == [f"this run's tables and figures go to {s.output_dir}" for s in (first, second)]
     monkeypatch.setenv(paths.OUTPUT_ENV, str(tmp_path / "executed"))
     beside = Session.open(config)
-    assert beside.output_dir == tmp_path / "executed" and beside.records_dir == tmp_path / "runs" / "trust"
+    assert beside.output_dir == beside.records_dir == tmp_path / "executed"
+    made = paths.new_output_dir("trust")  # the entry point with no executed copy named
+    monkeypatch.setenv(paths.OUTPUT_ENV, str(made))
+    unnamed = Session.open(config)
+    assert unnamed.output_dir == made and unnamed.records_dir == tmp_path / "runs" / "trust"
     given = Session.open(SessionConfig(benchmark_dir=bench, output_dir=tmp_path / "mine"))
     assert given.output_dir == given.records_dir == tmp_path / "mine"
-    assert paths.newest_output("trust") == second.output_dir and paths.newest_output("analysis") is None
+    assert paths.newest_output("trust") == made and paths.newest_output("analysis") is None
 
 
 def test_the_newest_run_folder_is_found_by_start_and_counter(tmp_path, monkeypatch):

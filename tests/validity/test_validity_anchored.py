@@ -275,6 +275,27 @@ def test_the_table_on_an_offline_store_with_the_synthetic_annotator(offline_run,
         assert problems == [] and smallest >= 7.0 - 0.05, (tex.name, problems, smallest)
 
 
+def test_scores_of_one_assistant_give_a_differences_table_with_no_rows_that_says_why(offline_run, tmp_path):
+    """Notebook 09 on its defaults met this (issue 39): no pair of assistants left the differences frame
+    without columns, and writing Table V1b failed with a raw KeyError: 'judge low'."""
+    _, _, paths, tidy = offline_run
+    one = tidy[(tidy["assistant_model"] == "model-a") & tidy["dimension"].isin(anchored.DIMENSIONS)
+               & tidy["score"].notna()]
+    drawn = set(json.loads(paths["manifest"].read_text())["dialogue_ids"])
+    rated = one[one["dialogue_id"].isin(drawn)]
+    ratings = pd.DataFrame({"annotator": "p", "dialogue_id": rated["dialogue_id"],
+                            "dimension": rated["dimension"], "score": rated["score"]})
+    result = anchored.human_anchored(one, ratings, manifest=paths["manifest"], options=CLT)
+    assert set(result.estimates["assistant"]) == {"model-a"}
+    assert result.estimates["anchored_estimate"].notna().all()
+    table = result.differences_table()
+    saved = table.save(tmp_path, "V1b", "anchored_differences")
+    written = pd.read_csv(saved["csv"])
+    assert written.empty and list(written.columns) == list(anchored.DIFFERENCE_COLUMNS)
+    assert table.caption.endswith("No rows: the scores hold one assistant, so there is no pair to compare.")
+    assert "\\bottomrule" in saved["tex"].read_text(encoding="utf-8")
+
+
 def test_bad_input_is_named(offline_run, tmp_path):
     _, _, paths, tidy = offline_run
     ratings = pd.DataFrame({"annotator": ["a"], "dialogue_id": ["nowhere"], "dimension": [P], "score": [2.0]})

@@ -10,9 +10,13 @@ from pathlib import Path
 
 import papermill
 import pytest
+import yaml
 from support.latex_page import PDFLATEX, compile_problems
 
+from personalens_utils import run
 from personalens_utils.analysis import annotation
+from personalens_utils.analysis.scores import load_scores
+from personalens_utils.base import paths
 from personalens_utils.base.paths import project_root
 from personalens_utils.data import load_benchmark
 from personalens_utils.generation import GenerationConfig, generate_benchmark
@@ -24,7 +28,7 @@ from personalens_utils.runstore.records import Blame
 from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation import SimulationConfig
 from personalens_utils.simulation.runner import run_simulation
-from personalens_utils.validity import OFFLINE_BLIND, OFFLINE_FULL
+from personalens_utils.validity import OFFLINE_BLIND, OFFLINE_FULL, anchored
 
 pytestmark = pytest.mark.slow
 NOTEBOOK = project_root() / "notebooks" / "09_validity.ipynb"
@@ -96,6 +100,32 @@ def test_notebook_09_exports_anchored_blame_and_task_audit_tables(prepared, ran)
     text = json.dumps(json.loads(executed.read_text(encoding="utf-8"))["cells"])
     assert "No people's dialogues given" in text and "Notebook 09 finished" in text
     assert not list((ran / "people").glob("*.jsonl"))  # the widget is shown, not driven
+
+
+def test_through_the_entry_point_relative_sheet_paths_are_found_and_the_store_goes_to_the_output_named(
+        prepared, tmp_path, monkeypatch):
+    """Issue 39: `annotation_manifest` given relative to where the command runs was not found (the kernel
+    ran in notebooks/), and 09's store went to runs/validity/ although the executed copy was named."""
+    store = RunStore(prepared / "store")
+    sample = annotation.export_sheet(store, load_benchmark(prepared / "bench"), tmp_path / "people", n=12,
+                                     where={"assistant_setting": "base"}, stratify_by="assistant_model")
+    (filled,) = anchored.synthetic_sheets(sample, load_scores(store, judge_model="judge-1"), annotators=1)
+    header, rows, delimiter = annotation.read_table(filled)
+    (tmp_path / "ratings").mkdir()
+    annotation.write_table(tmp_path / "ratings" / "alice.csv", header,
+                           [dict(row, annotator="alice", notes="") for row in rows], delimiter)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PERSONALENS_CACHE", str(prepared / "cache"))
+    monkeypatch.delenv(paths.OUTPUT_ENV, raising=False)
+    given = {"benchmark_dir": str(prepared / "bench"), "run_dir": str(prepared / "store"),
+             "user_model": "user-sim", "judge_model": "judge-1", "reviewer_model": "reviewer-1",
+             "max_concurrency": 4, "n_resamples": 200, "annotation_sheets": "ratings/*.csv",
+             "annotation_manifest": "people/annotation_sample.json"}
+    assert run.main(["09", "named/09.ipynb", "-y", yaml.safe_dump(given)]) == 0
+    named = tmp_path / "named"
+    assert not _caption(named / "tables" / "tableV1_human_anchored.csv").startswith("SYNTHETIC")
+    assert read_table(named / "tables" / "tableV1_human_anchored.csv")["n_labels"].max() > 0
+    assert RunStore(named / "validity_store").read(Blame) and not (named / "anchored_sample").exists()
 
 
 @pytest.mark.skipif(PDFLATEX is None, reason="pdflatex not found")
