@@ -11,10 +11,12 @@
   WordNet a table used.
 
 Two ways to count what was not read: `mode="authors"` leaves unread answers (and llm failures) out, as
-the authors' evaluators skip them, and averages every 3.3 score of the items left, whatever its value
-(their evaluators add each computed score, a negative SBERT cosine or a ROUGE of 0 included, and skip
-only an item they could not score); `mode="strict"` counts them wrong: the opposite label (3.1), a
-score of 0 (3.2), an empty reply (3.3). Coverage (answers read / items) goes beside both.
+the authors' evaluators skip them, and averages 3.3 scores as their GPT evaluators (3.3/GPT4.1.py,
+whose call parameters official mode uses) do: every SBERT cosine of the items left, a negative one
+included, but a ROUGE, BLEU or METEOR score only when above 0 (they keep a best score of 0 as "no
+score", `AUTHORS_ZERO_LEFT_OUT`); `mode="strict"` counts them wrong: the opposite label (3.1), a
+score of 0 (3.2), an empty reply (3.3), and averages every score. Coverage (answers read / items)
+goes beside both.
 
 Intervals are percentile bootstraps over users (the user is the unit resampled, so a user's many
 items move together); the paired gains P-Conv - P-NonConv and P-Conv - NP-Conv resample the same
@@ -52,6 +54,10 @@ METRICS = {
 }
 LOWER_IS_BETTER = ("RMSE", "MAE")
 TEXT_METRICS = METRICS["3.3"]
+AUTHORS_ZERO_LEFT_OUT = ("ROUGE-1", "ROUGE-L", "BLEU", "METEOR")
+"""3.3 metrics whose scores of 0 the authors' GPT evaluators leave out of their averages: they turn a
+best score that is not above 0 into -1 and add only scores at or above 0. SBERT is not among them:
+they add every cosine, a negative one too."""
 SBERT_MODEL = "all-MiniLM-L6-v2"
 WORDNET_DIRS = (Path("/usr/share/wordnet"),)
 """Where distributions install the WordNet 3.0 database (Debian and Ubuntu: `wordnet-base` and
@@ -268,7 +274,8 @@ def _sbert_scores(truth: Sequence[str], pred: Sequence[str]) -> list[float]:
 
 def scored(frame: pd.DataFrame, mode: str, *, sbert: bool = True) -> pd.DataFrame:
     """The items of a predictions frame (one row per record) that count in `mode`, with the prediction
-    each counts with (`counted`) and, for 3.3, the per-item text scores (`text_scores`)."""
+    each counts with (`counted`) and, for 3.3, the per-item text scores (`text_scores`); in authors
+    mode a score the authors' averages leave out (`AUTHORS_ZERO_LEFT_OUT`) is NaN."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     out = frame.copy()
@@ -291,6 +298,9 @@ def scored(frame: pd.DataFrame, mode: str, *, sbert: bool = True) -> pd.DataFram
         scores = text_scores(
             [str(t) for t in out.loc[text, "truth"]], [str(p) for p in out.loc[text, "counted"]], sbert=sbert
         )
+        if mode == "authors":
+            zero = list(AUTHORS_ZERO_LEFT_OUT)
+            scores[zero] = scores[zero].where(scores[zero] > 0)
         scores.index = out.index[text]
         out = out.join(scores)
     return out.sort_values("id").reset_index(drop=True)
@@ -308,11 +318,10 @@ def point(task: str, part: pd.DataFrame) -> dict[str, float]:
 
 
 def _text_mean(values: pd.Series) -> float:
-    """Mean of per-item text scores, each as computed: a score of 0 or a negative SBERT cosine counts
-    (the authors' averages add every score they computed); NaN when the metric was not measured."""
-    if values.isna().all():
-        return math.nan
-    return math.fsum(values) / len(values)
+    """Mean of the per-item text scores that count (`scored` leaves the others NaN); NaN when none does:
+    the metric was not measured, or authors mode left every score out."""
+    counted = values.dropna()
+    return math.fsum(counted) / len(counted) if len(counted) else math.nan
 
 
 def _fast(task: str, part: pd.DataFrame) -> dict[str, float]:

@@ -32,8 +32,9 @@ from personalens_utils.runstore.records import PersonaPrediction
 from personalens_utils.runstore.store import RunStore
 
 MODE_NOTE = {
-    "authors": "Unread answers left out, as the authors' evaluators do (3.3 averages count every score "
-    "of the items left, 0 and negative SBERT cosines included, as theirs do).",
+    "authors": "Unread answers left out, as the authors' evaluators do (3.3 averages leave out ROUGE, "
+    "BLEU and METEOR scores of 0 and keep every SBERT cosine, negative ones too, as their GPT "
+    "evaluators do).",
     "strict": (
         "Unread answers and failed calls counted wrong (the opposite label, a score of 0, an empty reply)."
     ),

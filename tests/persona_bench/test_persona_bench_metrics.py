@@ -107,10 +107,10 @@ def _replies() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def test_authors_mode_averages_every_computed_score_a_negative_or_zero_one_included(monkeypatch):
-    """The authors' 3.3 evaluators add each item's SBERT cosine and ROUGE, BLEU and METEOR scores to
-    their sums whatever the value (only an item they could not score stays out), so a cosine at or
-    below 0 and a ROUGE of 0 are averaged in."""
+def test_authors_mode_leaves_out_zero_rouge_bleu_meteor_and_keeps_every_sbert_cosine(monkeypatch):
+    """The authors' GPT evaluators add a ROUGE, BLEU or METEOR score only when above 0 and every SBERT
+    cosine, negative ones too: a reply with no word of the truth drops out of ROUGE and BLEU, while
+    its cosine counts. (Counting the zeros, or leaving cosines at or below 0 out, moves the values.)"""
     cosines = [0.62, -0.25, 0.0]
     monkeypatch.setattr(M, "_sbert_scores", lambda truth, pred: cosines)
     frame = _replies()
@@ -118,8 +118,11 @@ def test_authors_mode_averages_every_computed_score_a_negative_or_zero_one_inclu
     value = summary.set_index("metric")["value"]
     assert value["SBERT"] == pytest.approx(sum(cosines) / len(cosines))
     scores = M.text_scores(list(frame["truth"][:3]), list(frame["prediction"][:3]), sbert=False)
-    assert scores.loc[1, "ROUGE-L"] == 0.0  # no word in common, yet it counts
-    assert value["ROUGE-L"] == pytest.approx(scores["ROUGE-L"].mean())
+    assert scores.loc[1, "ROUGE-L"] == 0.0 and scores.loc[1, "BLEU"] == 0.0  # no word in common
+    for metric in ("ROUGE-1", "ROUGE-L", "BLEU"):
+        assert value[metric] == pytest.approx(scores.loc[[0, 2], metric].mean()), metric
+    strict = M.summary(frame.iloc[:3], "strict", n_resamples=0).set_index("metric")["value"]
+    assert strict["ROUGE-L"] == pytest.approx(scores["ROUGE-L"].mean())  # strict counts every score
     assert summary["n"].iloc[0] == 3  # the unread answer is left out
 
 
