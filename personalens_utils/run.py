@@ -36,7 +36,7 @@ from personalens_utils.base import paths
 from personalens_utils.base.errors import KitError
 from personalens_utils.data import present_users, resolve_users
 from personalens_utils.llm.registry import KNOWN_BACKENDS
-from personalens_utils.reproduce.notebooks import execute
+from personalens_utils.reproduce.notebooks import execute, failure_line
 from personalens_utils.session.base import SessionConfig, users_param
 
 
@@ -220,13 +220,6 @@ def outputs_beside(executed: Path) -> Iterator[None]:
             os.environ[paths.OUTPUT_ENV] = before
 
 
-def _failure(exc: BaseException) -> str:
-    """The kit's message of a failed cell (papermill's `ename: evalue`), without the traceback."""
-    ename, evalue = getattr(exc, "ename", type(exc).__name__), getattr(exc, "evalue", str(exc))
-    lines = [line.strip() for line in str(evalue).splitlines() if line.strip()] or [""]
-    return f"{ename}: {' '.join(lines)[:600]}"
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     logging.getLogger("papermill").setLevel(logging.ERROR)  # its per-cell log repeats what we print
     warnings.simplefilter("ignore", MissingIDFieldWarning)  # a notebook written by hand runs as it is
@@ -241,7 +234,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with outputs_beside(executed):
             execute(notebook, executed, given, notebook.parent, notebook.stem)
     except Exception as exc:  # a failure inside the notebook: its message, not the kernel's traceback
-        print(_failure(exc), file=sys.stderr)
+        print(failure_line(exc), file=sys.stderr)
         print(f"the executed copy, with the traceback: {executed}", file=sys.stderr)
         return 1
     print(f"[run] done: {executed}", flush=True)

@@ -16,13 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from personalens_utils.base.paths import find_official_data, project_root, runs_dir, write_latest
-from personalens_utils.reproduce.index import write_index
+from personalens_utils.reproduce.index import INDEX, mark_index, write_index
 from personalens_utils.reproduce.notebooks import (
     OUTPUT_FOLDERS,
     PARAMETERS_LOG,
     PassResult,
+    RunnerError,
     StepResult,
     run_notebook,
+    runner_step,
 )
 from personalens_utils.reproduce.settings import (
     PERSONA_USERS,
@@ -222,13 +224,27 @@ def publish(result: PassResult) -> list[Path]:
 
 
 def reproduce(settings: Settings) -> tuple[list[PassResult], Path]:
-    """Run every pass, publish the last one if it finished, and write runs/<run>/INDEX.md."""
+    """Run every pass, publish the last one if it finished, and write runs/<run>/INDEX.md.
+
+    The index of an earlier run in the same folder is replaced by a note that this run is under way
+    before any notebook starts, and by one naming the failed step if the runner itself fails (a
+    `RunnerError`), so an index that no longer describes the folder never outlives the run."""
     started = time.perf_counter()
     settings.root.mkdir(parents=True, exist_ok=True)
+    mark_index(settings)
+    try:
+        return _reproduce(settings, started)
+    except RunnerError as exc:
+        mark_index(settings, stopped=exc)
+        raise
+
+
+def _reproduce(settings: Settings, started: float) -> tuple[list[PassResult], Path]:
     official = settings.benchmark_dir or find_official_data()
     results = []
     if "generated" in settings.passes:
-        results.append(run_pass(settings, "generated", None))
+        with runner_step("pass 'generated'"):
+            results.append(run_pass(settings, "generated", None))
     if "official" in settings.passes:
         if official is None:
             print(
@@ -237,9 +253,12 @@ def reproduce(settings: Settings) -> tuple[list[PassResult], Path]:
                 flush=True,
             )
         else:
-            results.append(run_pass(settings, "official", Path(official)))
-    published = _publish(results[-1], settings) if results else []
-    index = write_index(settings, results, time.perf_counter() - started, published)
+            with runner_step("pass 'official'"):
+                results.append(run_pass(settings, "official", Path(official)))
+    with runner_step(f"publishing pass {results[-1].name!r}" if results else "publishing"):
+        published = _publish(results[-1], settings) if results else []
+    with runner_step(f"writing {settings.root / INDEX}"):
+        index = write_index(settings, results, time.perf_counter() - started, published)
     return results, index
 
 
