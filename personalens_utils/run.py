@@ -36,7 +36,8 @@ from personalens_utils.base import paths
 from personalens_utils.base.errors import KitError
 from personalens_utils.data import present_users, resolve_users
 from personalens_utils.llm.registry import KNOWN_BACKENDS
-from personalens_utils.reproduce.notebooks import execute, failure_line
+from personalens_utils.reproduce.notebooks import execute
+from personalens_utils.reproduce.notebooks import failure_line as _failure  # one reading of a failure
 from personalens_utils.session.base import SessionConfig, users_param
 
 
@@ -234,7 +235,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with outputs_beside(executed):
             execute(notebook, executed, given, notebook.parent, notebook.stem)
     except Exception as exc:  # a failure inside the notebook: its message, not the kernel's traceback
-        print(failure_line(exc), file=sys.stderr)
+        print(_failure(exc), file=sys.stderr)
         print(f"the executed copy, with the traceback: {executed}", file=sys.stderr)
         return 1
     print(f"[run] done: {executed}", flush=True)
