@@ -58,6 +58,11 @@ def _slug(model: str) -> str:
     return "-" + "".join(c if c.isalnum() else "_" for c in model).strip("_").lower()
 
 
+SIMULATED_SETTINGS = ("base",)
+"""The settings notebook 03 simulates Table 3's assistants in (its default), and so those 04 judges: 05
+runs after 04 and judges its own dialogues, so a rerun's 04 must not judge what 05 left in the store."""
+
+
 def plan_pass(settings: Settings, folder: Path, bench: Path, users: Any, generated: bool) -> list[Step]:
     """The notebooks of one pass in order. 01 makes the benchmark every other notebook reads; 03 makes
     the dialogues 02 (Table 10) and 04 read; 06 reads the judgments of 04 and 05; 07 probes the judge on
@@ -97,12 +102,15 @@ def plan_pass(settings: Settings, folder: Path, bench: Path, users: Any, generat
     simulations = tuple(
         Step("03_simulation",
              {**common, "assistant_model": model, "output_dir": str(folder / f"simulation{_slug(model)}"),
+              "settings": list(SIMULATED_SETTINGS),
               "batch": settings.batch},
              _slug(model), benchmark)
         for model in settings.assistant_models
     )
     dialogues = (*benchmark, *(s.name for s in simulations))
-    judging = Step("04_judging", {**common, "batch": settings.batch}, needs=dialogues)
+    judging = Step("04_judging", {**common, "batch": settings.batch,  # 03's dialogues only (see below)
+                                  "assistant_models": list(settings.assistant_models),
+                                  "settings": list(SIMULATED_SETTINGS)}, needs=dialogues)
     ablation = Step("05_ablation", {
         **common,
         "assistant_model": settings.ablation_model,
