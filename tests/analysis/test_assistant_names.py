@@ -13,6 +13,7 @@ from support.synthetic_store import JUDGE, build_store
 
 from personalens_utils import analysis
 from personalens_utils.analysis import dialogue_stats, scores
+from personalens_utils.outputs.tables import Source
 
 FOLDER = "/home/someone/elsewhere"
 STORED = f"{FOLDER}/mine.py:Mine"
@@ -43,3 +44,13 @@ def test_captions_and_rows_name_a_file_assistant_by_its_class(renamed):
     assert all("Mine" in captions[name] for name in ("Table 4", "Table 13", "Figure 4", "Figure 5"))
     rows = set(table12.frame["Assistant model"])
     assert "Mine" in rows and STORED not in rows
+
+
+def test_a_source_names_a_file_assistant_by_its_file_name_and_class():
+    """The figures' notes and the tables' sources list the model ids, where a file assistant's is its
+    path (`/folder/mine.py:Mine`)."""
+    source = Source.of("run store store/", 10, "judged dialogues", ["offline", "python"],
+                       [STORED, "claude-3-5-sonnet-20241022", "Qwen/Qwen2.5-7B-Instruct"])
+    assert source.describe() == ("Source: run store store/, 10 judged dialogues; models mine.py:Mine, "
+                                 "Qwen/Qwen2.5-7B-Instruct, claude-3-5-sonnet-20241022; backend offline, "
+                                 "python; run card store/run_card.json.")
