@@ -39,7 +39,8 @@ reproduce: install
 	$(BIN)/python -m personalens_utils.reproduce --run $(RUN) $(ARGS)
 
 # e.g. make evaluate ASSISTANT=python:path/to/my_assistant.py:MyAssistant (after make reproduce): your
-# assistant beside the reproduction's, reusing its dialogues and judgments (docs/simulation.md)
+# assistant beside the reproduction's, reusing its dialogues and judgments (docs/simulation.md); ARGS reach
+# it (ARGS="--settings base+all"), and run again after a failure it continues where it stopped
 evaluate: install
 	$(BIN)/python -m personalens_utils.reproduce.evaluate --assistant '$(ASSISTANT)' $(ARGS)
 

@@ -38,6 +38,7 @@ from personalens_utils.base.errors import KitError
 from personalens_utils.data import present_users, resolve_users
 from personalens_utils.llm.registry import KNOWN_BACKENDS
 from personalens_utils.reproduce.notebooks import execute
+from personalens_utils.reproduce.notebooks import failure_line as _failure  # one reading of a failure
 from personalens_utils.session.base import SessionConfig, users_param
 
 
@@ -219,13 +220,6 @@ def outputs_beside(executed: Path) -> Iterator[None]:
             del os.environ[paths.OUTPUT_ENV]
         else:
             os.environ[paths.OUTPUT_ENV] = before
-
-
-def _failure(exc: BaseException) -> str:
-    """The kit's message of a failed cell (papermill's `ename: evalue`), without the traceback."""
-    ename, evalue = getattr(exc, "ename", type(exc).__name__), getattr(exc, "evalue", str(exc))
-    lines = [line.strip() for line in str(evalue).splitlines() if line.strip()] or [""]
-    return f"{ename}: {' '.join(lines)[:600]}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

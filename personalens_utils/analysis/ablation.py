@@ -27,6 +27,7 @@ from personalens_utils.analysis.tables import (
     require,
     score_source,
 )
+from personalens_utils.assistants.python import row_label
 from personalens_utils.judging import dialogue_filter as judging_filter
 from personalens_utils.outputs.frames import rows_of
 from personalens_utils.outputs.tables import TableResult
@@ -83,8 +84,9 @@ def table4(
         else long
     )
     display = _ablation_display(data, settings, base)
+    name = row_label(assistant_model)  # a Python assistant by its class, not its file's path
     caption = (
-        f"Ablation of the assistant's instructions and context ({assistant_model}): vanilla (minimal "
+        f"Ablation of the assistant's instructions and context ({name}): vanilla (minimal "
         "instructions), base (asks for personalization), and base plus demographics (D), past-interaction "
         f"summaries (I), situational context (S), or all three. TCR in %, P on 1-4, with {method_note()}. "
         f"Δ columns: setting minus {base} on the same scenarios (each averaged over its repeats), the same "

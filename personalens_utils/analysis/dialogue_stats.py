@@ -18,6 +18,7 @@ import pandas as pd
 
 from personalens_utils.analysis import scores
 from personalens_utils.analysis.scores import Stores, check_one_identity, fill_identity
+from personalens_utils.assistants.python import row_label
 from personalens_utils.llm.offline import OFFLINE_LABEL, count_tokens
 from personalens_utils.outputs.tables import Source, TableResult
 from personalens_utils.runstore.columnar import Columnar
@@ -159,7 +160,7 @@ def table13(source: Any, *, assistant_model: str | None = None, assistant_settin
         raise ValueError("no finished dialogues to describe (all errored, or none match the filters)")
     counted = frame[frame["status"] != ERROR_STATUS]
     check_one_identity(counted, [], "Table 13 (pass assistant_backend=... to choose one)")
-    model, setting = stats["assistant_model"].iloc[0], stats["assistant_setting"].iloc[0]
+    model, setting = row_label(stats["assistant_model"].iloc[0]), stats["assistant_setting"].iloc[0]
     shaped = stats.set_index("task_type").reindex(list(task_types)).reset_index()
     out = shaped[["task_type", *ROWS]].rename(columns={"task_type": "Task type", **ROWS})
     out[ROWS["n_dialogues"]] = out[ROWS["n_dialogues"]].fillna(0).astype(int)

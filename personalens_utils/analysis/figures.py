@@ -25,6 +25,7 @@ from personalens_utils.analysis.scores import (
 )
 from personalens_utils.analysis.stats import bootstrap_ci
 from personalens_utils.analysis.tables import MAIN_SETTING, provenance_note, score_source, table_rows
+from personalens_utils.assistants.python import row_label
 from personalens_utils.outputs.frames import rows_of
 from personalens_utils.outputs.plots import (
     FigureResult,
@@ -125,9 +126,9 @@ def figure4(
         mark_offline(fig, used)
         return fig
 
-    kinds = "/".join(task_types)
+    kinds, name = "/".join(task_types), row_label(assistant_model)
     caption = (
-        f"Task completion rate (TCR) and personalization (P) of {assistant_model} per domain "
+        f"Task completion rate (TCR) and personalization (P) of {name} per domain "
         f"({kinds} tasks, {setting!r} setting), with 95% bootstrap intervals; the dashed line is the "
         f"mean over all its dialogues." + provenance_note(used)
     )
@@ -199,8 +200,9 @@ def figure5(
         mark_offline(fig, backend_names)
         return fig
 
+    name = row_label(assistant_model)  # a Python assistant by its class, not its file's path
     caption = (
-        f"Mean turn-level personalization of {assistant_model} at each assistant turn ({setting!r} setting), "
+        f"Mean turn-level personalization of {name} at each assistant turn ({setting!r} setting), "
         f"for {', '.join(domains)} and all SD tasks, with 95% bootstrap intervals; turns scored in fewer "
         f"than {MIN_DIALOGUES_PER_TURN} dialogues are left out." + provenance_note(backend_names)
     )

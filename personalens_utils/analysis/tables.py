@@ -306,6 +306,7 @@ def table12(
     long = with_other_rule(means, labelled, by, USER_DIMENSIONS)
     display = _wide(long, "assistant_model", USER_DIMENSIONS)
     display = display.rename_axis("Assistant model").reset_index()
+    display["Assistant model"] = display["Assistant model"].map(row_label)
     caption = (
         f"The user agent's naturalness and coherence (1-5) when talking to each assistant model "
         f"({'/'.join(task_types)} tasks, {setting!r} setting); in brackets {method_note()}."

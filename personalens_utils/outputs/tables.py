@@ -51,12 +51,19 @@ class Source:
         parts = [f"Source: {self.origin}, {self.n} {self.unit}"]
         if self.models:  # offline, no model answered: the names are the roles the rules played
             named = "offline rules in the roles of" if self.backends == ("offline",) else "models"
-            parts.append(f"{named} {', '.join(self.models)}")
+            parts.append(f"{named} {', '.join(map(_model_shown, self.models))}")
         if self.backends:
             parts.append(f"backend {', '.join(self.backends)}")
         if self.origin.startswith(RUN_STORE):  # what the run was: its card (`run_card`)
             parts.append(f"run card {self.origin.removeprefix(RUN_STORE).rstrip('/')}/{CARD_FILE}")
         return "; ".join(parts) + "."
+
+
+def _model_shown(model: str) -> str:
+    """A model id as a source names it: a Python assistant in a file by the file's name and its class
+    (`mine.py:Mine`), since the file's folder differs from machine to machine; any other id as it is."""
+    folder, sep, rest = model.partition(".py:")
+    return f"{Path(folder).name}.py:{rest}" if sep and os.path.isabs(folder) else model
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ listed as not reproduced with the reason.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +16,7 @@ from personalens_utils.analysis.scores import load_dialogues, load_judgments
 from personalens_utils.assistants import AssistantSpec
 from personalens_utils.assistants.reference_assistants import DESIGNED_ORDER
 from personalens_utils.outputs.tables import read_caption
-from personalens_utils.reproduce.notebooks import PassResult
+from personalens_utils.reproduce.notebooks import PassResult, StepResult
 from personalens_utils.reproduce.settings import (
     PERSONA_USERS,
     TRUST_JUDGE_SAMPLES,
@@ -28,6 +29,8 @@ from personalens_utils.reproduce.settings import (
 )
 from personalens_utils.runstore import run_card
 from personalens_utils.runstore.store import RunStore
+
+INDEX = "INDEX.md"
 
 
 @dataclass(frozen=True)
@@ -169,10 +172,12 @@ def _models(settings: Settings, kind: str, generated: bool) -> str:
     }[kind]
 
 
-def _reason(item: PaperItem, result: PassResult) -> str:
-    steps = [s for s in result.steps if s.notebook.startswith(item.notebook)]
+def reason(item: PaperItem, steps: Sequence[StepResult], where: str = "this pass") -> str:
+    """Why `item` has no file: the step that makes it failed or did not run (with its message), is not
+    among `steps`, or ran and wrote none."""
+    steps = [s for s in steps if s.notebook.startswith(item.notebook)]
     if not steps:
-        return f"{item.notebook} is not part of this pass"
+        return f"{item.notebook} is not part of {where}"
     failed = [s for s in steps if not s.ok]
     if failed:
         step = failed[0]
@@ -275,6 +280,23 @@ def _outcome_lines(results: Sequence[PassResult]) -> list[str]:
             "to `tables/` and `figures/` and `runs/LATEST` was left as it was.", ""]
 
 
+def mark_index(settings: Settings, stopped: Exception | None = None) -> Path:
+    """runs/<run>/INDEX.md while the run is under way (`stopped` None), or after the runner stopped
+    before writing the index: an earlier run's index no longer describes the folder, so it goes."""
+    if stopped is None:
+        state = (f"**Under way** since {time.strftime('%Y-%m-%d %H:%M:%S')}: this file is rewritten when "
+                 "the run ends. If the command is no longer running, it stopped before writing its index; "
+                 "the executed notebooks in the pass folders show how far it got.")
+    else:
+        state = (f"**Stopped**: {stopped}\n\nNothing here is an index of this folder; the executed "
+                 "notebooks in the pass folders show how far the run got.")
+    command = " ".join(("python -m personalens_utils.reproduce", *settings.argv))
+    index = settings.root / INDEX
+    text = f"# Reproduction `{settings.run}`\n\n{state}\n\nCommand: `{command}`\n"
+    index.write_text(text, encoding="utf-8")
+    return index
+
+
 def write_index(settings: Settings, results: Sequence[PassResult], seconds: float,
                 published: Sequence[Path] = ()) -> Path:
     """runs/<run>/INDEX.md: every paper table and figure, the file that reproduces it, or why not, and
@@ -332,7 +354,7 @@ def write_index(settings: Settings, results: Sequence[PassResult], seconds: floa
             if files:
                 lines += _item_lines(settings, res, item, files)
             else:
-                missing.append((item, _reason(item, res)))
+                missing.append((item, reason(item, res.steps)))
         lines.append("")
         if missing:
             lines += ["### Not reproduced", ""]
@@ -362,6 +384,6 @@ def write_index(settings: Settings, results: Sequence[PassResult], seconds: floa
               + [f"- `{path.parent.name}/{path.name}`" for path in published]
               if published else ["Nothing: the top-level `tables/` and `figures/` were left as they were."])
     lines += ["", "## Not computational", ""] + [f"- {name}: {why}" for name, why in NOT_COMPUTED] + [""]
-    index = root / "INDEX.md"
+    index = root / INDEX
     index.write_text("\n".join(lines), encoding="utf-8")
     return index

@@ -6,6 +6,8 @@ import os
 import sys
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,7 @@ from jupyter_core.paths import jupyter_runtime_dir
 from jupyter_core.utils import ensure_dir_exists
 from traitlets.config import Config
 
+from personalens_utils.base.errors import KitError
 from personalens_utils.reproduce.settings import Settings
 
 OUTPUT_FOLDERS = ("tables", "figures")
@@ -25,6 +28,39 @@ KERNEL_START_FAILURE = "Kernel died before replying to kernel_info"
 """What papermill raises when a kernel cannot start, e.g. when another kernel took its port first."""
 IPC_PATH_LIMIT = 100
 """Longest socket path used: Linux refuses Unix socket paths over 107 bytes."""
+MESSAGE_LIMIT = 600
+"""Characters of an error's message a summary line keeps."""
+
+
+class RunnerError(KitError):
+    """A step of the runner itself (not a notebook) failed: the message names the step and the error."""
+
+    says_all = True
+
+    def short(self) -> str:
+        return str(self)  # the message already carries the type of the error that stopped the step
+
+
+def failure_line(exc: BaseException) -> str:
+    """What failed, on one line: the exception's type and message. A notebook's error is the `ename` and
+    `evalue` its kernel reported, not the last line of the traceback papermill shows, which for the kit's
+    own errors is the hint on how to see the traceback."""
+    name = getattr(exc, "ename", None) or type(exc).__name__
+    value = getattr(exc, "evalue", None)
+    text = " ".join(str(exc if value is None else value).split())
+    return f"{name}: {text[:MESSAGE_LIMIT]}" if text else name
+
+
+@contextmanager
+def runner_step(what: str) -> Iterator[None]:
+    """Run one step of the runner (writing the index, publishing...): any error it raises becomes a
+    `RunnerError` naming `what`, shown as one line instead of a traceback."""
+    try:
+        yield
+    except RunnerError:
+        raise
+    except Exception as exc:
+        raise RunnerError(f"{what} failed: {failure_line(exc)}") from exc
 
 
 def kernel_config() -> Config:
@@ -123,11 +159,9 @@ def run_notebook(
                 progress=sys.stderr.isatty())
     except Exception as exc:  # a failed notebook is reported in INDEX.md; its dependants do not run
         seconds = time.perf_counter() - started
-        summary = str(exc).strip().splitlines()
-        message = next((line for line in reversed(summary) if line.strip()), type(exc).__name__)
+        message = failure_line(exc)
         print(f"[reproduce] {counter}{name}{label} FAILED after {seconds:.0f}s: {message}", flush=True)
-        return StepResult(name + label, executed, seconds, False, message[:400],
-                          written=_written(out, before))
+        return StepResult(name + label, executed, seconds, False, message, written=_written(out, before))
     seconds = time.perf_counter() - started
     print(f"[reproduce] {counter}{name}{label} done in {seconds:.0f}s", flush=True)
     return StepResult(name + label, executed, seconds, True, written=_written(out, before))

@@ -16,13 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from personalens_utils.base.paths import find_official_data, project_root, runs_dir, write_latest
-from personalens_utils.reproduce.index import write_index
+from personalens_utils.reproduce.index import INDEX, mark_index, write_index
 from personalens_utils.reproduce.notebooks import (
     OUTPUT_FOLDERS,
     PARAMETERS_LOG,
     PassResult,
+    RunnerError,
     StepResult,
     run_notebook,
+    runner_step,
 )
 from personalens_utils.reproduce.settings import (
     PERSONA_USERS,
@@ -54,6 +56,11 @@ class Step:
 
 def _slug(model: str) -> str:
     return "-" + "".join(c if c.isalnum() else "_" for c in model).strip("_").lower()
+
+
+SIMULATED_SETTINGS = ("base",)
+"""The settings notebook 03 simulates Table 3's assistants in (its default), and so those 04 judges: 05
+runs after 04 and judges its own dialogues, so a rerun's 04 must not judge what 05 left in the store."""
 
 
 def plan_pass(settings: Settings, folder: Path, bench: Path, users: Any, generated: bool) -> list[Step]:
@@ -95,12 +102,15 @@ def plan_pass(settings: Settings, folder: Path, bench: Path, users: Any, generat
     simulations = tuple(
         Step("03_simulation",
              {**common, "assistant_model": model, "output_dir": str(folder / f"simulation{_slug(model)}"),
+              "settings": list(SIMULATED_SETTINGS),
               "batch": settings.batch},
              _slug(model), benchmark)
         for model in settings.assistant_models
     )
     dialogues = (*benchmark, *(s.name for s in simulations))
-    judging = Step("04_judging", {**common, "batch": settings.batch}, needs=dialogues)
+    judging = Step("04_judging", {**common, "batch": settings.batch,  # 03's dialogues only (see below)
+                                  "assistant_models": list(settings.assistant_models),
+                                  "settings": list(SIMULATED_SETTINGS)}, needs=dialogues)
     ablation = Step("05_ablation", {
         **common,
         "assistant_model": settings.ablation_model,
@@ -222,13 +232,27 @@ def publish(result: PassResult) -> list[Path]:
 
 
 def reproduce(settings: Settings) -> tuple[list[PassResult], Path]:
-    """Run every pass, publish the last one if it finished, and write runs/<run>/INDEX.md."""
+    """Run every pass, publish the last one if it finished, and write runs/<run>/INDEX.md.
+
+    The index of an earlier run in the same folder is replaced by a note that this run is under way
+    before any notebook starts, and by one naming the failed step if the runner itself fails (a
+    `RunnerError`), so an index that no longer describes the folder never outlives the run."""
     started = time.perf_counter()
     settings.root.mkdir(parents=True, exist_ok=True)
+    mark_index(settings)
+    try:
+        return _reproduce(settings, started)
+    except RunnerError as exc:
+        mark_index(settings, stopped=exc)
+        raise
+
+
+def _reproduce(settings: Settings, started: float) -> tuple[list[PassResult], Path]:
     official = settings.benchmark_dir or find_official_data()
     results = []
     if "generated" in settings.passes:
-        results.append(run_pass(settings, "generated", None))
+        with runner_step("pass 'generated'"):
+            results.append(run_pass(settings, "generated", None))
     if "official" in settings.passes:
         if official is None:
             print(
@@ -237,9 +261,12 @@ def reproduce(settings: Settings) -> tuple[list[PassResult], Path]:
                 flush=True,
             )
         else:
-            results.append(run_pass(settings, "official", Path(official)))
-    published = _publish(results[-1], settings) if results else []
-    index = write_index(settings, results, time.perf_counter() - started, published)
+            with runner_step("pass 'official'"):
+                results.append(run_pass(settings, "official", Path(official)))
+    with runner_step(f"publishing pass {results[-1].name!r}" if results else "publishing"):
+        published = _publish(results[-1], settings) if results else []
+    with runner_step(f"writing {settings.root / INDEX}"):
+        index = write_index(settings, results, time.perf_counter() - started, published)
     return results, index
 
 

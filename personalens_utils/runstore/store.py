@@ -595,8 +595,8 @@ class ReproductionStore(RunStore):
         """Make the own run now, before any plan reads: a copy of the reproduction's tables and of
         `earlier` stores over it (another run's work on the same records, e.g. a reproduction's own
         notebook 07 store, whose run may hold fewer assistants), marked as extending the reproduction as it
-        is now."""
-        merge_stores([self.reproduction], self.own)
+        is now; a copy made by an earlier call is extended (a rerun continues it)."""
+        merge_stores([self.reproduction], self.own, extending=True)
         if earlier:
             merge_stores(earlier, self.own, extending=True)
         (self.own / self.MARK).write_text(self._stamp(), encoding="utf-8")

@@ -621,16 +621,20 @@ class Session:
             lines += [value.describe(role)] if isinstance(value, ModelSpec) else value.describe(role)
         return "\n".join(lines)
 
-    def in_scope(self, assistants: Sequence[str] | None = None) -> Callable[[Dialogue], bool]:
+    def in_scope(self, assistants: Sequence[str] | None = None,
+                 settings: Sequence[str] | None = None) -> Callable[[Dialogue], bool]:
         """`select` for the runners: a dialogue record of the session's users and task types, made
         with the session's prompt set (and by one of `assistants`, any spec 03 takes, when given:
-        `make evaluate` judges only the new assistant's dialogues)."""
+        `make evaluate` judges only the new assistant's dialogues; and in one of `settings`, when given:
+        a reproduction's 04 judges 03's dialogues, not those 05 left in the store on an earlier run)."""
         wanted = set(self.users) if self.users is not None else None
         types = set(self.task_types)
         made_by = set(self.assistants(assistants) or ()) if assistants else None
+        kept = {AssistantSetting.parse(s).name for s in settings} if settings else None
         return lambda d: ((wanted is None or d.user_id in wanted) and d.task_type in types
                           and d.prompt_set == self.prompt_set
-                          and (made_by is None or d.assistant_model in made_by))
+                          and (made_by is None or d.assistant_model in made_by)
+                          and (kept is None or d.assistant_setting in kept))
 
     def scope(self, frame: pd.DataFrame) -> pd.DataFrame:
         """Rows of a frame with `user_id` and `task_type` columns that belong to the session, and made

@@ -43,7 +43,8 @@ class JudgingRun:
         scoring = check_scoring(parameters["scoring"])
         store, judge = session.run_store, session.role("judge_model")
         print(session.preflight({"judge": judge}))
-        select = session.in_scope(list_param("assistant_models", parameters["assistant_models"]))
+        select = session.in_scope(list_param("assistant_models", parameters["assistant_models"]),
+                                  list_param("settings", parameters["settings"]))
         offline_dialogues = True if parameters["judge_offline_dialogues"] else None
         needed = judged_users(store, select, backend=judge.backend, offline_dialogues=offline_dialogues)
         return session, cls(store, session.output_dir, judge, select, offline_dialogues, needed,

@@ -102,3 +102,62 @@ def test_evaluate_puts_a_file_assistant_beside_the_references_calling_only_it(re
     index = (folder / "INDEX.md").read_text(encoding="utf-8")
     assert "# Evaluation of `Counted`" in index and "| 07_trust |" in index
     assert [name for name in OUTPUTS if not (folder / name).is_file() or f"`{name}`" not in index] == []
+
+
+FAILING = '''
+from pathlib import Path
+
+
+class Flaky:
+    """Answers without a model; fails in the vanilla setting (notebook 05) while a marker is beside it."""
+
+    def reply(self, view, llm):
+        if view.setting == "vanilla" and Path(__file__).with_suffix(".fail").exists():
+            raise RuntimeError("planted failure in the vanilla setting")
+        return "Here is a suggestion that fits what you asked for."
+'''
+
+
+@pytest.mark.timeout(2400, func_only=True)
+def test_a_failed_evaluation_says_what_failed_and_a_rerun_continues_it(reproduced_checkout, tmp_path):
+    """Issue 39 items 3 and 6: the failed step's line names the error; INDEX.md lists what was not made
+    and why, and Table D1 is made since 03 and 04 finished; the rerun (on the old code refused with
+    `RunCardError: cannot merge the run cards`) continues, takes --settings as the Makefile's ARGS pass
+    it, and its captions name the assistant by its class, not by its file's absolute path."""
+    checkout = Path(shutil.copytree(reproduced_checkout, tmp_path / "checkout", symlinks=True))
+    mine = tmp_path / "elsewhere" / "flaky.py"
+    mine.parent.mkdir()
+    mine.write_text(FAILING, encoding="utf-8")
+    mine.with_suffix(".fail").touch()
+    command = [sys.executable, "-m", "personalens_utils.reproduce.evaluate",
+               "--assistant", f"python:{mine}:Flaky"]
+    first = subprocess.run(command, cwd=checkout, env=copy_env(checkout), capture_output=True, text=True,
+                           timeout=2300)
+    assert first.returncode == 1, first.stdout[-3000:] + first.stderr[-3000:]
+    assert "[evaluate] 05_ablation FAILED: AssistantError: " in first.stderr
+    assert "planted failure in the vanilla setting" in first.stderr and "%xmode" not in first.stderr
+    assert "[evaluate] 07_trust not run: 05_ablation failed" in first.stderr
+    folder = checkout / "runs" / "small" / "generated" / "evaluations" / "Flaky"
+    index = (folder / "INDEX.md").read_text(encoding="utf-8")
+    assert "`tables/tableD1_paired_differences.md`" in index  # 03 and 04 finished
+    missing = index.split("## Not made")[1]
+    assert "**Table 4** (ablation over assistant settings): 05_ablation failed: AssistantError: " in missing
+    assert "**Table 3** (assistant models: TCR, P, Nat., Coh. (SD, MD)): 06_analysis did not run: " \
+        "05_ablation failed" in missing
+    for name in ("Variance decomposition", "Power plan"):
+        assert f"**{name}** (" in missing and "07_trust did not run: 05_ablation failed" in missing, name
+
+    mine.with_suffix(".fail").unlink()
+    again = subprocess.run([*command, "--settings", "base+all"], cwd=checkout, env=copy_env(checkout),
+                           capture_output=True, text=True, timeout=2300)
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert "RunCardError" not in again.stdout + again.stderr
+    index = (folder / "INDEX.md").read_text(encoding="utf-8")
+    assert "## Not made" not in index and "- settings it was simulated in: base, base+all" in index
+    for name in ("tableT4_variance_decomposition", "tableT5_power_plan", "tableD1_paired_differences"):
+        assert f"`tables/{name}.csv`" in index, name
+    dialogues = _lines(folder / "store" / "dialogues.jsonl").values()
+    ours = {d["assistant_setting"] for d in dialogues if d["assistant_backend"] == "python"}
+    assert {"base", "base+all"} <= ours
+    shown = [path for sub in ("tables", "figures") for path in (folder / sub).glob("*.md")]
+    assert shown and [p.name for p in shown if str(mine.parent) in p.read_text(encoding="utf-8")] == []

@@ -13,8 +13,11 @@ import nbformat
 import pandas as pd
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
+from support.records import dialogue
+from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils import reproduce
+from personalens_utils.data import save_benchmark
 from personalens_utils.outputs.plots import save_figure
 from personalens_utils.outputs.tables import save_table
 from personalens_utils.reproduce import (
@@ -28,6 +31,8 @@ from personalens_utils.reproduce import (
     pipeline,
 )
 from personalens_utils.reproduce import settings as reproduce_settings
+from personalens_utils.session.base import Session, SessionConfig
+from personalens_utils.simulation import PAPER_SETTINGS
 
 
 def test_defaults_are_offline_and_anthropic_switches_to_current_models():
@@ -318,3 +323,24 @@ def test_a_role_on_anthropic_without_a_key_stops_before_running(monkeypatch, cap
     assert reproduce.main(["--run", "bad", "--assistant-models", "python:no_colon"]) == 1
     assert "python:package.module:Name" in capsys.readouterr().err
 
+
+
+def test_a_rerun_of_notebook_04_judges_only_the_dialogues_notebook_03_made(tmp_path):
+    """Issue 39 item 6: 05 runs after 04 and leaves its ablation dialogues (the ablation assistant in six
+    settings) in the store, so on a rerun of a finished pass 04 judged them in all seven dimensions (about
+    42,000 judgments more at the default sizes). 04 is given Table 3's assistants and the settings 03
+    simulated, and keeps only their dialogues."""
+    settings = Settings(run="r")
+    bench = tmp_path / "bench"
+    save_benchmark(tiny_benchmark(n_users=2), bench)
+    plan = {step.name: step.params for step in pipeline.plan_pass(settings, tmp_path, bench, None, True)}
+    judging = plan["04_judging"]
+    assert all(params["settings"] == judging["settings"] for name, params in plan.items()
+               if name.startswith("03_simulation"))
+    with Session.open(SessionConfig(benchmark_dir=bench, store=False, output_dir=tmp_path / "o")) as session:
+        keep = session.in_scope(judging["assistant_models"], judging["settings"])
+    made = [dialogue(f"a{k}", assistant_model=model) for k, model in enumerate(settings.assistant_models)]
+    ablation = [dialogue(f"b{k}", assistant_model=settings.ablation_model, assistant_setting=name)
+                for k, name in enumerate(PAPER_SETTINGS)]
+    assert [keep(d) for d in made] == [True] * len(made)
+    assert [keep(d) for d in ablation] == [False] * len(ablation)

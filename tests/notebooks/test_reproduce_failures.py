@@ -7,16 +7,20 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import time
 from pathlib import Path
 
+import duckdb
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 from support.notebook_output import TCP_WARNING
 
+from personalens_utils.base import errors
 from personalens_utils.reproduce import Settings, StepResult, cli, notebooks, pipeline
+from personalens_utils.reproduce import index as reproduce_index
 from personalens_utils.reproduce import settings as reproduce_settings
 
 WRITER = ("import pandas as pd\nfrom personalens_utils.outputs.tables import save_table\n"
@@ -179,3 +183,72 @@ def test_a_finished_notebooks_kernel_is_shut_down_without_an_interrupt(tmp_path,
             os.kill(pid, signal.SIGKILL)
     captured = capfd.readouterr()
     assert "KeyboardInterrupt" not in captured.err + captured.out
+
+
+KIT_ERROR = "from personalens_utils.llm.specs import ModelSpec\nModelSpec.parse('openai@1x:m', 'offline')"
+"""A cell that fails with one of the kit's own errors (shown in the notebook with the traceback hint)."""
+OTHER_ERROR = ("class BinderException(Exception):\n    pass\n\n"
+               "raise BinderException('Binder Error: Column \"x\" referenced\\nbefore it is defined')")
+"""A cell that fails with an error of a library, its message on two lines."""
+
+
+@pytest.mark.slow
+def test_each_failure_line_says_the_error_and_its_message_not_the_traceback_hint(project, capsys):
+    """Issue 39 item 3: the step's line, the summary and INDEX.md name the error and its message; on the
+    old code they showed the last line of papermill's traceback, the kit's hint on how to see it."""
+    _notebook(project / "notebooks" / "01_generation.ipynb", KIT_ERROR)
+    _notebook(project / "notebooks" / "08_persona_bench.ipynb", OTHER_ERROR)
+    code = cli.main(["--run", "r", "--passes", "generated", "--generated-users", "2",
+                     "--assistant-models", "ref-follows-setting", "--ablation-model", "ref-follows-setting"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert errors.HOW_TO_SEE_THE_TRACEBACK not in out
+    kit = "SpecError: model='openai@1x:m': after '@' name the environment variable"
+    other = "BinderException: Binder Error: Column \"x\" referenced before it is defined"
+    assert f"[reproduce]   01_generation: FAILED: {kit}" in out  # the summary
+    assert f"[reproduce]   08_persona_bench: FAILED: {other}\n" in out
+    assert re.search(rf"\[1/9\] 01_generation FAILED after \d+s: {re.escape(kit)}", out)  # the step's line
+    index = (project / "runs" / "r" / "INDEX.md").read_text()
+    assert f"| FAILED: {kit}" in index and f"| FAILED: {other} |" in index
+    assert errors.HOW_TO_SEE_THE_TRACEBACK not in index
+
+
+def test_an_error_of_the_runner_itself_is_one_named_line_and_the_old_index_does_not_survive(
+        monkeypatch, tmp_path, capsys):
+    """Issue 39 item 3 and item 6: an error raised by the runner (here the index's store summary, as
+    `load_judgments` raised it) is one line naming the step, the error's type and message, exit code 1;
+    the index of an earlier run is replaced by one saying the run is under way before any notebook
+    starts, and by one saying where it stopped. On the old code the error escaped as a traceback and
+    the earlier index stayed, still reporting success."""
+    monkeypatch.setattr(reproduce_settings, "runs_dir", lambda: tmp_path / "runs")
+    monkeypatch.setattr(pipeline, "runs_dir", lambda: tmp_path / "runs")
+    monkeypatch.setattr(pipeline, "publish", lambda result: [])
+    monkeypatch.delenv(errors.FULL_TRACEBACK_VARIABLE, raising=False)
+    index = tmp_path / "runs" / "r" / "INDEX.md"
+    index.parent.mkdir(parents=True)
+    index.write_text("Published: pass `generated`, an earlier run\n")
+    seen: list[str] = []
+
+    def run(settings, name, out, params, label="", counter=""):
+        seen.append(index.read_text())
+        return StepResult(name + label, None, 1.0, True)
+
+    def unreadable(folder):
+        raise duckdb.BinderException('Binder Error: Column "official_score" referenced before it is defined')
+
+    monkeypatch.setattr(pipeline, "run_notebook", run)
+    monkeypatch.setattr(reproduce_index, "store_summary", unreadable)
+    code = cli.main(["--run", "r", "--passes", "generated", "--assistant-models", "ref-follows-setting",
+                     "--ablation-model", "ref-follows-setting"])
+    captured = capsys.readouterr()
+    assert code == 1
+    assert captured.err == (f"[reproduce] writing {index} failed: BinderException: Binder Error: Column "
+                            '"official_score" referenced before it is defined\n')
+    assert seen and all("**Under way** since" in text and "earlier run" not in text for text in seen)
+    written = index.read_text()
+    assert "**Stopped**: writing" in written and "BinderException" in written and "earlier run" not in written
+    monkeypatch.setenv(errors.FULL_TRACEBACK_VARIABLE, "1")
+    with pytest.raises(errors.KitError) as caught:
+        cli.main(["--run", "r", "--passes", "generated", "--assistant-models", "ref-follows-setting",
+                  "--ablation-model", "ref-follows-setting"])
+    assert isinstance(caught.value.__cause__, duckdb.BinderException)  # the traceback is one flag away
