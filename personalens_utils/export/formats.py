@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
+from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,14 @@ import pandas as pd
 from personalens_utils.base import paths
 from personalens_utils.base.errors import KitError
 from personalens_utils.data import Benchmark
-from personalens_utils.export.arguments import PathArg, StoreArg, as_benchmark, as_path, as_store
+from personalens_utils.export.arguments import (
+    ExportArgumentError,
+    PathArg,
+    StoreArg,
+    as_benchmark,
+    as_path,
+    as_store,
+)
 from personalens_utils.generation.runner import MANIFEST as GENERATION_MANIFEST
 from personalens_utils.prompt_sets import ScenarioContext, prompt_set
 from personalens_utils.runstore.identity import stable_id
@@ -308,11 +316,11 @@ def _dataset_card(license: str, origin: str, card: dict[str, Any] | None, dialog
     )
 
 
-def import_run(source: str | os.PathLike[str] | Any, run_dir: str | os.PathLike[str]) -> RunStore:
+def import_run(source: PathArg | Mapping[str, Any], run_dir: PathArg) -> RunStore:
     """Rebuild a kit store at `run_dir` from a dataset folder written by `to_hf_dataset` (or from a
     `datasets.DatasetDict` holding its `dialogues` and `judgments`). The store's lines are the exported
     ones, byte for byte. A `run_dir` that already holds records is refused, and nothing is written."""
-    target = RunStore(run_dir)
+    target = RunStore(as_path(run_dir, "import_run(run_dir)"))
     held = [kind.table for kind in _TABLES if target.path(kind).exists()]
     if held or (target.root / RUN_CARD).exists():
         raise ExportError(f"cannot import into {target.root}: it already holds {held or [RUN_CARD]}; "
@@ -327,19 +335,22 @@ def import_run(source: str | os.PathLike[str] | Any, run_dir: str | os.PathLike[
             target.path(kind).write_bytes(b"".join(line.encode("utf-8") + b"\n" for line in lines))
     if card := tables.get("run_card"):
         (target.root / RUN_CARD).write_text(card[0], encoding="utf-8")
-    return RunStore(run_dir)
+    return RunStore(target.root)
 
 
-def _read_source(source: str | os.PathLike[str] | Any) -> dict[str, list[str]]:
+def _read_source(source: PathArg | Mapping[str, Any]) -> dict[str, list[str]]:
     """Each table's `record` column (and the run card's text) from a dataset folder or a DatasetDict."""
-    if isinstance(source, str | os.PathLike):
-        folder = Path(source)
+    if isinstance(source, str | bytes | os.PathLike):
+        folder = as_path(source, "import_run(source)")
         if not (folder / "data" / "dialogues.parquet").is_file():
             raise ExportError(f"{folder} is not a PersonaLens dataset folder (no data/dialogues.parquet)")
         frames = {p.stem: pd.read_parquet(p) for p in sorted((folder / "data").glob("*.parquet"))}
         columns = {name: frame[frame.columns[-1]].tolist() for name, frame in frames.items()}
-    else:
+    elif isinstance(source, Mapping):
         columns = {name: list(split[split.column_names[-1]]) for name, split in source.items()}
+    else:
+        raise ExportArgumentError(f"import_run(source) takes a dataset folder (a str or os.PathLike) or a "
+                                  f"datasets.DatasetDict, got {type(source).__name__}")
     if Dialogue.table not in columns:
         raise ExportError(f"{source!r} holds no {Dialogue.table!r} table; it is not a PersonaLens dataset")
     card = [text for text in columns.pop("run_card", []) if text]

@@ -243,6 +243,8 @@ def test_every_path_argument_takes_a_str_and_a_pathlike(run, tmp_path):
     (lambda run, out: import_official(out, into=3), "import_official(into)"),
     (lambda run, out: evaluation_of(None), "evaluation_of(path) takes a path"),
     (lambda run, out: read_dialogue_file(b"x_dialogue.json"), "read_dialogue_file(path) takes a path"),
+    (lambda run, out: import_run(5, out), "import_run(source) takes a dataset folder"),
+    (lambda run, out: import_run(run / "store", 5), "import_run(run_dir) takes a path"),
 ])
 def test_an_argument_of_another_type_is_named(run, tmp_path, call, named):
     with pytest.raises(ExportArgumentError, match=re.escape(named)):
