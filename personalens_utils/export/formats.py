@@ -230,8 +230,8 @@ def to_hf_dataset(store: StoreArg, out_dir: PathArg, *, license: str | None = No
     store = as_store(store, "to_hf_dataset(store)")
     out = as_path(out_dir, "to_hf_dataset(out_dir)")
     if license is not None and not isinstance(license, str):
-        raise ExportError(f"to_hf_dataset(license=...) takes a license id such as {OFFICIAL_LICENSE!r}, got "
-                          f"{type(license).__name__} {license!r}")
+        raise ExportArgumentError(f"to_hf_dataset(license=...) takes a license id such as "
+                                  f"{OFFICIAL_LICENSE!r}, got {type(license).__name__} {license!r}")
     dialogues = _dialogues(store)
     card = read_run_card(store)
     chosen, origin = _license(store, card, license, benchmark_dir)
