@@ -29,7 +29,10 @@ from personalens_utils.assistants.python import row_label
 from personalens_utils.outputs.frames import rows_of
 from personalens_utils.outputs.plots import (
     FigureResult,
+    LegendFit,
     Span,
+    current_style,
+    fit_legend,
     greyscale_styles,
     label_spokes,
     mark_offline,
@@ -45,6 +48,18 @@ RADAR_MARGIN = 0.08
 """Room inside a radar chart below its scale's lowest score, as a share of the scale: a polygon of
 lowest scores draws as its own ring, not along the edge of the chart's hole."""
 """Radius below the lowest score, as a share of the scale, so the lowest score is a ring, not a point."""
+RADAR_CHART_IN = {"column": 2.9, "text": 3.6}
+"""Height of the radar chart with its spoke labels and the offline note, at each width; a legend below
+the chart adds its own height. At text width the chart's height, not the width, sets its size."""
+RADAR_NOTE_IN = 0.2
+"""Room for the offline note above a legend beside the chart: that legend is centred on the figure's
+height, so it must be this much shorter than the chart at both ends."""
+RADAR_LEGEND_SHARE = 0.33
+"""Share of the text width a legend beside the radar chart may take; the chart keeps the rest."""
+RADAR_LEGEND_COLUMNS = {"column": 2, "text": 3}
+"""The most legend columns below the chart at each width."""
+RADAR_HANDLE = 2.6
+"""Legend handle length (font sizes): long enough to show each polygon's dash pattern."""
 DOMAIN_DIMENSIONS = (TASK_COMPLETION, PERSONALIZATION)
 """What the per-domain figures show."""
 
@@ -216,6 +231,18 @@ def figure5(
     return FigureResult(draw(span), caption, source, curves, at=draw)
 
 
+def _radar_legend(names: Sequence[str], width: Span) -> tuple[LegendFit, bool]:
+    """The radar chart's legend at `width`, and whether it stands beside the chart: across the page when
+    it fits beside the chart's height, else below it in as many columns as fit."""
+    page = current_style().width(width)
+    if width == "text":
+        beside = fit_legend(names, page * RADAR_LEGEND_SHARE, max_columns=1, handlelength=RADAR_HANDLE)
+        if beside.height + 2 * RADAR_NOTE_IN <= RADAR_CHART_IN[width]:
+            return beside, True
+    below = fit_legend(names, page, max_columns=RADAR_LEGEND_COLUMNS[width], handlelength=RADAR_HANDLE)
+    return below, False
+
+
 def radar_chart(
     tidy: pd.DataFrame,
     *,
@@ -228,7 +255,10 @@ def radar_chart(
     polygon (colour, dashes, marker) per assistant.
 
     The radius starts below the scale's lowest score, so an assistant scoring 1 everywhere draws a
-    small ring rather than a dot at the centre.
+    small ring rather than a dot at the centre. The rings' values are in the caption, not on the rings,
+    where a polygon near them would run through the label. The legend names assistants as table rows
+    do (`row_label`), in as many columns as fit the width, a long name wrapped, and the figure grows
+    by the legend's height, so no name is cut off however many there are.
     """
     per = domain_scores(tidy, setting=setting, task_types=task_types, seed=seed)
     per = per[per["dimension"] == PERSONALIZATION]
@@ -238,10 +268,15 @@ def radar_chart(
     used = backends(part)
     scale = SCALES[PERSONALIZATION]
 
+    rings = np.arange(scale.low, scale.high + 0.5, 1.0)
+    names = [row_label(str(model)) for model in wide.index]
+
     def draw(width: Span) -> Figure:
         domains = list(wide.columns)
         angles = np.linspace(0, 2 * np.pi, len(domains), endpoint=False)
-        fig, ax = new_figure(width, 3.6, subplot_kw={"projection": "polar"})
+        legend, beside = _radar_legend(names, width)
+        height = RADAR_CHART_IN[width] + (0 if beside else legend.height)
+        fig, ax = new_figure(width, height, subplot_kw={"projection": "polar"})
         closed = np.append(angles, angles[0])
         for (model, row), style in zip(wide.iterrows(), greyscale_styles(len(wide)), strict=True):
             values = row.to_numpy(dtype=float)
@@ -250,20 +285,16 @@ def radar_chart(
         inner = scale.low - RADAR_MARGIN * (scale.high - scale.low)  # a polygon at the lowest score
         ax.set_rorigin(inner - RADAR_HOLE * (scale.high - scale.low))  # stays off the hole's edge
         ax.set_ylim(inner, scale.high)
-        ax.set_yticks(np.arange(scale.low, scale.high + 0.5, 1.0))
+        ax.set_yticks(rings, [])  # ring values in the caption: a label on a ring would sit on the data
         label_spokes(ax, angles, domains)
-        between = float(angles[1] / 2) if len(angles) > 1 else np.pi / 2
-        ax.set_rlabel_position(np.degrees(between))
-        for label in ax.get_yticklabels():  # readable where a polygon crosses it
-            label.set_bbox({"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 0.6})
-        beside = width == "text"  # across the page the legend stands to the right, the chart keeps its height
-        fig.legend(loc="outside right center" if beside else "outside lower center", ncol=1 if beside else 2,
-                   frameon=False, handlelength=2.6)
+        fig.legend(ax.get_lines(), legend.labels, loc=f"outside {'right' if beside else 'lower'} center",
+                   ncol=legend.columns, frameon=False, handlelength=RADAR_HANDLE)
         mark_offline(fig, used)
         return fig
 
     caption = (
-        f"Personalization (P, {scale.low}-{scale.high}; rings at each score, the innermost at {scale.low}) "
+        f"Personalization (P, {scale.low}-{scale.high}; rings at {', '.join(f'{r:g}' for r in rings)} from "
+        f"the centre out) "
         f"per domain of each assistant model ({'/'.join(task_types)} tasks, {setting!r} setting)."
         + provenance_note(used)
     )

@@ -42,6 +42,14 @@ from typing import Any
 from personalens_utils.base.errors import KitError
 from personalens_utils.data import Benchmark
 from personalens_utils.data.types import parse_task_id, scenario_id
+from personalens_utils.export.arguments import (
+    ExportArgumentError,
+    PathArg,
+    StoreArg,
+    as_benchmark,
+    as_path,
+    as_store,
+)
 from personalens_utils.judging import DIMENSIONS, judge_model_key
 from personalens_utils.judging.answers import Answer, score_fields
 from personalens_utils.llm import Message, registry
@@ -126,14 +134,14 @@ def _short_name(model: str, model_id: str, backend: str) -> str | None:
     return registry.official_name(model) or imported
 
 
-def dialogue_root(root: str | os.PathLike[str]) -> Path:
+def dialogue_root(root: PathArg) -> Path:
     """The `output/dialogue` folder under `root`, or `root` itself if it already is one."""
-    base = Path(root).expanduser()
+    base = as_path(root, "root").expanduser()
     nested = base / "output" / "dialogue"
     return nested if nested.is_dir() else base
 
 
-def evaluation_root(root: str | os.PathLike[str]) -> Path:
+def evaluation_root(root: PathArg) -> Path:
     """The `output/evaluation` folder beside the dialogues of `root`."""
     return dialogue_root(root).parent / "evaluation"
 
@@ -152,23 +160,29 @@ def _official_folder(record: Dialogue) -> tuple[str, list[str]]:
     return model_folder(short or record.assistant_model, setting), problems
 
 
-def dialogue_path(root: str | os.PathLike[str], record: Dialogue) -> Path:
+def dialogue_path(root: PathArg, record: Dialogue) -> Path:
     """Where a dialogue record goes under `<root>/output/dialogue/`."""
-    return (Path(root) / "output" / "dialogue" / f"user{record.user_id}" / _official_folder(record)[0]
-            / f"{record.task_id}{_FILE_SUFFIX}")
+    user = as_path(root, "dialogue_path(root)") / "output" / "dialogue" / f"user{record.user_id}"
+    return user / _official_folder(record)[0] / f"{record.task_id}{_FILE_SUFFIX}"
 
 
-DialogueSource = RunStore | Iterable[Dialogue | Mapping[str, Any]] | str | os.PathLike[str]
+DialogueSource = StoreArg | Iterable[Dialogue | Mapping[str, Any]]
 
 
 def _records(source: DialogueSource) -> list[Dialogue]:
     """Dialogue records from a run store or its folder, or records (typed, or rows in the stored layout)."""
-    if isinstance(source, str | os.PathLike):
-        source = RunStore(source)
-    if isinstance(source, RunStore):
-        return source.read(Dialogue)
-    return [r if isinstance(r, Dialogue) else Dialogue.from_json(r, "a dialogue row to export")
-            for r in source]
+    if isinstance(source, RunStore | str | os.PathLike):
+        return as_store(source, "source").read(Dialogue)
+    if not isinstance(source, Iterable) or isinstance(source, bytes | Mapping):
+        raise ExportArgumentError(f"source takes a RunStore, its folder (a str or os.PathLike) or dialogue "
+                                  f"records, got {type(source).__name__}")
+    records = []
+    for n, row in enumerate(source, 1):
+        if not isinstance(row, Dialogue | Mapping):
+            raise ExportArgumentError(f"source item {n} is a {type(row).__name__}, not a Dialogue record or "
+                                      "a row in the stored layout")
+        records.append(row if isinstance(row, Dialogue) else Dialogue.from_json(row, f"dialogue row {n}"))
+    return records
 
 
 @dataclass
@@ -228,7 +242,7 @@ def _sample(names: Iterable[str], n: int = 3) -> str:
 
 def plan_export(
     source: DialogueSource,
-    root: str | os.PathLike[str],
+    root: PathArg,
     *,
     benchmark: Benchmark | None = None,
     include_errors: bool = False,
@@ -238,6 +252,8 @@ def plan_export(
     Two records that would land in the same file (same user, task, model and setting, different user
     model, prompts or backend) raise at once: no option writes both.
     """
+    base = as_path(root, "plan_export(root)")
+    benchmark = as_benchmark(benchmark)
     chosen = [r for r in _records(source) if include_errors or not r.is_error]
     files: dict[Path, Dialogue] = {}
     problems: dict[str, None] = {}
@@ -245,7 +261,7 @@ def plan_export(
     for record in chosen:
         folder, found = _official_folder(record)
         problems.update(dict.fromkeys(f"{folder}: {p}" for p in found))
-        path = Path(root) / "output" / "dialogue" / f"user{record.user_id}" / folder / (
+        path = base / "output" / "dialogue" / f"user{record.user_id}" / folder / (
             f"{record.task_id}{_FILE_SUFFIX}")
         if path in files:
             raise ValueError(
@@ -272,7 +288,7 @@ def plan_export(
                          f"{task_type} tasks ({_sample(wanted - tasks)}); the official evaluator opens every "
                          "task of the user and stops at the first missing file"] = None
         runs.extend((folder, task_type, first, last) for first, last in _runs(users))
-    return ExportPlan(Path(root), files, list(problems), runs)
+    return ExportPlan(base, files, list(problems), runs)
 
 
 def _payload(record: Dialogue, intent: str) -> dict[str, Any]:
@@ -292,7 +308,7 @@ def _payload(record: Dialogue, intent: str) -> dict[str, Any]:
 
 def export_official(
     source: DialogueSource,
-    root: str | os.PathLike[str],
+    root: PathArg,
     *,
     benchmark: Benchmark | None = None,
     include_errors: bool = False,
@@ -344,7 +360,7 @@ def _kit_name(name: str) -> str:
 
 
 def read_dialogue_file(
-    path: str | os.PathLike[str],
+    path: PathArg,
     *,
     benchmark: Benchmark | None = None,
     prompt_version: str = OFFICIAL_PROMPT_VERSION,
@@ -357,7 +373,8 @@ def read_dialogue_file(
     assistant's name as `user_model`; `user_model` names the model that really played the user (its
     default there is claude-3-sonnet-v1), else the file's value is kept.
     """
-    path = Path(path)
+    path = as_path(path, "read_dialogue_file(path)")
+    benchmark = as_benchmark(benchmark)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -415,7 +432,7 @@ def read_dialogue_file(
     )
 
 
-def iter_dialogue_files(root: str | os.PathLike[str]) -> Iterator[Path]:
+def iter_dialogue_files(root: PathArg) -> Iterator[Path]:
     """Every `<task_id>_dialogue.json` under the layout, in a stable order."""
     base = dialogue_root(root)
     if not base.is_dir():
@@ -441,14 +458,10 @@ def _add(store: RunStore, records: Sequence[Record]) -> None:
     store.extend(fresh)
 
 
-def _store(into: RunStore | str | os.PathLike[str]) -> RunStore:
-    return into if isinstance(into, RunStore) else RunStore(into)
-
-
 def import_official(
-    root: str | os.PathLike[str],
+    root: PathArg,
     *,
-    into: RunStore | str | os.PathLike[str] | None = None,
+    into: StoreArg | None = None,
     benchmark: Benchmark | None = None,
     prompt_version: str = OFFICIAL_PROMPT_VERSION,
     user_model: str | None = None,
@@ -458,15 +471,17 @@ def import_official(
     With `into`, the records are also added to that run store; ones it already holds unchanged are
     skipped, and a different record under an existing id raises before anything is written.
     """
+    store = None if into is None else as_store(into, "import_official(into)")
     options = {"benchmark": benchmark, "prompt_version": prompt_version, "user_model": user_model}
     records = [read_dialogue_file(p, **options) for p in iter_dialogue_files(root)]
-    if into is not None:
-        _add(_store(into), records)
+    if store is not None:
+        _add(store, records)
     return records
 
 
-def evaluation_of(path: Path) -> tuple[str, str]:
+def evaluation_of(path: PathArg) -> tuple[str, str]:
     """(task id, kit dimension) of an official judge answer file, from its name and folders."""
+    path = as_path(path, "evaluation_of(path)")
     match = _EVALUATION_FILE.match(path.name)
     dimension = EVALUATION_DIMENSIONS.get((path.parent.parent.name, (match["ext"] or "") if match else ""))
     if match is None or dimension is None:
@@ -475,12 +490,15 @@ def evaluation_of(path: Path) -> tuple[str, str]:
     return match["task"], dimension
 
 
-def read_evaluation_file(path: str | os.PathLike[str], dialogue: Dialogue, *,
+def read_evaluation_file(path: PathArg, dialogue: Dialogue, *,
                          prompt_version: str = OFFICIAL_PROMPT_VERSION) -> Judgment:
     """One official judge answer (`.../<dimension>/<judge>/<task_id><ext>.txt`) as a judgment record of
     `dialogue`: the judge's folder name kept as its model id, the answer verbatim as `raw`, the strict
     reading as its score (the official reading is derived from `raw`: `judging.scoring`)."""
-    path = Path(path)
+    path = as_path(path, "read_evaluation_file(path)")
+    if not isinstance(dialogue, Dialogue):
+        raise ExportArgumentError(f"read_evaluation_file(dialogue) takes the Dialogue record the answer is "
+                                  f"about, got {type(dialogue).__name__}")
     task_id, dimension = evaluation_of(path)
     judge = path.parent.name
     if task_id != dialogue.task_id:
@@ -507,7 +525,7 @@ class OfficialRun:
     judgments: list[Judgment]
 
 
-def iter_evaluation_files(root: str | os.PathLike[str]) -> Iterator[tuple[Path, int, str]]:
+def iter_evaluation_files(root: PathArg) -> Iterator[tuple[Path, int, str]]:
     """(file, user, model folder) for every judge answer under `output/evaluation`, in a stable order."""
     base = evaluation_root(root)
     if not base.is_dir():
@@ -519,9 +537,9 @@ def iter_evaluation_files(root: str | os.PathLike[str]) -> Iterator[tuple[Path, 
 
 
 def import_official_run(
-    root: str | os.PathLike[str],
+    root: PathArg,
     *,
-    into: RunStore | str | os.PathLike[str] | None = None,
+    into: StoreArg | None = None,
     benchmark: Benchmark | None = None,
     prompt_version: str = OFFICIAL_PROMPT_VERSION,
     user_model: str | None = None,
@@ -531,6 +549,7 @@ def import_official_run(
     Every answer must sit beside its dialogue (same user, model folder and task), else the error names
     the file. With `into`, both are added to that run store as `import_official` adds dialogues.
     """
+    store = None if into is None else as_store(into, "import_official_run(into)")
     options = {"benchmark": benchmark, "prompt_version": prompt_version, "user_model": user_model}
     dialogues = import_official(root, **options)
     by_place = {(d.user_id, path.parent.name, d.task_id): d
@@ -542,8 +561,7 @@ def import_official_run(
             raise OfficialLayoutError(path, f"no dialogue file for this answer under "
                                             f"{dialogue_root(root) / f'user{user}' / folder}")
         judgments.append(read_evaluation_file(path, dialogue, prompt_version=prompt_version))
-    if into is not None:
-        store = _store(into)
+    if store is not None:
         _add(store, [*dialogues, *judgments])
         run_card.note_records(store, "official_import", {"source": str(Path(root).resolve())},
                               prompt_version=prompt_version,

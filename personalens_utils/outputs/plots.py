@@ -9,7 +9,8 @@ of the figure; the caption, with the provenance and N, goes in a text file besid
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+import textwrap
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -18,7 +19,9 @@ import matplotlib as mpl
 import numpy as np
 import pandas as pd
 import seaborn as sns
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
 from personalens_utils.outputs.tables import Source
 
@@ -179,6 +182,62 @@ def label_spokes(ax: Any, angles: Iterable[float], labels: Iterable[str]) -> Non
         ax.text(angle, high + SPOKE_LABEL_GAP * (high - low), label, fontsize=current_style().small,
                 ha="left" if cos > 0.1 else "right" if cos < -0.1 else "center",
                 va="bottom" if sin > 0.1 else "top" if sin < -0.1 else "center")
+
+
+@dataclass(frozen=True)
+class LegendFit:
+    """Legend labels (a long one wrapped onto more lines) and a column count that fit a width, and the
+    height, in inches, that legend takes."""
+
+    labels: list[str]
+    columns: int
+    height: float
+
+
+def fit_legend(labels: Sequence[str], width: float, *, max_columns: int, handlelength: float) -> LegendFit:
+    """The most columns, up to `max_columns`, in which a frameless legend of `labels` at the style's small
+    font fits `width` inches of a `new_figure` (less the layout's padding on both sides); when even one
+    column is too narrow, labels are wrapped at the fewest characters a line that still fit.
+
+    Figures have a fixed width, so a legend wider than it is cut off on both sides, not shrunk. The
+    legend is measured as matplotlib lays it out (`legend_size`), so what fits here fits in the figure.
+    """
+    room = width - 2 * mpl.rcParams["figure.constrained_layout.w_pad"]
+    for columns in range(min(max_columns, len(labels)), 0, -1):
+        wide, high = legend_size(labels, columns, handlelength)
+        if wide <= room:
+            return LegendFit(list(labels), columns, high)
+    longest = max(len(label) for label in labels)
+    low, high_chars = 1, longest  # the most characters a line may hold, found by bisection
+    while low < high_chars:
+        chars = (low + high_chars + 1) // 2
+        if legend_size(_wrapped(labels, chars), 1, handlelength)[0] <= room:
+            low = chars
+        else:
+            high_chars = chars - 1
+    shown = _wrapped(labels, low)
+    return LegendFit(shown, 1, legend_size(shown, 1, handlelength)[1])
+
+
+def _wrapped(labels: Sequence[str], chars: int) -> list[str]:
+    """Each label in lines of at most `chars` characters: broken at spaces and hyphens where it can,
+    else inside a word (a path or a model id may have neither)."""
+    return ["\n".join(textwrap.wrap(label, chars)) or label for label in labels]
+
+
+def legend_size(labels: Sequence[str], columns: int, handlelength: float) -> tuple[float, float]:
+    """Width and height, in inches, of a frameless legend of `labels` at the style's small font, laid out
+    by matplotlib at the screen's and the saved file's resolution, whichever is larger (hinting makes
+    text a few percent wider at one or the other)."""
+    sizes = []
+    for dpi in sorted({mpl.rcParams["figure.dpi"], mpl.rcParams["savefig.dpi"]}):
+        scratch = Figure(dpi=dpi)
+        handles = [Line2D([], [], marker="o") for _ in labels]
+        legend = scratch.legend(handles, list(labels), ncol=columns, frameon=False, handlelength=handlelength,
+                                fontsize=_style.small)
+        box = legend.get_window_extent(FigureCanvasAgg(scratch).get_renderer())
+        sizes.append((box.width / dpi, box.height / dpi))
+    return max(w for w, _ in sizes), max(h for _, h in sizes)
 
 
 def span_of(fig: Figure) -> Span:

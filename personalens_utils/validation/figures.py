@@ -34,6 +34,11 @@ FIGURE3_PANELS: tuple[tuple[str, str], ...] = (
 )
 """(variable of Tables 6-7, panel title), in the figure's order."""
 
+REGIONS_APART: tuple[tuple[str, str], ...] = (("US", "Northern America"), ("UK", "Europe"))
+"""(a country Table 7 counts as a region of its own, the region it lies in): the paper's grouping of
+birth countries (the PRISM survey's), which the kit's regions.json follows. The official data records
+countries, and its users born in the United States (338) and Canada (50) are Table 7's "US" and
+"Northern America" exactly, so a figure listing both shows the paper's split, not a mapping error."""
 PANEL_COLUMNS = 3
 LABEL_CHARS = 22
 """Category labels longer than this wrap onto a second line, so panels keep room for their bars."""
@@ -46,6 +51,23 @@ def _in_order(variable: str, rows: pd.DataFrame) -> pd.DataFrame:
     field = "age" if variable == "Age" else variable
     order = demo.reading_order(field, [str(c) for c in rows["Category"]])
     return rows.set_index(rows["Category"].astype(str)).loc[order].reset_index(drop=True)
+
+
+def regions_note(regions: pd.DataFrame) -> str:
+    """The caption's sentence on regions shown beside the region that holds them (`REGIONS_APART`), or ""
+    when the figure lists no such pair."""
+    shown = set(regions.loc[regions["Count"] > 0, "Category"].astype(str))
+    pairs = [(own, wider) for own, wider in REGIONS_APART if {own, wider} <= shown]
+    if not pairs:
+        return ""
+
+    def apart(own: str, wider: str) -> str:
+        members = demo.region_members()[wider]
+        named = f" (to which the kit maps {', '.join(members)})" if len(members) <= 3 else ""
+        return f'"{own}" apart from "{wider}"{named}'
+
+    return (" As in the paper's Table 7, regions of birth count " + " and ".join(apart(*p) for p in pairs)
+            + ": the data records birth countries, grouped here as the paper groups them.")
 
 
 def figure3(
@@ -114,6 +136,6 @@ def figure3(
     caption = (
         "Demographic distribution of the users: share of users per category of gender, age, "
         "self-reported ethnicity, self-reported religion and region of birth."
-        + provenance_note(used)
+        + regions_note(table[table["Variable"] == "Regions"]) + provenance_note(used)
     )
     return FigureResult(draw(span), caption, Source.of(origin, n, "users", used), table, at=draw)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -15,7 +17,21 @@ from inspect_ai.log import read_eval_log
 from personalens_utils import analysis
 from personalens_utils.analysis import dialogue_stats, scores
 from personalens_utils.data import load_benchmark
-from personalens_utils.export.formats import ExportError, import_run, to_hf_dataset, to_inspect
+from personalens_utils.export.arguments import ExportArgumentError
+from personalens_utils.export.formats import ExportError, import_run, read_run_card, to_hf_dataset, to_inspect
+from personalens_utils.export.official import (
+    dialogue_path,
+    dialogue_root,
+    evaluation_of,
+    evaluation_root,
+    export_official,
+    import_official,
+    import_official_run,
+    iter_dialogue_files,
+    iter_evaluation_files,
+    plan_export,
+    read_dialogue_file,
+)
 from personalens_utils.generation import GenerationConfig, generate_benchmark
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
 from personalens_utils.llm import LLMClient
@@ -176,3 +192,94 @@ def test_bad_inputs_name_what_is_wrong(run, tmp_path):
     with pytest.raises(ExportError, match="holds no dialogues"):
         to_inspect(RunStore(tmp_path / "empty"), tmp_path / "logs")
     assert (run / "store" / "run_card.json").read_bytes() == card  # exports write nothing into the store
+
+
+class _Place(os.PathLike):
+    """A path-like that is not a pathlib.Path, as other libraries make them."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def __fspath__(self) -> str:
+        return str(self.path)
+
+
+def test_every_path_argument_takes_a_str_and_a_pathlike(run, tmp_path):
+    store, bench = run / "store", run / "bench"
+    stored = RunStore(store).read(Dialogue)
+    benchmark = load_benchmark(bench)
+    for i, kind in enumerate((str, _Place)):
+        logs = to_inspect(kind(store), kind(tmp_path / f"logs{i}"))
+        assert len(logs) == 2 and all(p.is_file() for p in logs)
+        assert read_run_card(kind(store)) == read_card(store)
+        folder = to_hf_dataset(kind(store), kind(tmp_path / f"ds{i}"), benchmark_dir=kind(bench))
+        imported = import_run(kind(folder), kind(tmp_path / f"run{i}"))
+        assert imported.path(Dialogue).read_bytes() == RunStore(store).path(Dialogue).read_bytes()
+        root, into = tmp_path / f"official{i}", kind(tmp_path / f"into{i}")
+        written = export_official(kind(store), kind(root), benchmark=benchmark, allow_unofficial=True)
+        assert set(plan_export(kind(store), kind(root), benchmark=benchmark).files) == set(written)
+        assert dialogue_path(kind(root), stored[0]) in written
+        assert read_dialogue_file(kind(written[0])) in stored
+        assert len(import_official(kind(root), into=into)) == len(written)
+        assert len(import_official_run(kind(root), into=into).dialogues) == len(written)
+        answer = root / "output" / "evaluation" / "user0" / "m" / "personalization" / "j" / "SD-Alarm-1.txt"
+        assert evaluation_of(kind(answer)) == ("SD-Alarm-1", "personalization")
+        assert dialogue_root(kind(root)) == root / "output" / "dialogue"
+        assert evaluation_root(kind(root)) == root / "output" / "evaluation"
+        assert list(iter_dialogue_files(kind(root))) == sorted(written)
+        assert list(iter_evaluation_files(kind(root))) == []
+
+
+@pytest.mark.parametrize(("call", "named"), [
+    (lambda run, out: to_inspect(42, out), "to_inspect(store) takes a RunStore or its folder"),
+    (lambda run, out: to_inspect(run / "store", 3.5), "to_inspect(out_dir) takes a path"),
+    (lambda run, out: to_inspect(run / "store", out, benchmark=str(run / "bench")), "load_benchmark("),
+    (lambda run, out: to_hf_dataset(run / "store", bytes(out)), "to_hf_dataset(out_dir) takes a path"),
+    (lambda run, out: to_hf_dataset(run / "store", out, benchmark_dir=1), "benchmark_dir takes a path"),
+    (lambda run, out: read_run_card(None), "read_run_card(store)"),
+    (lambda run, out: export_official(7, out), "source takes a RunStore, its folder"),
+    (lambda run, out: export_official([object()], out), "source item 1 is a object"),
+    (lambda run, out: plan_export(run / "store", None), "plan_export(root) takes a path"),
+    (lambda run, out: import_official(out, into=3), "import_official(into)"),
+    (lambda run, out: evaluation_of(None), "evaluation_of(path) takes a path"),
+    (lambda run, out: read_dialogue_file(b"x_dialogue.json"), "read_dialogue_file(path) takes a path"),
+    (lambda run, out: import_run(5, out), "import_run(source) takes a dataset folder"),
+    (lambda run, out: import_run(run / "store", 5), "import_run(run_dir) takes a path"),
+])
+def test_an_argument_of_another_type_is_named(run, tmp_path, call, named):
+    with pytest.raises(ExportArgumentError, match=re.escape(named)):
+        call(run, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def _card(folder: Path) -> str:
+    return (folder / "README.md").read_text(encoding="utf-8")
+
+
+def test_a_generated_benchmark_gives_its_license_and_the_card_says_where_it_came_from(run, tmp_path):
+    store, inherited = RunStore(run / "store"), "inherited from the benchmark the run was made on"
+    card = _card(to_hf_dataset(store, tmp_path / "inherited", benchmark_dir=run / "bench"))
+    assert card.startswith("---\nlicense: apache-2.0\n")  # the kit's: the kit generated it offline
+    assert f"apache-2.0, {inherited} (the kit's own license" in card
+    given = _card(to_hf_dataset(store, tmp_path / "given", license="mit", benchmark_dir=run / "bench"))
+    assert given.startswith("---\nlicense: mit\n")
+    assert "mit, as given by whoever exported the run (`license=`)." in given and "inherited" not in given
+    stated = tmp_path / "stated"
+    shutil.copytree(run / "bench", stated)
+    (stated / "LICENSE").write_text("cc-by-4.0\n\nThe full text.\n")
+    card = _card(to_hf_dataset(store, tmp_path / "from_file", benchmark_dir=stated))
+    assert f"cc-by-4.0, {inherited} (the first line of the benchmark's LICENSE file)" in card
+
+
+def test_a_benchmark_a_model_generated_is_refused_for_the_reason_it_has(run, tmp_path):
+    made = tmp_path / "made"
+    shutil.copytree(run / "bench", made)
+    manifest = json.loads((made / "generation.json").read_text())
+    (made / "generation.json").write_text(json.dumps({**manifest, "backend": "anthropic", "label": None}))
+    with pytest.raises(ExportError, match="generated by backend 'anthropic'") as refused:
+        to_hf_dataset(run / "store", tmp_path / "ds", benchmark_dir=made)
+    assert "benchmark_dir=" not in str(refused.value)  # it was given: the message must not ask for it
+    assert not (tmp_path / "ds").exists()
+    with pytest.raises(ExportError, match="no LICENSE file") as plain:
+        to_hf_dataset(run / "store", tmp_path / "ds", benchmark_dir=tmp_path)
+    assert "benchmark_dir=" not in str(plain.value)

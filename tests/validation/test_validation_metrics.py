@@ -229,3 +229,16 @@ def test_figure3_says_inside_where_its_users_came_from(backends, note):
     records = [_user(age=age) for age in ("18-24 years old", "25-34 years old")]
     result = figure3(records, backend_names=backends)
     assert [fig.get_suptitle() for fig in (result.figure, result.at("column"))] == [note, note]
+
+
+def test_figure3_says_us_and_northern_america_are_the_papers_split_when_it_lists_both():
+    """The data records birth countries; Table 7 counts the United States as "US" and Canada as
+    "Northern America". A figure listing both says so, one listing one of them says nothing."""
+    both = [_user(birth_country="United States"), _user(birth_country="Canada"), _user()]
+    caption = figure3(both).describe()
+    assert '"US" apart from "Northern America" (to which the kit maps Canada)' in caption
+    assert "the data records birth countries" in caption and '"UK"' not in caption
+    regions = figure3(both).data.query("Variable == 'Regions'")
+    assert set(regions["Category"]) == {"US", "Northern America", "Latin America and the Caribbean"}
+    one = figure3([_user(birth_country="United States"), _user()]).describe()
+    assert "apart from" not in one

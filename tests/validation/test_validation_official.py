@@ -67,3 +67,17 @@ def test_region_mapping_reproduces_table7_from_birth_country(official: Benchmark
     assert {r: regions.count(r) for r in expected} == dict(expected)
     for user in official.users.values():
         demo.validate_demographics(user.demographics, f"user{user.user_id}")
+
+
+@pytest.mark.official
+def test_us_and_northern_america_are_the_datas_own_split_and_figure3_says_so(official: Benchmark):
+    """The official users were born in the United States (338) and in Canada (50), which Table 7 prints
+    as "US" and "Northern America": both regions are the data's, and Figure 3's caption says why."""
+    from personalens_utils.validation.figures import figure3
+
+    countries = [u.demographics["birth_country"] for u in official.users.values()]
+    assert (countries.count("United States"), countries.count("Canada")) == (338, 50)
+    result = figure3(V.benchmark_demographics(official))
+    regions = result.data.query("Variable == 'Regions'").set_index("Category")["Count"]
+    assert (regions["US"], regions["Northern America"]) == (338, 50)
+    assert '"US" apart from "Northern America" (to which the kit maps Canada)' in result.describe()
