@@ -135,6 +135,12 @@ def apply_style(**changes: Any) -> FigureStyle:
     return _style
 
 
+def styled() -> FigureStyle:
+    """The style, with matplotlib's settings made to hold it first if nothing has set them yet: what
+    reads those settings (a new figure, a legend measured before its figure) calls this."""
+    return _style if _applied else apply_style()
+
+
 def new_figure(span: Span, height: float, **subplots: Any) -> tuple[Figure, Any]:
     """A figure `span` wide (column or text width of the current style) and `height` inches tall.
 
@@ -143,8 +149,7 @@ def new_figure(span: Span, height: float, **subplots: Any) -> tuple[Figure, Any]
     """
     if height <= 0:
         raise ValueError(f"figure height {height!r}: expected a positive number of inches")
-    if not _applied:
-        apply_style()
+    styled()
     fig = Figure(figsize=(_style.width(span), height), layout="constrained")
     return fig, fig.subplots(**subplots)
 
@@ -202,6 +207,7 @@ def fit_legend(labels: Sequence[str], width: float, *, max_columns: int, handlel
     Figures have a fixed width, so a legend wider than it is cut off on both sides, not shrunk. The
     legend is measured as matplotlib lays it out (`legend_size`), so what fits here fits in the figure.
     """
+    styled()
     room = width - 2 * mpl.rcParams["figure.constrained_layout.w_pad"]
     for columns in range(min(max_columns, len(labels)), 0, -1):
         wide, high = legend_size(labels, columns, handlelength)
@@ -229,6 +235,7 @@ def legend_size(labels: Sequence[str], columns: int, handlelength: float) -> tup
     """Width and height, in inches, of a frameless legend of `labels` at the style's small font, laid out
     by matplotlib at the screen's and the saved file's resolution, whichever is larger (hinting makes
     text a few percent wider at one or the other)."""
+    styled()
     sizes = []
     for dpi in sorted({mpl.rcParams["figure.dpi"], mpl.rcParams["savefig.dpi"]}):
         scratch = Figure(dpi=dpi)
