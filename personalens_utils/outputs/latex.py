@@ -309,13 +309,15 @@ class _Block:
         return [self._part(keys + part) for part in parts]
 
     def wrapped(self, width: float, size: float) -> _Block | None:
-        """This block no wider than `width` with its text columns wrapped at one common width, as wide
-        as it can be; None when even their widest words leave it too wide."""
+        """This block no wider than `width` with its text columns wrapped at one common width (or a
+        column's widest word, where that is wider), as wide as it can be; None when even their widest
+        words leave it too wide."""
         def capped(cap: float) -> _Block:
-            return replace(self, columns=tuple(c.wrapped(cap, size) for c in self.columns))
+            return replace(self, columns=tuple(c.wrapped(max(cap, c.narrowest(size)), size)
+                                               for c in self.columns))
 
         text = [c for c in self.columns if c.align == "l"]
-        low = max((c.narrowest(size) for c in text), default=0.0)
+        low = min((c.narrowest(size) for c in text), default=0.0)
         high = max((c.cell_width(size) for c in text), default=0.0)
         if not text or capped(low).width(size) > width:
             return None
