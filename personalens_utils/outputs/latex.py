@@ -5,14 +5,17 @@ turned into typographic ones) by pylatexenc; numbers get a real minus sign and a
 missing value prints as `--`. The caption (the first sentence of the kit's caption) sits above the
 table and the rest (provenance, the offline label, legends) is a note below it.
 
-Nothing is scaled. The table is measured in Times (`latex_width`) and placed in the first layout
-that fits, at a size no smaller than 8 pt: a one-column `table`, possibly transposed when it has
-few rows, else a two-column `table*`, else split into blocks of columns stacked in one `table*`, each
-block repeating the row labels. A cell "mean [low, high] ..." prints the interval (and what follows
-it) on lines below the mean, at the same size; a long header wraps onto several lines. A table taller
-than a page (its height estimated from its lines) is cut into runs of rows, each its own float of the
-same kind repeating the header; the first carries caption and label, the others say they continue it,
-and the note goes under the last.
+Nothing is scaled. The table is measured in Times (`latex_width`) and placed in the first of
+`PLACES` that fits an ACL paper (11 pt, so `\\small` is 10 pt and `\\footnotesize` 9 pt, never
+smaller): a one-column `table` at either size, possibly transposed when it has few rows, or a
+two-column `table*` at `\\small`; else the same with its text columns wrapped onto lines of one
+common width at `\\small`; a page-wide table goes down to `\\footnotesize` only when that does not
+fit; else it is split into blocks of columns stacked in one `table*`, each block repeating the row
+labels. A cell "mean [low, high] ..." prints the interval (and what follows it) on lines below the
+mean, at the same size; a long header wraps onto several lines. A table taller than a page (its
+height estimated from its lines) is cut into runs of rows, each its own float of the same kind
+repeating the header; the first carries caption and label, the others say they continue it, and the
+note goes under the last.
 """
 
 from __future__ import annotations
@@ -29,18 +32,21 @@ from pylatexenc.latexencode import UnicodeToLatexEncoder
 from personalens_utils.outputs.latex_width import COLUMN_WIDTH_PT, TEXT_HEIGHT_PT, TEXT_WIDTH_PT, text_width
 
 PACKAGES = ("booktabs",)
-SIZES = (("small", 9.0), ("footnotesize", 8.0))
-"""Table text sizes in a 10 pt paper, largest first; nothing in a table prints smaller."""
-BASELINE_PT = {9.0: 11.0, 8.0: 9.5, 10.0: 12.0}
-"""The line spacing of each text size (the table's, and the caption's 10 pt) in a 10 pt paper."""
+SIZES = (("small", 10.0), ("footnotesize", 9.0))
+"""Table text sizes in an 11 pt paper (ACL's), largest first; nothing in a table prints smaller."""
+CAPTION_PT = 10.95
+"""The caption's size: the paper's own text size."""
+BASELINE_PT = {10.0: 12.0, 9.0: 11.0, CAPTION_PT: 13.6}
+"""The line spacing of each text size (the table's, and the caption's) in an 11 pt paper."""
 RULES_PT = 14.0
 """Booktabs' rules with the space around them, at most."""
 CAPTION_SKIP_PT = 13.0
 """The skips around a caption: above it (`\\abovecaptionskip`, 10 pt) and the `\\smallskip` under it."""
 SKIP_PT = 6.0
 """A \\medskip: between the blocks of one float, and under a continued table's heading."""
-FLOAT_SHARE = 0.9
-"""A float fills at most this share of the text height: room for what the estimate of lines misses."""
+FLOAT_SHARE = 0.92
+"""A float fills at most this share of the text height: room for what the estimate of lines misses
+(it counts every line at its full spacing, so it runs a little over what prints)."""
 TABCOLSEP_PT = 4.0
 SLACK_PT = 4.0
 """Room left beside the measured width for what the measure misses (kerning, math spacing)."""
@@ -174,6 +180,21 @@ class _Column:
     def width(self, size: float) -> float:
         return max([self.cell_width(size), *(text_width(h, size) for h in self.header(size))])
 
+    def narrowest(self, size: float) -> float:
+        """The width of its widest word (or line, for a number): no wrapping makes it narrower."""
+        if self.align != "l":
+            return self.cell_width(size)
+        return max((text_width(word, size, bold=i in self.bold)
+                    for i, cell in enumerate(self.cells) for line in cell for word in line.split(" ")),
+                   default=0.0)
+
+    def wrapped(self, width: float, size: float) -> _Column:
+        """A text column with each line of its cells wrapped onto lines no wider than `width`."""
+        if self.align != "l" or self.cell_width(size) <= width:
+            return self
+        return replace(self, cells=tuple(tuple(part for line in cell for part in _wrap(line, width, size))
+                                         for cell in self.cells))
+
 
 @dataclass(frozen=True)
 class _Block:
@@ -287,6 +308,24 @@ class _Block:
                 parts[-1] += piece
         return [self._part(keys + part) for part in parts]
 
+    def wrapped(self, width: float, size: float) -> _Block | None:
+        """This block no wider than `width` with its text columns wrapped at one common width (or a
+        column's widest word, where that is wider), as wide as it can be; None when even their widest
+        words leave it too wide."""
+        def capped(cap: float) -> _Block:
+            return replace(self, columns=tuple(c.wrapped(max(cap, c.narrowest(size)), size)
+                                               for c in self.columns))
+
+        text = [c for c in self.columns if c.align == "l"]
+        low = min((c.narrowest(size) for c in text), default=0.0)
+        high = max((c.cell_width(size) for c in text), default=0.0)
+        if not text or capped(low).width(size) > width:
+            return None
+        while high - low > 1.0:  # the widest cap that fits, to a point
+            middle = (low + high) / 2
+            low, high = (middle, high) if capped(middle).width(size) <= width else (low, middle)
+        return capped(low)
+
     def _part(self, columns: list[_Column]) -> _Block:
         return _Block(tuple(columns), self.groups, self.keys)
 
@@ -330,18 +369,31 @@ def _transposed(printed: Printed, best: Mapping[str, str]) -> Printed | None:
     return replace(printed, blocks=(Block(turned.reset_index(drop=True)),))
 
 
+PLACES = (
+    ("table", 0, False), ("table", 1, False), ("table*", 0, False),
+    ("table", 0, True), ("table*", 0, True),
+    ("table*", 1, False), ("table", 1, True), ("table*", 1, True),
+)
+"""Where a table may print, in order of preference: (environment, index into `SIZES`, whether its text
+columns wrap). As it is in one column at either size, or across the page at the larger; else with its
+text wrapped at the larger size; a page-wide table is set smaller only when wrapping does not fit it."""
+
+
 def _layout(
     printed: Printed, best: Mapping[str, str]
 ) -> tuple[str, tuple[str, float], list[_Block], list[str]]:
-    """The environment, size, blocks and tied best columns of the first layout that fits."""
+    """The environment, size, blocks and tied best columns of the first of `PLACES` that fits, else
+    the table split into blocks of columns across the page."""
     variants = [printed, *filter(None, [_transposed(printed, best)])]
-    for env, width in (("table", COLUMN_WIDTH_PT), ("table*", TEXT_WIDTH_PT)):
+    for env, size_index, wrap in PLACES:
+        width, size = (COLUMN_WIDTH_PT if env == "table" else TEXT_WIDTH_PT) - SLACK_PT, SIZES[size_index]
         for variant in variants:
             ties: list[str] = []
             blocks = [_block(b, best, ties) for b in variant.blocks]
-            for size in SIZES:
-                if all(b.width(size[1]) <= width - SLACK_PT for b in blocks):
-                    return env, size, blocks, ties
+            fitted = [b if b.width(size[1]) <= width else b.wrapped(width, size[1]) if wrap else None
+                      for b in blocks]
+            if all(fitted):
+                return env, size, [b for b in fitted if b is not None], ties
     ties = []
     blocks = [_block(b, best, ties) for b in printed.blocks]
     size = SIZES[-1]
@@ -400,8 +452,8 @@ def table_latex(
     head, note = split_caption(caption)
     note = " ".join(filter(None, [note, printed.legend, _bold_note(best or {}, ties)]))
     width = COLUMN_WIDTH_PT if env == "table" else TEXT_WIDTH_PT
-    room = (FLOAT_SHARE * TEXT_HEIGHT_PT - CAPTION_SKIP_PT - _lines_tall(head, width, 10.0)
-            - _lines_tall(note, width, 8.0) - SKIP_PT)
+    room = (FLOAT_SHARE * TEXT_HEIGHT_PT - CAPTION_SKIP_PT - _lines_tall(head, width, CAPTION_PT)
+            - _lines_tall(note, width, SIZES[-1][1]) - SKIP_PT)
     lines = [f"% requires: \\usepackage{{{','.join(PACKAGES)}}}"]
     parts = _floats(blocks, size, room)
     for n, part in enumerate(parts):

@@ -37,6 +37,7 @@ from personalens_utils.data import Benchmark
 from personalens_utils.judging import JUDGEABLE_STATUSES, benchmark_contexts
 from personalens_utils.judging.config import Select
 from personalens_utils.llm.offline.judge import mentions, words_of
+from personalens_utils.outputs.latex import Block, Printed
 from personalens_utils.outputs.tables import Source, TableResult
 from personalens_utils.reference.schema import load_schema
 from personalens_utils.runstore.records import Dialogue
@@ -186,7 +187,14 @@ def audit_rates(audit: pd.DataFrame) -> TableResult:
                + HEURISTIC_NOTE + provenance_note(audit.attrs.get("backends", set())))
     source = Source.of(audit.attrs.get("origin", "an audit frame"), len(audit), "finished dialogues",
                        audit.attrs.get("backends", set()), sorted(set(audit["user_model"])))
-    return TableResult(pd.DataFrame(rows), caption, source, precision=1)
+    return TableResult(pd.DataFrame(rows), caption, source, precision=1, printed=printed_audit_rates)
+
+
+def printed_audit_rates(shown: pd.DataFrame) -> Printed:
+    """Table T2 for a paper: a heading per user agent above its assistants' rows, so its seven rates fit
+    across ACL's page at `\\small` rather than in two blocks."""
+    frame = shown.assign(**{"User agent": "User agent: " + shown["User agent"].astype(str)})
+    return Printed((Block(frame.reset_index(drop=True), group="User agent"),))
 
 
 def table3_without_flagged(tidy: pd.DataFrame, audit: pd.DataFrame, *, setting: str = MAIN_SETTING,

@@ -1,6 +1,7 @@
 """`make evaluate`: a Python assistant in a file outside the checkout beside a small reproduction's
 reference assistants, with no call made for them (their dialogues and judgments are reused, Table 5's
-second judge's and notebook 07's too), and every output issue 31 asks for in one folder with INDEX.md."""
+second judge's and notebook 07's too), and every output issue 31 asks for in one folder with INDEX.md,
+its tables printing at their natural size on ACL's page."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from support.checkout import copy_env
+from support.latex_page import PDFLATEX, unfit_tables
 
 from personalens_utils.outputs.tables import read_table
 
@@ -102,6 +104,8 @@ def test_evaluate_puts_a_file_assistant_beside_the_references_calling_only_it(re
     index = (folder / "INDEX.md").read_text(encoding="utf-8")
     assert "# Evaluation of `Counted`" in index and "| 07_trust |" in index
     assert [name for name in OUTPUTS if not (folder / name).is_file() or f"`{name}`" not in index] == []
+    if PDFLATEX is not None:  # its tables print on ACL's page as the reproduction's do
+        assert unfit_tables(sorted(folder.rglob("tables/*.tex")), tmp_path / "pages") == {}
 
 
 FAILING = '''

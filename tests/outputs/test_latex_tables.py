@@ -1,6 +1,6 @@
 """Exported LaTeX tables: escaping, labels, bold best values, layouts, and that every table the
-analysis and validation code writes prints in an ACL-like two-column paper at its natural size: no
-scaling, no box more than 1 pt too wide, no text under 7 pt."""
+analysis and validation code writes prints on ACL's page (11 pt Times, columns 7.7 cm) at its natural
+size: no scaling, no box more than 1 pt too wide, no text under `\\footnotesize`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,16 @@ import re
 
 import pandas as pd
 import pytest
-from support.latex_page import MIN_TEXT_PT, PDFLATEX, compile_problems, compile_table, needs_tex
+from support.latex_page import (
+    DOCUMENT_CLASS,
+    GEOMETRY,
+    MIN_TEXT_PT,
+    PDFLATEX,
+    SHARED_PAGE,
+    compile_problems,
+    compile_table,
+    needs_tex,
+)
 from support.paper_outputs import write_outputs
 from support.synthetic_store import JUDGE, build_benchmark, build_store
 
@@ -136,6 +145,54 @@ def test_a_column_too_wide_for_the_text_is_named():
         table_latex(frame.assign(other=[2.5] * 1, more=["x" * 10]), "C.", "tab:long")
 
 
+def test_the_page_tables_are_checked_on_is_the_shared_acl_page():
+    if not SHARED_PAGE.is_file():
+        pytest.skip(f"no shared ACL page beside the checkout ({SHARED_PAGE}): the support's copy of its "
+                    "geometry is checked against nothing")
+    shared = SHARED_PAGE.read_text(encoding="utf-8").splitlines()
+    assert DOCUMENT_CLASS in shared and GEOMETRY in shared and "\\usepackage{times}" in shared
+
+
+PAPER_SHAPES = {
+    "comparisons": pd.DataFrame({  # Table P3: a comparison named in words beside its interval
+        "task": ["3.1", "3.2"], "metric": ["Accuracy", "RMSE"],
+        "comparison": ["P-Conv - P-NonConv", "P-Conv - NP-Conv"],
+        "claude-3-5-sonnet": ["+0.308 [+0.085, +0.532]", "-64.643 [-79.144, -41.159]"]}),
+    "checks": pd.DataFrame({  # Table T1: long names of checks and verdicts beside numbers
+        "judge": ["Claude 3.5 Sonnet (offline)"] * 2,
+        "check": ["human agreement (Cohen's kappa, P, pooled over settings)", "known order (TCR)"],
+        "verdict": ["not measured (missing material)", "pass"],
+        **{name: ["0.698", "0.926"] for name in ("estimate", "ci_low", "ci_high")},
+        "n": ["808", "808"], "n_needed": ["1200", ""]}),
+    "preferences": pd.DataFrame({  # Table 9: long preference types beside six columns of counts
+        "Domain": ["Messaging", "Messaging", "Services", "Services", "Rental Cars"],
+        "Preference Type": ["Preferred Communication Style", "Frequent Contact", "Preferred Service Provider "
+                            "Types", "Service Provider Gender Preference", "Additional Feature Preference"],
+        "Is Categorical": ["yes", "no", "yes", "yes", "yes"],
+        **{name: ["21", "--", "5", "3", "9"] for name in ("# Poss.", "# Gen.", "Evenness", "# Distinct",
+                                                           "# Off-list")}}),
+}
+"""Frames shaped like the paper's tables with long text (the 10 pt page let them print too wide on ACL's);
+Table 3's shape is `all_exported_tables`' own Table 3."""
+
+
+@needs_tex
+@pytest.mark.parametrize("shape", sorted(PAPER_SHAPES))
+def test_tables_shaped_like_the_papers_fit_acls_page_at_small_size(shape, tmp_path):
+    tex = tmp_path / f"{shape}.tex"
+    tex.write_text(table_latex(PAPER_SHAPES[shape], "Caption. A note.", f"tab:{shape}"), encoding="utf-8")
+    assert compile_problems(tex) == []
+    assert "\n\\small\n" in tex.read_text(encoding="utf-8")  # fitted by layout, not by a smaller size
+
+
+def test_a_long_text_column_wraps_across_the_page_rather_than_shrinking():
+    latex = table_latex(PAPER_SHAPES["preferences"], "C.", "tab:wrap")
+    assert "\\begin{table*}" in latex and "\n\\small\n" in latex
+    wrapped = "\\begin{tabular}[t]{@{}l@{}}Preferred Communication\\\\{}Style\\end{tabular}"
+    assert f"Messaging & {wrapped} & yes" in latex
+    assert "Messaging & Frequent Contact & no" in latex  # a cell that fits stays on one line
+
+
 def all_exported_tables(out) -> None:
     """Every table of notebooks 02-06 (`write_outputs`), Table 11, J3, a table of symbols and the
     human-anchored tables (V1, synthetic annotators), under `out`."""
@@ -196,7 +253,7 @@ def test_the_page_check_sees_a_float_taller_than_the_page(tmp_path):
     tex.write_text(f"\\begin{{table}}\\begin{{tabular}}{{lr}}\n{rows}\\end{{tabular}}\\end{{table}}\n")
     problems, _ = compile_table(PDFLATEX, tex, tmp_path / "pages")
     assert any("float too large for the page" in p for p in problems)
-    assert any(re.fullmatch(r"float [\d.]+ pt tall, the text 650.4 pt", p) for p in problems)
+    assert any(re.fullmatch(r"float [\d.]+ pt tall, the text 702.8 pt", p) for p in problems)  # 24.7 cm
 
 
 def long_frame(rows: int) -> pd.DataFrame:

@@ -1,9 +1,12 @@
-"""An ACL-like page for compiling the kit's tables, and what pdflatex says about each.
+"""ACL's page for compiling the kit's tables, and what pdflatex says about each.
 
-10 pt Times, two 3.03 in columns, 6.3 in text width, as an ACL paper; the PDF is left uncompressed so
-the sizes its text is set at can be read back (`support.pdf.font_sizes`). Every float's height is
-written to the log, so a float taller than the text (which LaTeX only warns about, then prints over the
-page foot) is a problem like an overfull box.
+The page has the geometry of an ACL paper and of `../shared/latex/acl_page.tex` beside the checkout
+(`SHARED_PAGE`): 11 pt Times, two columns of 7.7 cm, a text 16.0 cm wide and 24.7 cm tall, so
+`\\small` is 10 pt and `\\footnotesize` 9 pt. It loads only the packages a table says it requires
+(nothing that could scale it) and leaves the PDF uncompressed, so the sizes its text is set at can be
+read back (`support.pdf.font_sizes`). Every float's height is written to the log, so a float taller
+than the text (which LaTeX only warns about, then prints over the page foot) is a problem like an
+overfull box.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import pytest
@@ -24,12 +27,19 @@ needs_tex = pytest.mark.skipif(
     PDFLATEX is None,
     reason="pdflatex not found: install TeX Live (apt-get install texlive-latex-extra); .ci/run does this",
 )
-MIN_TEXT_PT = 7.0
+SHARED_PAGE = Path(__file__).resolve().parents[3] / "shared" / "latex" / "acl_page.tex"
+"""The ACL page the project's tables are checked on, beside the checkout (not part of the repository)."""
+DOCUMENT_CLASS = "\\documentclass[11pt,twocolumn]{article}"
+GEOMETRY = "\\usepackage[a4paper,textwidth=16cm,textheight=24.7cm,columnsep=0.6cm,top=2.5cm]{geometry}"
+"""ACL's page, as `SHARED_PAGE` writes it."""
+MIN_TEXT_PT = 9.0
+"""The smallest text a table may print: `\\footnotesize` of an 11 pt paper (`\\scriptsize` is 8 pt)."""
 TEX_PT_IN_BP = 72 / 72.27
 """A TeX point in PDF points (big points): pdflatex writes sizes in these."""
-TEXT_HEIGHT = "9in"
 FLOAT_HEIGHT = "PL float height"
 """The log line each float writes: its box's height and depth (pt) and the text height."""
+SCALING = re.compile(r"\\(?:adjustbox|resizebox|scalebox)|\\(?:tiny|scriptsize)\b")
+"""What a table at its natural size never uses."""
 _MEASURE_FLOATS = (
     "\\makeatletter\\let\\pl@largefloatcheck\\@largefloatcheck"
     f"\\def\\@largefloatcheck{{\\typeout{{{FLOAT_HEIGHT}: \\the\\ht\\@currbox\\space"
@@ -38,14 +48,15 @@ _MEASURE_FLOATS = (
 
 
 def acl_document(tables: Sequence[str]) -> str:
-    """The tables on ACL-like pages, with no package that could scale them."""
+    """The tables on ACL's pages, with no package that could scale them."""
     return "\n".join([
         "\\pdfcompresslevel=0",
         "\\pdfobjcompresslevel=0",
-        "\\documentclass[10pt,twocolumn]{article}",
-        "\\usepackage[T1]{fontenc}",
+        DOCUMENT_CLASS,
+        GEOMETRY,
         "\\usepackage{times}",
-        f"\\usepackage[textwidth=6.3in,columnsep=0.24in,textheight={TEXT_HEIGHT}]{{geometry}}",
+        "\\usepackage[T1]{fontenc}",
+        "\\usepackage[utf8]{inputenc}",
         f"\\usepackage{{{','.join(PACKAGES)}}}",
         _MEASURE_FLOATS,
         "\\begin{document}",
@@ -57,7 +68,7 @@ def acl_document(tables: Sequence[str]) -> str:
 
 
 def compile_table(pdflatex: str, tex: Path, out_dir: Path) -> tuple[list[str], float]:
-    """Compile one table on an ACL-like page: the problems (errors, boxes more than 1 pt too wide,
+    """Compile one table on ACL's page: the problems (errors, boxes more than 1 pt too wide,
     floats taller than the text) and the smallest text size (pt) in the PDF."""
     out_dir.mkdir(parents=True, exist_ok=True)
     doc = out_dir / f"{tex.stem}_page.tex"
@@ -89,9 +100,24 @@ def float_heights(log: str) -> list[str]:
 
 
 def compile_problems(tex: Path) -> list[str]:
-    """pdflatex problems of one table on an ACL-like page: errors, boxes more than 1 pt too wide, floats
-    taller than the text (LaTeX's "Float too large"), and text under 7 pt."""
+    """pdflatex problems of one table on ACL's page: errors, boxes more than 1 pt too wide, floats
+    taller than the text (LaTeX's "Float too large"), and text smaller than `\\footnotesize`."""
     problems, smallest = compile_table(PDFLATEX, tex, tex.parent / "acl_pages")
     if smallest < MIN_TEXT_PT - 0.05:
         problems.append(f"text at {smallest:.2f} pt")
     return problems
+
+
+def unfit_tables(tables: Iterable[Path], work: Path) -> dict[str, list[str]]:
+    """The problems of each table that does not print at its natural size on ACL's page (scaling
+    commands, then `compile_problems`), by its path; each is compiled from a copy under `work`."""
+    failed = {}
+    work.mkdir(parents=True, exist_ok=True)
+    for n, tex in enumerate(tables):
+        text = tex.read_text(encoding="utf-8")
+        copy = work / f"t{n}_{tex.name}"  # tables of several folders share names
+        copy.write_text(text, encoding="utf-8")
+        problems = [f"uses {m.group()}" for m in SCALING.finditer(text)] + compile_problems(copy)
+        if problems:
+            failed[str(tex)] = problems
+    return failed

@@ -82,6 +82,16 @@ def test_rates_per_model_count_the_flagged_dialogues(judged):
     assert "heuristics" in rates.caption and "offline" in rates.caption
 
 
+def test_rates_print_across_acls_page_in_one_block_a_heading_per_user_agent(judged, tmp_path):
+    """Seven rates beside the user agent and the model are wider than ACL's text at `\\small` (before
+    issue 39 they printed 18.7 pt too wide); the user agent heads its rows instead of filling a column."""
+    paths = audit_rates(judged[2]).save(tmp_path, "T2", "user_agent_audit")
+    latex = paths["tex"].read_text(encoding="utf-8")
+    assert latex.count("\\begin{tabular}{") == 1 and "\n\\small\n" in latex
+    assert "\\textit{User agent: user-sim}" in latex and "User agent &" not in latex
+    assert "User agent: " not in paths["md"].read_text(encoding="utf-8")  # the Markdown keeps its column
+
+
 def test_table3_without_flagged_sits_beside_the_original_with_the_difference(judged):
     _, tidy, audit = judged
     assert audit["any_flag"].any()  # the offline user agent trips some flags

@@ -11,7 +11,7 @@ import shutil
 import numpy as np
 import pandas as pd
 import pytest
-from support.latex_page import compile_table
+from support.latex_page import MIN_TEXT_PT, compile_table
 from support.synthetic_store import JUDGE, build_benchmark, build_store
 
 from personalens_utils.analysis import annotation, scores
@@ -272,7 +272,7 @@ def test_the_table_on_an_offline_store_with_the_synthetic_annotator(offline_run,
         text = tex.read_text(encoding="utf-8")
         assert not re.search(r"adjustbox|resizebox|scalebox", text), tex.name
         problems, smallest = compile_table(pdflatex, tex, tmp_path / "pages")
-        assert problems == [] and smallest >= 7.0 - 0.05, (tex.name, problems, smallest)
+        assert problems == [] and smallest >= MIN_TEXT_PT - 0.05, (tex.name, problems, smallest)
 
 
 def test_scores_of_one_assistant_give_a_differences_table_with_no_rows_that_says_why(offline_run, tmp_path):
