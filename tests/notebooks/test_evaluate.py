@@ -15,7 +15,7 @@ from support.checkout import copy_env
 
 from personalens_utils.outputs.tables import read_table
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("reproduced_checkout")]
+pytestmark = pytest.mark.slow
 
 ASSISTANT = '''
 from pathlib import Path
