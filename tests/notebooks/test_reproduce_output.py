@@ -17,8 +17,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.official, pytest.mark.timeout(600, f
 def test_a_reproduction_prints_no_kernel_warning(journey):
     printed = Path(load_steps(journey)["reproduce"].log).read_text(encoding="utf-8")
     for name in ("06_analysis", "07_trust", "09_validity", "08_persona_bench"):
-        assert re.search(rf"^\[reproduce\] \[\d+/\d+\] {name} done in \d+s$", printed, re.M), name
+        # not anchored at the line's start: the kernels' standard error shares the log and may end no line
+        assert re.search(rf"\[reproduce\] \[\d+/\d+\] {name} done in \d+s$", printed, re.M), name
     assert "assistant_models=" not in printed  # the parameters are in the pass's parameters.log
-    assert re.search(r"^\[reproduce\] ran \d+ notebook\(s\)", printed, re.M), "no summary line"
+    assert re.search(r"\[reproduce\] ran \d+ notebook\(s\)", printed), "no summary line"
     assert TCP_WARNING not in printed
     assert "[IPKernelApp] WARNING" not in printed

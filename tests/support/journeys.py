@@ -50,6 +50,8 @@ ASSISTANT = '''class Echoing:
 """The assistant of step (b), the class `../shared/journeys.sh` writes."""
 ERROR_LINE = re.compile(r"\w(?:Error|Exception)\b|FAILED|\bfailed\b|\berror:|Traceback")
 STEPS_FILE = "steps.json"
+KIT_LINE = "[reproduce]"
+"""How the kit's runners start their lines; the kernels' standard error, in the same log, may end no line."""
 NOT_IN_PASS = "is not part of this pass"
 """How INDEX.md says a notebook does not run in a pass (`reproduce.index._reason`): not a failure."""
 
@@ -70,7 +72,8 @@ class Step:
         lines = [line.strip() for line in Path(self.log).read_text(encoding="utf-8", errors="replace")
                  .splitlines() if line.strip()]
         errors = [line for line in lines if ERROR_LINE.search(line) and not line.startswith("Traceback")]
-        return (errors or lines or ["(the log is empty)"])[-1][:400]
+        last = (errors or lines or ["(the log is empty)"])[-1]
+        return (last[last.rfind(KIT_LINE):] if KIT_LINE in last else last)[:400]  # after a kernel's text
 
     def failure(self) -> str:
         """What a failing test says: the step, how it ended, its log's last error line, and the log."""
