@@ -108,17 +108,19 @@ def journey_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def journey(tmp_path_factory: pytest.TempPathFactory, journey_data: Path) -> Path:
     """Journey (a): a clone of the committed HEAD right after `make reproduce RUN=journey` on the official
-    data at the default sizes (support.journeys), made once for every worker. The clone is `kit/` in the
-    returned folder, the step's outcome in `steps.json` (`journeys.load_steps`), its log beside it. It
-    may have failed: the tests of tests/journeys/ say so, the tests that read a pass say it is missing.
-    Read-only by convention; a test that writes copies `kit/` first."""
+    data at the default sizes (support.journeys), made once for every worker. A copy of the clone as (a)
+    left it is `reproduced/` in the returned folder (the clone itself, `kit/`, goes on with `journey_after`),
+    the step's outcome in `steps.json` (`journeys.load_steps`), its log beside it. It may have failed: the
+    tests of tests/journeys/ say so, the tests that read a pass say it is missing. Read-only by
+    convention; a test that writes copies `reproduced/` first."""
     def make(folder: Path) -> None:
-        checkout = clone_head(folder / "kit")
+        checkout = clone_head(folder / journeys.CHECKOUT)
         env = journeys.journey_env(checkout, journey_data)
         assert journeys.imported_from(checkout, env) == checkout / "personalens_utils", \
             "the clone's steps would not run the clone's own package"
         step = journeys.run_step("reproduce", journeys.make("reproduce", f"RUN={journeys.RUN}"), checkout,
                                  env, folder, timeout=3600)
+        shutil.copytree(checkout, folder / journeys.SNAPSHOT, symlinks=True)
         journeys.save_steps(folder, [step])
 
     return made_once(tmp_path_factory, "journey", make)
@@ -126,12 +128,12 @@ def journey(tmp_path_factory: pytest.TempPathFactory, journey_data: Path) -> Pat
 
 @pytest.fixture(scope="session")
 def journey_after(tmp_path_factory: pytest.TempPathFactory, journey: Path, journey_data: Path) -> Path:
-    """Journeys (b)-(d) in a copy of journey (a)'s clone, made once for every worker: `make evaluate` with
+    """Journeys (b)-(d) in journey (a)'s clone, after it, made once for every worker: `make evaluate` with
     `Echoing` from a file outside the clone, `make reproduce RUN=journey` again, then each notebook 02-09
     on its defaults through the kit's runner. Every step runs whatever the one before it did; their
-    outcomes are in `steps.json` (`journeys.load_steps`)."""
+    outcomes are in `steps.json` (`journeys.load_steps`), the clone stays in the journey's folder."""
     def make(folder: Path) -> None:
-        checkout = Path(shutil.copytree(journey / "kit", folder / "kit", symlinks=True))
+        checkout = journey / journeys.CHECKOUT
         mine = folder / "mine" / "my_assistant.py"
         mine.parent.mkdir()
         mine.write_text(journeys.ASSISTANT, encoding="utf-8")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from support.checkout import ROOT, copy_env
-from support.journeys import load_steps
+from support.journeys import SNAPSHOT, load_steps
 
 pytestmark = pytest.mark.slow
 
@@ -80,7 +80,7 @@ def test_every_readme_command_is_run_or_says_why_not():
 @pytest.mark.official
 @pytest.mark.timeout(900, func_only=True)  # the journeys' reproduction (the fixture) has its own timeout
 def test_the_cheap_readme_commands_run_verbatim_after_reproduce(journey, tmp_path):
-    checkout = Path(shutil.copytree(journey / "kit", tmp_path / "checkout", symlinks=True))
+    checkout = Path(shutil.copytree(journey / SNAPSHOT, tmp_path / "checkout", symlinks=True))
     (checkout / ".venv").symlink_to(sys.prefix)  # what `make install` made
     latest = checkout / "runs" / "LATEST"
     assert latest.is_file(), f"no pass was published: {load_steps(journey)['reproduce'].failure()}"

@@ -10,7 +10,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from support.journeys import NOT_IN_PASS, NOTEBOOKS, RUN, Step, index_sections, load_steps, summary_counts
+from support.journeys import (
+    CHECKOUT,
+    NOT_IN_PASS,
+    NOTEBOOKS,
+    RUN,
+    SNAPSHOT,
+    Step,
+    index_sections,
+    load_steps,
+    summary_counts,
+)
 
 from personalens_utils.reproduce.index import PAPER_ITEMS
 
@@ -27,7 +37,7 @@ def _every_notebook_ok(step: Step) -> None:
 
 def test_a_make_reproduce_on_the_official_data_finishes_both_passes_and_indexes_every_paper_table(journey):
     _every_notebook_ok(load_steps(journey)["reproduce"])
-    index = journey / "kit" / "runs" / RUN / "INDEX.md"
+    index = journey / SNAPSHOT / "runs" / RUN / "INDEX.md"
     sections = index_sections(index.read_text(encoding="utf-8"))
     assert sorted(sections) == sorted(PASSES), f"{index}: passes {sorted(sections)}"
     for name, items in sections.items():
@@ -40,10 +50,10 @@ def test_a_make_reproduce_on_the_official_data_finishes_both_passes_and_indexes_
         f"{index}: paper items no pass reproduced"
 
 
-def test_b_make_evaluate_adds_an_assistant_from_a_file_outside_the_checkout(journey_after):
+def test_b_make_evaluate_adds_an_assistant_from_a_file_outside_the_checkout(journey, journey_after):
     step = load_steps(journey_after)["evaluate"]
     assert step.returncode == 0, step.failure()
-    indexes = list((journey_after / "kit" / "runs" / RUN).glob("*/evaluations/Echoing/INDEX.md"))
+    indexes = list((journey / CHECKOUT / "runs" / RUN).glob("*/evaluations/Echoing/INDEX.md"))
     assert indexes, f"{step.failure()} (no evaluations/Echoing/INDEX.md under runs/{RUN})"
     assert "FAILED" not in indexes[0].read_text(encoding="utf-8"), f"{indexes[0]} lists a failed notebook"
 

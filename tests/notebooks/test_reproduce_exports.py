@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from support.journeys import NOT_IN_PASS, RUN, index_sections, load_steps
+from support.journeys import NOT_IN_PASS, RUN, SNAPSHOT, index_sections, load_steps
 from support.latex_page import PDFLATEX, compile_problems
 from support.pdf import POINTS_PER_INCH, font_sizes, font_subtypes, page_size, pdf_text
 
@@ -31,7 +31,7 @@ SCALING = re.compile(r"\\(?:adjustbox|resizebox|scalebox)|\\(?:tiny|scriptsize)\
 def run_dir(request, journey) -> Path:
     """`runs/journey/<pass>/` of the journeys' reproduction; a pass that did not finish fails the test
     with what the reproduction's log says."""
-    runs, step = journey / "kit" / "runs" / RUN, load_steps(journey)["reproduce"]
+    runs, step = journey / SNAPSHOT / "runs" / RUN, load_steps(journey)["reproduce"]
     index = runs / "INDEX.md"
     assert index.is_file(), f"the journeys' reproduction wrote no {index}: {step.failure()}"
     items = index_sections(index.read_text(encoding="utf-8")).get(request.param, {})

@@ -2,11 +2,12 @@
 
 A `git clone` of the committed HEAD, the official data extracted from ../shared/data as the README's
 `PERSONALENS_DATA`, the default sizes, and every step a process of its own that imports nothing ahead:
-(a) `make reproduce RUN=journey`; then, in a copy of that checkout, (b) `make evaluate` with an assistant
+(a) `make reproduce RUN=journey`; then, in the same checkout, (b) `make evaluate` with an assistant
 class in a file outside the checkout, (c) `make reproduce RUN=journey` again and (d) each notebook 02-09
-on its defaults through `python -m personalens_utils.run NN`. The checkout of (a) is left as (a) made
-it, so the tests that only read a reproduction (exports, README, what it printed) read it at once while
-(b)-(d) go on in the copy.
+on its defaults through `python -m personalens_utils.run NN`. Right after (a) the checkout is copied
+(`SNAPSHOT`), and the tests that only read a reproduction (exports, README, what it printed) read the
+copy while (b)-(d) go on. (b)-(d) cannot run in a copy instead: a store's run card names the benchmark
+folder it read, so `make reproduce` in a copy refuses the moved store (RunCardError), as it should.
 
 The clone runs this checkout's installed .venv rather than one of its own: `make install` in the clone
 takes minutes, and its `pip install -e .` would point this checkout's venv at the clone. So `make` is
@@ -32,6 +33,10 @@ from support.checkout import copy_env
 
 RUN = "journey"
 """The reproduction's run name, as `make reproduce RUN=journey`."""
+CHECKOUT = "kit"
+"""The clone the journeys run in, in the journey fixture's folder."""
+SNAPSHOT = "reproduced"
+"""A copy of the clone right after (a), beside it: what the tests that read a reproduction read."""
 NOTEBOOKS = ("02", "03", "04", "05", "06", "07", "08", "09")
 """The notebooks run on their defaults after the other journeys (step (d))."""
 KEYS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "AWS_ACCESS_KEY_ID", "PERSONALENS_CACHE")
