@@ -8,7 +8,7 @@ ARGS ?=
 # JupyterLab refuses to run as root unless told; containers often run as root.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: install git-filter test lint reproduce evaluate lab bench clean-runs strip
+.PHONY: install git-filter test test-fast lint reproduce evaluate lab bench clean-runs strip
 
 install: $(STAMP) git-filter
 
@@ -32,6 +32,10 @@ lint: install
 
 test: install lint
 	$(BIN)/python -m pytest -n 2 --dist loadgroup $(ARGS)
+
+# The edit loop's tier: everything but the journeys and the other tests that need a whole reproduction.
+test-fast: install lint
+	$(BIN)/python -m pytest -n 2 --dist loadgroup -m "not reproduction" $(ARGS)
 
 # e.g. make reproduce RUN=mine ARGS="--backend anthropic --assistant-models openai@VLLM_URL:Qwen/Qwen2.5-7B-Instruct"
 # (per-role specs: --user-model, --assistant-models, --ablation-model, --judge-model, --compare-assistant python:...)

@@ -9,11 +9,14 @@ official code archive likewise, or at $PERSONALENS_CODE_ARCHIVE.
 from __future__ import annotations
 
 import os
+import shutil
+import sys
 import tarfile
 from pathlib import Path
 
 import pytest
-from support.checkout import SMALL_OFFICIAL_REPRODUCE, fresh_copy, official_sample, run_reproduce
+from support import journeys
+from support.checkout import clone_head, fresh_copy, made_once, run_reproduce
 from support.official_data import SHARED_ARCHIVE, SHARED_CODE_ARCHIVE
 
 pytest_plugins = ["support.shared_fixtures"]
@@ -68,26 +71,82 @@ def official_run_user7(official_code_root: Path) -> Path:
     return official_code_root / "official-run-user7"
 
 
+REPRODUCTIONS = {"reproduced_checkout", "journey", "journey_after"}
+"""The fixtures that make a whole `make reproduce`: a test using one is marked `reproduction`."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test that needs a whole reproduction, so `make test-fast` (-m "not reproduction")
+    leaves it out without a test file having to remember the mark."""
+    for item in items:
+        if REPRODUCTIONS & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.reproduction)
+
+
 @pytest.fixture(scope="session")
 def reproduced_checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh copy of the kit right after a small offline `make reproduce` (support.checkout:
     generated pass, 6 users): `runs/small/generated/` and `runs/LATEST`; what the command printed is
     in `reproduce.log` beside the checkout. Read-only by convention; a test that runs notebooks copies
-    it first. Tests using it share the xdist group "reproduced_checkout", so one worker makes it once."""
-    checkout = fresh_copy(tmp_path_factory.mktemp("reproduced") / "checkout")
-    (checkout.parent / "reproduce.log").write_text(run_reproduce(checkout), encoding="utf-8")
-    return checkout
+    it first. Made once per session, whichever xdist worker asks first (`made_once`)."""
+    def make(folder: Path) -> None:
+        checkout = fresh_copy(folder / "checkout")
+        (folder / "reproduce.log").write_text(run_reproduce(checkout), encoding="utf-8")
+
+    return made_once(tmp_path_factory, "reproduced", make) / "checkout"
 
 
 @pytest.fixture(scope="session")
-def reproduced_official(tmp_path_factory: pytest.TempPathFactory, official_data: Path) -> Path:
-    """A fresh copy of the kit right after a small offline `make reproduce` of the official pass
-    (support.checkout: the official data of six users of sample_30): `runs/small/official/`. Read-only
-    by convention; tests using it share the xdist group "reproduced_official", so one worker makes it once,
-    while the other may make the generated pass's."""
-    root = tmp_path_factory.mktemp("reproduced_official")
-    bench = official_sample(official_data, root / "official_sample")
-    checkout = fresh_copy(root / "checkout")
-    log = run_reproduce(checkout, (*SMALL_OFFICIAL_REPRODUCE, "--benchmark-dir", str(bench)))
-    (root / "reproduce.log").write_text(log, encoding="utf-8")
-    return checkout
+def journey_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The official data extracted once for every worker: the README's `PERSONALENS_DATA` of the journeys."""
+    if not ARCHIVE.is_file():
+        pytest.skip(f"official PersonaLens archive not found at {ARCHIVE} (../shared is absent)")
+    made = made_once(tmp_path_factory, "journey_data", lambda folder: _extracted(ARCHIVE, "archive", folder))
+    return made / "data"
+
+
+@pytest.fixture(scope="session")
+def journey(tmp_path_factory: pytest.TempPathFactory, journey_data: Path) -> Path:
+    """Journey (a): a clone of the committed HEAD right after `make reproduce RUN=journey` on the official
+    data at the default sizes (support.journeys), made once for every worker. A copy of the clone as (a)
+    left it is `reproduced/` in the returned folder (the clone itself, `kit/`, goes on with `journey_after`),
+    the step's outcome in `steps.json` (`journeys.load_steps`), its log beside it. It may have failed: the
+    tests of tests/journeys/ say so, the tests that read a pass say it is missing. Read-only by
+    convention; a test that writes copies `reproduced/` first."""
+    def make(folder: Path) -> None:
+        checkout = clone_head(folder / journeys.CHECKOUT)
+        env = journeys.journey_env(checkout, journey_data)
+        assert journeys.imported_from(checkout, env) == checkout / "personalens_utils", \
+            "the clone's steps would not run the clone's own package"
+        step = journeys.run_step("reproduce", journeys.make("reproduce", f"RUN={journeys.RUN}"), checkout,
+                                 env, folder, timeout=3600)
+        shutil.copytree(checkout, folder / journeys.SNAPSHOT, symlinks=True)
+        journeys.save_steps(folder, [step])
+
+    return made_once(tmp_path_factory, "journey", make)
+
+
+@pytest.fixture(scope="session")
+def journey_after(tmp_path_factory: pytest.TempPathFactory, journey: Path, journey_data: Path) -> Path:
+    """Journeys (b)-(d) in journey (a)'s clone, after it, made once for every worker: `make evaluate` with
+    `Echoing` from a file outside the clone, `make reproduce RUN=journey` again, then each notebook 02-09
+    on its defaults through the kit's runner. Every step runs whatever the one before it did; their
+    outcomes are in `steps.json` (`journeys.load_steps`), the clone stays in the journey's folder."""
+    def make(folder: Path) -> None:
+        checkout = journey / journeys.CHECKOUT
+        mine = folder / "mine" / "my_assistant.py"
+        mine.parent.mkdir()
+        mine.write_text(journeys.ASSISTANT, encoding="utf-8")
+        env = journeys.journey_env(checkout, journey_data)
+        steps = [
+            journeys.run_step("evaluate", journeys.make("evaluate", f"ASSISTANT=python:{mine}:Echoing"),
+                              checkout, env, folder, timeout=2400),
+            journeys.run_step("reproduce-again", journeys.make("reproduce", f"RUN={journeys.RUN}"), checkout,
+                              env, folder, timeout=3600),
+        ]
+        for number in journeys.NOTEBOOKS:
+            command = [sys.executable, "-m", "personalens_utils.run", number]
+            steps.append(journeys.run_step(f"defaults-{number}", command, checkout, env, folder, 1800))
+        journeys.save_steps(folder, steps)
+
+    return made_once(tmp_path_factory, "journey_after", make)

@@ -1,6 +1,6 @@
-"""The README's shell commands, verbatim, on a fresh copy of the kit after a small `make reproduce`
-(issue 20): every command of its ```bash blocks is either run here or listed with the reason it is
-not, so a new command in the README fails this test until it is one or the other."""
+"""The README's shell commands, verbatim, on a copy of the journeys' checkout right after `make reproduce`
+(issue 20; support.journeys): every command of its ```bash blocks is either run here or listed with the
+reason it is not, so a new command in the README fails this test until it is one or the other."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 from support.checkout import ROOT, copy_env
+from support.journeys import SNAPSHOT, load_steps
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("reproduced_checkout")]
+pytestmark = pytest.mark.slow
 
 RUN = (
     "mkdir -p runs/mine",
@@ -21,8 +22,8 @@ RUN = (
 )
 """Run in this order, offline, each as the README writes it."""
 NOT_RUN = {
-    "make reproduce": "about 10 minutes on 2 cores; the reproduced_checkout fixture runs the same module "
-                      "(`python -m personalens_utils.reproduce`) on 6 users",
+    "make reproduce": "the journeys' fixture (tests/conftest.py: journey) runs it in a clone, with the "
+                      "official data as PERSONALENS_DATA",
     "make test": "the test suite itself",
     "make lab": "a server that runs until stopped; tests/notebooks/test_lab_browser.py starts it "
                 "(`make lab ARGS=...`)",
@@ -76,10 +77,15 @@ def test_every_readme_command_is_run_or_says_why_not():
     assert [c for c in commands if c in RUN] == list(RUN)  # in the README's order
 
 
-def test_the_cheap_readme_commands_run_verbatim_after_reproduce(reproduced_checkout, tmp_path):
-    checkout = Path(shutil.copytree(reproduced_checkout, tmp_path / "checkout", symlinks=True))
+@pytest.mark.official
+@pytest.mark.timeout(900, func_only=True)  # the journeys' reproduction (the fixture) has its own timeout
+def test_the_cheap_readme_commands_run_verbatim_after_reproduce(journey, tmp_path):
+    checkout = Path(shutil.copytree(journey / SNAPSHOT, tmp_path / "checkout", symlinks=True))
     (checkout / ".venv").symlink_to(sys.prefix)  # what `make install` made
-    store = checkout / "runs" / "small" / "generated" / "store"
+    latest = checkout / "runs" / "LATEST"
+    assert latest.is_file(), f"no pass was published: {load_steps(journey)['reproduce'].failure()}"
+    published = re.search(r"^folder: (\S+)", latest.read_text(encoding="utf-8"), re.M)
+    store = checkout / "runs" / published[1] / "store"
     held = {path.name: path.read_bytes() for path in store.rglob("*") if path.is_file()}
     for command in RUN:
         done = subprocess.run(["bash", "-ec", command], cwd=checkout, env=copy_env(checkout),

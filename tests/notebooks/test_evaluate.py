@@ -17,7 +17,7 @@ from support.latex_page import PDFLATEX, unfit_tables
 
 from personalens_utils.outputs.tables import read_table
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("reproduced_checkout")]
+pytestmark = pytest.mark.slow
 
 ASSISTANT = '''
 from pathlib import Path

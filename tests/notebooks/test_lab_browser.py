@@ -22,7 +22,7 @@ from personalens_utils.explore import Catalog
 from personalens_utils.runstore.records import Dialogue, Judgment
 from personalens_utils.runstore.store import RunStore
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("reproduced_checkout"), pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900, func_only=True)]  # the reproduction has its own
 
 JUDGE = "Claude 3.5 Sonnet"
 T = TypeVar("T")

@@ -1,7 +1,8 @@
 """Right after `make reproduce`, every notebook runs on its default parameters (issue 13): 02-06 find
 the reproduction's benchmark and run store through runs/LATEST, 01 generates data/generated/default.
 Executed copies keep finished progress bars. Without its input a notebook stops with one line
-saying what to run first."""
+saying what to run first. New work, a second `make reproduce`, then every notebook on its defaults: the
+journeys (b)-(d) of tests/journeys/."""
 
 from __future__ import annotations
 
@@ -12,11 +13,11 @@ from pathlib import Path
 
 import papermill
 import pytest
-from support.checkout import SMALL_REPRODUCE, copy_env, run_reproduce
+from support.checkout import copy_env
 
 from personalens_utils.base import paths
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("reproduced_checkout")]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600, func_only=True)]  # the reproduction has its own
 
 ORDER = ("02_validation", "03_simulation", "04_judging", "05_ablation", "06_analysis", "07_trust",
          "01_generation")
@@ -65,7 +66,7 @@ def _bars(executed: Path) -> list[str]:
     return [text for text in texts if METER.search(text)]
 
 
-@pytest.mark.timeout(1500)  # nine notebooks in a row (02-07, 01, then 04 twice); the default 600 s guards one
+@pytest.mark.timeout(1500, func_only=True)  # nine notebooks in a row (02-07, 01, then 04 twice)
 def test_every_notebook_runs_on_its_defaults_right_after_reproduce(checkout, tmp_path):
     latest = (checkout / "runs" / "LATEST").read_text(encoding="utf-8")
     assert "folder: small/generated" in latest and "benchmark: small/generated/benchmark" in latest
@@ -183,37 +184,3 @@ def test_a_notebook_that_would_extend_the_reproduction_says_so_and_writes_to_its
     assert set(held) < set(made)  # a copy of the reproduction's dialogues, then the new ones
     new = {(d["assistant_model"], d["assistant_setting"]) for i, d in made.items() if i not in held}
     assert new == {("ref-dialogue-only", "base+I")}
-
-
-MINE = """class Mine:
-    def reply(self, view, llm):
-        return "Noted: " + view.instructions[:40]
-"""
-
-
-@pytest.mark.timeout(1800)  # 03, a second `make reproduce`, then 02-06
-def test_new_work_then_a_second_reproduction_leave_notebooks_on_their_defaults_running(checkout, tmp_path):
-    """Issue 31's acceptance: `make reproduce`, notebook 03 on its defaults with a new assistant, `make
-    reproduce RUN=other`, then notebooks 02-06 on their defaults: all run, on the second reproduction,
-    each run's tables in a folder of its own."""
-    runs = checkout / "runs"
-    file = tmp_path / "outside" / "my_assistant.py"
-    file.parent.mkdir()
-    file.write_text(MINE, encoding="utf-8")
-    _run(checkout, "03_simulation", tmp_path / "first", assistant_model=f"python:{file}:Mine")
-    first_03 = paths.newest_output("simulation-report", runs)
-    made = {p: p.read_bytes() for p in sorted(first_03.rglob("*")) if p.is_file()}
-    assert "Mine" in (runs / "small" / "generated" / EXTENDED / "dialogues.jsonl").read_text(encoding="utf-8")
-    run_reproduce(checkout, ("--run", "other", *SMALL_REPRODUCE[2:]))
-    assert "folder: other/generated" in (runs / "LATEST").read_text(encoding="utf-8")
-    second = tmp_path / "second"
-    texts = {name: _text(_run(checkout, name, second))
-             for name in ("02_validation", "03_simulation", "04_judging", "05_ablation", "06_analysis")}
-    other = runs / "other" / "generated"
-    for name in ("03_simulation", "04_judging", "06_analysis"):
-        assert str(other / "store") in texts[name] or str(other / EXTENDED) in texts[name], name
-    assert "Notebook 06 finished" in texts["06_analysis"]
-    assert paths.newest_output("simulation-report", runs) != first_03  # a folder of its own, the first kept
-    assert {p: p.read_bytes() for p in sorted(first_03.rglob("*")) if p.is_file()} == made
-    assert not (other / EXTENDED / "EXTENDS").exists() or \
-        str(other / "store") in (other / EXTENDED / "EXTENDS").read_text(encoding="utf-8")

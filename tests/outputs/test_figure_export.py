@@ -21,29 +21,30 @@ import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from support.figures import overlaps_and_overflows, persona_radar
-from support.paper_outputs import write_outputs
 from support.pdf import POINTS_PER_INCH, font_sizes, font_subtypes, page_size, pdf_text
-from support.synthetic_store import JUDGE, build_store
+from support.synthetic_store import JUDGE
 
 from personalens_utils import analysis
 from personalens_utils.analysis import scores
 from personalens_utils.data.demographics import sample_demographics
 from personalens_utils.llm.offline import OFFLINE_LABEL
 from personalens_utils.outputs import plots
+from personalens_utils.runstore.store import RunStore
 from personalens_utils.validation.figures import figure3
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("determinism")]
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("figure_export")]  # one worker makes `figure_dir`
 FIGURES = ("figure3_demographics", "figure4_domains", "figure5_turns", "figure_radar_personalization")
 OTHER_WIDTH = {"figure3_demographics": "column", "figure4_domains": "column", "figure5_turns": "text",
                "figure_radar_personalization": "text"}
 
 
 @pytest.fixture(scope="module")
-def figure_dir(tmp_path_factory) -> Path:
-    """Every figure of `write_outputs`, and Figures 3 and 5 made from offline results as well."""
+def figure_dir(tmp_path_factory, paper_outputs) -> Path:
+    """Every figure of `write_outputs` (`paper_outputs`), and Figures 3 and 5 made from offline results
+    as well."""
     root = tmp_path_factory.mktemp("figure_export")
-    store = build_store(root / "store")
-    write_outputs(root / "store", root / "out")
+    shutil.copytree(paper_outputs / "out", root / "out")
+    store = RunStore(paper_outputs / "store")
     turns = scores.turn_frame(scores.load_scores(store, judge_model=JUDGE))
     fig5 = analysis.figure5(turns, assistant_model="model-a", backend_names={"offline"})
     fig5.save(root / "out", 5, "offline")

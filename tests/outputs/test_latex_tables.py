@@ -5,6 +5,8 @@ size: no scaling, no box more than 1 pt too wide, no text under `\\footnotesize`
 from __future__ import annotations
 
 import re
+import shutil
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -18,8 +20,7 @@ from support.latex_page import (
     compile_table,
     needs_tex,
 )
-from support.paper_outputs import write_outputs
-from support.synthetic_store import JUDGE, build_benchmark, build_store
+from support.synthetic_store import JUDGE, build_benchmark
 
 from personalens_utils import analysis
 from personalens_utils.analysis import annotation, scores
@@ -33,6 +34,7 @@ from personalens_utils.outputs.latex import (
     table_latex,
 )
 from personalens_utils.outputs.tables import save_table
+from personalens_utils.runstore.store import RunStore
 from personalens_utils.validity import anchored
 
 
@@ -193,11 +195,11 @@ def test_a_long_text_column_wraps_across_the_page_rather_than_shrinking():
     assert "Messaging & Frequent Contact & no" in latex  # a cell that fits stays on one line
 
 
-def all_exported_tables(out) -> None:
-    """Every table of notebooks 02-06 (`write_outputs`), Table 11, J3, a table of symbols and the
-    human-anchored tables (V1, synthetic annotators), under `out`."""
-    store = build_store(out.parent / "store")
-    write_outputs(out.parent / "store", out)
+def all_exported_tables(paper_outputs: Path, out: Path) -> None:
+    """Every table of notebooks 02-06 (`write_outputs`, copied from `paper_outputs`), Table 11, J3, a table
+    of symbols and the human-anchored tables (V1, synthetic annotators), under `out`."""
+    shutil.copytree(paper_outputs / "out", out)
+    store = RunStore(paper_outputs / "store")
     tidy = scores.load_scores(store, judge_model=JUDGE)
     analysis.table11().save(out, 11, "models")
     sanity = analysis.judge_sanity(tidy, ["model-a", "model-b", "model-c"], n_resamples=200)
@@ -217,9 +219,8 @@ def all_exported_tables(out) -> None:
 
 @needs_tex
 @pytest.mark.slow
-@pytest.mark.xdist_group("determinism")
-def test_every_written_table_prints_at_its_natural_size_on_an_acl_page(tmp_path):
-    all_exported_tables(tmp_path / "out")
+def test_every_written_table_prints_at_its_natural_size_on_an_acl_page(paper_outputs, tmp_path):
+    all_exported_tables(paper_outputs, tmp_path / "out")
     tables = sorted((tmp_path / "out" / "tables").glob("*.tex"))
     assert len(tables) >= 17
     failed, placed = {}, {}

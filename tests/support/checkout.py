@@ -12,20 +12,16 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from personalens_utils.data import PROFILE_DIR, TASK_DIR
+import pytest
+from filelock import FileLock
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL_REPRODUCE = ("--run", "small", "--passes", "generated", "--generated-users", "6",
                    "--ablation-users", "3", "--max-concurrency", "8")
 """`make reproduce ARGS=...` sized for tests: the generated pass only, 6 users, ablation on 3."""
-OFFICIAL_SAMPLE = (7, 66, 132, 139, 207, 230)
-"""The first six users of the official `sample_30`: the official pass sized for tests."""
-SMALL_OFFICIAL_REPRODUCE = ("--run", "small", "--passes", "official", "--users", "all",
-                            "--ablation-users", "3", "--max-concurrency", "8")
-"""The official pass on a benchmark folder holding only `OFFICIAL_SAMPLE` (`--benchmark-dir` is added)."""
 UNSET = ("PERSONALENS_DATA", "PERSONALENS_CACHE")
 """Environment that would point a copy at folders outside it."""
 
@@ -44,15 +40,6 @@ def fresh_copy(target: Path, root: Path = ROOT) -> Path:
     for name in tracked_files(root):
         (target / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(root / name, target / name)
-    return target
-
-
-def official_sample(official_data: Path, target: Path, users: Sequence[int] = OFFICIAL_SAMPLE) -> Path:
-    """An official-layout benchmark folder in `target` holding the official tasks and only `users`:
-    the official pass's own data, few enough users for a test to run the whole pass."""
-    shutil.copytree(official_data / TASK_DIR, target / TASK_DIR)
-    for user in users:
-        shutil.copytree(official_data / PROFILE_DIR / f"user{user}", target / PROFILE_DIR / f"user{user}")
     return target
 
 
@@ -75,3 +62,42 @@ def run_reproduce(checkout: Path, args: Sequence[str] = SMALL_REPRODUCE, timeout
         raise AssertionError(f"reproduce failed ({done.returncode}) in {checkout}:\n{done.stdout[-3000:]}"
                              f"\n{done.stderr[-3000:]}")
     return done.stdout + done.stderr
+
+
+def shared_folder(factory: pytest.TempPathFactory) -> Path:
+    """The session's temporary folder that every xdist worker sees (the parent of each worker's own base
+    folder), or the session's own base folder without xdist."""
+    base = factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def made_once(factory: pytest.TempPathFactory, name: str, make: Callable[[Path], object]) -> Path:
+    """`<shared folder>/<name>`, filled by `make` once per session by whichever worker asks first; the
+    other workers wait on a file lock beside it and reuse it. An error is kept beside it too, so a worker
+    that comes later fails with it at once instead of making the same expensive thing again."""
+    shared = shared_folder(factory)
+    folder, made, failed = (shared / name, shared / f"{name}.made", shared / f"{name}.failed")
+    with FileLock(str(shared / f"{name}.lock")):
+        if failed.is_file():
+            raise AssertionError(failed.read_text(encoding="utf-8"))
+        if not made.is_file():
+            if folder.exists():  # a worker that stopped half-way
+                shutil.rmtree(folder)
+            folder.mkdir(parents=True)
+            try:
+                make(folder)
+            except BaseException as exc:  # a timeout too: the others must not start it again
+                failed.write_text(f"{name} (made by another worker) failed: {exc}", encoding="utf-8")
+                raise
+            made.touch()
+    return folder
+
+
+def clone_head(target: Path, root: Path = ROOT) -> Path:
+    """A `git clone` of `root`'s committed HEAD into `target`: what a new user has, and nothing the
+    worktree holds uncommitted."""
+    subprocess.run(["git", "clone", "-q", str(root), str(target)], check=True, capture_output=True, text=True)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, check=True, capture_output=True,
+                          text=True).stdout.strip()
+    subprocess.run(["git", "checkout", "-q", head], cwd=target, check=True, capture_output=True, text=True)
+    return target

@@ -1,13 +1,16 @@
 """Fixtures that test files in more than one folder use, registered as a pytest plugin by tests/conftest.py.
 
-`figures`: the analysis and validation figures drawn from the synthetic store; `pilot_tidy` and `exports`:
-a simulated pilot and the trust tables and figures written from it; `page`: headless Chromium.
+`figures`: the analysis and validation figures drawn from the synthetic store; `paper_outputs`: that store
+and every table and figure of notebooks 02 and 04-06 written from it, once for every worker; `pilot_tidy`
+and `exports`: a simulated pilot and the trust tables and figures written from it; `page`: headless
+Chromium.
 """
 
 from __future__ import annotations
 
 import zlib
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import matplotlib
@@ -24,7 +27,9 @@ from personalens_utils.outputs import plots
 from personalens_utils.reference.schema import load_schema
 from personalens_utils.trust import differences, power, variance
 from personalens_utils.validation.figures import figure3
+from support.checkout import made_once
 from support.lab import CHROMIUM
+from support.paper_outputs import write_outputs
 from support.synthetic_store import JUDGE, build_store
 from support.trust_design import KNOWN, as_tidy, simulate, usage_table
 
@@ -61,6 +66,18 @@ def figures(tmp_path_factory) -> dict[str, Figure]:
         other = "text" if plots.span_of(result.figure) == "column" else "column"
         drawn[f"{name}_{other}"] = result.at(other)
     return drawn
+
+
+@pytest.fixture(scope="session")
+def paper_outputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The synthetic store in `store/` and what `write_outputs` makes of it in `out/`, made once for every
+    xdist worker (the determinism, figure and LaTeX checks each made the same a minute and a half long).
+    Read-only by convention: a test that adds outputs copies `out/` first."""
+    def make(folder: Path) -> None:
+        build_store(folder / "store")
+        write_outputs(folder / "store", folder / "out")
+
+    return made_once(tmp_path_factory, "paper_outputs", make)
 
 
 @pytest.fixture(scope="module")
