@@ -22,9 +22,10 @@ ROOT = Path(__file__).resolve().parents[2]
 SMALL_REPRODUCE = ("--run", "small", "--passes", "generated", "--generated-users", "6",
                    "--ablation-users", "3", "--max-concurrency", "8")
 """`make reproduce ARGS=...` sized for tests: the generated pass only, 6 users, ablation on 3."""
-UNSET = ("PERSONALENS_DATA", "PERSONALENS_CACHE", "MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES")
+UNSET = ("PERSONALENS_DATA", "PERSONALENS_CACHE", "MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES",
+         "ARGS", "RUN", "ASSISTANT")
 """Environment that would point a copy at folders outside it, and what the `make test` running the tests
-hands to any `make` below it: its command line's variables (`make test ARGS=...` would reach a
+hands to any `make` below it: make exports its command line's variables (`make test ARGS=...` would reach a
 `make reproduce` a test runs as its ARGS)."""
 
 
