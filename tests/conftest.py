@@ -71,6 +71,16 @@ def official_run_user7(official_code_root: Path) -> Path:
     return official_code_root / "official-run-user7"
 
 
+@pytest.fixture(autouse=True)
+def own_response_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test (and the kernels its notebooks start) gets a response cache of its own. The default is
+    the checkout's `.cache/responses`, shared by every test of a session and kept between sessions: a
+    test that answered an Anthropic-compatible fake's prompts once made a later test with the same tiny
+    benchmark and model find them cached (the kit counts a base URL of those backends as a gateway to the
+    same models) and submit nothing, so tests passed or failed by the order they ran in."""
+    monkeypatch.setenv("PERSONALENS_CACHE", str(tmp_path_factory.mktemp("response_cache")))
+
+
 REPRODUCTIONS = {"reproduced_checkout", "journey", "journey_after"}
 """The fixtures that make a whole `make reproduce`: a test using one is marked `reproduction`."""
 

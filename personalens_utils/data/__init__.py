@@ -90,7 +90,7 @@ class Benchmark:
         self.tasks = tasks
         self.scenarios = scenarios
         self.root = root
-        self._row_of: dict[str, int] | None = None
+        self._by_id: tuple[pd.DataFrame, dict[str, Scenario]] | None = None
 
     @classmethod
     def from_records(cls, users: Iterable[User], tasks: Iterable[TaskDefinition],
@@ -131,15 +131,17 @@ class Benchmark:
             raise KeyError(f"user {user_id} is not in this benchmark") from None
 
     def scenario(self, scenario_id: str) -> Scenario:
-        """One scenario by id ("user<N>/<task_id>") as a record."""
-        ids = self.scenarios["scenario_id"]
-        position = (self._row_of or {}).get(scenario_id)
-        if position is None or position >= len(ids) or ids.iat[position] != scenario_id:
-            self._row_of = {sid: i for i, sid in enumerate(ids)}  # first use, or the frame changed
-            position = self._row_of.get(scenario_id)
-        if position is None:
-            raise KeyError(f"scenario {scenario_id!r} is not in this benchmark")
-        return Scenario.from_row(self.scenarios.iloc[position].to_dict())
+        """One scenario by id ("user<N>/<task_id>") as a record.
+
+        The records are made once per `scenarios` frame: judging and the audit ask for one per dialogue,
+        tens of thousands of times, and a pandas row costs half a millisecond each time."""
+        if self._by_id is None or self._by_id[0] is not self.scenarios:
+            rows = self.scenarios.to_dict("records")
+            self._by_id = (self.scenarios, {row["scenario_id"]: Scenario.from_row(row) for row in rows})
+        try:
+            return self._by_id[1][scenario_id]
+        except KeyError:
+            raise KeyError(f"scenario {scenario_id!r} is not in this benchmark") from None
 
     def iter_scenarios(self, task_types: Sequence[str] = (SD, MD)) -> Iterator[Scenario]:
         frame = self.scenarios[self.scenarios["task_type"].isin(list(task_types))]

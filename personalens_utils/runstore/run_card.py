@@ -253,23 +253,30 @@ def _grow(entries: list[dict[str, Any]], new: Mapping[str, Any], fields: Sequenc
     entries.append(dict(new))
 
 
-def _counts(folder: Path, kinds: Sequence[type[Record]]) -> dict[str, dict[str, int]]:
+def _counts(folder: Path, kinds: Sequence[type[Record]],
+            store: RunStoreLike = None) -> dict[str, dict[str, int]]:
     """Records by status in the tables of `kinds` and every other table the store holds, the current
-    record of each id (a torn last line is not counted; read here rather than through `store`, which
-    calls this module when it merges)."""
+    record of each id (a torn last line is not counted). `store`, when it is the folder's own, counts
+    from the indexes it keeps; otherwise each table is read here rather than through a store, since the
+    store calls this module when it merges."""
     counts = {}
     tables = {kind.table for kind in kinds} | {p.stem for p in folder.glob("*.jsonl")}
+    own = store is not None and not isinstance(store, str | os.PathLike) and Path(store.root) == folder
     for name in sorted(tables):
-        status: dict[str, str] = {}
-        table = folder / f"{name}.jsonl"
-        if table.exists():
-            with table.open("rb") as fh:
-                for line in fh:
-                    if line.endswith(b"\n") and line.strip():
-                        rec = orjson.loads(line)
-                        status[rec["id"]] = str(rec.get("status"))
-        counts[name] = dict(sorted(Counter(status.values()).items()))
+        indexed = store.status_counts(name) if own else None
+        counts[name] = indexed if indexed is not None else _read_counts(folder / f"{name}.jsonl")
     return counts
+
+
+def _read_counts(table: Path) -> dict[str, int]:
+    status: dict[str, str] = {}
+    if table.exists():
+        with table.open("rb") as fh:
+            for line in fh:
+                if line.endswith(b"\n") and line.strip():
+                    rec = orjson.loads(line)
+                    status[rec["id"]] = str(rec.get("status"))
+    return dict(sorted(Counter(status.values()).items()))
 
 
 def protocol(card: Mapping[str, Any]) -> dict[str, Any]:
@@ -334,7 +341,7 @@ def update_card(store: RunStoreLike, *, simulation: Mapping[str, Any] | None = N
         kit = _kit()
         if kit not in card["kit"]:
             card["kit"].append(kit)
-        card["counts"] = _counts(root, (Dialogue, Judgment))
+        card["counts"] = _counts(root, (Dialogue, Judgment), store)
         card["updated"] = _now()
         card["protocol"] = protocol(card)
         write_card(root, card)

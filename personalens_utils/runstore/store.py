@@ -17,6 +17,7 @@ import os
 import socket
 import threading
 import warnings
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -176,6 +177,16 @@ class RunStore:
                 index[rec["id"]] = rec.get("status")
             self._offset[table] = offset + end
         return index
+
+    def status_counts(self, table: str) -> dict[str, int] | None:
+        """Records by status (the current record of each id) in `table`, counted from the index the store
+        keeps up to date (the run card counts them after every stage, and reading a whole judgments table
+        each time took seconds); None for a table of no record type the kit knows."""
+        kind = next((kind for kind in stored_types() if kind.table == table), None)
+        if kind is None:
+            return None
+        with self._lock:
+            return dict(sorted(Counter(str(status) for status in self._index(kind).values()).items()))
 
     def ids(self, kind: type[Record], *, include_errors: bool = True) -> set[str]:
         """Ids stored in a table; without the errored ones when `include_errors` is False."""

@@ -38,6 +38,7 @@ from personalens_utils.validity.tasks import (
     flagged_units,
     table3_on_measuring_tasks,
     task_audit_table,
+    task_audit_unavailable,
     task_gaps,
 )
 
@@ -65,5 +66,6 @@ __all__ = [
     "table3_on_measuring_tasks",
     "table3_without_user_faults",
     "task_audit_table",
+    "task_audit_unavailable",
     "task_gaps",
 ]

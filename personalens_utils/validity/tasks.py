@@ -93,18 +93,38 @@ OFFLINE_FULL = Arm(DESIGNED_ORDER[-1])
 """The offline assistant that knows every relevant preference and the situation."""
 
 
+def _arm_rows(tidy: pd.DataFrame, arm: Arm) -> pd.Series:
+    return ((tidy["assistant_model"] == arm.assistant_model) & (tidy["assistant_setting"] == arm.setting)
+            & tidy["dimension"].isin(FLAG_ON))
+
+
+def _absent(tidy: pd.DataFrame, arm: Arm) -> str:
+    return (f"no judged dialogues of {arm.label} in the scores; they hold "
+            f"{sorted(set(tidy['assistant_model']))} under settings {sorted(set(tidy['assistant_setting']))}")
+
+
 def _arms(tidy: pd.DataFrame, blind: Arm, full: Arm) -> pd.DataFrame:
     """The rows of the two arms on the gap's dimensions, labelled with their arm."""
     frames = []
     for arm in (blind, full):
-        keep = ((tidy["assistant_model"] == arm.assistant_model) & (tidy["assistant_setting"] == arm.setting)
-                & tidy["dimension"].isin(FLAG_ON))
+        keep = _arm_rows(tidy, arm)
         if not keep.any():
-            raise TaskAuditError(f"no judged dialogues of {arm.label} in the scores; they hold "
-                                 f"{sorted(set(tidy['assistant_model']))} under settings "
-                                 f"{sorted(set(tidy['assistant_setting']))}")
+            raise TaskAuditError(_absent(tidy, arm))
         frames.append(tidy.loc[keep].assign(**{ARM: arm.label}))
     return pd.concat(frames, ignore_index=True)
+
+
+def task_audit_unavailable(tidy: pd.DataFrame, blind: Arm = OFFLINE_BLIND,
+                           full: Arm = OFFLINE_FULL) -> str | None:
+    """Why the task audit cannot be made from `tidy` (an arm was never simulated and judged, as on a store
+    notebooks 03 and 04 made on their defaults), saying what would make it; None when it can."""
+    absent = [_absent(tidy, arm) for arm in (blind, full) if not _arm_rows(tidy, arm).any()]
+    if not absent:
+        return None
+    return (f"Tables V4 and V5 compare a blind assistant ({blind.label}) with a full-context one "
+            f"({full.label}) on the same tasks, and this store cannot: {'; '.join(absent)}. Simulate and "
+            "judge both (notebooks 03 and 04 with them in `assistant_models`, or `make reproduce`), or name "
+            "the store's own arms in `blind_assistant` and `full_assistant`.")
 
 
 def _top_share(group: pd.DataFrame, blind: Arm) -> float:

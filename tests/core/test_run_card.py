@@ -83,6 +83,21 @@ def test_rejudging_records_both_judges(tmp_path: Path) -> None:
     assert sum(card["counts"]["judgments"].values()) == len(store.records(Judgment))
 
 
+def test_a_stores_counts_from_its_index_equal_the_counts_read_from_its_files(tmp_path: Path) -> None:
+    bench = tiny_benchmark(1)
+    store = RunStore(tmp_path)
+    with _client() as client:
+        run_simulation(bench, store, client, SimulationConfig(**SD_ONLY, limit=2))
+        run_judging(store, client, benchmark_contexts(bench), JudgingConfig(judge_model="judge-1"))
+    line = orjson.loads(store.path(Judgment).read_bytes().splitlines()[0])
+    with store.path(Judgment).open("ab") as fh:  # another process replaced a judgment, and tore a line
+        fh.write(orjson.dumps({**line, "status": "error", "error": "replaced"}) + b"\n" + b'{"id": "torn')
+    assert store.status_counts(Judgment.table)["error"] == 1
+    card = run_card.update_card(store, scoring="strict")
+    assert card["counts"] == run_card._counts(tmp_path, (Dialogue, Judgment))
+    assert card["counts"]["judgments"]["error"] == 1 and store.status_counts("no_such_table") is None
+
+
 def test_merging_shards_merges_cards_and_refuses_another_judge_prompt_set(
         tmp_path: Path, official: OfficialPromptSet) -> None:
     bench = tiny_benchmark(2)

@@ -35,6 +35,7 @@ from personalens_utils.validity.tasks import (
     flagged_units,
     table3_on_measuring_tasks,
     task_audit_table,
+    task_audit_unavailable,
     task_gaps,
 )
 
@@ -172,6 +173,15 @@ def test_an_arm_without_dialogues_is_named(tidy):
         task_gaps(tidy, Arm("nobody-model"))
     with pytest.raises(TaskAuditError, match="by must be one of"):
         task_gaps(tidy, by="user")
+
+
+def test_a_store_without_an_arm_says_why_the_task_audit_is_not_made_and_what_would_make_it(tidy):
+    assert task_audit_unavailable(tidy) is None
+    only_full = tidy[tidy["assistant_model"] != OFFLINE_BLIND.assistant_model]
+    why = task_audit_unavailable(only_full)
+    assert why is not None and f"no judged dialogues of {OFFLINE_BLIND.label}" in why
+    assert OFFLINE_FULL.label not in why.split("cannot:")[1], "only the missing arm is named as missing"
+    assert "blind_assistant" in why and "make reproduce" in why
 
 
 def test_table3_on_unflagged_tasks_leaves_out_the_flagged_tasks_dialogues(tidy):
