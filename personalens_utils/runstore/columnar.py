@@ -55,13 +55,13 @@ from personalens_utils.llm.offline import count_tokens
 from personalens_utils.reference.rubric import Scale
 from personalens_utils.runstore.official_reading import official_column
 from personalens_utils.runstore.records import ERROR, Dialogue, Judgment, Record, RecordError, stored_hints
-from personalens_utils.runstore.store import RunStore, StoreError, _report_torn, parse_record
+from personalens_utils.runstore.store import COLUMNAR_FOLDER, RunStore, StoreError, _report_torn, parse_record
 
 log = logging.getLogger(__name__)
 
 FORMAT = 2
 """Bumped when the layout of the copy changes; a copy of another format is rebuilt."""
-FOLDER = "_columnar"
+FOLDER = COLUMNAR_FOLDER
 CHUNK_BYTES = 32 << 20
 """JSONL bytes parsed into one Parquet part: bounds the memory a refresh holds."""
 MAX_PARTS = 16

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shutil
 import socket
 import threading
 import warnings
@@ -451,6 +452,67 @@ def merge_stores(
     return pd.DataFrame(rows, columns=["table", "source", "records", "appended", "already_in_target"])
 
 
+COLUMNAR_FOLDER = "_columnar"
+"""Where a store's columnar copy lives inside its folder (`runstore.columnar`)."""
+_COPY_CHUNK = 1 << 24
+
+
+def start_from(source: Path, target: Path, *, extending: bool = False) -> None:
+    """Make `target` hold the records of `source`, the kit's own reproduction store that a notebook's own
+    run extends: a new folder gets each table byte for byte (complete lines only) and the columnar copy
+    beside them, which stays valid for identical bytes, so nothing is parsed, checked or rebuilt again
+    (merging a reproduction's store record by record took tens of seconds per notebook); a folder that
+    already holds a table is merged into (`merge_stores`, which checks every record)."""
+    if target.is_dir() and any(target.glob("*.jsonl")):
+        merge_stores([source], target, extending=extending)
+        return
+    run_card.check_cards([source], target, extending=extending)
+    kinds = _held_tables([RunStore(_existing(source))])
+    target.mkdir(parents=True, exist_ok=True)
+    for kind in kinds:
+        _copy_complete_lines(source / f"{kind.table}.jsonl", target / f"{kind.table}.jsonl")
+    columns = source / COLUMNAR_FOLDER
+    if columns.is_dir():
+        staged = target / f".{COLUMNAR_FOLDER}.tmp"
+        shutil.rmtree(staged, ignore_errors=True)
+        shutil.copytree(columns, staged, ignore=shutil.ignore_patterns("*.lock"))
+        shutil.rmtree(target / COLUMNAR_FOLDER, ignore_errors=True)
+        os.replace(staged, target / COLUMNAR_FOLDER)
+    run_card.merge_cards([source], target)
+
+
+def _copy_complete_lines(source: Path, target: Path) -> None:
+    """`source` up to the end of its last complete line, written to `target` whole or not at all."""
+    staged = target.with_name(f".{target.name}.tmp")
+    with source.open("rb") as fh, staged.open("wb") as out:
+        size = fh.seek(0, os.SEEK_END)
+        end = size
+        while end > 0:  # a torn last line (a killed writer) stays behind, as a merge leaves it
+            fh.seek(max(0, end - _COPY_CHUNK))
+            block = fh.read(end - max(0, end - _COPY_CHUNK))
+            cut = block.rfind(b"\n")
+            if cut >= 0:
+                end = end - len(block) + cut + 1
+                break
+            end -= len(block)
+        if end < size:
+            _report_torn(source, _lines_up_to(source, end) + 1, end, size - end)
+        fh.seek(0)
+        left = end
+        while left:
+            chunk = fh.read(min(_COPY_CHUNK, left))
+            out.write(chunk)
+            left -= len(chunk)
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(staged, target)
+
+
+def _lines_up_to(path: Path, end: int) -> int:
+    with path.open("rb") as fh:
+        return fh.read(end).count(b"\n")
+
+
 def _held_tables(stores: list[RunStore]) -> list[type[Record]]:
     """The record types of every table the stores hold, in registry order; an unknown table is refused."""
     known = {kind.table: kind for kind in stored_types()}
@@ -607,7 +669,7 @@ class ReproductionStore(RunStore):
         `earlier` stores over it (another run's work on the same records, e.g. a reproduction's own
         notebook 07 store, whose run may hold fewer assistants), marked as extending the reproduction as it
         is now; a copy made by an earlier call is extended (a rerun continues it)."""
-        merge_stores([self.reproduction], self.own, extending=True)
+        start_from(self.reproduction, self.own, extending=True)
         if earlier:
             merge_stores(earlier, self.own, extending=True)
         (self.own / self.MARK).write_text(self._stamp(), encoding="utf-8")
@@ -630,7 +692,7 @@ class ReproductionStore(RunStore):
                             f"{self.own} extends an earlier `make reproduce` ({mark} names it), not "
                             f"{self.reproduction}: move that run away or pass run_dir to choose where "
                             "new records go; nothing was written")
-                    merge_stores([self.reproduction], self.own)
+                    start_from(self.reproduction, self.own)
                     (self.own / self.MARK).write_text(self._stamp(), encoding="utf-8")
                     self.root = self.own
                     self._status.clear()

@@ -15,6 +15,7 @@ from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils.data import load_benchmark, save_benchmark
 from personalens_utils.llm.client import LLMClient
+from personalens_utils.runstore.columnar import FOLDER, Columnar
 from personalens_utils.runstore.records import Dialogue
 from personalens_utils.runstore.store import ReproductionStore, RunStore, StoreError
 from personalens_utils.simulation import SimulationConfig, run_simulation
@@ -81,3 +82,33 @@ def test_a_notebook_extending_a_reproduction_and_a_run_given_its_folder_exclude_
     with given.writing("judging"), pytest.raises(StoreError, match="in use"), extending.writing("judging"):
         pass
     assert sorted(p.name for p in reproduction.iterdir()) == []
+
+
+def test_a_notebooks_own_run_starts_as_the_reproductions_bytes_and_keeps_its_columnar_copy(tmp_path: Path):
+    bench = tiny_benchmark(n_users=3, seed=5)
+    reproduction = tmp_path / "reproduction"
+    with LLMClient("offline", progress=False) as client:
+        run_simulation(bench, reproduction, client, CONFIG)
+    with Columnar(reproduction) as source:
+        stored = source.sql("SELECT id, status FROM dialogues ORDER BY id")
+    table = reproduction / "dialogues.jsonl"
+    complete = table.read_bytes()
+    with table.open("ab") as fh:
+        fh.write(b'{"id": "torn')  # a killed writer's last line stays behind
+    parts = {p.name: p.stat().st_mtime_ns for p in (reproduction / FOLDER / "dialogues").glob("*.parquet")}
+
+    own = ReproductionStore(reproduction, tmp_path / "own")
+    with LLMClient("offline", progress=False) as client:
+        run_simulation(bench.subset([0]), own, client, SimulationConfig(settings=SETTINGS, repeats=2))
+    copied = (tmp_path / "own" / "dialogues.jsonl").read_bytes()
+    assert copied.startswith(complete) and b"torn" not in copied and len(copied) > len(complete)
+    kept = tmp_path / "own" / FOLDER / "dialogues"
+    assert {p.name: p.stat().st_mtime_ns for p in kept.iterdir() if p.name in parts} == parts, \
+        "the reproduction's parts were copied as they were, not made again"
+    with Columnar(tmp_path / "own") as copy:
+        after = copy.sql("SELECT id, status FROM dialogues ORDER BY id")
+    assert set(stored["id"]) < set(after["id"]), "the copy continued from the reproduction's parts"
+    assert RunStore(tmp_path / "own").records(Dialogue) == [
+        *RunStore(reproduction).records(Dialogue),
+        *[r for r in RunStore(tmp_path / "own").records(Dialogue) if r["id"] not in set(stored["id"])]]
+    assert (tmp_path / "own" / "run_card.json").is_file()
