@@ -18,6 +18,7 @@ import pytest
 from support import journeys
 from support.checkout import clone_head, fresh_copy, made_once, run_reproduce
 from support.official_data import SHARED_ARCHIVE, SHARED_CODE_ARCHIVE
+from support.scheduling import JourneysFirst
 
 pytest_plugins = ["support.shared_fixtures"]
 
@@ -83,14 +84,34 @@ def own_response_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: py
 
 REPRODUCTIONS = {"reproduced_checkout", "journey", "journey_after"}
 """The fixtures that make a whole `make reproduce`: a test using one is marked `reproduction`."""
+JOURNEY_CHAIN = {"journey", "journey_after"}
+JOURNEYS = "journeys"
+"""The xdist group of the tests of tests/journeys/: the journeys' steps run one after another on one
+worker, which `JourneysFirst` hands out before anything else."""
 
 
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> JourneysFirst | None:
+    """`make test`'s loadgroup scheduling, with the journeys' group handed out first (support.scheduling)."""
+    return JourneysFirst(config, log) if config.getvalue("dist") == "loadgroup" else None
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist turns group marks into the scheduler's scopes
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark every test that needs a whole reproduction, so `make test-fast` (-m "not reproduction")
-    leaves it out without a test file having to remember the mark."""
+    leaves it out without a test file having to remember the mark. The journeys' own tests are one xdist
+    group; the other tests that read the journeys' reproduction go last, so that the worker that reaches
+    them finds it made instead of waiting for it."""
+    readers = []
     for item in items:
-        if REPRODUCTIONS & set(getattr(item, "fixturenames", ())):
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if REPRODUCTIONS & fixtures:
             item.add_marker(pytest.mark.reproduction)
+        if item.get_closest_marker(JOURNEYS):
+            item.add_marker(pytest.mark.xdist_group(JOURNEYS))
+        elif JOURNEY_CHAIN & fixtures:
+            readers.append(item)
+    chosen = set(readers)
+    items[:] = [item for item in items if item not in chosen] + readers
 
 
 @pytest.fixture(scope="session")

@@ -64,3 +64,52 @@ def test_make_test_keeps_an_xdist_group_on_one_worker(tmp_path):
     assert done.returncode == 0, done.stdout[-2000:]
     workers = re.findall(r"^\[(gw\d+)\].* PASSED ", done.stdout, flags=re.MULTILINE)
     assert len(workers) == 8 and len(set(workers)) == 1, done.stdout[-2000:]
+
+
+SCHEDULED = """import time
+import pytest
+from support.scheduling import JourneysFirst
+
+def pytest_xdist_make_scheduler(config, log):
+    return JourneysFirst(config, log)
+"""
+TWO_GROUPS = """import time
+import pytest
+
+@pytest.mark.xdist_group("journeys")
+@pytest.mark.parametrize("i", range(3))
+def test_chain(i):
+    time.sleep(0.5)
+
+@pytest.mark.xdist_group("bigger")
+@pytest.mark.parametrize("i", range(6))
+def test_other(i):
+    pass
+
+@pytest.mark.xdist_group("big")
+@pytest.mark.parametrize("i", range(5))
+def test_more(i):
+    pass
+
+@pytest.mark.parametrize("i", range(6))
+def test_single(i):
+    pass
+"""
+
+
+def test_the_journeys_group_is_handed_out_first_though_other_groups_are_bigger(tmp_path):
+    """The journeys' chain decides when `make test` ends: its worker starts on it at once, though xdist
+    hands bigger groups out first (support.scheduling)."""
+    (tmp_path / "conftest.py").write_text(SCHEDULED, encoding="utf-8")
+    (tmp_path / "test_groups.py").write_text(TWO_GROUPS, encoding="utf-8")
+    env = {**copy_env(tmp_path), "PYTHONPATH": str(Path(__file__).parent)}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "-v",
+                           "-p", "no:cacheprovider", "test_groups.py"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-2000:]
+    ran = re.findall(r"^\[(gw\d+)\].* PASSED (test_groups\.py::\w+)", done.stdout, flags=re.MULTILINE)
+    chain = {worker for worker, test in ran if test.endswith("test_chain")}
+    assert len(ran) == 20 and len(chain) == 1, done.stdout[-2000:]
+    (worker,) = chain
+    mine = [test for who, test in ran if who == worker]
+    assert mine[:3] == ["test_groups.py::test_chain"] * 3, done.stdout[-2000:]
