@@ -323,7 +323,7 @@ def test_missing_is_never_counted_as_a_score(tmp_path: Path) -> None:
     assert sorted(frame["status"]) == ["missing", "missing", "ok"]
     assert frame.loc[frame["status"] == "missing", "score"].isna().all()
     assert frame["score"].mean() == 1.0  # the mean over valid scores only
-    rate = missing_rate(frame).iloc[0]
+    rate = missing_rate(store).iloc[0]
     assert math.isclose(rate["missing_rate"], 2 / 3)
 
 
