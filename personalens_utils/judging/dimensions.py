@@ -15,7 +15,7 @@ from personalens_utils.base.errors import KitError
 from personalens_utils.judging.parsing import ParsedAnswer, parse_score, parse_verdict
 from personalens_utils.llm import registry as model_registry
 from personalens_utils.prompt_templates import judge as prompts
-from personalens_utils.reference.rubric import SCALES
+from personalens_utils.reference.rubric import SCALES, Scale
 
 DEFAULT_JUDGE_MODEL = "Claude 3.5 Sonnet"
 
@@ -26,22 +26,45 @@ class JudgingError(KitError, ValueError):
 
 @dataclass(frozen=True)
 class Dimension:
-    """One thing the judge scores: its template (head + tail), scale, answer label, whose turns.
+    """One thing the judge scores: the rubric's scale for it (`reference.rubric.Scale`: family, scale,
+    answer label, whose turns) and its prompt template (head + tail).
 
     `head` is the part of the prompt that stays the same for every call on one dimension and profile
     (a provider can cache it), `tail` the part that changes (the conversation); both are filled by
     `judging.requests.build_prompt`.
     """
 
-    name: str
-    family: str
-    low: int
-    high: int
-    label: str
+    scale: Scale
     head: str
     tail: str
-    speaker: str | None = None
-    turn_level: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.scale.name
+
+    @property
+    def family(self) -> str:
+        return self.scale.family
+
+    @property
+    def low(self) -> int:
+        return self.scale.low
+
+    @property
+    def high(self) -> int:
+        return self.scale.high
+
+    @property
+    def label(self) -> str:
+        return self.scale.label
+
+    @property
+    def speaker(self) -> str | None:
+        return self.scale.speaker
+
+    @property
+    def turn_level(self) -> bool:
+        return self.scale.turn_level
 
     @property
     def answer_form(self) -> str:
@@ -67,9 +90,7 @@ _TEMPLATES: dict[str, tuple[str, str]] = {
 """Each dimension's prompt (head, tail); its scale and label are the rubric's (`reference.rubric`)."""
 
 DIMENSIONS: dict[str, Dimension] = {
-    name: Dimension(name, scale.family, scale.low, scale.high, scale.label, *_TEMPLATES[name],
-                    scale.speaker, scale.turn_level)
-    for name, scale in SCALES.items()
+    name: Dimension(scale, *_TEMPLATES[name]) for name, scale in SCALES.items()
 }
 ALL_DIMENSIONS: tuple[str, ...] = tuple(DIMENSIONS)
 
