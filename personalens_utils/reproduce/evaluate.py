@@ -36,7 +36,7 @@ from personalens_utils.reproduce.notebooks import (
 )
 from personalens_utils.reproduce.settings import Settings
 from personalens_utils.runstore.records import stored_types
-from personalens_utils.runstore.store import ReproductionStore, RunStore, merge_stores
+from personalens_utils.runstore.store import ReproductionStore, RunStore, start_from
 from personalens_utils.simulation.settings import AssistantSetting, SettingError, hidden_note
 from personalens_utils.trust.differences import differences_table
 
@@ -222,7 +222,7 @@ def _run(result: Evaluation, steps: list[tuple[str, dict[str, Any]]]) -> None:
     not run."""
     reproduction, folder = result.reproduction, result.folder
     with runner_step(f"copying the reproduction's store {reproduction.store} into {result.store}"):
-        merge_stores([reproduction.store], result.store, extending=True)  # a rerun extends its own copy
+        start_from(reproduction.store, result.store, extending=True)  # a rerun extends its own copy
         before = _ids(reproduction.store, reproduction.folder / TRUST_STORE)
     settings = Settings(run=reproduction.folder.parent.name)
     failed: StepResult | None = None

@@ -37,12 +37,14 @@ from personalens_utils.analysis import agreement
 from personalens_utils.analysis.judge_agreement import ratings_matrix
 from personalens_utils.analysis.judge_check import judge_sanity, kendall_tau_b
 from personalens_utils.analysis.scores import (
+    JUDGE_PROMPTS,
     PERSONALIZATION,
     SCALES,
     SHORT_NAMES,
     TASK_COMPLETION,
     backends,
     load_dialogues,
+    load_judgments,
     model_ids,
 )
 from personalens_utils.analysis.stats import Interval, paired_comparison
@@ -53,7 +55,7 @@ from personalens_utils.judging import judge_model_key
 from personalens_utils.judging.config import Select
 from personalens_utils.llm import registry
 from personalens_utils.outputs.tables import Source, TableResult
-from personalens_utils.runstore.records import KIT_PROMPTS, OFFLINE, Dialogue, Judgment, ProbeJudgment
+from personalens_utils.runstore.records import KIT_PROMPTS, OFFLINE, Dialogue, ProbeJudgment
 from personalens_utils.runstore.store import RunStore
 from personalens_utils.trust.power import Design, PairedComponents, users_needed
 from personalens_utils.trust.probes import Padding, ProfileSwap
@@ -165,18 +167,19 @@ class _Material:
     def __init__(self, store: RunStore, judges: Sequence[JudgeRef], select: Select | None = None):
         self.dialogues = load_dialogues(store)
         self.dialogues = self.dialogues[self.dialogues["dialogue_status"] != "error"]
-        judgments = store.read(Judgment)
+        judgments = load_judgments(store)  # the columnar copy: no judge's text is read
         probes = store.read(ProbeJudgment)
         if select is not None:
             kept = {d.id for d in store.read(Dialogue) if select(d)}
             self.dialogues = self.dialogues[self.dialogues["dialogue_id"].isin(kept)]
-            judgments = [r for r in judgments if r.dialogue_id in kept]
+            judgments = judgments[judgments["dialogue_id"].isin(kept)]
             probes = [r for r in probes if r.dialogue_id in kept]
-        self.scores = {j: _frame([r for r in judgments if _by(r, j)]) for j in judges}
-        self.probes = {j: _frame([r for r in probes if _by(r, j)]) for j in judges}
+        self.scores = {j: _frame(_judgment_rows(judgments, j)) for j in judges}
+        self.probes = {j: _frame([_row(r) for r in probes if _by(r, j)]) for j in judges}
         unknown = [j.label for j in judges if self.scores[j].empty]
         if unknown:
-            held = sorted({f"{r.judge_model} ({r.backend})" for r in judgments})
+            held = sorted({f"{model} ({backend})" for model, backend in
+                           zip(judgments["judge_model"], judgments["judge_backend"], strict=True)})
             which = " of the dialogues `select` keeps" if select is not None else ""
             raise CardError(f"the run store {store.root} holds no judgments{which} by {unknown}; it holds "
                             f"{held}")
@@ -187,16 +190,31 @@ class _Material:
         return frame[frame["sample"] == 0].merge(self.dialogues, on="dialogue_id", how="inner")
 
 
-def _by(record: Judgment, judge: JudgeRef) -> bool:
+def _by(record: ProbeJudgment, judge: JudgeRef) -> bool:
     return (record.judge_model == judge.key and record.backend == judge.backend
             and record.prompt_set == judge.prompt_set and record.status != "error")
 
 
-def _frame(records: Sequence[Judgment]) -> pd.DataFrame:
-    rows = [{"dialogue_id": r.dialogue_id, "dimension": r.dimension, "sample": r.sample,
-             "score": r.score if r.status == "ok" else np.nan, "judge_model": r.judge_model,
-             "judge_backend": r.backend, "judge_model_id": r.judge_model_id,
-             "probe": getattr(r, "probe", "")} for r in records]
+def _row(record: ProbeJudgment) -> dict[str, object]:
+    return {"dialogue_id": record.dialogue_id, "dimension": record.dimension, "sample": record.sample,
+            "score": record.score if record.status == "ok" else np.nan, "judge_model": record.judge_model,
+            "judge_backend": record.backend, "judge_model_id": record.judge_model_id, "probe": record.probe}
+
+
+def _judgment_rows(judgments: pd.DataFrame, judge: JudgeRef) -> list[dict[str, object]]:
+    """`_row` of each judgment by `judge` (errors left out) in `load_judgments`' frame, whose strict score
+    is already none unless the judgment is "ok"."""
+    mine = judgments[(judgments["judge_model"] == judge.key) & (judgments["judge_backend"] == judge.backend)
+                     & (judgments[JUDGE_PROMPTS] == judge.prompt_set)
+                     & (judgments["judgment_status"] != "error")]
+    columns = zip(mine["dialogue_id"], mine["dimension"], mine["judge_sample"], mine["strict_score"],
+                  mine["judge_model"], mine["judge_backend"], mine["judge_model_id"], strict=True)
+    return [{"dialogue_id": dialogue, "dimension": dimension, "sample": int(sample), "score": score,
+             "judge_model": model, "judge_backend": backend, "judge_model_id": model_id, "probe": ""}
+            for dialogue, dimension, sample, score, model, backend, model_id in columns]
+
+
+def _frame(rows: Sequence[dict[str, object]]) -> pd.DataFrame:
     columns = ["dialogue_id", "dimension", "sample", "score", "judge_model", "judge_backend",
                "judge_model_id", "probe"]
     frame = pd.DataFrame(rows, columns=columns)
