@@ -55,7 +55,15 @@ from personalens_utils.llm.offline import count_tokens
 from personalens_utils.reference.rubric import Scale
 from personalens_utils.runstore.official_reading import official_column
 from personalens_utils.runstore.records import ERROR, Dialogue, Judgment, Record, RecordError, stored_hints
-from personalens_utils.runstore.store import COLUMNAR_FOLDER, RunStore, StoreError, _report_torn, parse_record
+from personalens_utils.runstore.store import (
+    COLUMNAR_FOLDER,
+    RunStore,
+    StoreError,
+    _last_line_end,
+    _lines_before,
+    _report_torn,
+    parse_record,
+)
 
 log = logging.getLogger(__name__)
 
@@ -429,28 +437,6 @@ def _chunks(fh: Any, start: int, last: int) -> list[tuple[int, int]]:
         ranges.append((pos, end))
         pos = end
     return ranges
-
-
-def _last_line_end(fh: Any, start: int, size: int) -> int:
-    """The end of the last complete line of an open table file after `start` (`start` when there is none)."""
-    pos = size
-    while pos > start:
-        block = min(1 << 20, pos - start)
-        fh.seek(pos - block)
-        found = fh.read(block).rfind(b"\n")
-        if found >= 0:
-            return pos - block + found + 1
-        pos -= block
-    return start
-
-
-def _lines_before(path: Path, offset: int) -> int:
-    """The number of lines of a table file before byte `offset` (for an error message)."""
-    count = 0
-    with path.open("rb") as fh:
-        while fh.tell() < offset and (block := fh.read(min(1 << 20, offset - fh.tell()))):
-            count += block.count(b"\n")
-    return count
 
 
 def _read(path: Path, start: int, end: int) -> bytes:

@@ -486,17 +486,9 @@ def _copy_complete_lines(source: Path, target: Path) -> None:
     staged = target.with_name(f".{target.name}.tmp")
     with source.open("rb") as fh, staged.open("wb") as out:
         size = fh.seek(0, os.SEEK_END)
-        end = size
-        while end > 0:  # a torn last line (a killed writer) stays behind, as a merge leaves it
-            fh.seek(max(0, end - _COPY_CHUNK))
-            block = fh.read(end - max(0, end - _COPY_CHUNK))
-            cut = block.rfind(b"\n")
-            if cut >= 0:
-                end = end - len(block) + cut + 1
-                break
-            end -= len(block)
-        if end < size:
-            _report_torn(source, _lines_up_to(source, end) + 1, end, size - end)
+        end = _last_line_end(fh, 0, size)
+        if end < size:  # a torn last line (a killed writer) stays behind, as a merge leaves it
+            _report_torn(source, _lines_before(source, end) + 1, end, size - end)
         fh.seek(0)
         left = end
         while left:
@@ -508,9 +500,26 @@ def _copy_complete_lines(source: Path, target: Path) -> None:
     os.replace(staged, target)
 
 
-def _lines_up_to(path: Path, end: int) -> int:
+def _last_line_end(fh: Any, start: int, size: int) -> int:
+    """The end of the last complete line of an open table file after `start` (`start` when there is none)."""
+    pos = size
+    while pos > start:
+        block = min(1 << 20, pos - start)
+        fh.seek(pos - block)
+        found = fh.read(block).rfind(b"\n")
+        if found >= 0:
+            return pos - block + found + 1
+        pos -= block
+    return start
+
+
+def _lines_before(path: Path, offset: int) -> int:
+    """The number of lines of a table file before byte `offset` (for an error message)."""
+    count = 0
     with path.open("rb") as fh:
-        return fh.read(end).count(b"\n")
+        while fh.tell() < offset and (block := fh.read(min(1 << 20, offset - fh.tell()))):
+            count += block.count(b"\n")
+    return count
 
 
 def _held_tables(stores: list[RunStore]) -> list[type[Record]]:
