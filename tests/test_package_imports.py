@@ -7,6 +7,7 @@ import ast
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -47,13 +48,25 @@ def module_name(path: Path) -> str:
 MODULES = sorted(module_name(p) for p in PACKAGE_DIR.rglob("*.py"))
 
 
-def imported(path: Path) -> set[str]:
-    """Absolute names of every module `path` imports (relative imports resolved), at any depth."""
+def _nodes(tree: ast.AST, at_load: bool) -> Iterator[ast.AST]:
+    """Every node of `tree`, or with `at_load` those Python runs when the module loads: no function body."""
+    if not at_load:
+        yield from ast.walk(tree)
+        return
+    for child in ast.iter_child_nodes(tree):
+        if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            yield child
+            yield from _nodes(child, at_load)
+
+
+def imported(path: Path, *, at_load: bool = False) -> set[str]:
+    """Absolute names of every module `path` imports (relative imports resolved), at any depth, or with
+    `at_load` only those its loading imports (not the ones inside functions)."""
     package = module_name(path).split(".")
     if path.name != "__init__.py":
         package = package[:-1]
     names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in _nodes(ast.parse(path.read_text(), str(path)), at_load):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -68,6 +81,12 @@ def test_the_scan_sees_relative_and_nested_imports() -> None:
     assert "personalens_utils.llm.types.Request" in imported(PACKAGE_DIR / "llm" / "budget.py")
     assert "personalens_utils.llm.offline.count_tokens" in imported(PACKAGE_DIR / "llm" / "budget.py")
     assert "personalens_utils.reference.schema" in imported(PACKAGE_DIR / "llm" / "offline" / "dialogue.py")
+
+
+def test_the_scan_at_load_leaves_out_imports_inside_functions() -> None:
+    plots = PACKAGE_DIR / "outputs" / "plots.py"
+    assert "seaborn" in imported(plots) and "seaborn" not in imported(plots, at_load=True)
+    assert "matplotlib.figure" in imported(plots, at_load=True)
 
 
 def test_no_module_of_the_package_imports_test_support() -> None:
@@ -165,16 +184,18 @@ for name in sys.argv[2:]:
     failed += os.waitpid(pid, 0)[1] != 0
 sys.exit(1 if failed else 0)
 """
-"""Third-party libraries are imported once; then each package module is imported alone in a forked
-child that holds none of the package, so a circular or missing import inside the package shows."""
+"""The third-party libraries the package imports as it loads are imported once (not those imported inside
+functions, which no import of a module runs: torch alone would cost 4 s); then each package module is
+imported alone in a forked child that holds none of the package, so a circular or missing import inside
+the package shows."""
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 def test_every_module_imports_alone_in_a_fresh_interpreter() -> None:
-    libraries = sorted(
-        name for path in PACKAGE_DIR.rglob("*.py") for name in imported(path)
+    libraries = sorted({
+        name for path in PACKAGE_DIR.rglob("*.py") for name in imported(path, at_load=True)
         if name.split(".")[0] not in (PACKAGE, "__future__")
-    )
+    })
     result = subprocess.run([sys.executable, "-c", FRESH_IMPORTS, ",".join(libraries), *MODULES],
                             capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
@@ -185,14 +206,24 @@ def test_the_batch_custom_ids_stay_those_stored_runs_hold() -> None:
         assert make_custom_id(key, submission) == stable_id(key, submission)
 
 
-def test_the_notebook_facing_modules_import_no_provider_sdk():
+NOTEBOOK_FACING = ("session.base", "session.simulation", "session.judging", "session.analysis",
+                   "session.trust", "session.validity", "session.persona_bench", "analysis", "trust",
+                   "judging", "simulation", "validity", "persona_bench")
+"""What the notebooks' first cells import: every kernel pays for what these load."""
+
+
+def loaded_by_notebook_modules(libraries: set[str]) -> list[str]:
+    """Which of `libraries` a fresh interpreter holds after importing the notebook-facing modules."""
+    code = (f"import sys\nfor m in {NOTEBOOK_FACING!r}: __import__('{PACKAGE}.' + m)\n"
+            f"print(sorted({{n.split('.')[0] for n in sys.modules}} & {set(libraries)!r}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=PACKAGE_DIR.parent).stdout.strip()
+    return ast.literal_eval(out)
+
+
+def test_the_notebook_facing_modules_import_no_provider_sdk_and_no_heavy_library():
     """A notebook on the offline backend never pays for a provider's SDK: anthropic, openai and boto3
-    load only when a backend that needs them is built (each takes seconds in every kernel)."""
-    modules = ("session.base", "session.simulation", "session.judging", "session.analysis", "session.trust",
-               "session.validity", "session.persona_bench", "analysis", "trust", "judging", "simulation",
-               "validity", "persona_bench")
-    code = (f"import sys\nfor m in {modules!r}: __import__('{PACKAGE}.' + m)\n"
-            "print(sorted({n.split('.')[0] for n in sys.modules} & {'anthropic', 'openai', 'boto3'}))")
-    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                            cwd=PACKAGE_DIR.parent).stdout.strip()
-    assert loaded == "[]"
+    load only when a backend that needs them is built (each takes seconds in every kernel). Nor for
+    seaborn, scipy, scikit-learn or torch, loaded by the functions that use them (0.5-4 s each)."""
+    heavy = {"anthropic", "openai", "boto3", "seaborn", "scipy", "sklearn", "torch"}
+    assert loaded_by_notebook_modules(heavy) == []

@@ -18,7 +18,6 @@ from typing import Any, Literal
 import matplotlib as mpl
 import numpy as np
 import pandas as pd
-import seaborn as sns
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
@@ -107,6 +106,8 @@ def apply_style(**changes: Any) -> FigureStyle:
         raise TypeError(f"apply_style: unknown figure style field(s) {sorted(unknown)}")
     _style = replace(_style, **changes)
     _applied = True
+    import seaborn as sns  # here, not at the top: seaborn and scipy.stats cost a kernel 0.7 s to import
+
     sns.set_theme(context="paper", style="whitegrid", palette=PALETTE)
     family = "serif" if _style.serif else "sans-serif"
     mpl.rcParams.update(
@@ -311,6 +312,8 @@ def save_figure(
 
 def greyscale_styles(n: int) -> list[dict[str, Any]]:
     """`n` line styles that differ in colour, dash pattern and marker, so they stay apart in greyscale."""
+    import seaborn as sns
+
     colors = sns.color_palette(PALETTE, max(n, 1))
     dashes = ("-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)))
     markers = ("o", "s", "^", "D", "v", "P", "X")

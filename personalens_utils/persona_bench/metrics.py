@@ -37,13 +37,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from sklearn.metrics import (
-    accuracy_score,
-    f1_score,
-    matthews_corrcoef,
-    mean_absolute_error,
-    mean_squared_error,
-)
 
 NOT_MEASURED = "not measured"
 MODES = ("authors", "strict")
@@ -83,6 +76,8 @@ _POS_NUMBER = {"noun": 1, "verb": 2, "adj": 3, "adv": 4}
 
 def classification(truth: Sequence[str], pred: Sequence[str]) -> dict[str, float]:
     """Accuracy, F1 of the positive class and MCC, by scikit-learn (the authors' settings)."""
+    from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef  # 0.7 s: only when scored
+
     y, p = _labels(truth), _labels(pred)
     return {
         "Accuracy": float(accuracy_score(y, p)),
@@ -93,6 +88,8 @@ def classification(truth: Sequence[str], pred: Sequence[str]) -> dict[str, float
 
 def regression(truth: Sequence[float], pred: Sequence[float]) -> dict[str, float]:
     """RMSE and MAE, by scikit-learn."""
+    from sklearn.metrics import mean_absolute_error, mean_squared_error
+
     return {
         "RMSE": float(np.sqrt(mean_squared_error(truth, pred))),
         "MAE": float(mean_absolute_error(truth, pred)),

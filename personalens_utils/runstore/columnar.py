@@ -193,6 +193,9 @@ class _Manifest:
     size: int = 0
     mtime: int = 0
     """The table file's size and modification time when the copy was last brought up to date."""
+    columns_seen: str = ""
+    """The stamp under which every part was seen (or made, by this code) to hold the schema's columns, so
+    that later refreshes need not open every part again; empty in copies made before it was kept."""
 
     @classmethod
     def read(cls, path: Path) -> _Manifest | None:
@@ -287,10 +290,13 @@ class TableCopy:
             for stray in self.folder.glob("*"):  # parts of a refresh that stopped before its manifest
                 if stray.name not in kept:
                     stray.unlink()
+            if manifest.columns_seen != manifest.stamp:
+                manifest.columns_seen = manifest.stamp
+                manifest.write(self.manifest_path)
             return manifest
         self._clear()
         self.folder.mkdir(parents=True, exist_ok=True)
-        return _Manifest(self.spec.stamp(), "")
+        return _Manifest(self.spec.stamp(), "", columns_seen=self.spec.stamp())
 
     def _misfit(self, manifest: _Manifest) -> str | None:
         """Why a copy cannot be continued under this table's schema (None: it can): made under another
@@ -298,6 +304,8 @@ class TableCopy:
         are not the schema's (as the copies made by processes that had registered fewer columns were)."""
         if manifest.stamp != self.spec.stamp():
             return "was made under another schema or another version of its derived columns"
+        if manifest.columns_seen == manifest.stamp:
+            return None
         wanted = list(self.spec.schema())
         with duckdb.connect() as con:
             for entry in manifest.parts:

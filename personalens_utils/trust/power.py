@@ -28,7 +28,6 @@ from itertools import product
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
-from scipy import optimize, stats
 
 from personalens_utils.analysis.bootstrap import scenario_differences
 from personalens_utils.analysis.design import (
@@ -113,6 +112,8 @@ def power_at(difference: float, se: float, users: int, alpha: float) -> float:
 def _power(nc: float, df: int, alpha: float) -> float:
     """Both tails of the noncentral t beyond the critical value. scipy's lower tail turns NaN at large
     noncentrality, where it is below Phi(-nc) (under 1e-15 where that happens): it is then 0."""
+    from scipy import stats  # here: scipy.stats costs a kernel 0.5 s to import, and few cells need it
+
     crit = stats.t.ppf(1 - alpha / 2, df)
     lower = stats.nct.cdf(-crit, df, nc)
     return float(stats.nct.sf(crit, df, nc) + (0.0 if np.isnan(lower) else lower))
@@ -130,6 +131,8 @@ def detectable_difference(components: PairedComponents, design: Design, *, alpha
     se = standard_error(components, design)
     if se == 0:
         return 0.0
+    from scipy import optimize
+
     df, high = design.users - 1, 4.0
     while _power(high, df, alpha) < power:  # the noncentrality needed, bracketed from above
         high *= 2

@@ -31,7 +31,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy.stats import kendalltau
 
 from personalens_utils.analysis import agreement
 from personalens_utils.analysis.judge_agreement import ratings_matrix
@@ -488,6 +487,8 @@ def _tau(x: np.ndarray, y: np.ndarray) -> float:
 def cross_judge(material: _Material, judge: JudgeRef, others: Sequence[JudgeRef],
                 settings: CardSettings) -> list[Check]:
     """Kendall's tau-b (scipy) between this judge and each other judge on the dialogues both scored."""
+    from scipy.stats import kendalltau  # here: scipy.stats costs every kernel of 08 half a second
+
     if not others:
         return [_not_measured(judge, f"agreement with another judge ({_short(dim)})", "one judge on the card")
                 for dim in settings.dimensions]

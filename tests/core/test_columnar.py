@@ -13,6 +13,7 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
+from unittest.mock import patch
 
 import duckdb
 import pandas as pd
@@ -412,6 +413,7 @@ def test_a_copy_with_a_part_of_other_columns_is_made_again_with_one_line(
     os.replace(narrow, part)
     manifest = json.loads(copy.manifest_path.read_bytes())
     manifest["parts"][0][3:] = [part.stat().st_size, columnar.checksum(part)]
+    del manifest["columns_seen"]  # a copy made before the manifest said its parts' columns were seen
     copy.manifest_path.write_text(json.dumps(manifest))
     with caplog.at_level(logging.WARNING, logger=columnar.__name__), Columnar(store) as cols:
         judged = cols.sql("SELECT official_score FROM judgments ORDER BY id")
@@ -420,6 +422,23 @@ def test_a_copy_with_a_part_of_other_columns_is_made_again_with_one_line(
     assert f"{copy.folder}: the columnar copy has a part" in said and "['official_score']" in said
     assert "copying it again from" in said
     assert _columns(copy.files()[0]) == list(columnar.TABLES[Judgment].schema())
+
+
+def test_a_copy_whose_parts_were_seen_whole_is_not_opened_again_to_read_their_columns(tmp_path: Path) -> None:
+    """The columns of an old copy's parts are read once; the manifest then says so, and a copy this code
+    made says so from the start, so a refresh that finds nothing new opens no part."""
+    store = _store(tmp_path)
+    (copy,) = Columnar(store).copies(Judgment)
+    copy.refresh()
+    stamp = columnar.TABLES[Judgment].stamp()
+    assert json.loads(copy.manifest_path.read_bytes())["columns_seen"] == stamp
+    manifest = json.loads(copy.manifest_path.read_bytes())
+    del manifest["columns_seen"]
+    copy.manifest_path.write_text(json.dumps(manifest))
+    copy.refresh()  # an old copy: its parts are read, found whole, and the manifest says so
+    assert json.loads(copy.manifest_path.read_bytes())["columns_seen"] == stamp
+    with patch.object(columnar.duckdb, "connect", side_effect=AssertionError("a part was opened")):
+        copy.refresh()
 
 
 def test_a_copy_made_under_another_stamp_is_made_again_with_one_line(
