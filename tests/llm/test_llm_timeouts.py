@@ -59,17 +59,17 @@ def judge_request(max_tokens: int = 1024) -> Request:
 @pytest.mark.parametrize("backend", ["anthropic", "openai"])
 def test_a_hanging_server_is_an_error_within_the_deadline_naming_backend_model_and_time_limit(
         backend, keys, hanging):
-    with client_for(backend, hanging, request_timeout_s=1, call_deadline_s=3.5) as client:
+    with client_for(backend, hanging, request_timeout_s=0.5, call_deadline_s=1.75) as client:
         started = time.perf_counter()
         with pytest.raises(RetriesExhaustedError) as caught:
             client.complete(judge_request())
         elapsed = time.perf_counter() - started
     message = str(caught.value)
-    assert elapsed < 3.5 + 1.5, f"reported after {elapsed:.1f} s"
+    assert elapsed < 1.75 + 1.5, f"reported after {elapsed:.1f} s"
     assert f"a judge call to {backend}/{MODEL}" in message
     assert f"{backend} backend, model '{MODEL}': no answer within" in message
-    assert "request_timeout_s=1" in message and "call_deadline_s=3.5" in message
-    assert 2 <= caught.value.attempts <= 4  # 1 s each, a deadline of 3.5 s
+    assert "request_timeout_s=0.5" in message and "call_deadline_s=1.75" in message
+    assert 2 <= caught.value.attempts <= 4  # 0.5 s each, a deadline of 1.75 s
     assert 1 <= hanging.total("hang") <= caught.value.attempts  # an attempt may be cut before it arrives
     assert client.totals()["errors"] == 1 and client.totals()["retries"] == caught.value.attempts - 1
 

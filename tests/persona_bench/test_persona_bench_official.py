@@ -18,11 +18,10 @@ import random
 import zlib
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import nltk
 import pytest
-import sentence_transformers
-import torch
 from support.fake_server import FakeLLMServer, last_user_text
 from support.persona_bench import AzureRecorder, extract_code, import_script
 
@@ -34,6 +33,9 @@ from personalens_utils.persona_bench.official import MAKERS, make_official_promp
 from personalens_utils.persona_bench.runner import run_items
 from personalens_utils.persona_bench.synthetic import write_synthetic
 from personalens_utils.runstore.store import RunStore
+
+if TYPE_CHECKING:
+    import torch
 
 USERS = 12
 
@@ -156,6 +158,8 @@ class _HashEncoder:
     vector seeded by its CRC-32, so cosines fall on both sides of 0."""
 
     def encode(self, text: str | list[str], **_: object) -> torch.Tensor:
+        import torch  # here: torch takes every worker seconds to import while it collects
+
         def one(t: str) -> torch.Tensor:
             return torch.randn(8, generator=torch.Generator().manual_seed(zlib.crc32(t.encode())))
 
@@ -205,6 +209,8 @@ def test_the_kits_33_metrics_equal_the_authors_gpt_evaluator_over_its_stored_pre
     if not M.sentence_split():
         word_tokenize = nltk.word_tokenize
         monkeypatch.setattr(nltk, "word_tokenize", lambda text: word_tokenize(text, preserve_line=True))
+    import sentence_transformers
+
     monkeypatch.setattr(sentence_transformers, "SentenceTransformer", lambda *a, **k: _HashEncoder())
     monkeypatch.chdir(tmp_path)
     root = logging.getLogger()
