@@ -100,7 +100,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark every test that needs a whole reproduction, so `make test-fast` (-m "not reproduction")
     leaves it out without a test file having to remember the mark. The journeys' own tests are one xdist
     group; the other tests that read the journeys' reproduction go last, so that the worker that reaches
-    them finds it made instead of waiting for it."""
+    them finds it made instead of waiting for it. Every other test file is a group of its own unless it
+    names one: its module fixtures are then made once, not once on each worker its tests were spread to
+    (the PERSONA Bench notebook ran twice, 10 s each)."""
     readers = []
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
@@ -110,6 +112,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.xdist_group(JOURNEYS))
         elif JOURNEY_CHAIN & fixtures:
             readers.append(item)
+        elif not item.get_closest_marker("xdist_group"):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
     chosen = set(readers)
     items[:] = [item for item in items if item not in chosen] + readers
 

@@ -166,9 +166,11 @@ def snapshot(folder: Path) -> dict[str, bytes]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("notebook, role",
-                         [("03_simulation", "user agent and assistant"), ("04_judging", "judge")])
-@pytest.mark.parametrize("failure", ["missing key", "no server", "401"])
+@pytest.mark.parametrize("notebook, role, failure", [
+    ("03_simulation", "user agent and assistant", "missing key"),
+    ("04_judging", "judge", "no server"),
+    ("03_simulation", "user agent and assistant", "401"),
+])  # each failure in one notebook: the llm-layer tests above take each on both backends
 def test_a_failed_preflight_stops_the_notebook_before_anything_is_stored(
         notebook, role, failure, offline_run, no_keys, server, tmp_path):
     expected = {
