@@ -5,7 +5,6 @@ from __future__ import annotations
 import krippendorff
 import numpy as np
 import pytest
-from sklearn.metrics import cohen_kappa_score
 
 from personalens_utils.analysis.agreement import (
     cohen_kappa,
@@ -25,6 +24,8 @@ def test_cohen_by_hand():
 
 @pytest.mark.parametrize("weights", [None, "linear", "quadratic"])
 def test_cohen_matches_sklearn(weights):
+    from sklearn.metrics import cohen_kappa_score  # here: only two tests need scikit-learn
+
     rng = np.random.default_rng(0)
     truth = rng.integers(1, 6, size=200)
     noisy = np.clip(truth + rng.integers(-1, 2, size=200), 1, 5)
@@ -34,6 +35,8 @@ def test_cohen_matches_sklearn(weights):
 
 
 def test_cohen_skips_items_either_rater_left_blank():
+    from sklearn.metrics import cohen_kappa_score
+
     a = [1, 2, NAN, 4, 3, 3]
     b = [1, 3, 2, NAN, 3, 3]
     assert cohen_kappa(a, b) == pytest.approx(cohen_kappa_score([1, 2, 3, 3], [1, 3, 3, 3]))

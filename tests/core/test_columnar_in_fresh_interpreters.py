@@ -51,7 +51,7 @@ def _files(copy: Path) -> dict[str, bytes]:
 def copies(tmp_path_factory) -> dict[str, Path]:
     """The copy of one synthetic store, built by a fresh interpreter per entry of `IMPORTS`."""
     root = tmp_path_factory.mktemp("columnar_imports")
-    store = build_store(root / "store").root
+    store = build_store(root / "store", users=6).root  # any store shows it; a small one builds fast
     built = {}
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     for name, imports in IMPORTS.items():

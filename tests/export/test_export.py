@@ -10,9 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import datasets
 import pytest
-from inspect_ai.log import read_eval_log
 
 from personalens_utils import analysis
 from personalens_utils.analysis import dialogue_stats, scores
@@ -64,6 +62,8 @@ def run(tmp_path_factory):
 
 
 def test_inspect_logs_read_back_with_every_dialogue_and_score(run, tmp_path):
+    from inspect_ai.log import read_eval_log  # here: inspect-ai takes a worker a second to import
+
     store = RunStore(run / "store")
     benchmark = load_benchmark(run / "bench")
     written = to_inspect(store, tmp_path / "logs", benchmark=benchmark)
@@ -141,6 +141,8 @@ def _tables(store: RunStore, out: Path) -> dict[str, bytes]:
 
 
 def test_dataset_round_trip_gives_the_same_store_and_tables(run, tmp_path):
+    import datasets
+
     store = RunStore(run / "store")
     folder = to_hf_dataset(store, tmp_path / "dataset", license="cc-by-nc-4.0")
     card = (folder / "README.md").read_text()
