@@ -19,11 +19,14 @@ git-filter: $(STAMP)
 		$(BIN)/nbstripout --install; \
 	fi
 
+# compileall writes the bytecode of the kit and the tests' helpers once: where PYTHONDONTWRITEBYTECODE is
+# set, every kernel and subprocess would otherwise compile the package again (0.15 s each).
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	$(BIN)/python -m pip install --quiet --no-deps -e .
+	$(BIN)/python -m compileall -q personalens_utils tests/support
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (PersonaLens kit)" > /dev/null
 	touch $(STAMP)
 
