@@ -8,6 +8,7 @@ official code archive likewise, or at $PERSONALENS_CODE_ARCHIVE.
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import sys
@@ -19,6 +20,8 @@ from support import journeys
 from support.checkout import clone_head, fresh_copy, made_once, run_reproduce
 from support.official_data import SHARED_ARCHIVE, SHARED_CODE_ARCHIVE
 from support.scheduling import JourneysFirst
+
+from personalens_utils.data import Benchmark, load_benchmark
 
 pytest_plugins = ["support.shared_fixtures"]
 
@@ -37,13 +40,23 @@ def _extracted(archive: Path, what: str, target: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def official_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The extracted archive: `data/` (profile/, task/) and `res/schema.json`."""
-    return _extracted(ARCHIVE, "archive", tmp_path_factory.mktemp("official"))
+    """The extracted archive: `data/` (profile/, task/) and `res/schema.json`, unpacked once for every
+    worker (about 4 s each). Read-only by convention, as the journeys read it too."""
+    if not ARCHIVE.is_file():
+        pytest.skip(f"official PersonaLens archive not found at {ARCHIVE} (../shared is absent)")
+    return made_once(tmp_path_factory, "official", lambda folder: _extracted(ARCHIVE, "archive", folder))
 
 
 @pytest.fixture(scope="session")
 def official_data(official_root: Path) -> Path:
     return official_root / "data"
+
+
+@pytest.fixture(scope="session")
+def official_benchmark(official_data: Path) -> Benchmark:
+    """All 1,500 official users, loaded once per worker (3 s each time) for the tests that read them all.
+    Read-only: a test that changes it changes it for the others."""
+    return load_benchmark(official_data)
 
 
 @pytest.fixture(scope="session")
@@ -90,6 +103,14 @@ JOURNEYS = "journeys"
 worker, which `JourneysFirst` hands out before anything else."""
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Fewer passes of the cycle collector in each test process (the kernels and scripts the tests start
+    keep CPython's defaults): collection and the in-process tests make millions of short-lived objects over
+    a heap of half a million long-lived ones (every test module, pandas, the SDKs), and at the default
+    thresholds the collector's passes took a quarter of the time a worker spent collecting (12.5 s -> 9 s)."""
+    gc.set_threshold(100_000, 50, 100)
+
+
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> JourneysFirst | None:
     """`make test`'s loadgroup scheduling, with the journeys' group handed out first (support.scheduling)."""
     return JourneysFirst(config, log) if config.getvalue("dist") == "loadgroup" else None
@@ -102,8 +123,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     group; the other tests that read the journeys' reproduction go last, so that the worker that reaches
     them finds it made instead of waiting for it. Every other test file is a group of its own unless it
     names one: its module fixtures are then made once, not once on each worker its tests were spread to
-    (the PERSONA Bench notebook ran twice, 10 s each)."""
+    (the PERSONA Bench notebook ran twice, 10 s each); a file holding a test marked slow is named so that
+    it is handed out before the others (support.scheduling)."""
     readers = []
+    slow = {item.nodeid.split("::")[0] for item in items if item.get_closest_marker("slow")}
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
         if REPRODUCTIONS & fixtures:
@@ -113,7 +136,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         elif JOURNEY_CHAIN & fixtures:
             readers.append(item)
         elif not item.get_closest_marker("xdist_group"):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+            path = item.nodeid.split("::")[0]
+            item.add_marker(pytest.mark.xdist_group(f"{JourneysFirst.slow}{path}" if path in slow else path))
     chosen = set(readers)
     items[:] = [item for item in items if item not in chosen] + readers
 
@@ -132,16 +156,7 @@ def reproduced_checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def journey_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The official data extracted once for every worker: the README's `PERSONALENS_DATA` of the journeys."""
-    if not ARCHIVE.is_file():
-        pytest.skip(f"official PersonaLens archive not found at {ARCHIVE} (../shared is absent)")
-    made = made_once(tmp_path_factory, "journey_data", lambda folder: _extracted(ARCHIVE, "archive", folder))
-    return made / "data"
-
-
-@pytest.fixture(scope="session")
-def journey(tmp_path_factory: pytest.TempPathFactory, journey_data: Path) -> Path:
+def journey(tmp_path_factory: pytest.TempPathFactory, official_data: Path) -> Path:
     """Journey (a): a clone of the committed HEAD right after `make reproduce RUN=journey` on the official
     data at the default sizes (support.journeys), made once for every worker. A copy of the clone as (a)
     left it is `reproduced/` in the returned folder (the clone itself, `kit/`, goes on with `journey_after`),
@@ -150,7 +165,7 @@ def journey(tmp_path_factory: pytest.TempPathFactory, journey_data: Path) -> Pat
     convention; a test that writes copies `reproduced/` first."""
     def make(folder: Path) -> None:
         checkout = clone_head(folder / journeys.CHECKOUT)
-        env = journeys.journey_env(checkout, journey_data)
+        env = journeys.journey_env(checkout, official_data)
         assert journeys.imported_from(checkout, env) == checkout / "personalens_utils", \
             "the clone's steps would not run the clone's own package"
         step = journeys.run_step("reproduce", journeys.make("reproduce", f"RUN={journeys.RUN}"), checkout,
@@ -162,7 +177,7 @@ def journey(tmp_path_factory: pytest.TempPathFactory, journey_data: Path) -> Pat
 
 
 @pytest.fixture(scope="session")
-def journey_after(tmp_path_factory: pytest.TempPathFactory, journey: Path, journey_data: Path) -> Path:
+def journey_after(tmp_path_factory: pytest.TempPathFactory, journey: Path, official_data: Path) -> Path:
     """Journeys (b)-(d) in journey (a)'s clone, after it, made once for every worker: `make evaluate` with
     `Echoing` from a file outside the clone, `make reproduce RUN=journey` again, then each notebook 02-09
     on its defaults through the kit's runner. Every step runs whatever the one before it did; their
@@ -172,7 +187,7 @@ def journey_after(tmp_path_factory: pytest.TempPathFactory, journey: Path, journ
         mine = folder / "mine" / "my_assistant.py"
         mine.parent.mkdir()
         mine.write_text(journeys.ASSISTANT, encoding="utf-8")
-        env = journeys.journey_env(checkout, journey_data)
+        env = journeys.journey_env(checkout, official_data)
         steps = [
             journeys.run_step("evaluate", journeys.make("evaluate", f"ASSISTANT=python:{mine}:Echoing"),
                               checkout, env, folder, timeout=2400),

@@ -94,12 +94,17 @@ def test_more(i):
 @pytest.mark.parametrize("i", range(6))
 def test_single(i):
     pass
+
+@pytest.mark.xdist_group("slow:few")
+@pytest.mark.parametrize("i", range(2))
+def test_slow(i):
+    time.sleep(0.2)
 """
 
 
 def test_the_journeys_group_is_handed_out_first_though_other_groups_are_bigger(tmp_path):
     """The journeys' chain decides when `make test` ends: its worker starts on it at once, though xdist
-    hands bigger groups out first (support.scheduling)."""
+    hands bigger groups out first, and the other worker starts on the slow group (support.scheduling)."""
     (tmp_path / "conftest.py").write_text(SCHEDULED, encoding="utf-8")
     (tmp_path / "test_groups.py").write_text(TWO_GROUPS, encoding="utf-8")
     env = {**copy_env(tmp_path), "PYTHONPATH": str(Path(__file__).parent)}
@@ -109,7 +114,9 @@ def test_the_journeys_group_is_handed_out_first_though_other_groups_are_bigger(t
     assert done.returncode == 0, done.stdout[-2000:]
     ran = re.findall(r"^\[(gw\d+)\].* PASSED (test_groups\.py::\w+)", done.stdout, flags=re.MULTILINE)
     chain = {worker for worker, test in ran if test.endswith("test_chain")}
-    assert len(ran) == 20 and len(chain) == 1, done.stdout[-2000:]
+    assert len(ran) == 22 and len(chain) == 1, done.stdout[-2000:]
     (worker,) = chain
     mine = [test for who, test in ran if who == worker]
     assert mine[:3] == ["test_groups.py::test_chain"] * 3, done.stdout[-2000:]
+    others = [test for who, test in ran if who != worker]
+    assert others[:2] == ["test_groups.py::test_slow"] * 2, done.stdout[-2000:]

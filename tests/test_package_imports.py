@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.source_trees import source_tree
 
 import personalens_utils
 from personalens_utils.llm.batch import make_custom_id
@@ -66,7 +67,7 @@ def imported(path: Path, *, at_load: bool = False) -> set[str]:
     if path.name != "__init__.py":
         package = package[:-1]
     names: set[str] = set()
-    for node in _nodes(ast.parse(path.read_text(), str(path)), at_load):
+    for node in _nodes(source_tree(path), at_load):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):

@@ -11,6 +11,8 @@ import re
 from collections import Counter
 from pathlib import Path
 
+from support.source_trees import source_tree
+
 TESTS = Path(__file__).resolve().parent
 FOLDERS = {
     "core", "llm", "prompts", "data", "outputs", "assistants", "generation", "validation", "simulation",
@@ -44,7 +46,7 @@ def imported_tests(path: Path, modules: set[str]) -> list[str]:
     """The test modules (by base name, among `modules`) that `path` imports, in code or in a script it
     writes out for a child process."""
     found = []
-    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    tree = source_tree(path)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found += [alias.name for alias in node.names]
@@ -57,7 +59,7 @@ def imported_tests(path: Path, modules: set[str]) -> list[str]:
 
 def defined_tests(path: Path) -> list[str]:
     """Tests pytest would collect from `path` were it a test file: `test*` functions, `Test*` classes."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    tree = source_tree(path)
     functions = [n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
     classes = [n.name for n in tree.body if isinstance(n, ast.ClassDef)]
     return [f for f in functions if f.startswith("test")] + [c for c in classes if c.startswith("Test")]

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import grimp
 import pytest
+from support.source_trees import source_tree
 from support.tiny_benchmark import tiny_benchmark
 
 import personalens_utils
@@ -66,7 +67,7 @@ def test_the_functions_of_the_roles_modules_take_at_most_eight_parameters():
              for p in (sorted(own.rglob("*.py")) if own.is_dir() else [own])]
     long = []
     for path in paths:
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(source_tree(path)):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 names = _parameters(node)
                 if len(names) > MAX_PARAMETERS or any(n.startswith("**") for n in names):

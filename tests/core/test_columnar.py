@@ -437,8 +437,17 @@ def test_a_copy_whose_parts_were_seen_whole_is_not_opened_again_to_read_their_co
     copy.manifest_path.write_text(json.dumps(manifest))
     copy.refresh()  # an old copy: its parts are read, found whole, and the manifest says so
     assert json.loads(copy.manifest_path.read_bytes())["columns_seen"] == stamp
-    with patch.object(columnar.duckdb, "connect", side_effect=AssertionError("a part was opened")):
+    with patch.object(columnar, "_connect", side_effect=AssertionError("a part was opened")):
         copy.refresh()
+
+
+def test_readers_of_two_stores_open_at_once_each_see_their_own_records(tmp_path: Path) -> None:
+    """Readers share the process's DuckDB database: each one's views are its own all the same."""
+    one, two = _store(tmp_path / "one"), _store(tmp_path / "two", n=3)
+    with Columnar(one) as first, Columnar(two) as second:
+        assert first.sql("SELECT count(*) AS n FROM judgments")["n"][0] == 5
+        assert second.sql("SELECT count(*) AS n FROM judgments")["n"][0] == 3
+        assert first.sql("SELECT count(*) AS n FROM judgments")["n"][0] == 5
 
 
 def test_a_copy_made_under_another_stamp_is_made_again_with_one_line(

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.source_trees import source_tree
 
 import personalens_utils
 
@@ -31,7 +32,7 @@ def _import_time_effects(path: Path) -> list[str]:
     """Module-level statements of `path` that act on something else when the module is imported: a call
     made for its effect, an assignment into another object, a decorator that may register."""
     found = []
-    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+    for node in source_tree(path).body:
         where = f"{path.relative_to(PACKAGE_DIR)}:{node.lineno}"
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
             found.append(f"{where} calls {ast.unparse(node.value.func)}()")

@@ -7,6 +7,7 @@ import ast
 from pathlib import Path
 
 import pytest
+from support.source_trees import source_tree
 
 import personalens_utils
 
@@ -17,7 +18,7 @@ MAX_PARAMETERS = 8
 def parameter_counts(path: Path) -> list[tuple[str, int]]:
     """(function at line, its parameters besides self/cls) for every function in a file."""
     out = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(source_tree(path)):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             a = node.args
             names = [p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)]

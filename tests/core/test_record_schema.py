@@ -10,6 +10,7 @@ from typing import ClassVar
 
 import orjson
 import pytest
+from support.source_trees import source_tree
 
 import personalens_utils
 from personalens_utils.runstore import columnar
@@ -82,6 +83,6 @@ def test_no_module_of_the_package_writes_a_json_layout_by_hand() -> None:
     mechanism = root / "runstore" / "records" / "base.py"
     found = [f"{path.relative_to(root)}:{node.lineno} {node.name}"
              for path in sorted(root.rglob("*.py")) if path != mechanism
-             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+             for node in ast.walk(source_tree(path))
              if isinstance(node, ast.FunctionDef) and node.name in ("to_json", "from_json")]
     assert found == []

@@ -12,6 +12,7 @@ from pathlib import Path
 import orjson
 import pytest
 from support.records import dialogue_json, write_lines
+from support.source_trees import source_tree
 
 import personalens_utils
 from personalens_utils.llm import registry
@@ -153,7 +154,7 @@ def test_a_missing_field_is_named(tmp_path):
 
 
 def _string_constants(path: Path) -> list[tuple[int, str]]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = source_tree(path)
     docstrings = {
         id(node.body[0].value)
         for node in ast.walk(tree)

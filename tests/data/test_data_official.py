@@ -13,8 +13,8 @@ pytestmark = pytest.mark.official
 
 
 @pytest.fixture(scope="module")
-def full(official_data: Path) -> Benchmark:
-    return load_benchmark(official_data)
+def full(official_benchmark: Benchmark) -> Benchmark:
+    return official_benchmark
 
 
 def test_full_benchmark_counts(full: Benchmark) -> None:

@@ -14,7 +14,6 @@ from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils.analysis.tables import ASSISTANT_DIMENSIONS
 from personalens_utils.assistants.reference_assistants import DESIGNED_ORDER
-from personalens_utils.data import load_benchmark
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
 from personalens_utils.llm.client import LLMClient
 from personalens_utils.llm.offline.judge import _answers, _atoms, content_words, words_of
@@ -70,8 +69,8 @@ def test_filler_answers_no_question_a_real_reply_still_does():
 
 
 @pytest.mark.slow
-def test_padding_holds_no_option_value_of_the_official_profiles(official_data):
-    atoms = _value_atoms(load_benchmark(official_data))
+def test_padding_holds_no_option_value_of_the_official_profiles(official_benchmark):
+    atoms = _value_atoms(official_benchmark)
     assert len(atoms) > 1000
     padded = words_of(PADDING)
     assert not [atom for atom in atoms if atom in padded]

@@ -9,6 +9,7 @@ import boto3
 import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
+from botocore.retries import standard
 from support.fake_bedrock import (
     ASSISTANT_REPLY,
     SCORE_LABELS,
@@ -37,7 +38,8 @@ def aws(monkeypatch):
 
 def runtime(attempts: int = 1):
     """A bedrock-runtime client as the endpoint variable configures it; botocore's own retries off."""
-    return boto3.Session().client("bedrock-runtime", config=Config(retries={"total_max_attempts": attempts}))
+    return boto3.Session().client("bedrock-runtime", config=Config(
+        retries={"total_max_attempts": attempts, "mode": "standard"}))
 
 
 def converse(client, model_id: str, text: str, **extra):
@@ -119,9 +121,11 @@ def test_injected_throttling_is_seen_by_botocore_as_bedrock_errors_and_logged(aw
 
 
 def test_faults_are_capped_so_a_retrying_client_gets_through(aws):
+    # botocore's retries, only to show the cap; without its backoff (up to seconds a retry) in between
+    aws.setattr(standard.ExponentialBackoff, "delay_amount", lambda self, context: 0.0)
     with FakeBedrock(fault_rate=0.5, max_faults_per_request=2, seed=3) as bedrock:
         aws.setenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", bedrock.url)
-        client = runtime(attempts=3)  # botocore's retries, only to show the cap
+        client = runtime(attempts=3)
         for i in range(10):
             assert converse(client, CLAUDE, f"q{i}")["output"]["message"]["content"][0]["text"]
         log = bedrock.requests()

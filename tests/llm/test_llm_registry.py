@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 
 import pytest
+from support.source_trees import source_tree
 
 from personalens_utils.llm import FatalError, Usage, registry
 
@@ -115,7 +116,7 @@ def _official_bedrock_ids(official_code) -> dict[str, str]:
     """Every short name -> Bedrock id pair the official scripts map, in either direction."""
     pairs: dict[str, str] = {}
     for source in sorted(official_code.rglob("*.py")):
-        for node in ast.walk(ast.parse(source.read_text())):
+        for node in ast.walk(source_tree(source)):
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict):
                 target = getattr(node.targets[0], "id", "")
                 if target not in ("model_id_dict", "model_id_reverse_dict"):

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from personalens_utils.data import Benchmark, load_benchmark
+from personalens_utils.data import Benchmark
 from personalens_utils.validation import metrics as V
 
 
 @pytest.fixture(scope="module")
-def official(official_data: Path) -> Benchmark:
-    return load_benchmark(official_data)
+def official(official_benchmark: Benchmark) -> Benchmark:
+    return official_benchmark
 
 
 def _assert_all_cells_match(number: int, measured) -> None:
