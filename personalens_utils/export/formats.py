@@ -20,6 +20,7 @@ import pandas as pd
 
 from personalens_utils.base import paths
 from personalens_utils.base.errors import KitError
+from personalens_utils.base.safe_names import inside
 from personalens_utils.data import Benchmark
 from personalens_utils.export.arguments import (
     ExportArgumentError,
@@ -127,7 +128,7 @@ def to_inspect(store: StoreArg, out_dir: PathArg, *, benchmark: Benchmark | None
             model=assistant, config=EvalConfig(),
             metadata={"assistant_setting": setting, "judge_model": judge, "run_card": card},
         )
-        path = out / f"{_slug(assistant)}_{_slug(setting)}_{_slug(judge)}.eval"
+        path = inside(out, f"{_slug(assistant)}_{_slug(setting)}_{_slug(judge)}", suffix=".eval")
         write_eval_log(EvalLog(eval=spec, status="success", samples=samples), str(path))
         written.append(path)
     return written

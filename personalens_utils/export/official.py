@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from personalens_utils.base.errors import KitError
+from personalens_utils.base.safe_names import inside
 from personalens_utils.data import Benchmark
 from personalens_utils.data.types import parse_task_id, scenario_id
 from personalens_utils.export.arguments import (
@@ -162,8 +163,14 @@ def _official_folder(record: Dialogue) -> tuple[str, list[str]]:
 
 def dialogue_path(root: PathArg, record: Dialogue) -> Path:
     """Where a dialogue record goes under `<root>/output/dialogue/`."""
-    user = as_path(root, "dialogue_path(root)") / "output" / "dialogue" / f"user{record.user_id}"
-    return user / _official_folder(record)[0] / f"{record.task_id}{_FILE_SUFFIX}"
+    return _dialogue_file(as_path(root, "dialogue_path(root)"), record, _official_folder(record)[0])
+
+
+def _dialogue_file(base: Path, record: Dialogue, folder: str) -> Path:
+    """`<base>/output/dialogue/user<N>/<folder>/<task_id>_dialogue.json`, each name made from the record
+    through `safe_names.inside`: an imported record's task id or model cannot name a path outside."""
+    return inside(base / "output" / "dialogue", f"user{record.user_id}", folder, record.task_id,
+                  suffix=_FILE_SUFFIX)
 
 
 DialogueSource = StoreArg | Iterable[Dialogue | Mapping[str, Any]]
@@ -261,8 +268,11 @@ def plan_export(
     for record in chosen:
         folder, found = _official_folder(record)
         problems.update(dict.fromkeys(f"{folder}: {p}" for p in found))
-        path = base / "output" / "dialogue" / f"user{record.user_id}" / folder / (
-            f"{record.task_id}{_FILE_SUFFIX}")
+        path = _dialogue_file(base, record, folder)
+        if path.parent.name != folder or path.name != f"{record.task_id}{_FILE_SUFFIX}":
+            problems[f"{folder}: dialogue {record.id} of task {record.task_id!r} is written as "
+                     f"{path.relative_to(base)}, since its model or task id cannot be a file name as it "
+                     "is; the official scripts will not find it"] = None
         if path in files:
             raise ValueError(
                 f"dialogues {files[path].id} and {record.id} would both be written to {path}; "

@@ -22,6 +22,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from personalens_utils.base.safe_names import inside
 from personalens_utils.outputs.tables import Source
 
 PALETTE = "colorblind"
@@ -281,8 +282,11 @@ class FigureResult:
 
 
 def figure_paths(output_dir: str | os.PathLike[str], number: int | str, slug: str) -> dict[str, Path]:
-    stem = Path(output_dir) / "figures" / f"figure{number}_{slug}"
-    return {ext: stem.with_suffix(f".{ext}") for ext in ("pdf", "png", CAPTION_SUFFIX.lstrip("."))}
+    """Where a figure's files go; the slug may come from data, so each name goes through
+    `safe_names.inside`."""
+    folder = Path(output_dir) / "figures"
+    return {ext: inside(folder, f"figure{number}_{slug}", suffix=f".{ext}")
+            for ext in ("pdf", "png", CAPTION_SUFFIX.lstrip("."))}
 
 
 def save_figure(

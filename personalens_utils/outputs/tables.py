@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from personalens_utils.base.paths import CARD_FILE
+from personalens_utils.base.safe_names import inside
 from personalens_utils.outputs.display import frame_html
 from personalens_utils.outputs.latex import Printed, label_for, table_latex
 
@@ -129,8 +130,10 @@ class TableResult:
 
 
 def table_paths(output_dir: str | os.PathLike[str], number: int | str, slug: str) -> dict[str, Path]:
-    stem = Path(output_dir) / "tables" / f"table{number}_{slug}"
-    return {ext: stem.with_suffix(f".{ext}") for ext in ("csv", "tex", "md")}
+    """Where a table's files go; the slug may come from data (a setting or model name), so each name
+    goes through `safe_names.inside`."""
+    folder = Path(output_dir) / "tables"
+    return {ext: inside(folder, f"table{number}_{slug}", suffix=f".{ext}") for ext in ("csv", "tex", "md")}
 
 
 @dataclass(frozen=True)
