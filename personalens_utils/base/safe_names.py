@@ -40,7 +40,11 @@ class UnsafePath(KitError, ValueError):
 
 def _is_safe(text: str, max_length: int) -> bool:
     return (len(text) <= max_length and _SAFE.fullmatch(text) is not None and text[-1] not in ". "
-            and text.split(".", 1)[0].rstrip(" ").upper() not in _RESERVED)
+            and not _reserved(text))
+
+
+def _reserved(name: str) -> bool:
+    return name.split(".", 1)[0].rstrip(" ").upper() in _RESERVED
 
 
 def safe_name(text: object, *, suffix: str = "", max_length: int = MAX_NAME) -> str:
@@ -52,8 +56,10 @@ def safe_name(text: object, *, suffix: str = "", max_length: int = MAX_NAME) -> 
         return text + suffix
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:_DIGEST]
     stem = _UNSAFE_RUN.sub("_", text).lstrip(" ._-").rstrip(" .")
-    stem = stem[: max(0, room - _DIGEST - 1)].rstrip(" .")
-    return f"{stem or 'x'}-{digest}{suffix}"
+    stem = stem[: max(0, room - _DIGEST - 3)].rstrip(" .")
+    if not stem or _reserved(stem):
+        stem = f"x_{stem}".rstrip("_")
+    return f"{stem}-{digest}{suffix}"
 
 
 def inside(root: str | os.PathLike[str], *names: object, suffix: str = "") -> Path:
