@@ -2,8 +2,9 @@
 
 The person reads what the user agent is given (who they are, what they like, what they asked before,
 where they are, what they want done; and the prompt itself, folded), types each message and sends it;
-"End dialogue" sends the last message with TERMINATE, as the user agent ends. The assistant's replies
-appear as they come (the cell waits for each). The finished dialogue is stored in the run store as an
+"End dialogue" sends the last message and ends the dialogue: the button is the person's end, where the
+user agent writes TERMINATE, so a TERMINATE the person types is kept as a plain word. The assistant's
+replies appear as they come (the cell waits for each). The finished dialogue is stored in the run store as an
 ordinary record (user `human:<name>`), for notebook 04 to judge and the explorer to show.
 
 Stable CSS classes, for browser tests (docs/explore.md): `pl-play`, `pl-play-brief`, `pl-play-chat`,
@@ -71,7 +72,7 @@ class PlayUser(_Page):
                                    layout=widgets.Layout(width="auto"))
         self.send.add_class("pl-play-send")
         self.finish = widgets.Button(description="End dialogue", layout=widgets.Layout(width="auto"),
-                                     tooltip="send this last message (may be empty) and end, like TERMINATE")
+                                     tooltip="send this last message (may be empty) and end the dialogue")
         self.finish.add_class("pl-play-end")
         self.status = widgets.HTML()
         self.status.add_class("pl-play-status")

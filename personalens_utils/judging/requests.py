@@ -43,8 +43,9 @@ def judge_context(ctx: ScenarioContext, dialogue: Dialogue) -> dict[str, Any]:
     """The judge's view of one dialogue: the user's profile for the task's domains, and the text.
 
     Besides the keys of the architecture contract, `ended` carries how the dialogue stopped (the
-    user's TERMINATE or the turn cap): the stored text no longer holds the word TERMINATE; `user_id`
-    is the user's index (the official personalization prompt names the user).
+    user's end or the turn cap), since the stored text holds no end marker (the user agent's TERMINATE
+    is removed; a person ends with a button, and their words are kept as typed); `user_id` is the user's
+    index (the official personalization prompt names the user).
     """
     return {
         "user_id": ctx.scenario.user_id,

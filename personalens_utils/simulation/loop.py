@@ -5,6 +5,10 @@ A turn is one user message and the assistant's reply to it. When the user's mess
 TERMINATE, the assistant still answers that message once; that reply ends the dialogue. The opening
 message cannot end the dialogue. How TERMINATE is read, what is kept of a reply and how the cap
 counts belong to the prompt set (`prompt_sets`): the official set runs by the official scripts' rules.
+
+A user role whose end is not a word in its text (a person, who ends with a button: `validity.people`)
+answers with an `EndFlagged` response: its text is kept as it stands, TERMINATE included, and only its
+`ends` flag ends the dialogue.
 """
 
 from __future__ import annotations
@@ -24,6 +28,14 @@ TURN_CAPS = {"SD": 20, "MD": 30}
 """At most this many turns per dialogue (paper, section 2.3)."""
 
 TERMINATED, TURN_CAP, ERROR = "terminated", "turn_cap", "error"
+
+
+@dataclass(frozen=True)
+class EndFlagged(Response):
+    """A user message that says outright whether it ends the dialogue, so no marker is read from (or
+    cut out of) its text: a person may write TERMINATE as a plain word."""
+
+    ends: bool = False
 
 
 @dataclass
@@ -73,9 +85,13 @@ async def simulate_dialogue(
     status, error = TURN_CAP, None
     try:
         for index in range(prompts.user_messages(cap)):
-            text = books.add(await client.acomplete(replace(prompts.user_request(ctx, turns, user_model),
-                                                            sample=sample)))
-            text, done = prompts.read_user_message(text, opening=index == 0)
+            request = replace(prompts.user_request(ctx, turns, user_model), sample=sample)
+            said = await client.acomplete(request)
+            text = books.add(said)
+            if isinstance(said, EndFlagged):
+                done = said.ends and index > 0  # the opening message cannot end it either
+            else:
+                text, done = prompts.read_user_message(text, opening=index == 0)
             turns.append({"role": "user", "content": text})
             if index >= cap and not done:  # a set counting replies: the cap's last user message
                 break

@@ -3,9 +3,12 @@
 The loop (`simulation.loop.simulate_dialogue`) asks its user role for each message through
 `acomplete(request)` and reads `backend_name`; it does not know who types. `Person` answers those
 calls with what a person typed: each call hands the request (what the user agent would see) to the
-person's side and waits for their message. The loop's own rules then apply unchanged: the turn cap,
-TERMINATE read by the prompt set (the person's "end" button appends it), the opening message that
-cannot end the dialogue, the assistant answering the closing message once.
+person's side and waits for their message. The loop's own rules then apply: the turn cap, the opening
+message that cannot end the dialogue, the assistant answering the closing message once. Only the end
+differs: a person ends with the "end" button (`end`), never with a word, so each message comes back as
+an `EndFlagged` response carrying that choice, and the text is stored as typed (a TERMINATE in it is
+a plain word). Text that cannot be stored as UTF-8 (a lone surrogate a browser may hand over) is
+refused before it reaches the loop, and the dialogue waits for a corrected message.
 
 `PersonDialogue` runs one such dialogue on a thread of its own and is fed from the caller's thread
 (the widget, `explore.play`, or a test): `say(text)` and `end(text)` return once the assistant has
@@ -52,12 +55,12 @@ from personalens_utils.llm.loop_thread import LoopThread
 from personalens_utils.llm.offline.judge import mentions, words_of
 from personalens_utils.outputs.tables import Source, TableResult
 from personalens_utils.prompt_sets import KIT, PromptSet, ScenarioContext
-from personalens_utils.prompt_templates.dialogue import TERMINATE
 from personalens_utils.runstore import run_card
 from personalens_utils.runstore.columnar import Columnar
 from personalens_utils.runstore.records import Dialogue
 from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation import AssistantSetting, simulate_dialogue
+from personalens_utils.simulation.loop import EndFlagged
 from personalens_utils.trust.audit import FLAG_NAMES, FLAGS
 
 HUMAN = "human"
@@ -69,8 +72,8 @@ deadline, `llm.options`)."""
 
 
 class PersonError(KitError, ValueError):
-    """A person's dialogue cannot go on as asked: an empty message, an ending before the opening, a
-    dialogue already over, a name or scenario that does not fit."""
+    """A person's dialogue cannot go on as asked: an empty message or one that cannot be stored, an
+    ending before the opening, a dialogue already over, a name or scenario that does not fit."""
 
     says_all = True
 
@@ -87,7 +90,8 @@ class Person:
     """The user role played by a person: what the loop calls in place of the user agent's client.
 
     Each `acomplete` puts the request on `asked` (read by the other thread) and waits until `give`
-    hands it the person's message; `give` may be called from any thread."""
+    hands it the person's message and whether it ends the dialogue; `give` may be called from any
+    thread."""
 
     backend_name = HUMAN
 
@@ -95,28 +99,29 @@ class Person:
         self.model = person_model(name)
         self.name = name
         self.asked: queue.Queue[Request] = queue.Queue()
-        self._waiting: tuple[asyncio.AbstractEventLoop, asyncio.Future[str]] | None = None
+        self._waiting: tuple[asyncio.AbstractEventLoop, asyncio.Future[tuple[str, bool]]] | None = None
         self._lock = threading.Lock()
 
     async def acomplete(self, request: Request, **_: Any) -> Response:
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[str] = loop.create_future()
+        future: asyncio.Future[tuple[str, bool]] = loop.create_future()
         with self._lock:
             self._waiting = (loop, future)
         self.asked.put(request)
         started = time.perf_counter()
-        text = await future
-        return Response(text=text, usage=Usage(), backend=HUMAN, model=self.model,
-                        latency_s=time.perf_counter() - started)
+        text, ends = await future
+        return EndFlagged(text=text, usage=Usage(), backend=HUMAN, model=self.model,
+                          latency_s=time.perf_counter() - started, ends=ends)
 
-    def give(self, text: str) -> None:
-        """The person's next message, to the call waiting for it."""
+    def give(self, text: str, *, ends: bool = False) -> None:
+        """The person's next message, to the call waiting for it; `ends` when they chose to end with it
+        (their text is never read for an end marker)."""
         with self._lock:
             waiting, self._waiting = self._waiting, None
         if waiting is None:
             raise PersonError("the dialogue is not waiting for a message of yours")
         loop, future = waiting
-        loop.call_soon_threadsafe(future.set_result, text)
+        loop.call_soon_threadsafe(future.set_result, (text, ends))
 
 
 def next_sample(store: RunStore, scenario_id: str, setting: str, assistant: Assistant,
@@ -199,24 +204,27 @@ class PersonDialogue:
         return [dict(t) for t in (self.request.context.get("dialogue") or [])] if self.request else []
 
     def say(self, text: str) -> None:
-        """Send one message; returns once the assistant has answered (or the dialogue ended)."""
+        """Send one message, kept as typed (TERMINATE in it ends nothing); returns once the assistant
+        has answered (or the dialogue reached its turn cap)."""
+        _storable(text)
         if not text.strip():
             raise PersonError("the message is empty: type what you would say to the assistant")
-        self._send(text.strip())
+        self._send(text.strip(), ends=False)
 
     def end(self, text: str = "") -> None:
-        """End the dialogue as the user agent would, with TERMINATE after the last message (if any);
-        the assistant answers it once, then the dialogue is stored."""
+        """End the dialogue with this last message (may be empty): the person's end is this call, not a
+        word in their text. The assistant answers it once, then the dialogue is stored."""
+        _storable(text)
         if self.opening:
             raise PersonError("the opening message cannot end the dialogue: first say what you need")
-        self._send(f"{text.strip()} {TERMINATE}".strip())
+        self._send(text.strip(), ends=True)
 
-    def _send(self, text: str) -> None:
+    def _send(self, text: str, *, ends: bool) -> None:
         if self.done:
             raise PersonError(f"this dialogue has ended ({self.record.status}): start another one")
         if self.failure is not None:
             raise PersonError(f"this dialogue stopped ({self.failure}): start another one")
-        self.person.give(text)
+        self.person.give(text, ends=ends)
         self._next()
 
     def _next(self) -> None:
@@ -253,6 +261,17 @@ class PersonDialogue:
             record.user_model, record.user_backend, record.user_model_id),
             prompt_version=record.prompt_version, assistants=[record.assistant_model],
             settings=[record.assistant_setting])
+
+
+def _storable(text: str) -> None:
+    """Refuse, before the loop sees it, text the run store cannot write as UTF-8 (a lone surrogate from
+    a browser): the loop would fail on it and lose the dialogue, while the person can simply retype."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise PersonError(f"the message cannot be stored: character {exc.start + 1} "
+                          f"({text[exc.start]!a}) is a lone surrogate, not valid UTF-8; "
+                          "retype that part and send it again") from None
 
 
 def start_dialogue(benchmark: Benchmark, store: RunStore, scenario_id: str, person: str | Person,

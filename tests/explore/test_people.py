@@ -82,7 +82,7 @@ def test_a_person_plays_three_turns_in_the_widget_and_the_dialogue_is_stored_jud
     assert (record.user_model, record.user_backend, record.user_model_id) == ("human:alice", HUMAN,
                                                                                "human:alice")
     assert record.status == "terminated" and record.n_turns == 3 and record.made_offline
-    assert [t.content for t in record.turns if t.role == "user"] == [*SCRIPT, CLOSING]  # TERMINATE removed
+    assert [t.content for t in record.turns if t.role == "user"] == [*SCRIPT, CLOSING]  # stored as typed
     assert record.turns[-1].role == "assistant"  # answered once after the ending, as the loop does
     assert record.assistant_model == "ref-dialogue-only" and record.sample == 0
     assert record.id in widget.status.value and widget.send.disabled and widget.finish.disabled
@@ -110,7 +110,7 @@ def test_what_a_person_cannot_do_is_refused_and_nothing_typed_is_lost(tmp_path, 
         widget.dialogue.end("bye")
     widget.message.value = SCRIPT[0]
     widget.send.click()
-    widget.finish.click()  # an empty closing message: TERMINATE alone
+    widget.finish.click()  # an empty closing message: the button alone ends it
     (record,) = store.read(Dialogue)
     assert _users([t.as_dict() for t in record.turns]) == [SCRIPT[0], ""] and record.status == "terminated"
     with pytest.raises(PersonError, match="has ended"):
