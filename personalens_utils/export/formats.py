@@ -17,11 +17,13 @@ from typing import Any
 
 import orjson
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from personalens_utils.base import paths
-from personalens_utils.base.errors import KitError
 from personalens_utils.base.safe_names import inside
 from personalens_utils.data import Benchmark
+from personalens_utils.export import untrusted
 from personalens_utils.export.arguments import (
     ExportArgumentError,
     PathArg,
@@ -30,6 +32,7 @@ from personalens_utils.export.arguments import (
     as_path,
     as_store,
 )
+from personalens_utils.export.untrusted import ExportError
 from personalens_utils.generation.runner import MANIFEST as GENERATION_MANIFEST
 from personalens_utils.prompt_sets import ScenarioContext, prompt_set
 from personalens_utils.runstore.identity import stable_id
@@ -44,10 +47,6 @@ _TABLES: tuple[type[Dialogue] | type[Judgment], ...] = (Dialogue, Judgment)
 _EPOCH = "1970-01-01T00:00:00+00:00"
 
 __all__ = ["OFFICIAL_LICENSE", "ExportError", "import_run", "to_hf_dataset", "to_inspect"]
-
-
-class ExportError(KitError):
-    """A run cannot be exported or imported as asked; the message names the store or folder."""
 
 
 def read_run_card(store: StoreArg) -> dict[str, Any] | None:
@@ -319,40 +318,98 @@ def _dataset_card(license: str, origin: str, card: dict[str, Any] | None, dialog
 
 def import_run(source: PathArg | Mapping[str, Any], run_dir: PathArg) -> RunStore:
     """Rebuild a kit store at `run_dir` from a dataset folder written by `to_hf_dataset` (or from a
-    `datasets.DatasetDict` holding its `dialogues` and `judgments`). The store's lines are the exported
-    ones, byte for byte. A `run_dir` that already holds records is refused, and nothing is written."""
+    `datasets.DatasetDict` holding its `dialogues`, `judgments` and `run_card`). The store's lines are the
+    exported ones, byte for byte.
+
+    Someone else's run is untrusted: every record and the run card are checked (`untrusted`) before
+    anything is written, and the store is written beside `run_dir` and moved in only when complete, so
+    a refused import leaves nothing behind. A `run_dir` that already holds records is refused too.
+    """
     target = RunStore(as_path(run_dir, "import_run(run_dir)"))
     held = [kind.table for kind in _TABLES if target.path(kind).exists()]
     if held or (target.root / RUN_CARD).exists():
         raise ExportError(f"cannot import into {target.root}: it already holds {held or [RUN_CARD]}; "
                           "give an empty run_dir")
-    tables = _read_source(source)
-    target.root.mkdir(parents=True, exist_ok=True)
+    label, tables = _read_source(source)
+    rows = {}
     for kind in _TABLES:
-        lines = tables.get(kind.table, [])
-        for n, line in enumerate(lines, 1):
-            kind.from_json(orjson.loads(line), f"{source} {kind.table} row {n}")
-        if lines:
-            target.path(kind).write_bytes(b"".join(line.encode("utf-8") + b"\n" for line in lines))
-    if card := tables.get("run_card"):
-        (target.root / RUN_CARD).write_text(card[0], encoding="utf-8")
+        place, values = tables.get(kind.table, ("", []))
+        rows[kind.table] = untrusted.unique(untrusted.parse_rows(kind, values, place), label)
+    dialogues, judgments = rows[Dialogue.table], rows[Judgment.table]
+    untrusted.check_links(dialogues, judgments)
+    card = _card_text(*tables.get("run_card", ("", [])))
+    if card is not None:
+        untrusted.check_card(card, tables["run_card"][0], dialogues, judgments)
+
+    def write(folder: Path) -> list[str]:
+        names = []
+        for kind in _TABLES:
+            if rows[kind.table]:
+                path = folder / target.path(kind).name
+                path.write_bytes("".join(f"{row.line}\n" for row in rows[kind.table]).encode("utf-8"))
+                names.append(path.name)
+        if card is not None:
+            (folder / RUN_CARD).write_text(card, encoding="utf-8")
+            names.append(RUN_CARD)
+        return names
+
+    untrusted.write_all_or_nothing(target.root, write)
     return RunStore(target.root)
 
 
-def _read_source(source: PathArg | Mapping[str, Any]) -> dict[str, list[str]]:
-    """Each table's `record` column (and the run card's text) from a dataset folder or a DatasetDict."""
+_SOURCE_COLUMNS = {Dialogue.table: "record", Judgment.table: "record", "run_card": "run_card"}
+"""The tables an import reads, each with the column holding its lines (the card's: its text)."""
+
+
+def _read_source(source: PathArg | Mapping[str, Any]) -> tuple[str, dict[str, tuple[str, list[Any]]]]:
+    """What names the source in messages, and for each table it holds, where it is and its column's
+    values, from a dataset folder or a DatasetDict. Other tables or files are not read."""
+    tables: dict[str, tuple[str, list[Any]]] = {}
     if isinstance(source, str | bytes | os.PathLike):
         folder = as_path(source, "import_run(source)")
         if not (folder / "data" / "dialogues.parquet").is_file():
             raise ExportError(f"{folder} is not a PersonaLens dataset folder (no data/dialogues.parquet)")
-        frames = {p.stem: pd.read_parquet(p) for p in sorted((folder / "data").glob("*.parquet"))}
-        columns = {name: frame[frame.columns[-1]].tolist() for name, frame in frames.items()}
+        label = str(folder)
+        for name, column in _SOURCE_COLUMNS.items():
+            path = folder / "data" / f"{name}.parquet"
+            if path.is_file():
+                tables[name] = (str(path), _parquet_column(path, column))
     elif isinstance(source, Mapping):
-        columns = {name: list(split[split.column_names[-1]]) for name, split in source.items()}
+        label = "the DatasetDict"
+        for name, column in _SOURCE_COLUMNS.items():
+            if name in source:
+                place = f"the DatasetDict's {name!r} table"
+                columns = list(getattr(source[name], "column_names", None) or [])
+                if column not in columns:
+                    raise ExportError(f"{place} has no {column!r} column (it has {columns})")
+                tables[name] = (place, list(source[name][column]))
     else:
         raise ExportArgumentError(f"import_run(source) takes a dataset folder (a str or os.PathLike) or a "
                                   f"datasets.DatasetDict, got {type(source).__name__}")
-    if Dialogue.table not in columns:
-        raise ExportError(f"{source!r} holds no {Dialogue.table!r} table; it is not a PersonaLens dataset")
-    card = [text for text in columns.pop("run_card", []) if text]
-    return {**{name: [str(v) for v in values] for name, values in columns.items()}, "run_card": card}
+    if Dialogue.table not in tables:
+        raise ExportError(f"{label} holds no {Dialogue.table!r} table; it is not a PersonaLens dataset")
+    return label, tables
+
+
+def _parquet_column(path: Path, column: str) -> list[Any]:
+    """One column of a Parquet file, by name; a file that is not Parquet, or lacks it, is named."""
+    try:
+        with pq.ParquetFile(path) as parquet:
+            names = parquet.schema_arrow.names
+            if column not in names:
+                raise ExportError(f"{path}: no {column!r} column (it has {names}); it was not written by "
+                                  "to_hf_dataset")
+            return parquet.read(columns=[column]).column(column).to_pylist()
+    except (pa.ArrowException, OSError) as exc:
+        problem = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ExportError(f"{path}: not a readable Parquet file ({problem})") from None
+
+
+def _card_text(place: str, values: list[Any]) -> str | None:
+    """The run card's text from its table (None when the run has none); more than one is refused."""
+    cards = [value for value in values if value not in (None, "")]
+    if len(cards) > 1:
+        raise ExportError(f"{place}: holds {len(cards)} run cards; a run has one")
+    if cards and not isinstance(cards[0], str):
+        raise ExportError(f"{place}: the run card is not text but {type(cards[0]).__name__}")
+    return cards[0] if cards else None

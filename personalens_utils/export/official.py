@@ -31,18 +31,23 @@ reading stored as its score, the official reading derived from the stored text (
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import shutil
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from filelock import FileLock
 
 from personalens_utils.base.errors import KitError
 from personalens_utils.base.safe_names import inside
 from personalens_utils.data import Benchmark
 from personalens_utils.data.types import parse_task_id, scenario_id
+from personalens_utils.export import untrusted
 from personalens_utils.export.arguments import (
     ExportArgumentError,
     PathArg,
@@ -56,6 +61,7 @@ from personalens_utils.judging.answers import Answer, score_fields
 from personalens_utils.llm import Message, registry
 from personalens_utils.runstore import run_card
 from personalens_utils.runstore.identity import Variant
+from personalens_utils.runstore.migration import SCHEMA_FILE
 from personalens_utils.runstore.records import OFFICIAL_PROMPTS, Dialogue, Judgment, Record, RecordError
 from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation.loop import TERMINATED, TURN_CAP
@@ -66,6 +72,9 @@ OFFICIAL_KEYS = ("user_id", "task_id", "task_description", "user_model", "assist
 IMPORTED_BACKEND = "imported"
 OFFICIAL_PROMPT_VERSION = "official"
 """Prompt version given to records imported without a kit block (made by other code, other prompts)."""
+
+Read = TypeVar("Read", Dialogue, Judgment)
+"""A record an import reads: a dialogue or a judge's answer."""
 
 _TAGS = (("D", "_d"), ("I", "_p"), ("S", "_s"))
 OFFICIAL_SETTINGS = ("base", "base+D", "base+I", "base+S", "base+all")
@@ -452,9 +461,22 @@ def iter_dialogue_files(root: PathArg) -> Iterator[Path]:
             yield from sorted(model_dir.glob(f"*{_FILE_SUFFIX}"))
 
 
-def _add(store: RunStore, records: Sequence[Record]) -> None:
+def _checked(read: Iterable[tuple[Path, Read]], root: PathArg) -> list[Read]:
+    """Records read from the layout, each with its file, checked as any imported run is (`untrusted`):
+    names printable and short, one record per id (exact copies kept once)."""
+    rows = untrusted.record_rows((str(path), record) for path, record in read)
+    return [row.record for row in untrusted.unique(rows, str(root))]
+
+
+def _add(store: RunStore, records: Sequence[Record],
+         note: Callable[[RunStore], object] | None = None) -> None:
     """Add records to a store: ones it holds unchanged are skipped; a different record under a stored
-    id raises before anything is written."""
+    id raises before anything is written. `note` notes them on the run card.
+
+    All or nothing: the store's tables and card are copied beside it, the records (and the note) written
+    there, and the files changed moved in only when all are written (`untrusted.write_all_or_nothing`),
+    holding the tables' locks meanwhile so no other writer's lines are lost.
+    """
     fresh: list[Record] = []
     for kind in dict.fromkeys(type(r) for r in records):
         stored = {r.id: r for r in store.read(kind)}
@@ -465,7 +487,29 @@ def _add(store: RunStore, records: Sequence[Record]) -> None:
             elif old != record:
                 raise ValueError(f"run store {store.root} already holds a different {kind.__name__.lower()} "
                                  f"{record.id}; import into another run folder")
-    store.extend(fresh)
+    if not fresh and note is None:
+        return
+    if type(store) is not RunStore:
+        raise ExportArgumentError(f"an import is written into a run folder or a plain RunStore, not a "
+                                  f"{type(store).__name__} (its writes go elsewhere); give the folder")
+    changed = [*(store.path(kind).name for kind in dict.fromkeys(type(r) for r in fresh)), SCHEMA_FILE,
+               *([run_card.CARD_FILE] if note is not None else [])]
+
+    def write(folder: Path) -> list[str]:
+        held = [*store.root.glob("*.jsonl"), store.root / run_card.CARD_FILE, store.root / SCHEMA_FILE]
+        for path in (p for p in held if p.is_file()):
+            shutil.copyfile(path, folder / path.name)  # every table: the card counts them all
+        staged = RunStore(folder)
+        staged.extend(fresh)
+        if note is not None:
+            note(staged)
+        return [name for name in changed if (folder / name).is_file()]
+
+    with contextlib.ExitStack() as locks:
+        for kind in dict.fromkeys(type(r) for r in fresh):
+            if store.path(kind).exists():
+                locks.enter_context(FileLock(f"{store.path(kind)}.lock"))
+        untrusted.write_all_or_nothing(store.root, write)
 
 
 def import_official(
@@ -478,12 +522,13 @@ def import_official(
 ) -> list[Dialogue]:
     """Read every dialogue under `root` (a folder holding output/dialogue/, or that folder itself).
 
-    With `into`, the records are also added to that run store; ones it already holds unchanged are
-    skipped, and a different record under an existing id raises before anything is written.
+    The files are someone else's: their records are checked as any imported run's (`untrusted`). With
+    `into`, the records are also added to that run store, all or nothing; ones it already holds
+    unchanged are skipped, and a different record under an existing id raises before anything is written.
     """
     store = None if into is None else as_store(into, "import_official(into)")
     options = {"benchmark": benchmark, "prompt_version": prompt_version, "user_model": user_model}
-    records = [read_dialogue_file(p, **options) for p in iter_dialogue_files(root)]
+    records = _checked(((p, read_dialogue_file(p, **options)) for p in iter_dialogue_files(root)), root)
     if store is not None:
         _add(store, records)
     return records
@@ -561,20 +606,21 @@ def import_official_run(
     """
     store = None if into is None else as_store(into, "import_official_run(into)")
     options = {"benchmark": benchmark, "prompt_version": prompt_version, "user_model": user_model}
-    dialogues = import_official(root, **options)
-    by_place = {(d.user_id, path.parent.name, d.task_id): d
-                for path, d in zip(iter_dialogue_files(root), dialogues, strict=True)}
-    judgments = []
+    read = [(path, read_dialogue_file(path, **options)) for path in iter_dialogue_files(root)]
+    dialogues = _checked(read, root)
+    by_place = {(d.user_id, path.parent.name, d.task_id): d for path, d in read}
+    answers = []
     for path, user, folder in iter_evaluation_files(root):
         dialogue = by_place.get((user, folder, evaluation_of(path)[0]))
         if dialogue is None:
             raise OfficialLayoutError(path, f"no dialogue file for this answer under "
                                             f"{dialogue_root(root) / f'user{user}' / folder}")
-        judgments.append(read_evaluation_file(path, dialogue, prompt_version=prompt_version))
+        answers.append((path, read_evaluation_file(path, dialogue, prompt_version=prompt_version)))
+    judgments = _checked(answers, root)
     if store is not None:
-        _add(store, [*dialogues, *judgments])
-        run_card.note_records(store, "official_import", {"source": str(Path(root).resolve())},
-                              prompt_version=prompt_version,
-                              assistants=[d.assistant_model for d in dialogues],
-                              judges=[j.judge_model for j in judgments])
+        _add(store, [*dialogues, *judgments],
+             lambda staged: run_card.note_records(
+                 staged, "official_import", {"source": str(Path(root).resolve())},
+                 prompt_version=prompt_version, assistants=[d.assistant_model for d in dialogues],
+                 judges=[j.judge_model for j in judgments]))
     return OfficialRun(dialogues, judgments)

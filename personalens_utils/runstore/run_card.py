@@ -23,8 +23,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
+import msgspec
 import orjson
 import pandas as pd
 from filelock import FileLock
@@ -66,6 +67,70 @@ class RunCardError(KitError):
     """A card that cannot be read, or cards that cannot be merged; the message names the file and field."""
 
 
+class _RoleShape(TypedDict, total=False):
+    model: str
+    backend: str
+    model_id: str
+    endpoint: str
+    parameters: dict[str, Any]
+
+
+class _SimulationShape(TypedDict, total=False):
+    prompt_set: str
+    prompt_version: str
+    prompt_digests: dict[str, str]
+    max_turns: int | None
+    user: _RoleShape
+    assistant: _RoleShape
+    settings: list[str]
+    task_types: list[str]
+    repeats: int
+
+
+class _JudgeShape(_RoleShape, total=False):
+    prompt_set: str
+    prompt_version: str
+    prompt_digests: dict[str, str]
+    dimensions: list[str]
+    judge_samples: int
+
+
+class _StageShape(TypedDict, total=False):
+    stage: str
+    role: dict[str, Any]
+    prompt_version: str | None
+
+
+class _KitShape(TypedDict, total=False):
+    version: str
+    git_commit: str | None
+    python_version: str
+    packages: dict[str, str]
+
+
+_Usage = dict[str, dict[str, int | float]]
+
+
+class _CardShape(TypedDict, total=False):
+    """The kinds of the fields a card holds, as the functions below write them (`check_card`); keys it
+    does not name are left to their readers."""
+
+    created: str
+    updated: str
+    license: str
+    kit: list[_KitShape]
+    benchmark: dict[str, Any] | None
+    simulations: list[_SimulationShape]
+    judges: list[_JudgeShape]
+    stages: list[_StageShape]
+    scoring: list[str]
+    counts: dict[str, dict[str, int]]
+    usage: _Usage
+    own_usage: _Usage
+    merged_from: dict[str, _Usage]
+    protocol: dict[str, Any]
+
+
 def card_path(store_dir: str | os.PathLike[str]) -> Path:
     return Path(store_dir) / CARD_FILE
 
@@ -84,17 +149,31 @@ def read_card(store_dir: str | os.PathLike[str]) -> dict[str, Any]:
     except orjson.JSONDecodeError as exc:
         raise RunCardError(f"{path}: the run card is not valid JSON ({exc}); move it aside and run a stage "
                            "again to write a new one") from None
+    return check_card(card, path)
+
+
+def check_card(card: Any, where: str | os.PathLike[str]) -> dict[str, Any]:
+    """`card` (parsed JSON) if it is a run card of the version this kit reads, every field of the kind
+    the kit writes; else `RunCardError` naming `where` and the field. A store's own card and one that
+    comes with an imported run (`export.untrusted`) pass the same checks."""
     if not isinstance(card, dict) or card.get("schema") != SCHEMA:
-        raise RunCardError(f"{path}: not a run card (its 'schema' must be {SCHEMA!r})")
+        raise RunCardError(f"{where}: not a run card (its 'schema' must be {SCHEMA!r})")
     if card.get("schema_version") != SCHEMA_VERSION:
-        raise RunCardError(f"{path}: run card schema_version {card.get('schema_version')!r}; this kit reads "
+        raise RunCardError(f"{where}: run card schema_version {card.get('schema_version')!r}; this kit reads "
                            f"version {SCHEMA_VERSION}")
     required = ("simulations", "judges", "scoring", "usage", "kit")
     for field, kind in (("simulations", list), ("judges", list), ("scoring", list), ("usage", dict),
                         ("kit", list), ("own_usage", dict), ("merged_from", dict), ("stages", list)):
         if not isinstance(card.get(field, None if field in required else kind()), kind):
-            raise RunCardError(f"{path}: run card field {field!r} must be a {kind.__name__}, "
+            raise RunCardError(f"{where}: run card field {field!r} must be a {kind.__name__}, "
                                f"got {card.get(field)!r:.80}")
+    try:
+        msgspec.convert(card, _CardShape, strict=True)
+    except msgspec.ValidationError as exc:
+        problem, _, at = str(exc).partition(" - at `$")
+        place = at.rstrip("`").lstrip(".") or "(top level)"
+        raise RunCardError(f"{where}: run card field {place!r} is not what the kit writes "
+                           f"({problem})") from None
     return card
 
 
