@@ -7,20 +7,27 @@ were drawn (`SampleDesign`: a simple random sample, or one per stratum such as e
 sheets from any number of annotators are read back strictly: a value that is not a rating on the
 dimension's scale is an error naming the file, row and column; a blank cell is "not rated" and
 stays missing. Nothing is ever filled in for an annotator.
+
+Sheets are opened in spreadsheets, so every cell the kit writes is safe there: a cell that would run
+as a formula is escaped (`escape_cell`, undone on reading), a cell longer than the reader takes is cut
+with a note saying so, and each file is written whole or not at all, by one writer of its folder at a
+time (`writing_folder`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import glob
+import io
 import json
 import os
 import random
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import msgspec
 import numpy as np
@@ -36,7 +43,7 @@ from personalens_utils.prompt_templates.render import (
 )
 from personalens_utils.runstore.columnar import Columnar
 from personalens_utils.runstore.records import Dialogue
-from personalens_utils.runstore.store import RunStore
+from personalens_utils.runstore.store import RunStore, StoreError, folder_writer
 
 RATED = (
     "task_completion",
@@ -62,12 +69,84 @@ SHEET_COLUMNS = (*CONTEXT_COLUMNS, "annotator", *RATED, "notes")
 SHEET_NAME = "annotation_sheet.csv"
 GUIDELINES_NAME = "annotation_guidelines.md"
 MANIFEST_NAME = "annotation_sample.json"
+WRITER_STAGE = "annotation-sheets"
+"""The stage whose writer lock a folder of annotation files is held by while anything writes there."""
+CELL_LIMIT = 100_000
+"""Characters of the longest cell an export writes: under the CSV reader's field limit (131,072), with
+room for the escape and for other tools' readers, which share that limit."""
+ESCAPE = "'"
+_ESCAPED = frozenset("=+-@\t\r" + ESCAPE)
+"""First characters of a cell written with `ESCAPE` before them: what a spreadsheet reads as the
+start of a formula (OWASP, CSV injection), and the escape itself, so that unescaping is exact."""
 _TRUE = {"true", "t", "yes", "y", "1", "1.0"}
 _FALSE = {"false", "f", "no", "n", "0", "0.0"}
 
 
 class AnnotationError(KitError, ValueError):
     """A filled sheet cannot be read: the message names the file, row and column."""
+
+
+def escape_cell(value: Any) -> Any:
+    """A cell as a sheet stores it: text starting with a formula character or with the escape gets one
+    `'` in front, so a spreadsheet shows it as text instead of running it (OWASP's advice on CSV
+    injection); anything else is stored as it is."""
+    if isinstance(value, str) and value[:1] in _ESCAPED:
+        return ESCAPE + value
+    return value
+
+
+def unescape_cell(value: Any) -> Any:
+    """A stored cell read back: the `'` that `escape_cell` put before a formula character or before a
+    `'` is dropped, so ids and text come back exactly as they were; other cells are left as typed."""
+    if isinstance(value, str) and value[:1] == ESCAPE and value[1:2] in _ESCAPED:
+        return value[1:]
+    return value
+
+
+def fit_cell(text: Any, dialogue_id: str) -> Any:
+    """`text` cut to `CELL_LIMIT` characters, ending with a note of what was cut and where the whole text
+    is, so a dialogue with a huge message still gives a sheet the kit (and a spreadsheet) can read."""
+    if not isinstance(text, str) or len(text) <= CELL_LIMIT:
+        return text
+    note = "… [cut: {} more characters; the full text is in the run store, dialogue {}]"
+    keep = CELL_LIMIT - len(note.format(len(text), dialogue_id))
+    return text[:keep] + note.format(len(text) - keep, dialogue_id)
+
+
+@contextlib.contextmanager
+def writing_folder(folder: str | os.PathLike[str], error: type[KitError] = AnnotationError,
+                   instead: str = "export to another folder") -> Iterator[None]:
+    """Hold `folder` as the one writer of annotation files there, with the run store's writer lock: two
+    exports (or two runs of notebook 09) into one folder would interleave their sheets and manifests,
+    so the second stops at once with one `error` naming the folder and the run holding it. The lock's
+    files go with the hold, so the folder ends holding only the sample."""
+    with contextlib.ExitStack() as held:
+        try:
+            held.enter_context(folder_writer(Path(folder), WRITER_STAGE, f"the annotation folder {folder}",
+                                             instead, leave_nothing=True))
+        except StoreError as exc:
+            raise error(str(exc)) from None
+        yield
+
+
+@contextlib.contextmanager
+def atomic_file(path: str | os.PathLike[str]) -> Iterator[TextIO]:
+    """A text file written whole or not at all (a temporary file beside it, then a rename): a crash or
+    a second writer never leaves a half-written sheet, guide or manifest. The file keeps its own
+    permissions (a new one gets the user's umask), not the temporary file's private 0600."""
+    path = Path(path)
+    mode = path.stat().st_mode & 0o777 if path.exists() else _umask_mode()
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 @dataclass(frozen=True)
@@ -220,22 +299,21 @@ def sheet_rows(dialogues: Iterable[Mapping[str, Any]], benchmark: Any) -> list[d
     rows = []
     for dialogue in dialogues:
         ctx = context_for(Dialogue.from_json(dialogue, f"dialogue {dialogue.get('id')!r} to annotate"))
+        did = dialogue["id"]
         task = ctx["task"]
-        rows.append(
-            {
-                "dialogue_id": dialogue["id"],
-                "task_type": dialogue.get("task_type", ""),
-                "domains": ", ".join(dialogue.get("domains") or []),
-                "task_description": task.get("task_description", ""),
-                "task_goal": task.get("task_goal", ""),
-                "demographics": _fields(ctx.get("demographics") or {}),
-                "preferences": render_preferences(ctx.get("preferences") or {}),
-                "past_interactions": render_interactions(ctx.get("interactions") or {}),
-                "situation": _fields(ctx.get("situation") or {}),
-                "conversation": render_conversation(dialogue["turns"]),
-                **dict.fromkeys(("annotator", *RATED, "notes"), ""),
-            }
-        )
+        context = {
+            "task_type": dialogue.get("task_type", ""),
+            "domains": ", ".join(dialogue.get("domains") or []),
+            "task_description": task.get("task_description", ""),
+            "task_goal": task.get("task_goal", ""),
+            "demographics": _fields(ctx.get("demographics") or {}),
+            "preferences": render_preferences(ctx.get("preferences") or {}),
+            "past_interactions": render_interactions(ctx.get("interactions") or {}),
+            "situation": _fields(ctx.get("situation") or {}),
+            "conversation": render_conversation(dialogue["turns"]),
+        }
+        rows.append({"dialogue_id": did, **{key: fit_cell(text, did) for key, text in context.items()},
+                     **dict.fromkeys(("annotator", *RATED, "notes"), "")})
     return rows
 
 
@@ -310,10 +388,20 @@ def export_sheet(
     destroying anyone's work. Delete the folder's sheet to export a new sample. The manifest records
     the sample's design (`SampleDesign`: simple, or stratified by `stratify_by`, drawn `apart` or not),
     which the human-anchored estimates (`validity.anchored`) weight the labels by.
+
+    The folder is held while it is checked and written (`writing_folder`), so a second export into it
+    stops at once instead of mixing two samples; the sheet is written last, so a run stopped midway
+    leaves no sheet without its manifest.
     """
     store = store if isinstance(store, RunStore) else RunStore(store)
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    with writing_folder(out):
+        return _export(store, benchmark, out, n=n, seed=seed, where=where, stratify_by=stratify_by,
+                       apart=apart)
+
+
+def _export(store: RunStore, benchmark: Any, out: Path, *, n: int, seed: int,
+            where: Mapping[str, Any] | None, stratify_by: str | None, apart: bool) -> dict[str, Path]:
     paths = {"sheet": out / SHEET_NAME, "guidelines": out / GUIDELINES_NAME, "manifest": out / MANIFEST_NAME}
     if paths["sheet"].exists():
         manifest = read_manifest(paths["manifest"]) if paths["manifest"].exists() else None
@@ -327,10 +415,9 @@ def export_sheet(
     dialogues, design = draw_sample(store, n, seed=seed, where=where, stratify_by=stratify_by, apart=apart)
     if not dialogues:
         raise AnnotationError(f"{store.root}: no finished dialogues to sample for annotation")
-    pd.DataFrame(sheet_rows(dialogues, benchmark), columns=list(SHEET_COLUMNS)).to_csv(
-        paths["sheet"], index=False, quoting=csv.QUOTE_NONNUMERIC
-    )
-    paths["guidelines"].write_text(guidelines(), encoding="utf-8")
+    rows = sheet_rows(dialogues, benchmark)
+    with atomic_file(paths["guidelines"]) as fh:
+        fh.write(guidelines())
     manifest = {
         "store": str(store.root),
         "n": n,
@@ -341,7 +428,9 @@ def export_sheet(
         "dialogue_ids": [d["id"] for d in dialogues],
         "design": {"kind": design.kind, **msgspec.to_builtins(design)},
     }
-    paths["manifest"].write_text(json.dumps(manifest, indent=1), encoding="utf-8")
+    with atomic_file(paths["manifest"]) as fh:
+        fh.write(json.dumps(manifest, indent=1))
+    write_table(paths["sheet"], SHEET_COLUMNS, rows)
     return paths
 
 
@@ -378,41 +467,51 @@ def rating(raw: str, dimension: str, where: str) -> float | None:
 
 
 def read_table(path: str | os.PathLike[str]) -> tuple[list[str], list[dict[str, str]], str]:
-    """A sheet as written: its header, its rows (text cells) and its delimiter (a spreadsheet saving
-    with `;` or tabs is read as well), so it can be written back in the same form (`write_table`)."""
+    """A sheet as written: its header, its rows (text cells, `escape_cell` undone) and its delimiter (a
+    spreadsheet saving with `;` or tabs is read as well), so it can be written back in the same form
+    (`write_table`). A row the CSV reader refuses (a NUL byte, a cell over its limit) is named by its
+    file, row and line."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        text = path.read_bytes().decode("utf-8-sig")  # as stored: a carriage return in a cell stays one
     except (OSError, UnicodeDecodeError) as exc:
         raise AnnotationError(f"{path}: cannot read the sheet as UTF-8 text ({exc})") from exc
     header = text.splitlines()[0] if text.strip() else ""
     delimiter = max(",;\t", key=header.count)
-    reader = csv.DictReader(text.splitlines(keepends=True), delimiter=delimiter)
-    rows = list(reader)
-    return list(reader.fieldnames or ()), rows, delimiter
+    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter)
+    rows: list[dict[str, str]] = []
+    try:
+        fields = list(reader.fieldnames or ())
+        for row in reader:
+            if any("\0" in value for value in row.values() if isinstance(value, str)):
+                raise csv.Error("a NUL byte: the file was damaged while it was written")
+            rows.append({key: unescape_cell(value) for key, value in row.items()})
+    except csv.Error as exc:
+        row = len(rows) + 2 if reader.line_num > 1 else 1
+        raise AnnotationError(f"{path}, row {row} (line {reader.line_num}): not a CSV row the kit can read "
+                              f"({exc}); save the sheet again as CSV") from None
+    return fields, rows, delimiter
 
 
 def write_table(path: str | os.PathLike[str], header: Sequence[str], rows: Iterable[Mapping[str, str]],
                 delimiter: str = ",") -> None:
-    """Write a sheet atomically (a temporary file beside it, then a rename), quoted as the export
-    quotes it: a crash or a closed tab mid-write leaves the previous sheet whole. The sheet keeps its
-    own permissions (a new one gets the user's umask), not the temporary file's private 0600."""
+    """Write a sheet atomically (`atomic_file`), quoted as the export quotes it and every cell escaped
+    (`escape_cell`): a crash or a closed tab mid-write leaves the previous sheet whole, and opening it
+    in a spreadsheet runs no formula. A cell the reader would refuse is refused here, before writing."""
     path = Path(path)
-    mode = path.stat().st_mode & 0o777 if path.exists() else _umask_mode()
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.fchmod(fd, mode)
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            writer = csv.DictWriter(fh, fieldnames=list(header), delimiter=delimiter,
-                                    quoting=csv.QUOTE_NONNUMERIC, extrasaction="ignore", lineterminator="\n")
-            writer.writeheader()
-            writer.writerows(rows)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    stored = []
+    for line, row in enumerate(rows, start=2):
+        cells = {key: escape_cell(value) for key, value in row.items()}
+        for column, value in cells.items():
+            if isinstance(value, str) and len(value) > csv.field_size_limit():
+                raise AnnotationError(f"{path}, row {line}, column {column}: {len(value)} characters, more "
+                                      "than a sheet can be read back with; nothing was written")
+        stored.append(cells)
+    with atomic_file(path) as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(header), delimiter=delimiter,
+                                quoting=csv.QUOTE_NONNUMERIC, extrasaction="ignore", lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(stored)
 
 
 def _umask_mode() -> int:
@@ -445,7 +544,8 @@ def read_sheet(path: str | os.PathLike[str], *, expected_ids: Sequence[str] | No
     seen: set[str] = set()
     out = []
     for line, row in enumerate(rows, start=2):
-        did = (row.get("dialogue_id") or "").strip()
+        raw = row.get("dialogue_id") or ""
+        did = raw if expected is not None and raw in expected else raw.strip()
         if not did:
             raise AnnotationError(f"{path}, row {line}: empty dialogue_id")
         if did in seen:

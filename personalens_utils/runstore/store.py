@@ -50,7 +50,7 @@ _MERGE_BATCH = 5000
 R = TypeVar("R", bound=Record)
 
 __all__ = ["ERROR_STATUS", "DuplicateRecordError", "ReproductionStore", "RunStore",
-           "StoreError", "StoreInUse", "StoreMigrated", "merge_stores", "stable_id"]
+           "StoreError", "StoreInUse", "StoreMigrated", "folder_writer", "merge_stores", "stable_id"]
 
 
 class StoreError(KitError):
@@ -211,32 +211,15 @@ class RunStore:
         since both would make the same calls and write the same records. Re-entrant in one thread;
         the operating system releases it when the process dies, so a killed run does not block. A
         folder this process cannot write is refused here, before any call, naming the folder."""
-        path = writer_lock(self._written_folder(), stage)
-        created = not path.parent.exists()
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with self._lock:
-                lock = self._writers.setdefault(stage, FileLock(str(path)))
-            lock.acquire(timeout=0)
-        except Timeout:
-            raise StoreInUse(
-                f"the run store {self.root} is in use: {_holder(_info(path))} is running {stage} on it; wait "
-                "for that run to end (or stop it), or give this run another run_dir"
-            ) from None
-        except OSError as exc:
-            raise StoreError(f"cannot write the run store {self.root}: {_cannot_write(path.parent, exc)}; "
-                             "give a run_dir this process can write (nothing was written)") from None
-        try:
-            if lock.lock_counter == 1:
-                _info(path).write_text(orjson.dumps({
-                    "pid": os.getpid(), "host": socket.gethostname(), "stage": stage,
-                    "since": datetime.now(UTC).isoformat(timespec="seconds"),
-                }).decode())
+        folder = self._written_folder()
+        with self._lock:
+            lock = self._writers.setdefault(stage, FileLock(str(writer_lock(folder, stage))))
+        with folder_writer(folder, stage, self.described(), "give this run another run_dir", lock=lock):
             yield
-        finally:
-            lock.release()
-            if created and not lock.is_locked:
-                _remove_if_only(path.parent, {path.name, _info(path).name})
+
+    def described(self) -> str:
+        """What a refusal to write calls this store: its kind and the folder its writes go to."""
+        return f"the run store {self._written_folder()}"
 
     def _written_folder(self) -> Path:
         """The folder a run's records (and its writer lock) go to."""
@@ -616,6 +599,50 @@ def _info(lock: Path) -> Path:
     return lock.with_name(f"{lock.name}-info")
 
 
+def writer_files(stage: str) -> frozenset[str]:
+    """The names of the files a writer of `stage` keeps in its folder: the lock and the note beside it."""
+    lock = writer_lock(Path(), stage)
+    return frozenset({lock.name, _info(lock).name})
+
+
+@contextlib.contextmanager
+def folder_writer(folder: Path, stage: str, what: str, instead: str, *,
+                  lock: FileLock | None = None, leave_nothing: bool = False) -> Iterator[None]:
+    """Hold `folder` as the one writer of `stage`, for a run store or any folder a stage fills (e.g.
+    notebook 09's annotation sample): a second writer is refused at once with one line (`StoreInUse`)
+    saying `what` is in use, who holds it, and what to do `instead`. The lock sits in the folder and the
+    operating system drops it when the process dies; a folder made only to hold it is removed after.
+    Pass the same `lock` to re-enter it in one thread. With `leave_nothing` the lock files are removed
+    (still held) when the last hold ends, for a folder of outputs compared byte for byte, where a note
+    naming a process and a time would differ from run to run."""
+    path = writer_lock(folder, stage)
+    created = not folder.exists()
+    lock = lock if lock is not None else FileLock(str(path))
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        lock.acquire(timeout=0)
+    except Timeout:
+        raise StoreInUse(f"{what} is in use: {_holder(_info(path))} is running {stage} on it; wait for that "
+                         f"run to end (or stop it), or {instead}") from None
+    except OSError as exc:
+        raise StoreError(f"cannot write {what}: {_cannot_write(folder, exc)}; {instead} "
+                         "(nothing was written)") from None
+    try:
+        if lock.lock_counter == 1:
+            _info(path).write_text(orjson.dumps({
+                "pid": os.getpid(), "host": socket.gethostname(), "stage": stage,
+                "since": datetime.now(UTC).isoformat(timespec="seconds"),
+            }).decode())
+        yield
+    finally:
+        if leave_nothing and lock.lock_counter == 1:
+            for name in writer_files(stage):
+                (folder / name).unlink(missing_ok=True)
+        lock.release()
+        if created and not lock.is_locked:
+            _remove_if_only(folder, set(writer_files(stage)))
+
+
 def _cannot_write(folder: Path, exc: OSError) -> str:
     """What stops a write into `folder`, in a few words naming the folder that refuses it."""
     blocked = paths.unwritable(folder) or folder
@@ -661,6 +688,11 @@ class ReproductionStore(RunStore):
         reproduction's only while it is a session's view of one that nothing has been written over yet."""
         finished = isinstance(run, ReproductionStore) and run.finished and run.root == run.reproduction
         return cls(run.root, own, finished=finished)
+
+    def described(self) -> str:
+        """The own store and the run store it reads through: notebook 09's reviews or 07's records are
+        not the run store, and a refusal must not say they are."""
+        return f"the store {self.own} (this notebook's own, over the run store {self.reproduction})"
 
     def _written_folder(self) -> Path:
         """The own run, whether or not it exists yet: its lock excludes a run given that folder as its

@@ -50,6 +50,7 @@ from personalens_utils.base.errors import KitError
 from personalens_utils.judging import DIMENSIONS as JUDGE_DIMENSIONS
 from personalens_utils.outputs.latex import Block, Printed
 from personalens_utils.outputs.tables import Source, TableResult
+from personalens_utils.runstore.store import writer_files
 
 DIMENSIONS = ("task_completion", "personalization", "naturalness_assistant", "coherence_assistant")
 """The assistant's dimensions a sheet rates (the sheet's ids), the table's default."""
@@ -619,11 +620,19 @@ def synthetic_sample(
     stratum), so a rerun on the same inputs writes the same bytes and one on a grown store rewrites the
     sample. The folder's `KIT_MARKER` records what 09 wrote; a folder holding anything else (a sheet
     someone filled, or one written before the marker) is left as it is, with one line naming the file,
-    and the sample goes to the next free `<out_dir>_<k>`.
+    and the sample goes to the next free `<out_dir>_<k>`. The folder is held while it is written
+    (`annotation.writing_folder`): a second run of 09 into it stops at once, naming the folder and the
+    run holding it, and the first run's files stay as it writes them.
     """
     folder = _own_folder(Path(out_dir))
+    with annotation.writing_folder(folder, ValidityError, "give this run of notebook 09 another output_dir"):
+        return _write_sample(folder, store, benchmark, scores, n=n, seed=seed, where=where)
+
+
+def _write_sample(folder: Path, store: Any, benchmark: Any, scores: pd.DataFrame, *, n: int, seed: int,
+                  where: Mapping[str, Any] | None) -> tuple[list[Path], Path]:
+    """`synthetic_sample`'s writing, with the folder held: drafted aside, then swapped in file by file."""
     before = _marked(folder)
-    folder.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f".{folder.name}-", dir=folder.parent) as draft:
         paths = annotation.export_sheet(store, benchmark, draft, n=n, seed=seed, where=where,
                                         stratify_by="assistant_model")
@@ -670,10 +679,8 @@ def _mark(folder: Path, files: Mapping[str, list[str]]) -> None:
     record = {"written_by": "notebook 09 (personalens_utils.validity.anchored.synthetic_sample)",
               "why": "a rerun rewrites these files, and only these, when they are as 09 wrote them",
               "files": dict(sorted(files.items()))}
-    fd, tmp = tempfile.mkstemp(prefix=f".{folder.name}-", suffix=".json", dir=folder.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+    with annotation.atomic_file(folder / KIT_MARKER) as fh:
         fh.write(json.dumps(record, indent=1) + "\n")
-    os.replace(tmp, folder / KIT_MARKER)
 
 
 def _foreign(folder: Path) -> list[Path]:
@@ -683,9 +690,16 @@ def _foreign(folder: Path) -> list[Path]:
     if not folder.is_dir():
         return [folder]
     marked = _marked(folder)
-    return sorted((p for p in folder.iterdir() if p.name != KIT_MARKER
+    return sorted((p for p in folder.iterdir() if not _kits_own(p.name)
                    and not (p.is_file() and _digest(p) in marked.get(p.name, ()))),
                   key=lambda p: (p.suffix != ".csv", p.name))
+
+
+def _kits_own(name: str) -> bool:
+    """The marker, the folder's writer lock and its note, and a marker being written (a run holds the
+    folder): files of 09 that no digest lists."""
+    return (name == KIT_MARKER or name in writer_files(annotation.WRITER_STAGE)
+            or (name.startswith(f".{KIT_MARKER}.") and name.endswith(".tmp")))
 
 
 def _own_folder(wanted: Path) -> Path:
