@@ -14,8 +14,9 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 from support.records import put
-from support.synthetic_store import dialogue_record, judgment_record
+from support.synthetic_store import build_benchmark, build_store, dialogue_record, judgment_record
 
+from personalens_utils.analysis import annotation
 from personalens_utils.base.safe_names import MAX_NAME, UnsafePath, inside, safe_name
 from personalens_utils.export.formats import to_hf_dataset, to_inspect
 from personalens_utils.export.official import export_official, plan_export
@@ -126,3 +127,16 @@ def test_tables_and_figures_named_after_data_stay_in_their_folders(tmp_path):
         assert all(p.parent == out / "figures" for p in figure.values())
     assert {p.name for p in tmp_path.iterdir()} == {"out"}
     assert {p.name for p in out.iterdir()} == {"tables", "figures"}
+
+
+def test_an_annotation_sheet_of_hostile_ids_writes_only_its_own_files(tmp_path):
+    store = build_store(tmp_path / "run", users=2, second_judge=False)
+    model = next(d for d in store.records(Dialogue) if d["status"] == "terminated")
+    names = hostile(tmp_path / "outside")
+    put(store, Dialogue, [{**model, "assistant_model": "model-h", "id": name} for name in names])
+    before = files_under(tmp_path)
+    paths = annotation.export_sheet(store, build_benchmark(2), tmp_path / "sheet", n=100,
+                                    where={"assistant_model": "model-h"})
+    new = {p for p in files_under(tmp_path) - before if store.root not in p.parents}  # not the store cache
+    assert new == {tmp_path / "sheet", *paths.values()}
+    assert sorted(r["dialogue_id"] for r in annotation.read_table(paths["sheet"])[1]) == sorted(names)
