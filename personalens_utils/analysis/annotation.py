@@ -415,7 +415,7 @@ def _export(store: RunStore, benchmark: Any, out: Path, *, n: int, seed: int,
     dialogues, design = draw_sample(store, n, seed=seed, where=where, stratify_by=stratify_by, apart=apart)
     if not dialogues:
         raise AnnotationError(f"{store.root}: no finished dialogues to sample for annotation")
-    rows = sheet_rows(dialogues, benchmark)
+    cells = _cells(paths["sheet"], sheet_rows(dialogues, benchmark))
     with atomic_file(paths["guidelines"]) as fh:
         fh.write(guidelines())
     manifest = {
@@ -430,7 +430,7 @@ def _export(store: RunStore, benchmark: Any, out: Path, *, n: int, seed: int,
     }
     with atomic_file(paths["manifest"]) as fh:
         fh.write(json.dumps(manifest, indent=1))
-    write_table(paths["sheet"], SHEET_COLUMNS, rows)
+    _write_cells(paths["sheet"], SHEET_COLUMNS, cells)
     return paths
 
 
@@ -498,7 +498,12 @@ def write_table(path: str | os.PathLike[str], header: Sequence[str], rows: Itera
     """Write a sheet atomically (`atomic_file`), quoted as the export quotes it and every cell escaped
     (`escape_cell`): a crash or a closed tab mid-write leaves the previous sheet whole, and opening it
     in a spreadsheet runs no formula. A cell the reader would refuse is refused here, before writing."""
-    path = Path(path)
+    _write_cells(Path(path), header, _cells(Path(path), rows), delimiter)
+
+
+def _cells(path: Path, rows: Iterable[Mapping[str, str]]) -> list[dict[str, Any]]:
+    """The rows escaped for the sheet at `path`; a cell the reader could not read back is refused,
+    naming row and column, so a sheet is never written that the kit cannot read."""
     stored = []
     for line, row in enumerate(rows, start=2):
         cells = {key: escape_cell(value) for key, value in row.items()}
@@ -506,12 +511,20 @@ def write_table(path: str | os.PathLike[str], header: Sequence[str], rows: Itera
             if isinstance(value, str) and len(value) > csv.field_size_limit():
                 raise AnnotationError(f"{path}, row {line}, column {column}: {len(value)} characters, more "
                                       "than a sheet can be read back with; nothing was written")
+            if isinstance(value, str) and "\x00" in value:
+                raise AnnotationError(f"{path}, row {line}, column {column}: a NUL character, which no "
+                                      "sheet can be read back with; nothing was written")
         stored.append(cells)
+    return stored
+
+
+def _write_cells(path: Path, header: Sequence[str], cells: list[dict[str, Any]],
+                 delimiter: str = ",") -> None:
     with atomic_file(path) as fh:
         writer = csv.DictWriter(fh, fieldnames=list(header), delimiter=delimiter,
                                 quoting=csv.QUOTE_NONNUMERIC, extrasaction="ignore", lineterminator="\n")
         writer.writeheader()
-        writer.writerows(stored)
+        writer.writerows(cells)
 
 
 def _umask_mode() -> int:

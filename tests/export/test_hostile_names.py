@@ -132,11 +132,16 @@ def test_tables_and_figures_named_after_data_stay_in_their_folders(tmp_path):
 def test_an_annotation_sheet_of_hostile_ids_writes_only_its_own_files(tmp_path):
     store = build_store(tmp_path / "run", users=2, second_judge=False)
     model = next(d for d in store.records(Dialogue) if d["status"] == "terminated")
-    names = hostile(tmp_path / "outside")
+    names = [name for name in hostile(tmp_path / "outside") if "\x00" not in name]
     put(store, Dialogue, [{**model, "assistant_model": "model-h", "id": name} for name in names])
+    put(store, Dialogue, [{**model, "assistant_model": "model-nul", "id": "a\x00b"}])
     before = files_under(tmp_path)
+    with pytest.raises(annotation.AnnotationError, match=r"row 2, column dialogue_id: a NUL character"):
+        annotation.export_sheet(store, build_benchmark(2), tmp_path / "nul",
+                                where={"assistant_model": "model-nul"})
+    assert not [p for p in files_under(tmp_path) - before if store.root not in p.parents and p.is_file()]
     paths = annotation.export_sheet(store, build_benchmark(2), tmp_path / "sheet", n=100,
                                     where={"assistant_model": "model-h"})
-    new = {p for p in files_under(tmp_path) - before if store.root not in p.parents}  # not the store cache
-    assert new == {tmp_path / "sheet", *paths.values()}
+    new = {p for p in files_under(tmp_path) - before if store.root not in p.parents and p.is_file()}
+    assert new == set(paths.values()) and all(p.parent == tmp_path / "sheet" for p in new)
     assert sorted(r["dialogue_id"] for r in annotation.read_table(paths["sheet"])[1]) == sorted(names)
