@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.resources
 import importlib.util
 import json
 import os
@@ -61,16 +60,20 @@ class Served:
         return (f"local model {ALIAS} served at {self.url} (pid {self.pid}; log {self.log})\n"
                 f"  export {URL_VARIABLE}={self.url}\n"
                 f"  spec:  {self.spec}   e.g. make reproduce RUN=local ARGS=\"--passes generated "
-                f"--generated-users 2 --assistant-models ref-dialogue-only,{self.spec}\"\n"
+                f"--generated-users 2 --max-concurrency 1 --request-timeout-s 120 "
+                f"--assistant-models ref-dialogue-only,{self.spec}\"\n"
+                "  (the server answers one call at a time: more calls in flight only wait and time out)\n"
                 "  stop:  make local-model-stop")
 
 
 def model_path() -> Path:
     """The packaged model file, or a one-line error saying how to install it."""
-    if importlib.util.find_spec(MODEL_PACKAGE) is None or importlib.util.find_spec("llama_cpp") is None:
+    found = importlib.util.find_spec(MODEL_PACKAGE)
+    if found is None or not found.submodule_search_locations or importlib.util.find_spec("llama_cpp") is None:
         raise LocalModelError("the local model is not installed: run `make local-model` (it installs "
                               "requirements-local.txt into the kit's environment)")
-    path = Path(str(importlib.resources.files(MODEL_PACKAGE) / MODEL_FILE))
+    # The wheel's package is an `llm` plugin, installed without `llm`: its folder is read, never imported.
+    path = Path(found.submodule_search_locations[0]) / MODEL_FILE
     if not path.is_file():
         raise LocalModelError(f"{MODEL_PACKAGE} is installed but holds no {MODEL_FILE}; reinstall it "
                               "with `make local-model`")
