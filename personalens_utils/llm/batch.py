@@ -7,7 +7,8 @@ instead of submitting them again:
 - one record per batch, written the moment the API accepted it: its id and `entries`, the map
   custom_id -> the caller's key for that request;
 - one record per answered entry (id = custom_id): the text, usage and cost at batch prices when it
-  succeeded; the reason when it errored, expired or was canceled.
+  succeeded (and `cut_off` when the answer stopped at the token limit); the reason when it errored,
+  expired or was canceled.
 
 A key whose entry failed is submitted again in a new batch, at most `max_rounds` submissions per key
 in one run (a failure that a resubmission would meet again, such as an invalid request, is final at
@@ -144,6 +145,7 @@ def _outcome(record: Mapping[str, Any]) -> Outcome:
         latency_s=0.0,
         cost_usd=record["cost_usd"] or 0.0,
         batch=True,
+        cut_off=record.get("cut_off", False),
     )
     return Outcome(response)
 
@@ -365,6 +367,8 @@ class BatchRunner:
                 usage=usage.to_dict(),
                 cost_usd=registry.cost_usd(response.model, usage, batch=True),
             )
+            if response.cut_off:
+                record["cut_off"] = True
         elif result.outcome == "succeeded":
             record.update(outcome="errored", error="the entry succeeded without a message")
         return record

@@ -24,7 +24,9 @@ log = logging.getLogger(__name__)
 
 
 class ResponseCache:
-    """Responses by cache key. Stores only what the backend answered, never credentials."""
+    """Responses by cache key. Stores only what the backend answered, never credentials.
+
+    `cut_off` is stored only when set, so entries written before it existed read back as not cut off."""
 
     def __init__(self, directory: str | os.PathLike[str] | None = None):
         self.directory = Path(directory) if directory is not None else paths.cache_dir()
@@ -55,6 +57,7 @@ class ResponseCache:
             model=record["model"],
             latency_s=record["latency_s"],
             cached=True,
+            cut_off=record.get("cut_off", False),
         )
 
     def put(self, key: str, response: Response) -> None:
@@ -66,6 +69,7 @@ class ResponseCache:
                 "backend": response.backend,
                 "model": response.model,
                 "latency_s": response.latency_s,
+                **({"cut_off": True} if response.cut_off else {}),
             },
         )
 

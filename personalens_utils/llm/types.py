@@ -133,6 +133,10 @@ class Response:
     cost_usd: float = 0.0
     batch: bool = False
     """Answered through a batch API (set by the batch transport): billed, and booked, at batch prices."""
+    cut_off: bool = False
+    """The model stopped at the request's token limit, not where it meant to (openai's finish_reason
+    "length", anthropic's and bedrock's stop reason "max_tokens"): the text is kept as it came, and a
+    dialogue counts such replies, since a cut reply reads as a complete one."""
 
 
 @runtime_checkable

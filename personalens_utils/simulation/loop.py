@@ -43,12 +43,15 @@ class _Books:
     usage: Usage = field(default_factory=Usage)
     cost_usd: float = 0.0
     retries: int = 0
+    cut_off: int = 0
+    """Replies that stopped at the token limit: kept as they came, counted so a reader can tell."""
     backend: str = ""
 
     def add(self, response: Response) -> str:
         self.usage = self.usage + response.usage
         self.cost_usd += response.cost_usd
         self.retries += response.retries
+        self.cut_off += response.cut_off
         self.backend = response.backend
         return response.text
 
@@ -124,4 +127,5 @@ async def simulate_dialogue(
         usage=books.usage,
         cost_usd=books.cost_usd,
         retries=books.retries,
+        cut_off=books.cut_off,
     )

@@ -29,6 +29,7 @@ from personalens_utils.llm import (
     registry,
 )
 from personalens_utils.llm.backends import make_backend
+from personalens_utils.llm.backends.bedrock import BedrockBackend
 
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
 
@@ -184,6 +185,21 @@ def test_openai_reply_and_request_shape(clients) -> None:
     assert body["model"] == "meta-llama/Llama-3.1-8B-Instruct"
     assert body["messages"][0] == {"role": "system", "content": "You are a helpful assistant."}
     assert body["temperature"] == 0.5 and body["max_tokens"] == 1024
+
+
+@pytest.mark.parametrize(("stop_reason", "cut_off"), [("max_tokens", True), ("end_turn", False)])
+def test_anthropic_says_when_a_reply_stopped_at_the_token_limit(
+    clients, stop_reason: str, cut_off: bool
+) -> None:
+    script = Script({**ANTHROPIC_OK, "stop_reason": stop_reason})
+    assert clients("anthropic", script).complete(request()).cut_off is cut_off
+
+
+@pytest.mark.parametrize(("stop_reason", "cut_off"), [("max_tokens", True), ("end_turn", False)])
+def test_bedrock_says_when_a_reply_stopped_at_the_token_limit(stop_reason: str, cut_off: bool) -> None:
+    answer = {"output": {"message": {"role": "assistant", "content": [{"text": "Europe is"}]}},
+              "stopReason": stop_reason, "usage": {"inputTokens": 5, "outputTokens": 2}}
+    assert BedrockBackend()._response(answer, LLAMA_PROFILE, 0.1).cut_off is cut_off
 
 
 # -- retries ------------------------------------------------------------------------------------------

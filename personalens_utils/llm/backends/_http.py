@@ -61,7 +61,8 @@ def classify_status(
     """Turn an HTTP error status into the error the client acts on, with what to do in the message.
 
     `markers` is any error type or code the body carried (e.g. "billing_error",
-    "enforced_spend_limit_reached"): a 429 that means "out of money" must not be retried.
+    "enforced_spend_limit_reached"): a 429 that means "out of money" must not be retried, and a 400
+    "context_length_exceeded" (a local server's overflowing context) is fatal with what to change.
     """
     where = f"{backend} backend, model {model!r}"
     text = f"{markers} {message}".lower()
@@ -92,6 +93,12 @@ def classify_status(
         hint = (
             " This model rejects a sampling temperature: mark it temperature=False in "
             "personalens_utils.llm.registry or send requests with temperature=None."
+        )
+    elif "context_length_exceeded" in text:
+        hint = (
+            " The prompt and the requested answer do not fit the model's context window; the same call "
+            "would be refused again, so it is not retried. Serve the model with a longer context, or "
+            "lower max_tokens or the turn cap."
         )
     return FatalError(f"{where}: request rejected (HTTP {status}): {message}.{hint}", status=status)
 

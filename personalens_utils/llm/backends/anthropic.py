@@ -172,6 +172,7 @@ class _ClaudeBackend:
             backend=self.name,
             model=model,
             latency_s=latency_s,
+            cut_off=message.stop_reason == "max_tokens",
         )
 
     async def acomplete(self, request: Request, model: str) -> Response:

@@ -204,6 +204,7 @@ class BedrockBackend:
             backend=self.name,
             model=model,
             latency_s=latency_s,
+            cut_off=answer.get("stopReason") == "max_tokens",
         )
 
     def _error(self, err: botocore.exceptions.ClientError, model: str) -> LLMError:

@@ -40,6 +40,8 @@ ENDED = frozenset({"completed", "failed", "expired", "cancelled"})
 """Batch statuses after which nothing more is answered."""
 _UNPROCESSED = {"batch_expired": "expired", "batch_cancelled": "canceled"}
 """Error codes of entries a batch ended without processing, as `llm.batch` names the outcome."""
+LENGTH = "length"
+"""The finish_reason of a reply cut at the request's token limit."""
 
 
 def _usage(usage: dict[str, Any] | None) -> Usage:
@@ -143,13 +145,15 @@ class OpenAIBackend:
             raise unreadable(self.name, model, self.endpoint(), err) from err
         if not completion.choices:
             raise RetryableError(f"openai backend, model {model!r}: the reply had no choices")
-        text = completion.choices[0].message.content or ""
+        choice = completion.choices[0]
+        if not choice.message.content:
+            raise RetryableError(self._empty(model, choice.finish_reason))
         usage = completion.usage
         cached = 0
         if usage is not None and usage.prompt_tokens_details is not None:
             cached = usage.prompt_tokens_details.cached_tokens or 0
         return Response(
-            text=text,
+            text=choice.message.content,
             usage=Usage(
                 input_tokens=(usage.prompt_tokens - cached) if usage else 0,
                 output_tokens=usage.completion_tokens if usage else 0,
@@ -158,7 +162,16 @@ class OpenAIBackend:
             backend=self.name,
             model=model,
             latency_s=time.perf_counter() - started,
+            cut_off=choice.finish_reason == LENGTH,
         )
+
+    def _empty(self, model: str, finish_reason: str | None) -> str:
+        """Why an empty reply is refused: an empty user message or assistant reply would be kept in the
+        dialogue as if it had been said (and an empty judge answer asked again as unreadable), so it is
+        retried like a dropped connection; if every attempt is empty, the call's record is an error
+        record with this message."""
+        return (f"openai backend, model {model!r} at {self.endpoint()}: the reply was empty "
+                f"(finish_reason {finish_reason!r})")
 
     def _status_error(self, err: openai.APIStatusError, model: str) -> FatalError | RetryableError:
         body = err.body if isinstance(err.body, dict) else {}
@@ -251,10 +264,13 @@ class OpenAIBackend:
         choices = body.get("choices") or []
         if not choices:
             return BatchResult(custom_id, "errored", error="the reply had no choices")
-        text = (choices[0].get("message") or {}).get("content") or ""
+        model, finish_reason = body.get("model", ""), choices[0].get("finish_reason")
+        text = (choices[0].get("message") or {}).get("content")
+        if not text:
+            return BatchResult(custom_id, "errored", error=self._empty(model, finish_reason))
         return BatchResult(custom_id, "succeeded", Response(text=text, usage=_usage(body.get("usage")),
-                                                            backend=self.name, model=body.get("model", ""),
-                                                            latency_s=0.0))
+                                                            backend=self.name, model=model, latency_s=0.0,
+                                                            cut_off=finish_reason == LENGTH))
 
     async def _close_owned(self, client: openai.AsyncOpenAI) -> None:
         """Close an SDK client with its HTTP pool, unless that pool is the caller's (`http_client`)."""

@@ -174,6 +174,14 @@ def _reads(key: str, kind: Any) -> Callable[[_Reader], Any]:
     return lambda r: r.converted(typed, (key,))[key]
 
 
+def unless_empty(key: str, kind: Any, empty: Any) -> Form:
+    """A field written only when it is not `empty`, and read back as `empty` when its key is absent: a
+    field added later leaves the lines of records that do not use it as they were."""
+    read = _reads(key, kind)
+    return Form(lambda _, value: {key: builtin(value)} if value != empty else {},
+                lambda r: read(r) if key in r.data else empty, {key: kind})
+
+
 def unstored(value: Any) -> Form:
     """A field never written; read back as `value`."""
     return Form(lambda _, __: {}, lambda _: value)

@@ -7,7 +7,15 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from personalens_utils.llm.types import Usage
-from personalens_utils.runstore.records.base import Form, Record, _reads, builtin, renamed, unstored
+from personalens_utils.runstore.records.base import (
+    Form,
+    Record,
+    _reads,
+    builtin,
+    renamed,
+    unless_empty,
+    unstored,
+)
 
 SUCCEEDED = "succeeded"
 OUTCOME = "outcome"
@@ -49,6 +57,8 @@ class BatchEntry(Record):
     model: str | None = field(default=None, metadata=_answer("model", str).meta())
     usage: Usage | None = field(default=None, metadata=_answer("usage", Usage).meta())
     cost_usd: float | None = field(default=None, metadata=_answer("cost_usd", float | None).meta())
+    cut_off: bool = field(default=False, metadata=unless_empty("cut_off", bool, False).meta())
+    """The answer stopped at the token limit (`Response.cut_off`); stored only when true."""
 
     @property
     def succeeded(self) -> bool:

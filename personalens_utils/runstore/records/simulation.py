@@ -16,7 +16,15 @@ from personalens_utils.llm import registry
 from personalens_utils.llm.types import Message, Usage
 from personalens_utils.outputs.display import chat_html, fields_html
 from personalens_utils.runstore.identity import STORED_KEYS, Role, Variant, dialogue_id, resolved_model
-from personalens_utils.runstore.records.base import OFFLINE, USAGE, VARIANT, Record, _Varied, run_identity
+from personalens_utils.runstore.records.base import (
+    OFFLINE,
+    USAGE,
+    VARIANT,
+    Record,
+    _Varied,
+    run_identity,
+    unless_empty,
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -34,6 +42,7 @@ class Dialogue(Record, _Varied):
         "id", "scenario_id", "user_id", "task_id", "task_type", "domains", "user_model", "assistant_model",
         "assistant_setting", "variant", "backend", "user_backend", "user_model_id", "assistant_backend",
         "assistant_model_id", "status", "error", "turns", "n_turns", "usage", "cost_usd", "retries",
+        "cut_off",
     )
     derived: ClassVar[Mapping[str, str]] = {"n_turns": "the turns hold {} user messages"}
     scenario_id: str
@@ -58,6 +67,9 @@ class Dialogue(Record, _Varied):
     usage: Usage = field(default_factory=Usage, metadata=USAGE.meta())
     cost_usd: float = 0.0
     retries: int = 0
+    cut_off: int = field(default=0, metadata=unless_empty("cut_off", int, 0).meta())
+    """How many of its replies (the user agent's and the assistant's) stopped at the token limit
+    (`Response.cut_off`); stored only when not 0, so a dialogue with none is the line it always was."""
 
     def __post_init__(self) -> None:
         fill = object.__setattr__
