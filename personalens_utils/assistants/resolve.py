@@ -20,7 +20,7 @@ from personalens_utils.assistants.reference_assistants import (
 )
 from personalens_utils.llm import LLMClient
 from personalens_utils.llm.client import Clients
-from personalens_utils.llm.specs import ModelSpec, SpecError, SpecParts
+from personalens_utils.llm.specs import KNOWN_BACKENDS, ModelSpec, SpecError, SpecParts
 from personalens_utils.runstore.records import OFFLINE
 
 
@@ -68,9 +68,10 @@ class AssistantSpec:
 
 
 def stored_name(text: str, default_backend: str, *, what: str = "assistant_models") -> str:
-    """The name the records of assistant `text` carry: a `python:` spec (module or file) read as notebook
-    03 reads it, any other text as it is (a name records already carry)."""
-    if SpecParts.of(text).backend == PYTHON:
+    """The name the records of assistant `text` carry: a spec naming its backend (`python:...`,
+    `openai@VAR:model`, `anthropic:model`) read as notebook 03 reads it, so a reproduction's 04 selects
+    the dialogues 03 stored under the model's name; any other text as it is (a name records carry)."""
+    if SpecParts.of(text).backend in (PYTHON, *KNOWN_BACKENDS):
         return AssistantSpec.parse(text, default_backend, what=what).model
     return text
 

@@ -163,3 +163,18 @@ def test_asked_to_go_on_a_faulty_assistant_leaves_error_records(tmp_path, target
     assert {d.status for d in dialogues} == {"error"}  # never a finished dialogue with an empty reply
     assert all(f"python:support.assistants:{target}: reply()" in d.error for d in dialogues)
     assert all(t.content.strip() for d in dialogues for t in d.turns)
+
+
+@pytest.mark.parametrize(("given", "stored"), [
+    ("openai@LOCAL_URL:smollm2", "smollm2"),
+    ("anthropic:claude-sonnet-4-5", "claude-sonnet-4-5"),
+    ("ref-dialogue-only", "ref-dialogue-only"),
+    ("Claude 3.5 Sonnet", "Claude 3.5 Sonnet"),
+])
+def test_an_assistant_spec_selects_the_records_stored_under_its_model_name(monkeypatch, given, stored):
+    """A reproduction's 04 is given the specs 03 ran; it must select 03's records by the names they carry
+    (before, `openai@VAR:model` was compared as it is, and that assistant's dialogues were never judged)."""
+    from personalens_utils.assistants.resolve import stored_name
+
+    monkeypatch.setenv("LOCAL_URL", "http://127.0.0.1:8077/v1")
+    assert stored_name(given, "offline") == stored
