@@ -98,6 +98,9 @@ def own_response_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: py
 REPRODUCTIONS = {"reproduced_checkout", "journey", "journey_after"}
 """The fixtures that make a whole `make reproduce`: a test using one is marked `reproduction`."""
 JOURNEY_CHAIN = {"journey", "journey_after"}
+LOCAL_MODEL = "local_model"
+"""The mark of the tests that talk to the model `make local-model` installs
+(tests/llm/test_local_model_live.py)."""
 JOURNEYS = "journeys"
 """The xdist group of the tests of tests/journeys/: the journeys' steps run one after another on one
 worker, which `JourneysFirst` hands out before anything else."""
@@ -117,20 +120,24 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> JourneysF
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist turns group marks into the scheduler's scopes
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark every test that needs a whole reproduction, so `make test-fast` (-m "not reproduction")
     leaves it out without a test file having to remember the mark. The journeys' own tests are one xdist
     group; the other tests that read the journeys' reproduction go last, so that the worker that reaches
     them finds it made instead of waiting for it. Every other test file is a group of its own unless it
     names one: its module fixtures are then made once, not once on each worker its tests were spread to
     (the PERSONA Bench notebook ran twice, 10 s each); a file holding a test marked slow is named so that
-    it is handed out before the others (support.scheduling)."""
+    it is handed out before the others (support.scheduling). Tests of the model on this machine run
+    only when `-m` names them: they need `make local-model` and take minutes."""
     readers = []
+    local_opt_in = LOCAL_MODEL in (config.getoption("markexpr") or "")
     slow = {item.nodeid.split("::")[0] for item in items if item.get_closest_marker("slow")}
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
         if REPRODUCTIONS & fixtures:
             item.add_marker(pytest.mark.reproduction)
+        if item.get_closest_marker(LOCAL_MODEL) and not local_opt_in:
+            item.add_marker(pytest.mark.skip(reason=f"opt-in: `make local-model`, then -m {LOCAL_MODEL}"))
         if item.get_closest_marker(JOURNEYS):
             item.add_marker(pytest.mark.xdist_group(JOURNEYS))
         elif JOURNEY_CHAIN & fixtures:

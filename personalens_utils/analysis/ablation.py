@@ -15,7 +15,7 @@ import pandas as pd
 
 from personalens_utils.analysis.bootstrap import method_note, paired_difference
 from personalens_utils.analysis.design import DESIGN_COLUMNS, design_frame
-from personalens_utils.analysis.scores import PERSONALIZATION, SCALES, TASK_COMPLETION, aggregate, backends
+from personalens_utils.analysis.scores import PERSONALIZATION, SCALES, TASK_COMPLETION, aggregate, provenance
 from personalens_utils.analysis.stats import holm_adjust, withheld_note
 from personalens_utils.analysis.tables import (
     CLUSTER,
@@ -94,7 +94,7 @@ def table4(
         "values in the CSV)."
         + withheld_note(withheld)
         + missing_note(long, part)
-        + provenance_note(backends(part))
+        + provenance_note(provenance(part))
     )
     return TableResult(display, caption, score_source(part), data, words=long_words)
 

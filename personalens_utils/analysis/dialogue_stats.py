@@ -18,8 +18,9 @@ import pandas as pd
 
 from personalens_utils.analysis import scores
 from personalens_utils.analysis.scores import Stores, check_one_identity, fill_identity
+from personalens_utils.analysis.tables import provenance_note
 from personalens_utils.assistants.python import row_label
-from personalens_utils.llm.offline import OFFLINE_LABEL, count_tokens
+from personalens_utils.llm.offline import count_tokens
 from personalens_utils.outputs.tables import Source, TableResult
 from personalens_utils.runstore.columnar import Columnar
 from personalens_utils.runstore.identity import STORED_COLUMNS, STORED_KEYS
@@ -168,8 +169,7 @@ def table13(source: Any, *, assistant_model: str | None = None, assistant_settin
     caption = (f"Dialogue statistics (Table 13): assistant {model}, setting {setting}; a turn is a user "
                f"message and the assistant's reply; tokens per turn from {how}.")
     used = {*counted["user_backend"].unique(), *counted["assistant_backend"].unique()}
-    if "offline" in used:
-        caption += f" Made with the {OFFLINE_LABEL}."
+    caption += provenance_note(scores.provenance(counted))
     source = Source.of(origin, len(counted), "finished dialogues", used,
                        [*counted["assistant_model_id"].unique(), *counted["user_model_id"].unique()])
     return TableResult(out, caption, source)

@@ -8,7 +8,7 @@ drawn. `FigureResult.save` writes them byte-identically from run to run.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import numpy as np
 import pandas as pd
@@ -18,13 +18,14 @@ from personalens_utils.analysis.scores import (
     PERSONALIZATION,
     SCALES,
     TASK_COMPLETION,
+    Provenance,
     aggregate,
     aggregate_columns,
-    backends,
     explode_domains,
+    provenance,
 )
-from personalens_utils.analysis.stats import bootstrap_ci
-from personalens_utils.analysis.tables import MAIN_SETTING, provenance_note, score_source, table_rows
+from personalens_utils.analysis.stats import bootstrap_ci, no_intervals_note, too_few_clusters
+from personalens_utils.analysis.tables import CLUSTER, MAIN_SETTING, provenance_note, score_source, table_rows
 from personalens_utils.assistants.python import row_label
 from personalens_utils.outputs.frames import rows_of
 from personalens_utils.outputs.plots import (
@@ -98,7 +99,8 @@ def figure4(
 
     Bars start at the bottom of each scale (0% for TCR, 1 for P), so a bar's length is its distance
     from the worst score. A panel whose every domain has the same score says so inside it, since a
-    row of equal bars looks like a drawing error.
+    row of equal bars looks like a drawing error. Below `stats.MIN_CLUSTERS` users the bars have no
+    error bars and NaN bounds in the data, as Table 3 prints no interval there.
     """
     per_domain = domain_scores(
         tidy, assistant_model=assistant_model, setting=setting, task_types=task_types, seed=seed
@@ -106,9 +108,13 @@ def figure4(
     keep = ((tidy["assistant_model"] == assistant_model) & (tidy["assistant_setting"] == setting)
             & tidy["task_type"].isin(task_types))
     part = table_rows(tidy, keep, ["assistant_model"])
-    used, source = backends(part), score_source(part)
+    made, source = provenance(part), score_source(part)
     overall = {dim: part.loc[part["dimension"] == dim, "score"].dropna().mean() for dim in DOMAIN_DIMENSIONS}
+    users = part.loc[part["dimension"].isin(DOMAIN_DIMENSIONS) & part["score"].notna(), CLUSTER].nunique()
     del part  # the drawing (kept for `at`) holds the means, not the rows
+    intervals = not too_few_clusters(users)
+    if not intervals:
+        per_domain = per_domain.assign(ci_low=np.nan, ci_high=np.nan)
 
     def draw(width: Span) -> Figure:
         fig, axes = new_figure(width, 3.6 if width == "text" else 4.2, nrows=2, ncols=1, sharex=True)
@@ -119,7 +125,8 @@ def figure4(
             scale = SCALES[dim]
             low, high = scale.low * factor, scale.high * factor
             sel = per_domain[per_domain["dimension"] == dim].set_index("domain").reindex(domains)
-            err = np.vstack([sel["mean"] - sel["ci_low"], sel["ci_high"] - sel["mean"]])
+            err = (np.vstack([sel["mean"] - sel["ci_low"], sel["ci_high"] - sel["mean"]]) if intervals
+                   else None)
             ax.bar(x, sel["mean"] - low, bottom=low, yerr=err, color=color, capsize=1.5, width=0.7,
                    error_kw={"lw": 0.7, "ecolor": "0.3"}, zorder=2)
             mean = overall[dim] * factor
@@ -138,14 +145,15 @@ def figure4(
             ax.legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), borderaxespad=0.2, frameon=False)
             ax.grid(axis="x", visible=False)
         axes[-1].set_xticks(x, domains, rotation=90)  # vertical labels never overlap their neighbours
-        mark_offline(fig, used)
+        mark_offline(fig, made.backends, made.offline_roles())
         return fig
 
     kinds, name = "/".join(task_types), row_label(assistant_model)
+    shown, thin = (", with 95% bootstrap intervals", "") if intervals else ("", no_intervals_note(users))
     caption = (
         f"Task completion rate (TCR) and personalization (P) of {name} per domain "
-        f"({kinds} tasks, {setting!r} setting), with 95% bootstrap intervals; the dashed line is the "
-        f"mean over all its dialogues." + provenance_note(used)
+        f"({kinds} tasks, {setting!r} setting){shown}; the dashed line is the "
+        f"mean over all its dialogues." + thin + provenance_note(made)
     )
     return FigureResult(draw(span), caption, source, per_domain, at=draw)
 
@@ -177,18 +185,27 @@ def figure5(
     assistant_model: str,
     setting: str = MAIN_SETTING,
     domains: Sequence[str] = REPRESENTATIVE_DOMAINS,
-    backend_names: set[str] | Sequence[str] = (),
+    backend_names: Collection[str] = (),
     seed: int = 0,
     span: Span = "column",
 ) -> FigureResult:
     """Turn-level personalization against turn number (at column width unless `span` says text; `at`
     draws the other), for representative domains and all SD tasks; each series has its own colour,
-    dash pattern and marker."""
+    dash pattern and marker. Below `stats.MIN_CLUSTERS` users of SD tasks no bands are drawn and the
+    data's bounds are NaN, as Table 3 prints no interval there. What made the numbers is read from the
+    rows (`scores.turn_frame` keeps their run identity); `backend_names` stands in for rows without it."""
     keep = (turns["assistant_model"] == assistant_model) & (turns["assistant_setting"] == setting)
     part = rows_of(turns, keep)
     if part.empty:
         raise ValueError(f"no turn-level personalization scores for {assistant_model!r} under {setting!r}")
+    made = provenance(part)
+    if not made.backends:
+        made = Provenance(frozenset(backend_names), {}, {})
     curves = turn_curves(part, domains=domains, seed=seed)
+    users = part.loc[part["task_type"] == "SD", CLUSTER].nunique()
+    intervals = not too_few_clusters(users)
+    if not intervals:
+        curves = curves.assign(ci_low=np.nan, ci_high=np.nan)
     scale = SCALES[PERSONALIZATION]
 
     def draw(width: Span) -> Figure:
@@ -200,8 +217,9 @@ def figure5(
             if overall:
                 style = {**style, "color": "black", "lw": 1.6}
             ax.plot(sel["turn"], sel["mean"], label=label, zorder=4 if overall else 3, **style)
-            ax.fill_between(sel["turn"], sel["ci_low"], sel["ci_high"], alpha=0.12, color=style["color"],
-                            lw=0)
+            if intervals:
+                ax.fill_between(sel["turn"], sel["ci_low"], sel["ci_high"], alpha=0.12, color=style["color"],
+                                lw=0)
         ax.set_xlabel("Assistant turn")
         ax.set_ylabel(f"Turn-level P ({scale.low}-{scale.high})")
         ax.set_ylim(*scale_limits(scale.low, scale.high))
@@ -212,20 +230,21 @@ def figure5(
             ax.set_xticks(np.arange(first, last + 1, step))
         fig.legend(loc="outside lower center", ncol=2 if width == "column" else 4, frameon=False,
                    handlelength=2.6)
-        mark_offline(fig, backend_names)
+        mark_offline(fig, made.backends, made.offline_roles())
         return fig
 
     name = row_label(assistant_model)  # a Python assistant by its class, not its file's path
+    shown, thin = (", with 95% bootstrap intervals", "") if intervals else ("", no_intervals_note(users))
     caption = (
         f"Mean turn-level personalization of {name} at each assistant turn ({setting!r} setting), "
-        f"for {', '.join(domains)} and all SD tasks, with 95% bootstrap intervals; turns scored in fewer "
-        f"than {MIN_DIALOGUES_PER_TURN} dialogues are left out." + provenance_note(backend_names)
+        f"for {', '.join(domains)} and all SD tasks{shown}; turns scored in fewer "
+        f"than {MIN_DIALOGUES_PER_TURN} dialogues are left out." + thin + provenance_note(made)
     )
     source = Source.of(
         part.attrs.get("origin", "turn-level scores"),
         part["dialogue_id"].nunique(),
         "judged SD and MD dialogues",
-        backend_names,
+        made.backends,
         [assistant_model],
     )
     return FigureResult(draw(span), caption, source, curves, at=draw)
@@ -265,7 +284,7 @@ def radar_chart(
     wide = per.pivot_table(index="assistant_model", columns="domain", values="mean")
     part = table_rows(tidy, (tidy["assistant_setting"] == setting) & tidy["task_type"].isin(task_types),
                       ["assistant_model"])
-    used = backends(part)
+    made = provenance(part)
     scale = SCALES[PERSONALIZATION]
 
     rings = np.arange(scale.low, scale.high + 0.5, 1.0)
@@ -289,13 +308,13 @@ def radar_chart(
         label_spokes(ax, angles, domains)
         fig.legend(ax.get_lines(), legend.labels, loc=f"outside {'right' if beside else 'lower'} center",
                    ncol=legend.columns, frameon=False, handlelength=RADAR_HANDLE)
-        mark_offline(fig, used)
+        mark_offline(fig, made.backends, made.offline_roles())
         return fig
 
     caption = (
         f"Personalization (P, {scale.low}-{scale.high}; rings at {', '.join(f'{r:g}' for r in rings)} from "
         f"the centre out) "
         f"per domain of each assistant model ({'/'.join(task_types)} tasks, {setting!r} setting)."
-        + provenance_note(used)
+        + provenance_note(made)
     )
     return FigureResult(draw(span), caption, score_source(part), per, at=draw)

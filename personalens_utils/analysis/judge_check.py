@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from personalens_utils.analysis.scores import PERSONALIZATION, SHORT_NAMES, TASK_COMPLETION, backends
+from personalens_utils.analysis.scores import PERSONALIZATION, SHORT_NAMES, TASK_COMPLETION, provenance
 from personalens_utils.analysis.stats import DEFAULT_RESAMPLES, bootstrap_ci
 from personalens_utils.analysis.tables import fmt_ci, provenance_note, score_source
 from personalens_utils.outputs.tables import TableResult
@@ -151,6 +151,6 @@ def judge_sanity(
         f"({' < '.join(order)}), setting {setting}? Kendall's tau-b between designed rank and score and "
         f"each assistant's mean, with {level}% bootstrap intervals; recovered when tau's interval is above "
         f"zero, the lowest and highest do not overlap and no neighbours are confidently reversed."
-        + provenance_note(backends(tidy))
+        + provenance_note(provenance(tidy))
     )
     return TableResult(pd.DataFrame(rows), caption, score_source(tidy), pd.DataFrame(long))

@@ -47,6 +47,7 @@ from personalens_utils.base.errors import KitError
 from personalens_utils.judging import DIMENSIONS as JUDGE_DIMENSIONS
 from personalens_utils.judging import OFFICIAL, STRICT, check_scoring, judge_model_key
 from personalens_utils.llm import registry
+from personalens_utils.llm.endpoints import SERVED_AT
 from personalens_utils.outputs.frames import as_categories, distinct, fill_missing
 from personalens_utils.runstore.columnar import Columnar
 from personalens_utils.runstore.identity import (
@@ -57,7 +58,7 @@ from personalens_utils.runstore.identity import (
     VariantColumns,
     legacy_model_id,
 )
-from personalens_utils.runstore.records import KIT_PROMPTS, Dialogue, Judgment, Record
+from personalens_utils.runstore.records import KIT_PROMPTS, OFFLINE, Dialogue, Judgment, Record
 from personalens_utils.runstore.store import RunStore
 
 TASK_COMPLETION = "task_completion"
@@ -637,7 +638,8 @@ def aggregate(
 
 def turn_frame(tidy: pd.DataFrame) -> pd.DataFrame:
     """Turn-level personalization, one row per scored assistant turn (1-based); null turns left out."""
-    keep = ["dialogue_id", "scenario_id", "task_type", "domains", "assistant_model", "assistant_setting"]
+    keep = ["dialogue_id", "scenario_id", "user_id", "task_type", "domains", "assistant_model",
+            "assistant_setting", *(c for c in IDENTITY if c in tidy.columns)]
     part = tidy.loc[(tidy["dimension"] == TURN_PERSONALIZATION) & (tidy["judgment_status"] == "ok"),
                     [*keep, "turn_scores"]]
     lists = [scores or [] for scores in part["turn_scores"]]
@@ -676,6 +678,78 @@ def backends(tidy: pd.DataFrame) -> set[str]:
     if "assistant_model_id" in tidy.columns:
         found |= {b for b in map(registry.called_backend, tidy["assistant_model_id"].dropna().unique()) if b}
     return found
+
+
+ROLE_COLUMNS = {"user agent": ("user_backend", "user_model_id"), "judge": ("judge_backend", "judge_model_id")}
+"""The roles besides the assistant whose backend and model id a frame may carry."""
+Maker = tuple[str, str]
+"""A backend and the model id it was called with (without its endpoint)."""
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """What made a frame's numbers, role by role: every backend (`backends`), the (backend, model id)
+    pairs that played the user agent and the judge, and those each assistant ran on, by its name in the
+    frame (an assistant calling a model through the kit counts as that model). It lets a caption say
+    which roles the offline backend played when it played only some (`tables.provenance_note`)."""
+
+    backends: frozenset[str]
+    roles: Mapping[str, frozenset[Maker]]
+    assistants: Mapping[str, frozenset[Maker]]
+
+    def _makers(self) -> set[Maker]:
+        return set().union(*self.roles.values(), *self.assistants.values())
+
+    @property
+    def partly_offline(self) -> bool:
+        """Whether the offline backend played some role and something else another."""
+        backends = {backend for backend, _ in self._makers()}
+        return OFFLINE in backends and len(backends) > 1
+
+    def offline_roles(self) -> list[str]:
+        """The roles the offline backend played when it did not play them all, as a reader names them."""
+        if not self.partly_offline:
+            return []
+        named = [role for role, makers in self.roles.items() if _offline(makers)]
+        offline = [name for name, makers in self.assistants.items() if _offline(makers)]
+        if offline:
+            named.append("assistant" if len(self.assistants) == 1 else
+                         "assistants" if len(offline) == len(self.assistants) else "some assistants")
+        return named
+
+
+def _offline(makers: Iterable[Maker]) -> bool:
+    return any(backend == OFFLINE for backend, _ in makers)
+
+
+def _maker(backend: str, model_id: str) -> Maker:
+    """The (backend, model id) that answered: the model an assistant calls through the kit when it names
+    one (`registry.CALLS`), the endpoint left out (a caption names the model, the source its address)."""
+    _, sep, called = model_id.rpartition(registry.CALLS)
+    if sep:
+        backend, _, model_id = called.partition(":")
+    return backend, model_id.partition(SERVED_AT)[0]
+
+
+def provenance(frame: pd.DataFrame) -> Provenance:
+    """The `Provenance` of a frame's rows (`backends` as `backends` gives them); a role whose columns the
+    frame lacks is left out."""
+    roles = {role: frozenset(_maker(b, m) for b, m in _known(frame, cols))
+             for role, cols in ROLE_COLUMNS.items() if set(cols) <= set(frame.columns)}
+    assistants: dict[str, set[Maker]] = {}
+    for name, backend, model_id in _known(frame, ["assistant_model", "assistant_backend",
+                                                  "assistant_model_id"]):
+        assistants.setdefault(name, set()).add(_maker(backend, model_id))
+    return Provenance(frozenset(backends(frame)), roles,
+                      {name: frozenset(makers) for name, makers in assistants.items()})
+
+
+def _known(frame: pd.DataFrame, columns: Sequence[str]) -> list[tuple[str, ...]]:
+    """The distinct rows of `columns` with a value in each (none when the frame lacks one of them)."""
+    if not set(columns) <= set(frame.columns):
+        return []
+    rows = distinct(frame, columns).dropna()
+    return [tuple(map(str, row)) for row in rows.itertuples(index=False)]
 
 
 def model_ids(tidy: pd.DataFrame) -> set[str]:

@@ -205,11 +205,23 @@ def paired_comparison(
     )
 
 
+def too_few_clusters(clusters: int) -> bool:
+    """Whether an interval over `clusters` users is withheld (`MIN_CLUSTERS`): one rule for the tables'
+    cells and the figures' error bars, so a figure never draws an interval its table declines."""
+    return clusters < MIN_CLUSTERS
+
+
+def no_intervals_note(users: int, confidence: float = 0.95) -> str:
+    """Caption sentence of a figure drawn without intervals because `too_few_clusters(users)`."""
+    return (f" No {confidence:.0%} intervals are drawn: they would rest on {FEW_CLUSTERS} ({users}), over "
+            f"whom a bootstrap covers well under {confidence:.0%}.")
+
+
 def shown_interval(estimate: float, low: float, high: float, n: int, confidence: float,
                    clusters: int) -> Interval:
     """The interval a table may print as a confidence interval, or the estimate with NaN bounds and the
     reason: fewer than `MIN_CLUSTERS` units drawn, or a zero-width interval (every resample the same)."""
-    why = FEW_CLUSTERS if clusters < MIN_CLUSTERS else ALL_EQUAL if low == high else ""
+    why = FEW_CLUSTERS if too_few_clusters(clusters) else ALL_EQUAL if low == high else ""
     if why:
         return Interval(estimate, float("nan"), float("nan"), n, confidence, why)
     return Interval(estimate, low, high, n, confidence)

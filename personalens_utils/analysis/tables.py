@@ -18,7 +18,7 @@ whose mean the other rule would change shows that mean after it, e.g. "2.53 [2.3
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -30,24 +30,27 @@ from personalens_utils.analysis.scores import (
     SCALES,
     TASK_COMPLETION,
     TURN_PERSONALIZATION,
+    Provenance,
     aggregate,
     aggregate_columns,
     backends,
     has_samples,
     model_ids,
     other_means,
+    provenance,
     run_label,
     samples_note,
     scoring_of,
 )
 from personalens_utils.analysis.stats import withheld_note
-from personalens_utils.assistants.python import row_label
+from personalens_utils.assistants.python import PYTHON, row_label
+from personalens_utils.assistants.reference_assistants import is_reference
 from personalens_utils.llm.offline import OFFLINE_LABEL
 from personalens_utils.outputs.frames import rows_of
 from personalens_utils.outputs.latex import Block, Printed
 from personalens_utils.outputs.tables import Source, TableResult
 from personalens_utils.runstore.identity import DIALOGUE_PROMPTS, JUDGE_PROMPTS, PROMPT_SET
-from personalens_utils.runstore.records import KIT_PROMPTS, resolved_model
+from personalens_utils.runstore.records import KIT_PROMPTS, OFFLINE, resolved_model
 from personalens_utils.runstore.store import RunStore
 
 MAIN_SETTING = "base"
@@ -80,14 +83,56 @@ LONG_COLUMNS = {
 """The columns of the long score frames (`aggregate`, Table 4's comparisons) as a paper prints them."""
 ASSISTANT_DIMENSIONS = (TASK_COMPLETION, PERSONALIZATION, "naturalness_assistant", "coherence_assistant")
 USER_DIMENSIONS = ("naturalness_user", "coherence_user")
+OFFLINE_JUDGE = (", so every score is the offline judge's, a demonstration of the pipeline, not a model's "
+                 "judgment")
+"""What an offline judge means for a caption whose other roles are not all offline."""
+REAL_ASSISTANT = ("is a real model", "are real models")
+REFERENCE_ASSISTANT = ("is an offline reference assistant", "are offline reference assistants")
+OFFLINE_ASSISTANT = ("is offline", "are offline")
+PYTHON_ASSISTANT = ("calls no model", "call no model")
+ASSISTANT_KINDS = (REAL_ASSISTANT, REFERENCE_ASSISTANT, OFFLINE_ASSISTANT, PYTHON_ASSISTANT)
+"""What a caption says of one or several assistants of each kind, in this order, where the offline
+backend played only some roles."""
 
 
-def provenance_note(backend_names: set[str] | Sequence[str]) -> str:
-    """Caption suffix naming the backend(s); the offline one is always spelled out."""
-    names = sorted(set(backend_names))
-    if "offline" in names:
-        return f" Made with the {OFFLINE_LABEL}."
-    return f" Backend: {', '.join(names)}." if names else ""
+def provenance_note(made: Provenance | Collection[str]) -> str:
+    """Caption suffix naming what made the numbers, the offline backend always spelled out. Where it
+    played only some roles, a frame's `Provenance` says which, and which assistants are real models, so
+    a real model's row is never called offline; a bare set of backends can only say "in part"."""
+    names = sorted(made.backends if isinstance(made, Provenance) else set(made))
+    if OFFLINE not in names:
+        return f" Backend: {', '.join(names)}." if names else ""
+    if isinstance(made, Provenance) and made.partly_offline:
+        return f" Made in part with the {OFFLINE_LABEL}: {'; '.join(_role_clauses(made))}."
+    others = [n for n in names if n not in (OFFLINE, PYTHON)]  # a Python assistant's code is no model
+    if others:
+        return f" Made in part with the {OFFLINE_LABEL}, in part with {', '.join(others)}."
+    return f" Made with the {OFFLINE_LABEL}."
+
+
+def _role_clauses(made: Provenance) -> list[str]:
+    """What played each role, for a caption: the user agent and the judge by what they were (an offline
+    judge makes every score a demonstration), then the assistants grouped by kind."""
+    said: dict[str, list[str]] = {}
+    for role, makers in made.roles.items():
+        what = " and ".join(sorted({OFFLINE if b == OFFLINE else f"{b}:{m}" for b, m in makers}))
+        said.setdefault(what, []).append(f"the {role}")
+    clauses = [f"{_listed(roles)} {'are' if len(roles) > 1 else 'is'} {what}"
+               + (OFFLINE_JUDGE if what == OFFLINE and "the judge" in roles else "")
+               for what, roles in said.items()]
+    kinds: dict[tuple[str, str], list[str]] = {kind: [] for kind in ASSISTANT_KINDS}
+    for name, makers in sorted(made.assistants.items()):
+        real = sorted(f"{b}:{m}" for b, m in makers if b not in (OFFLINE, PYTHON))
+        kind = (REAL_ASSISTANT if real else REFERENCE_ASSISTANT if is_reference(name)
+                else OFFLINE_ASSISTANT if any(b == OFFLINE for b, _ in makers) else PYTHON_ASSISTANT)
+        named = f"{row_label(name)} ({', '.join(real)})" if real else row_label(name)
+        kinds[kind].append(named)
+    return clauses + [f"{_listed(names)} {kind[len(names) > 1]}" for kind, names in kinds.items() if names]
+
+
+def _listed(names: Sequence[str]) -> str:
+    """ "a", "a and b", "a, b and c"."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 def prompts_note(tidy: pd.DataFrame) -> str:
@@ -236,7 +281,7 @@ def table3(
         + withheld_note(means.attrs["withheld"])
         + missing_note(long)
         + rule_note(long, tidy)
-        + provenance_note(backends(part))
+        + provenance_note(provenance(labelled))
     )
     return TableResult(display, caption, score_source(part), long, best=higher_is_better(display),
                        words=long_words)
@@ -267,6 +312,7 @@ def table3_beside(
         raise ValueError(f"no judged dialogues under setting {setting!r}")
     dropped, kept = set(left_out.dialogues), left_out.kept
     labelled = by_run(part)[0]
+    made = provenance(labelled)
     by = ["assistant_model", "task_type"]
     every = aggregate(labelled, by, dimensions, seed=seed, cluster=cluster)
     rest = labelled.loc[~labelled["dialogue_id"].isin(dropped), aggregate_columns(labelled, by, cluster)]
@@ -284,7 +330,7 @@ def table3_beside(
                f"({len(dropped & set(part['dialogue_id'].unique()))} of {part['dialogue_id'].nunique()}); "
                f"Difference = {kept.lower()} minus all (TCR in %, P 1-4, naturalness and coherence 1-5); "
                f"{intervals} in brackets. " + left_out.note
-               + provenance_note(backends(part) | set(left_out.backends)))
+               + provenance_note(replace(made, backends=made.backends | set(left_out.backends))))
     return TableResult(pd.DataFrame(rows), caption, score_source(part), both, precision=2)
 
 
@@ -313,7 +359,7 @@ def table12(
         + withheld_note(means.attrs["withheld"])
         + missing_note(long, part)
         + rule_note(long, tidy)
-        + provenance_note(backends(part))
+        + provenance_note(provenance(labelled))
     )
     return TableResult(display, caption, score_source(part), long, best=higher_is_better(display),
                        words=long_words)
@@ -364,10 +410,10 @@ def printed_judge_missing(shown: pd.DataFrame) -> Printed:
 
 def judge_scores(tidy: pd.DataFrame, *, seed: int = 0) -> TableResult:
     """Table J2: mean scores with intervals per assistant model (per run), setting and task type."""
-    scores = aggregate(by_run(tidy)[0], ["assistant_model", "assistant_setting", "task_type"], seed=seed)
+    labelled = by_run(tidy)[0]
+    scores = aggregate(labelled, ["assistant_model", "assistant_setting", "task_type"], seed=seed)
     scores["assistant_model"] = scores["assistant_model"].map(row_label)  # the source names the full spec
     judges = ", ".join(sorted(tidy["judge_model"].unique()))
-    caption = f"Judge scores per assistant model, setting and task type (judge {judges})." + provenance_note(
-        backends(tidy)
-    )
+    caption = (f"Judge scores per assistant model, setting and task type (judge {judges})."
+               + provenance_note(provenance(labelled)))
     return TableResult(scores, caption, score_source(tidy), words=long_words)

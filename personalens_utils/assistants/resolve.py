@@ -20,7 +20,8 @@ from personalens_utils.assistants.reference_assistants import (
 )
 from personalens_utils.llm import LLMClient
 from personalens_utils.llm.client import Clients
-from personalens_utils.llm.specs import KNOWN_BACKENDS, ModelSpec, SpecError, SpecParts
+from personalens_utils.llm.endpoints import SERVED_AT
+from personalens_utils.llm.specs import KNOWN_BACKENDS, ModelSpec, SpecError, SpecParts, served_spec
 from personalens_utils.runstore.records import OFFLINE
 
 
@@ -76,11 +77,15 @@ def stored_name(text: str, default_backend: str, *, what: str = "assistant_model
     return text
 
 
-def spec_of(name: str, backend: str) -> str:
-    """The spec of the assistant whose records carry `name` and assistant backend `backend`: a Python
-    assistant's stored target is not a spec until its `python:` is put back (read as it is, it would
-    name a model of that name on the default backend)."""
-    return f"{PYTHON}:{name}" if backend == PYTHON else name
+def spec_of(name: str, backend: str, model_id: str) -> str:
+    """The spec of the assistant whose records carry `name`, assistant backend `backend` and model id
+    `model_id`. The bare name would be a model of that name on the session's default backend (offline
+    answers any name), so the backend is named, and an openai model is sent to the server its records
+    name (`llm.specs.served_spec`)."""
+    if backend == "openai":
+        _, at, endpoint = model_id.rpartition(SERVED_AT)
+        return served_spec(name, endpoint if at else "")
+    return f"{backend}:{name}"
 
 
 def assistant_on(client: LLMClient, model: str, spec: ModelSpec | None = None) -> Assistant:

@@ -133,7 +133,7 @@ def run_judging_batch(
     answers = _BatchAnswers()
     stage = _judge_batched(planned, context_for, config, client.backend_name, answers)
     items = planned.plan.items
-    before = client.totals()
+    before, kinds = client.totals(), client.calls_by_kind()
     report = StageReport(STAGE, details=planned.details())
     with store.writing(STAGE):
         with client.stage(STAGE):
@@ -147,11 +147,12 @@ def run_judging_batch(
                 answers.outcomes |= got
                 if len(got) < len(answers.unasked):  # still in flight after max_wait_s
                     break
-        asked = client.totals()
+        asked, asked_kinds = client.totals(), client.calls_by_kind()
         answers.learning = False
         engine.run_stage(stage, store, client, planned.plan, report=report,
                          options=engine.StageOptions(desc=f"judging ({planned.model_key})"))
     report.spent(before, asked)
+    report.spent_by_kind(kinds, asked_kinds)
     report.elapsed_s = time.perf_counter() - started
     planned.note_on_card(store, report)
     return report

@@ -154,7 +154,8 @@ class JudgingPlan:
         entry = run_card.judge_entry(
             self.prompts, self.prompts.judge_version(self.prompt_version),
             judge=run_card.role_entry(judge.model, judge.backend, judge.model_id, endpoint=self.endpoint),
-            dimensions=[d.name for d in self.dimensions], judge_samples=self.judge_samples)
+            dimensions=[d.name for d in self.dimensions], judge_samples=self.judge_samples,
+            calls=run_card.role_calls(report, run_card.JUDGE_CALLS))
         run_card.update_card(store, judge=entry, spent=run_card.stage_spent(report),
                              stage=f"judging ({self.model_key})")
 

@@ -25,7 +25,7 @@ from personalens_utils.llm import registry
 from personalens_utils.llm.backends import make_backend
 from personalens_utils.llm.budget import BudgetReachedError
 from personalens_utils.llm.cache import ResponseCache, WriteBehind
-from personalens_utils.llm.ledger import USAGE_COLUMNS, Ledger
+from personalens_utils.llm.ledger import USAGE_COLUMNS, Ledger, RoleCalls
 from personalens_utils.llm.loop_thread import LoopThread
 from personalens_utils.llm.options import ClientOptions
 from personalens_utils.llm.pool import run_pool
@@ -375,6 +375,10 @@ class LLMClient:
     def totals(self) -> dict[str, float]:
         """Everything booked so far, all stages together."""
         return self.ledger.totals()
+
+    def calls_by_kind(self) -> dict[str, RoleCalls]:
+        """The calls of each kind booked so far, with the seconds each took (`ledger.RoleCalls`)."""
+        return self.ledger.calls_by_kind()
 
     def usage_frame(self, stage: str | None = None) -> pd.DataFrame:
         """One row per (stage, kind, task, backend, model): calls, cache hits, retries, tokens, cost

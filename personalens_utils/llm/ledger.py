@@ -1,10 +1,12 @@
 """The client's books: calls, cache hits, errors, retries, tokens and cost per (stage, kind, task, backend,
-model), their running totals, and the progress bars that show them live."""
+model), their running totals, the calls of each kind with the seconds each took (`RoleCalls`), and the
+progress bars that show them live."""
 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, fields
+from array import array
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import pandas as pd
@@ -33,6 +35,36 @@ USAGE_COLUMNS = (*GROUP, *(f.name for f in fields(Tally)))
 """The columns of `Ledger.usage_frame` (and `LLMClient.usage_frame`)."""
 
 
+@dataclass(frozen=True)
+class RoleCalls:
+    """The answered calls of one kind (one role's: the user agent's turns, the assistant's, the judge's),
+    cache hits included, their tokens, and how many seconds each call a backend answered there and then
+    took (`Ledger.book`). The books only grow, so what a stage run made is `after.since(before)`."""
+
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    seconds: tuple[float, ...] = ()
+
+    def since(self, earlier: RoleCalls) -> RoleCalls:
+        """The calls booked after `earlier`, a snapshot of the same books."""
+        return RoleCalls(self.calls - earlier.calls, self.input_tokens - earlier.input_tokens,
+                         self.output_tokens - earlier.output_tokens, self.seconds[len(earlier.seconds):])
+
+    def __add__(self, other: RoleCalls) -> RoleCalls:
+        return RoleCalls(self.calls + other.calls, self.input_tokens + other.input_tokens,
+                         self.output_tokens + other.output_tokens, self.seconds + other.seconds)
+
+
+@dataclass(slots=True)
+class _KindBook:
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    seconds: array = field(default_factory=lambda: array("d"))
+    """Each timed call's latency, in booking order (8 bytes a call)."""
+
+
 class Ledger:
     """Usage and cost of one client's calls, safe to book from any thread."""
 
@@ -41,6 +73,7 @@ class Ledger:
         self._lock = threading.Lock()
         self._books: dict[tuple[str, ...], Tally] = {}
         self._totals = Tally()
+        self._kinds: dict[str, _KindBook] = {}
         self._bars: list[Any] = []
 
     def _tally(self, stage: str, request: Request, model: str) -> Tally:
@@ -52,9 +85,18 @@ class Ledger:
 
     def book(self, stage: str, request: Request, model: str, response: Response, cost: float | None) -> None:
         """An answered call: `response.cost_usd` is what it cost (0 for a cache hit), `cost` its list
-        price (None: the model has no price)."""
+        price (None: the model has no price). Its latency is kept when a backend answered it here and
+        now: not a cache hit or a batch answer (whose latency is another call's, or none), nor the
+        offline backend's (no time worth reporting)."""
         usage = response.usage
+        timed = not (response.cached or response.batch or self.backend_name == "offline")
         with self._lock:
+            kind = self._kinds.setdefault(str(request.kind), _KindBook())
+            kind.calls += 1
+            kind.input_tokens += usage.input_tokens
+            kind.output_tokens += usage.output_tokens
+            if timed:
+                kind.seconds.append(response.latency_s)
             for tally in (self._tally(stage, request, model), self._totals):
                 tally.calls += 1
                 tally.cache_hits += response.cached
@@ -105,6 +147,12 @@ class Ledger:
 
     # -- reading the books ------------------------------------------------------------------------
 
+    def calls_by_kind(self) -> dict[str, RoleCalls]:
+        """A snapshot of the calls of each kind booked so far (`RoleCalls`), all stages together."""
+        with self._lock:
+            return {kind: RoleCalls(book.calls, book.input_tokens, book.output_tokens, tuple(book.seconds))
+                    for kind, book in self._kinds.items()}
+
     def totals(self) -> dict[str, float]:
         """Everything booked so far, all stages together."""
         with self._lock:
@@ -130,4 +178,5 @@ class Ledger:
     def reset(self) -> None:
         with self._lock:
             self._books.clear()
+            self._kinds.clear()
             self._totals = Tally()

@@ -59,10 +59,9 @@ class Served:
     def describe(self) -> str:
         return (f"local model {ALIAS} served at {self.url} (pid {self.pid}; log {self.log})\n"
                 f"  export {URL_VARIABLE}={self.url}\n"
-                f"  spec:  {self.spec}   e.g. make reproduce RUN=local ARGS=\"--passes generated "
-                f"--generated-users 2 --max-concurrency 1 --request-timeout-s 120 "
-                f"--assistant-models ref-dialogue-only,{self.spec}\"\n"
-                "  (the server answers one call at a time: more calls in flight only wait and time out)\n"
+                f"  spec:  {self.spec}   (e.g. in --assistant-models of make reproduce)\n"
+                "  it answers one call at a time: --max-concurrency 16,openai=1 --request-timeout-s 120\n"
+                "  a keyless run on a small sample: docs/llm.md, 'A model on your machine'\n"
                 "  stop:  make local-model-stop")
 
 

@@ -136,6 +136,26 @@ class ModelSpec:
         return f"{self.client_key}:{self.model}"
 
 
+def served_spec(model: str, endpoint: str) -> str:
+    """The openai spec that reaches `model` at `endpoint` (a record's, `endpoints.served_id`; "" for
+    OpenAI's API). Records keep the address but not the variable a spec named, so the variable is one
+    that holds that address now, OPENAI_BASE_URL first; none raises, naming the export that fixes it."""
+    if not endpoint or _reaches(os.environ.get(DEFAULT_BASE_URL_VAR) or OPENAI_URL, endpoint):
+        return f"openai:{model}"
+    held = sorted(var for var, url in os.environ.items() if var.isidentifier() and _reaches(url, endpoint))
+    if not held:
+        raise SpecError(f"model {model!r} was served at {endpoint} and no environment variable holds that "
+                        f"address: export one (e.g. LOCAL_URL={endpoint}) so it is called there again")
+    return f"openai@{held[0]}:{model}"
+
+
+def _reaches(value: str, endpoint: str) -> bool:
+    try:
+        return openai_endpoint(value) == endpoint
+    except ValueError:  # a value that is no URL
+        return False
+
+
 def _named(model: str, text: str, what: str) -> str:
     """`model` when it can name one: it has a letter or a digit."""
     if not any(ch.isalnum() for ch in model):

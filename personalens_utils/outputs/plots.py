@@ -156,13 +156,15 @@ def new_figure(span: Span, height: float, **subplots: Any) -> tuple[Figure, Any]
     return fig, fig.subplots(**subplots)
 
 
-def mark_offline(fig: Figure, backend_names: Iterable[str]) -> None:
+def mark_offline(fig: Figure, backend_names: Iterable[str], offline_roles: Sequence[str] = ()) -> None:
     """Print `OFFLINE_NOTE` small in the figure's top right corner when any number in it came from the
-    offline backend, on one line (short enough for a column at `MIN_FONT_PT`). It is the figure's
-    suptitle, so constrained layout keeps room for it."""
+    offline backend, on one line (short enough for a column at `MIN_FONT_PT`); `offline_roles`, when
+    the offline backend played only those (e.g. the user agent and the judge of a real assistant), are
+    named instead, so the note does not call a real model offline. It is the figure's suptitle, so
+    constrained layout keeps room for it."""
     if "offline" not in set(backend_names):
         return
-    _corner_note(fig, OFFLINE_NOTE)
+    _corner_note(fig, f"Offline {', '.join(offline_roles)}: rule-based" if offline_roles else OFFLINE_NOTE)
 
 
 def mark_given(fig: Figure) -> None:

@@ -27,16 +27,20 @@ from personalens_utils.base.paths import (
     runs_dir,
     unwritable,
 )
-from personalens_utils.data import SAMPLES
+from personalens_utils.data import MD, SAMPLES, SD
+from personalens_utils.generation.parsing import MD_DOMAIN_RANGE
+from personalens_utils.generation.runner import GenerationConfig
 from personalens_utils.judging import SCORING_RULES
 from personalens_utils.llm.options import ClientOptions
 from personalens_utils.llm.registry import KNOWN_BACKENDS
 from personalens_utils.llm.specs import ModelSpec, SpecError
 from personalens_utils.prompt_sets import PROMPT_SETS
 from personalens_utils.prompt_sets.official.templates import OfficialCodeError
+from personalens_utils.reference.schema import load_schema
 from personalens_utils.reproduce.pipeline import OUTPUT_FOLDERS, failures, reproduce
 from personalens_utils.reproduce.settings import (
     ANTHROPIC_ASSISTANTS,
+    MAX_CONCURRENCY,
     PASSES,
     Settings,
     role_models,
@@ -51,12 +55,55 @@ OPTIONS = {"user agent": "--user-model", "ablation assistant": "--ablation-model
            "second judge": "--second-judge-model", "reviewer": "--reviewer-model",
            "compared assistant": "--compare-assistant"}
 """The option that names each role's model (every other role is one of --assistant-models)."""
+TASK_TYPES = (SD, MD)
+"""Single- and multi-domain tasks (`--task-types`)."""
+CONCURRENCY_FORM = "N, BACKEND=N or both, comma separated (e.g. 16,openai=1)"
+"""How `--max-concurrency` is written; a BACKEND may also be an endpoint, openai@VAR."""
 
 
 class OptionError(KitError):
     """An option of the command line that cannot be used; the message names it."""
 
     says_all = True
+
+
+def _items(text: str) -> tuple[str, ...]:
+    """A comma list of the command line, without blanks."""
+    return tuple(item.strip() for item in text.split(",") if item.strip())
+
+
+def _concurrency(text: str) -> int | dict[str, int]:
+    """`--max-concurrency`: one bound for every backend ("8"), or bounds per backend with a default for
+    the others ("16,openai=1"; without N, `MAX_CONCURRENCY`). A mapping names every known backend, since
+    the notebooks give one it leaves out 8, not the default asked for. Bounds below 1 are left for
+    `problems` to report with the other options."""
+    default: int | None = None
+    named: dict[str, int] = {}
+    for item in _items(text):
+        key, _, number = item.rpartition("=")
+        key = key.strip()
+        try:
+            bound = int(number)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{item!r} is not a whole number or BACKEND=N; write "
+                                             f"{CONCURRENCY_FORM}") from None
+        if not key:
+            if default is not None:
+                raise argparse.ArgumentTypeError(f"{text!r}: give one N for every backend, not two")
+            default = bound
+            continue
+        backend, at, var = key.partition("@")
+        if backend not in KNOWN_BACKENDS or (at and (backend != "openai" or not var.isidentifier())):
+            raise argparse.ArgumentTypeError(f"{text!r}: {key!r} is not a backend; use "
+                                             f"{', '.join(KNOWN_BACKENDS)} or openai@VAR")
+        if key in named:
+            raise argparse.ArgumentTypeError(f"{text!r}: {key} is given twice")
+        named[key] = bound
+    if not named:
+        if default is None:
+            raise argparse.ArgumentTypeError(f"{text!r}: write {CONCURRENCY_FORM}")
+        return default
+    return {**dict.fromkeys(KNOWN_BACKENDS, MAX_CONCURRENCY if default is None else default), **named}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -88,13 +135,31 @@ def parse_args(argv: Sequence[str] | None = None) -> Settings:
     )
     parser.add_argument("--generated-users", type=int, default=20, help="size of the generated benchmark")
     parser.add_argument(
+        "--domains", metavar="A,B,C", help="generated pass: comma list of the domains notebook 01 writes "
+        "tasks for (default every domain of the kit), e.g. Events,Music,Travel",
+    )
+    parser.add_argument(
+        "--sd-tasks-per-domain", type=int, metavar="N", help="generated pass: single-domain tasks per domain "
+        f"(default {GenerationConfig.sd_tasks_per_domain}); 0 with --task-types MD",
+    )
+    parser.add_argument(
+        "--md-tasks", type=int, metavar="N", help="generated pass: multi-domain tasks, each over "
+        f"{MD_DOMAIN_RANGE[0]}-{MD_DOMAIN_RANGE[1]} of the domains (default {GenerationConfig.md_tasks}); "
+        "0 with --task-types SD",
+    )
+    parser.add_argument(
+        "--task-types", metavar="SD,MD",
+        help="comma list of the task types simulated, judged and reported: SD and/or MD (default both)",
+    )
+    parser.add_argument(
         "--assistant-models",
         help="comma list of assistants for Table 3; each a model on --backend or a spec: backend:model, "
         f"openai@VAR:model, {PYTHON_SPEC_FORM}",
     )
     parser.add_argument("--ablation-model", help="the assistant of the ablation (Table 4); a spec too")
     parser.add_argument(
-        "--focus-model", help=f"assistant of Figures 4, 5 and Table 13 (offline: {FOCUS_ASSISTANT})"
+        "--focus-model", help=f"assistant of Figures 4, 5 and Table 13 (offline: {FOCUS_ASSISTANT}; with "
+        "--assistant-models that leave it out: the first of them)"
     )
     parser.add_argument("--user-model", help="the user agent's model, or a spec backend:model")
     parser.add_argument("--judge-model", help="the judge's model, or a spec backend:model")
@@ -107,7 +172,11 @@ def parse_args(argv: Sequence[str] | None = None) -> Settings:
         "(Table 3, table3_own_assistant)",
     )
     parser.add_argument("--annotations", help="glob of filled annotation sheets (CSV) for Table 5")
-    parser.add_argument("--max-concurrency", type=int, default=16)
+    parser.add_argument(
+        "--max-concurrency", type=_concurrency, default=MAX_CONCURRENCY, metavar="N[,BACKEND=N...]",
+        help=f"model calls in flight per backend (default {MAX_CONCURRENCY}): {CONCURRENCY_FORM}, N for "
+        "the backends not named; openai=1 for a local server that answers one call at a time",
+    )
     parser.add_argument("--request-timeout-s", type=float, default=ClientOptions.request_timeout_s,
                         help="seconds a model call waits for an answer before retrying (notebooks 03-05)")
     parser.add_argument("--call-deadline-s", type=float, default=ClientOptions.call_deadline_s,
@@ -138,6 +207,9 @@ def parse_args(argv: Sequence[str] | None = None) -> Settings:
         official_users=args.users,
         ablation_users=args.ablation_users,
         generated_users=args.generated_users,
+        domains=tuple(dict.fromkeys(_items(args.domains))) if args.domains else None,
+        sd_tasks_per_domain=args.sd_tasks_per_domain,
+        md_tasks=args.md_tasks,
         max_concurrency=args.max_concurrency,
         request_timeout_s=args.request_timeout_s,
         call_deadline_s=args.call_deadline_s,
@@ -151,9 +223,11 @@ def parse_args(argv: Sequence[str] | None = None) -> Settings:
         batch=args.batch,
     )
     if args.passes:
-        settings.passes = tuple(p.strip() for p in args.passes.split(",") if p.strip())
+        settings.passes = _items(args.passes)
     elif args.backend != "offline":
         settings.passes = ("official",) if (args.benchmark_dir or find_official_data()) else ("generated",)
+    if args.task_types:
+        settings.task_types = _items(args.task_types)
     if args.backend != "offline":
         settings.assistant_models = ANTHROPIC_ASSISTANTS
         settings.user_model = settings.judge_model = "Claude Sonnet 4.5"
@@ -161,9 +235,9 @@ def parse_args(argv: Sequence[str] | None = None) -> Settings:
         settings.reviewer_model = "Claude Haiku 4.5"
         settings.focus_model = None
     if args.assistant_models:
-        settings.assistant_models = tuple(m.strip() for m in args.assistant_models.split(",") if m.strip())
-        if settings.focus_model not in settings.assistant_models:
-            settings.focus_model = None
+        settings.assistant_models = _items(args.assistant_models)
+        if settings.focus_model not in settings.assistant_models:  # Figures 4, 5 need an assistant 04 judged
+            settings.focus_model = settings.assistant_models[0]
     for name in ("ablation_model", "focus_model", "user_model", "judge_model", "second_judge_model",
                  "reviewer_model", "compare_assistant"):
         if getattr(args, name):
@@ -180,8 +254,11 @@ def problems(settings: Settings) -> list[str]:
     if settings.batch and settings.backend not in BATCH_BACKENDS:
         found.append(f"--batch: the {settings.backend} backend has no batch API; use --backend "
                      f"{' or '.join(BATCH_BACKENDS)}")
-    for option, value in (("--max-concurrency", settings.max_concurrency),
-                          ("--ablation-users", settings.ablation_users),
+    bounds = settings.max_concurrency
+    if low := ([f"{key}={n}" for key, n in bounds.items() if n < 1] if isinstance(bounds, dict)
+               else [str(bounds)] if bounds < 1 else []):
+        found.append(f"--max-concurrency {', '.join(low)}: give a number of at least 1")
+    for option, value in (("--ablation-users", settings.ablation_users),
                           *((("--generated-users", settings.generated_users),)
                             if "generated" in settings.passes else ())):
         if value < 1:
@@ -205,7 +282,39 @@ def problems(settings: Settings) -> list[str]:
     elif settings.focus not in (*settings.assistant_models, settings.ablation_model):
         found.append(f"--focus-model {settings.focus!r}: use one of the assistants (--assistant-models) or "
                      "the ablation assistant, whose dialogues the run makes")
-    return found + _folder_problems(settings) + _spec_problems(settings) + _prompt_problems(settings)
+    return (found + _generation_problems(settings) + _folder_problems(settings) + _spec_problems(settings)
+            + _prompt_problems(settings))
+
+
+def _generation_problems(settings: Settings) -> list[str]:
+    """The task types, and the options that size the generated benchmark: those are refused when no
+    generated pass runs; else the domains must be the kit's, a task type simulated needs tasks, and
+    multi-domain tasks need enough domains (notebook 01 would stop on any of these)."""
+    found = [f"--task-types {kind!r}: unknown task type; use {' and/or '.join(TASK_TYPES)}"
+             for kind in settings.task_types if kind not in TASK_TYPES]
+    if not settings.task_types:
+        found.append(f"--task-types: name at least one ({' and/or '.join(TASK_TYPES)})")
+    counts = {SD: ("--sd-tasks-per-domain", settings.sd_tasks_per_domain),
+              MD: ("--md-tasks", settings.md_tasks)}
+    given = [option for option, value in (("--domains", settings.domains), *counts.values())
+             if value is not None]
+    if "generated" not in settings.passes:
+        return found + [f"{option}: it sizes the generated benchmark, and --passes "
+                        f"{','.join(settings.passes)} makes none; add generated to --passes or leave it out"
+                        for option in given]
+    known = load_schema().domain_names
+    found += [f"--domains {name!r}: unknown domain; use one of {', '.join(known)}"
+              for name in settings.domains or () if name not in known]
+    for kind, (option, value) in counts.items():
+        least = 1 if kind in settings.task_types else 0
+        if value is not None and value < least:
+            found.append(f"{option} {value}: give at least {least}"
+                         + (f" ({kind} is among --task-types)" if least else ""))
+    md_tasks = GenerationConfig.md_tasks if settings.md_tasks is None else settings.md_tasks
+    if md_tasks and settings.domains and len(settings.domains) < MD_DOMAIN_RANGE[0]:
+        found.append(f"--domains {','.join(settings.domains)}: a multi-domain task spans at least "
+                     f"{MD_DOMAIN_RANGE[0]} domains; name more, or give --task-types SD --md-tasks 0")
+    return found
 
 
 def _folder_problems(settings: Settings) -> list[str]:

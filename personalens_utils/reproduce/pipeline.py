@@ -93,6 +93,7 @@ def plan_pass(settings: Settings, folder: Path, bench: Path, users: Any, generat
         steps.append(Step("01_generation", {
             **common,
             "n_users": settings.generated_users,
+            **settings.generation_sizes(),
             "demographics_seed": settings.demographics_seed,
             "generated_dir": str(bench),
             "run_dir": str(folder / "generation"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from personalens_utils import prompt_sets
 from personalens_utils.assistants import AssistantSpec
@@ -34,6 +35,8 @@ TRUST_REPEATS, TRUST_JUDGE_SAMPLES = 2, 2
 each of those dialogues twice: the variance decomposition, the power plan and the card's self-consistency."""
 PASSES = ("generated", "official")
 """A small benchmark notebook 01 generates on the spot, and the official data when the kit finds it."""
+MAX_CONCURRENCY = 16
+"""Model calls in flight per backend in a reproduction, unless `--max-concurrency` says otherwise."""
 
 
 @dataclass
@@ -57,7 +60,14 @@ class Settings:
     ablation_users: int = 20
     generated_users: int = 20
     task_types: tuple[str, ...] = ("SD", "MD")
-    max_concurrency: int = 16
+    domains: tuple[str, ...] | None = None
+    sd_tasks_per_domain: int | None = None
+    md_tasks: int | None = None
+    """The generated benchmark's size (notebook 01's parameters of these names); None leaves 01 its own
+    default and is not passed, so a run without them gives 01 the parameters it always had."""
+    max_concurrency: int | dict[str, int] = MAX_CONCURRENCY
+    """One bound for every backend, or a mapping with a bound for every known backend (and any `openai@VAR`
+    endpoint named): notebooks 01-09 give a backend their mapping leaves out 8, not the run's default."""
     request_timeout_s: float = ClientOptions.request_timeout_s
     call_deadline_s: float = ClientOptions.call_deadline_s
     """Time limits of every model call (notebooks 03-05, docs/parameters.md)."""
@@ -86,6 +96,12 @@ class Settings:
         """The prompt set notebooks 03-06 use (the official one read from `official_code` here, so a copy
         that cannot be read raises `OfficialCodeError`)."""
         return prompt_sets.prompt_set(self.prompt_set, self.official_code)
+
+    def generation_sizes(self) -> dict[str, Any]:
+        """The size parameters of notebook 01 this run sets (see `domains`)."""
+        sizes = {"domains": list(self.domains) if self.domains else None,
+                 "sd_tasks_per_domain": self.sd_tasks_per_domain, "md_tasks": self.md_tasks}
+        return {name: value for name, value in sizes.items() if value is not None}
 
     @property
     def focus(self) -> str:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -34,6 +34,7 @@ from personalens_utils.base.errors import KitError
 from personalens_utils.llm import FatalError, LLMClient, LLMError, Request, Response, Usage
 from personalens_utils.llm.batch import BatchEntryError
 from personalens_utils.llm.client import shared_spending_limit
+from personalens_utils.llm.ledger import RoleCalls
 from personalens_utils.outputs.display import esc, frame_html, inline
 from personalens_utils.runstore.records import Record
 from personalens_utils.runstore.store import RunStore
@@ -238,6 +239,8 @@ class StageReport:
     output_tokens: int = 0
     cost_usd: float = 0.0
     elapsed_s: float = 0.0
+    calls_by_kind: dict[str, RoleCalls] = field(default_factory=dict)
+    """The calls above by kind (whose they were: `CallKind`), with the seconds each took (`RoleCalls`)."""
     first_errors: list[str] = field(default_factory=list)
     shard: str | None = None
     max_cost_usd: float | None = None
@@ -357,6 +360,13 @@ class StageReport:
         self.input_tokens += int(after["input_tokens"] - before["input_tokens"])
         self.output_tokens += int(after["output_tokens"] - before["output_tokens"])
         self.cost_usd += after["cost_usd"] - before["cost_usd"]
+
+    def spent_by_kind(self, before: Mapping[str, RoleCalls], after: Mapping[str, RoleCalls]) -> None:
+        """Book the client's calls of each kind between two `LLMClient.calls_by_kind()`."""
+        for kind, now in after.items():
+            made = now.since(before.get(kind, RoleCalls()))
+            if made.calls:
+                self.calls_by_kind[kind] = self.calls_by_kind.get(kind, RoleCalls()) + made
 
 
 # -- running --------------------------------------------------------------------------------------------
@@ -508,6 +518,7 @@ def _running(
     report.elapsed_s = -time.perf_counter()
     writer = _Writer(store, report)
     jobs, before = _jobs(stage, client, planned.items, report, writer), client.totals()
+    kinds = client.calls_by_kind()
     try:
         with store.writing(stage.name), _limit(client, options.others, options.max_cost_usd):
             try:
@@ -516,6 +527,7 @@ def _running(
                 writer.flush()
     finally:
         report.spent(before, client.totals())
+        report.spent_by_kind(kinds, client.calls_by_kind())
         report.elapsed_s += time.perf_counter()
 
 

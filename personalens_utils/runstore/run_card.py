@@ -2,19 +2,22 @@
 
 Records say what each dialogue and judgment is; the card says what the run as a whole was: the kit
 and packages that ran it, each configuration of the simulation (prompt set, digests of its prompt
-templates, turn cap, roles as asked and as resolved, their parameters), each judge, the scoring
-rules the run was read under, the benchmark, counts of records by status, tokens and cost by stage,
-and whether it followed the authors' protocol unchanged (`protocol`). Every stage that writes into a
-store updates it (`update_card`): what is already there is kept and extended, never replaced, and the
-file is written atomically (a temporary file renamed over it), so a killed run leaves the old card or
-the new one. `merge_cards` joins the cards of shards and refuses cards that disagree on what defines
-the run, naming the field.
+templates, turn cap, roles as asked and as resolved, their parameters, and each role's calls: tokens
+and seconds in total and per call), each judge (with its calls), the scoring rules the run was read
+under, the benchmark, counts of records by status, tokens and cost by stage, and whether it followed
+the authors' protocol unchanged (`protocol`). Every stage that writes into a store updates it
+(`update_card`): what is already there is kept and extended, never replaced, and the file is written
+atomically (a temporary file renamed over it), so a killed run leaves the old card or the new one.
+`merge_cards` joins the cards of shards and refuses cards that disagree on what defines the run,
+naming the field.
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 import hashlib
+import math
 import os
 import platform
 import subprocess
@@ -22,6 +25,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from importlib import metadata
+from itertools import accumulate
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -33,6 +37,8 @@ from filelock import FileLock
 import personalens_utils
 from personalens_utils.base import paths
 from personalens_utils.base.errors import KitError
+from personalens_utils.llm.ledger import RoleCalls
+from personalens_utils.llm.types import CallKind
 from personalens_utils.prompt_sets import PromptSet
 from personalens_utils.prompt_sets.kit import (
     ASSISTANT_TEMPERATURE,
@@ -61,6 +67,14 @@ JUDGE_KEY = ("model", "backend", "model_id", "prompt_set", "prompt_version")
 """What defines one judge."""
 STAGE_KEY = ("stage", "role", "prompt_version")
 """What defines one run of another stage (review, probe, profile check, generation, PERSONA Bench)."""
+SIMULATION_CALLS = {"user": CallKind.USER_TURN, "assistant": CallKind.ASSISTANT_TURN}
+JUDGE_CALLS = {"judge": CallKind.JUDGE}
+"""Each role of a simulation and of a judge as its entry's `calls` names it, and the kind of its calls."""
+COUNTED = ("calls", "input_tokens", "output_tokens", "timed_calls", "seconds")
+"""What a role's `calls` adds up over the runs of its entry (the rest is read from these)."""
+BUCKETS_PER_DECADE = 20
+"""`seconds_histogram` counts calls in buckets 10^(1/20) (12%) wide, each keyed by its upper bound: the
+median and 90th percentile read from it are at most that much above the true ones."""
 
 
 class RunCardError(KitError):
@@ -75,6 +89,27 @@ class _RoleShape(TypedDict, total=False):
     parameters: dict[str, Any]
 
 
+class _PerCallShape(TypedDict, total=False):
+    input_tokens: float
+    output_tokens: float
+    seconds: float
+    seconds_p50: float
+    seconds_p90: float
+
+
+class _CallsShape(TypedDict, total=False):
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    timed_calls: int
+    seconds: float
+    seconds_histogram: dict[str, int]
+    per_call: _PerCallShape
+
+
+_RoleCalls = dict[str, _CallsShape]
+
+
 class _SimulationShape(TypedDict, total=False):
     prompt_set: str
     prompt_version: str
@@ -85,6 +120,8 @@ class _SimulationShape(TypedDict, total=False):
     settings: list[str]
     task_types: list[str]
     repeats: int
+    calls: _RoleCalls
+    calls_from: dict[str, _RoleCalls]
 
 
 class _JudgeShape(_RoleShape, total=False):
@@ -93,6 +130,8 @@ class _JudgeShape(_RoleShape, total=False):
     prompt_digests: dict[str, str]
     dimensions: list[str]
     judge_samples: int
+    calls: _RoleCalls
+    calls_from: dict[str, _RoleCalls]
 
 
 class _StageShape(TypedDict, total=False):
@@ -264,9 +303,11 @@ def role_entry(model: str, backend: str, model_id: str, *, temperature: float | 
 
 def simulation_entry(prompts: PromptSet, *, user: Mapping[str, Any], assistant: Mapping[str, Any],
                      max_turns: int | None, settings: Sequence[str], task_types: Sequence[str],
-                     repeats: int) -> dict[str, Any]:
-    """One simulation configuration as a card holds it."""
-    return {"prompt_set": prompts.name, "prompt_version": prompts.version,
+                     repeats: int, calls: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """One simulation configuration as a card holds it, with its roles' `calls` in the run that wrote
+    it (`role_calls`) when given."""
+    return {**({"calls": dict(calls)} if calls is not None else {}),
+            "prompt_set": prompts.name, "prompt_version": prompts.version,
             "prompt_digests": prompt_digests(prompts, judge=False), "max_turns": max_turns,
             "user": {**user, "parameters": {"temperature": USER_TEMPERATURE, "max_tokens": MAX_TOKENS}},
             "assistant": {**assistant, "parameters": {"temperature": ASSISTANT_TEMPERATURE,
@@ -275,9 +316,12 @@ def simulation_entry(prompts: PromptSet, *, user: Mapping[str, Any], assistant: 
 
 
 def judge_entry(prompts: PromptSet, prompt_version: str, *, judge: Mapping[str, Any],
-                dimensions: Sequence[str], judge_samples: int) -> dict[str, Any]:
-    """One judge as a card holds it (`prompt_version`: the version its judgments carry)."""
-    return {**judge, "parameters": {"temperature": JUDGE_TEMPERATURE}, "prompt_set": prompts.name,
+                dimensions: Sequence[str], judge_samples: int,
+                calls: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """One judge as a card holds it (`prompt_version`: the version its judgments carry), with its
+    `calls` in the run that wrote it (`role_calls`) when given."""
+    return {**judge, **({"calls": dict(calls)} if calls is not None else {}),
+            "parameters": {"temperature": JUDGE_TEMPERATURE}, "prompt_set": prompts.name,
             "prompt_version": prompt_version, "prompt_digests": prompt_digests(prompts, judge=True),
             "dimensions": sorted(set(dimensions)), "judge_samples": judge_samples}
 
@@ -318,9 +362,10 @@ def _defining(value: Any) -> Any:
     return value
 
 
-def _grow(entries: list[dict[str, Any]], new: Mapping[str, Any], fields: Sequence[str]) -> None:
+def _grow(entries: list[dict[str, Any]], new: Mapping[str, Any], fields: Sequence[str],
+          source: str | None = None) -> None:
     """Add `new` to `entries`, or extend the entry with the same defining fields (lists joined, counts
-    of repetitions the larger)."""
+    of repetitions the larger, calls added: `_count_calls`; `source`: the folder of a merged card)."""
     for entry in entries:
         if _key(entry, fields) == _key(new, fields):
             for name, value in new.items():
@@ -328,8 +373,79 @@ def _grow(entries: list[dict[str, Any]], new: Mapping[str, Any], fields: Sequenc
                     entry[name] = sorted(set(entry.get(name, [])) | set(value))
                 elif name in ("repeats", "judge_samples"):
                     entry[name] = max(entry.get(name, 1), value)
+            _count_calls(entry, new, source)
             return
-    entries.append(dict(new))
+    entries.append({name: value for name, value in new.items() if name not in ("calls", "calls_from")})
+    _count_calls(entries[-1], new, source)
+
+
+def _count_calls(entry: dict[str, Any], new: Mapping[str, Any], source: str | None) -> None:
+    """Add the calls of `new` to `entry`'s. A merged source's calls replace what it brought last time
+    (kept in `calls_from`), so merging a shard again after more progress counts it once."""
+    if "calls" not in new:
+        return
+    total = entry.setdefault("calls", {})
+    if source is not None:
+        earlier = entry.setdefault("calls_from", {})
+        _add_calls(total, earlier.get(source, {}), -1)
+        earlier[source] = copy.deepcopy(new["calls"])
+    _add_calls(total, new["calls"])
+
+
+def role_calls(report: Any, roles: Mapping[str, str]) -> dict[str, dict[str, Any]]:
+    """Each role's calls in one stage run (an `engine.StageReport`'s `calls_by_kind`) as a card holds
+    them: counts, tokens and the seconds of the timed calls in total, how those seconds spread
+    (`seconds_histogram`), and per call (`_per_call`). Offline calls are never timed, so an offline
+    run's entry is the same from run to run."""
+    calls: dict[str, dict[str, Any]] = {}
+    made = {role: report.calls_by_kind.get(kind, RoleCalls()) for role, kind in roles.items()}
+    _add_calls(calls, {role: {"calls": m.calls, "input_tokens": m.input_tokens,
+                              "output_tokens": m.output_tokens, "timed_calls": len(m.seconds),
+                              "seconds": sum(m.seconds),
+                              "seconds_histogram": Counter(map(_bucket, m.seconds))}
+                       for role, m in made.items()})
+    return calls
+
+
+def _add_calls(into: dict[str, Any], calls: Mapping[str, Mapping[str, Any]], sign: int = 1) -> None:
+    """Add each role's calls to `into`'s (`sign=-1`: take them away); its figures per call read again."""
+    for role, block in calls.items():
+        held = into.setdefault(role, {})
+        for name in COUNTED:
+            total = held.get(name, 0) + sign * block.get(name, 0)
+            held[name] = round(float(total), 3) if name == "seconds" else total
+        histogram = Counter(held.get("seconds_histogram", {}))
+        histogram.update({bound: sign * n for bound, n in block.get("seconds_histogram", {}).items()})
+        ordered = sorted(histogram.items(), key=lambda bucket: float(bucket[0]))
+        held["seconds_histogram"] = {bound: n for bound, n in ordered if n}
+        held["per_call"] = _per_call(held)
+
+
+def _bucket(seconds: float) -> str:
+    """The upper bound of the `seconds_histogram` bucket a call that took `seconds` falls in."""
+    step = math.ceil(BUCKETS_PER_DECADE * math.log10(max(seconds, 0.001)))
+    return f"{10 ** (step / BUCKETS_PER_DECADE):.3g}"
+
+
+def _per_call(block: Mapping[str, Any]) -> dict[str, float]:
+    """Tokens per call, and the mean, median and 90th percentile seconds per timed call (the two last
+    from the histogram: the upper bound of their bucket); {} before any call."""
+    calls, timed = block["calls"], block["timed_calls"]
+    if not calls:
+        return {}
+    per = {"input_tokens": round(block["input_tokens"] / calls, 1),
+           "output_tokens": round(block["output_tokens"] / calls, 1)}
+    if timed:
+        per["seconds"] = round(block["seconds"] / timed, 3)
+        per["seconds_p50"] = _quantile(block["seconds_histogram"], 0.5 * timed)
+        per["seconds_p90"] = _quantile(block["seconds_histogram"], 0.9 * timed)
+    return per
+
+
+def _quantile(histogram: Mapping[str, int], rank: float) -> float:
+    """The upper bound of the bucket that holds the call of this rank (calls counted from the fastest)."""
+    return float(next(bound for bound, seen in zip(histogram, accumulate(histogram.values()), strict=True)
+                      if seen >= rank))
 
 
 def _counts(folder: Path, kinds: Sequence[type[Record]],
@@ -522,9 +638,9 @@ def _merge_into(target_dir: Path, sources: list[Path]) -> dict[str, Any] | None:
     merged.setdefault("merged_from", {})
     for folder, card in cards:
         for entry in card["simulations"]:
-            _grow(merged["simulations"], entry, SIMULATION_KEY)
+            _grow(merged["simulations"], entry, SIMULATION_KEY, str(folder.resolve()))
         for entry in card["judges"]:
-            _grow(merged["judges"], entry, JUDGE_KEY)
+            _grow(merged["judges"], entry, JUDGE_KEY, str(folder.resolve()))
         for entry in card.get("stages", []):
             _grow(merged.setdefault("stages", []), entry, STAGE_KEY)
         merged["scoring"] = sorted(set(merged["scoring"]) | set(card["scoring"]))
@@ -568,9 +684,32 @@ def _refuse(field: str, ours: Any, theirs: Any, a_dir: Path, b_dir: Path) -> Non
                        f"({ours!r} vs {theirs!r}), so they are not shards of one run; nothing was written")
 
 
+def entry_calls(entry: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """The calls of a simulation's or a judge's entry, each role named as a reader would ("assistant
+    smollm2", "user agent (with smollm2)", "judge Claude 3.5 Sonnet"); none on a card written before."""
+    calls = entry.get("calls", {})
+    if "assistant" not in entry:
+        return [(f"judge {entry['model']}", block) for block in calls.values()]
+    named = {"assistant": f"assistant {entry['assistant']['model']}",
+             "user": f"user agent (with {entry['assistant']['model']})"}
+    return [(named[role], block) for role, block in calls.items()]
+
+
+def calls_text(role: str, block: Mapping[str, Any]) -> str:
+    """One role's calls in words: how many, tokens in + out per call, and seconds per timed call."""
+    per = block.get("per_call", {})
+    text = f"{role}: {block['calls']} calls"
+    if per:
+        text += f", {per['input_tokens']:g} + {per['output_tokens']:g} tokens per call"
+    if "seconds" in per:
+        text += (f", {per['seconds']:.2f} s per call over {block['timed_calls']} timed (median ≤ "
+                 f"{per['seconds_p50']:g} s, p90 ≤ {per['seconds_p90']:g} s)")
+    return text
+
+
 def summary(card: Mapping[str, Any]) -> pd.DataFrame:
     """The card in a few rows a notebook shows (field, value): the protocol and what differs, each
-    simulation and judge, the scoring rules, the counts, the cost by stage, the kit."""
+    simulation and judge with its roles' calls, the scoring rules, the counts, the cost by stage, the kit."""
     if not card:
         return pd.DataFrame({"field": ["run card"], "value": ["none: no stage wrote into this store yet"]})
     protocol = card.get("protocol", {})
@@ -582,10 +721,14 @@ def summary(card: Mapping[str, Any]) -> pd.DataFrame:
                      f"{entry['assistant']['model']} ({entry['assistant']['model_id']}, "
                      f"{entry['assistant']['backend']}); max_turns {entry['max_turns']}; repeats "
                      f"{entry['repeats']}"))
+        if "calls" in entry:
+            rows.append(("calls", "; ".join(calls_text(role, block) for role, block in entry_calls(entry))))
     for entry in card["judges"]:
         rows.append(("judge", f"{entry['model']} ({entry['model_id']}, {entry['backend']}); "
                      f"{entry['prompt_set']} {entry['prompt_version']}; "
                      f"judge_samples {entry['judge_samples']}"))
+        if "calls" in entry:
+            rows.append(("calls", "; ".join(calls_text(role, block) for role, block in entry_calls(entry))))
     for entry in card.get("stages", []):
         role = entry["role"]
         version = f"; prompt version {entry['prompt_version']}" if entry.get("prompt_version") else ""

@@ -213,7 +213,7 @@ async def arun_simulation(benchmark: Benchmark, run: RunStore | str | os.PathLik
     config = with_assistant(config or SimulationConfig(), client)
     store, stage, planned, report, rounds = _prepare(benchmark, run, client, config)
     others = _others(client, config.assistant)
-    before = [c.totals() for c in others]
+    before = [(c.totals(), c.calls_by_kind()) for c in others]
     try:
         await engine.arun_stage(stage, store, client, planned, report=report,
                                 options=_stage_options(report, client, config.assistant, others, planned,
@@ -221,8 +221,9 @@ async def arun_simulation(benchmark: Benchmark, run: RunStore | str | os.PathLik
     finally:
         if rounds is not None:
             rounds.close()
-    for other, totals in zip(others, before, strict=True):
+    for other, (totals, kinds) in zip(others, before, strict=True):
         report.spent(totals, other.totals())
+        report.spent_by_kind(kinds, other.calls_by_kind())
     _update_card(benchmark, store, client, config, report)
     return report
 
@@ -246,7 +247,7 @@ def run_simulation(benchmark: Benchmark, run: RunStore | str | os.PathLike[str],
     config = with_assistant(config or SimulationConfig(), client)
     store, stage, planned, report, rounds = _prepare(benchmark, run, client, config)
     others = _others(client, config.assistant)
-    before = [c.totals() for c in others]
+    before = [(c.totals(), c.calls_by_kind()) for c in others]
     try:
         engine.run_stage(stage, store, client, planned, report=report,
                          options=_stage_options(report, client, config.assistant, others, planned,
@@ -254,8 +255,9 @@ def run_simulation(benchmark: Benchmark, run: RunStore | str | os.PathLike[str],
     finally:
         if rounds is not None:
             rounds.close()
-    for other, totals in zip(others, before, strict=True):
+    for other, (totals, kinds) in zip(others, before, strict=True):
         report.spent(totals, other.totals())
+        report.spent_by_kind(kinds, other.calls_by_kind())
     _update_card(benchmark, store, client, config, report)
     return report
 
@@ -271,7 +273,8 @@ def _update_card(benchmark: Benchmark, store: RunStore, client: LLMClient, confi
         config.prompts, max_turns=config.max_turns, repeats=config.repeats,
         user=run_card.role_entry(user.model, user.backend, user.model_id, endpoint=client.endpoint),
         assistant=run_card.role_entry(given.model, given.backend, given.model_id),
-        settings=[s if isinstance(s, str) else s.name for s in config.settings], task_types=config.task_types)
+        settings=[s if isinstance(s, str) else s.name for s in config.settings], task_types=config.task_types,
+        calls=run_card.role_calls(report, run_card.SIMULATION_CALLS))
     read = run_card.benchmark_entry(benchmark.root, benchmark.users)
     run_card.update_card(store, simulation=entry, benchmark=read, spent=run_card.stage_spent(report),
                          stage=STAGE)

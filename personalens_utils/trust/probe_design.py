@@ -106,9 +106,10 @@ class ProbeDesign:
 
     def assistant_specs(self, store: RunStore) -> dict[str, str]:
         """The spec of each assistant with a dialogue of the design, by the name its records carry, so
-        a Python assistant is simulated again as itself (`assistants.spec_of`)."""
-        return {d.assistant_model: spec_of(d.assistant_model, d.assistant_backend)
+        each is simulated again as itself, on the backend and server that made it (`assistants.spec_of`)."""
+        made = {(d.assistant_model, d.assistant_backend, d.assistant_model_id)
                 for d in store.read(Dialogue) if self.select(d)}
+        return {name: spec_of(name, backend, model_id) for name, backend, model_id in sorted(made)}
 
     def scores(self, tidy: pd.DataFrame) -> pd.DataFrame:
         """The rows of a tidy score frame (`analysis.scores.load_scores`) that belong to the design."""
@@ -136,11 +137,21 @@ def simulate_design(benchmark: Benchmark, store: RunStore, user: ModelRole, assi
     """Each of `assistants` on the design's scenarios in its setting with the user agent `user`,
     `config.repeats` samples of each (its prompts and limits too), on the scenarios where the store holds
     that assistant's sample 0 made with `user`'s backend (notebook 03's dialogue): that one is skipped, so
-    only the further samples are simulated, and a run never starts the design over on another backend."""
+    only the further samples are simulated, and a run never starts the design over on another backend.
+    An assistant whose stored samples 0 another one made under its name is refused: its repeats and
+    theirs would be one arm of the design, with two dialogues of one sample."""
     held: dict[str, set[str]] = {}
+    made_by: dict[str, set[str]] = {}
     for d in store.read(Dialogue):
         if design.select(d) and d.sample == 0 and d.user_backend == user.backend:
             held.setdefault(d.assistant_model, set()).add(d.scenario_id)
+            made_by.setdefault(d.assistant_model, set()).add(f"{d.assistant_backend}:{d.assistant_model_id}")
+    for assistant in assistants:
+        mine = f"{assistant.backend}:{assistant.model_id}"
+        if others := made_by.get(assistant.model, set()) - {mine}:
+            raise DesignError(f"assistant {assistant.model!r} is {mine} here, but the design's first samples "
+                              f"of that name were made by {sorted(others)}: give the spec that made them, or "
+                              "keep one assistant of that name in the store")
     return [run_simulation(design.part_of(benchmark, held[assistant.model]), store, user.client,
                            replace(config, settings=(design.setting,), user_model=user.model,
                                    assistant_model=assistant.model, assistant=assistant))

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from support.latex_page import compile_problems, needs_tex
 from support.records import put
-from support.synthetic_store import JUDGE, SECOND_JUDGE, build_store
+from support.synthetic_store import JUDGE, SECOND_JUDGE, build_store, served_for_real
 
 from personalens_utils import analysis
 from personalens_utils.analysis import agreement, scores
@@ -101,7 +101,7 @@ def test_table3_rows_captions_and_offline_label(tidy):
     result = analysis.table3(tidy)
     assert list(result.frame["Assistant model"]) == ["model-a", "model-b", "model-c"]
     assert {"SD TCR", "SD P", "SD Nat.", "SD Coh.", "MD TCR", "MD P"} <= set(result.frame.columns)
-    assert OFFLINE_LABEL in result.caption
+    assert result.caption.endswith(f" Made with the {OFFLINE_LABEL}.")  # every role offline: as it always was
     assert "not counted as zero" in result.caption  # one P judgment is missing per setting
     means = result.data.query("task_type == 'SD' and dimension == 'task_completion'").set_index(
         "assistant_model"
@@ -117,6 +117,51 @@ def test_caption_names_a_real_backend_without_the_offline_label(tidy):
                              judge_backend="anthropic")
     caption = analysis.table3(relabelled).caption
     assert OFFLINE_LABEL not in caption and "Backend: anthropic." in caption
+
+
+OFFLINE_ROLES = (f" Made in part with the {OFFLINE_LABEL}: the user agent and the judge are offline, so "
+                 "every score is the offline judge's, a demonstration of the pipeline, not a model's "
+                 "judgment; ")
+
+
+def test_a_real_assistant_beside_an_offline_user_agent_and_judge_is_labelled_per_role(tidy):
+    mixed = served_for_real(tidy)
+    rows = OFFLINE_ROLES + "model-b (openai:model-b) is a real model; model-a and model-c are offline."
+    assert analysis.table3(mixed).caption.endswith(rows)
+    assert analysis.table12(mixed).caption.endswith(rows)
+    alone = OFFLINE_ROLES + "model-b (openai:model-b) is a real model."
+    fig4 = analysis.figure4(mixed, assistant_model="model-b")
+    fig5 = analysis.figure5(scores.turn_frame(mixed), assistant_model="model-b")
+    for figure in (fig4, fig5):
+        assert figure.caption.endswith(alone)
+        assert figure.figure.get_suptitle() == "Offline user agent, judge: rule-based"
+    offline = analysis.figure4(mixed, assistant_model="model-a")  # every role of its numbers offline
+    assert offline.caption.endswith(f" Made with the {OFFLINE_LABEL}.")
+    assert offline.figure.get_suptitle() == plots.OFFLINE_NOTE
+
+
+def test_a_caption_tells_reference_assistants_from_real_models_and_a_set_of_backends_says_in_part():
+    made = scores.Provenance(
+        frozenset({"offline", "openai"}),
+        {"user agent": frozenset({("offline", "claude-3-sonnet-20240229")}),
+         "judge": frozenset({("anthropic", "claude-3-5-sonnet-20241022")})},
+        {"ref-dialogue-only": frozenset({("offline", "ref-dialogue-only")}),
+         "smollm2": frozenset({("openai", "smollm2")})})
+    assert analysis.provenance_note(made) == (
+        f" Made in part with the {OFFLINE_LABEL}: the user agent is offline; the judge is "
+        "anthropic:claude-3-5-sonnet-20241022; smollm2 (openai:smollm2) is a real model; ref-dialogue-only "
+        "is an offline reference assistant.")
+    assert analysis.provenance_note({"offline", "openai"}) == (
+        f" Made in part with the {OFFLINE_LABEL}, in part with openai.")
+    assert analysis.provenance_note({"offline", "python"}) == f" Made with the {OFFLINE_LABEL}."
+    assert analysis.provenance_note({"anthropic"}) == " Backend: anthropic."
+
+
+@needs_tex
+def test_table3_labelled_per_role_compiles(tidy, tmp_path):
+    tex = analysis.table3(served_for_real(tidy)).save(tmp_path, 3, "assistant_models")["tex"]
+    assert "model-b (openai:model-b) is a real model" in tex.read_text(encoding="utf-8")
+    assert compile_problems(tex) == []
 
 
 def test_table12_reports_the_user_agent(tidy):

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 import pytest
+from matplotlib.container import ErrorbarContainer
 from support.synthetic_store import JUDGE, build_store, dialogue_record, judgment_record
 from support.trust_design import Truth, simulate
 
@@ -100,6 +101,28 @@ def test_all_equal_scores_give_no_zero_width_interval(tmp_path):
     assert shifted.difference.estimate == pytest.approx(0.5) and shifted.difference.withheld == ALL_EQUAL
     assert np.isnan(shifted.p_bootstrap) and shifted.p_permutation < 0.01
 
+
+
+def test_figures_draw_no_interval_where_table3_prints_none(one_user, tmp_path):
+    """Figures 4 and 5 drew dialogue-bootstrap error bars and bands at any number of users; they follow
+    Table 3's rule now: below MIN_CLUSTERS users the means alone, NaN bounds and a caption saying why."""
+    thin = {"figure4": analysis.figure4(one_user, assistant_model="model-a"),
+            "figure5": analysis.figure5(scores.turn_frame(one_user), assistant_model="model-a")}
+    for name, result in thin.items():
+        data = result.data
+        assert len(data) and data["mean"].notna().all(), name
+        assert data["ci_low"].isna().all() and data["ci_high"].isna().all(), name
+        assert f"would rest on {FEW_CLUSTERS} (1)" in result.caption and "95% bootstrap" not in result.caption
+    assert not _error_bars(thin["figure4"].figure)
+    assert not thin["figure5"].figure.axes[0].collections  # no band around any curve
+    enough = scores.load_scores(build_store(tmp_path / "store", users=MIN_CLUSTERS), judge_model=JUDGE)
+    figure4 = analysis.figure4(enough, assistant_model="model-a")
+    assert figure4.data["ci_low"].notna().all() and "with 95% bootstrap intervals" in figure4.caption
+    assert FEW_CLUSTERS not in figure4.caption and _error_bars(figure4.figure)
+
+
+def _error_bars(figure) -> list[ErrorbarContainer]:
+    return [c for ax in figure.axes for c in ax.containers if isinstance(c, ErrorbarContainer)]
 
 
 # -- the report card's three verdicts ---------------------------------------------------------------------

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import orjson
 import pytest
 from support.tiny_benchmark import tiny_benchmark
 
+from personalens_utils.assistants.prompted import PromptedAssistant
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
-from personalens_utils.llm import LLMClient
+from personalens_utils.llm import CallKind, LLMClient, Request, Response, Usage
+from personalens_utils.llm.ledger import Ledger, RoleCalls
+from personalens_utils.llm.offline import OfflineBackend
+from personalens_utils.llm.specs import ModelSpec
 from personalens_utils.outputs.tables import Source
 from personalens_utils.prompt_sets import OfficialPromptSet
 from personalens_utils.prompt_sets.official.templates import load_official_prompts
@@ -49,6 +54,88 @@ def test_extended_run_keeps_one_entry_and_adds_up(tmp_path: Path) -> None:
     assert card["benchmark"]["users"] == 1 and card["kit"][0]["python_version"]
     assert card["protocol"]["kind"] == "custom"
     assert "simulation prompt_set 'kit'" in card["protocol"]["differs"]
+
+
+SECONDS = {CallKind.ASSISTANT_TURN: 2.0, CallKind.JUDGE: 0.5}
+"""How long `Timed` takes to answer each kind of call."""
+
+
+class Timed(OfflineBackend):
+    """The offline answers, as a served model on the openai backend would give them, in fixed times."""
+
+    name = "openai"
+
+    async def acomplete(self, request: Request, model: str) -> Response:
+        answer = await super().acomplete(request, model)
+        return replace(answer, backend=self.name, latency_s=SECONDS[request.kind])
+
+
+def _real_model_run(folder: Path, limit: int) -> None:
+    """The offline user agent beside an assistant and a judge on a (timed) real backend."""
+    bench = tiny_benchmark(1)
+    with _client() as user, LLMClient(Timed(), progress=False, use_cache=False) as real:
+        assistant = PromptedAssistant(real, ModelSpec("openai", "small-model"))
+        run_simulation(bench, folder, user, SimulationConfig(**SD_ONLY, assistant=assistant, limit=limit))
+        run_judging(RunStore(folder), real, benchmark_contexts(bench),
+                    JudgingConfig(judge_model="small-judge", offline_dialogues=True))
+
+
+def test_each_role_of_a_real_model_run_has_its_calls_tokens_and_seconds_per_call(tmp_path: Path) -> None:
+    _real_model_run(tmp_path, limit=1)
+    card = run_card.read_card(tmp_path)
+    [simulation], [judge] = card["simulations"], card["judges"]
+    assistant, user, judged = (simulation["calls"]["assistant"], simulation["calls"]["user"],
+                               judge["calls"]["judge"])
+    assert assistant["calls"] == assistant["timed_calls"] > 0
+    assert assistant["seconds"] == 2.0 * assistant["calls"]
+    assert assistant["per_call"]["output_tokens"] == round(assistant["output_tokens"] / assistant["calls"], 1)
+    assert assistant["per_call"]["seconds"] == 2.0
+    assert 2.0 <= assistant["per_call"]["seconds_p50"] == assistant["per_call"]["seconds_p90"] < 2.0 * 1.13
+    assert judged["per_call"]["seconds"] == 0.5 and judged["timed_calls"] == judged["calls"] > 0
+    assert user["calls"] > 0 and user["timed_calls"] == 0 and "seconds" not in user["per_call"]  # offline
+    assert card["usage"]["simulation"]["calls"] == user["calls"] + assistant["calls"]
+    line = card_line(tmp_path)
+    assert f"assistant small-model: {assistant['calls']} calls" in line and "2.00 s per call" in line
+    assert "user agent" not in line  # no time is reported for an offline role
+    shown = run_card.summary(card)
+    assert shown.loc[shown["field"] == "calls", "value"].str.contains("0.50 s per call").any()
+
+    _real_model_run(tmp_path, limit=2)  # one dialogue more: its calls add up
+    more = run_card.read_card(tmp_path)["simulations"][0]["calls"]["assistant"]
+    assert more["calls"] > assistant["calls"] and more["seconds"] == 2.0 * more["calls"]
+    assert sum(more["seconds_histogram"].values()) == more["timed_calls"]
+
+
+def test_only_calls_a_backend_answered_there_and_then_are_timed() -> None:
+    ledger = Ledger("openai")
+    request = Request(CallKind.JUDGE, ())
+    answer = Response("ok", Usage(10, 2), "openai", "m", latency_s=3.0)
+    for response in (answer, replace(answer, cached=True), replace(answer, batch=True)):
+        ledger.book("judging", request, "m", response, None)
+    before = ledger.calls_by_kind()
+    ledger.book("judging", request, "m", replace(answer, latency_s=1.0), None)
+    made = ledger.calls_by_kind()[CallKind.JUDGE].since(before[CallKind.JUDGE])
+    assert before[CallKind.JUDGE] == RoleCalls(3, 30, 6, (3.0,)) and made == RoleCalls(1, 10, 2, (1.0,))
+    offline = Ledger("offline")
+    offline.book("judging", request, "m", answer, None)
+    assert offline.calls_by_kind()[CallKind.JUDGE].seconds == ()
+
+
+def test_merging_counts_a_shards_calls_once_and_a_card_without_calls_still_reads(tmp_path: Path) -> None:
+    _real_model_run(tmp_path / "shard", limit=1)
+    calls = run_card.read_card(tmp_path / "shard")["simulations"][0]["calls"]
+    for _ in range(2):
+        merge_stores([tmp_path / "shard"], tmp_path / "merged")
+        merged = run_card.read_card(tmp_path / "merged")["simulations"][0]
+        assert merged["calls"] == calls and list(merged["calls_from"].values()) == [calls]
+    before = run_card.read_card(tmp_path / "shard")
+    for entry in [*before["simulations"], *before["judges"]]:
+        del entry["calls"]  # as a card written before calls were counted
+    assert run_card.check_card(before, "old card") == before
+    assert "calls" not in set(run_card.summary(before)["field"])
+    hostile = {**before, "judges": [{**before["judges"][0], "calls": {"judge": {"calls": "many"}}}]}
+    with pytest.raises(run_card.RunCardError, match=r"'judges\[0\]\.calls\[\.\.\.\]\.calls' is not what"):
+        run_card.check_card(hostile, "imported card")
 
 
 def test_official_prompts_on_the_authors_protocol_are_official(tmp_path: Path,

@@ -17,7 +17,11 @@ from support.records import dialogue
 from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils import reproduce
+from personalens_utils.assistants.reference_assistants import FOCUS_ASSISTANT
+from personalens_utils.base.paths import LatestRun
 from personalens_utils.data import save_benchmark
+from personalens_utils.generation.runner import GenerationConfig, generate_benchmark
+from personalens_utils.llm.client import Clients
 from personalens_utils.outputs.plots import save_figure
 from personalens_utils.outputs.tables import save_table
 from personalens_utils.reproduce import (
@@ -26,6 +30,7 @@ from personalens_utils.reproduce import (
     Settings,
     StepResult,
     cli,
+    evaluate,
     index,
     notebooks,
     pipeline,
@@ -46,6 +51,10 @@ def test_defaults_are_offline_and_anthropic_switches_to_current_models():
         ["--assistant-models", "a, b", "--passes", "official", "--users", "sample_50"]
     )
     assert custom.assistant_models == ("a", "b") and custom.passes == ("official",)
+    assert custom.focus == "a"  # the default focus is not among them: the first, which 04 judges
+    assert offline.focus == FOCUS_ASSISTANT
+    kept = reproduce.parse_args(["--assistant-models", f"x,{FOCUS_ASSISTANT}"])
+    assert kept.focus == FOCUS_ASSISTANT
     assert custom.official_users == "sample_50"
     assert offline.scoring == "strict"
     assert reproduce.parse_args(["--scoring", "official"]).scoring == "official"
@@ -60,6 +69,7 @@ def test_a_paid_backend_runs_one_pass_by_default(monkeypatch, tmp_path):
     assert reproduce.parse_args(["--backend", "anthropic"]).passes == ("generated",)
     monkeypatch.setattr(cli, "find_official_data", lambda: tmp_path)
     assert reproduce.parse_args(["--backend", "anthropic"]).passes == ("official",)
+    assert reproduce.parse_args(["--backend", "anthropic", "--passes", "generated"]).passes == ("generated",)
     assert reproduce.parse_args([]).passes == ("generated", "official")
 
 
@@ -344,3 +354,97 @@ def test_a_rerun_of_notebook_04_judges_only_the_dialogues_notebook_03_made(tmp_p
                 for k, name in enumerate(PAPER_SETTINGS)]
     assert [keep(d) for d in made] == [True] * len(made)
     assert [keep(d) for d in ablation] == [False] * len(ablation)
+
+
+SMALL = ("--passes", "generated", "--generated-users", "2", "--domains", "Events,Music,Travel",
+         "--sd-tasks-per-domain", "1", "--md-tasks", "2")
+"""The small generated benchmark docs/analysis.md recommends for a slow local model."""
+
+
+def _plan(settings: Settings, folder: Path) -> dict[str, dict]:
+    return {step.name: step.params for step in pipeline.plan_pass(settings, folder, folder / "b", None, True)}
+
+
+def test_the_command_line_sizes_the_generated_benchmark_and_01_keeps_its_defaults_otherwise(tmp_path):
+    small = reproduce.parse_args([*SMALL, "--task-types", "SD"])
+    assert reproduce.problems(small) == []
+    plan = _plan(small, tmp_path)
+    generation = plan["01_generation"]
+    assert [generation[k] for k in ("n_users", "domains", "sd_tasks_per_domain", "md_tasks")] == [
+        2, ["Events", "Music", "Travel"], 1, 2]
+    assert {str(p["task_types"]) for p in plan.values() if "task_types" in p} == {"['SD']"}
+    default = _plan(reproduce.parse_args([]), tmp_path)  # what the default reproduction always passed
+    assert not {"domains", "sd_tasks_per_domain", "md_tasks"} & set(default["01_generation"])
+    assert {str(p.get("max_concurrency")) for k, p in default.items() if k != "08_persona_bench"} == {"16"}
+    sd_only = ["--passes", "generated", "--domains", "Events,Music", "--task-types", "SD", "--md-tasks", "0"]
+    assert reproduce.problems(reproduce.parse_args(sd_only)) == []
+
+
+@pytest.mark.parametrize(("argv", "said"), [
+    (["--domains", "Events,Musik,Travel"], "--domains 'Musik': unknown domain; use one of Alarm, Books, "),
+    (["--domains", "Events,Music"], "--domains Events,Music: a multi-domain task spans at least 3 domains"),
+    (["--md-tasks", "0"], "--md-tasks 0: give at least 1 (MD is among --task-types)"),
+    (["--sd-tasks-per-domain", "-1", "--task-types", "MD"], "--sd-tasks-per-domain -1: give at least 0"),
+    (["--task-types", "SD,XD"], "--task-types 'XD': unknown task type; use SD and/or MD"),
+    (["--passes", "official", "--md-tasks", "2"],
+     "--md-tasks: it sizes the generated benchmark, and --passes official makes none"),
+])
+def test_a_benchmark_size_that_cannot_work_is_one_line_before_anything_runs(argv, said):
+    [line] = reproduce.problems(reproduce.parse_args(argv))
+    assert line.startswith(said), line
+
+
+def test_max_concurrency_takes_a_bound_per_backend_and_gives_the_rest_the_default(tmp_path, monkeypatch):
+    assert reproduce.parse_args(["--max-concurrency", "4"]).max_concurrency == 4
+    mapped = reproduce.parse_args([*SMALL, "--max-concurrency", "16,openai=1"]).max_concurrency
+    assert mapped == {"offline": 16, "anthropic": 16, "openai": 1, "bedrock": 16}
+    endpoint = reproduce.parse_args(["--max-concurrency", "openai@LOCAL_URL=1"]).max_concurrency
+    assert endpoint == {"offline": 16, "anthropic": 16, "openai": 16, "bedrock": 16, "openai@LOCAL_URL": 1}
+    settings = reproduce.parse_args([*SMALL, "--max-concurrency", "16,openai=1"])
+    plan = _plan(settings, tmp_path)
+    assert all(p["max_concurrency"] == mapped for name, p in plan.items() if name != "08_persona_bench")
+    monkeypatch.setenv("LOCAL_URL", "http://127.0.0.1:9/v1")
+    clients = Clients("offline", max_concurrency=mapped, progress=False)  # how notebooks 01-09 read it
+    try:
+        assert clients.client(clients.spec("Claude 3 Sonnet")).max_concurrency == 16
+        assert clients.client(clients.spec("openai@LOCAL_URL:smollm2")).max_concurrency == 1
+    finally:
+        clients.close()
+    for text, said in (("16,4", "give one N for every backend, not two"), ("vllm=2", "'vllm' is not a"),
+                       ("anthropic@X=2", "'anthropic@X' is not a backend"), ("openai=1,openai=2", "twice"),
+                       ("openai=x", "'openai=x' is not a whole number")):
+        with pytest.raises(reproduce.OptionError, match=f"^argument --max-concurrency: .*{said}") as err:
+            reproduce.parse_args(["--max-concurrency", text])
+        assert "\n" not in str(err.value)
+    assert reproduce.problems(reproduce.parse_args(["--max-concurrency", "8,openai=0"])) == [
+        "--max-concurrency openai=0: give a number of at least 1"]
+
+
+def test_evaluate_keeps_the_reproductions_bounds_per_backend(tmp_path):
+    mapped = {"offline": 16, "anthropic": 16, "openai": 1, "bedrock": 16}
+    folder = tmp_path / "generated"
+    folder.mkdir()
+    for name in evaluate.STAGES:  # executed copies as papermill leaves them: parameters in the metadata
+        executed = new_notebook()
+        executed.metadata["papermill"] = {"parameters": {"max_concurrency": mapped, "task_types": ["SD"]}}
+        nbformat.write(executed, folder / f"{name}.ipynb")
+    steps = evaluate.plan(LatestRun(folder, tmp_path / "b", ("a",)), tmp_path / "e", "offline:new")
+    assert [params["max_concurrency"] for _, params in steps] == [mapped] * len(evaluate.STAGES)
+    assert all(params["task_types"] == ["SD"] for _, params in steps)
+
+
+def test_index_gives_the_size_of_the_benchmark_01_generated(tmp_path, monkeypatch):
+    monkeypatch.setattr(reproduce_settings, "runs_dir", lambda: tmp_path / "runs")
+    settings = reproduce.parse_args(["--run", "r", *SMALL, "--task-types", "SD,MD"])
+    folder = settings.root / "generated"
+    sizes = settings.generation_sizes()
+    config = GenerationConfig(n_users=2, domains=tuple(sizes["domains"]), sd_tasks_per_domain=1, md_tasks=2)
+    generate_benchmark(config, output_dir=folder / "b", run_dir=tmp_path / "generation")
+    result = PassResult("generated", str(folder / "b"), "all generated", "first 20 users", folder,
+                        [StepResult("01_generation", None, 1.0, True)])
+    text = reproduce.write_index(settings, [result], 60.0).read_text()
+    assert "- generated by 01: 2 users; domains Events, Music, Travel; SD tasks per domain 1; MD tasks 2; " \
+        "10 scenarios (5.0 per user)" in text  # the size the docs recommend for a local model
+    assert "- task types: SD, MD" in text
+    result.steps = [StepResult("01_generation", None, 1.0, False, "ValueError: x")]  # an earlier benchmark's
+    assert "generated by 01" not in reproduce.write_index(settings, [result], 60.0).read_text()

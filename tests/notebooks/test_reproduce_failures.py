@@ -128,7 +128,7 @@ def test_every_bad_option_is_one_line_before_any_notebook_starts(monkeypatch, tm
     assert all(line.startswith("[reproduce] ") for line in lines)
     assert "--assistant-models='::': nothing before ':'" in lines[5]
     for argv, said in (
-            (["--max-concurrency", "x"], "argument --max-concurrency: invalid int value: 'x'"),
+            (["--max-concurrency", "x"], "argument --max-concurrency: 'x' is not a whole number"),
             (["--backend", "nosuch"], "argument --backend: invalid choice: 'nosuch'"),
             (["--focus-model", "elsewhere"], "--focus-model 'elsewhere': use one of the assistants")):
         assert cli.main(["--run", "bad", *argv]) == 1

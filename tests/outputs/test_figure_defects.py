@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from matplotlib.figure import Figure
 from support.figures import persona_radar
-from support.synthetic_store import JUDGE, build_store
+from support.synthetic_store import JUDGE, build_store, served_for_real
 
 from personalens_utils import analysis
 from personalens_utils.analysis import scores
@@ -35,6 +35,15 @@ def test_the_offline_note_is_one_line_inside_every_figure_at_both_widths(figures
     marked = [name for name, fig in drawn.items() if fig.get_suptitle() == plots.OFFLINE_NOTE]
     assert {"figure5", "figure5_text", "persona", "persona_text"} <= set(marked)
     assert [p for name, fig in drawn.items() for p in _note_problems(fig, name)] == []
+
+
+@pytest.mark.parametrize("span", ["column", "text"])
+def test_the_longest_note_naming_offline_roles_is_one_line_inside_the_figure(tmp_path, span):
+    """A radar chart of one real assistant beside offline ones, user agent and judge offline."""
+    tidy = served_for_real(scores.load_scores(build_store(tmp_path / "store", users=4), judge_model=JUDGE))
+    radar = analysis.radar_chart(tidy, span=span).figure
+    assert radar.get_suptitle() == "Offline user agent, judge, some assistants: rule-based"
+    assert _note_problems(radar, span) == []
 
 
 @pytest.mark.parametrize("span", ["column", "text"])

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from personalens_utils.data import Benchmark
 from personalens_utils.data.types import TaskDefinition, User
@@ -26,6 +27,8 @@ SETTING_P_GAIN = {"vanilla": 0.0, "base": 0.0, "base+D": 0.1, "base+I": 0.9, "ba
 JUDGE = "judge-1"
 SECOND_JUDGE = "judge-2"
 USER_MODEL = "user-sim"
+LOCAL_URL = "http://127.0.0.1:8077/v1"
+"""Where `served_for_real` says its real model is served."""
 DIMENSIONS = (
     "task_completion",
     "personalization",
@@ -171,6 +174,15 @@ def build_store(root: Path, *, users: int = 24, seed: int = 0, second_judge: boo
     put(store, Dialogue, dialogues)
     put(store, Judgment, judgments)
     return store
+
+
+def served_for_real(tidy: pd.DataFrame, model: str = "model-b") -> pd.DataFrame:
+    """The score frame with `model` a real model on a local openai server, the user agent, the judge and
+    the other assistants still offline: a run like `make reproduce` with a small local model."""
+    real = tidy["assistant_model"] == model
+    return tidy.assign(
+        assistant_backend=tidy["assistant_backend"].astype(str).where(~real, "openai"),
+        assistant_model_id=tidy["assistant_model_id"].astype(str).where(~real, f"{model} at {LOCAL_URL}"))
 
 
 def _tasks() -> dict[str, list[str]]:

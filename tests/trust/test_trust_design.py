@@ -8,8 +8,10 @@ and the MD task of each of the first three users.
 from __future__ import annotations
 
 import pytest
+from support.fake_server import FakeLLMServer
 from support.figures import overlaps_and_overflows
 from support.pdf import POINTS_PER_INCH, font_sizes, font_subtypes, page_size
+from support.scripted_models import scripted_reply
 from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils.analysis.design import DesignError
@@ -19,7 +21,7 @@ from personalens_utils.assistants.reference_assistants import DESIGNED_ORDER
 from personalens_utils.judging import JudgingConfig, benchmark_contexts
 from personalens_utils.llm.client import Clients, LLMClient
 from personalens_utils.llm.role import ModelRole
-from personalens_utils.llm.specs import ModelSpec
+from personalens_utils.llm.specs import ModelSpec, SpecError
 from personalens_utils.outputs import plots
 from personalens_utils.runstore.records import Dialogue, Judgment, ProbeJudgment
 from personalens_utils.runstore.store import RunStore
@@ -223,3 +225,33 @@ def test_a_python_assistants_repeats_are_its_own_and_its_first_samples_are_not_m
     assert {d.assistant_backend for d in inside} == {"python"}
     assert sorted((d.scenario_id, d.sample) for d in inside) == sorted(
         (scenario, sample) for scenario in design.scenarios for sample in (0, 1))
+
+
+def test_a_served_models_repeats_go_to_its_server_under_its_stored_name(tmp_path, monkeypatch):
+    """Notebook 07 gets the name records carry ('served-model'), not the spec 03 got: read as a bare name
+    it was simulated again on the offline backend, two dialogues of one sample per scenario in one arm."""
+    bench = tiny_benchmark(n_users=3)
+    store = RunStore(tmp_path / "store")
+    session = Clients("offline", progress=False)
+    client = session.client(ModelSpec("offline", USER))
+    user = ModelRole(ModelSpec("offline", USER), client)
+    with FakeLLMServer(reply=scripted_reply) as server:
+        monkeypatch.setenv("PL_TRUST_URL", f"{server.url}/v1")
+        served = resolve_assistant("openai@PL_TRUST_URL:served-model", session)
+        run_simulation(bench, store, client, SimulationConfig(assistant_model=served.model, user_model=USER,
+                                                              assistant=served))
+        design = _design(bench, SMALL, assistants=["served-model"])
+        specs = design.assistant_specs(store)
+        assert specs == {"served-model": "openai@PL_TRUST_URL:served-model"}
+        again = [resolve_assistant(specs[name], session) for name in design.assistant_models(store)]
+        simulate_design(bench, store, user, again, design, SimulationConfig(repeats=2))
+    inside = [d for d in store.read(Dialogue) if design.select(d)]
+    assert {(d.assistant_backend, d.assistant_model_id) for d in inside} == {("openai", served.model_id)}
+    assert sorted((d.scenario_id, d.sample) for d in inside) == sorted(
+        (scenario, sample) for scenario in design.scenarios for sample in (0, 1))
+    offline = resolve_assistant("offline:served-model", session)  # another assistant under that name
+    with pytest.raises(DesignError, match="first samples of that name were made by"):
+        simulate_design(bench, store, user, [offline], design, SimulationConfig(repeats=2))
+    monkeypatch.delenv("PL_TRUST_URL")
+    with pytest.raises(SpecError, match="no environment variable holds that address"):
+        design.assistant_specs(store)
