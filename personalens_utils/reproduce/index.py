@@ -17,6 +17,7 @@ from personalens_utils.analysis.scores import load_dialogues, load_judgments
 from personalens_utils.assistants import AssistantSpec
 from personalens_utils.assistants.reference_assistants import DESIGNED_ORDER
 from personalens_utils.generation.runner import MANIFEST
+from personalens_utils.llm.specs import KNOWN_BACKENDS, SpecParts
 from personalens_utils.outputs.tables import read_caption
 from personalens_utils.reproduce.notebooks import PassResult, StepResult
 from personalens_utils.reproduce.settings import (
@@ -27,6 +28,7 @@ from personalens_utils.reproduce.settings import (
     TRUST_REPEATS,
     Settings,
     audit_arms,
+    role_models,
     role_specs,
 )
 from personalens_utils.runstore import run_card
@@ -326,10 +328,17 @@ def write_index(settings: Settings, results: Sequence[PassResult], seconds: floa
     the files published to the top-level tables/ and figures/."""
     root = settings.root
     offline = settings.backend == "offline"
+    real = set(KNOWN_BACKENDS) - {"offline"}
+    served = sorted({f"`{text}`" for text in role_models(settings).values()
+                     if SpecParts.of(text).backend in real})
     lines = [
         f"# Reproduction `{settings.run}`",
         "",
         f"Backend: **{settings.backend}**."
+        + (f" Some roles are played by a real model: {', '.join(served)}. What such a model says is its own; "
+           "what the offline roles add to it (the other side of the dialogue, the scores) is the rules', "
+           "and each caption says which roles are offline."
+           if offline and served else "")
         + (
             " The offline backend is a rule-based simulation, not a language model: its numbers show the "
             "pipeline at work, not findings about any model, and every table and figure says so. Its "
