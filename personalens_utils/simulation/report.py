@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pandas as pd
 
+from personalens_utils.assistants.python import PYTHON
 from personalens_utils.data import Benchmark
 from personalens_utils.llm.offline import OFFLINE_LABEL
 from personalens_utils.runstore.engine import StageReport
-from personalens_utils.runstore.records import Dialogue
+from personalens_utils.runstore.records import OFFLINE, Dialogue
 from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation.config import SimulationConfig
 from personalens_utils.simulation.loop import ERROR, TERMINATED, TURN_CAP
@@ -41,9 +42,16 @@ def outcome_table(dialogues: pd.DataFrame) -> tuple[pd.DataFrame, str]:
                           retries=grouped["retries"].sum(), cost_usd=grouped["cost_usd"].sum())
     table = table.reset_index()[columns]
     backends = sorted(set(dialogues["backend"]))
+    roles = {role: set(dialogues.get(f"{role}_backend", dialogues["backend"]).dropna()) - {PYTHON}
+             for role in ("user", "assistant")}
+    offline_roles = [role for role, made in roles.items() if OFFLINE in made]
+    models = sorted(set().union(*roles.values()) - {OFFLINE})
     caption = ("How the dialogues ended (terminated by the user, turn cap of 20 SD / 30 MD, or error), "
                "mean turns, retried calls and cost per assistant setting and task type.")
-    if "offline" in backends:
+    if offline_roles and models:  # e.g. the offline user agent talking to a real assistant
+        who = " and ".join("the user agent" if role == "user" else "the assistant" for role in offline_roles)
+        caption += f" Made in part with the {OFFLINE_LABEL} ({who}), in part with {', '.join(models)}."
+    elif offline_roles:
         caption += f" Made with the {OFFLINE_LABEL}."
     else:
         caption += f" Backend: {', '.join(backends)}."
