@@ -49,12 +49,14 @@ from personalens_utils.judging import OFFICIAL, STRICT, check_scoring, judge_mod
 from personalens_utils.llm import registry
 from personalens_utils.llm.endpoints import SERVED_AT
 from personalens_utils.outputs.frames import as_categories, distinct, fill_missing
+from personalens_utils.prompt_templates.user_styles import COOPERATIVE
 from personalens_utils.runstore.columnar import Columnar
 from personalens_utils.runstore.identity import (
     DIALOGUE_COLUMNS,
     DIALOGUE_PROMPTS,
     JUDGE_COLUMNS,
     JUDGE_PROMPTS,
+    USER_STYLE,
     VariantColumns,
     legacy_model_id,
 )
@@ -351,6 +353,7 @@ def _domains(values: pd.Series) -> pd.Series:
 
 def _dialogue_frame(frame: pd.DataFrame) -> pd.DataFrame:
     DIALOGUE_COLUMNS.fill(frame)
+    frame[USER_STYLE] = fill_missing(frame[USER_STYLE], COOPERATIVE)  # stored only when not cooperative
     fill_identity(frame, "dialogue_backend", [("user_model", "user_backend", "user_model_id"),
                                           ("assistant_model", "assistant_backend", "assistant_model_id")])
     as_categories(frame, DIALOGUE_FEW)
@@ -361,7 +364,7 @@ DIALOGUE_NAMES = {"id": "dialogue_id", "backend": "dialogue_backend", "status": 
 JUDGMENT_NAMES = {"id": "judgment_id", "backend": "judge_backend", "status": "judgment_status"}
 DIALOGUE_FEW = ("task_id", "task_type", "user_model", "assistant_model", "assistant_setting",
                 DIALOGUE_COLUMNS.prompt_version, DIALOGUE_PROMPTS, "dialogue_backend", "user_backend",
-                "user_model_id", "assistant_backend", "assistant_model_id", "dialogue_status")
+                "user_model_id", USER_STYLE, "assistant_backend", "assistant_model_id", "dialogue_status")
 JUDGMENT_FEW = ("dimension", "judge_model", JUDGE_COLUMNS.prompt_version, JUDGE_PROMPTS, "judge_backend",
                 "judge_model_id", "judgment_status")
 """The text columns of the dialogue and judgment frames that hold a handful of values: fetched as
@@ -492,7 +495,8 @@ def load_scores(
     if scenario_dup.any():
         raise ScoresError(
             f"{int(scenario_dup.sum())} dialogues repeat a scenario for the same assistant and setting "
-            f"(user models {sorted(dialogues['user_model'].unique())}, prompt versions "
+            f"(user models {sorted(dialogues['user_model'].unique())}, user styles "
+            f"{sorted(dialogues[USER_STYLE].unique())}, prompt versions "
             f"{sorted(dialogues[DIALOGUE_COLUMNS.prompt_version].unique())}); pass user_model= or use one "
             "run folder per prompt version"
         )

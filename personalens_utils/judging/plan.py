@@ -24,6 +24,7 @@ from personalens_utils.llm.budget import CostEstimate, Tally
 from personalens_utils.llm.registry import KNOWN_BACKENDS
 from personalens_utils.prompt_sets import KIT, PromptSet
 from personalens_utils.prompt_sets.official.templates import KIT_PROMPTS
+from personalens_utils.prompt_templates.user_styles import COOPERATIVE
 from personalens_utils.runstore import columnar, engine, run_card
 from personalens_utils.runstore.engine import Plan
 from personalens_utils.runstore.identity import Role, judgment_id_tail, judgment_ids, resolved_model, samples
@@ -44,7 +45,7 @@ def judgeable(dialogues: Iterable[DialogueSummary], select: Select | None) -> li
 
 _SHARED = ("status", "task_id", "task_type", "domains", "user_model", "assistant_model", "assistant_setting",
            "prompt_version", "prompt_set", "sample", "backend", "user_backend", "user_model_id",
-           "assistant_backend", "assistant_model_id")
+           "user_style", "assistant_backend", "assistant_model_id")
 """Summary fields that many dialogues share: fetched once per distinct combination."""
 Where = tuple[int, int, int]
 """Where a dialogue's line sits: `columnar.Place`'s store, offset and length."""
@@ -106,14 +107,16 @@ def _read_summaries(source: columnar.Columnar) -> tuple[list[DialogueSummary], l
 
 def _filled(row: dict[str, Any]) -> tuple[str, tuple[Any, ...]]:
     """The status, and the shared fields after `user_id` in `DialogueSummary`'s order: an absent prompt
-    set or sample read as the kit's first, empty backends and model ids filled as `Dialogue` fills them."""
+    set or sample read as the kit's first, no style as cooperative, empty backends and model ids filled
+    as `Dialogue` fills them."""
     user_backend = row["user_backend"] or row["backend"]
     assistant_backend = row["assistant_backend"] or row["backend"]
     return row["status"], (
         row["task_id"], row["task_type"], tuple(row["domains"] or ()), row["user_model"],
         row["assistant_model"], row["assistant_setting"], row["prompt_version"],
         row["prompt_set"] or KIT_PROMPTS, row["sample"] or 0, row["backend"], user_backend,
-        row["user_model_id"] or resolved_model(row["user_model"], user_backend), assistant_backend,
+        row["user_model_id"] or resolved_model(row["user_model"], user_backend),
+        row["user_style"] or COOPERATIVE, assistant_backend,
         row["assistant_model_id"] or resolved_model(row["assistant_model"], assistant_backend))
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from personalens_utils.prompt_sets.base import PromptSet, Setting, split_terminate
+from personalens_utils.prompt_sets.base import PromptSet, Setting, in_style, split_terminate
 from personalens_utils.prompt_sets.context import ScenarioContext
 from personalens_utils.prompt_sets.kit import KIT, KitPrompts
 from personalens_utils.prompt_sets.official.prompt_set import OfficialPromptSet, assistant_family
@@ -38,6 +38,7 @@ __all__ = [
     "ScenarioContext",
     "Setting",
     "assistant_family",
+    "in_style",
     "prompt_set",
     "split_terminate",
 ]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, Self
 
@@ -20,6 +21,7 @@ from personalens_utils.prompt_sets.review import review_request
 from personalens_utils.prompt_sets.variant import Variant
 from personalens_utils.prompt_templates.dialogue import TERMINATE
 from personalens_utils.prompt_templates.review import REVIEW_PROMPT_VERSION
+from personalens_utils.prompt_templates.user_styles import COOPERATIVE, STYLE_KEY, user_style
 
 Turn = Mapping[str, str]
 
@@ -32,6 +34,19 @@ def split_terminate(text: str) -> tuple[str, bool]:
     if not count:
         return text.strip(), False
     return re.sub(r"[ \t]{2,}", " ", cleaned).strip(), True
+
+
+
+
+def in_style(request: Request, style: str) -> Request:
+    """A user agent's `request`, from any prompt set, as `style` plays it: the style's instructions
+    appended to the set's system prompt (whose own text stays as the set wrote it) and the style named in
+    the context. Cooperative: `request` itself, so the paper's user agent sends what it always sent."""
+    chosen = user_style(style)
+    if chosen.name == COOPERATIVE:
+        return request
+    system = f"{request.system}\n\n{chosen.instructions}" if request.system else chosen.instructions
+    return replace(request, system=system, context={**request.context, STYLE_KEY: chosen.name})
 
 
 class Setting(Protocol):

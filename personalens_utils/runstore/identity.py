@@ -4,8 +4,8 @@ changes it, and from nothing else.
 A dialogue: its scenario, the assistant setting, the prompt set and its version, each role's model
 name, backend and resolved model id (the id the backend is called with, and where it is served when
 that decides which model answers: an OpenAI-compatible server other than OpenAI's API, `llm.endpoints`),
-and a sample index (the k-th repetition of the same work; sample 0 is a run's first, and gives the ids
-records always had).
+a sample index (the k-th repetition of the same work; sample 0 is a run's first, and gives the ids
+records always had), and the user agent's style unless it is the paper's (`prompt_templates.user_styles`).
 A judgment: the dialogue, the dimension, the judge's model name, backend and resolved id, the judge
 prompt set and version, and a sample index. Records made with the kit's prompts leave the prompt set
 out of their id, so ids written before prompt sets existed are still the ids computed here.
@@ -37,6 +37,7 @@ from personalens_utils.prompt_sets.variant import (
     IdentityError,
     Variant,
 )
+from personalens_utils.prompt_templates.user_styles import COOPERATIVE
 
 
 def stable_id(*parts: Any) -> str:
@@ -61,16 +62,19 @@ def resolved_model(model: str, backend: str) -> str:
 @dataclass(frozen=True)
 class Role:
     """Who answers one role's requests: the model's name, the backend and the id it is called with (and
-    the endpoint, when that is identity: `llm.endpoints.served_id`)."""
+    the endpoint, when that is identity: `llm.endpoints.served_id`), and for the user agent the style it
+    plays; like the model, a style makes other dialogues (the other roles keep the default)."""
 
     model: str
     backend: str
     model_id: str
+    style: str = COOPERATIVE
 
     @classmethod
-    def of(cls, model: str, backend: str, endpoint: str = "") -> Role:
-        """The role of `model` on `backend`, served at `endpoint` (`LLMClient.endpoint`; "" by default)."""
-        return cls(model, backend, served_id(resolved_model(model, backend), endpoint))
+    def of(cls, model: str, backend: str, endpoint: str = "", style: str = COOPERATIVE) -> Role:
+        """The role of `model` on `backend`, served at `endpoint` (`LLMClient.endpoint`; "" by default),
+        playing `style`."""
+        return cls(model, backend, served_id(resolved_model(model, backend), endpoint), style)
 
 
 def samples(count: int, parameter: str) -> range:
@@ -103,6 +107,8 @@ class VariantColumns:
         frame[self.sample] = frame[self.sample].astype(int)
 
 
+USER_STYLE = "user_style"
+"""The key a dialogue's user-agent style is stored under, its id part's label and its frame column."""
 STORED_KEYS = (PROMPT_VERSION, PROMPT_SET, SAMPLE)
 """The variant's keys in a stored line, in their order."""
 STORED_COLUMNS = VariantColumns(*STORED_KEYS)
@@ -118,7 +124,7 @@ def dialogue_id(scenario_id: str, setting: str, *, user: Role, assistant: Role, 
     """The run-store id of a dialogue."""
     parts = (scenario_id, user.model, assistant.model, setting, variant.prompt_version,
              user.backend, user.model_id, assistant.backend, assistant.model_id)
-    return stable_id(*variant.parts(parts))
+    return stable_id(*_styled(variant.parts(parts), user))
 
 
 def judgment_id(dialogue_id: str, dimension: str, *, judge: Role, variant: Variant) -> str:
@@ -154,7 +160,13 @@ def dialogue_ids(setting: str, *, user: Role, assistant: Role, variant: Variant)
     parts they share encoded once."""
     parts = ("", user.model, assistant.model, setting, variant.prompt_version, user.backend, user.model_id,
              assistant.backend, assistant.model_id)
-    return _ids_after(_tail(variant.parts(parts)))
+    return _ids_after(_tail(_styled(variant.parts(parts), user)))
+
+
+def _styled(parts: tuple[Any, ...], user: Role) -> tuple[Any, ...]:
+    """Dialogue id parts with the user agent's style added unless it is cooperative, so the ids of the
+    paper's user agent are the ids dialogues always had."""
+    return parts if user.style == COOPERATIVE else (*parts, USER_STYLE, user.style)
 
 
 def _tail(parts: tuple[Any, ...]) -> str:

@@ -53,6 +53,7 @@ from personalens_utils.outputs.display import UsageTable, use_in_notebook
 from personalens_utils.prompt_sets import KIT, OfficialPromptSet, PromptSet
 from personalens_utils.prompt_sets import prompt_set as find_prompt_set
 from personalens_utils.prompt_sets.official.templates import KIT_PROMPTS
+from personalens_utils.prompt_templates.user_styles import COOPERATIVE, user_style
 from personalens_utils.runstore import run_card
 from personalens_utils.runstore.columnar import Columnar
 from personalens_utils.runstore.identity import IdentityError, samples
@@ -225,6 +226,7 @@ class SessionConfig:
     max_cost_usd: float | None = None
     repeats: int = 1
     judge_samples: int = 1
+    user_style: str = COOPERATIVE
     """The notebook's own work parameters, checked here (in the setup cell, before any call) so a bad one
     stops with one line naming it; the session keeps them read (`Session.dimensions`, ...)."""
     writes_store: bool = True
@@ -295,6 +297,7 @@ def _work(config: SessionConfig) -> tuple[list[str] | None, list[str] | None, st
         check_limit(config.max_cost_usd)
         samples(config.repeats, "repeats")
         samples(config.judge_samples, "judge_samples")
+        user_style(config.user_style)
     except (ValueError, IdentityError) as exc:
         raise SessionError(f"parameter {exc}") from None
     return dimensions, settings, str(shard) if shard else None

@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 from personalens_utils.assistants import Assistant
 from personalens_utils.data import Benchmark
 from personalens_utils.llm.role import ModelRole
+from personalens_utils.prompt_templates.user_styles import COOPERATIVE
 from personalens_utils.runstore.store import RunStore
 from personalens_utils.session.base import Session
 from personalens_utils.simulation.config import SimulationConfig
@@ -45,11 +46,13 @@ class SimulationRun:
             settings=session.settings, task_types=list(session.task_types), user_model=user.model,
             assistant_model=assistant.model, assistant=assistant, prompts=session.prompts,
             retry_errors=parameters["retry_errors"], shard=parameters["shard"],
-            max_cost_usd=parameters["max_cost_usd"], repeats=parameters["repeats"], batch=parameters["batch"])
+            max_cost_usd=parameters["max_cost_usd"], repeats=parameters["repeats"], batch=parameters["batch"],
+            user_style=parameters["user_style"])
         users = parameters["users"]
         note = (f"`{session.benchmark_dir}`, users: **{users if users is not None else 'default'}** → "
                 f"{benchmark}; run store `{store.root}`; user agent `{user}`, assistant "
-                f"`{assistant.backend}:{assistant.model}`; prompts: **{session.prompt_set}**")
+                f"`{assistant.backend}:{assistant.model}`; prompts: **{session.prompt_set}**"
+                + (f", user style **{selection.user_style}**" if selection.user_style != COOPERATIVE else ""))
         return session, cls(benchmark, store, session.output_dir, user, assistant, selection, note)
 
     @property

@@ -9,6 +9,7 @@ from typing import Any
 
 from personalens_utils.data import MD, SD
 from personalens_utils.prompt_sets import KIT, PromptSet
+from personalens_utils.prompt_templates.user_styles import COOPERATIVE, user_style
 from personalens_utils.runstore.identity import samples
 from personalens_utils.runstore.shards import Shard
 from personalens_utils.simulation.settings import AssistantSetting
@@ -30,7 +31,9 @@ class SimulationConfig:
     `retry_errors` redoes dialogues stored as errors; `repeats=k` simulates each scenario and setting k
     times, independently (samples 0..k-1, each its own record and its own calls); `batch` runs the
     dialogues in rounds through the roles' batch APIs (`simulation.batch`), polled every
-    `poll_interval_s`, a failed entry resubmitted up to `max_rounds` times."""
+    `poll_interval_s`, a failed entry resubmitted up to `max_rounds` times; `user_style` is how the user
+    agent plays its part (`prompt_templates.user_styles`; another style than cooperative makes other
+    dialogues)."""
 
     settings: Sequence[str | AssistantSetting] = ("base",)
     task_types: Sequence[str] = (SD, MD)
@@ -48,6 +51,8 @@ class SimulationConfig:
     batch: bool = False
     poll_interval_s: float = 60.0
     max_rounds: int = 3
+    user_style: str = COOPERATIVE
 
     def __post_init__(self) -> None:
         samples(self.repeats, "repeats")
+        user_style(self.user_style)

@@ -18,7 +18,8 @@ from typing import Any
 
 from personalens_utils.assistants import Assistant, assistant_on
 from personalens_utils.llm import Message, Response, Usage
-from personalens_utils.prompt_sets import KIT, PromptSet, ScenarioContext
+from personalens_utils.prompt_sets import KIT, PromptSet, ScenarioContext, in_style
+from personalens_utils.prompt_templates.user_styles import COOPERATIVE
 from personalens_utils.runstore.engine import error_message
 from personalens_utils.runstore.identity import Role
 from personalens_utils.runstore.records import Dialogue
@@ -66,11 +67,13 @@ async def simulate_dialogue(
     max_turns: int | None = None,
     prompts: PromptSet = KIT,
     sample: int = 0,
+    user_style: str = COOPERATIVE,
 ) -> Dialogue:
     """Run one dialogue and return its run-store record: the user agent speaks through `client` (an
     `LLMClient`), the assistant is `assistant` (an `Assistant`, or a model's name: that model on the
     same client), both with the requests and by the rules of `prompt_templates`; every call carries `sample`,
-    which of a run's independent repetitions this dialogue is (`SimulationConfig.repeats`).
+    which of a run's independent repetitions this dialogue is (`SimulationConfig.repeats`), and the user
+agent plays `user_style` (`prompt_sets.in_style`), which the record keeps.
 
     A call failing in the llm layer does not raise (except an authentication failure, see
     `engine.error_message`): the record comes back with status "error", the error message and the
@@ -88,7 +91,8 @@ async def simulate_dialogue(
     status, error = TURN_CAP, None
     try:
         for index in range(prompts.user_messages(cap)):
-            request = replace(prompts.user_request(ctx, turns, user_model), sample=sample)
+            request = in_style(prompts.user_request(ctx, turns, user_model), user_style)
+            request = replace(request, sample=sample)
             said = await client.acomplete(request)
             text = books.add(said)
             if isinstance(said, EndFlagged):
@@ -119,6 +123,7 @@ async def simulate_dialogue(
         backend=assistant.backend or books.backend,
         user_backend=backend,
         user_model_id=user.model_id,
+        user_style=user_style,
         assistant_backend=assistant.backend,
         assistant_model_id=assistant.model_id,
         status=status,

@@ -25,7 +25,7 @@ from personalens_utils.assistants.python import AssistantError, AssistantStopped
 from personalens_utils.data import MD, SD, Benchmark, Scenario
 from personalens_utils.llm import CallKind, LLMClient
 from personalens_utils.llm.budget import CostEstimate, Tally, Volume, cacheable_prefix, request_tokens
-from personalens_utils.prompt_sets import ScenarioContext
+from personalens_utils.prompt_sets import ScenarioContext, in_style
 from personalens_utils.runstore import engine, run_card
 from personalens_utils.runstore.columnar import Columnar
 from personalens_utils.runstore.engine import Item, Plan, StageReport
@@ -66,9 +66,9 @@ def planned_ids(store: RunStore, scenario_ids: Sequence[str], settings: Sequence
                 ) -> dict[tuple[str, str, int], str]:
     """(scenario id, setting name, sample) -> the id of its dialogue when the user agent runs on `backend`
     (served at `endpoint`, `LLMClient.endpoint`) and the assistant on `assistant_backend` with the
-    configured models and prompts, for each of the `repeats` samples."""
+    configured models, prompts and user style, for each of the `repeats` samples."""
     prompts, given = config.prompts, config.assistant
-    user = Role.of(config.user_model, backend, endpoint)
+    user = Role.of(config.user_model, backend, endpoint, config.user_style)
     assistant = (Role(given.model, given.backend, given.model_id) if given is not None
                  else Role.of(config.assistant_model, assistant_backend))
     made = {(name, k): dialogue_ids(name, user=user, assistant=assistant, variant=prompts.variant(k))
@@ -131,7 +131,7 @@ def _stage(config: SimulationConfig, assistant: Assistant, rounds: Rounds | None
     async def simulate(client: LLMClient, item: Item[PlannedDialogue]) -> Dialogue:
         ctx, setting, sample = item.payload.ctx, item.payload.setting, item.payload.sample
         kwargs: dict[str, Any] = dict(user_model=config.user_model, max_turns=config.max_turns,
-                                      prompts=config.prompts, sample=sample)
+                                      prompts=config.prompts, sample=sample, user_style=config.user_style)
         if rounds is None:
             return await simulate_dialogue(client, ctx, setting, assistant=assistant, **kwargs)
         async with rounds.dialogue():
@@ -320,9 +320,10 @@ def estimate_simulation(benchmark: Benchmark, run: RunStore | str | os.PathLike[
         picked = items[::step]
         opening = next_turn = system = user_head = assistant_head = 0.0
         for item in picked:
-            first = prompts.user_request(item.ctx, [], user_model)
+            first = in_style(prompts.user_request(item.ctx, [], user_model), config.user_style)
             opening += request_tokens(first)
-            next_turn += request_tokens(prompts.user_request(item.ctx, _EMPTY_TURN, user_model))
+            later = in_style(prompts.user_request(item.ctx, _EMPTY_TURN, user_model), config.user_style)
+            next_turn += request_tokens(later)
             answer = prompts.assistant_request(item.setting, item.ctx, [], assistant_model)
             system += request_tokens(answer)
             user_head += cacheable_prefix(first, backend)[1]

@@ -25,12 +25,14 @@ from personalens_utils.judging import (
     judge_model_key,
     score_under,
 )
+from personalens_utils.prompt_templates.user_styles import COOPERATIVE
 from personalens_utils.runstore.identity import (
     DIALOGUE_COLUMNS,
     DIALOGUE_PROMPTS,
     JUDGE_COLUMNS,
     JUDGE_PROMPTS,
     STORED_COLUMNS,
+    USER_STYLE,
     VariantColumns,
 )
 from personalens_utils.runstore.records import Dialogue, Judgment, Record
@@ -77,6 +79,7 @@ def load_dialogues(store: RunStore) -> pd.DataFrame:
     frame = _variant_frame(store, Dialogue, DIALOGUE_COLUMNS, {
         "id": "dialogue_id", "backend": "dialogue_backend", "status": "dialogue_status"})
     frame["domains"] = frame["domains"].map(lambda d: tuple(d) if isinstance(d, list | tuple) else ())
+    frame[USER_STYLE] = frame[USER_STYLE].fillna(COOPERATIVE)
     fill_identity(frame, "dialogue_backend", [("user_model", "user_backend", "user_model_id"),
                                           ("assistant_model", "assistant_backend", "assistant_model_id")])
     return frame

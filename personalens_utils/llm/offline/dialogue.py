@@ -5,7 +5,10 @@ preference values; afterwards it answers what the assistant asks, corrects it wh
 relevant preference without the user's value, and otherwise volunteers one or two relevant
 preferences it has not seen applied yet. It says TERMINATE once every relevant preference of the
 task appears in the assistant's replies and the assistant is no longer asking, or gives up (also
-with TERMINATE) after stating a preference twice in vain or after too many turns.
+with TERMINATE) after stating a preference twice in vain or after too many turns. That is the
+`cooperative` user-agent style (the paper's); the request's `user_style` context entry may pick another
+(`prompt_templates.user_styles`): `reticent` states a preference only when asked or contradicted, `terse`
+says as little as will do, `impatient` leaves after two assistant turns that apply nothing new.
 
 Simulated assistant (ASSISTANT_TURN): knows the domains' preference types from the schema and sees
 only the user context of its setting. With past interactions (I) it reads preference values off the
@@ -34,6 +37,7 @@ from typing import Any
 from personalens_utils.llm.offline.judge import words_of
 from personalens_utils.llm.offline.views import View
 from personalens_utils.llm.types import Request
+from personalens_utils.prompt_templates.user_styles import COOPERATIVE, STYLE_KEY, user_style
 from personalens_utils.reference.schema import PreferenceType, load_schema
 
 # ---------------------------------------------------------------------------------------------
@@ -45,8 +49,12 @@ REVEALS = (
     "My {topic} would be {values}, ideally.",
     "When it comes to the {topic}, I'm into {values}, if that works.",
 )
+TERSE_REVEAL = "{topic}: {values}."
 DECLINE = "I don't have a strong preference on the {topic}."
 GO_AHEAD = "That covers everything I need, so please go ahead and finalize it."
+DEFER = "That doesn't matter for this, so please go ahead and finalize it."
+"""A reticent user's answer to questions about what its task does not need: it asks the assistant to
+finish, as `GO_AHEAD` does, without claiming that everything it wants was said."""
 DONE_MARK = "All set"
 
 _TOPIC_DROP = {"preference", "preferences"}
@@ -59,7 +67,7 @@ def _compile(template: str) -> re.Pattern[str]:
     return re.compile(pattern + r"(?=\s|$)", re.IGNORECASE)
 
 
-_REVEAL_RES = tuple(_compile(t) for t in REVEALS)
+_REVEAL_RES = tuple(_compile(t) for t in (*REVEALS, TERSE_REVEAL))
 _DECLINE_RE = _compile(DECLINE)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
@@ -128,8 +136,22 @@ class _Item:
         padded = words_of(text)
         return any(words_of(v) in padded for v in self.values)
 
-    def reveal(self, rng: random.Random) -> str:
+    def reveal(self, rng: random.Random, terse: bool = False) -> str:
+        if terse:
+            return TERSE_REVEAL.format(topic=self.topic.capitalize(), values=_join(self.values))
         return rng.choice(REVEALS).format(topic=self.topic, values=_join(self.values))
+
+    def contradicted_in(self, sentence: str) -> bool:
+        """Whether `sentence` gives this type a value other than the user's: another option of it, or
+        something applied to it ("set ... for the topic"). Naming the topic alone contradicts nothing."""
+        if self.seen_in(sentence):
+            return False
+        padded = words_of(sentence)
+        if any(words_of(o) in padded for o in self.pref.options if o not in self.values):
+            return True
+        applied = rf"\b(?:set|gone with|used|assumed|pencilled in|chosen|picked|booked|selected)\b.*" \
+                  rf"\bfor the {re.escape(self.topic)}\b"
+        return re.search(applied, sentence, re.IGNORECASE) is not None
 
 
 def _user_items(task: Mapping[str, Any], preferences: Mapping[str, Mapping[str, Any]]) -> tuple[
@@ -212,6 +234,54 @@ _GIVE_UPS = (
 _CORRECTIONS = ("Actually, that's not quite it.", "Hmm, not quite.")
 _VOLUNTEER_LEADS = ("Also, ", "Oh, and ", "")
 _PATIENCE = {"SD": 8, "MD": 12}
+_NONCOMMITTAL = ("Okay.", "Sure, go on.", "Alright.")
+_ACCEPTS = ("Okay, thanks. TERMINATE", "Fine, thanks. TERMINATE")
+
+
+@dataclass(frozen=True, slots=True)
+class UserStyle:
+    """The knobs one user-agent style turns; everything else is the cooperative user's behaviour."""
+
+    volunteers: tuple[int, ...] = (1, 2)
+    """How many pending preferences it may volunteer when asked nothing relevant (one drawn); () never."""
+    corrects_omissions: bool = True
+    """Restates a preference whose topic the assistant names without the user's value; else only when
+    the assistant gives it another value, and a reply asking nothing answerable gets a non-committal one."""
+    terse: bool = False
+    """One short sentence per preference, no leads or pleasantries, a bare closing."""
+    stalled_turns: int = 0
+    """Leaves after this many assistant turns in a row applying no new relevant value (0: never)."""
+    answers_aside: bool = True
+    """Answers questions about preferences its task does not need; else asks the assistant to go ahead
+    (`DEFER`) when nothing it was asked matters to the task."""
+
+
+_PLAYED = {
+    COOPERATIVE: UserStyle(),
+    "reticent": UserStyle(volunteers=(), corrects_omissions=False, answers_aside=False),
+    "terse": UserStyle(volunteers=(1,), terse=True),
+    "impatient": UserStyle(stalled_turns=2),
+}
+"""How the offline user agent plays each of `prompt_templates.user_styles.USER_STYLES` (one entry each)."""
+_TERSE_CLOSING, _TERSE_GIVE_UP = "Thanks. TERMINATE", "Never mind. TERMINATE"
+_CURT_CLOSINGS = ("This isn't going anywhere. TERMINATE", "Forget it, I'll do it myself. TERMINATE")
+
+
+def _played(context: Mapping[str, Any]) -> UserStyle:
+    """The style a user request asks for; a name the kit does not define is refused, never played as
+    the cooperative user."""
+    return _PLAYED[user_style(str(context.get(STYLE_KEY) or COOPERATIVE)).name]
+
+
+def _stalled(said_by_assistant: Sequence[str], relevant: Sequence[_Item]) -> int:
+    """How many of the latest assistant turns in a row applied no relevant value not applied before."""
+    stalled = 0
+    for index in range(len(said_by_assistant) - 1, -1, -1):
+        before = "\n".join(said_by_assistant[:index])
+        if any(it.seen_in(said_by_assistant[index]) and not it.seen_in(before) for it in relevant):
+            break
+        stalled += 1
+    return stalled
 
 
 def _lead(lead: str, sentence: str) -> str:
@@ -220,6 +290,7 @@ def _lead(lead: str, sentence: str) -> str:
 
 def user_turn(request: Request, rng: random.Random) -> str:
     context = request.context
+    style = _played(context)
     dialogue: Sequence[Mapping[str, str]] = context.get("dialogue") or ()
     if not dialogue:
         return _opening(context, rng)
@@ -233,10 +304,12 @@ def user_turn(request: Request, rng: random.Random) -> str:
     if not pending:
         if "?" in last and GO_AHEAD.lower() not in said_by_user[-1]:
             return GO_AHEAD
-        return f"{rng.choice(_CLOSINGS)} TERMINATE"
+        return _TERSE_CLOSING if style.terse else f"{rng.choice(_CLOSINGS)} TERMINATE"
     repeated = any(sum(it.seen_in(u) for u in said_by_user[1:]) >= 2 for it in pending)
     if repeated or len(said_by_user) >= _PATIENCE.get(str(task.get("task_type")), 8):
-        return f"{rng.choice(_GIVE_UPS)} TERMINATE"
+        return _TERSE_GIVE_UP if style.terse else f"{rng.choice(_GIVE_UPS)} TERMINATE"
+    if style.stalled_turns and _stalled(said_by_assistant, relevant) >= style.stalled_turns:
+        return rng.choice(_CURT_CLOSINGS)
 
     domains = tuple(task.get("domains") or ())
     sentences: list[tuple[int, str]] = []  # (0 for a relevant preference, 1 otherwise; sentence)
@@ -252,24 +325,32 @@ def user_turn(request: Request, rng: random.Random) -> str:
             is_pending = item is not None and item in pending
             if not asking and not is_pending:
                 continue
+            if not asking and not style.corrects_omissions and not (item and item.contradicted_in(sentence)):
+                continue
             if asking and item is not None and not is_pending and any(item.seen_in(u) for u in said_by_user):
+                continue
+            if asking and not is_pending and not style.answers_aside:
                 continue
             answered.add(key)
             if item is None:
                 topic = dict(_topics(domains)).get(pref, pref.name.lower())
                 sentences.append((1, DECLINE.format(topic=topic)))
             elif asking:
-                sentences.append((0 if is_pending else 1, item.reveal(rng)))
+                sentences.append((0 if is_pending else 1, item.reveal(rng, style.terse)))
             else:
-                lead = "" if corrected else rng.choice(_CORRECTIONS) + " "
+                lead = "" if corrected or style.terse else rng.choice(_CORRECTIONS) + " "
                 corrected = True
-                sentences.append((0, lead + item.reveal(rng)))
-    if not any(_key(it.pref) in answered for it in pending):
+                sentences.append((0, lead + item.reveal(rng, style.terse)))
+    if style.volunteers and not any(_key(it.pref) in answered for it in pending):
         fresh = [it for it in pending if _key(it.pref) not in answered]
-        for it in fresh[: rng.choice((1, 2))]:
+        for it in fresh[: rng.choice(style.volunteers)]:
             restated = any(it.seen_in(u) for u in said_by_user)
-            lead = "As I mentioned, " if restated else rng.choice(_VOLUNTEER_LEADS)
-            sentences.append((0, _lead(lead, it.reveal(rng))))
+            lead = "" if style.terse else "As I mentioned, " if restated else rng.choice(_VOLUNTEER_LEADS)
+            sentences.append((0, _lead(lead, it.reveal(rng, style.terse))))
+    if not sentences:  # only a user that volunteers nothing gets here
+        if "?" not in last:
+            return rng.choice(_ACCEPTS)
+        return rng.choice(_NONCOMMITTAL) if style.answers_aside else DEFER
     kept = sorted(range(len(sentences)), key=lambda i: sentences[i][0])[:3]
     return " ".join(sentences[i][1] for i in sorted(kept))
 
@@ -439,6 +520,11 @@ def _ignoring_reply(user_messages: Sequence[str], rng: random.Random) -> str:
     return f"{lead} {DONE_MARK}: I've set it up with the standard options most people pick."
 
 
+def _goes_ahead(said: str) -> bool:
+    """Whether the user asked the assistant to finish with what it has."""
+    return any(phrase.lower() in said.lower() for phrase in (GO_AHEAD, DEFER))
+
+
 def assistant_turn(request: Request, rng: random.Random) -> str:
     context = request.context
     view = View.of(context)
@@ -473,7 +559,7 @@ def assistant_turn(request: Request, rng: random.Random) -> str:
         known[key] = _Known(value, "user")
 
     new_stated, _ = _stated([last_user], domains)
-    if not new_stated and DONE_MARK.lower() in own_messages and GO_AHEAD.lower() not in last_user.lower():
+    if not new_stated and DONE_MARK.lower() in own_messages and not _goes_ahead(last_user):
         if re.search(r"\b(never mind|leave it there)\b", last_user, re.IGNORECASE):
             return _APOLOGY
         return rng.choice(_FAREWELLS)
@@ -494,7 +580,7 @@ def assistant_turn(request: Request, rng: random.Random) -> str:
     said = " ".join(user_messages).lower()
     unknown.sort(key=lambda p: (p in asked_before, not any(k in said for k in _keywords(p.domain, p.name))))
     per_turn = 1 if instructions == "vanilla" else (3 if context.get("task_type") == "MD" else 2)
-    if not unknown or GO_AHEAD.lower() in last_user.lower():
+    if not unknown or _goes_ahead(last_user):
         parts.append(f"{DONE_MARK}: everything is arranged with the details above. "
                      "Let me know if you'd like any changes.")
     else:

@@ -23,7 +23,7 @@ import inspect
 import re
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, NoReturn, Self, TypedDict
 
@@ -174,12 +174,19 @@ def _reads(key: str, kind: Any) -> Callable[[_Reader], Any]:
     return lambda r: r.converted(typed, (key,))[key]
 
 
-def unless_empty(key: str, kind: Any, empty: Any) -> Form:
+def unless_empty(key: str, kind: Any, empty: Any, choices: Collection[Any] = ()) -> Form:
     """A field written only when it is not `empty`, and read back as `empty` when its key is absent: a
-    field added later leaves the lines of records that do not use it as they were."""
+    field added later leaves the lines of records that do not use it as they were. With `choices`, a
+    stored value must be one of them (a name the kit defines, not any string)."""
     read = _reads(key, kind)
-    return Form(lambda _, value: {key: builtin(value)} if value != empty else {},
-                lambda r: read(r) if key in r.data else empty, {key: kind})
+
+    def load(r: _Reader) -> Any:
+        value = read(r) if key in r.data else empty
+        if choices and value not in choices:
+            r.fail(key, f"must be one of {list(choices)} (or absent: {empty!r}), got {value!r:.80}")
+        return value
+
+    return Form(lambda _, value: {key: builtin(value)} if value != empty else {}, load, {key: kind})
 
 
 def unstored(value: Any) -> Form:

@@ -15,7 +15,15 @@ from typing import ClassVar, NamedTuple
 from personalens_utils.llm import registry
 from personalens_utils.llm.types import Message, Usage
 from personalens_utils.outputs.display import chat_html, fields_html
-from personalens_utils.runstore.identity import STORED_KEYS, Role, Variant, dialogue_id, resolved_model
+from personalens_utils.prompt_templates.user_styles import COOPERATIVE, USER_STYLES
+from personalens_utils.runstore.identity import (
+    STORED_KEYS,
+    USER_STYLE,
+    Role,
+    Variant,
+    dialogue_id,
+    resolved_model,
+)
 from personalens_utils.runstore.records.base import (
     OFFLINE,
     USAGE,
@@ -34,15 +42,15 @@ class Dialogue(Record, _Varied):
     table: ClassVar[str] = "dialogues"
     summary_fields: ClassVar[tuple[str, ...]] = (
         "id", "scenario_id", "user_id", "task_id", "task_type", "domains", "user_model", "assistant_model",
-        "assistant_setting", *STORED_KEYS, "backend", "user_backend", "user_model_id",
+        "assistant_setting", *STORED_KEYS, "backend", "user_backend", "user_model_id", USER_STYLE,
         "assistant_backend", "assistant_model_id", "status", "n_turns",
     )
     """The fields analysis reads: everything but the texts and the costs."""
     layout: ClassVar[tuple[str, ...]] = (
         "id", "scenario_id", "user_id", "task_id", "task_type", "domains", "user_model", "assistant_model",
-        "assistant_setting", "variant", "backend", "user_backend", "user_model_id", "assistant_backend",
-        "assistant_model_id", "status", "error", "turns", "n_turns", "usage", "cost_usd", "retries",
-        "cut_off",
+        "assistant_setting", "variant", "backend", "user_backend", "user_model_id", USER_STYLE,
+        "assistant_backend", "assistant_model_id", "status", "error", "turns", "n_turns", "usage", "cost_usd",
+        "retries", "cut_off",
     )
     derived: ClassVar[Mapping[str, str]] = {"n_turns": "the turns hold {} user messages"}
     scenario_id: str
@@ -60,6 +68,10 @@ class Dialogue(Record, _Varied):
     """The user agent's backend; empty: `backend`."""
     user_model_id: str = field(default="", metadata=run_identity())
     """The id the user agent's backend is called with; empty: resolved from `user_model`."""
+    user_style: str = field(default=COOPERATIVE,
+                            metadata=unless_empty(USER_STYLE, str, COOPERATIVE, USER_STYLES).meta())
+    """The style the user agent played (`prompt_templates.user_styles`); stored only when not cooperative,
+    so the paper's user agent writes the line it always wrote."""
     assistant_backend: str = field(default="", metadata=run_identity())
     assistant_model_id: str = field(default="", metadata=run_identity())
     error: str | None = None
@@ -101,7 +113,7 @@ class Dialogue(Record, _Varied):
 
     def identity(self) -> str:
         return dialogue_id(self.scenario_id, self.assistant_setting,
-                           user=Role(self.user_model, *self.user),
+                           user=Role(self.user_model, *self.user, self.user_style),
                            assistant=Role(self.assistant_model, *self.assistant),
                            variant=self.variant)
 
@@ -146,6 +158,7 @@ class DialogueSummary(NamedTuple):
     backend: str
     user_backend: str
     user_model_id: str
+    user_style: str
     assistant_backend: str
     assistant_model_id: str
     n_turns: int
