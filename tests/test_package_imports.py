@@ -30,7 +30,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("run store", frozenset({"runstore"})),
     ("assistants", frozenset({"assistants"})),
     ("stages", frozenset({"generation", "validation", "simulation", "judging", "analysis", "trust",
-                          "validity", "explore", "persona_bench", "export"})),
+                          "validity", "explore", "persona_bench", "export", "robustness"})),
     ("session", frozenset({"session"})),
     ("top", frozenset({"reproduce", "run"})),
 )

@@ -17,7 +17,7 @@ TESTS = Path(__file__).resolve().parent
 FOLDERS = {
     "core", "llm", "prompts", "data", "outputs", "assistants", "generation", "validation", "simulation",
     "judging", "analysis", "trust", "validity", "explore", "persona_bench", "official", "export", "notebooks",
-    "journeys",
+    "journeys", "robustness",
 }
 """The folders a test file may sit in, besides tests/ itself."""
 MAX_FLAT = 5

@@ -45,10 +45,12 @@ def condition_table(tidy: pd.DataFrame, *, setting: str = MAIN_SETTING, seed: in
     rank = {label: i for i, label in enumerate(conditions_in(frame))}
     keys = sorted(cells, key=lambda key: (rank[key[0]], key[1]))
     rows = [{"Condition": condition, "Assistant": row_label(assistant),
-             **{c: cells[condition, assistant].get(c, "n/a") for c in present}} for condition, assistant in keys]
+             **{c: cells[condition, assistant].get(c, "n/a") for c in present}}
+            for condition, assistant in keys]
     caption = (
-        "Table 3 under each condition (user agent model and style / judge): task completion rate (TCR, %) "
-        f"and personalization (P, 1-4) on single- (SD) and multi-domain (MD) tasks; in brackets {method_note()}."
+        "Table 3 under each condition (user agent model and style / judge): task completion rate "
+        "(TCR, %) and personalization (P, 1-4) on single- (SD) and multi-domain (MD) tasks; in brackets "
+        f"{method_note()}."
         + withheld_note(long.attrs["withheld"]) + missing_note(long, frame) + roles_note(frame)
     )
     return TableResult(pd.DataFrame(rows), caption, score_source(frame), long)

@@ -29,8 +29,10 @@ def with_conditions(tidy: pd.DataFrame) -> pd.DataFrame:
     absent = [c for c in (USER_MODEL, JUDGE_MODEL, ASSISTANT, CLUSTER, SCENARIO, "dimension", "score")
               if c not in tidy.columns]
     if absent:
-        raise ValueError(f"the score frame has no column(s) {absent}; load it with analysis.scores.load_scores")
-    styles = tidy[USER_STYLE].astype(object).fillna(COOPERATIVE) if USER_STYLE in tidy.columns else COOPERATIVE
+        raise ValueError(f"the score frame has no column(s) {absent}; load it with "
+                         "analysis.scores.load_scores")
+    given = USER_STYLE in tidy.columns
+    styles = tidy[USER_STYLE].astype(object).fillna(COOPERATIVE) if given else COOPERATIVE
     frame = tidy.assign(**{USER_STYLE: styles})
     frame[LABEL] = condition_label(frame)
     frame.attrs = dict(tidy.attrs)

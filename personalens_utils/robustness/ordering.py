@@ -78,7 +78,8 @@ def pairwise_order_table(tidy: pd.DataFrame, dimension: str, *, seed: int = 0,
         f"How often each pair of assistants keeps its order in {SCALES[dimension].short} across "
         f"{len(conditions)} conditions (user agent model and style / judge): conditions where the first "
         "scores higher (mean difference over the scenarios both were run on), where the difference's "
-        f"{method_note()} excludes 0, and those whose order differs from the reference, {reference}. "
+        f"interval excludes 0 ({method_note()}), and those whose order differs from the reference, "
+        f"{reference}. "
         f"Kendall's W of the assistants' rankings over conditions (tie-corrected; 1: every condition ranks "
         f"them alike): {shown_w}, its interval from resampling users."
         + withheld_note(withheld) + roles_note(frame)
@@ -106,7 +107,8 @@ def kendalls_w(tidy: pd.DataFrame, dimension: str, *, confidence: float = 0.95,
     with a percentile interval from resampling users: each resample recomputes every condition's
     means over the drawn users' scenarios, then W. n: users; withheld below `MIN_CLUSTERS` users."""
     scores = scenario_scores(with_conditions(tidy), dimension)
-    cells = scores.groupby([LABEL, ASSISTANT, CLUSTER], sort=True, observed=True)["score"].agg(["sum", "count"])
+    grouped = scores.groupby([LABEL, ASSISTANT, CLUSTER], sort=True, observed=True)["score"]
+    cells = grouped.agg(["sum", "count"])
     sums = cells["sum"].unstack(CLUSTER, fill_value=0.0)
     counts = cells["count"].unstack(CLUSTER, fill_value=0)
     shape = (len(sums.index.levels[0]), len(sums.index.levels[1]), sums.shape[1])

@@ -15,7 +15,14 @@ from personalens_utils.assistants.python import row_label
 from personalens_utils.outputs.tables import TableResult
 from personalens_utils.prompt_templates.user_styles import COOPERATIVE
 from personalens_utils.robustness.condition_table import DIMENSIONS
-from personalens_utils.robustness.conditions import ASSISTANT, JUDGE_MODEL, SCENARIO, USER_MODEL, roles_note, with_conditions
+from personalens_utils.robustness.conditions import (
+    ASSISTANT,
+    JUDGE_MODEL,
+    SCENARIO,
+    USER_MODEL,
+    roles_note,
+    with_conditions,
+)
 from personalens_utils.runstore.identity import USER_STYLE
 
 PAIRED_WITHIN = (ASSISTANT, USER_MODEL, JUDGE_MODEL)
@@ -36,12 +43,12 @@ def stress_gaps(tidy: pd.DataFrame, baseline: str = COOPERATIVE, *, seed: int = 
         part = frame[(frame["dimension"] == dimension) & frame["score"].notna()]
         factor = 100.0 if dimension == TASK_COMPLETION else 1.0
         for keys, group in part.groupby(list(PAIRED_WITHIN), sort=True, observed=True):
-            design = pd.DataFrame({USER: group[CLUSTER].to_numpy(), TASK: group[SCENARIO].astype(str).to_numpy(),
+            design = pd.DataFrame({USER: group[CLUSTER].to_numpy(),
+                                   TASK: group[SCENARIO].astype(str).to_numpy(),
                                    ARM: group[USER_STYLE].astype(str).to_numpy(),
                                    SCORE: group["score"].to_numpy(dtype=float) * factor})
-            for style in sorted(set(design[ARM]) - {baseline}):
-                if baseline not in set(design[ARM]):
-                    continue
+            styles = set(design[ARM])
+            for style in sorted(styles - {baseline}) if baseline in styles else []:
                 found = paired_difference(design, style, baseline, n_resamples=n_resamples, seed=seed)
                 rows.append({**dict(zip(PAIRED_WITHIN, keys, strict=True)), USER_STYLE: style,
                              "dimension": dimension, **found.difference.as_dict("gap_"),
@@ -55,7 +62,7 @@ def stress_gap_table(tidy: pd.DataFrame, baseline: str = COOPERATIVE, *, seed: i
     frame = with_conditions(tidy)
     rows: dict[tuple[str, ...], dict[str, str]] = {}
     for rec in long.to_dict("records"):
-        key = (row_label(str(rec[ASSISTANT])), str(rec[USER_MODEL]), str(rec[USER_STYLE]), str(rec[JUDGE_MODEL]))
+        key = (row_label(str(rec[ASSISTANT])), *(str(rec[c]) for c in (USER_MODEL, USER_STYLE, JUDGE_MODEL)))
         digits = 1 if rec["dimension"] == TASK_COMPLETION else 2
         rows.setdefault(key, {})[f"Δ {SCALES[rec['dimension']].short}"] = fmt_ci(
             rec["gap_mean"], rec["gap_ci_low"], rec["gap_ci_high"], digits)

@@ -19,7 +19,13 @@ from personalens_utils.analysis.design import PERCENT_DIMENSIONS
 from personalens_utils.analysis.scores import PERSONALIZATION, SCALES, TASK_COMPLETION
 from personalens_utils.analysis.tables import score_source
 from personalens_utils.outputs.tables import TableResult
-from personalens_utils.robustness.conditions import ASSISTANT, JUDGE_MODEL, USER_MODEL, roles_note, with_conditions
+from personalens_utils.robustness.conditions import (
+    ASSISTANT,
+    JUDGE_MODEL,
+    USER_MODEL,
+    roles_note,
+    with_conditions,
+)
 from personalens_utils.runstore.identity import USER_STYLE
 
 FACTORS = {ASSISTANT: "assistant", USER_MODEL: "user model", USER_STYLE: "user style", JUDGE_MODEL: "judge"}
@@ -53,8 +59,8 @@ def split_one(tidy: pd.DataFrame, dimension: str) -> pd.DataFrame:
         {"df": [len(data) - 1], "sum_sq": [float(np.sum((data["y"] - data["y"].mean()) ** 2))]},
         index=["Residual"])
     total = float(np.sum((data["y"] - data["y"].mean()) ** 2))
-    rows = [{"component": _component(str(term), names), "df": float(rec["df"]), "sum_sq": float(rec["sum_sq"])}
-            for term, rec in table.iterrows()]
+    rows = [{"component": _component(str(term), names), "df": float(rec["df"]),
+             "sum_sq": float(rec["sum_sq"])} for term, rec in table.iterrows()]
     rows.append({"component": TOTAL, "df": float(len(data) - 1), "sum_sq": total})
     out = pd.DataFrame(rows)
     out["variance"] = out["sum_sq"] / (len(data) - 1)
@@ -62,7 +68,8 @@ def split_one(tidy: pd.DataFrame, dimension: str) -> pd.DataFrame:
     return out.assign(dimension=dimension)
 
 
-def variance_split(tidy: pd.DataFrame, dimensions: Sequence[str] = (TASK_COMPLETION, PERSONALIZATION)) -> TableResult:
+def variance_split(tidy: pd.DataFrame,
+                   dimensions: Sequence[str] = (TASK_COMPLETION, PERSONALIZATION)) -> TableResult:
     """R3: per dimension, each factor's and interaction's variance and share of the total, the residual
     last; the parts add up to the total variance of single judgments (sum of squares / (n - 1))."""
     long = pd.concat([split_one(tidy, d) for d in dimensions], ignore_index=True)
@@ -70,8 +77,9 @@ def variance_split(tidy: pd.DataFrame, dimensions: Sequence[str] = (TASK_COMPLET
     display = pd.DataFrame({"Component": list(dict.fromkeys(long["component"]))})
     for dimension in dimensions:
         mine = long[long["dimension"] == dimension].set_index("component")
-        cells = [f"{mine.at[c, 'variance']:.3g} ({mine.at[c, 'share']:.0%})" if c in mine.index else "n/a"
-                 for c in display["Component"]]
+        tiny = 1e-9 * mine.at[TOTAL, "variance"]  # rounding error of an effect the design has none of
+        cells = [f"{max(mine.at[c, 'variance'], 0.0) if mine.at[c, 'variance'] > tiny else 0.0:.3g} "
+                 f"({mine.at[c, 'share']:.0%})" if c in mine.index else "n/a" for c in display["Component"]]
         display[SCALES[dimension].short] = cells
     caption = (
         "Where the scores' variance lies across the grid: the assistant, the user agent's model and style, "
