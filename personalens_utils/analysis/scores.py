@@ -394,6 +394,11 @@ def _turn_scores(values: pd.Series) -> pd.Series:
 
 
 DIALOGUE_CONVERT = {"domains": _domains}
+CONDITION_DIALOGUE = ("user_model", "user_model_id", USER_STYLE)
+"""What tells a grid's dialogues of one scenario and assistant apart: the user agent's model and style."""
+CONDITION_JUDGE = ("judge_model", "judge_backend", "judge_model_id", JUDGE_COLUMNS.prompt_version,
+                   JUDGE_PROMPTS)
+"""What tells a grid's judgments of one dialogue and dimension apart: the judge's run."""
 JUDGMENT_CONVERT = {"turn_scores": _turn_scores}
 
 
@@ -434,6 +439,7 @@ def load_scores(
     judge_prompt_set: str | None = None,
     scoring: str = STRICT,
     dialogue_ids: Collection[str] | None = None,
+    by_condition: bool = False,
 ) -> pd.DataFrame:
     """The tidy frame: judgments of non-errored dialogues, joined to their dialogue's attributes; a row is
     told by `dialogue_id`, `dimension` and `judge_sample` (`load_judgments` has the judgments' own ids).
@@ -449,6 +455,10 @@ def load_scores(
     and the official judge prompts in one store, name the `judge_prompt_set` (turn-level
     personalization, which only the kit scores, is kept under either). The choices are made in the
     query, so only the rows kept are read.
+
+    `by_condition=True` keeps every condition of a sensitivity grid (notebook 10) apart instead of
+    refusing it: a scenario may then repeat for another user model or style (`CONDITION_DIALOGUE`), and
+    a dialogue be judged by several judges (`CONDITION_JUDGE`); their columns tell the rows apart.
     """
     check_scoring(scoring)
     judge_model = judge_model_key(judge_model) if judge_model is not None else None
@@ -475,7 +485,8 @@ def load_scores(
     tidy = _joined(judgments, dialogues)
     del judgments
     _share(tidy, "dialogue_id")
-    dup = tidy.duplicated(["dialogue_id", "dimension", JUDGE_COLUMNS.sample], keep=False)
+    judge_key = list(CONDITION_JUDGE) if by_condition else []
+    dup = tidy.duplicated(["dialogue_id", "dimension", JUDGE_COLUMNS.sample, *judge_key], keep=False)
     if dup.any():
         named = tidy.loc[dup, ["judge_model", "judge_backend", "judge_model_id"]].astype(str)
         judges = sorted(set(named["judge_model"] + " on " + named["judge_backend"] + ":"
@@ -489,7 +500,8 @@ def load_scores(
         )
     scenario_dup = dialogues.duplicated(
         ["scenario_id", "assistant_model", "assistant_setting", "user_backend", "assistant_backend",
-         "assistant_model_id", DIALOGUE_PROMPTS, DIALOGUE_COLUMNS.sample],
+         "assistant_model_id", DIALOGUE_PROMPTS, DIALOGUE_COLUMNS.sample,
+         *(CONDITION_DIALOGUE if by_condition else ())],
         keep=False,
     )
     if scenario_dup.any():

@@ -77,6 +77,8 @@ PAPER_ITEMS = (
               "how far the profile swap and the padding moved each judge's scores (extra)", "card"),
     PaperItem("User-agent audit", "tableT2_user_agent_audit", "07_trust",
               "heuristic flags of the simulated user, rates per model (extra)", "audit"),
+    PaperItem("User-agent styles", "tableT6_user_style_checks", "07_trust",
+              "whether each user-agent style took effect: pass, fail or not measured (extra)", "audit"),
     PaperItem("Table 3 without flagged dialogues", "tableT3_table3_without_flagged", "07_trust",
               "Table 3 on all dialogues and without those the audit flagged (extra)", "judged"),
     PaperItem("Variance decomposition", "tableT4_variance_decomposition", "07_trust",

@@ -49,6 +49,7 @@ from personalens_utils.prompt_sets.kit import (
 from personalens_utils.prompt_sets.official.templates import OFFICIAL_PROMPTS
 from personalens_utils.prompt_templates import dialogue as kit_dialogue
 from personalens_utils.prompt_templates import judge as kit_judge
+from personalens_utils.prompt_templates.user_styles import COOPERATIVE, USER_STYLES
 from personalens_utils.runstore.records import Dialogue, Judgment, Record
 
 RunStoreLike = Any
@@ -89,6 +90,12 @@ class _RoleShape(TypedDict, total=False):
     parameters: dict[str, Any]
 
 
+class _UserShape(_RoleShape, total=False):
+    style: str
+    """The user-agent style (`prompt_templates.user_styles`), only when not cooperative: a card of the
+    paper's user agent reads as it always did."""
+
+
 class _PerCallShape(TypedDict, total=False):
     input_tokens: float
     output_tokens: float
@@ -115,7 +122,7 @@ class _SimulationShape(TypedDict, total=False):
     prompt_version: str
     prompt_digests: dict[str, str]
     max_turns: int | None
-    user: _RoleShape
+    user: _UserShape
     assistant: _RoleShape
     settings: list[str]
     task_types: list[str]
@@ -213,6 +220,11 @@ def check_card(card: Any, where: str | os.PathLike[str]) -> dict[str, Any]:
         place = at.rstrip("`").lstrip(".") or "(top level)"
         raise RunCardError(f"{where}: run card field {place!r} is not what the kit writes "
                            f"({problem})") from None
+    for k, entry in enumerate(card["simulations"]):
+        style = entry.get("user", {}).get("style", COOPERATIVE)
+        if style not in USER_STYLES:
+            raise RunCardError(f"{where}: run card field 'simulations[{k}].user.style' is {style!r}, not a "
+                               f"user-agent style this kit knows ({', '.join(USER_STYLES)})")
     return card
 
 
@@ -292,12 +304,15 @@ def _commit() -> str | None:
 
 
 def role_entry(model: str, backend: str, model_id: str, *, temperature: float | None = None,
-               max_tokens: int | None = None, endpoint: str = "") -> dict[str, Any]:
-    """One role: the model as asked and as resolved (its endpoint when not the default), its parameters."""
+               max_tokens: int | None = None, endpoint: str = "", style: str = COOPERATIVE) -> dict[str, Any]:
+    """One role: the model as asked and as resolved (its endpoint when not the default), its parameters,
+    and a user agent's style when not cooperative (so its entry is another simulation's)."""
     entry: dict[str, Any] = {"model": model, "backend": backend, "model_id": model_id,
                              "parameters": {"temperature": temperature, "max_tokens": max_tokens}}
     if endpoint:
         entry["endpoint"] = endpoint
+    if style != COOPERATIVE:
+        entry["style"] = style
     return entry
 
 
@@ -483,6 +498,8 @@ def protocol(card: Mapping[str, Any]) -> dict[str, Any]:
             differs.append(f"simulation prompt_set {entry['prompt_set']!r}")
         if entry.get("max_turns") is not None:
             differs.append(f"turn cap max_turns={entry['max_turns']} (official: 20 SD, 30 MD)")
+        if "style" in entry["user"]:
+            differs.append(f"user-agent style {entry['user']['style']!r} (official: {COOPERATIVE})")
     for entry in card.get("judges", []):
         if entry["prompt_set"] != OFFICIAL_PROMPTS:
             differs.append(f"judge {entry['model']} prompt_set {entry['prompt_set']!r}")
@@ -715,8 +732,10 @@ def summary(card: Mapping[str, Any]) -> pd.DataFrame:
     protocol = card.get("protocol", {})
     rows = [("protocol", protocol.get("kind", "")), *(("differs", d) for d in protocol.get("differs", []))]
     for entry in card["simulations"]:
+        style = f", style {entry['user']['style']}" if "style" in entry["user"] else ""
         rows.append(("simulation", f"{entry['prompt_set']} {entry['prompt_version']}; user "
-                     f"{entry['user']['model']} ({entry['user']['model_id']}, {entry['user']['backend']}); "
+                     f"{entry['user']['model']} ({entry['user']['model_id']}, {entry['user']['backend']}"
+                     f"{style}); "
                      "assistant "
                      f"{entry['assistant']['model']} ({entry['assistant']['model_id']}, "
                      f"{entry['assistant']['backend']}); max_turns {entry['max_turns']}; repeats "

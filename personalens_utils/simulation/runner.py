@@ -271,7 +271,8 @@ def _update_card(benchmark: Benchmark, store: RunStore, client: LLMClient, confi
     given = config.assistant
     entry = run_card.simulation_entry(
         config.prompts, max_turns=config.max_turns, repeats=config.repeats,
-        user=run_card.role_entry(user.model, user.backend, user.model_id, endpoint=client.endpoint),
+        user=run_card.role_entry(user.model, user.backend, user.model_id, endpoint=client.endpoint,
+                                 style=config.user_style),
         assistant=run_card.role_entry(given.model, given.backend, given.model_id),
         settings=[s if isinstance(s, str) else s.name for s in config.settings], task_types=config.task_types,
         calls=run_card.role_calls(report, run_card.SIMULATION_CALLS))

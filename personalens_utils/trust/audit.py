@@ -15,6 +15,13 @@ dialogue is worth reading, not proven bad, and an unflagged one is not proven go
 
 Values are matched as whole words after lower-casing and dropping punctuation, the way the offline
 judge reads them (`llm.offline.judge.words_of`).
+
+`style_checks` asks whether each user-agent style other than `cooperative` (`prompt_templates.user_styles`)
+took effect, pass, fail or not measured, from measures `audit_dialogues` keeps per dialogue: a `reticent`
+user opens without a preference value and states one later only when the assistant's message before names
+that preference or gives it another value; a `terse` user writes clearly fewer words a message than the
+cooperative user of the same store; an `impatient` user leaves right after two assistant turns in a row
+that apply no value of the user's not applied before.
 """
 
 from __future__ import annotations
@@ -36,12 +43,15 @@ from personalens_utils.assistants.python import row_label
 from personalens_utils.data import Benchmark
 from personalens_utils.judging import JUDGEABLE_STATUSES, benchmark_contexts
 from personalens_utils.judging.config import Select
-from personalens_utils.llm.offline.judge import mentions, words_of
+from personalens_utils.llm.offline.dialogue import preferences_named
+from personalens_utils.llm.offline.judge import Mention, mentions, words_of
 from personalens_utils.outputs.latex import Block, Printed
 from personalens_utils.outputs.tables import Source, TableResult
+from personalens_utils.prompt_templates.user_styles import COOPERATIVE, USER_STYLES
 from personalens_utils.reference.schema import load_schema
 from personalens_utils.runstore.records import Dialogue
 from personalens_utils.runstore.store import RunStore
+from personalens_utils.trust.report_card import FAIL, NOT_MEASURED, PASS
 
 REPEAT_OVERLAP = 0.8
 ASSISTANT_MARKERS = (
@@ -52,6 +62,17 @@ ASSISTANT_MARKERS = (
 )
 """Phrases of an assistant, not of a user asking for help (lower case)."""
 NOT_VALUES = {"no preference", "none", "n a", "any", "not applicable"}
+RETICENT_MAX = 0.05
+"""A reticent user passes when at most this share of its openings, and of its later messages, states a
+preference value unprompted: a style that took effect leaves almost none."""
+TERSE_RATIO = 0.75
+"""A terse user passes when its mean words per message are at most this fraction of the cooperative
+user's in the same store: clearly shorter, not merely shorter by chance."""
+IMPATIENT_MAX = 0.05
+"""An impatient user passes when it stays on after a two-turn stall in at most this share of the
+dialogues where the assistant stalled."""
+STALL = 2
+"""Assistant turns in a row applying no new value of the user's after which an impatient user leaves."""
 
 Flag = Callable[[Dialogue, Mapping[str, Any]], bool]
 
@@ -127,27 +148,147 @@ HEURISTIC_NOTE = ("Flags are heuristics (plain rules over the text and the profi
                   "flagged dialogue is worth reading, not proven faulty.")
 
 
+def _kinds(mention: Mention) -> set[tuple[str, str]]:
+    kinds = load_schema().resolve_preference(mention.preference, [mention.domain])
+    return {(k.domain, k.name) for k in kinds}
+
+
+def unprompted_statements(dialogue: Dialogue, context: Mapping[str, Any]) -> int:
+    """User messages after the opening that state a value of a relevant type the assistant's message
+    before neither named (`preferences_named`, as the offline user reads a question) nor gave another
+    option of: what a reticent user should never write."""
+    turns = [(t.role, t.content) for t in dialogue.turns]
+    domains = tuple(context["task"]["domains"])
+    schema = load_schema()
+    unprompted = set()
+    for mention in mentions(context):
+        if mention.role != "user" or mention.index == 0 or turns[mention.index - 1][0] != "assistant":
+            continue
+        before = turns[mention.index - 1][1]
+        named = {(k.domain, k.name) for k in preferences_named(before, domains)}
+        options = {o for d, n in _kinds(mention) for o in schema.preference(d, n).options
+                   if words_of(o) != words_of(mention.value)}
+        if not (named & _kinds(mention) or any(words_of(o) in words_of(before) for o in options)):
+            unprompted.add(mention.index)
+    return len(unprompted)
+
+
+def stayed_after_stall(dialogue: Dialogue, context: Mapping[str, Any]) -> float:
+    """1 when the user wrote again after answering `STALL` assistant turns in a row that applied no
+    value of the user's not applied before, 0 when it left then, NaN when the assistant never stalled so
+    with a user message after (nothing to measure)."""
+    applied: dict[int, set[tuple[str, str, str]]] = {}
+    for m in mentions(context):
+        if m.role == "assistant":
+            applied.setdefault(m.index, set()).add((m.preference, m.domain, m.value))
+    seen: set[tuple[str, str, str]] = set()
+    stalled = 0
+    roles = [t.role for t in dialogue.turns]
+    for index, role in enumerate(roles):
+        if role != "assistant":
+            continue
+        new = applied.get(index, set()) - seen
+        seen |= new
+        stalled = 0 if new else stalled + 1
+        if stalled >= STALL and "user" in roles[index + 1:]:
+            return float(roles[index + 1:].count("user") > 1)
+    return float("nan")
+
+
 def audit_dialogues(store: RunStore, benchmark: Benchmark, flags: Mapping[str, Flag] = FLAGS,
                     select: Select | None = None) -> pd.DataFrame:
-    """One row per finished dialogue of `store` (those `select` keeps, when given): its models, setting
-    and task type, and each flag."""
+    """One row per finished dialogue of `store` (those `select` keeps, when given): its models, setting,
+    task type and user-agent style, each flag, and the measures `style_checks` reads."""
     context_for = benchmark_contexts(benchmark)
     rows = []
     for dialogue in _finished(store):
         if select is not None and not select(dialogue):
             continue
         context = context_for(dialogue)
+        said = _user_messages(dialogue)
         rows.append({"dialogue_id": dialogue.id, "user_model": dialogue.user_model,
                      "assistant_model": dialogue.assistant_model,
                      "assistant_setting": dialogue.assistant_setting,
-                     "task_type": dialogue.task_type,
-                     **{name: bool(flag(dialogue, context)) for name, flag in flags.items()}})
-    columns = ["dialogue_id", "user_model", "assistant_model", "assistant_setting", "task_type", *flags]
+                     "task_type": dialogue.task_type, "user_style": dialogue.user_style,
+                     **{name: bool(flag(dialogue, context)) for name, flag in flags.items()},
+                     "user_messages": len(said), "user_words": sum(len(text.split()) for text in said),
+                     "unprompted_statements": unprompted_statements(dialogue, context),
+                     "stayed_after_stall": stayed_after_stall(dialogue, context)})
+    columns = ["dialogue_id", "user_model", "assistant_model", "assistant_setting", "task_type", "user_style",
+               *flags, *MEASURES]
     frame = pd.DataFrame(rows, columns=columns)
     frame["any_flag"] = frame[list(flags)].any(axis=1) if len(frame) else pd.Series(dtype=bool)
     frame.attrs["origin"] = f"run store {store.root.name}/"
     frame.attrs["backends"] = _backends(store)
     return frame
+
+
+MEASURES = ("user_messages", "user_words", "unprompted_statements", "stayed_after_stall")
+"""The per-dialogue measures of the style checks, after the flags in `audit_dialogues`'s frame."""
+
+
+def _verdict(style: str, check: str, estimate: float, limit: float, n: int, compared: str) -> dict[str, Any]:
+    return {"Style": style, "Check": check, "Verdict": PASS if estimate <= limit else FAIL,
+            "Estimate": estimate, "Pass at or below": limit, "n": n, "Note": compared}
+
+
+def _unmeasured(style: str, check: str, why: str) -> dict[str, Any]:
+    return {"Style": style, "Check": check, "Verdict": NOT_MEASURED, "Estimate": float("nan"),
+            "Pass at or below": float("nan"), "n": 0, "Note": why}
+
+
+def _style_rows(style: str, mine: pd.DataFrame, cooperative: pd.DataFrame) -> list[dict[str, Any]]:
+    """The checks of one style on its dialogues (`mine`), the terse one against `cooperative`'s."""
+    absent = f"no {style} dialogues in the store"
+    if style == "reticent":
+        later = int((mine["user_messages"] - 1).clip(lower=0).sum())
+        return [
+            _verdict(style, "opening states preferences (share)", float(mine["states_preferences"].mean()),
+                     RETICENT_MAX, len(mine), "of dialogues") if len(mine)
+            else _unmeasured(style, "opening states preferences (share)", absent),
+            _verdict(style, "unprompted preference (share of later messages)",
+                     float(mine["unprompted_statements"].sum()) / later, RETICENT_MAX, later,
+                     "the assistant's message before neither named the preference nor gave it another value")
+            if later else _unmeasured(style, "unprompted preference (share of later messages)",
+                                      absent if not len(mine) else "no user message after the opening"),
+        ]
+    if style == "terse":
+        check = "words per message, over cooperative's"
+        if not len(mine) or not cooperative["user_messages"].sum():
+            return [_unmeasured(style, check, absent if not len(mine) else "no cooperative dialogues in the "
+                                "store to compare with")]
+        ratio = (mine["user_words"].sum() / mine["user_messages"].sum()) / (
+            cooperative["user_words"].sum() / cooperative["user_messages"].sum())
+        return [_verdict(style, check, float(ratio), TERSE_RATIO, len(mine),
+                         f"against {len(cooperative)} cooperative dialogues")]
+    if style == "impatient":
+        check = f"stays after {STALL} stalled assistant turns (share)"
+        stalled = mine["stayed_after_stall"].dropna()
+        if not len(stalled):
+            return [_unmeasured(style, check, absent if not len(mine) else
+                                f"the assistant never stalled {STALL} turns in a row before a user message")]
+        return [_verdict(style, check, float(stalled.mean()), IMPATIENT_MAX, len(stalled),
+                         "of dialogues where the assistant stalled")]
+    return [_unmeasured(style, "style took effect", "the audit has no check for this style yet")]
+
+
+def style_checks(audit: pd.DataFrame) -> TableResult:
+    """Whether each user-agent style other than cooperative took effect, per style whether or not the
+    audited dialogues hold it (an absent one is not measured, never a pass)."""
+    cooperative = audit[audit["user_style"] == COOPERATIVE]
+    rows = [row for style in USER_STYLES if style != COOPERATIVE
+            for row in _style_rows(style, audit[audit["user_style"] == style], cooperative)]
+    caption = (f"User-agent styles: whether each style took effect, pass, fail or not measured. Reticent: "
+               f"the share of openings stating a preference value, and of later user messages stating one "
+               f"the assistant's message before neither named nor gave another value, each at most "
+               f"{RETICENT_MAX:g}. Terse: mean words per user message over the cooperative user's in the "
+               f"same store, at most {TERSE_RATIO:g}. Impatient: among dialogues where {STALL} assistant "
+               f"turns in a row applied nothing new, the share where the user stayed on, at most "
+               f"{IMPATIENT_MAX:g}. "
+               + HEURISTIC_NOTE + provenance_note(audit.attrs.get("backends", set())))
+    source = Source.of(audit.attrs.get("origin", "an audit frame"), len(audit), "finished dialogues",
+                       audit.attrs.get("backends", set()), sorted(set(audit["user_model"])))
+    return TableResult(pd.DataFrame(rows), caption, source, precision=2)
 
 
 AUDIT_BATCH = 2048

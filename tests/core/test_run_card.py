@@ -274,3 +274,28 @@ def test_index_and_captions_point_to_the_card(tmp_path: Path) -> None:
     assert "unreadable" in card_line(store) and "not a run card" in card_line(store)
     caption = Source.of("run store store/", 1, "dialogues").describe()
     assert caption.endswith("; run card store/run_card.json.")
+
+
+def test_a_styled_user_agent_is_its_own_entry_shown_and_checked_a_cooperative_card_unchanged(
+        tmp_path: Path) -> None:
+    bench = tiny_benchmark(1)
+    with _client() as client:
+        run_simulation(bench, tmp_path / "plain", client, SimulationConfig(**SD_ONLY, limit=1))
+        run_simulation(bench, tmp_path / "named", client,
+                       SimulationConfig(**SD_ONLY, limit=1, user_style="cooperative"))
+        for style in ("reticent", "terse"):
+            run_simulation(bench, tmp_path / "styled", client, SimulationConfig(**SD_ONLY, limit=1,
+                                                                                user_style=style))
+    plain, named = (run_card.read_card(tmp_path / name) for name in ("plain", "named"))
+    assert "style" not in plain["simulations"][0]["user"]
+    assert plain["simulations"] == named["simulations"] and plain["protocol"] == named["protocol"]
+    card = run_card.read_card(tmp_path / "styled")
+    assert [entry["user"].get("style") for entry in card["simulations"]] == ["reticent", "terse"]
+    assert "user-agent style 'reticent' (official: cooperative)" in card["protocol"]["differs"]
+    shown = run_card.summary(card)
+    simulations = list(shown.loc[shown["field"] == "simulation", "value"])
+    assert ["style reticent" in v for v in simulations] == [True, False]
+    assert ["style terse" in v for v in simulations] == [False, True]
+    card["simulations"][1]["user"]["style"] = "grumpy"
+    with pytest.raises(run_card.RunCardError, match=r"simulations\[1\]\.user\.style' is 'grumpy'"):
+        run_card.check_card(card, "imported")

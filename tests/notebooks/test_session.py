@@ -28,7 +28,7 @@ from personalens_utils.session.base import (
     resolve_session_users,
 )
 
-NOTEBOOKS = sorted((project_root() / "notebooks").glob("0*.ipynb"))
+NOTEBOOKS = sorted((project_root() / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 PARAMETERS_DOC = project_root() / "docs" / "parameters.md"
 
 

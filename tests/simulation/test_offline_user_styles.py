@@ -164,11 +164,6 @@ def test_reticent_leaves_the_all_preferences_assistant_unaffected(bench):
             bench, "ref-dialogue-only", "cooperative", setting)
 
 
-@pytest.mark.xfail(strict=True, reason="the tiny benchmark's domains hold 4-5 preference types, so the "
-                   "offline assistant asks about all of them within two turns and a reticent user, answering "
-                   "truthfully, reveals every relevant one; on the official data's larger domains reticent "
-                   "lowers ref-dialogue-only's applied share from 1.00 to 0.86 (issue 41's notebook 10 "
-                   "acceptance checks it there)")
 def test_reticent_lowers_dialogue_only_personalization_by_a_clear_margin(bench):
     assert mean_share(bench, "ref-dialogue-only", "reticent") < mean_share(
         bench, "ref-dialogue-only", "cooperative") - 0.2

@@ -14,7 +14,13 @@ from personalens_utils.llm.client import LLMClient
 from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation import SimulationConfig
 from personalens_utils.simulation.runner import run_simulation
-from personalens_utils.trust.audit import FLAGS, audit_dialogues, audit_rates, table3_without_flagged
+from personalens_utils.trust.audit import (
+    FLAGS,
+    audit_dialogues,
+    audit_rates,
+    style_checks,
+    table3_without_flagged,
+)
 
 SCENARIO = {"scenario_id": "user1/SD-Alarm-task-1", "user_id": 1, "task_id": "SD-Alarm-task-1"}
 OPENING = "Hello, I need a new alarm for tomorrow."
@@ -109,3 +115,59 @@ def test_table3_without_flagged_sits_beside_the_original_with_the_difference(jud
     assert first["mean_kept"] == pytest.approx(mine["score"].mean())
     nothing = audit.assign(any_flag=False)
     assert (table3_without_flagged(tidy, nothing).frame["Difference"] == 0).all()
+
+
+def _said(*lines: str) -> list[dict[str, str]]:
+    """A dialogue from its messages in order, the user's first."""
+    return [{"role": ("user", "assistant")[k % 2], "content": line} for k, line in enumerate(lines)]
+
+
+CHATTY = ("Hello there, I would really like some help setting up a new alarm for tomorrow morning please.",
+          "Noted.", "Could you make sure it is all set up the way I usually like it, thank you so much?",
+          "Done.", "Wonderful, that is exactly what I was hoping for, thanks a lot. TERMINATE")
+STYLED = {
+    "reticent": _said(OPENING, "What alarm time would you like?", "2:30 PM, please.",
+                      "Set for 2:30 PM with loud beeping.", "I'd rather have upbeat music.",
+                      "Done: 2:30 PM, upbeat music.", "Thanks. TERMINATE"),
+    "terse": _said("Need an alarm.", "What alarm time?", "Alarm time: 2:30 PM.", "Set.", "Thanks. TERMINATE"),
+    "impatient": _said(OPENING, "Noted.", "Okay.", "Noted again.", "This isn't going anywhere. TERMINATE"),
+}
+VIOLATIONS = {
+    "opening states preferences (share)": ("reticent", _said("Set an alarm at 2:30 PM.", "Done.", "Bye.")),
+    "unprompted preference (share of later messages)": (
+        "reticent", _said(OPENING, "Noted.", "It should repeat on weekdays.", "Done.", "Bye.")),
+    "words per message, over cooperative's": ("terse", _said(*CHATTY)),
+    "stays after 2 stalled assistant turns (share)": (
+        "impatient", _said(OPENING, "Noted.", "Okay.", "Noted again.", "Well?", "Still noted.", "Bye.")),
+}
+
+
+def _checks(bench, folder, planted):
+    store = RunStore(folder)
+    for k, (style, turns) in enumerate(planted):
+        store.append(dialogue(f"d{k}", turns=turns, n_turns=sum(t["role"] == "user" for t in turns),
+                              user_style=style, **SCENARIO))
+    frame = style_checks(audit_dialogues(store, bench)).frame
+    return {row.Check: (row.Style, row.Verdict, row.Note) for row in frame.itertuples(index=False)}
+
+
+def test_each_style_passes_when_it_took_effect(bench, tmp_path):
+    checks = _checks(bench, tmp_path, [("cooperative", _said(*CHATTY)), *STYLED.items()])
+    assert {verdict for _, verdict, _ in checks.values()} == {"pass"}
+    assert {style for style, _, _ in checks.values()} == {"reticent", "terse", "impatient"}
+
+
+@pytest.mark.parametrize("check", sorted(VIOLATIONS))
+def test_each_style_check_fails_on_its_planted_violation_alone(bench, tmp_path, check):
+    style, turns = VIOLATIONS[check]
+    others = [(s, t) for s, t in STYLED.items() if s != style]
+    checks = _checks(bench, tmp_path, [("cooperative", _said(*CHATTY)), *others, (style, turns)])
+    assert {c for c, (_, verdict, _) in checks.items() if verdict == "fail"} == {check}
+
+
+def test_an_absent_style_and_terse_without_cooperative_are_not_measured_with_the_reason(bench, tmp_path):
+    checks = _checks(bench, tmp_path, [("terse", STYLED["terse"])])
+    assert {verdict for _, verdict, _ in checks.values()} == {"not measured"}
+    assert checks["words per message, over cooperative's"][2] == ("no cooperative dialogues in the store to "
+                                                                  "compare with")
+    assert checks["opening states preferences (share)"][2] == "no reticent dialogues in the store"

@@ -95,8 +95,9 @@ def _topic_finder(domains: tuple[str, ...]) -> tuple[re.Pattern[str], dict[str, 
     return re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)", re.IGNORECASE), by_topic
 
 
-def _mentioned(text: str, domains: tuple[str, ...]) -> list[PreferenceType]:
-    """Preference types named in `text`, in order of first mention."""
+def preferences_named(text: str, domains: tuple[str, ...]) -> list[PreferenceType]:
+    """Preference types named in `text`, in order of first mention: what the offline user takes as being
+    asked about, and the user-agent audit too (`trust.audit`), so both read a question alike."""
     finder, by_topic = _topic_finder(domains)
     found: dict[str, PreferenceType] = {}
     for match in finder.finditer(text):
@@ -252,13 +253,16 @@ class UserStyle:
     stalled_turns: int = 0
     """Leaves after this many assistant turns in a row applying no new relevant value (0: never)."""
     answers_aside: bool = True
+    most_answers: int = 0
+    """Takes up at most this many of the topics one assistant message asks about, in the order asked
+    (0: every one); with `answers_aside` off, a first topic its task does not need is passed over."""
     """Answers questions about preferences its task does not need; else asks the assistant to go ahead
     (`DEFER`) when nothing it was asked matters to the task."""
 
 
 _PLAYED = {
     COOPERATIVE: UserStyle(),
-    "reticent": UserStyle(volunteers=(), corrects_omissions=False, answers_aside=False),
+    "reticent": UserStyle(volunteers=(), corrects_omissions=False, answers_aside=False, most_answers=1),
     "terse": UserStyle(volunteers=(1,), terse=True),
     "impatient": UserStyle(stalled_turns=2),
 }
@@ -315,9 +319,10 @@ def user_turn(request: Request, rng: random.Random) -> str:
     sentences: list[tuple[int, str]] = []  # (0 for a relevant preference, 1 otherwise; sentence)
     answered: set[tuple[str, str]] = set()
     corrected = False
+    replied = 0
     for sentence in _SENTENCE.split(last):
         asking = sentence.rstrip().endswith("?")
-        for pref in _mentioned(sentence, domains):
+        for pref in preferences_named(sentence, domains):
             key = _key(pref)
             if key in answered:
                 continue
@@ -329,6 +334,9 @@ def user_turn(request: Request, rng: random.Random) -> str:
                 continue
             if asking and item is not None and not is_pending and any(item.seen_in(u) for u in said_by_user):
                 continue
+            if asking and style.most_answers and replied >= style.most_answers:
+                continue
+            replied += asking
             if asking and not is_pending and not style.answers_aside:
                 continue
             answered.add(key)
@@ -576,7 +584,7 @@ def assistant_turn(request: Request, rng: random.Random) -> str:
             parts.append(rng.choice(_SOURCE_LEADS[source]).format(pairs=_join(by_source[source])))
 
     unknown = [p for p in prefs if _key(p) not in known and _key(p) not in declined]
-    asked_before = set(_mentioned(own_messages, domains)) if own_messages else set()
+    asked_before = set(preferences_named(own_messages, domains)) if own_messages else set()
     said = " ".join(user_messages).lower()
     unknown.sort(key=lambda p: (p in asked_before, not any(k in said for k in _keywords(p.domain, p.name))))
     per_turn = 1 if instructions == "vanilla" else (3 if context.get("task_type") == "MD" else 2)

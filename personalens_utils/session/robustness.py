@@ -1,0 +1,47 @@
+"""Notebook 10's setup in one call: the session on the notebook's parameters and the sensitivity grid on
+its run store, every role made on the session's clients."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import cache
+from typing import Any, ClassVar
+
+from personalens_utils.assistants import Assistant, resolve_assistant
+from personalens_utils.llm.role import ModelRole
+from personalens_utils.robustness.grid import Grid, GridRun, Place
+from personalens_utils.session.base import Session, list_param
+
+
+class RobustnessRun:
+    """Notebook 10's opening, named like the other notebooks' (`SimulationRun.open`, ...)."""
+
+    default_output: ClassVar[str] = "robustness"
+
+    @classmethod
+    def open(cls, parameters: Mapping[str, Any]) -> tuple[Session, GridRun]:
+        """`open_grid` on the notebook's parameters."""
+        return open_grid(parameters, cls.default_output)
+
+
+def open_grid(parameters: Mapping[str, Any], default_output: str = RobustnessRun.default_output,
+              ) -> tuple[Session, GridRun]:
+    """The session and the grid its parameters name (`assistant_models`, `user_models`, `user_styles`,
+    `judge_models`, `repeats`, `batch`, `max_cost_usd`); nothing is called yet."""
+    session = Session.from_parameters(parameters, default_output=default_output)
+    grid = Grid.of(*(list_param(name, parameters[name]) or [] for name in
+                     ("assistant_models", "user_models", "user_styles", "judge_models")),
+                   repeats=parameters["repeats"])
+
+    @cache
+    def assistant(spec: str) -> Assistant:
+        return resolve_assistant(spec, session.clients, what="assistant_models",
+                                 options=session.assistant_options)
+
+    def role(spec: str) -> ModelRole:
+        model = session.spec(spec, "user_models or judge_models")
+        return ModelRole(model, session.clients.client(model))
+
+    place = Place(session.benchmark, session.run_store, session.prompts, session.task_types, session.scope,
+                  session.in_scope(), role, assistant)
+    return session, GridRun(place, grid, batch=parameters["batch"], max_cost_usd=parameters["max_cost_usd"])
