@@ -44,7 +44,9 @@ SHARED = ("backend", "benchmark_dir", "users", "task_types", "max_concurrency", 
           "call_deadline_s", "seed", "backend_seed", "prompt_set", "official_code", "scoring")
 """Parameters every notebook of the evaluation takes from the reproduction's executed notebooks."""
 STAGES = ("03_simulation", "04_judging", "05_ablation", "06_analysis", "07_trust")
-"""07 last: its own store is a copy of the evaluation's store once 03-06 wrote it (see `evaluate`)."""
+"""07 last: its own store is a copy of the evaluation's store once 03-06 wrote it (see `evaluate`). Not 10:
+an evaluation places one assistant among the references under the reproduction's user agent; whether that
+holds under other user agents is notebook 10's question, asked with it among `assistant_models`."""
 TRUST_STORE = "trust_store"
 """Notebook 07's own store in its output folder (notebooks/07_trust.ipynb)."""
 ANNOTATION = "annotation"

@@ -22,6 +22,9 @@ from personalens_utils.outputs.tables import read_caption
 from personalens_utils.reproduce.notebooks import PassResult, StepResult
 from personalens_utils.reproduce.settings import (
     PERSONA_USERS,
+    ROBUSTNESS_STYLES,
+    ROBUSTNESS_TASK_TYPES,
+    ROBUSTNESS_USERS,
     TRUST_JUDGE_SAMPLES,
     TRUST_PROBE_TASKS,
     TRUST_PROBE_USERS,
@@ -105,6 +108,20 @@ PAPER_ITEMS = (
               "per task, full- minus blind-assistant gap in P and TCR, and the flag (extra)", "audit_arms"),
     PaperItem("Table 3 on measuring tasks", "tableV5_table3_on_measuring_tasks", "09_validity",
               "Table 3 beside Table 3 without the flagged tasks (extra)", "audit_arms"),
+    PaperItem("Robustness: Table 3 per condition", "tableR1_condition_table", "10_robustness",
+              "TCR and P of each assistant under each user-agent style (extra)", "grid"),
+    PaperItem("Robustness: pairwise orders", "tableR2_pairwise_orders", "10_robustness",
+              "share of conditions in which each pair of assistants keeps its P order (extra)", "grid"),
+    PaperItem("Robustness: variance split", "tableR3_variance_split", "10_robustness",
+              "each score's variance split into assistant, user agent, judge, interactions, residual (extra)",
+              "grid"),
+    PaperItem("Robustness: stress gaps", "tableR4_stress_gaps", "10_robustness",
+              "each style minus cooperative in TCR and P, paired by scenario (extra)", "grid"),
+    PaperItem("Robustness: pass^k", "tableR5_pass_k", "10_robustness",
+              "share of scenarios passed in all k simulations; not measured with one repeat (extra)",
+              "grid"),
+    PaperItem("Robustness ranking figure", "figureR1_ranking", "10_robustness",
+              "each assistant's P rank under each condition (extra)", "grid"),
     PaperItem("PERSONA Bench results", "tableP1_persona", "08_persona_bench",
               "PERSONA Bench: task x metric, P-Conv | P-NonConv (the authors' layout)", "persona"),
     PaperItem("PERSONA Bench per domain", "tableP2_persona", "08_persona_bench",
@@ -148,6 +165,11 @@ def _models(settings: Settings, kind: str, generated: bool) -> str:
                 f"{TRUST_REPEATS} simulation samples of the probe design's scenarios ({TRUST_PROBE_TASKS} "
                 f"tasks of each type of the first {TRUST_PROBE_USERS} users; assistants {assistants}; user "
                 f"{settings.user_model})")
+    if kind == "grid":
+        return (f"assistants {', '.join(settings.assistant_models)}; user {settings.user_model} played "
+                f"{' and '.join(ROBUSTNESS_STYLES)} by rules (a demonstration, not a finding); judge "
+                f"{settings.judge_model}; {'/'.join(ROBUSTNESS_TASK_TYPES)} tasks of the pass's first "
+                f"{ROBUSTNESS_USERS} users, cooperative records reused from 03 and 04")
     if kind == "anchored":
         people = (f"annotators' sheets {settings.annotations}" if settings.annotations else
                   "SYNTHETIC annotators (seeded noise on the judge's scores, no people)")

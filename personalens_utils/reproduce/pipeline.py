@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from personalens_utils.base.paths import find_official_data, project_root, runs_dir, write_latest
+from personalens_utils.data import DEFAULT_SAMPLE, resolve_users
 from personalens_utils.reproduce.index import INDEX, mark_index, write_index
 from personalens_utils.reproduce.notebooks import (
     OUTPUT_FOLDERS,
@@ -28,6 +29,9 @@ from personalens_utils.reproduce.notebooks import (
 )
 from personalens_utils.reproduce.settings import (
     PERSONA_USERS,
+    ROBUSTNESS_STYLES,
+    ROBUSTNESS_TASK_TYPES,
+    ROBUSTNESS_USERS,
     TRUST_JUDGE_SAMPLES,
     TRUST_PROBE_TASKS,
     TRUST_PROBE_USERS,
@@ -36,8 +40,10 @@ from personalens_utils.reproduce.settings import (
     assistant_name,
     audit_arms,
     model_name,
+    role_specs,
 )
 from personalens_utils.runstore import run_card
+from personalens_utils.session.base import ALL_USERS
 
 
 @dataclass(frozen=True)
@@ -69,7 +75,9 @@ def plan_pass(settings: Settings, folder: Path, bench: Path, users: Any, generat
     04's judgments of a small design (`TRUST_PROBE_USERS` x `TRUST_PROBE_TASKS`), repeats it
     (`TRUST_REPEATS` x `TRUST_JUDGE_SAMPLES`) for the variance decomposition and the power plan, and audits
     03's dialogues; 09 checks 04's judgments against (synthetic) annotators, blames failures and audits
-    the tasks (on 05's settings unless the blind and full reference assistants ran)."""
+    the tasks (on 05's settings unless the blind and full reference assistants ran); 10, last and only when
+    every role is offline (on real models the grid costs money), runs a small robustness grid reusing 03's
+    and 04's records."""
     common = {
         "backend": settings.backend,
         "benchmark_dir": str(bench),
@@ -155,8 +163,30 @@ def plan_pass(settings: Settings, folder: Path, bench: Path, users: Any, generat
         "backend_seed": settings.backend_seed,
         "n_resamples": 100,
     })] if generated else []
+    robustness = [Step("10_robustness", {
+        **{name: common[name] for name in ("backend", "backend_seed", "benchmark_dir", "run_dir",
+                                           "output_dir", "max_concurrency", "seed")},
+        "users": _first_users(users, settings),
+        "task_types": list(ROBUSTNESS_TASK_TYPES),
+        "assistant_models": list(settings.assistant_models),
+        "user_models": [settings.user_model],
+        "user_styles": list(ROBUSTNESS_STYLES),
+        "judge_models": [settings.judge_model],
+    }, needs=(*dialogues, judging.name))] if _offline(settings) else []
     return [*steps, *simulations, judging, Step("02_validation", common, needs=dialogues), ablation, analysis,
-            trust, validity, *persona]
+            trust, validity, *persona, *robustness]
+
+
+def _first_users(users: Any, settings: Settings) -> list[int]:
+    """Notebook 10's users: the first `ROBUSTNESS_USERS` of the pass's (a generated benchmark numbers its
+    users from 0; every official user is in the default sample, so "all" starts there)."""
+    if users is None:
+        return list(range(min(ROBUSTNESS_USERS, settings.generated_users)))
+    return (resolve_users(DEFAULT_SAMPLE if users == ALL_USERS else users) or [])[:ROBUSTNESS_USERS]
+
+
+def _offline(settings: Settings) -> bool:
+    return all(spec.backend == "offline" for spec in role_specs(settings).values())
 
 
 def _audit_arms(settings: Settings) -> dict[str, str]:

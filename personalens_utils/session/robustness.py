@@ -10,7 +10,13 @@ from typing import Any, ClassVar
 from personalens_utils.assistants import Assistant, resolve_assistant
 from personalens_utils.llm.role import ModelRole
 from personalens_utils.robustness.grid import Grid, GridRun, Place
+from personalens_utils.runstore.store import ReproductionStore, RunStore
 from personalens_utils.session.base import Session, list_param
+
+ROBUSTNESS_STORE = "robustness_store"
+"""Notebook 10's own store in its records folder, over the run store: a scenario simulated under a second
+style (or judged by a second judge) would make the run store's default readers, notebook 06's Table 3 among
+them, refuse it, so the grid's records stay apart, as notebooks 07 and 09 keep theirs."""
 
 
 class RobustnessRun:
@@ -27,8 +33,11 @@ class RobustnessRun:
 def open_grid(parameters: Mapping[str, Any], default_output: str = RobustnessRun.default_output,
               ) -> tuple[Session, GridRun]:
     """The session and the grid its parameters name (`assistant_models`, `user_models`, `user_styles`,
-    `judge_models`, `repeats`, `batch`, `max_cost_usd`); nothing is called yet."""
-    session = Session.from_parameters(parameters, default_output=default_output)
+    `judge_models`, `repeats`, `batch`, `max_cost_usd`) over its own store (`ROBUSTNESS_STORE`), which
+    reads through the run store until its first write; nothing is called yet."""
+    session = Session.from_parameters(parameters, default_output=default_output, writes_store=False)
+    own, run = session.records_dir / ROBUSTNESS_STORE, session.run_store
+    store = ReproductionStore.over(run, own) if run.root.is_dir() else RunStore(own)
     grid = Grid.of(*(list_param(name, parameters[name]) or [] for name in
                      ("assistant_models", "user_models", "user_styles", "judge_models")),
                    repeats=parameters["repeats"])
@@ -42,6 +51,6 @@ def open_grid(parameters: Mapping[str, Any], default_output: str = RobustnessRun
         model = session.spec(spec, "user_models or judge_models")
         return ModelRole(model, session.clients.client(model))
 
-    place = Place(session.benchmark, session.run_store, session.prompts, session.task_types, session.scope,
+    place = Place(session.benchmark, store, session.prompts, session.task_types, session.scope,
                   session.in_scope(), role, assistant)
     return session, GridRun(place, grid, batch=parameters["batch"], max_cost_usd=parameters["max_cost_usd"])

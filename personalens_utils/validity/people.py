@@ -17,7 +17,8 @@ answered. The finished record is an ordinary `Dialogue` whose user role is `huma
 shown by the explorer. Dialogues of people on one scenario, assistant and setting are numbered as
 samples of one run (0, 1, ...), so two people on the same scenario are two samples, not a clash.
 
-`fidelity_table` compares people's dialogues with the simulator's on the scenarios both cover.
+`fidelity_table` compares people's dialogues with the simulator's on the scenarios both cover, one row
+group per user-agent style the simulator played, so a researcher can pick the style closest to people.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ from personalens_utils.llm.loop_thread import LoopThread
 from personalens_utils.llm.offline.judge import mentions, words_of
 from personalens_utils.outputs.tables import Source, TableResult
 from personalens_utils.prompt_sets import KIT, PromptSet, ScenarioContext
+from personalens_utils.prompt_templates.user_styles import COOPERATIVE, USER_STYLES
 from personalens_utils.runstore import run_card
 from personalens_utils.runstore.columnar import Columnar
 from personalens_utils.runstore.records import Dialogue
@@ -332,20 +334,23 @@ def fidelity_frame(stores: Stores, benchmark: Benchmark, *, simulator: str | Non
                    judge_model: str | None = None) -> pd.DataFrame:
     """One row per finished dialogue of the scenarios people and the simulator both cover (same
     assistant, setting and prompts): `arm` (people or simulator), the scenario's `user_id`, the `cell`
-    compared, and each measure of `MEASURES` (TC and P: the judge's mean over its samples; missing
-    when not judged). `stores` is one run store or folder, or several read together (people's run
-    folder and the simulator's); `simulator` names the simulated user model when they hold several."""
+    compared, the `user_style` the simulator played (people's rows: cooperative), and each measure of
+    `MEASURES` (TC and P: the judge's mean over its samples; missing when not judged). `stores` is one
+    run store or folder, or several read together (people's run folder and the simulator's);
+    `simulator` names the simulated user model when they hold several."""
     with reading(stores) as source:
         frame = _covered(source, simulator)
         read = _read(source, frame["dialogue_id"].tolist())
-        tidy = load_scores(source, judge_model=judge_model, dialogue_ids=list(frame["dialogue_id"]))
+        # one read per style: two styles on one scenario are not a clash here; several judges still are
+        tidy = pd.concat([load_scores(source, judge_model=judge_model, dialogue_ids=list(ids))
+                          for _, ids in frame.groupby("user_style", observed=True)["dialogue_id"]])
         origin = f"run store {source.name}/"
     context_for = benchmark_contexts(benchmark)
     rows = []
     for row in frame.sort_values("dialogue_id").itertuples(index=False):
         dialogue = read[row.dialogue_id]
         rows.append({"dialogue_id": row.dialogue_id, "arm": row.arm, "user_id": int(row.user_id),
-                     "cell": row.cell, "user_model": str(row.user_model),
+                     "cell": row.cell, "user_model": str(row.user_model), "user_style": str(row.user_style),
                      **_text_measures(dialogue, context_for(dialogue))})
     out = pd.DataFrame(rows)
     judged = tidy[tidy["dimension"].isin([TASK_COMPLETION, PERSONALIZATION])]
@@ -415,12 +420,10 @@ def _fmt(interval: Interval, digits: int) -> str:
     return f"{interval.estimate:.{digits}f} [{interval.low:.{digits}f}, {interval.high:.{digits}f}]"
 
 
-def fidelity_table(frame: pd.DataFrame, *, seed: int = 0,
-                   n_resamples: int = DEFAULT_RESAMPLES) -> TableResult:
-    """People against the simulator on the scenarios both cover (`fidelity_frame`): each measure's
-    mean per arm and the difference (people minus simulator, per scenario, averaged), with cluster
-    bootstrap intervals over users where the kit's thin-data rule allows one (`MIN_CLUSTERS` users, a
-    non-zero width); means only elsewhere (the caption says why)."""
+def _compare(frame: pd.DataFrame, *, seed: int,
+             n_resamples: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]], bool]:
+    """People against the simulated dialogues of `frame`, measure by measure: the shown rows, their
+    numbers, and whether some cell's interval was withheld as resting on too few users."""
     rows, data, thin = [], [], False
     for measure, label in MEASURES:
         design = _cells(frame, measure)
@@ -444,7 +447,59 @@ def fidelity_table(frame: pd.DataFrame, *, seed: int = 0,
                      "simulator": intervals[SIMULATOR].estimate, "difference": diff.estimate,
                      "ci_low": diff.low, "ci_high": diff.high,
                      "scenarios": int(diff.n), "users": int(users)})
-    people = frame.loc[frame["arm"] == PEOPLE]
+    return rows, data, thin
+
+
+def _closest(data: pd.DataFrame) -> str:
+    """The caption's sentence naming, per measure, the style closest to people, only where the margin
+    is clear: the far end of its distance interval (|people - style|) lies below the near end of every
+    other style's. A withheld interval (too few users) names nothing, and the sentence says so."""
+    named, unclear = [], False
+    for measure, label in MEASURES:
+        rows = data[data["measure"] == measure]
+        if len(rows) < 2:
+            continue
+        if rows[["ci_low", "ci_high"]].isna().any().any():
+            unclear = True
+            continue
+        far = rows[["ci_low", "ci_high"]].abs().max(axis=1)
+        near = rows[["ci_low", "ci_high"]].abs().min(axis=1).where(rows["ci_low"] * rows["ci_high"] > 0, 0.0)
+        best = rows["difference"].abs().idxmin()
+        if (far[best] < near.drop(best)).all():
+            named.append(f"{rows.at[best, 'style']} on {label[0].lower()}{label[1:]}")
+    if named:
+        return ("Closest to people by a clear margin (its interval of |people - style| below every other "
+                f"style's): {'; '.join(named)}. ")
+    if unclear:
+        return (f"The sample is too small to name the style closest to people (fewer than {MIN_CLUSTERS} "
+                "benchmark users, or resamples that all agree). ")
+    return "No style is closer to people than the others by a clear margin on any measure. "
+
+
+def fidelity_table(frame: pd.DataFrame, *, seed: int = 0,
+                   n_resamples: int = DEFAULT_RESAMPLES) -> TableResult:
+    """People against the simulator on the scenarios both cover (`fidelity_frame`): each measure's
+    mean per arm and the difference (people minus simulator, per scenario, averaged), with cluster
+    bootstrap intervals over users where the kit's thin-data rule allows one (`MIN_CLUSTERS` users, a
+    non-zero width); means only elsewhere (the caption says why). Where the simulator played another
+    style than cooperative, one row group per style (`Style`), compared on the scenarios that style
+    shares with people, so that the caption can name the style closest to people; a cooperative-only
+    frame gives the table it always gave."""
+    simulated = frame["arm"] == SIMULATOR
+    styles = [s for s in USER_STYLES if s in set(frame.loc[simulated, "user_style"])]
+    if styles == [COOPERATIVE]:
+        rows, data, thin = _compare(frame, seed=seed, n_resamples=n_resamples)
+        table, numbers, counted, closest = pd.DataFrame(rows), pd.DataFrame(data), "", ""
+    else:
+        parts = [(style, _compare(frame[~simulated | (frame["user_style"] == style)], seed=seed,
+                                  n_resamples=n_resamples)) for style in styles]
+        thin = any(part[2] for _, part in parts)
+        table = pd.DataFrame([{"Style": style, **row} for style, part in parts for row in part[0]])
+        numbers = pd.DataFrame([{"style": style, **row} for style, part in parts for row in part[1]])
+        per_style = frame.loc[simulated, "user_style"].value_counts()
+        counted = f" ({', '.join(f'{style} {per_style[style]}' for style in styles)})"
+        closest = _closest(numbers) if len(styles) > 1 else ""
+    people = frame.loc[~simulated]
     backends = frame.attrs.get("backends", set())
     intervals = (f"{method_note(n_resamples=n_resamples)}; people minus simulator is paired by scenario. "
                  if not thin else "")
@@ -454,11 +509,11 @@ def fidelity_table(frame: pd.DataFrame, *, seed: int = 0,
         "People as the user against the simulated user on the scenarios both played with the same "
         "assistant, setting and prompts: means per arm, each scenario's dialogues averaged first. "
         f"{len(people)} dialogues by {people['user_model'].nunique()} people, "
-        f"{int((frame['arm'] == SIMULATOR).sum())} simulated; preferences stated or disclosed count the "
+        f"{int(simulated.sum())} simulated{counted}; preferences stated or disclosed count the "
         "task's relevant preference types whose values the user wrote; flags are the user-agent audit's "
         "(heuristics); TC and P are the judge's (a row's scenarios are those judged in both arms). "
-        + intervals + why
+        + intervals + why + closest
     ).strip() + provenance_note(backends)
     source = Source.of(frame.attrs.get("origin", "a fidelity frame"), len(frame), Dialogue.table, backends,
                        sorted(set(frame["user_model"])))
-    return TableResult(pd.DataFrame(rows), caption, source, pd.DataFrame(data), precision=2)
+    return TableResult(table, caption, source, numbers, precision=2)

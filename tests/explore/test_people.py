@@ -272,3 +272,64 @@ def test_the_fidelity_table_prints_at_its_natural_size_on_an_acl_page(tmp_path, 
         text = tex.read_text(encoding="utf-8")
         assert "resizebox" not in text and "scalebox" not in text and "adjustbox" not in text
         assert compile_problems(tex) == []
+
+
+FROZEN_ROWS = [  # the cooperative-only table before styles came in (issue 41), for _people_and_simulator
+    ("Turns", "3.00", "4.00", "-1.00"), ("Words per user turn", "6.33", "14.42", "-8.08"),
+    ("Preferences stated in first message", "0.00", "0.00", "0.00"),
+    ("Preferences disclosed overall", "1.00", "1.00", "0.00"),
+    *((flag, "0.0", "0.0", "0.0") for flag in ("Opening states preferences (%)", "Contradicts profile (%)",
+                                               "Turn cap, no TERMINATE (%)", "Repetition loop (%)",
+                                               "Answers as assistant (%)")),
+    ("TC (%)", "0.0", "100.0", "-100.0"), ("P (1-4)", "1.00", "2.00", "-1.00"),
+]
+FROZEN_CAPTION = (
+    "People as the user against the simulated user on the scenarios both played with the same assistant, "
+    "setting and prompts: means per arm, each scenario's dialogues averaged first. 3 dialogues by 3 people, "
+    "3 simulated; preferences stated or disclosed count the task's relevant preference types whose values "
+    "the user wrote; flags are the user-agent audit's (heuristics); TC and P are the judge's (a row's "
+    "scenarios are those judged in both arms). Cells resting on fewer than 10 benchmark users (or whose "
+    "resamples all agree) show means only: a bootstrap over so few users does not hold its stated coverage. "
+    "Made in part with the offline backend (rule-based simulation, not a language model), in part with human."
+)
+
+
+def test_a_cooperative_only_store_gives_the_table_it_gave_before_styles(tmp_path, benchmark, assistant):
+    table = fidelity_table(fidelity_frame(_people_and_simulator(tmp_path / "run", benchmark, assistant),
+                                          benchmark), n_resamples=200)
+    assert list(table.frame.columns) == ["Measure", "People", "Simulator", "People - simulator", "Scenarios",
+                                         "Users"]
+    assert [tuple(r) for r in table.frame.iloc[:, :4].itertuples(index=False)] == FROZEN_ROWS
+    assert set(table.frame["Scenarios"]) == set(table.frame["Users"]) == {3}
+    assert table.caption == FROZEN_CAPTION
+    assert "style" not in table.data.columns
+
+
+def test_the_fidelity_table_compares_people_with_each_style_and_names_the_closer_one(
+        tmp_path, benchmark, assistant, monkeypatch):
+    store = _people_and_simulator(tmp_path / "run", benchmark, assistant)
+    run_simulation(benchmark, store, LLMClient("offline"),
+                   SimulationConfig(task_types=["SD"], assistant=assistant, user_style="terse"))
+    _judge(store, benchmark)
+    frame = fidelity_frame(store, benchmark)
+    assert frame.groupby(["arm", "user_style"]).size().to_dict() == {
+        ("people", "cooperative"): 3, ("simulator", "cooperative"): 3, ("simulator", "terse"): 3}
+
+    thin = fidelity_table(frame, n_resamples=200)
+    rows = thin.frame.set_index(["Style", "Measure"])
+    assert list(thin.frame["Style"].unique()) == ["cooperative", "terse"]
+    assert [tuple(r) for r in rows.loc["cooperative"].iloc[:, :3].itertuples()] == FROZEN_ROWS  # unchanged
+    words = rows.xs("Words per user turn", level="Measure")
+    assert words.loc["terse", "People"] == words.loc["cooperative", "People"] == "6.33"
+    assert float(words.loc["terse", "Simulator"]) < float(words.loc["cooperative", "Simulator"])  # shorter
+    assert "6 simulated (cooperative 3, terse 3)" in thin.caption
+    assert "too small to name the style closest to people" in thin.caption  # three users: no verdict
+    assert "Closest to people" not in thin.caption
+
+    _allow_intervals_on_three_users(monkeypatch)
+    wide = fidelity_table(frame, n_resamples=200)
+    assert "its interval of |people - style| below every other style's): terse on words per user turn." \
+        in wide.caption
+    assert "too small" not in wide.caption
+    # turns tie (4 each), so no style is named there
+    assert "on turns" not in wide.caption

@@ -19,7 +19,7 @@ from support.tiny_benchmark import tiny_benchmark
 from personalens_utils import reproduce
 from personalens_utils.assistants.reference_assistants import FOCUS_ASSISTANT
 from personalens_utils.base.paths import LatestRun
-from personalens_utils.data import save_benchmark
+from personalens_utils.data import SAMPLES, save_benchmark
 from personalens_utils.generation.runner import GenerationConfig, generate_benchmark
 from personalens_utils.llm.client import Clients
 from personalens_utils.outputs.plots import save_figure
@@ -319,6 +319,7 @@ def test_per_role_specs_reach_the_notebooks_and_notebook_06_gets_the_stored_name
     ablation = RETRIEVAL.removeprefix("python:")  # the reference assistants did not run: 05's two settings
     assert (validity["blind_assistant"], validity["full_assistant"]) == (f"{ablation}:base",
                                                                          f"{ablation}:base+all")
+    assert "10_robustness" not in calls  # its grid would call the real models: run it yourself
     lines = index._called_lines(settings)
     assert "- judge: anthropic:" in "\n".join(lines)
     assert "- reviewer: offline:claude-3-7-sonnet-20250219 (Claude 3.7 Sonnet)" in lines
@@ -378,6 +379,22 @@ def test_the_command_line_sizes_the_generated_benchmark_and_01_keeps_its_default
     assert {str(p.get("max_concurrency")) for k, p in default.items() if k != "08_persona_bench"} == {"16"}
     sd_only = ["--passes", "generated", "--domains", "Events,Music", "--task-types", "SD", "--md-tasks", "0"]
     assert reproduce.problems(reproduce.parse_args(sd_only)) == []
+
+
+def test_an_offline_pass_ends_with_a_small_robustness_grid_on_its_own_records(tmp_path):
+    """Issue 41 item 5: notebook 10 runs last, on the pass's store (03's and 04's records are reused), with
+    the pass's roles under two styles on the SD tasks of its first users only."""
+    generated = _plan(reproduce.parse_args(["--passes", "generated", "--generated-users", "4"]), tmp_path)
+    grid = generated["10_robustness"]
+    assert list(generated)[-1] == "10_robustness"
+    assert grid["run_dir"] == generated["04_judging"]["run_dir"]
+    assert (grid["users"], grid["task_types"]) == ([0, 1, 2, 3], ["SD"])
+    assert grid["user_styles"] == list(reproduce_settings.ROBUSTNESS_STYLES) == ["cooperative", "reticent"]
+    assert grid["assistant_models"] == generated["04_judging"]["assistant_models"]
+    assert (grid["user_models"], grid["judge_models"]) == (["Claude 3 Sonnet"], ["Claude 3.5 Sonnet"])
+    steps = pipeline.plan_pass(reproduce.parse_args([]), tmp_path, tmp_path / "b", "sample_50", False)
+    official = next(step for step in steps if step.notebook == "10_robustness").params
+    assert official["users"] == sorted(SAMPLES["sample_50"])[:reproduce_settings.ROBUSTNESS_USERS]
 
 
 @pytest.mark.parametrize(("argv", "said"), [

@@ -63,10 +63,10 @@ def test_a_failed_notebook_01_stops_the_pass_and_nothing_stale_is_published(proj
                      "--assistant-models", "ref-follows-setting", "--ablation-model", "ref-follows-setting"])
     out = capsys.readouterr().out
     assert code == 1
-    assert "[reproduce] [2/9] 03_simulation-ref_follows_setting: not run, 01_generation failed" in out
-    assert "[reproduce] [1/9] 01_generation FAILED after" in out
+    assert "[reproduce] [2/10] 03_simulation-ref_follows_setting: not run, 01_generation failed" in out
+    assert "[reproduce] [1/10] 01_generation FAILED after" in out
     assert "nothing copied to tables/ and figures/, runs/LATEST unchanged" in out
-    assert "ran 2 notebook(s): 1 ok, 1 failed, 7 not run" in out  # 08 (PERSONA Bench) needs nothing of 01
+    assert "ran 2 notebook(s): 1 ok, 1 failed, 8 not run" in out  # 08 (PERSONA Bench) needs nothing of 01
     assert not (project / "tables").exists()
     assert latest.read_text() == "folder: r/generated\nbenchmark: r/generated/benchmark\n"
     assert not (old / "06_analysis.ipynb").exists()  # no notebook ran on the old benchmark
@@ -103,9 +103,9 @@ def test_a_failure_stops_only_the_notebooks_that_need_its_output(monkeypatch, tm
     generated, official = results
     assert [s.outcome for s in generated.steps] == [
         "ok", "ok", "ok", "ok", "ok", "FAILED: ScoresError: no judgments", "not run: 05_ablation failed",
-        "ok", "not run: 05_ablation failed", "ok"]  # 07 and 08 need nothing of 05; 09 audits its settings
-    assert [s.notebook for s in generated.steps][-4:] == ["06_analysis", "07_trust", "09_validity",
-                                                          "08_persona_bench"]
+        "ok", "not run: 05_ablation failed", "ok", "ok"]  # 07, 08, 10 need nothing of 05; 09 audits 05's
+    assert [s.notebook for s in generated.steps][-5:] == ["06_analysis", "07_trust", "09_validity",
+                                                          "08_persona_bench", "10_robustness"]
     assert "generated/06_analysis" not in ran and "official/06_analysis" in ran
     assert official.finished and not generated.finished
     assert "folder: r/official" in (tmp_path / "runs" / "LATEST").read_text()
@@ -207,7 +207,7 @@ def test_each_failure_line_says_the_error_and_its_message_not_the_traceback_hint
     other = "BinderException: Binder Error: Column \"x\" referenced before it is defined"
     assert f"[reproduce]   01_generation: FAILED: {kit}" in out  # the summary
     assert f"[reproduce]   08_persona_bench: FAILED: {other}\n" in out
-    assert re.search(rf"\[1/9\] 01_generation FAILED after \d+s: {re.escape(kit)}", out)  # the step's line
+    assert re.search(rf"\[1/10\] 01_generation FAILED after \d+s: {re.escape(kit)}", out)  # the step's line
     index = (project / "runs" / "r" / "INDEX.md").read_text()
     assert f"| FAILED: {kit}" in index and f"| FAILED: {other} |" in index
     assert errors.HOW_TO_SEE_THE_TRACEBACK not in index

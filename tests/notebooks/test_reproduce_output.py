@@ -16,7 +16,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.official, pytest.mark.timeout(600, f
 
 def test_a_reproduction_prints_no_kernel_warning(journey):
     printed = Path(load_steps(journey)["reproduce"].log).read_text(encoding="utf-8")
-    for name in ("06_analysis", "07_trust", "09_validity", "08_persona_bench"):
+    for name in ("06_analysis", "07_trust", "09_validity", "08_persona_bench", "10_robustness"):
         # not anchored at the line's start: the kernels' standard error shares the log and may end no line
         assert re.search(rf"\[reproduce\] \[\d+/\d+\] {name} done in \d+s$", printed, re.M), name
     assert "assistant_models=" not in printed  # the parameters are in the pass's parameters.log
