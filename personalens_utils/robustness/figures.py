@@ -3,6 +3,7 @@ where lines cross, i.e. where a change of user agent or judge reorders the assis
 
 from __future__ import annotations
 
+import matplotlib as mpl
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
@@ -11,7 +12,14 @@ from scipy.stats import rankdata
 from personalens_utils.analysis.scores import SCALES, provenance
 from personalens_utils.analysis.tables import score_source
 from personalens_utils.assistants.python import row_label
-from personalens_utils.outputs.plots import FigureResult, Span, greyscale_styles, mark_offline, new_figure
+from personalens_utils.outputs.plots import (
+    FigureResult,
+    Span,
+    fit_legend,
+    greyscale_styles,
+    mark_offline,
+    new_figure,
+)
 from personalens_utils.robustness.conditions import (
     ASSISTANT,
     LABEL,
@@ -53,7 +61,10 @@ def ranking_figure(tidy: pd.DataFrame, dimension: str, *, span: Span = "column")
         ax.set_ylim(len(assistants) + 0.4, 0.6)  # rank 1 on top
         ax.set_ylabel(f"rank by {SCALES[dimension].short}")
         ax.grid(axis="x", visible=False)
-        fig.legend(loc="outside lower center", ncols=min(3, len(assistants)), frameon=False)
+        handles, labels = ax.get_legend_handles_labels()
+        fits = fit_legend(labels, fig.get_figwidth(), max_columns=3,
+                          handlelength=mpl.rcParams["legend.handlelength"])
+        fig.legend(handles, fits.labels, loc="outside lower center", ncols=fits.columns, frameon=False)
         mark_offline(fig, made.backends, made.offline_roles())
         return fig
 
