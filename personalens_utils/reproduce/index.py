@@ -117,6 +117,8 @@ PAPER_ITEMS = (
               "grid"),
     PaperItem("Robustness: stress gaps", "tableR4_stress_gaps", "10_robustness",
               "each style minus cooperative in TCR and P, paired by scenario (extra)", "grid"),
+    PaperItem("Robustness: did each style take effect", "tableR6_user_style_checks", "10_robustness",
+              "07's style checks on the grid's own dialogues: pass, fail or not measured (extra)", "grid"),
     PaperItem("Robustness: pass^k", "tableR5_pass_k", "10_robustness",
               "share of scenarios passed in all k simulations; not measured with one repeat (extra)",
               "grid"),

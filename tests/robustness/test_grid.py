@@ -110,6 +110,7 @@ def test_notebook_10_runs_end_to_end_on_the_tiny_benchmark(tmp_path):
     papermill.execute_notebook(str(notebook), str(tmp_path / "10.ipynb"), kernel_name="python3",
                                progress_bar=False, cwd=str(notebook.parent), parameters=parameters)
     tables = {p.name for p in (tmp_path / "out" / "tables").glob("*.csv")}
-    names = ("R1_condition_table", "R2_pairwise_orders", "R3_variance_split", "R4_stress_gaps", "R5_pass_k")
+    names = ("R1_condition_table", "R2_pairwise_orders", "R3_variance_split", "R4_stress_gaps", "R5_pass_k",
+             "R6_user_style_checks")
     assert tables == {f"table{n}.csv" for n in names}
     assert (tmp_path / "out" / "figures" / "figureR1_ranking.pdf").is_file()

@@ -235,6 +235,7 @@ _GIVE_UPS = (
 _CORRECTIONS = ("Actually, that's not quite it.", "Hmm, not quite.")
 _VOLUNTEER_LEADS = ("Also, ", "Oh, and ", "")
 _PATIENCE = {"SD": 8, "MD": 12}
+PLAIN_OPENING = "Hi, could you help me with a request about {domains}?"
 _NONCOMMITTAL = ("Okay.", "Sure, go on.", "Alright.")
 _ACCEPTS = ("Okay, thanks. TERMINATE", "Fine, thanks. TERMINATE")
 
@@ -253,6 +254,8 @@ class UserStyle:
     stalled_turns: int = 0
     """Leaves after this many assistant turns in a row applying no new relevant value (0: never)."""
     answers_aside: bool = True
+    plain_opening: bool = False
+    """Opens without any value of its preferences, even one the task's wording carries."""
     most_answers: int = 0
     """Takes up at most this many of the topics one assistant message asks about, in the order asked
     (0: every one); with `answers_aside` off, a first topic its task does not need is passed over."""
@@ -262,7 +265,8 @@ class UserStyle:
 
 _PLAYED = {
     COOPERATIVE: UserStyle(),
-    "reticent": UserStyle(volunteers=(), corrects_omissions=False, answers_aside=False, most_answers=1),
+    "reticent": UserStyle(volunteers=(), corrects_omissions=False, answers_aside=False, most_answers=1,
+                          plain_opening=True),
     "terse": UserStyle(volunteers=(1,), terse=True),
     "impatient": UserStyle(stalled_turns=2),
 }
@@ -296,9 +300,14 @@ def user_turn(request: Request, rng: random.Random) -> str:
     context = request.context
     style = _played(context)
     dialogue: Sequence[Mapping[str, str]] = context.get("dialogue") or ()
-    if not dialogue:
-        return _opening(context, rng)
     task = context.get("task") or {}
+    if not dialogue:
+        opening = _opening(context, rng)
+        relevant, _ = _user_items(task, context.get("preferences") or {})
+        if style.plain_opening and any(item.seen_in(opening) for item in relevant):
+            domains = _join([str(d).lower() for d in task.get("domains") or ()]) or "something"
+            return PLAIN_OPENING.format(domains=domains)
+        return opening
     relevant, every = _user_items(task, context.get("preferences") or {})
     said_by_assistant = [t["content"] for t in dialogue if t["role"] == "assistant"]
     said_by_user = [t["content"].lower() for t in dialogue if t["role"] == "user"]
