@@ -32,7 +32,7 @@ from personalens_utils.prompt_sets import PromptSet
 from personalens_utils.prompt_templates.user_styles import COOPERATIVE, user_style
 from personalens_utils.runstore.engine import StageReport
 from personalens_utils.runstore.identity import USER_STYLE
-from personalens_utils.runstore.records import Dialogue
+from personalens_utils.runstore.records import Dialogue, Judgment
 from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation import SimulationConfig, estimate_simulation, run_simulation
 
@@ -40,6 +40,9 @@ GRID_DIMENSIONS = (TASK_COMPLETION, PERSONALIZATION)
 """What the grid judges: the two scores the robustness tables report (other stored ones are left alone)."""
 KEYS = ["assistant_model", "user_model", USER_STYLE, "judge_model"]
 """The columns that name one assistant under one condition of the grid."""
+
+DIALOGUES, JUDGMENTS = Dialogue.table, Judgment.table
+"""The counts of `counts` and `stored`: records of those tables."""
 
 
 @dataclass(frozen=True)
@@ -183,12 +186,12 @@ class GridRun:
         """Per assistant and condition, how many of the grid's dialogues and judgments the store holds."""
         dialogues = self._rows(load_dialogues(self.place.store))
         dialogues = dialogues[dialogues["dialogue_status"] != "error"]
-        made = dialogues.groupby(KEYS[:3], observed=True).size().rename("dialogues").reset_index()
-        judged = self.scores().groupby(KEYS, observed=True).size().rename("judgments").reset_index()
+        made = dialogues.groupby(KEYS[:3], observed=True).size().rename(DIALOGUES).reset_index()
+        judged = self.scores().groupby(KEYS, observed=True).size().rename(JUDGMENTS).reset_index()
         cells = pd.DataFrame([(a, u, s, j) for a in self._assistant_names() for u, s in self._agents()
                               for j in self._judge_keys()], columns=KEYS)
         counts = cells.merge(_plain(made), on=KEYS[:3], how="left").merge(_plain(judged), on=KEYS, how="left")
-        return counts.fillna({"dialogues": 0, "judgments": 0}).astype({"dialogues": int, "judgments": int})
+        return counts.fillna({DIALOGUES: 0, JUDGMENTS: 0}).astype({DIALOGUES: int, JUDGMENTS: int})
 
     def scores(self) -> pd.DataFrame:
         """The tidy frame of the grid's conditions (`load_scores(by_condition=True)`), for R1-R5."""
@@ -237,7 +240,7 @@ def reuse(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
     """Per assistant and condition: what was stored before the run (reused) and what the run added."""
     merged = after.merge(before, on=KEYS, how="left", suffixes=("", "_before")).fillna(0)
     out = merged[KEYS].copy()
-    for what in ("dialogues", "judgments"):
+    for what in (DIALOGUES, JUDGMENTS):
         out[f"{what}_reused"] = merged[f"{what}_before"].astype(int)
         out[f"{what}_made"] = (merged[what] - merged[f"{what}_before"]).astype(int)
     return out.sort_values(KEYS, ignore_index=True)
