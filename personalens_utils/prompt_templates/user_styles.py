@@ -50,6 +50,18 @@ USER_STYLES: dict[str, UserStyle] = {style.name: style for style in (
 """The styles by name: the only names a run may be asked for or a stored dialogue may carry."""
 
 
+@dataclass(frozen=True)
+class UserAgent:
+    """Who plays the user: a model (a name, or a spec where the caller reads specs) and the style it
+    plays, checked when made."""
+
+    model: str
+    style: str = COOPERATIVE
+
+    def __post_init__(self) -> None:
+        user_style(self.style)
+
+
 def user_style(name: str) -> UserStyle:
     """The style `name`; another name is refused, listing the known ones."""
     if name not in USER_STYLES:

@@ -29,7 +29,7 @@ from personalens_utils.judging import (
 from personalens_utils.llm.budget import CostEstimate
 from personalens_utils.llm.role import ModelRole
 from personalens_utils.prompt_sets import PromptSet
-from personalens_utils.prompt_templates.user_styles import COOPERATIVE, user_style
+from personalens_utils.prompt_templates.user_styles import UserAgent
 from personalens_utils.runstore.engine import StageReport
 from personalens_utils.runstore.identity import USER_STYLE
 from personalens_utils.runstore.records import Dialogue, Judgment
@@ -43,17 +43,6 @@ KEYS = ["assistant_model", "user_model", USER_STYLE, "judge_model"]
 
 DIALOGUES, JUDGMENTS = Dialogue.table, Judgment.table
 """The counts of `counts` and `stored`: records of those tables."""
-
-
-@dataclass(frozen=True)
-class UserAgent:
-    """A user agent of the grid: a model spec (as notebook 03's `user_model`) and the style it plays."""
-
-    model: str
-    style: str = COOPERATIVE
-
-    def __post_init__(self) -> None:
-        user_style(self.style)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from typing import Any
 from personalens_utils.assistants import Assistant, assistant_on
 from personalens_utils.llm import Message, Response, Usage
 from personalens_utils.prompt_sets import KIT, PromptSet, ScenarioContext, in_style
-from personalens_utils.prompt_templates.user_styles import COOPERATIVE
+from personalens_utils.prompt_templates.user_styles import UserAgent
 from personalens_utils.runstore.engine import error_message
 from personalens_utils.runstore.identity import Role
 from personalens_utils.runstore.records import Dialogue
@@ -62,23 +62,25 @@ async def simulate_dialogue(
     ctx: ScenarioContext,
     setting: AssistantSetting,
     *,
-    user_model: str,
+    user_model: str | UserAgent,
     assistant: Assistant | str = "",
     max_turns: int | None = None,
     prompts: PromptSet = KIT,
     sample: int = 0,
-    user_style: str = COOPERATIVE,
 ) -> Dialogue:
     """Run one dialogue and return its run-store record: the user agent speaks through `client` (an
     `LLMClient`), the assistant is `assistant` (an `Assistant`, or a model's name: that model on the
     same client), both with the requests and by the rules of `prompt_templates`; every call carries `sample`,
-    which of a run's independent repetitions this dialogue is (`SimulationConfig.repeats`), and the user
-agent plays `user_style` (`prompt_sets.in_style`), which the record keeps.
+    which of a run's independent repetitions this dialogue is (`SimulationConfig.repeats`). `user_model` is
+the user agent's model, or a `UserAgent` naming the style it plays as well (`prompt_sets.in_style`;
+a bare model plays cooperative), which the record keeps.
 
     A call failing in the llm layer does not raise (except an authentication failure, see
     `engine.error_message`): the record comes back with status "error", the error message and the
     turns made so far. Any other exception is a bug and propagates.
     """
+    agent = user_model if isinstance(user_model, UserAgent) else UserAgent(user_model)
+    user_model, user_style = agent.model, agent.style
     scenario = ctx.scenario
     cap = max_turns if max_turns is not None else TURN_CAPS[scenario.task_type]
     turns: list[dict[str, str]] = []

@@ -26,6 +26,7 @@ from personalens_utils.data import MD, SD, Benchmark, Scenario
 from personalens_utils.llm import CallKind, LLMClient
 from personalens_utils.llm.budget import CostEstimate, Tally, Volume, cacheable_prefix, request_tokens
 from personalens_utils.prompt_sets import ScenarioContext, in_style
+from personalens_utils.prompt_templates.user_styles import UserAgent
 from personalens_utils.runstore import engine, run_card
 from personalens_utils.runstore.columnar import Columnar
 from personalens_utils.runstore.engine import Item, Plan, StageReport
@@ -130,8 +131,8 @@ def _stage(config: SimulationConfig, assistant: Assistant, rounds: Rounds | None
 
     async def simulate(client: LLMClient, item: Item[PlannedDialogue]) -> Dialogue:
         ctx, setting, sample = item.payload.ctx, item.payload.setting, item.payload.sample
-        kwargs: dict[str, Any] = dict(user_model=config.user_model, max_turns=config.max_turns,
-                                      prompts=config.prompts, sample=sample, user_style=config.user_style)
+        kwargs: dict[str, Any] = dict(user_model=UserAgent(config.user_model, config.user_style),
+                                      max_turns=config.max_turns, prompts=config.prompts, sample=sample)
         if rounds is None:
             return await simulate_dialogue(client, ctx, setting, assistant=assistant, **kwargs)
         async with rounds.dialogue():
