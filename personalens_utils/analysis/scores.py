@@ -429,7 +429,7 @@ def load_judgments(store: Stores, scoring: str = STRICT) -> pd.DataFrame:
     return _judgment_frame(frame, scoring)
 
 
-def load_scores(
+def _read_scores(
     store: Stores,
     *,
     judge_model: str | None = None,
@@ -439,27 +439,8 @@ def load_scores(
     judge_prompt_set: str | None = None,
     scoring: str = STRICT,
     dialogue_ids: Collection[str] | None = None,
-    by_condition: bool = False,
-) -> pd.DataFrame:
-    """The tidy frame: judgments of non-errored dialogues, joined to their dialogue's attributes; a row is
-    told by `dialogue_id`, `dimension` and `judge_sample` (`load_judgments` has the judgments' own ids).
-    With `dialogue_ids`, only the judgments of those dialogues (e.g. an annotation sample) are read.
-
-    `score` is read under `scoring` ("strict" or "official", `judging.scoring`); both readings stay
-    in `strict_score` and `official_score`. `store` may be several stores (shards) read together.
-
-    With several judge models (or judge prompt versions) in the store, name the one to score with;
-    the frame must end up with at most one judgment per dialogue and dimension. Judge model names
-    are matched the way judging stores them (any registry spelling of a model works). With one judge
-    run on several backends (e.g. offline and a real one), name its `judge_backend`; with the kit's
-    and the official judge prompts in one store, name the `judge_prompt_set` (turn-level
-    personalization, which only the kit scores, is kept under either). The choices are made in the
-    query, so only the rows kept are read.
-
-    `by_condition=True` keeps every condition of a sensitivity grid (notebook 10) apart instead of
-    refusing it: a scenario may then repeat for another user model or style (`CONDITION_DIALOGUE`), and
-    a dialogue be judged by several judges (`CONDITION_JUDGE`); their columns tell the rows apart.
-    """
+) -> tuple[pd.DataFrame, pd.DataFrame, str]:
+    """`load_scores`'s frame before its checks, with the dialogues it joined and where it came from."""
     check_scoring(scoring)
     judge_model = judge_model_key(judge_model) if judge_model is not None else None
     with reading(store) as source:
@@ -485,7 +466,58 @@ def load_scores(
     tidy = _joined(judgments, dialogues)
     del judgments
     _share(tidy, "dialogue_id")
-    judge_key = list(CONDITION_JUDGE) if by_condition else []
+    return tidy, dialogues, origin
+
+
+def load_scores(
+    store: Stores,
+    *,
+    judge_model: str | None = None,
+    judge_prompt_version: str | None = None,
+    user_model: str | None = None,
+    judge_backend: str | None = None,
+    judge_prompt_set: str | None = None,
+    scoring: str = STRICT,
+    dialogue_ids: Collection[str] | None = None,
+) -> pd.DataFrame:
+    """The tidy frame: judgments of non-errored dialogues, joined to their dialogue's attributes; a row is
+    told by `dialogue_id`, `dimension` and `judge_sample` (`load_judgments` has the judgments' own ids).
+    With `dialogue_ids`, only the judgments of those dialogues (e.g. an annotation sample) are read.
+
+    `score` is read under `scoring` ("strict" or "official", `judging.scoring`); both readings stay
+    in `strict_score` and `official_score`. `store` may be several stores (shards) read together.
+
+    With several judge models (or judge prompt versions) in the store, name the one to score with;
+    the frame must end up with at most one judgment per dialogue and dimension. Judge model names
+    are matched the way judging stores them (any registry spelling of a model works). With one judge
+    run on several backends (e.g. offline and a real one), name its `judge_backend`; with the kit's
+    and the official judge prompts in one store, name the `judge_prompt_set` (turn-level
+    personalization, which only the kit scores, is kept under either). The choices are made in the
+    query, so only the rows kept are read.
+
+    `condition_scores` reads the same frame with every condition of a sensitivity grid kept apart.
+    """
+    tidy, dialogues, origin = _read_scores(
+        store, judge_model=judge_model, judge_prompt_version=judge_prompt_version, user_model=user_model,
+        judge_backend=judge_backend, judge_prompt_set=judge_prompt_set, scoring=scoring,
+        dialogue_ids=dialogue_ids)
+    return _checked(tidy, dialogues, origin, scoring, apart=False)
+
+
+def condition_scores(store: Stores, *, scoring: str = STRICT,
+                     dialogue_ids: Collection[str] | None = None) -> pd.DataFrame:
+    """`load_scores` of every condition of a sensitivity grid (notebook 10), kept apart instead of
+    refused: a scenario may repeat for another user model or style (`CONDITION_DIALOGUE`), and a
+    dialogue be judged by several judges (`CONDITION_JUDGE`); their columns tell the rows apart."""
+    tidy, dialogues, origin = _read_scores(store, scoring=scoring, dialogue_ids=dialogue_ids)
+    return _checked(tidy, dialogues, origin, scoring, apart=True)
+
+
+def _checked(tidy: pd.DataFrame, dialogues: pd.DataFrame, origin: str, scoring: str, *,
+             apart: bool) -> pd.DataFrame:
+    """The frame once no two rows claim one judgment or one scenario's dialogue (unless `apart` keeps
+    the conditions of a grid apart), with where it came from and how it was scored."""
+    judge_key = list(CONDITION_JUDGE) if apart else []
     dup = tidy.duplicated(["dialogue_id", "dimension", JUDGE_COLUMNS.sample, *judge_key], keep=False)
     if dup.any():
         named = tidy.loc[dup, ["judge_model", "judge_backend", "judge_model_id"]].astype(str)
@@ -501,7 +533,7 @@ def load_scores(
     scenario_dup = dialogues.duplicated(
         ["scenario_id", "assistant_model", "assistant_setting", "user_backend", "assistant_backend",
          "assistant_model_id", DIALOGUE_PROMPTS, DIALOGUE_COLUMNS.sample,
-         *(CONDITION_DIALOGUE if by_condition else ())],
+         *(CONDITION_DIALOGUE if apart else ())],
         keep=False,
     )
     if scenario_dup.any():

@@ -16,7 +16,12 @@ from dataclasses import dataclass, field, replace
 
 import pandas as pd
 
-from personalens_utils.analysis.scores import PERSONALIZATION, TASK_COMPLETION, load_dialogues, load_scores
+from personalens_utils.analysis.scores import (
+    PERSONALIZATION,
+    TASK_COMPLETION,
+    condition_scores,
+    load_dialogues,
+)
 from personalens_utils.assistants import Assistant
 from personalens_utils.data import Benchmark
 from personalens_utils.judging import (
@@ -183,8 +188,8 @@ class GridRun:
         return counts.fillna({DIALOGUES: 0, JUDGMENTS: 0}).astype({DIALOGUES: int, JUDGMENTS: int})
 
     def scores(self) -> pd.DataFrame:
-        """The tidy frame of the grid's conditions (`load_scores(by_condition=True)`), for R1-R5."""
-        frame = self._rows(load_scores(self.place.store, by_condition=True))
+        """The tidy frame of the grid's conditions (`condition_scores`), for R1-R5."""
+        frame = self._rows(condition_scores(self.place.store))
         keep = frame["judge_model"].isin(self._judge_keys()) & frame["dimension"].isin(GRID_DIMENSIONS)
         return frame[keep]
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from support.tiny_benchmark import tiny_benchmark
 
-from personalens_utils.analysis.scores import ScoresError, load_scores
+from personalens_utils.analysis.scores import ScoresError, condition_scores, load_scores
 from personalens_utils.data.write import save_benchmark
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
 from personalens_utils.llm import LLMClient
@@ -38,13 +38,17 @@ def mixed_store(tmp_path) -> RunStore:
 def test_a_mixed_store_is_refused_by_default_and_kept_apart_by_condition(mixed_store):
     with pytest.raises(ScoresError, match=r"share a dialogue|repeat a scenario"):
         load_scores(mixed_store)
-    tidy = load_scores(mixed_store, by_condition=True)
+    tidy = condition_scores(mixed_store)
     cells = tidy.groupby(["user_style", "judge_model"], observed=True)["scenario_id"].nunique()
     assert set(cells.index) == {(s, j) for s in ("cooperative", "reticent") for j in JUDGES}
     assert set(cells) == {6}  # 2 users x 3 SD tasks under every condition
     assert not tidy.duplicated(["dialogue_id", "dimension", "judge_model"]).any()
-    one = load_scores(mixed_store, judge_model=JUDGES[0], user_model=USER, by_condition=True)
-    assert len(one) == len(tidy) // 2
+    with pytest.raises(ScoresError, match=r"share a dialogue"):  # one style, two judges: still refused
+        load_scores(mixed_store, user_model=USER, dialogue_ids=set(tidy.loc[
+            tidy["user_style"] == "cooperative", "dialogue_id"]))
+    one = load_scores(mixed_store, judge_model=JUDGES[0], dialogue_ids=set(tidy.loc[
+        tidy["user_style"] == "cooperative", "dialogue_id"]))
+    assert len(one) == len(tidy) // 4
 
 
 def _parameters(root: Path, styles: list[str]) -> dict[str, Any]:
