@@ -37,9 +37,9 @@ class UserStyle:
 USER_STYLES: dict[str, UserStyle] = {style.name: style for style in (
     UserStyle(COOPERATIVE, "the paper's user agent: states what it wants", ""),
     UserStyle("reticent", "states no preference unless asked about it or offered something against it",
-              "Keep your preferences to yourself: do not mention any of them unless the assistant asks "
-              "about that preference or proposes something that goes against it. When that happens, "
-              "answer truthfully and say what you prefer."),
+              "Keep your preferences to yourself: say what you need done as your task puts it, but do not "
+              "mention any preference beyond that unless the assistant asks about it or proposes something "
+              "that goes against it. When that happens, answer truthfully and say what you prefer."),
     UserStyle("terse", "short messages that answer only what is asked",
               "Write short messages, one or two sentences at most. Answer only what the assistant asks, "
               "and volunteer nothing else."),

@@ -29,6 +29,7 @@ from personalens_utils.reproduce.notebooks import (
 )
 from personalens_utils.reproduce.settings import (
     PERSONA_USERS,
+    ROBUSTNESS_REPEATS,
     ROBUSTNESS_STYLES,
     ROBUSTNESS_TASK_TYPES,
     ROBUSTNESS_USERS,
@@ -165,13 +166,15 @@ def plan_pass(settings: Settings, folder: Path, bench: Path, users: Any, generat
     })] if generated else []
     robustness = [Step("10_robustness", {
         **{name: common[name] for name in ("backend", "backend_seed", "benchmark_dir", "run_dir",
-                                           "output_dir", "max_concurrency", "seed")},
+                                           "output_dir", "max_concurrency", "seed", "prompt_set",
+                                           "official_code")},
         "users": _first_users(users, settings),
         "task_types": list(ROBUSTNESS_TASK_TYPES),
         "assistant_models": list(settings.assistant_models),
         "user_models": [settings.user_model],
         "user_styles": list(ROBUSTNESS_STYLES),
         "judge_models": [settings.judge_model],
+        "repeats": ROBUSTNESS_REPEATS,
     }, needs=(*dialogues, judging.name))] if _offline(settings) else []
     return [*steps, *simulations, judging, Step("02_validation", common, needs=dialogues), ablation, analysis,
             trust, validity, *persona, *robustness]

@@ -34,10 +34,10 @@ TRUST_REPEATS, TRUST_JUDGE_SAMPLES = 2, 2
 """Notebook 07 simulates each design scenario twice per assistant (03's dialogue and one more) and judges
 each of those dialogues twice: the variance decomposition, the power plan and the card's self-consistency."""
 ROBUSTNESS_USERS, ROBUSTNESS_TASK_TYPES = 10, ("SD",)
-ROBUSTNESS_STYLES = ("cooperative", "reticent")
+ROBUSTNESS_STYLES, ROBUSTNESS_REPEATS = ("cooperative", "reticent"), 2
 """Notebook 10's grid in a reproduction: the pass's assistants, user agent and judge under two styles on the
-SD tasks of the pass's first 10 users; the cooperative cell is 03's and 04's records, so only the reticent
-dialogues and their judgments are made (a few seconds offline)."""
+SD tasks of the pass's first 10 users, each scenario twice so Table R5 has pass^2 to estimate; the first
+cooperative try is 03's and 04's records, so only the rest and their judgments are made (seconds offline)."""
 PASSES = ("generated", "official")
 """A small benchmark notebook 01 generates on the spot, and the official data when the kit finds it."""
 MAX_CONCURRENCY = 16

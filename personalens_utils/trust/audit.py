@@ -18,7 +18,8 @@ judge reads them (`llm.offline.judge.words_of`).
 
 `style_checks` asks whether each user-agent style other than `cooperative` (`prompt_templates.user_styles`)
 took effect, pass, fail or not measured, from measures `audit_dialogues` keeps per dialogue: a `reticent`
-user opens without a preference value and states one later only when the assistant's message before names
+user opens without a preference value beyond what its task's own wording carries (the request is not a
+disclosure) and states one later only when the assistant's message before names
 that preference or gives it another value; a `terse` user writes clearly fewer words a message than the
 cooperative user of the same store; an `impatient` user leaves right after two assistant turns in a row
 that apply no value of the user's not applied before.
@@ -84,6 +85,15 @@ def _user_messages(dialogue: Dialogue) -> list[str]:
 def states_preferences(dialogue: Dialogue, context: Mapping[str, Any]) -> bool:
     """The opening user message holds a value of a relevant preference type of the task."""
     return any(m.index == 0 and m.role == "user" for m in mentions(context))
+
+
+def volunteered_opening(dialogue: Dialogue, context: Mapping[str, Any]) -> bool:
+    """The opening user message holds a relevant value that the task's own wording (its intent and
+    description) does not: a preference the user disclosed, not the request it was given to make."""
+    task = context["task"]
+    given = words_of(" ".join(str(task.get(field) or "") for field in ("user_intent", "task_description")))
+    return any(m.index == 0 and m.role == "user" and words_of(m.value) not in given
+               for m in mentions(context))
 
 
 def _atoms(value: Any) -> set[str]:
@@ -212,6 +222,7 @@ def audit_dialogues(store: RunStore, benchmark: Benchmark, flags: Mapping[str, F
                      "task_type": dialogue.task_type, "user_style": dialogue.user_style,
                      **{name: bool(flag(dialogue, context)) for name, flag in flags.items()},
                      "user_messages": len(said), "user_words": sum(len(text.split()) for text in said),
+                     "volunteered_opening": volunteered_opening(dialogue, context),
                      "unprompted_statements": unprompted_statements(dialogue, context),
                      "stayed_after_stall": stayed_after_stall(dialogue, context)})
     columns = ["dialogue_id", "user_model", "assistant_model", "assistant_setting", "task_type", "user_style",
@@ -223,7 +234,8 @@ def audit_dialogues(store: RunStore, benchmark: Benchmark, flags: Mapping[str, F
     return frame
 
 
-MEASURES = ("user_messages", "user_words", "unprompted_statements", "stayed_after_stall")
+MEASURES = ("user_messages", "user_words", "volunteered_opening", "unprompted_statements",
+            "stayed_after_stall")
 """The per-dialogue measures of the style checks, after the flags in `audit_dialogues`'s frame."""
 
 
@@ -237,15 +249,18 @@ def _unmeasured(style: str, check: str, why: str) -> dict[str, Any]:
             "Pass at or below": float("nan"), "n": 0, "Note": why}
 
 
+OPENING_CHECK = "opening states a preference beyond the task's wording (share)"
+
+
 def _style_rows(style: str, mine: pd.DataFrame, cooperative: pd.DataFrame) -> list[dict[str, Any]]:
     """The checks of one style on its dialogues (`mine`), the terse one against `cooperative`'s."""
     absent = f"no {style} dialogues in the store"
     if style == "reticent":
         later = int((mine["user_messages"] - 1).clip(lower=0).sum())
         return [
-            _verdict(style, "opening states preferences (share)", float(mine["states_preferences"].mean()),
-                     RETICENT_MAX, len(mine), "of dialogues") if len(mine)
-            else _unmeasured(style, "opening states preferences (share)", absent),
+            _verdict(style, OPENING_CHECK, float(mine["volunteered_opening"].mean()), RETICENT_MAX, len(mine),
+                     "of dialogues; a value the task's own wording carries is the request, not a disclosure")
+            if len(mine) else _unmeasured(style, OPENING_CHECK, absent),
             _verdict(style, "unprompted preference (share of later messages)",
                      float(mine["unprompted_statements"].sum()) / later, RETICENT_MAX, later,
                      "the assistant's message before neither named the preference nor gave it another value")
@@ -279,7 +294,8 @@ def style_checks(audit: pd.DataFrame) -> TableResult:
     rows = [row for style in USER_STYLES if style != COOPERATIVE
             for row in _style_rows(style, audit[audit["user_style"] == style], cooperative)]
     caption = (f"User-agent styles: whether each style took effect, pass, fail or not measured. Reticent: "
-               f"the share of openings stating a preference value, and of later user messages stating one "
+               f"the share of openings stating a preference value the task's own wording does not carry, and "
+               f"of later user messages stating one "
                f"the assistant's message before neither named nor gave another value, each at most "
                f"{RETICENT_MAX:g}. Terse: mean words per user message over the cooperative user's in the "
                f"same store, at most {TERSE_RATIO:g}. Impatient: among dialogues where {STALL} assistant "

@@ -54,6 +54,7 @@ from personalens_utils.judging import JUDGEABLE_STATUSES, benchmark_contexts
 from personalens_utils.llm import Request, Response, Usage
 from personalens_utils.llm.loop_thread import LoopThread
 from personalens_utils.llm.offline.judge import mentions, words_of
+from personalens_utils.outputs.latex import Block, Printed
 from personalens_utils.outputs.tables import Source, TableResult
 from personalens_utils.prompt_sets import KIT, PromptSet, ScenarioContext
 from personalens_utils.prompt_templates.user_styles import COOPERATIVE, USER_STYLES
@@ -516,4 +517,12 @@ def fidelity_table(frame: pd.DataFrame, *, seed: int = 0,
     ).strip() + provenance_note(backends)
     source = Source.of(frame.attrs.get("origin", "a fidelity frame"), len(frame), Dialogue.table, backends,
                        sorted(set(frame["user_model"])))
-    return TableResult(table, caption, source, numbers, precision=2)
+    printed = printed_by_style if "Style" in table.columns else None
+    return TableResult(table, caption, source, numbers, precision=2, printed=printed)
+
+
+def printed_by_style(shown: pd.DataFrame) -> Printed:
+    """The fidelity table with several styles for a paper: a heading per style above its measures, so the
+    style is not repeated on every row."""
+    frame = shown.assign(Style="User style: " + shown["Style"].astype(str))
+    return Printed((Block(frame.reset_index(drop=True), group="Style"),))

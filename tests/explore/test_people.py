@@ -325,6 +325,9 @@ def test_the_fidelity_table_compares_people_with_each_style_and_names_the_closer
     assert "6 simulated (cooperative 3, terse 3)" in thin.caption
     assert "too small to name the style closest to people" in thin.caption  # three users: no verdict
     assert "Closest to people" not in thin.caption
+    tex = thin.save(tmp_path / "out", "V6", "fidelity")["tex"].read_text()
+    assert "User style: cooperative" in tex and "User style: terse" in tex  # a heading per style
+    assert "terse &" not in tex  # not a column repeated on every row
 
     _allow_intervals_on_three_users(monkeypatch)
     wide = fidelity_table(frame, n_resamples=200)

@@ -392,6 +392,13 @@ def test_an_offline_pass_ends_with_a_small_robustness_grid_on_its_own_records(tm
     assert grid["user_styles"] == list(reproduce_settings.ROBUSTNESS_STYLES) == ["cooperative", "reticent"]
     assert grid["assistant_models"] == generated["04_judging"]["assistant_models"]
     assert (grid["user_models"], grid["judge_models"]) == (["Claude 3 Sonnet"], ["Claude 3.5 Sonnet"])
+    assert grid["repeats"] == reproduce_settings.ROBUSTNESS_REPEATS == 2  # so Table R5 has pass^2
+    assert (grid["prompt_set"], grid["official_code"]) == ("kit", None)
+    official_prompts = _plan(reproduce.parse_args(["--passes", "generated", "--prompt-set", "official",
+                                                   "--official-code", str(tmp_path)]), tmp_path)
+    grid, judging = official_prompts["10_robustness"], official_prompts["04_judging"]
+    assert grid["prompt_set"] == judging["prompt_set"] == "official"
+    assert grid["official_code"] == str(tmp_path)
     steps = pipeline.plan_pass(reproduce.parse_args([]), tmp_path, tmp_path / "b", "sample_50", False)
     official = next(step for step in steps if step.notebook == "10_robustness").params
     assert official["users"] == sorted(SAMPLES["sample_50"])[:reproduce_settings.ROBUSTNESS_USERS]

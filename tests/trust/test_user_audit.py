@@ -16,10 +16,12 @@ from personalens_utils.simulation import SimulationConfig
 from personalens_utils.simulation.runner import run_simulation
 from personalens_utils.trust.audit import (
     FLAGS,
+    OPENING_CHECK,
     audit_dialogues,
     audit_rates,
     style_checks,
     table3_without_flagged,
+    volunteered_opening,
 )
 
 SCENARIO = {"scenario_id": "user1/SD-Alarm-task-1", "user_id": 1, "task_id": "SD-Alarm-task-1"}
@@ -133,7 +135,7 @@ STYLED = {
     "impatient": _said(OPENING, "Noted.", "Okay.", "Noted again.", "This isn't going anywhere. TERMINATE"),
 }
 VIOLATIONS = {
-    "opening states preferences (share)": ("reticent", _said("Set an alarm at 2:30 PM.", "Done.", "Bye.")),
+    OPENING_CHECK: ("reticent", _said("Set an alarm at 2:30 PM.", "Done.", "Bye.")),
     "unprompted preference (share of later messages)": (
         "reticent", _said(OPENING, "Noted.", "It should repeat on weekdays.", "Done.", "Bye.")),
     "words per message, over cooperative's": ("terse", _said(*CHATTY)),
@@ -170,4 +172,18 @@ def test_an_absent_style_and_terse_without_cooperative_are_not_measured_with_the
     assert {verdict for _, verdict, _ in checks.values()} == {"not measured"}
     assert checks["words per message, over cooperative's"][2] == ("no cooperative dialogues in the store to "
                                                                   "compare with")
-    assert checks["opening states preferences (share)"][2] == "no reticent dialogues in the store"
+    assert checks[OPENING_CHECK][2] == "no reticent dialogues in the store"
+
+
+def test_a_value_the_tasks_own_wording_carries_is_the_request_not_a_disclosure(bench):
+    """A reticent user still has to say what it wants done; only a value beyond the task's wording is
+    volunteered (the offline reticent user opens with its task's request, values and all)."""
+    record = dialogue("d1", turns=_said("Set an alarm with upbeat music.", "Done.", "Bye."), n_turns=2,
+                      **SCENARIO)
+    context = benchmark_contexts(bench)(record)
+    assert volunteered_opening(record, context)
+    task = {**context["task"], "user_intent": "Set a new alarm that plays upbeat music."}
+    assert not volunteered_opening(record, {**context, "task": task})
+    told = dialogue("d2", turns=_said("Set an alarm with upbeat music on weekdays.", "Done.", "Bye."),
+                    n_turns=2, **SCENARIO)
+    assert volunteered_opening(told, {**benchmark_contexts(bench)(told), "task": task})

@@ -235,7 +235,6 @@ _GIVE_UPS = (
 _CORRECTIONS = ("Actually, that's not quite it.", "Hmm, not quite.")
 _VOLUNTEER_LEADS = ("Also, ", "Oh, and ", "")
 _PATIENCE = {"SD": 8, "MD": 12}
-PLAIN_OPENING = "Hi, could you help me with a request about {domains}?"
 _NONCOMMITTAL = ("Okay.", "Sure, go on.", "Alright.")
 _ACCEPTS = ("Okay, thanks. TERMINATE", "Fine, thanks. TERMINATE")
 
@@ -254,19 +253,16 @@ class UserStyle:
     stalled_turns: int = 0
     """Leaves after this many assistant turns in a row applying no new relevant value (0: never)."""
     answers_aside: bool = True
-    plain_opening: bool = False
-    """Opens without any value of its preferences, even one the task's wording carries."""
+    """Answers questions about preferences its task does not need; else asks the assistant to go ahead
+    (`DEFER`) when nothing it was asked matters to the task."""
     most_answers: int = 0
     """Takes up at most this many of the topics one assistant message asks about, in the order asked
     (0: every one); with `answers_aside` off, a first topic its task does not need is passed over."""
-    """Answers questions about preferences its task does not need; else asks the assistant to go ahead
-    (`DEFER`) when nothing it was asked matters to the task."""
 
 
 _PLAYED = {
     COOPERATIVE: UserStyle(),
-    "reticent": UserStyle(volunteers=(), corrects_omissions=False, answers_aside=False, most_answers=1,
-                          plain_opening=True),
+    "reticent": UserStyle(volunteers=(), corrects_omissions=False, answers_aside=False, most_answers=1),
     "terse": UserStyle(volunteers=(1,), terse=True),
     "impatient": UserStyle(stalled_turns=2),
 }
@@ -301,13 +297,8 @@ def user_turn(request: Request, rng: random.Random) -> str:
     style = _played(context)
     dialogue: Sequence[Mapping[str, str]] = context.get("dialogue") or ()
     task = context.get("task") or {}
-    if not dialogue:
-        opening = _opening(context, rng)
-        relevant, _ = _user_items(task, context.get("preferences") or {})
-        if style.plain_opening and any(item.seen_in(opening) for item in relevant):
-            domains = _join([str(d).lower() for d in task.get("domains") or ()]) or "something"
-            return PLAIN_OPENING.format(domains=domains)
-        return opening
+    if not dialogue:  # every style opens alike: the task's request, greeted by the situation's time of day
+        return _opening(context, rng)
     relevant, every = _user_items(task, context.get("preferences") or {})
     said_by_assistant = [t["content"] for t in dialogue if t["role"] == "assistant"]
     said_by_user = [t["content"].lower() for t in dialogue if t["role"] == "user"]
