@@ -72,8 +72,6 @@ def pairwise_order_table(tidy: pd.DataFrame, dimension: str, *, seed: int = 0,
                      "Interval excludes 0": f"{excluded}/{len(signs)}",
                      "Order differs from reference in": "; ".join(flips) or "none"})
     w = kendalls_w(tidy, dimension, seed=seed, n_resamples=n_resamples)
-    shown_w = (f"{w.estimate:.2f}" if w.withheld or np.isnan(w.low)
-               else f"{w.estimate:.2f} [{w.low:.2f}, {w.high:.2f}]")
     caption = (
         f"How often each pair of assistants keeps its order in {SCALES[dimension].short} across "
         f"{len(conditions)} conditions (user agent model and style / judge): conditions where the first "
@@ -81,10 +79,20 @@ def pairwise_order_table(tidy: pd.DataFrame, dimension: str, *, seed: int = 0,
         f"interval excludes 0 ({method_note()}), and those whose order differs from the reference, "
         f"{reference}. "
         f"Kendall's W of the assistants' rankings over conditions (tie-corrected; 1: every condition ranks "
-        f"them alike): {shown_w}, its interval from resampling users."
+        f"them alike): {w_text(w)}."
         + withheld_note(withheld) + roles_note(frame)
     )
     return TableResult(pd.DataFrame(rows), caption, score_source(frame), pd.DataFrame(long))
+
+
+def w_text(w: Interval) -> str:
+    """Kendall's W as a caption or a notebook prints it: with its interval over users, or alone with the
+    reason the interval is withheld (never a bare estimate that reads as certain)."""
+    if np.isnan(w.estimate):
+        return "n/a (it needs two conditions and two assistants scored under each, and not every tie)"
+    if w.withheld or np.isnan(w.low):
+        return f"{w.estimate:.2f} (no interval: {w.withheld or 'the resamples gave none'})"
+    return f"{w.estimate:.2f} [{w.low:.2f}, {w.high:.2f}] ({w.confidence:.0%}, resampling users)"
 
 
 def kendall_w_of_ranks(means: np.ndarray) -> float:

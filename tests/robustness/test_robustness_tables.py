@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from personalens_utils.analysis.stats import FEW_CLUSTERS
+from personalens_utils.analysis.stats import FEW_CLUSTERS, Interval
 from personalens_utils.robustness import (
     condition_table,
     kendalls_w,
@@ -13,6 +13,7 @@ from personalens_utils.robustness import (
     pass_k_table,
     stress_gap_table,
     variance_split,
+    w_text,
 )
 from personalens_utils.robustness.ordering import kendall_w_of_ranks
 from personalens_utils.robustness.reliability import NEEDS_REPEATS, pass_hat_k
@@ -111,6 +112,9 @@ def test_intervals_are_withheld_below_ten_users(grid):
     assert FEW_CLUSTERS in table.caption
     assert stress_gaps(few, n_resamples=200)["gap_ci_low"].isna().all()
     assert np.isnan(kendalls_w(few, P, n_resamples=200).low)
+    assert w_text(kendalls_w(few, P, n_resamples=200)).endswith(f"(no interval: {FEW_CLUSTERS})")
+    assert f"(no interval: {FEW_CLUSTERS})" in pairwise_order_table(few, P, n_resamples=200).caption
+    assert w_text(Interval(0.8, 0.7, 0.9, 12, 0.95)) == "0.80 [0.70, 0.90] (95%, resampling users)"
     assert FEW_CLUSTERS in pass_k_table(grid(users=6, repeats=2)).caption
 
 
