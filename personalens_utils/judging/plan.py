@@ -12,25 +12,36 @@ dialogue is read in full (`JudgingPlan.dialogue`) when its judgments are about t
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from personalens_utils.data import UsersArg, resolve_users
+from personalens_utils.data import MD, SD, Benchmark, UsersArg, resolve_users
 from personalens_utils.judging.config import JudgingConfig, Select
 from personalens_utils.judging.dimensions import Dimension, JudgingError, dimensions_from, judge_model_key
 from personalens_utils.judging.requests import ContextFor, dimension_requests
+from personalens_utils.llm import Message
 from personalens_utils.llm.budget import CostEstimate, Tally
 from personalens_utils.llm.registry import KNOWN_BACKENDS
 from personalens_utils.prompt_sets import KIT, PromptSet
 from personalens_utils.prompt_sets.official.templates import KIT_PROMPTS
 from personalens_utils.prompt_templates.user_styles import COOPERATIVE
 from personalens_utils.runstore import columnar, engine, run_card
-from personalens_utils.runstore.engine import Plan
+from personalens_utils.runstore.engine import Item, Plan
 from personalens_utils.runstore.identity import Role, judgment_id_tail, judgment_ids, resolved_model, samples
 from personalens_utils.runstore.records import Dialogue, DialogueSummary, Judgment
 from personalens_utils.runstore.shards import Shard
 from personalens_utils.runstore.store import RunStore
+from personalens_utils.simulation.config import SimulationConfig
+from personalens_utils.simulation.loop import TERMINATED, TURN_CAP, TURN_CAPS
+from personalens_utils.simulation.runner import (
+    PAPER_TOKENS_PER_TURN,
+    PAPER_TURNS,
+    USER_SHARE,
+    PlannedDialogue,
+    plan_dialogues,
+)
 
 JUDGEABLE_STATUSES = ("terminated", "turn_cap")
 REAL_BACKENDS = tuple(b for b in KNOWN_BACKENDS if b != "offline")
@@ -378,4 +389,140 @@ def estimate_judging(store: RunStore, context_for: ContextFor, config: JudgingCo
         f"answers assumed {answer_tokens} tokens; the format reminder after an unreadable answer not counted",
         "turn-level personalization: one call per assistant turn",
         *filter(None, [skipped_offline_note(planned.details())]),
+    ])
+
+
+PLANNED_STAGE = "judging (dialogues not made yet)"
+"""The stage of `estimate_judging_planned`'s rows, apart from the judging of stored dialogues."""
+FILLER = "word"
+"""The word a stand-in's messages repeat: the judge prompt's length is what is priced, not its text."""
+
+
+@dataclass(frozen=True)
+class PlannedSimulation:
+    """The dialogues one simulation plan will make, and who will make them: what pricing their judging
+    needs before they exist (`estimate_judging_planned`)."""
+
+    plan: Plan[PlannedDialogue]
+    config: SimulationConfig
+    user: Role
+    """The user agent, style included (`Role.of`)."""
+
+    @classmethod
+    def of(cls, benchmark: Benchmark, store: RunStore, config: SimulationConfig, *, backend: str,
+           endpoint: str = "") -> PlannedSimulation:
+        """`plan_dialogues` with a user agent on `backend` (served at `endpoint`), as `estimate_simulation`
+        plans it."""
+        planned = plan_dialogues(benchmark, store, config, backend=backend,
+                                 assistant_backend=config.assistant_backend, endpoint=endpoint)
+        return cls(planned, config, Role.of(config.user_model, backend, endpoint, config.user_style))
+
+    def assistant(self) -> Role:
+        """The assistant's identity, as `plan_dialogues` takes it (the given assistant's, else the model on
+        its backend)."""
+        given = self.config.assistant
+        if given is not None:
+            return Role(given.model, given.backend, given.model_id)
+        return Role.of(self.config.assistant_model, self.config.assistant_backend or self.user.backend)
+
+    def cap(self, task_type: str) -> int:
+        """The turn cap its `task_type` dialogues run under (`max_turns`, else the paper's)."""
+        return self.config.max_turns or TURN_CAPS[task_type]
+
+    def turns(self, task_type: str) -> float:
+        """A dialogue's turns as `estimate_simulation` assumes them: the paper's average, within the cap."""
+        return min(PAPER_TURNS[task_type], self.cap(task_type))
+
+    def stand_in(self, item: Item[PlannedDialogue]) -> Dialogue:
+        """The record the planned dialogue will be, under its planned id, without turns (never stored)."""
+        scenario, assistant = item.payload.ctx.scenario, self.assistant()
+        return Dialogue(
+            id=item.ids[0], scenario_id=scenario.scenario_id, user_id=scenario.user_id,
+            task_id=scenario.task_id, task_type=scenario.task_type, domains=tuple(scenario.domains),
+            user_model=self.user.model, assistant_model=assistant.model,
+            assistant_setting=item.payload.setting.name,
+            variant=self.config.prompts.variant(item.payload.sample),
+            backend=assistant.backend or self.user.backend, user_backend=self.user.backend,
+            user_model_id=self.user.model_id, user_style=self.user.style, assistant_backend=assistant.backend,
+            assistant_model_id=assistant.model_id, status=TERMINATED)
+
+
+def average_lengths(turns: float) -> list[tuple[int, float]]:
+    """Whole turn counts, each with its share, whose mean is `turns`: a dialogue has whole turns, and
+    turn-level scoring makes one call per assistant turn."""
+    whole = math.floor(turns)
+    share = turns - whole
+    return [(n, w) for n, w in ((whole, 1.0 - share), (whole + 1, share)) if w > 0]
+
+
+def filled(dialogue: Dialogue, turns: int, tokens_per_turn: float, cap: int) -> Dialogue:
+    """`dialogue` with `turns` turns of filler text, each `tokens_per_turn` long by the kit's token rule,
+    the user's message `USER_SHARE` of it; ended by the cap when it reaches it."""
+    def words(tokens: float) -> str:
+        return " ".join([FILLER] * max(1, round(tokens * 3 / 4)))
+
+    user, reply = words(tokens_per_turn * USER_SHARE), words(tokens_per_turn * (1 - USER_SHARE))
+    said = tuple(m for _ in range(turns) for m in (Message("user", user), Message("assistant", reply)))
+    return replace(dialogue, turns=said, status=TURN_CAP if turns >= cap else TERMINATED)
+
+
+def estimate_judging_planned(planned: Sequence[PlannedSimulation], context_for: ContextFor,
+                             config: JudgingConfig | None = None, *, backend: str = "",
+                             answer_tokens: int = ANSWER_TOKENS, sample: int = 300) -> CostEstimate:
+    """Calls, tokens and cost of judging the dialogues that simulation plans will make, before they exist
+    (as `estimate_judging` prices stored ones; at batch prices when `config.batch`), by a judge on
+    `backend`: none of them has a judgment yet, whoever judges.
+
+    Each planned dialogue is its record to be (`PlannedSimulation.stand_in`: `select`, the shard and a
+    real judge's skipping of offline-made dialogues read it as they will read the dialogue) with turns of
+    filler text of the paper's Table 13 average length (`PAPER_TURNS`, within `max_turns`;
+    `PAPER_TOKENS_PER_TURN`, the user's share `USER_SHARE`), a fractional average as two whole lengths in
+    proportion, and judged through `context_for` like a stored dialogue. Prompts are built for up to
+    `sample` dialogues per plan and task type and scaled up; answers are assumed `answer_tokens` long.
+    """
+    config = config or JudgingConfig()
+    dims = dimensions_from(config.dimensions)
+    judge_samples = len(samples(config.judge_samples, "judge_samples"))
+    select = sharded(config.select, config.shard)
+    skips = _skips_offline(backend, config.offline_dialogues)
+    groups: dict[tuple[int, str], list[Dialogue]] = {}
+    skipped = 0
+    for position, made in enumerate(planned):
+        for item in made.plan.items:
+            dialogue = made.stand_in(item)
+            if select is not None and not select(dialogue):
+                continue
+            if skips and dialogue.made_offline:
+                skipped += 1
+                continue
+            groups.setdefault((position, dialogue.task_type), []).append(dialogue)
+    tally = Tally(backend, batch=config.batch)
+    heads: set[str] = set()  # cacheable judge heads met so far, across dialogues and dimensions
+    built = 0
+    for (position, task_type), dialogues in groups.items():
+        made = planned[position]
+        chosen = dialogues[:: max(1, len(dialogues) // sample)]
+        scale = judge_samples * len(dialogues) / len(chosen)
+        for dialogue in chosen:
+            for turns, share in average_lengths(made.turns(task_type)):
+                stand_in = filled(dialogue, turns, PAPER_TOKENS_PER_TURN[task_type], made.cap(task_type))
+                context = context_for(stand_in)
+                built += 1
+                for dim in dims:
+                    calls = dimension_requests(dim, context, config.judge_model, config.prompts)
+                    tally.add_requests(PLANNED_STAGE, calls, answer_tokens, weight=scale * share, seen=heads)
+    n = sum(len(dialogues) for dialogues in groups.values())
+    caps = sorted({m.config.max_turns for m in planned if m.config.max_turns})
+    return tally.estimate([
+        f"{n * len(dims) * judge_samples} judgments of {n} dialogues not made yet (the simulation plan's), "
+        f"their prompts built on {built} stand-ins",
+        f"a dialogue not made yet is taken to be of the paper's Table 13 average length: turns SD "
+        f"{PAPER_TURNS[SD]}, MD {PAPER_TURNS[MD]}" + (f", capped at max_turns={caps}" if caps else "")
+        + f"; tokens per turn SD {PAPER_TOKENS_PER_TURN[SD]}, MD {PAPER_TOKENS_PER_TURN[MD]}, the user's "
+        f"message {USER_SHARE:.0%} of a turn; filler words stand in for its text",
+        f"answers assumed {answer_tokens} tokens; the format reminder after an unreadable answer not counted",
+        *(["turn-level personalization: one call per assistant turn of a stand-in (the average turns)"]
+          if any(d.turn_level for d in dims) else []),
+        *([f"{skipped} planned dialogue(s) will be made on the offline backend: the {backend} judge will "
+           f"leave them alone (set {OFFLINE_PARAMETER}=True to judge them)"] if skipped else []),
     ])

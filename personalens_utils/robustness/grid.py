@@ -3,9 +3,10 @@ run store through the same runners as notebooks 03 and 04.
 
 The engine skips every stored id, so a condition a reproduction or an earlier grid already made costs
 nothing; the grid counts, per condition, the dialogues and judgments it found stored and those it made,
-so a reader sees the reuse rather than trusting it. The dialogues still to make are priced before any
-call (live, batch, batch with caching: the kit's estimates) and the judgments again before judging,
-since a judge's prompts need the dialogues; `max_cost_usd` bounds the whole grid.
+so a reader sees the reuse rather than trusting it. Before any call the plan (`plan_cost`) prices the
+dialogues still to make and every judgment still to make (live, batch, batch with caching: the kit's
+estimates), those of dialogues not made yet on stand-ins of the paper's average length; the judgments are
+priced again from the real dialogues before judging. `max_cost_usd` bounds the whole grid.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from personalens_utils.judging import (
     judge_model_key,
     run_judging,
 )
+from personalens_utils.judging.plan import PlannedSimulation, estimate_judging_planned
 from personalens_utils.llm.budget import CostEstimate
 from personalens_utils.llm.role import ModelRole
 from personalens_utils.prompt_sets import PromptSet
@@ -91,7 +93,8 @@ class Place:
 
 @dataclass
 class GridRun:
-    """A grid on its place: priced (`simulation_cost`, `judging_cost`), run (`run`) and read (`scores`).
+    """A grid on its place: priced (`plan_cost`: `simulation_cost` and `judging_cost`), run (`run`) and
+    read (`scores`).
 
     `reports` holds each runner's report in order, `counts` (after `run`) one row per assistant and
     condition with the dialogues and judgments found stored (`*_reused`) and added (`*_made`)."""
@@ -149,16 +152,37 @@ class GridRun:
                                              backend=user.backend, endpoint=user.endpoint)
                          for user, config in self.simulations()])
 
-    def judging_cost(self) -> CostEstimate:
-        """What judging the grid's stored dialogues not yet judged would cost, every judge together."""
-        contexts = benchmark_contexts(self.place.benchmark)
-        return combined([estimate_judging(self.place.store, contexts, self.judging(judge),
-                                          backend=judge.backend, endpoint=judge.endpoint)
-                         for judge in self.judges()])
+    def judging_cost(self, still_to_make: bool = True) -> CostEstimate:
+        """What the grid's judgments still to make would cost, every judge together: of the stored
+        dialogues not yet judged, and (`still_to_make`) of the dialogues the grid has not made yet, priced
+        on stand-ins (`estimate_judging_planned`), so a new condition's judging shows before any call."""
+        place, contexts = self.place, benchmark_contexts(self.place.benchmark)
+        planned = [PlannedSimulation.of(place.benchmark, place.store, config, backend=user.backend,
+                                        endpoint=user.endpoint)
+                   for user, config in self.simulations()] if still_to_make else []
+        estimates = []
+        for judge in self.judges():
+            config = self.judging(judge)
+            estimates.append(estimate_judging(place.store, contexts, config, backend=judge.backend,
+                                              endpoint=judge.endpoint))
+            if any(p.plan.items for p in planned):
+                estimates.append(estimate_judging_planned(planned, contexts, config, backend=judge.backend))
+        return combined(estimates)
+
+    def plan_cost(self) -> CostEstimate:
+        """The whole grid before any call: its dialogues still to make and every judgment still to make.
+        With `max_cost_usd` the run stops starting calls at that spending, whatever the plan says."""
+        plan = combined([self.simulation_cost(), self.judging_cost()])
+        if self.max_cost_usd is None:
+            return plan
+        limit = (f"max_cost_usd={self.max_cost_usd}: the run stops starting new calls once the grid has "
+                 "spent that much (a rerun continues)")
+        return CostEstimate(plan.table, [*plan.assumptions, limit])
 
     def run(self, show: Callable[[object], None] = print) -> pd.DataFrame:
         """Simulate, then judge, every condition, skipping what is stored; `show` gets the judging cost
-        before judging and each runner's report. Returns (and keeps in `counts`) the reuse counts."""
+        before judging (from the dialogues now stored) and each runner's report. Returns (and keeps in
+        `counts`) the reuse counts."""
         before = self.stored()
         for user, config in self.simulations():
             if self._out_of_budget():
@@ -166,7 +190,7 @@ class GridRun:
             config = replace(config, max_cost_usd=self._left())
             self._note("simulation", run_simulation(self.place.benchmark, self.place.store, user.client,
                                                     config), show)
-        show(self.judging_cost())
+        show(self.judging_cost(still_to_make=False))
         contexts = benchmark_contexts(self.place.benchmark)
         for judge in self.judges():
             if self._out_of_budget():
@@ -243,11 +267,11 @@ def reuse(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
 def combined(estimates: Sequence[CostEstimate]) -> CostEstimate:
     """Several estimates as one: their rows, one total row, their assumptions once each."""
     parts = [e.table[e.table["stage"] != "total"] for e in estimates if len(e.table)]
-    if not parts:
-        return estimates[0] if estimates else CostEstimate(pd.DataFrame())
+    notes = list(dict.fromkeys(a for e in estimates for a in e.assumptions))
+    if not parts:  # nothing to pay, but every part's notes say why (a judge leaving dialogues alone, ...)
+        return CostEstimate(estimates[0].table if estimates else pd.DataFrame(), notes)
     table = pd.concat(parts, ignore_index=True)
     numbers = table.select_dtypes("number").columns
     total: dict[str, object] = dict.fromkeys(table.columns, "") | {"stage": "total"}
     total |= {c: (math.nan if table[c].isna().any() else table[c].sum()) for c in numbers}
-    notes = list(dict.fromkeys(a for e in estimates for a in e.assumptions))
     return CostEstimate(pd.concat([table, pd.DataFrame([total])], ignore_index=True), notes)
