@@ -115,10 +115,10 @@ class GridRun:
         """The setup cell's line: the run store and the grid's size."""
         grid = self.grid
         agents = ", ".join(f"{a.model} ({a.style})" for a in grid.user_agents)
-        return (f"Run store `{self.place.store.root}`; {len(grid.assistants)} assistants x "
-                f"{len(grid.user_agents)} user agents ({agents}) x {len(grid.judges)} judges "
-                f"({', '.join(grid.judges)}), setting `{grid.setting}`, {grid.repeats} repeat(s), "
-                f"task types {list(self.place.task_types)}.")
+        return (f"Run store `{self.place.store.root}`; {_count(grid.assistants, 'assistant')} x "
+                f"{_count(grid.user_agents, 'user agent')} ({agents}) x {_count(grid.judges, 'judge')} "
+                f"({', '.join(grid.judges)}), setting `{grid.setting}`, "
+                f"{_count(range(grid.repeats), 'repeat')}, task types {list(self.place.task_types)}.")
 
     def simulations(self) -> Iterator[tuple[ModelRole, SimulationConfig]]:
         """One simulation per (assistant, user agent), configured as notebook 03 configures its own."""
@@ -247,6 +247,10 @@ class GridRun:
     def _note(self, stage: str, report: StageReport, show: Callable[[object], None]) -> None:
         self.reports.append((stage, report))
         show(report)
+
+
+def _count(items: Sequence[object], noun: str) -> str:
+    return f"{len(items)} {noun}{'' if len(items) == 1 else 's'}"
 
 
 def _plain(frame: pd.DataFrame) -> pd.DataFrame:

@@ -219,3 +219,11 @@ def test_notebook_10_runs_end_to_end_on_the_tiny_benchmark(tmp_path):
     assert not (tmp_path / "once" / "tables" / "tableR5_pass_k.csv").exists()
     shown = json.dumps(executed["cells"])
     assert "**Table R5** not made. Pass^k needs repeats" in shown
+
+
+def test_the_setup_line_counts_in_words(tmp_path):
+    save_benchmark(tiny_benchmark(2), tmp_path / "bench")
+    session, grid = open_grid(_parameters(tmp_path, ["cooperative", "reticent"]))
+    with session:
+        line = grid.describe()
+    assert "2 assistants x 2 user agents (" in line and " x 1 judge (" in line and ", 1 repeat," in line
