@@ -73,7 +73,7 @@ class AnalysisRun:
         session = Session.from_parameters(parameters, models=("second_judge_model",),
                                           default_output=cls.default_output,
                                           writes_store=not parameters["annotation_sheets"])
-        given = session.assistants(list_param("assistant_models", parameters["assistant_models"]))
+        given = session.assistant_names(list_param("assistant_models", parameters["assistant_models"]))
         domains = list_param("figure5_domains", parameters["figure5_domains"])
         store = session.run_store
         judge_model, user_model, setting = (parameters[k] for k in ("judge_model", "user_model", "setting"))

@@ -485,7 +485,7 @@ class Session:
                                                                                self.assistant_options)
         return self._assistants[parameter]
 
-    def assistants(self, given: Sequence[str] | None) -> list[str] | None:
+    def assistant_names(self, given: Sequence[str] | None) -> list[str] | None:
         """The assistant models to analyse: those given (any assistant spec notebook 03 took, read as the
         name its records carry), else the reproduction's own (on its store), else None (every assistant
         the store holds)."""
@@ -632,7 +632,7 @@ class Session:
         a reproduction's 04 judges 03's dialogues, not those 05 left in the store on an earlier run)."""
         wanted = set(self.users) if self.users is not None else None
         types = set(self.task_types)
-        made_by = set(self.assistants(assistants) or ()) if assistants else None
+        made_by = set(self.assistant_names(assistants) or ()) if assistants else None
         kept = {AssistantSetting.parse(s).name for s in settings} if settings else None
         return lambda d: ((wanted is None or d.user_id in wanted) and d.task_type in types
                           and d.prompt_set == self.prompt_set

@@ -18,7 +18,7 @@ from personalens_utils.llm.role import ModelRole
 from personalens_utils.outputs.plots import FigureResult
 from personalens_utils.outputs.tables import TableResult
 from personalens_utils.persona_bench import metrics as M
-from personalens_utils.persona_bench import report as R
+from personalens_utils.persona_bench import report as persona_report
 from personalens_utils.persona_bench.data import find_dataset
 from personalens_utils.persona_bench.items import KIT, SETTINGS, TASKS, PersonaItem, dataset_id, iter_items
 from personalens_utils.persona_bench.official import OFFICIAL, make_official_prompts, read_official_items
@@ -150,7 +150,7 @@ class PersonaRun:
         self, *, mode: str = "authors", n_resamples: int = 200, seed: int = 0, sbert: bool = False
     ) -> Evaluation:
         """The results, per-domain, gains and coverage tables and a radar plot per model."""
-        frame = R.predictions(self.store)
+        frame = persona_report.predictions(self.store)
         kept = M.scored(frame, mode, sbert=sbert)
         origin = self.store.root.name
         summary = M.summary(frame, mode, kept=kept, n_resamples=n_resamples, seed=seed)
@@ -160,13 +160,13 @@ class PersonaRun:
         gains = M.gains(frame, mode, kept=kept, n_resamples=n_resamples, seed=seed)
         label = self.data_label
         tables = {
-            "results": R.results_table(summary, frame, mode, data_label=label, origin=origin),
-            "domains": R.domain_table(per_domain, frame, mode, data_label=label, origin=origin),
-            "gains": R.gains_table(gains, frame, mode, data_label=label, origin=origin),
-            "coverage": R.coverage_table(frame, data_label=label, origin=origin),
+            "results": persona_report.results_table(summary, frame, mode, data_label=label, origin=origin),
+            "domains": persona_report.domain_table(per_domain, frame, mode, data_label=label, origin=origin),
+            "gains": persona_report.gains_table(gains, frame, mode, data_label=label, origin=origin),
+            "coverage": persona_report.coverage_table(frame, data_label=label, origin=origin),
         }
         figures = {
-            f"radar_{_slug(m)}": R.radar(summary, frame, m, data_label=label, origin=origin)
+            f"radar_{_slug(m)}": persona_report.radar(summary, frame, m, data_label=label, origin=origin)
             for m in sorted(frame["model"].unique())
         }
         return Evaluation(mode, tables, figures, summary)

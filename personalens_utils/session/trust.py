@@ -55,7 +55,7 @@ class TrustRun:
         print(session.preflight({"user agent": user,
                                  **{f"judge {k + 1}": judge for k, judge in enumerate(judges)}}))
         benchmark = session.benchmark
-        given = session.assistants(list_param("assistant_models", parameters["assistant_models"]))
+        given = session.assistant_names(list_param("assistant_models", parameters["assistant_models"]))
         size = design.DesignSize(parameters["probe_users"], parameters["probe_tasks"], parameters["seed"])
         plan = design.ProbeDesign.sample(benchmark, session.task_types, size, setting=parameters["setting"],
                                          user_model=user.model, prompt_set=parameters["prompt_set"],

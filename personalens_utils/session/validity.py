@@ -53,7 +53,7 @@ class ValidityRun:
                 "scoring": scoring}
         tidy = session.require(session.scope(load_scores(run, **kept)), f"judgments by {judge.model} of "
                                f"dialogues with user agent {user_model}", "notebooks 03 and 04")
-        names = session.assistants(list_param("assistant_models", parameters["assistant_models"]))
+        names = session.assistant_names(list_param("assistant_models", parameters["assistant_models"]))
         return session, cls(run, store, session.output_dir, judge, reviewer, tidy, names)
 
     def describe(self) -> str:

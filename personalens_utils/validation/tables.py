@@ -19,13 +19,12 @@ from personalens_utils.llm.offline import OFFLINE_LABEL
 from personalens_utils.outputs.latex import Block, Printed
 from personalens_utils.outputs.tables import Source, TableResult
 from personalens_utils.runstore.records import ConsistencyCheck
-from personalens_utils.validation import consistency, lexical
-from personalens_utils.validation import metrics as V
+from personalens_utils.validation import consistency, lexical, metrics
 
 
 def benchmark_label(benchmark: Any) -> tuple[str, bool]:
     """How captions name the benchmark, and whether the kit generated it (see `metrics.benchmark_source`)."""
-    return V.benchmark_source(benchmark.root)
+    return metrics.benchmark_source(benchmark.root)
 
 
 def benchmark_backends(benchmark: Any) -> list[str]:
@@ -46,7 +45,7 @@ def _source(benchmark: Any, n: int, unit: str) -> Source:
 def table1(benchmark: Any) -> tuple[TableResult, TableResult]:
     """Table 1 (tasks and dialogues per domain) and its totals by task type."""
     label, _ = benchmark_label(benchmark)
-    per_domain, totals = V.benchmark_table1(benchmark)
+    per_domain, totals = metrics.benchmark_table1(benchmark)
     source = _source(benchmark, len(benchmark.scenarios), "user x task scenarios")
     return (
         TableResult(
@@ -62,7 +61,7 @@ def table1(benchmark: Any) -> tuple[TableResult, TableResult]:
 def tables6_7(benchmark: Any) -> tuple[pd.DataFrame, dict[int, TableResult]]:
     """The stacked demographics frame (Figure 3 draws it) and Tables 6 and 7 cut from it."""
     label, _ = benchmark_label(benchmark)
-    demographics = V.benchmark_demographics(benchmark)
+    demographics = metrics.benchmark_demographics(benchmark)
     source = _source(benchmark, len(benchmark.users), "users")
     tables = {}
     for number, part in ((6, 1), (7, 2)):
@@ -82,14 +81,14 @@ def tables8_9(benchmark: Any) -> dict[int, TableResult]:
         "n distinct generated values; # Distinct and # Off-list show what the cap hides. "
         f"Source: {label}."
     )
-    halves = V.split_tables_8_9(V.benchmark_preferences(benchmark))
+    halves = metrics.split_tables_8_9(metrics.benchmark_preferences(benchmark))
     return {number: TableResult(table, caption, source) for number, table in zip((8, 9), halves, strict=True)}
 
 
 def paper_comparison(benchmark: Any, comparisons: Mapping[str, pd.DataFrame]) -> TableResult:
     """How many printed cells of Tables 1 and 6-9 the data reproduces, table by table."""
     label, _ = benchmark_label(benchmark)
-    summary = V.comparison_summary(comparisons)
+    summary = metrics.comparison_summary(comparisons)
     caption = f"Cells of Tables 1 and 6-9 measured on the data vs. printed in the paper. Source: {label}."
     counts = [_differing_by_column(cmp) for cmp in comparisons.values()]
     return TableResult(summary, caption, _source(benchmark, int(summary["Cells"].sum()), "cells compared"),

@@ -323,7 +323,7 @@ def test_notebook_06_and_07_take_the_spec_notebook_03_took(tmp_path):
     session = Session.open(SessionConfig(benchmark_dir=bench, run_dir=tmp_path / "run",
                                          output_dir=tmp_path / "out"))
     given = [f"python:{RETRIEVAL}", "ref-dialogue-only"]
-    assert session.assistants(given) == [RETRIEVAL, "ref-dialogue-only"]
+    assert session.assistant_names(given) == [RETRIEVAL, "ref-dialogue-only"]
     assert session.focus(f"python:{RETRIEVAL}") == RETRIEVAL
 
 

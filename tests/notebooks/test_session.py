@@ -260,8 +260,8 @@ def test_defaults_read_a_finished_reproduction_and_write_only_to_their_own_run(c
     validation = SessionConfig(stage="validation", store=False)
     assert Session.open(validation).store.root == folder / "store"  # 02 reads it too
     with Session.open() as s:  # the reproduction's own rows, not every assistant its store holds
-        assert s.assistants(None) == ["ref-a", "ref-b"] and s.focus(None) == "ref-b"
-        assert s.assistants(["mine"]) == ["mine"] and s.focus("mine") == "mine"
+        assert s.assistant_names(None) == ["ref-a", "ref-b"] and s.focus(None) == "ref-b"
+        assert s.assistant_names(["mine"]) == ["mine"] and s.focus("mine") == "mine"
         assert [d.id for d in s.run_store.read(Dialogue)] == ["d1"]
         s.run_store.append(dialogue("d2"))
         own = folder / "extended_store"
@@ -277,7 +277,7 @@ def test_defaults_read_a_finished_reproduction_and_write_only_to_their_own_run(c
         s.store.append(dialogue("d4"))
     assert len(RunStore(own).read(Dialogue)) == 2
     with Session.open(SessionConfig(run_dir=folder / "store")) as s:  # named by hand: a store like any other
-        assert type(s.run_store) is RunStore and s.assistants(None) is None and s.focus(None) is None
+        assert type(s.run_store) is RunStore and s.assistant_names(None) is None and s.focus(None) is None
 
 
 def test_a_store_of_its_own_calls_the_store_under_it_a_reproduction_only_when_it_is_one(checkout, capsys):
