@@ -23,17 +23,17 @@ import io
 import json
 import os
 import random
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import msgspec
 import numpy as np
 import pandas as pd
 
 from personalens_utils.base.errors import KitError
+from personalens_utils.base.files import atomic_file
 from personalens_utils.judging import DIMENSIONS, JUDGEABLE_STATUSES, benchmark_contexts
 from personalens_utils.prompt_templates import judge as judge_prompts
 from personalens_utils.prompt_templates.render import (
@@ -127,26 +127,6 @@ def writing_folder(folder: str | os.PathLike[str], error: type[KitError] = Annot
         except StoreError as exc:
             raise error(str(exc)) from None
         yield
-
-
-@contextlib.contextmanager
-def atomic_file(path: str | os.PathLike[str]) -> Iterator[TextIO]:
-    """A text file written whole or not at all (a temporary file beside it, then a rename): a crash or
-    a second writer never leaves a half-written sheet, guide or manifest. The file keeps its own
-    permissions (a new one gets the user's umask), not the temporary file's private 0600."""
-    path = Path(path)
-    mode = path.stat().st_mode & 0o777 if path.exists() else _umask_mode()
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.fchmod(fd, mode)
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            yield fh
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 @dataclass(frozen=True)
@@ -525,13 +505,6 @@ def _write_cells(path: Path, header: Sequence[str], cells: list[dict[str, Any]],
                                 quoting=csv.QUOTE_NONNUMERIC, extrasaction="ignore", lineterminator="\n")
         writer.writeheader()
         writer.writerows(cells)
-
-
-def _umask_mode() -> int:
-    """The mode `open()` gives a new file: 0o666 less the process umask (read by setting it back)."""
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return 0o666 & ~mask
 
 
 def _read_csv(path: Path) -> list[dict[str, str]]:

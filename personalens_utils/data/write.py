@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from personalens_utils.base.files import atomic_write_bytes
 from personalens_utils.data.parse import (
     TASK_KEYS,
     TASK_NUMBER,
@@ -44,13 +45,6 @@ if TYPE_CHECKING:
     from personalens_utils.data import Benchmark
 
 _JSON_OPTS = orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
 
 
 def _check_round_trip(original: Any, parsed: Any, path: Path, what: str) -> None:
@@ -124,7 +118,7 @@ def write_task_definitions(root: str | os.PathLike[str], tasks: Iterable[TaskDef
             _check_round_trip(task, parsed, path, f"task {task.task_id!r}")
         staged.append((path, b"\n".join(lines) + b"\n"))
     for path, data in staged:
-        _atomic_write(path, data)
+        atomic_write_bytes(path, data)
     return [path for path, _ in staged]
 
 
@@ -140,7 +134,7 @@ def write_user(root: str | os.PathLike[str], user: User, scenarios: Sequence[Sce
     definitions = dict(tasks) if tasks is not None else load_definitions(root, schema)
     staged = _stage_user(root, user, scenarios, definitions, schema)
     for path, data in staged:
-        _atomic_write(path, data)
+        atomic_write_bytes(path, data)
     return staged[0][0].parent
 
 
@@ -191,5 +185,5 @@ def save_benchmark(benchmark: Benchmark, path: str | os.PathLike[str], *,
     write_task_definitions(root, benchmark.tasks.values(), schema=schema)
     for user_id, user in benchmark.users.items():
         for file, data in _stage_user(root, user, by_user[user_id], benchmark.tasks, schema):
-            _atomic_write(file, data)
+            atomic_write_bytes(file, data)
     return root

@@ -44,6 +44,7 @@ from typing import Any, TypeVar
 from filelock import FileLock
 
 from personalens_utils.base.errors import KitError
+from personalens_utils.base.files import atomic_write_text
 from personalens_utils.base.safe_names import inside
 from personalens_utils.data import Benchmark
 from personalens_utils.data.types import parse_task_id, scenario_id
@@ -350,9 +351,7 @@ def export_official(
     for path, record in plan.files.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         payload = _payload(record, intents.get(record.scenario_id, ""))
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(payload, indent=4, ensure_ascii=False) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
+        atomic_write_text(path, json.dumps(payload, indent=4, ensure_ascii=False) + "\n")
         written.append(path)
     return written
 

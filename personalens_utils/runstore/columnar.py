@@ -51,6 +51,7 @@ import pandas as pd
 from filelock import FileLock
 
 from personalens_utils.base.errors import KitError
+from personalens_utils.base.files import atomic_write_bytes
 from personalens_utils.llm.offline import count_tokens
 from personalens_utils.reference.rubric import Scale
 from personalens_utils.runstore.official_reading import official_column
@@ -209,9 +210,7 @@ class _Manifest:
         return manifest
 
     def write(self, path: Path) -> None:
-        tmp = path.with_suffix(".tmp")
-        tmp.write_bytes(orjson.dumps(self.__dict__))
-        os.replace(tmp, path)
+        atomic_write_bytes(path, orjson.dumps(self.__dict__))
 
 
 class _Part(NamedTuple):

@@ -26,6 +26,7 @@ from typing import Any
 import orjson
 from filelock import FileLock
 
+from personalens_utils.base.files import atomic_write_bytes
 from personalens_utils.runstore.identity import legacy_model_id
 from personalens_utils.runstore.records import Dialogue, Judgment, RecordError
 
@@ -50,9 +51,7 @@ def is_current(root: Path) -> bool:
 def mark_current(root: Path) -> None:
     """Write today's layout version in the store (in one step: a reader never sees half of it)."""
     if not is_current(root):
-        temp = root / f"{SCHEMA_FILE}.{os.getpid()}.tmp"
-        temp.write_bytes(orjson.dumps({"store_schema": SCHEMA}) + b"\n")
-        os.replace(temp, root / SCHEMA_FILE)
+        atomic_write_bytes(root / SCHEMA_FILE, orjson.dumps({"store_schema": SCHEMA}) + b"\n")
 
 
 @dataclass(frozen=True)
@@ -133,9 +132,8 @@ def _judgment(row: dict[str, Any], moved: dict[str, str], where: str) -> dict[st
 def _rewrite(path: Path, rows: list[tuple[bytes, dict[str, Any] | None]]) -> None:
     """Keep the table as it was beside it, then put the new lines in its place in one step."""
     os.replace(path, path.with_name(path.name + BACKUP_SUFFIX))
-    temp = path.with_name(path.name + ".migrating")
-    temp.write_bytes(b"".join(line if new is None else orjson.dumps(new) + b"\n" for line, new in rows))
-    os.replace(temp, path)
+    atomic_write_bytes(path, b"".join(line if new is None else orjson.dumps(new) + b"\n"
+                                      for line, new in rows))
 
 
 def migrate_store(root: str | os.PathLike[str]) -> Migration | None:

@@ -37,6 +37,7 @@ from filelock import FileLock
 import personalens_utils
 from personalens_utils.base import paths
 from personalens_utils.base.errors import KitError
+from personalens_utils.base.files import atomic_write_bytes
 from personalens_utils.llm.ledger import RoleCalls
 from personalens_utils.llm.types import CallKind
 from personalens_utils.prompt_sets import PromptSet
@@ -231,10 +232,7 @@ def check_card(card: Any, where: str | os.PathLike[str]) -> dict[str, Any]:
 def write_card(store_dir: str | os.PathLike[str], card: Mapping[str, Any]) -> Path:
     """Write `card` into `store_dir` atomically: a temporary file beside it, then renamed over it."""
     path = card_path(store_dir)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{CARD_FILE}.{os.getpid()}.tmp")
-    tmp.write_bytes(orjson.dumps(card, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
-    os.replace(tmp, path)
+    atomic_write_bytes(path, orjson.dumps(card, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
     return path
 
 

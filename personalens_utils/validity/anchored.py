@@ -47,6 +47,7 @@ from personalens_utils.analysis.scores import backends, run_label
 from personalens_utils.analysis.stats import DEFAULT_RESAMPLES, Interval
 from personalens_utils.analysis.tables import DIMENSION_NAMES, provenance_note
 from personalens_utils.base.errors import KitError
+from personalens_utils.base.files import atomic_file
 from personalens_utils.judging import DIMENSIONS as JUDGE_DIMENSIONS
 from personalens_utils.outputs.latex import Block, Printed
 from personalens_utils.outputs.tables import Source, TableResult
@@ -679,7 +680,7 @@ def _mark(folder: Path, files: Mapping[str, list[str]]) -> None:
     record = {"written_by": "notebook 09 (personalens_utils.validity.anchored.synthetic_sample)",
               "why": "a rerun rewrites these files, and only these, when they are as 09 wrote them",
               "files": dict(sorted(files.items()))}
-    with annotation.atomic_file(folder / KIT_MARKER) as fh:
+    with atomic_file(folder / KIT_MARKER) as fh:
         fh.write(json.dumps(record, indent=1) + "\n")
 
 
