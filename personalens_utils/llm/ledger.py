@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 from array import array
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import pandas as pd
@@ -56,15 +56,6 @@ class RoleCalls:
                          self.output_tokens + other.output_tokens, self.seconds + other.seconds)
 
 
-@dataclass(slots=True)
-class _KindBook:
-    calls: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    seconds: array = field(default_factory=lambda: array("d"))
-    """Each timed call's latency, in booking order (8 bytes a call)."""
-
-
 class Ledger:
     """Usage and cost of one client's calls, safe to book from any thread."""
 
@@ -73,7 +64,9 @@ class Ledger:
         self._lock = threading.Lock()
         self._books: dict[tuple[str, ...], Tally] = {}
         self._totals = Tally()
-        self._kinds: dict[str, _KindBook] = {}
+        self._seconds: dict[str, array] = {}
+        """Per kind, each timed call's latency in booking order (8 bytes a call): the one thing about a
+        call the tallies do not hold."""
         self._bars: list[Any] = []
 
     def _tally(self, stage: str, request: Request, model: str) -> Tally:
@@ -91,12 +84,8 @@ class Ledger:
         usage = response.usage
         timed = not (response.cached or response.batch or self.backend_name == "offline")
         with self._lock:
-            kind = self._kinds.setdefault(str(request.kind), _KindBook())
-            kind.calls += 1
-            kind.input_tokens += usage.input_tokens
-            kind.output_tokens += usage.output_tokens
             if timed:
-                kind.seconds.append(response.latency_s)
+                self._seconds.setdefault(str(request.kind), array("d")).append(response.latency_s)
             for tally in (self._tally(stage, request, model), self._totals):
                 tally.calls += 1
                 tally.cache_hits += response.cached
@@ -148,10 +137,16 @@ class Ledger:
     # -- reading the books ------------------------------------------------------------------------
 
     def calls_by_kind(self) -> dict[str, RoleCalls]:
-        """A snapshot of the calls of each kind booked so far (`RoleCalls`), all stages together."""
+        """A snapshot of the calls of each kind booked so far (`RoleCalls`), all stages together: the
+        tallies of that kind summed, with its timed calls' seconds."""
         with self._lock:
-            return {kind: RoleCalls(book.calls, book.input_tokens, book.output_tokens, tuple(book.seconds))
-                    for kind, book in self._kinds.items()}
+            kinds: dict[str, RoleCalls] = {}
+            for (_stage, kind, *_rest), tally in self._books.items():
+                if tally.calls:
+                    kinds[kind] = kinds.get(kind, RoleCalls()) + RoleCalls(
+                        tally.calls, tally.input_tokens, tally.output_tokens)
+            return {kind: replace(calls, seconds=tuple(self._seconds.get(kind, ())))
+                    for kind, calls in kinds.items()}
 
     def totals(self) -> dict[str, float]:
         """Everything booked so far, all stages together."""
@@ -178,5 +173,5 @@ class Ledger:
     def reset(self) -> None:
         with self._lock:
             self._books.clear()
-            self._kinds.clear()
+            self._seconds.clear()
             self._totals = Tally()
