@@ -20,7 +20,7 @@ from personalens_utils.analysis.tables import table3
 from personalens_utils.assistants import Assistant
 from personalens_utils.data import MD, SD, Benchmark
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
-from personalens_utils.llm.role import ModelRole
+from personalens_utils.llm.role import Role
 from personalens_utils.outputs.tables import TableResult
 from personalens_utils.prompt_sets import KIT, PromptSet
 from personalens_utils.runstore.engine import StageReport
@@ -37,8 +37,8 @@ DIMENSIONS = ("task_completion", "personalization", "naturalness_assistant", "co
 class AssistantComparison:
     """Who takes part (the resolved roles), in which setting and task types, with whose prompts."""
 
-    user: ModelRole
-    judge: ModelRole
+    user: Role
+    judge: Role
     baseline: Assistant
     """The prompt-based assistant (notebook 05's `assistant_model`)."""
     own: Assistant

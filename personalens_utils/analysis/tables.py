@@ -46,11 +46,12 @@ from personalens_utils.analysis.stats import withheld_note
 from personalens_utils.assistants.python import PYTHON, row_label
 from personalens_utils.assistants.reference_assistants import is_reference
 from personalens_utils.llm.offline import OFFLINE_LABEL
+from personalens_utils.llm.role import resolved_model
 from personalens_utils.outputs.frames import rows_of
 from personalens_utils.outputs.latex import Block, Printed
 from personalens_utils.outputs.tables import Source, TableResult
 from personalens_utils.runstore.identity import DIALOGUE_PROMPTS, JUDGE_PROMPTS, PROMPT_SET
-from personalens_utils.runstore.records import KIT_PROMPTS, OFFLINE, resolved_model
+from personalens_utils.runstore.records import KIT_PROMPTS, OFFLINE
 from personalens_utils.runstore.store import RunStore
 
 MAIN_SETTING = "base"

@@ -6,21 +6,20 @@ from contextlib import AbstractContextManager
 
 from personalens_utils.assistants.base import Pricing
 from personalens_utils.llm import LLMClient, Request, Response
-from personalens_utils.llm.role import ModelRole
+from personalens_utils.llm.role import Role
 from personalens_utils.llm.specs import ModelSpec
-from personalens_utils.runstore.identity import Role
 from personalens_utils.runstore.records import OFFLINE
 
 
 class PromptedAssistant:
     """A model on any backend, prompted with the request the prompt set built for its setting: a
-    `llm.role.ModelRole` (its spec and client) with what the kit asks of an assistant besides."""
+    `llm.role.Role` (its spec and client) with what the kit asks of an assistant besides."""
 
     def __init__(self, client: LLMClient, spec: ModelSpec):
         if client.backend_name != spec.backend:
             raise ValueError(f"assistant {spec}: its client calls {client.backend_name!r}, "
                              f"not {spec.backend!r}")
-        self.role = ModelRole(spec, client)
+        self.role = Role.served(spec, client)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({str(self.role)!r})"
@@ -35,7 +34,7 @@ class PromptedAssistant:
 
     @property
     def model_id(self) -> str:
-        return Role.of(self.model, self.backend, self.role.endpoint).model_id
+        return self.role.model_id
 
     @property
     def made_offline(self) -> bool:
@@ -43,13 +42,13 @@ class PromptedAssistant:
 
     @property
     def max_concurrency(self) -> int:
-        return self.role.client.max_concurrency
+        return self.role.serves.max_concurrency
 
     def clients(self) -> list[LLMClient]:
-        return [self.role.client]
+        return [self.role.serves]
 
     def stage(self, name: str) -> AbstractContextManager[object]:
-        return self.role.client.stage(name)
+        return self.role.serves.stage(name)
 
     def prepared(self, request: Request) -> Request:
         """The request as this assistant sends it (a subclass may add to its context)."""
@@ -60,7 +59,7 @@ class PromptedAssistant:
 
     def preflight(self, role: str) -> list[str]:
         key = self.role.spec.client_key
-        lines = self.role.client.preflight({role: self.model})
+        lines = self.role.serves.preflight({role: self.model})
         return lines if key == self.backend else [f"{line} ({key})" for line in lines]
 
     def describe(self, role: str) -> list[str]:

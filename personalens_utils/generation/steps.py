@@ -17,10 +17,10 @@ from typing import Any
 
 from personalens_utils.generation.requests import StepCall, retry_request
 from personalens_utils.llm import LLMClient
+from personalens_utils.llm.role import Role
 from personalens_utils.prompt_templates.generation import GENERATION_PROMPT_VERSION
 from personalens_utils.runstore import engine, run_card
 from personalens_utils.runstore.engine import Item
-from personalens_utils.runstore.identity import Role
 from personalens_utils.runstore.records import ERROR, GENERATION_STEPS, GenerationStep, Record
 from personalens_utils.runstore.store import RunStore
 
@@ -77,9 +77,7 @@ class StepRunner:
         stage = engine.Stage(STAGE, GenerationStep, self._work)
         report = engine.run_stage(stage, self.store, self.client, engine.Plan(todo, 0, 0),
                                   options=engine.StageOptions(desc=f"generation: {desc}"))
-        role = Role.of(self.model, self.client.backend_name, self.client.endpoint)
-        run_card.note_stage(self.store, report, run_card.role_entry(role.model, role.backend, role.model_id,
-                                                                    endpoint=self.client.endpoint),
+        run_card.note_stage(self.store, report, run_card.role_entry(Role.on(self.client, self.model)),
                             prompt_version=GENERATION_PROMPT_VERSION, steps=[s.step for s in specs])
 
     async def _work(self, client: LLMClient, item: Item[StepSpec]) -> list[Record]:

@@ -12,7 +12,8 @@ from typing import Any
 
 from personalens_utils.judging.dimensions import Dimension
 from personalens_utils.judging.parsing import ParsedAnswer
-from personalens_utils.runstore.identity import Role, Variant
+from personalens_utils.llm.role import Role
+from personalens_utils.runstore.identity import Variant
 from personalens_utils.runstore.official_reading import RETRY_SEPARATOR
 from personalens_utils.runstore.records import Judgment
 
@@ -72,14 +73,14 @@ def error_fields(explanation: str) -> dict[str, Any]:
             "attempts": 0}
 
 
-def judgment_record(dialogue_id: str, dimension: Dimension, model_key: str, variant: Variant, backend: str,
-                    fields: Mapping[str, Any], *, endpoint: str = "") -> Judgment:
-    """One judgment record: its identity fields (`variant`: the judge prompts and sample; the judge on
-    `backend`, served at `endpoint`) and the score fields."""
+def judgment_record(dialogue_id: str, dimension: Dimension, judge: Role, variant: Variant,
+                    fields: Mapping[str, Any]) -> Judgment:
+    """One judgment record: its identity fields (`variant`: the judge prompts and sample; `judge` as its
+    records key it, `JudgingConfig.judge_as`) and the score fields."""
     turn_scores = fields["turn_scores"]
     return Judgment(
-        dialogue_id=dialogue_id, dimension=dimension.name, judge_model=model_key,
-        variant=variant, backend=backend, judge_model_id=Role.of(model_key, backend, endpoint).model_id,
+        dialogue_id=dialogue_id, dimension=dimension.name, judge_model=judge.model,
+        variant=variant, backend=judge.backend, judge_model_id=judge.model_id,
         status=fields["status"],
         score=fields["score"],
         turn_scores=None if turn_scores is None else tuple(turn_scores), explanation=fields["explanation"],

@@ -76,8 +76,7 @@ class _BatchCall:
 
 
 def _judge_batched(
-    planned: JudgingPlan, context_for: ContextFor, config: JudgingConfig, backend: str,
-    answers: _BatchAnswers,
+    planned: JudgingPlan, context_for: ContextFor, config: JudgingConfig, answers: _BatchAnswers,
 ) -> engine.Stage[DialogueSummary]:
     """The stage: each dialogue's judgments from the batches' answers; those still awaited are pending.
     Each pass reads the dialogue and makes its context again, so no pass holds every context."""
@@ -95,8 +94,7 @@ def _judge_batched(
                 awaited += 1
                 continue
             variant = config.prompts.judge_variant(dim, config.prompt_version, k)
-            finished.append(judgment_record(item.payload.id, dim, planned.model_key, variant, backend,
-                                            fields, endpoint=planned.endpoint))
+            finished.append(judgment_record(item.payload.id, dim, planned.judge, variant, fields))
         if awaited:
             raise engine.Pending(finished, awaited)
         return finished
@@ -129,9 +127,9 @@ def run_judging_batch(
     started = time.perf_counter()
     runner = BatchRunner(client, StoredBatches(store), poll_interval_s=config.poll_interval_s,
                          max_rounds=config.max_rounds, max_wait_s=config.max_wait_s)
-    planned = plan_judging(store, config, client.backend_name, client.endpoint)
+    planned = plan_judging(store, config, config.judge_on(client))
     answers = _BatchAnswers()
-    stage = _judge_batched(planned, context_for, config, client.backend_name, answers)
+    stage = _judge_batched(planned, context_for, config, answers)
     items = planned.plan.items
     before, kinds = client.totals(), client.calls_by_kind()
     report = StageReport(STAGE, details=planned.details())

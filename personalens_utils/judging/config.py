@@ -4,10 +4,12 @@ cost estimate (so an estimate prices exactly what a run with the same configurat
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from personalens_utils.judging.dimensions import DEFAULT_JUDGE_MODEL
+from personalens_utils.judging.dimensions import DEFAULT_JUDGE_MODEL, JudgingError, judge_model_key
+from personalens_utils.llm import LLMClient
+from personalens_utils.llm.role import Role
 from personalens_utils.prompt_sets import KIT, PromptSet
 from personalens_utils.prompt_templates import judge as prompts
 from personalens_utils.runstore.identity import samples
@@ -48,3 +50,15 @@ class JudgingConfig:
 
     def __post_init__(self) -> None:
         samples(self.judge_samples, "judge_samples")
+
+    def judge_as(self, judge: Role) -> Role:
+        """The judge as its records key it: `judge` (the role that calls, on its backend and endpoint) under
+        the registry's name of `judge_model`, so aliases share records. A role of another model is refused."""
+        key = judge_model_key(self.judge_model)
+        if judge_model_key(judge.model) != key:
+            raise JudgingError(f"the judge {judge} is not the configured judge_model {self.judge_model!r}")
+        return replace(judge, model=key)
+
+    def judge_on(self, client: LLMClient) -> Role:
+        """The configured judge called through `client`, as its records key it."""
+        return Role.on(client, judge_model_key(self.judge_model))

@@ -19,17 +19,18 @@ from typing import Any
 
 from personalens_utils.data import MD, SD, Benchmark, UsersArg, resolve_users
 from personalens_utils.judging.config import JudgingConfig, Select
-from personalens_utils.judging.dimensions import Dimension, JudgingError, dimensions_from, judge_model_key
+from personalens_utils.judging.dimensions import Dimension, JudgingError, dimensions_from
 from personalens_utils.judging.requests import ContextFor, dimension_requests
 from personalens_utils.llm import Message
 from personalens_utils.llm.budget import CostEstimate, Tally
 from personalens_utils.llm.registry import KNOWN_BACKENDS
+from personalens_utils.llm.role import Role, resolved_model, role_of
 from personalens_utils.prompt_sets import KIT, PromptSet
 from personalens_utils.prompt_sets.official.templates import KIT_PROMPTS
 from personalens_utils.prompt_templates.user_styles import COOPERATIVE
 from personalens_utils.runstore import columnar, engine, run_card
 from personalens_utils.runstore.engine import Item, Plan
-from personalens_utils.runstore.identity import Role, judgment_id_tail, judgment_ids, resolved_model, samples
+from personalens_utils.runstore.identity import judgment_id_tail, judgment_ids, samples
 from personalens_utils.runstore.records import Dialogue, DialogueSummary, Judgment
 from personalens_utils.runstore.shards import Shard
 from personalens_utils.runstore.store import RunStore
@@ -140,9 +141,9 @@ class JudgingPlan:
     """Dialogues in the store that did not finish (status "error"): nothing to judge."""
     to_judge: list[DialogueSummary]
     dimensions: list[Dimension]
-    model_key: str
+    judge: Role
+    """The judge as its records key it (`JudgingConfig.judge_as`)."""
     prompt_version: str
-    backend: str
     plan: Plan[DialogueSummary]
     id_of: dict[tuple[str, int], Callable[[str], str]]
     """(dimension name, judge sample) -> a dialogue's judgment id from its id (`identity.judgment_ids`)."""
@@ -156,18 +157,20 @@ class JudgingPlan:
     """Finished dialogues made on the offline backend that a real judge left alone (`offline_dialogues`)."""
     judge_samples: int = 1
     """How many independent judgments each dialogue gets on each dimension (`JudgingConfig`)."""
-    endpoint: str = ""
-    """Where the judge is served, when that is identity (`LLMClient.endpoint`)."""
+
+    @property
+    def model_key(self) -> str:
+        """The judge's name in its records (the registry's name of the configured model)."""
+        return self.judge.model
 
     def note_on_card(self, store: RunStore, report: engine.StageReport) -> None:
         """Add this judge, and what its run spent, to the store's run card (a store never written
         stays without one); re-judging with another judge adds a second judge."""
         if not store.root.is_dir():
             return
-        judge = Role.of(self.model_key, self.backend, self.endpoint)
         entry = run_card.judge_entry(
             self.prompts, self.prompts.judge_version(self.prompt_version),
-            judge=run_card.role_entry(judge.model, judge.backend, judge.model_id, endpoint=self.endpoint),
+            judge=run_card.role_entry(self.judge),
             dimensions=[d.name for d in self.dimensions], judge_samples=self.judge_samples,
             calls=run_card.role_calls(report, run_card.JUDGE_CALLS))
         run_card.update_card(store, judge=entry, spent=run_card.stage_spent(report),
@@ -195,7 +198,7 @@ class JudgingPlan:
     def details(self) -> dict[str, Any]:
         """What a judging report shows beside the engine's counts."""
         return {
-            "judge_model": self.model_key, "judge_backend": self.backend,
+            "judge_model": self.model_key, "judge_backend": self.judge.backend,
             "prompt_version": self.prompt_version,
             **self.prompts.judge_details(self.dimensions),
             "dimensions": ", ".join(d.name for d in self.dimensions),
@@ -209,16 +212,15 @@ class JudgingPlan:
         }
 
 
-def plan_judging(store: RunStore, config: JudgingConfig, backend: str, endpoint: str = "") -> JudgingPlan:
-    """Every judgeable dialogue with a judgment by the configured judge on `backend` (served at
-    `endpoint`, `LLMClient.endpoint`) still to make on
-    its dimensions (errored ones when asked), with the judge prompts of `config.prompts`.
+def plan_judging(store: RunStore, config: JudgingConfig, judge: Role) -> JudgingPlan:
+    """Every judgeable dialogue with a judgment by the configured judge (`judge`: the role that calls,
+    `JudgingConfig.judge_as`) still to make on its dimensions (errored ones when asked), with the judge
+    prompts of `config.prompts`.
     A judge on a real backend (`REAL_BACKENDS`) leaves the dialogues made on the offline backend alone
     (money spent on rule-based text) unless `offline_dialogues=True`; other judges (offline, test
     doubles) judge them (False: never). Reads summaries and ids only (the columnar copy), no texts."""
     dims = dimensions_from(config.dimensions)
-    model_key = judge_model_key(config.judge_model)
-    judge = Role.of(model_key, backend, endpoint)
+    judge = config.judge_as(judge)
     judge_samples = samples(config.judge_samples, "judge_samples")
     variants = {(dim.name, k): config.prompts.judge_variant(dim, config.prompt_version, k)
                 for k in judge_samples for dim in dims}  # judge sample by judge sample, dims in order
@@ -234,7 +236,7 @@ def plan_judging(store: RunStore, config: JudgingConfig, backend: str, endpoint:
     places = dict(zip((d.id for d in dialogues), where, strict=True))
     del where
     to_judge = judgeable(dialogues, sharded(config.select, config.shard))
-    skips = _skips_offline(backend, config.offline_dialogues)
+    skips = _skips_offline(judge, config.offline_dialogues)
     skipped = sum(d.made_offline for d in to_judge) if skips else 0
     if skipped:
         to_judge = [d for d in to_judge if not d.made_offline]
@@ -248,10 +250,9 @@ def plan_judging(store: RunStore, config: JudgingConfig, backend: str, endpoint:
         candidates = (([jid for jid, _ in unfinished.get(d.id, ())], d) for d in to_judge)
     planned = engine.plan(store, Judgment, candidates, retry_errors=config.retry_errors, stored=stored)
     not_finished = sum(d.status not in JUDGEABLE_STATUSES for d in dialogues)
-    return JudgingPlan(len(dialogues), not_finished, to_judge, dims, model_key, config.prompt_version,
-                       backend, planned, id_of, source, {d.id: places[d.id] for d in to_judge},
-                       prompts=config.prompts, skipped_offline=skipped, judge_samples=len(judge_samples),
-                       endpoint=endpoint)
+    return JudgingPlan(len(dialogues), not_finished, to_judge, dims, judge, config.prompt_version, planned,
+                       id_of, source, {d.id: places[d.id] for d in to_judge}, prompts=config.prompts,
+                       skipped_offline=skipped, judge_samples=len(judge_samples))
 
 
 _PLAIN_ID = "[0-9A-Za-z_.:-]+"
@@ -330,22 +331,23 @@ def sharded(select: Select | None, shard: str | Shard | None) -> Select | None:
     return lambda dialogue: part.owns(dialogue.id) and (select is None or select(dialogue))
 
 
-def judged_users(store: RunStore, select: Select | None = None, *, backend: str = "offline",
+def judged_users(store: RunStore, select: Select | None = None, *, judge: Role | None = None,
                  offline_dialogues: bool | None = None) -> list[int]:
-    """User indices of the dialogues a judge on `backend` would judge: the profiles judging needs loaded."""
-    skip = _skips_offline(backend, offline_dialogues)
+    """User indices of the dialogues `judge` would judge (None: every judgeable one), the profiles judging
+    needs loaded."""
+    skip = judge is not None and _skips_offline(judge, offline_dialogues)
     found = judgeable(_summaries(store), select)
     return sorted({d.user_id for d in found if not (skip and d.made_offline)})
 
 
-def skipped_offline_line(store: RunStore, select: Select | None = None, *, backend: str,
+def skipped_offline_line(store: RunStore, select: Select | None = None, *, judge: Role,
                          offline_dialogues: bool | None = None) -> str:
-    """`skipped_offline_note` before any judging: how many offline-made dialogues a judge on `backend`
-    leaves alone; empty when none."""
-    if not _skips_offline(backend, offline_dialogues):
+    """`skipped_offline_note` before any judging: how many offline-made dialogues `judge` leaves alone;
+    empty when none."""
+    if not _skips_offline(judge, offline_dialogues):
         return ""
     n = sum(d.made_offline for d in judgeable(_summaries(store), select))
-    return skipped_offline_note({"dialogues_skipped_offline": n, "judge_backend": backend})
+    return skipped_offline_note({"dialogues_skipped_offline": n, "judge_backend": judge.backend})
 
 
 def _summaries(store: RunStore) -> list[DialogueSummary]:
@@ -353,25 +355,23 @@ def _summaries(store: RunStore) -> list[DialogueSummary]:
         return dialogue_summaries(source)[0]
 
 
-def _skips_offline(backend: str, offline_dialogues: bool | None) -> bool:
-    return not (backend not in REAL_BACKENDS if offline_dialogues is None else offline_dialogues)
+def _skips_offline(judge: Role, offline_dialogues: bool | None) -> bool:
+    return not (judge.backend not in REAL_BACKENDS if offline_dialogues is None else offline_dialogues)
 
 
 def estimate_judging(store: RunStore, context_for: ContextFor, config: JudgingConfig | None = None, *,
-                     backend: str = "", endpoint: str = "", answer_tokens: int = ANSWER_TOKENS,
-                     sample: int = 300) -> CostEstimate:
+                     judge: Role, answer_tokens: int = ANSWER_TOKENS, sample: int = 300) -> CostEstimate:
     """Calls, tokens and cost of the judgments `run_judging` with this configuration would still make
     (at batch prices when `config.batch`).
 
-    `backend` is the judge's (served at `endpoint`): it decides which judgments are already stored and
-    prices the calls.
+    `judge` (the role that will call) decides which judgments are already stored and prices the calls.
     The prompts are built for up to `sample` of the dialogues to judge and scaled up per dimension;
     answers are assumed to be `answer_tokens` long and format reminders are not counted.
     """
     config = config or JudgingConfig()
-    planned = plan_judging(store, config, backend, endpoint)
+    planned = plan_judging(store, config, judge)
     work = [(item.payload, planned.todo(item.payload.id, item.ids)) for item in planned.plan.items]
-    tally = Tally(backend, batch=config.batch)
+    tally = Tally(judge.backend, batch=config.batch)
     contexts: dict[str, Mapping[str, Any]] = {}
     heads: set[str] = set()  # cacheable judge heads met so far, across dimensions
     for dim in planned.dimensions:
@@ -409,21 +409,14 @@ class PlannedSimulation:
     """The user agent, style included (`Role.of`)."""
 
     @classmethod
-    def of(cls, benchmark: Benchmark, store: RunStore, config: SimulationConfig, *, backend: str,
-           endpoint: str = "") -> PlannedSimulation:
-        """`plan_dialogues` with a user agent on `backend` (served at `endpoint`), as `estimate_simulation`
-        plans it."""
-        planned = plan_dialogues(benchmark, store, config, backend=backend,
-                                 assistant_backend=config.assistant_backend, endpoint=endpoint)
-        return cls(planned, config, Role.of(config.user_model, backend, endpoint, config.user_style))
+    def of(cls, benchmark: Benchmark, store: RunStore, config: SimulationConfig, *, user: Role,
+           ) -> PlannedSimulation:
+        """`plan_dialogues` with `user` as the user agent, as `estimate_simulation` plans it."""
+        return cls(plan_dialogues(benchmark, store, config, user=user), config, user)
 
     def assistant(self) -> Role:
-        """The assistant's identity, as `plan_dialogues` takes it (the given assistant's, else the model on
-        its backend)."""
-        given = self.config.assistant
-        if given is not None:
-            return Role(given.model, given.backend, given.model_id)
-        return Role.of(self.config.assistant_model, self.config.assistant_backend or self.user.backend)
+        """The assistant's identity, as `plan_dialogues` takes it (`SimulationConfig.assistant_for`)."""
+        return role_of(self.config.assistant_for(self.user))
 
     def cap(self, task_type: str) -> int:
         """The turn cap its `task_type` dialogues run under (`max_turns`, else the paper's)."""
@@ -467,11 +460,11 @@ def filled(dialogue: Dialogue, turns: int, tokens_per_turn: float, cap: int) -> 
 
 
 def estimate_judging_planned(planned: Sequence[PlannedSimulation], context_for: ContextFor,
-                             config: JudgingConfig | None = None, *, backend: str = "",
+                             config: JudgingConfig | None = None, *, judge: Role,
                              answer_tokens: int = ANSWER_TOKENS, sample: int = 300) -> CostEstimate:
     """Calls, tokens and cost of judging the dialogues that simulation plans will make, before they exist
-    (as `estimate_judging` prices stored ones; at batch prices when `config.batch`), by a judge on
-    `backend`: none of them has a judgment yet, whoever judges.
+    (as `estimate_judging` prices stored ones; at batch prices when `config.batch`), by `judge`: none of
+    them has a judgment yet, whoever judges.
 
     Each planned dialogue is its record to be (`PlannedSimulation.stand_in`: `select`, the shard and a
     real judge's skipping of offline-made dialogues read it as they will read the dialogue) with turns of
@@ -484,7 +477,7 @@ def estimate_judging_planned(planned: Sequence[PlannedSimulation], context_for: 
     dims = dimensions_from(config.dimensions)
     judge_samples = len(samples(config.judge_samples, "judge_samples"))
     select = sharded(config.select, config.shard)
-    skips = _skips_offline(backend, config.offline_dialogues)
+    skips = _skips_offline(judge, config.offline_dialogues)
     groups: dict[tuple[int, str], list[Dialogue]] = {}
     skipped = 0
     for position, made in enumerate(planned):
@@ -496,7 +489,7 @@ def estimate_judging_planned(planned: Sequence[PlannedSimulation], context_for: 
                 skipped += 1
                 continue
             groups.setdefault((position, dialogue.task_type), []).append(dialogue)
-    tally = Tally(backend, batch=config.batch)
+    tally = Tally(judge.backend, batch=config.batch)
     heads: set[str] = set()  # cacheable judge heads met so far, across dialogues and dimensions
     built = 0
     for (position, task_type), dialogues in groups.items():
@@ -523,6 +516,6 @@ def estimate_judging_planned(planned: Sequence[PlannedSimulation], context_for: 
         f"answers assumed {answer_tokens} tokens; the format reminder after an unreadable answer not counted",
         *(["turn-level personalization: one call per assistant turn of a stand-in (the average turns)"]
           if any(d.turn_level for d in dims) else []),
-        *([f"{skipped} planned dialogue(s) will be made on the offline backend: the {backend} judge will "
-           f"leave them alone (set {OFFLINE_PARAMETER}=True to judge them)"] if skipped else []),
+        *([f"{skipped} planned dialogue(s) will be made on the offline backend: the {judge.backend} judge "
+           f"will leave them alone (set {OFFLINE_PARAMETER}=True to judge them)"] if skipped else []),
     ])

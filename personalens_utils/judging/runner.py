@@ -23,6 +23,7 @@ from personalens_utils.judging.dimensions import Dimension, judge_model_key
 from personalens_utils.judging.plan import plan_judging
 from personalens_utils.judging.requests import ContextFor
 from personalens_utils.llm.client import LLMClient
+from personalens_utils.llm.role import Role
 from personalens_utils.prompt_sets import KIT, PromptSet
 from personalens_utils.prompt_templates import judge as prompts
 from personalens_utils.runstore import engine
@@ -46,14 +47,13 @@ async def judge_dialogue(
     """Judgment records of one dialogue on the given dimensions, with the judge prompts of `prompt_templates`,
     as judge sample `judge_sample` (its calls carry it: `Request.sample`); llm failures become error
     records."""
-    model_key = judge_model_key(judge_model)
+    judge = Role.on(client, judge_model_key(judge_model))
     fields = await asyncio.gather(*(judge_dimension(lambda _: client, d, context, judge_model, prompts,
                                                     judge_sample) for d in dimensions))
     records = []
     for dimension, f in zip(dimensions, fields, strict=True):
         variant = prompts.judge_variant(dimension, prompt_version, judge_sample)
-        records.append(judgment_record(dialogue.id, dimension, model_key, variant, client.backend_name, f,
-                                       endpoint=client.endpoint))
+        records.append(judgment_record(dialogue.id, dimension, judge, variant, f))
     return records
 
 
@@ -85,7 +85,7 @@ def run_judging(
         )
     if config.batch:
         return run_judging_batch(store, client, context_for, config)
-    planned = plan_judging(store, config, client.backend_name, client.endpoint)
+    planned = plan_judging(store, config, config.judge_on(client))
 
     async def work(llm: LLMClient, item: Item[DialogueSummary]) -> list[Record]:
         dialogue = planned.dialogue(item.payload)

@@ -11,13 +11,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from personalens_utils.llm import CallKind, LLMClient, Message, Request
+from personalens_utils.llm.role import Role
 from personalens_utils.persona_bench.answers import read_answer
 from personalens_utils.persona_bench.items import PersonaItem
 from personalens_utils.persona_bench.official import CALLS
 from personalens_utils.persona_bench.prompts import SYSTEM
 from personalens_utils.runstore import engine, run_card
 from personalens_utils.runstore.engine import Item, StageReport
-from personalens_utils.runstore.identity import Role, prediction_id
+from personalens_utils.runstore.identity import prediction_id
 from personalens_utils.runstore.records import ERROR, PersonaPrediction
 from personalens_utils.runstore.shards import Shard
 from personalens_utils.runstore.store import RunStore
@@ -72,11 +73,6 @@ def _record(item: PersonaItem, role: Role, **fields: object) -> PersonaPredictio
     )
 
 
-def _role(client: LLMClient, model: str) -> Role:
-    """Who answers: `model` on the client's backend, at its endpoint when that is identity."""
-    return Role.of(model, client.backend_name, client.endpoint)
-
-
 async def predict(client: LLMClient, item: PersonaItem, model: str) -> PersonaPrediction:
     """One item's record: "ok" with the prediction, or "missing" with the raw answer; an llm failure
     propagates (the engine stores it as an error record)."""
@@ -84,7 +80,7 @@ async def predict(client: LLMClient, item: PersonaItem, model: str) -> PersonaPr
     value = read_answer(item.task, response.text, official=not item.variant.kit)
     return _record(
         item,
-        _role(client, model),
+        Role.on(client, model),
         status="ok" if value is not None else "missing",
         prediction=value,
         raw=response.text,
@@ -107,7 +103,7 @@ def run_items(
 ) -> StageReport:
     """Ask `model` every item not yet answered in `store`; returns the stage's report."""
     part = Shard.parse(shard)
-    role = _role(client, model)
+    role = Role.on(client, model)
     candidates = (((prediction_id(i.key, role, i.variant),), i) for i in items
                   if part is None or part.owns(i.key))
     planned = engine.plan(store, PersonaPrediction, candidates, retry_errors=retry_errors, limit=limit)
@@ -128,6 +124,5 @@ def run_items(
         report=report,
         options=engine.StageOptions(max_cost_usd=max_cost_usd, desc=f"PERSONA Bench ({model})"),
     )
-    run_card.note_stage(store, report, run_card.role_entry(role.model, role.backend, role.model_id,
-                                                           endpoint=client.endpoint))
+    run_card.note_stage(store, report, run_card.role_entry(role))
     return report

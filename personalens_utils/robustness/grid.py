@@ -34,7 +34,7 @@ from personalens_utils.judging import (
 )
 from personalens_utils.judging.plan import PlannedSimulation, estimate_judging_planned
 from personalens_utils.llm.budget import CostEstimate
-from personalens_utils.llm.role import ModelRole
+from personalens_utils.llm.role import Role
 from personalens_utils.prompt_sets import PromptSet
 from personalens_utils.prompt_templates.user_styles import UserAgent
 from personalens_utils.runstore.engine import StageReport
@@ -87,7 +87,7 @@ class Place:
     task_types: tuple[str, ...]
     scope: Callable[[pd.DataFrame], pd.DataFrame]
     in_scope: Callable[[Dialogue], bool]
-    role: Callable[[str], ModelRole]
+    role: Callable[[str], Role]
     assistant: Callable[[str], Assistant]
 
 
@@ -120,22 +120,22 @@ class GridRun:
                 f"({', '.join(grid.judges)}), setting `{grid.setting}`, "
                 f"{_count(range(grid.repeats), 'repeat')}, task types {list(self.place.task_types)}.")
 
-    def simulations(self) -> Iterator[tuple[ModelRole, SimulationConfig]]:
+    def simulations(self) -> Iterator[tuple[Role, SimulationConfig]]:
         """One simulation per (assistant, user agent), configured as notebook 03 configures its own."""
         for spec in self.grid.assistants:
             assistant = self.place.assistant(spec)
             for agent in self.grid.user_agents:
-                user = self.place.role(agent.model)
+                user = self.place.role(agent.model).playing(agent.style)
                 yield user, SimulationConfig(
                     settings=[self.grid.setting], task_types=list(self.place.task_types),
                     user_model=user.model, assistant_model=assistant.model, assistant=assistant,
                     prompts=self.place.prompts, repeats=self.grid.repeats,
-                    batch=self.batch, user_style=agent.style)
+                    batch=self.batch, user_style=user.style)
 
-    def judges(self) -> list[ModelRole]:
+    def judges(self) -> list[Role]:
         return [self.place.role(spec) for spec in self.grid.judges]
 
-    def judging(self, judge: ModelRole, budget: float | None = None) -> JudgingConfig:
+    def judging(self, judge: Role, budget: float | None = None) -> JudgingConfig:
         """One judging run per judge over the grid's dialogues, configured as notebook 04 configures it."""
         return JudgingConfig(judge_model=judge.model, dimensions=list(GRID_DIMENSIONS), select=self.select,
                              prompts=self.place.prompts, batch=self.batch, max_cost_usd=budget)
@@ -148,8 +148,7 @@ class GridRun:
 
     def simulation_cost(self) -> CostEstimate:
         """What the grid's dialogues not yet stored would cost, every (assistant, user agent) together."""
-        return combined([estimate_simulation(self.place.benchmark, self.place.store, config,
-                                             backend=user.backend, endpoint=user.endpoint)
+        return combined([estimate_simulation(self.place.benchmark, self.place.store, config, user=user)
                          for user, config in self.simulations()])
 
     def judging_cost(self, still_to_make: bool = True) -> CostEstimate:
@@ -157,16 +156,14 @@ class GridRun:
         dialogues not yet judged, and (`still_to_make`) of the dialogues the grid has not made yet, priced
         on stand-ins (`estimate_judging_planned`), so a new condition's judging shows before any call."""
         place, contexts = self.place, benchmark_contexts(self.place.benchmark)
-        planned = [PlannedSimulation.of(place.benchmark, place.store, config, backend=user.backend,
-                                        endpoint=user.endpoint)
+        planned = [PlannedSimulation.of(place.benchmark, place.store, config, user=user)
                    for user, config in self.simulations()] if still_to_make else []
         estimates = []
         for judge in self.judges():
             config = self.judging(judge)
-            estimates.append(estimate_judging(place.store, contexts, config, backend=judge.backend,
-                                              endpoint=judge.endpoint))
+            estimates.append(estimate_judging(place.store, contexts, config, judge=judge))
             if any(p.plan.items for p in planned):
-                estimates.append(estimate_judging_planned(planned, contexts, config, backend=judge.backend))
+                estimates.append(estimate_judging_planned(planned, contexts, config, judge=judge))
         return combined(estimates)
 
     def plan_cost(self) -> CostEstimate:

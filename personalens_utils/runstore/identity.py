@@ -25,9 +25,7 @@ from typing import Any
 
 import orjson
 
-from personalens_utils.llm import registry
-from personalens_utils.llm.endpoints import served_id
-from personalens_utils.llm.types import FatalError
+from personalens_utils.llm.role import Role
 from personalens_utils.outputs.frames import fill_missing
 from personalens_utils.prompt_sets.official.templates import KIT_PROMPTS
 from personalens_utils.prompt_sets.variant import (
@@ -44,37 +42,6 @@ def stable_id(*parts: Any) -> str:
     """A short id that depends only on the given parts (order matters)."""
     raw = orjson.dumps([str(p) for p in parts])
     return hashlib.sha256(raw).hexdigest()[:20]
-
-
-def resolved_model(model: str, backend: str) -> str:
-    """The id `backend` is called with for `model` (the registry's id; for offline, its offline id).
-
-    A model the registry cannot place on that backend keeps its given name: such calls fail, and the
-    error record still needs an identity. An assistant that is not a model (one written in Python)
-    says its own id (`assistants.Assistant.model_id`), which records store as given.
-    """
-    try:
-        return registry.resolve(model, backend)
-    except FatalError:
-        return model
-
-
-@dataclass(frozen=True)
-class Role:
-    """Who answers one role's requests: the model's name, the backend and the id it is called with (and
-    the endpoint, when that is identity: `llm.endpoints.served_id`), and for the user agent the style it
-    plays; like the model, a style makes other dialogues (the other roles keep the default)."""
-
-    model: str
-    backend: str
-    model_id: str
-    style: str = COOPERATIVE
-
-    @classmethod
-    def of(cls, model: str, backend: str, endpoint: str = "", style: str = COOPERATIVE) -> Role:
-        """The role of `model` on `backend`, served at `endpoint` (`LLMClient.endpoint`; "" by default),
-        playing `style`."""
-        return cls(model, backend, served_id(resolved_model(model, backend), endpoint), style)
 
 
 def samples(count: int, parameter: str) -> range:
@@ -197,11 +164,3 @@ def item_key(dataset: str, variant: Variant, task: str, setting: str, target: st
 def prediction_id(item: str, model: Role, variant: Variant) -> str:
     """The run-store id of a model's answer to a PERSONA Bench item (`item`: its `item_key`)."""
     return stable_id(item, model.model, model.backend, model.model_id, variant.prompt_version)
-
-
-def legacy_model_id(model: str, backend: str) -> str:
-    """The id a record written before run identity was made with: the registry's id for `backend`
-    without today's retirement substitutions (the kit named no successors then); `runstore.migration`
-    gives old records this id."""
-    info = registry.lookup(model) if model else None
-    return info.ids.get(backend, model) if info else model

@@ -27,7 +27,7 @@ import orjson
 from filelock import FileLock
 
 from personalens_utils.base.files import atomic_write_bytes
-from personalens_utils.runstore.identity import legacy_model_id
+from personalens_utils.llm.role import legacy_model_id
 from personalens_utils.runstore.records import Dialogue, Judgment, RecordError
 
 DIALOGUE_IDENTITY = ("user_backend", "user_model_id", "assistant_backend", "assistant_model_id")

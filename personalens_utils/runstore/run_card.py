@@ -39,6 +39,7 @@ from personalens_utils.base import paths
 from personalens_utils.base.errors import KitError
 from personalens_utils.base.files import atomic_write_bytes
 from personalens_utils.llm.ledger import RoleCalls
+from personalens_utils.llm.role import Identified, role_of
 from personalens_utils.llm.types import CallKind
 from personalens_utils.prompt_sets import PromptSet
 from personalens_utils.prompt_sets.kit import (
@@ -301,16 +302,17 @@ def _commit() -> str | None:
     return done.stdout.strip() or None
 
 
-def role_entry(model: str, backend: str, model_id: str, *, temperature: float | None = None,
-               max_tokens: int | None = None, endpoint: str = "", style: str = COOPERATIVE) -> dict[str, Any]:
+def role_entry(role: Identified, *, temperature: float | None = None,
+               max_tokens: int | None = None) -> dict[str, Any]:
     """One role: the model as asked and as resolved (its endpoint when not the default), its parameters,
     and a user agent's style when not cooperative (so its entry is another simulation's)."""
-    entry: dict[str, Any] = {"model": model, "backend": backend, "model_id": model_id,
+    given = role_of(role)
+    entry: dict[str, Any] = {"model": given.model, "backend": given.backend, "model_id": given.model_id,
                              "parameters": {"temperature": temperature, "max_tokens": max_tokens}}
-    if endpoint:
-        entry["endpoint"] = endpoint
-    if style != COOPERATIVE:
-        entry["style"] = style
+    if given.endpoint:
+        entry["endpoint"] = given.endpoint
+    if given.style != COOPERATIVE:
+        entry["style"] = given.style
     return entry
 
 

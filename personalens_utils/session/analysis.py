@@ -14,7 +14,7 @@ from personalens_utils.analysis.ablation import first_users
 from personalens_utils.analysis.scores import load_scores
 from personalens_utils.assistants import Assistant
 from personalens_utils.data import Benchmark
-from personalens_utils.llm.role import ModelRole
+from personalens_utils.llm.role import Role
 from personalens_utils.runstore.store import RunStore
 from personalens_utils.session.base import Session, list_param
 
@@ -28,8 +28,8 @@ class AblationRun:
 
     store: RunStore
     out: Path
-    user: ModelRole
-    judge: ModelRole
+    user: Role
+    judge: Role
     assistant: Assistant
     chosen: list[int]
     benchmark: Benchmark

@@ -5,7 +5,7 @@ names into things: the benchmark folder, the users, the run store, the output fo
 (`models`: the user agent, judge, ...; `assistants`: the assistant under test) and (on first use) the
 LLM clients, which `session.close()` (or leaving a `with` block) closes again. Every role's spec is
 read when the session opens, so a malformed one stops the setup cell with one line naming the
-parameter; below the session, code gets role objects (`llm.role.ModelRole`, `assistants.Assistant`),
+parameter; below the session, code gets role objects (`llm.role.Role`, `assistants.Assistant`),
 never spec texts. Each parameter has one meaning in every notebook (docs/parameters.md):
 
 - `users`: None is the benchmark's default users (the paper's sample_50 when the benchmark holds
@@ -47,7 +47,7 @@ from personalens_utils.llm.client import Clients
 from personalens_utils.llm.offline import OFFLINE_RULES
 from personalens_utils.llm.options import ClientOptions, check_limit
 from personalens_utils.llm.registry import KNOWN_BACKENDS
-from personalens_utils.llm.role import ModelRole
+from personalens_utils.llm.role import Role
 from personalens_utils.llm.specs import ModelSpec, SpecError
 from personalens_utils.outputs.display import UsageTable, use_in_notebook
 from personalens_utils.prompt_sets import KIT, OfficialPromptSet, PromptSet
@@ -76,12 +76,12 @@ class SessionError(KitError, ValueError):
     says_all = True
 
 
-Role = str | ModelSpec | ModelRole | Assistant
+Given = str | ModelSpec | Role | Assistant
 """A role as `Session.preflight` takes it: a model (text on the session's backend, spec, or resolved) or an
 assistant under test."""
 
 
-def _model_spec(value: Role, backend: str) -> ModelSpec | None:
+def _model_spec(value: Given, backend: str) -> ModelSpec | None:
     """The model spec of a role that is one model on one client; None for an assistant of another kind."""
     if isinstance(value, str):
         return ModelSpec(backend, value)
@@ -89,7 +89,7 @@ def _model_spec(value: Role, backend: str) -> ModelSpec | None:
         return value
     if isinstance(value, PromptedAssistant):
         return value.role.spec
-    if isinstance(value, ModelRole):
+    if isinstance(value, Role):
         return value.spec
     return None
 
@@ -466,13 +466,13 @@ class Session:
         of each run's own output folder."""
         return self.kept_in or self.output_dir
 
-    def role(self, parameter: str) -> ModelRole:
+    def role(self, parameter: str) -> Role:
         """The role whose model the parameter `parameter` names (given in `SessionConfig.models`)."""
         if parameter not in self.model_specs:
             raise SessionError(f"no model role {parameter!r} was given when the session opened "
                                f"(roles: {sorted(self.model_specs)})")
         spec = self.model_specs[parameter]
-        return ModelRole(spec, self.clients.client(spec))
+        return Role.served(spec, self.clients.client(spec))
 
     def assistant(self, parameter: str) -> Assistant:
         """The assistant under test the parameter `parameter` names (given in `SessionConfig.assistants`),
@@ -596,7 +596,7 @@ class Session:
                                        for m in frame.loc[offline, "model"]]
         return UsageTable(frame, stage)
 
-    def preflight(self, roles: Mapping[str, Role]) -> str:
+    def preflight(self, roles: Mapping[str, Given]) -> str:
         """Check each role once on its own backend's client, before any work is planned or stored
         (`LLMClient.preflight`; a Python assistant checks the model it calls); a failure stops the
         notebook with one message. The lines to show. A role given as text is a model on the session's
@@ -617,7 +617,7 @@ class Session:
                       for line in self.clients.client(spec).preflight(group)]
         return "\n".join(lines)
 
-    def describe(self, roles: Mapping[str, ModelSpec | ModelRole | Assistant]) -> str:
+    def describe(self, roles: Mapping[str, ModelSpec | Role | Assistant]) -> str:
         """One line per role naming the backend and the id of each model it will call."""
         lines = []
         for role, value in roles.items():

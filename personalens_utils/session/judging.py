@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 
 from personalens_utils.judging.plan import judged_users, skipped_offline_line
 from personalens_utils.judging.scoring import check_scoring
-from personalens_utils.llm.role import ModelRole
+from personalens_utils.llm.role import Role
 from personalens_utils.runstore.records import Dialogue
 from personalens_utils.runstore.store import RunStore
 from personalens_utils.session.base import Session, list_param
@@ -26,7 +26,7 @@ class JudgingRun:
 
     store: RunStore
     out: Path
-    judge: ModelRole
+    judge: Role
     select: Callable[[Dialogue], bool]
     offline_dialogues: bool | None
     needed_users: list[int]
@@ -46,7 +46,7 @@ class JudgingRun:
         select = session.in_scope(list_param("assistant_models", parameters["assistant_models"]),
                                   list_param("settings", parameters["settings"]))
         offline_dialogues = True if parameters["judge_offline_dialogues"] else None
-        needed = judged_users(store, select, backend=judge.backend, offline_dialogues=offline_dialogues)
+        needed = judged_users(store, select, judge=judge, offline_dialogues=offline_dialogues)
         return session, cls(store, session.output_dir, judge, select, offline_dialogues, needed,
                             session.dimensions, scoring, parameters["users"], list(session.task_types))
 
@@ -62,5 +62,5 @@ class JudgingRun:
 
     def skipped_offline(self) -> str:
         """How many offline-made dialogues the judge leaves alone (empty when none)."""
-        return skipped_offline_line(self.store, self.select, backend=self.judge.backend,
+        return skipped_offline_line(self.store, self.select, judge=self.judge,
                                     offline_dialogues=self.offline_dialogues)

@@ -14,7 +14,7 @@ import pandas as pd
 
 from personalens_utils.base.paths import runs_dir
 from personalens_utils.llm import LLMClient
-from personalens_utils.llm.role import ModelRole
+from personalens_utils.llm.role import Role
 from personalens_utils.outputs.plots import FigureResult
 from personalens_utils.outputs.tables import TableResult
 from personalens_utils.persona_bench import metrics as M
@@ -88,7 +88,7 @@ class PersonaRun:
     model: str
 
     @classmethod
-    def of(cls, session: Session, data: Path, data_label: str, role: ModelRole) -> PersonaRun:
+    def of(cls, session: Session, data: Path, data_label: str, role: Role) -> PersonaRun:
         """The run of the session's `role` (the model asked, resolved when the session opened)."""
         return cls(data, data_label, session.run_store, session.output_dir, role.client, role.model)
 

@@ -8,7 +8,7 @@ from functools import cache
 from typing import Any, ClassVar
 
 from personalens_utils.assistants import Assistant, resolve_assistant
-from personalens_utils.llm.role import ModelRole
+from personalens_utils.llm.role import Role
 from personalens_utils.robustness.grid import Grid, GridRun, Place
 from personalens_utils.runstore.store import ReproductionStore, RunStore
 from personalens_utils.session.base import Session, list_param
@@ -47,9 +47,9 @@ def open_grid(parameters: Mapping[str, Any], default_output: str = RobustnessRun
         return resolve_assistant(spec, session.clients, what="assistant_models",
                                  options=session.assistant_options)
 
-    def role(spec: str) -> ModelRole:
+    def role(spec: str) -> Role:
         model = session.spec(spec, "user_models or judge_models")
-        return ModelRole(model, session.clients.client(model))
+        return Role.served(model, session.clients.client(model))
 
     place = Place(session.benchmark, store, session.prompts, session.task_types, session.scope,
                   session.in_scope(), role, assistant)

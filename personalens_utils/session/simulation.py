@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 
 from personalens_utils.assistants import Assistant
 from personalens_utils.data import Benchmark
-from personalens_utils.llm.role import ModelRole
+from personalens_utils.llm.role import Role
 from personalens_utils.prompt_templates.user_styles import COOPERATIVE
 from personalens_utils.runstore.store import RunStore
 from personalens_utils.session.base import Session
@@ -27,7 +27,7 @@ class SimulationRun:
     benchmark: Benchmark
     store: RunStore
     out: Path
-    user: ModelRole
+    user: Role
     assistant: Assistant
     selection: SimulationConfig
     note: str
@@ -41,13 +41,13 @@ class SimulationRun:
             parameters, models=("user_model",), assistants=("assistant_model",),
             default_output=cls.default_output, focus_defaults=("assistant_model",))
         benchmark, store = session.benchmark, session.run_store
-        user, assistant = session.role("user_model"), session.assistant("assistant_model")
+        user = session.role("user_model").playing(parameters["user_style"])
+        assistant = session.assistant("assistant_model")
         selection = SimulationConfig(
             settings=session.settings, task_types=list(session.task_types), user_model=user.model,
-            assistant_model=assistant.model, assistant=assistant, prompts=session.prompts,
-            retry_errors=parameters["retry_errors"], shard=parameters["shard"],
-            max_cost_usd=parameters["max_cost_usd"], repeats=parameters["repeats"], batch=parameters["batch"],
-            user_style=parameters["user_style"])
+            user_style=user.style, assistant_model=assistant.model, assistant=assistant,
+            prompts=session.prompts, retry_errors=parameters["retry_errors"], shard=parameters["shard"],
+            max_cost_usd=parameters["max_cost_usd"], repeats=parameters["repeats"], batch=parameters["batch"])
         users = parameters["users"]
         note = (f"`{session.benchmark_dir}`, users: **{users if users is not None else 'default'}** → "
                 f"{benchmark}; run store `{store.root}`; user agent `{user}`, assistant "
@@ -56,6 +56,6 @@ class SimulationRun:
         return session, cls(benchmark, store, session.output_dir, user, assistant, selection, note)
 
     @property
-    def roles(self) -> dict[str, ModelRole | Assistant]:
+    def roles(self) -> dict[str, Role | Assistant]:
         """Both roles under the names the preflight and the role lines print."""
         return {"user agent": self.user, "assistant": self.assistant}

@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 from personalens_utils.assistants import Assistant, resolve_assistant
 from personalens_utils.data import Benchmark
 from personalens_utils.judging import check_scoring
-from personalens_utils.llm.role import ModelRole
+from personalens_utils.llm.role import Role
 from personalens_utils.runstore.store import ReproductionStore, RunStore
 from personalens_utils.session.base import Session, list_param
 from personalens_utils.trust import probe_design as design
@@ -32,8 +32,8 @@ class TrustRun:
     store: ReproductionStore
     out: Path
     benchmark: Benchmark
-    user: ModelRole
-    judges: list[ModelRole]
+    user: Role
+    judges: list[Role]
     plan: design.ProbeDesign
     names: list[str]
     assistants: list[Assistant]

@@ -12,7 +12,7 @@ import pandas as pd
 
 from personalens_utils.analysis.scores import load_scores
 from personalens_utils.judging import check_scoring
-from personalens_utils.llm.role import ModelRole
+from personalens_utils.llm.role import Role
 from personalens_utils.runstore.store import ReproductionStore, RunStore
 from personalens_utils.session.base import Session, list_param
 
@@ -31,8 +31,8 @@ class ValidityRun:
     run: RunStore
     store: ReproductionStore
     out: Path
-    judge: ModelRole
-    reviewer: ModelRole
+    judge: Role
+    reviewer: Role
     tidy: pd.DataFrame
     names: list[str] | None
 

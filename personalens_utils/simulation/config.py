@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from personalens_utils.data import MD, SD
+from personalens_utils.llm import LLMClient
+from personalens_utils.llm.role import Identified, Role
 from personalens_utils.prompt_sets import KIT, PromptSet
 from personalens_utils.prompt_templates.user_styles import COOPERATIVE, user_style
 from personalens_utils.runstore.identity import samples
@@ -24,8 +26,8 @@ class SimulationConfig:
     whose prompts, and the run's limits.
 
     `assistant` is the assistant under test (an `assistants.Assistant`; default: `assistant_model` on
-    the user agent's client); without one, `assistant_backend` is where a planner or an estimate
-    places `assistant_model`.
+    the user agent's client), or for a planner or an estimate only its identity (an `llm.role.Role`, e.g.
+    `assistant_model` on another backend than the user agent's).
     `max_turns` overrides the 20/30 caps; `limit` runs at most that many of the planned dialogues;
     `shard="i/n"` one machine's share; `max_cost_usd` stops new calls once that much is spent;
     `retry_errors` redoes dialogues stored as errors; `repeats=k` simulates each scenario and setting k
@@ -41,7 +43,6 @@ class SimulationConfig:
     assistant_model: str = DEFAULT_MODEL
     prompts: PromptSet = KIT
     assistant: Any = None
-    assistant_backend: str | None = None
     retry_errors: bool = False
     max_turns: int | None = None
     limit: int | None = None
@@ -56,3 +57,12 @@ class SimulationConfig:
     def __post_init__(self) -> None:
         samples(self.repeats, "repeats")
         user_style(self.user_style)
+
+    def user_on(self, client: LLMClient) -> Role:
+        """The user agent: `user_model` playing `user_style`, called through `client`."""
+        return Role.on(client, self.user_model, self.user_style)
+
+    def assistant_for(self, user: Role) -> Identified:
+        """Who the assistant under test is, for ids and prices: the one given, else `assistant_model` on
+        the user agent's backend."""
+        return self.assistant if self.assistant is not None else Role.of(self.assistant_model, user.backend)

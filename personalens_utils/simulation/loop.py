@@ -18,10 +18,10 @@ from typing import Any
 
 from personalens_utils.assistants import Assistant, assistant_on
 from personalens_utils.llm import Message, Response, Usage
+from personalens_utils.llm.role import Role
 from personalens_utils.prompt_sets import KIT, PromptSet, ScenarioContext, in_style
 from personalens_utils.prompt_templates.user_styles import UserAgent
 from personalens_utils.runstore.engine import error_message
-from personalens_utils.runstore.identity import Role
 from personalens_utils.runstore.records import Dialogue
 from personalens_utils.simulation.settings import AssistantSetting
 

@@ -7,6 +7,7 @@ import pandas as pd
 from personalens_utils.assistants.python import PYTHON
 from personalens_utils.data import Benchmark
 from personalens_utils.llm.offline import OFFLINE_LABEL
+from personalens_utils.llm.role import Role
 from personalens_utils.runstore.engine import StageReport
 from personalens_utils.runstore.records import OFFLINE, Dialogue
 from personalens_utils.runstore.store import RunStore
@@ -16,15 +17,14 @@ from personalens_utils.simulation.runner import planned_ids
 from personalens_utils.simulation.settings import AssistantSetting
 
 
-def run_dialogues(store: RunStore, benchmark: Benchmark, config: SimulationConfig, *, backend: str,
-                  assistant_backend: str | None = None, endpoint: str = "") -> pd.DataFrame:
-    """The stored dialogues of the configured scenarios, settings, models and prompt set, the user agent
-    on `backend` (served at `endpoint`) and the assistant on `assistant_backend` (default: the same);
-    other runs in the store, other backends, endpoints and prompt sets included, are left out."""
+def run_dialogues(store: RunStore, benchmark: Benchmark, config: SimulationConfig, *, user: Role,
+                  ) -> pd.DataFrame:
+    """The stored dialogues of the configured scenarios, settings, assistant and prompt set with `user` as
+    the user agent; other runs in the store, other backends, endpoints and prompt sets included, are left
+    out."""
     names = [AssistantSetting.parse(s).name for s in config.settings]
     frame = benchmark.scenarios[benchmark.scenarios["task_type"].isin(list(config.task_types))]
-    wanted = set(planned_ids(store, list(frame["scenario_id"]), names, config, backend,
-                             assistant_backend or backend, endpoint).values())
+    wanted = set(planned_ids(list(frame["scenario_id"]), names, config, user).values())
     records = [r for r in store.records(Dialogue) if r["id"] in wanted]
     return pd.DataFrame.from_records(records)
 

@@ -25,12 +25,13 @@ from personalens_utils.assistants.python import AssistantError, AssistantStopped
 from personalens_utils.data import MD, SD, Benchmark, Scenario
 from personalens_utils.llm import CallKind, LLMClient
 from personalens_utils.llm.budget import CostEstimate, Tally, Volume, cacheable_prefix, request_tokens
+from personalens_utils.llm.role import Role, role_of
 from personalens_utils.prompt_sets import ScenarioContext, in_style
 from personalens_utils.prompt_templates.user_styles import UserAgent
 from personalens_utils.runstore import engine, run_card
 from personalens_utils.runstore.columnar import Columnar
 from personalens_utils.runstore.engine import Item, Plan, StageReport
-from personalens_utils.runstore.identity import Role, dialogue_ids, samples
+from personalens_utils.runstore.identity import dialogue_ids, samples
 from personalens_utils.runstore.records import Dialogue, Record
 from personalens_utils.runstore.shards import Shard
 from personalens_utils.runstore.store import RunStore, StoredBatches
@@ -62,27 +63,26 @@ def _store(run: RunStore | str | os.PathLike[str]) -> RunStore:
     return run if isinstance(run, RunStore) else RunStore(run)
 
 
-def planned_ids(store: RunStore, scenario_ids: Sequence[str], settings: Sequence[str],
-                config: SimulationConfig, backend: str, assistant_backend: str, endpoint: str = "",
-                ) -> dict[tuple[str, str, int], str]:
-    """(scenario id, setting name, sample) -> the id of its dialogue when the user agent runs on `backend`
-    (served at `endpoint`, `LLMClient.endpoint`) and the assistant on `assistant_backend` with the
-    configured models, prompts and user style, for each of the `repeats` samples."""
-    prompts, given = config.prompts, config.assistant
-    user = Role.of(config.user_model, backend, endpoint, config.user_style)
-    assistant = (Role(given.model, given.backend, given.model_id) if given is not None
-                 else Role.of(config.assistant_model, assistant_backend))
+def planned_ids(scenario_ids: Sequence[str], settings: Sequence[str], config: SimulationConfig,
+                user: Role) -> dict[tuple[str, str, int], str]:
+    """(scenario id, setting name, sample) -> the id of its dialogue when `user` plays the user agent and
+    the configured assistant (`SimulationConfig.assistant_for`) answers, with the configured prompts, for
+    each of the `repeats` samples."""
+    if (user.model, user.style) != (config.user_model, config.user_style):
+        raise ValueError(f"the user agent {user} playing {user.style!r} is not the configured one "
+                         f"({config.user_model!r} playing {config.user_style!r}): make it with "
+                         "SimulationConfig.user_on, or configure the same model and style")
+    prompts, assistant = config.prompts, role_of(config.assistant_for(user))
     made = {(name, k): dialogue_ids(name, user=user, assistant=assistant, variant=prompts.variant(k))
             for name in settings for k in samples(config.repeats, "repeats")}
     return {(sid, name, k): make(sid) for sid in scenario_ids for (name, k), make in made.items()}
 
 
-def plan_dialogues(benchmark: Benchmark, store: RunStore, config: SimulationConfig, *, backend: str,
-                   assistant_backend: str | None = None, endpoint: str = "") -> Plan[PlannedDialogue]:
+def plan_dialogues(benchmark: Benchmark, store: RunStore, config: SimulationConfig, *,
+                   user: Role) -> Plan[PlannedDialogue]:
     """The dialogues still to run (scenario x setting, in benchmark order) and how many are stored,
-    for a user agent on `backend` (served at `endpoint`) and an assistant on `assistant_backend`
-    (default: the same; `config.assistant`, when given, says its own identity), with the configured
-    prompts; dialogues of other backends, endpoints or prompt sets are not this work. A setting
+    for `user` as the user agent and the configured assistant (`SimulationConfig.assistant_for`), with
+    the configured prompts; dialogues of other backends, endpoints or prompt sets are not this work. A setting
     the prompt set has no prompt for is refused here.
 
     With `shard="i/n"` only that shard's dialogues are planned (and counted as already done).
@@ -101,8 +101,7 @@ def plan_dialogues(benchmark: Benchmark, store: RunStore, config: SimulationConf
         config.prompts.check_setting(setting.name, config.assistant_model)
     frame = benchmark.scenarios[benchmark.scenarios["task_type"].isin(list(config.task_types))]
     scenario_ids = frame["scenario_id"].tolist()
-    ids = planned_ids(store, scenario_ids, [s.name for s in parsed], config, backend,
-                      assistant_backend or backend, endpoint)
+    ids = planned_ids(scenario_ids, [s.name for s in parsed], config, user)
     candidates = []
     for row, sid in enumerate(scenario_ids):
         for setting in parsed:
@@ -160,10 +159,15 @@ def _stage(config: SimulationConfig, assistant: Assistant, rounds: Rounds | None
 
 def with_assistant(config: SimulationConfig, client: LLMClient) -> SimulationConfig:
     """`config` with its assistant under test made: the one given (`config.assistant`, whose model
-    name then is `assistant_model`), or `assistant_model` on the user agent's client."""
-    if config.assistant is None:
+    name then is `assistant_model`; a `Role` on its own client), or `assistant_model` on the user agent's
+    client. A role without a client names whom to price and plan for, and cannot be run."""
+    given = config.assistant
+    if given is None:
         return replace(config, assistant=assistant_on(client, config.assistant_model))
-    return replace(config, assistant_model=config.assistant.model)
+    if isinstance(given, Role):
+        return replace(config, assistant=assistant_on(given.serves, given.model, given.spec),
+                       assistant_model=given.model)
+    return replace(config, assistant_model=given.model)
 
 
 def _prepare(benchmark: Benchmark, run: RunStore | str | os.PathLike[str], client: LLMClient,
@@ -171,7 +175,7 @@ def _prepare(benchmark: Benchmark, run: RunStore | str | os.PathLike[str], clien
                                                 Plan[PlannedDialogue], StageReport, Rounds | None]:
     config = with_assistant(config, client)
     store = _store(run)
-    planned = plan_dialogues(benchmark, store, config, backend=client.backend_name, endpoint=client.endpoint)
+    planned = plan_dialogues(benchmark, store, config, user=config.user_on(client))
     shard = config.shard
     report = StageReport(STAGE, shard=str(shard) if shard else None, max_cost_usd=config.max_cost_usd,
                          details=config.prompts.details())
@@ -268,13 +272,9 @@ def _update_card(benchmark: Benchmark, store: RunStore, client: LLMClient, confi
     """Note this run in the store's run card (a store this run never wrote into stays without one)."""
     if not store.root.is_dir():
         return
-    user = Role.of(config.user_model, client.backend_name, client.endpoint)
-    given = config.assistant
     entry = run_card.simulation_entry(
         config.prompts, max_turns=config.max_turns, repeats=config.repeats,
-        user=run_card.role_entry(user.model, user.backend, user.model_id, endpoint=client.endpoint,
-                                 style=config.user_style),
-        assistant=run_card.role_entry(given.model, given.backend, given.model_id),
+        user=run_card.role_entry(config.user_on(client)), assistant=run_card.role_entry(config.assistant),
         settings=[s if isinstance(s, str) else s.name for s in config.settings], task_types=config.task_types,
         calls=run_card.role_calls(report, run_card.SIMULATION_CALLS))
     read = run_card.benchmark_entry(benchmark.root, benchmark.users)
@@ -283,33 +283,29 @@ def _update_card(benchmark: Benchmark, store: RunStore, client: LLMClient, confi
 
 
 def estimate_simulation(benchmark: Benchmark, run: RunStore | str | os.PathLike[str],
-                        config: SimulationConfig | None = None, *, backend: str = "", endpoint: str = "",
-                        sample: int = 200) -> CostEstimate:
+                        config: SimulationConfig | None = None, *, user: Role, sample: int = 200,
+                        ) -> CostEstimate:
     """Calls, tokens and cost of the dialogues a `run_simulation` call with this configuration would run.
 
     Only dialogues not yet stored count (so it also prices the rest of an interrupted run). Turns per
     dialogue and tokens per turn are the paper's Table 13 averages (`PAPER_TURNS`,
     `PAPER_TOKENS_PER_TURN`), capped by `max_turns`; the fixed part of each prompt (instructions,
     profile, assistant context) is rendered for up to `sample` dialogues per task type and setting
-    and scaled up. `backend` (served at `endpoint`) is the user agent's and `config.assistant` (an
-    `Assistant`; without one, `assistant_model` on `config.assistant_backend`, default the same) the
-    assistant under test: they
-    decide which dialogues are already stored, and each role's calls are priced on its own backend
-    ("offline": nothing is spent; the assistant as `Assistant.pricing` says, e.g. a Python assistant
-    on the model it declares).
+    and scaled up. `user` is the user agent and `SimulationConfig.assistant_for` the assistant under
+    test: they decide which dialogues are already stored, and each role's calls are priced on its own
+    backend ("offline": nothing is spent; an assistant as `Assistant.pricing` says, e.g. a Python
+    assistant on the model it declares).
     """
     config = config or SimulationConfig()
-    if config.assistant is not None:
-        config = replace(config, assistant_model=config.assistant.model)
-        pricing = config.assistant.pricing()
-    else:
-        priced_on = config.assistant_backend or backend
-        pricing = Pricing(priced_on, config.assistant_model, f"{priced_on}:{config.assistant_model}")
+    assistant = config.assistant_for(user)
+    config = replace(config, assistant_model=assistant.model)
+    pricing = (Pricing(assistant.backend, assistant.model, f"{assistant.backend}:{assistant.model}")
+               if isinstance(assistant, Role) else assistant.pricing())
+    backend = user.backend
     max_turns, prompts = config.max_turns, config.prompts
     user_model, assistant_model = config.user_model, config.assistant_model
     todo = [item.payload
-            for item in plan_dialogues(benchmark, _store(run), config, backend=backend,
-                                       assistant_backend=config.assistant_backend, endpoint=endpoint).items]
+            for item in plan_dialogues(benchmark, _store(run), config, user=user).items]
     groups: dict[tuple[str, str], list[PlannedDialogue]] = {}
     for item in todo:
         groups.setdefault((item.ctx.scenario.task_type, item.setting.name), []).append(item)

@@ -24,7 +24,7 @@ from personalens_utils.assistants import Assistant, spec_of
 from personalens_utils.data import Benchmark
 from personalens_utils.judging import JudgingConfig, run_judging
 from personalens_utils.judging.requests import ContextFor
-from personalens_utils.llm.role import ModelRole
+from personalens_utils.llm.role import Role
 from personalens_utils.runstore.engine import StageReport
 from personalens_utils.runstore.identity import DIALOGUE_PROMPTS
 from personalens_utils.runstore.records import Dialogue
@@ -127,12 +127,12 @@ class ProbeDesign:
                 f"{self.prompt_set!r}")
 
 
-def judge_ref(role: ModelRole, prompt_set: str) -> JudgeRef:
+def judge_ref(role: Role, prompt_set: str) -> JudgeRef:
     """The card's name for a judge role: its model, the backend that answers it, its prompt set."""
     return JudgeRef(role.model, role.client.backend_name, prompt_set)
 
 
-def simulate_design(benchmark: Benchmark, store: RunStore, user: ModelRole, assistants: Sequence[Assistant],
+def simulate_design(benchmark: Benchmark, store: RunStore, user: Role, assistants: Sequence[Assistant],
                     design: ProbeDesign, config: SimulationConfig) -> list[StageReport]:
     """Each of `assistants` on the design's scenarios in its setting with the user agent `user`,
     `config.repeats` samples of each (its prompts and limits too), on the scenarios where the store holds
@@ -158,7 +158,7 @@ def simulate_design(benchmark: Benchmark, store: RunStore, user: ModelRole, assi
             for assistant in assistants if assistant.model in held]
 
 
-def judge_design(store: RunStore, judges: Sequence[ModelRole], context_for: ContextFor,
+def judge_design(store: RunStore, judges: Sequence[Role], context_for: ContextFor,
                  probes: Sequence[Probe], config: JudgingConfig) -> list[StageReport]:
     """For each judge: the ordinary judgments of the design's dialogues on every dimension a probe
     re-judges (those `config.select` keeps, `config.judge_samples` of each), then each probe, once, on
@@ -179,7 +179,7 @@ def judge_design(store: RunStore, judges: Sequence[ModelRole], context_for: Cont
 
 
 def unit_costs(usage: pd.DataFrame, simulated: Sequence[StageReport], judged: StageReport,
-               judge: ModelRole) -> UnitCosts | None:
+               judge: Role) -> UnitCosts | None:
     """What one dialogue and one judge sample cost, from the calls this session made (`usage`, the
     session's `usage_frame()`): the simulation reports' new dialogues, and `judge`'s new judgments
     (`judged`, its judging report) over the dimensions it judged. None when the session made neither

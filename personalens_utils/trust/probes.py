@@ -33,7 +33,7 @@ from personalens_utils.judging.requests import ContextFor
 from personalens_utils.llm.client import LLMClient
 from personalens_utils.runstore import engine, run_card
 from personalens_utils.runstore.engine import Item, StageReport
-from personalens_utils.runstore.identity import Role, stable_id
+from personalens_utils.runstore.identity import stable_id
 from personalens_utils.runstore.records import Dialogue, DialogueSummary, ProbeJudgment, Record
 from personalens_utils.runstore.store import RunStore
 
@@ -156,7 +156,7 @@ def run_probe(store: RunStore, client: LLMClient, context_for: ContextFor, probe
         raise ProbeError("probes are judged online; run them with JudgingConfig(batch=False)")
     if config.dimensions is None:
         config = replace(config, dimensions=probe.dimensions)
-    planned = plan_judging(store, config, client.backend_name, client.endpoint)
+    planned = plan_judging(store, config, config.judge_on(client))
     variants = {d.id: probe.variant(d) for d in planned.to_judge}
     dims = planned.dimensions
     ids = {(d.id, dim.name): stable_id(planned.judgment_id(d.id, dim.name, 0), "probe", variants[d.id])
@@ -180,9 +180,7 @@ def run_probe(store: RunStore, client: LLMClient, context_for: ContextFor, probe
     options = engine.StageOptions(max_cost_usd=config.max_cost_usd,
                                   desc=f"{probe.name} probe ({planned.model_key})")
     report = engine.run_stage(stage, store, client, plan, report=report, options=options)
-    judge = Role.of(planned.model_key, client.backend_name, client.endpoint)
-    run_card.note_stage(store, report, run_card.role_entry(judge.model, judge.backend, judge.model_id,
-                                                           endpoint=client.endpoint),
+    run_card.note_stage(store, report, run_card.role_entry(planned.judge),
                         prompt_version=f"{probe.name} {probe.version}", dimensions=[d.name for d in dims])
     return report
 

@@ -22,6 +22,7 @@ import pandas as pd
 
 from personalens_utils.judging.parsing import normalize_answer
 from personalens_utils.llm import CallKind, LLMClient, Message, Request
+from personalens_utils.llm.role import Role
 from personalens_utils.prompt_templates.validation import (
     CONSISTENCY,
     CONSISTENCY_PROMPT_VERSION,
@@ -35,7 +36,6 @@ from personalens_utils.prompt_templates.validation import (
 from personalens_utils.reference.schema import load_schema
 from personalens_utils.runstore import engine, run_card
 from personalens_utils.runstore.engine import Item, UnreadableAnswer
-from personalens_utils.runstore.identity import Role
 from personalens_utils.runstore.records import ERROR, ConsistencyCheck, Record
 from personalens_utils.runstore.store import RunStore
 
@@ -249,9 +249,7 @@ def _run(
     stage = engine.Stage(STAGE, ConsistencyCheck, work)
     options = engine.StageOptions(desc="profile checks")
     report = engine.run_stage(stage, store, client, planned, options=options)
-    checker = Role.of(model, client.backend_name, client.endpoint)
-    run_card.note_stage(store, report, run_card.role_entry(checker.model, checker.backend, checker.model_id,
-                                                           endpoint=client.endpoint),
+    run_card.note_stage(store, report, run_card.role_entry(Role.on(client, model)),
                         prompt_version=CONSISTENCY_PROMPT_VERSION)
     stored = {r.id: r for r in store.read(ConsistencyCheck)}
     return [stored[i] for i in ids]

@@ -34,14 +34,14 @@ from personalens_utils.judging.dimensions import judge_model_key
 from personalens_utils.judging.requests import ContextFor
 from personalens_utils.llm import Request
 from personalens_utils.llm.client import LLMClient
-from personalens_utils.llm.role import ModelRole
+from personalens_utils.llm.role import Role
 from personalens_utils.outputs.tables import Source, TableResult
 from personalens_utils.prompt_sets import KIT, PromptSet
 from personalens_utils.prompt_sets.review import reminder_request
 from personalens_utils.prompt_templates.review import FAULTS, PARTIES
 from personalens_utils.runstore import engine, run_card
 from personalens_utils.runstore.engine import Asked, Item, StageReport, UnreadableAnswer
-from personalens_utils.runstore.identity import Role, blame_id
+from personalens_utils.runstore.identity import blame_id
 from personalens_utils.runstore.records import Blame, Dialogue, Judgment, Record
 from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation import SimulationConfig
@@ -120,7 +120,7 @@ def parse_review(text: str) -> Review:
     return Review(party, fault, turn, found["EXPLANATION"])
 
 
-def check_reviewer(reviewer: ModelRole, judge: ModelRole) -> tuple[Role, Role]:
+def check_reviewer(reviewer: Role, judge: Role) -> tuple[Role, Role]:
     """The reviewer's and the judge's identities; a reviewer that is the judge is refused."""
     mine = Role.of(judge_model_key(reviewer.model), reviewer.backend)
     theirs = Role.of(judge_model_key(judge.model), judge.backend)
@@ -174,7 +174,7 @@ def blame_record(dialogue_id: str, reviewer: Role, judge: Role, prompts: PromptS
                  explanation=found.explanation)
 
 
-def run_blame(store: RunStore, reviewer: ModelRole, judge: ModelRole, context_for: ContextFor,
+def run_blame(store: RunStore, reviewer: Role, judge: Role, context_for: ContextFor,
               config: BlameConfig | None = None) -> StageReport:
     """Review every judged dialogue `config.which` selects, storing one `Blame` each (docs/validity.md).
 
@@ -213,7 +213,7 @@ def run_blame(store: RunStore, reviewer: ModelRole, judge: ModelRole, context_fo
     options = engine.StageOptions(max_cost_usd=config.max_cost_usd, desc=f"blame ({mine.model})")
     report = engine.run_stage(engine.Stage(STAGE, Blame, work), store, reviewer.client, plan, report=report,
                               options=options)
-    run_card.note_stage(store, report, run_card.role_entry(mine.model, mine.backend, mine.model_id),
+    run_card.note_stage(store, report, run_card.role_entry(mine),
                         prompt_version=variant.prompt_version,
                         reviewed_judges=[f"{theirs.model} ({theirs.model_id})"])
     return report

@@ -54,6 +54,7 @@ from personalens_utils.judging import JUDGEABLE_STATUSES, benchmark_contexts
 from personalens_utils.llm import Request, Response, Usage
 from personalens_utils.llm.loop_thread import LoopThread
 from personalens_utils.llm.offline.judge import mentions, words_of
+from personalens_utils.llm.role import Role
 from personalens_utils.outputs.latex import Block, Printed
 from personalens_utils.outputs.tables import Source, TableResult
 from personalens_utils.prompt_sets import KIT, PromptSet, ScenarioContext
@@ -261,7 +262,7 @@ class PersonDialogue:
         self.store.append(record)
         self.record = record
         run_card.note_records(self.store, "people", run_card.role_entry(
-            record.user_model, record.user_backend, record.user_model_id),
+            Role(record.user_model, record.user_backend, record.user_model_id)),
             prompt_version=record.prompt_version, assistants=[record.assistant_model],
             settings=[record.assistant_setting])
 

@@ -22,7 +22,7 @@ from personalens_utils.assistants import resolve_assistant
 from personalens_utils.judging import JudgingConfig
 from personalens_utils.llm import CallKind, LLMClient, LLMError, Message, Request, registry
 from personalens_utils.llm.client import Clients
-from personalens_utils.runstore.identity import Role
+from personalens_utils.llm.role import Role
 from personalens_utils.runstore.records import Dialogue
 from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation import SimulationConfig, run_simulation

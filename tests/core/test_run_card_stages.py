@@ -14,7 +14,7 @@ from personalens_utils.base.paths import LatestRun
 from personalens_utils.generation import GenerationConfig, generate_benchmark
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
 from personalens_utils.llm.client import LLMClient
-from personalens_utils.llm.role import ModelRole
+from personalens_utils.llm.role import Role
 from personalens_utils.llm.specs import ModelSpec
 from personalens_utils.persona_bench.items import iter_items
 from personalens_utils.persona_bench.runner import run_items
@@ -56,8 +56,8 @@ def judged(tmp_path_factory):
 def test_failure_review_notes_its_reviewer(judged) -> None:
     bench, store = judged
     with _client() as client:
-        judge = ModelRole(ModelSpec("offline", "judge-sim"), client)
-        reviewer = ModelRole(ModelSpec("offline", "reviewer-sim"), client)
+        judge = Role.served(ModelSpec("offline", "judge-sim"), client)
+        reviewer = Role.served(ModelSpec("offline", "reviewer-sim"), client)
         report = run_blame(store, reviewer, judge, benchmark_contexts(bench), BlameConfig(which="all"))
     card = run_card.read_card(store.root)
     entry = _only_stage(card, "blame")
@@ -124,7 +124,7 @@ def test_persona_bench_notes_its_model(tmp_path: Path) -> None:
 
 def _official_run(store: Path) -> None:
     """What notebooks 03 and 04 leave on a store run on the official prompt set with its turn caps."""
-    role = run_card.role_entry("m", "offline", "m")
+    role = run_card.role_entry(Role("m", "offline", "m"))
     simulation = {"prompt_set": "official", "prompt_version": "v", "max_turns": None, "user": role,
                   "assistant": role, "settings": ["base"]}
     run_card.update_card(store, simulation=simulation,

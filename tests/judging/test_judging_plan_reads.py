@@ -23,9 +23,10 @@ from personalens_utils.judging import (
 )
 from personalens_utils.judging.plan import dialogue_summaries, plan_judging
 from personalens_utils.llm.client import LLMClient
+from personalens_utils.llm.role import Role
 from personalens_utils.runstore import columnar, engine
 from personalens_utils.runstore.columnar import Columnar, TableSpec
-from personalens_utils.runstore.identity import Role, judgment_id
+from personalens_utils.runstore.identity import judgment_id
 from personalens_utils.runstore.records import Dialogue, DialogueSummary, Judgment
 from personalens_utils.runstore.store import RunStore
 

@@ -15,10 +15,11 @@ from support.tiny_benchmark import tiny_benchmark
 from personalens_utils.analysis import scores
 from personalens_utils.data import save_benchmark
 from personalens_utils.llm import LLMClient
+from personalens_utils.llm.role import Role
 from personalens_utils.prompt_sets import KIT, OfficialPromptSet, in_style
 from personalens_utils.prompt_sets.context import ScenarioContext
 from personalens_utils.prompt_templates.user_styles import COOPERATIVE, USER_STYLES, UserStyleError
-from personalens_utils.runstore.identity import Role, Variant, dialogue_id, dialogue_ids, stable_id
+from personalens_utils.runstore.identity import Variant, dialogue_id, dialogue_ids, stable_id
 from personalens_utils.runstore.records import Dialogue
 from personalens_utils.runstore.records.base import RecordError
 from personalens_utils.runstore.store import RunStore

@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from personalens_utils.runstore.identity import resolved_model
+from personalens_utils.llm.role import resolved_model
 from personalens_utils.runstore.records import Dialogue, Record
 from personalens_utils.runstore.store import RunStore
 

@@ -15,7 +15,8 @@ import pandas as pd
 from personalens_utils.data import Benchmark
 from personalens_utils.data.types import TaskDefinition, User
 from personalens_utils.judging import DIMENSIONS as JUDGE_DIMENSIONS
-from personalens_utils.runstore.identity import Role, Variant, dialogue_id, judgment_id
+from personalens_utils.llm.role import Role
+from personalens_utils.runstore.identity import Variant, dialogue_id, judgment_id
 from personalens_utils.runstore.records import Dialogue, Judgment
 from personalens_utils.runstore.store import RunStore
 from support.records import put

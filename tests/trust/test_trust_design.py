@@ -20,7 +20,7 @@ from personalens_utils.assistants import resolve_assistant
 from personalens_utils.assistants.reference_assistants import DESIGNED_ORDER
 from personalens_utils.judging import JudgingConfig, benchmark_contexts
 from personalens_utils.llm.client import Clients, LLMClient
-from personalens_utils.llm.role import ModelRole
+from personalens_utils.llm.role import Role
 from personalens_utils.llm.specs import ModelSpec, SpecError
 from personalens_utils.outputs import plots
 from personalens_utils.runstore.records import Dialogue, Judgment, ProbeJudgment
@@ -59,7 +59,7 @@ def world(tmp_path_factory):
     client = LLMClient("offline", progress=False)
     for model in DESIGNED_ORDER:
         run_simulation(bench, store, client, SimulationConfig(assistant_model=model, user_model=USER))
-    judges = [ModelRole(ModelSpec("offline", name), client) for name in ("judge-sim", "judge-two")]
+    judges = [Role.served(ModelSpec("offline", name), client) for name in ("judge-sim", "judge-two")]
     design = _design(bench)
     probes = [ProfileSwap(bench), Padding()]
     config = JudgingConfig(select=design.select)
@@ -158,10 +158,10 @@ def repeated(tmp_path_factory):
     for model in pair:
         run_simulation(bench, store, client, SimulationConfig(assistant_model=model, user_model=USER))
     design = _design(bench, assistants=pair)
-    user = ModelRole(ModelSpec("offline", USER), client)
+    user = Role.served(ModelSpec("offline", USER), client)
     assistants = [resolve_assistant(name, session) for name in pair]
     simulated = simulate_design(bench, store, user, assistants, design, SimulationConfig(repeats=2))
-    judge = ModelRole(ModelSpec("offline", "judge-sim"), client)
+    judge = Role.served(ModelSpec("offline", "judge-sim"), client)
     config = JudgingConfig(select=design.select, judge_samples=2)
     reports = judge_design(store, [judge], benchmark_contexts(bench), [ProfileSwap(bench), Padding()], config)
     again = simulate_design(bench, store, user, assistants, design, SimulationConfig(repeats=2))
@@ -175,7 +175,7 @@ def test_repeats_simulate_only_the_new_samples_and_probes_judge_the_first_once(r
     assert all(r.finished == 0 and r.calls == 0 for r in again)
     # a user agent on another backend holds no sample 0 of the design: nothing is started over there
     bench, _, session = repeated[:3]
-    elsewhere = ModelRole(ModelSpec("anthropic", USER), LLMClient("offline", progress=False))
+    elsewhere = Role.served(ModelSpec("anthropic", USER), LLMClient("offline", progress=False))
     assistants = [resolve_assistant(name, session) for name in sorted(design.assistants)]
     assert simulate_design(bench, store, elsewhere, assistants, design, SimulationConfig(repeats=2)) == []
     inside = [d for d in store.read(Dialogue) if design.select(d)]
@@ -219,7 +219,7 @@ def test_a_python_assistants_repeats_are_its_own_and_its_first_samples_are_not_m
     specs = design.assistant_specs(store)
     assert specs == {mine.model: "python:support.assistants:Recorder"}
     again = [resolve_assistant(specs[name], session) for name in design.assistant_models(store)]
-    user = ModelRole(ModelSpec("offline", USER), client)
+    user = Role.served(ModelSpec("offline", USER), client)
     simulate_design(bench, store, user, again, design, SimulationConfig(repeats=2))
     inside = [d for d in store.read(Dialogue) if design.select(d)]
     assert {d.assistant_backend for d in inside} == {"python"}
@@ -234,7 +234,7 @@ def test_a_served_models_repeats_go_to_its_server_under_its_stored_name(tmp_path
     store = RunStore(tmp_path / "store")
     session = Clients("offline", progress=False)
     client = session.client(ModelSpec("offline", USER))
-    user = ModelRole(ModelSpec("offline", USER), client)
+    user = Role.served(ModelSpec("offline", USER), client)
     with FakeLLMServer(reply=scripted_reply) as server:
         monkeypatch.setenv("PL_TRUST_URL", f"{server.url}/v1")
         served = resolve_assistant("openai@PL_TRUST_URL:served-model", session)

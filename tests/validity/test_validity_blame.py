@@ -18,7 +18,7 @@ from personalens_utils.analysis.scores import load_scores
 from personalens_utils.data import save_benchmark
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
 from personalens_utils.llm.client import LLMClient
-from personalens_utils.llm.role import ModelRole
+from personalens_utils.llm.role import Role
 from personalens_utils.llm.specs import ModelSpec
 from personalens_utils.llm.types import Response, Usage
 from personalens_utils.runstore.engine import UnreadableAnswer
@@ -66,8 +66,8 @@ def planted(tmp_path_factory):
     store.extend(_quit_at_first_turn(d) if d.id in quitters else d for d in simulated.read(Dialogue))
     contexts = benchmark_contexts(bench)
     run_judging(store, client, contexts, JudgingConfig(judge_model="judge-sim"))
-    judge = ModelRole(ModelSpec("offline", "judge-sim"), client)
-    reviewer = ModelRole(ModelSpec("offline", "reviewer-sim"), client)
+    judge = Role.served(ModelSpec("offline", "judge-sim"), client)
+    reviewer = Role.served(ModelSpec("offline", "reviewer-sim"), client)
     report = run_blame(store, reviewer, judge, contexts, BlameConfig(which="all"))
     return bench, store, contexts, judge, reviewer, quitters, report
 
@@ -105,7 +105,7 @@ def test_a_judge_whose_score_contradicts_its_reason_is_blamed(planted, tmp_path)
     other.extend(d for d in store.read(Dialogue) if d.assistant_model == CLEAN)
     liar = LLMClient(ContradictingJudge(), progress=False)
     run_judging(other, liar, contexts, JudgingConfig(judge_model="judge-liar"))
-    judge = ModelRole(ModelSpec(ContradictingJudge.name, "judge-liar"), liar)
+    judge = Role.served(ModelSpec(ContradictingJudge.name, "judge-liar"), liar)
     report = run_blame(other, reviewer, judge, contexts)
     frame = blame_frame(other)
     assert report.details["selected"] == len(frame) == 24  # every clean dialogue now reads as failed
@@ -115,7 +115,7 @@ def test_a_judge_whose_score_contradicts_its_reason_is_blamed(planted, tmp_path)
 
 def test_only_failures_are_reviewed_by_default_and_a_rerun_redoes_nothing(planted, tmp_path):
     _, store, contexts, judge, _, _, _ = planted
-    reviewer = ModelRole(ModelSpec("offline", "second-reviewer"), judge.client)
+    reviewer = Role.served(ModelSpec("offline", "second-reviewer"), judge.client)
     first = run_blame(store, reviewer, judge, contexts)
     assert 0 < first.details["selected"] < first.details["judged_dialogues"] == 72
     frame = blame_frame(store, reviewer_model="second-reviewer")
@@ -128,7 +128,7 @@ def test_only_failures_are_reviewed_by_default_and_a_rerun_redoes_nothing(plante
 
 def test_a_reviewer_that_is_the_judge_is_refused(planted):
     _, store, contexts, judge, _, _, _ = planted
-    same = ModelRole(ModelSpec("offline", "judge-sim"), judge.client)
+    same = Role.served(ModelSpec("offline", "judge-sim"), judge.client)
     with pytest.raises(ReviewerIsJudge, match="judge under review"):
         run_blame(store, same, judge, contexts)
     assert not any(b.reviewer_model == "judge-sim" for b in store.read(Blame))
@@ -153,7 +153,7 @@ class Mumbler:
 def test_an_unreadable_answer_is_asked_again_then_stored_as_missing(planted, tmp_path):
     _, store, contexts, judge, _, _, _ = planted
     client = LLMClient(Mumbler(), progress=False, use_cache=False)
-    mumbler = ModelRole(ModelSpec("mumbler", "mumbler"), client)
+    mumbler = Role.served(ModelSpec("mumbler", "mumbler"), client)
     other = RunStore(tmp_path / "mumbled")
     other.extend(store.read(Dialogue)[:2])
     kept = {d.id for d in other.read(Dialogue)}
@@ -265,7 +265,7 @@ class Reader:
 def test_a_model_reviewer_reads_the_numbered_conversation_and_the_judges_reasons(planted, tmp_path):
     _, store, contexts, judge, _, _, _ = planted
     reader = Reader()
-    role = ModelRole(ModelSpec("reader", "reader"), LLMClient(reader, progress=False, use_cache=False))
+    role = Role.served(ModelSpec("reader", "reader"), LLMClient(reader, progress=False, use_cache=False))
     other = RunStore(tmp_path / "read")
     first = store.read(Dialogue)[0]
     other.append(first)

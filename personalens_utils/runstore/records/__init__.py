@@ -19,7 +19,7 @@ existed read as the kit's first sample with their ids unchanged.
 from __future__ import annotations
 
 from personalens_utils.prompt_sets.official.templates import KIT_PROMPTS, OFFICIAL_PROMPTS
-from personalens_utils.runstore.identity import resolved_model, stable_id
+from personalens_utils.runstore.identity import stable_id
 from personalens_utils.runstore.records.base import (
     ERROR,
     LAYOUT_HINT,
@@ -103,7 +103,6 @@ __all__ = [
     "SdTasksStep",
     "SituationStep",
     "record_type",
-    "resolved_model",
     "stable_id",
     "stored_hints",
     "stored_types",

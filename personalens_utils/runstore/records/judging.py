@@ -6,14 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import ClassVar
 
+from personalens_utils.llm.role import Role, resolved_model
 from personalens_utils.outputs.display import esc, fields_html, inline
 from personalens_utils.runstore.identity import (
     STORED_KEYS,
-    Role,
     Variant,
     blame_id,
     judgment_id,
-    resolved_model,
     stable_id,
 )
 from personalens_utils.runstore.records.base import VARIANT, NonEmpty, Record, _Varied, run_identity

@@ -10,8 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from personalens_utils.llm.role import Role
 from personalens_utils.llm.types import Usage
-from personalens_utils.runstore.identity import Role, Variant, prediction_id
+from personalens_utils.runstore.identity import Variant, prediction_id
 from personalens_utils.runstore.records.base import USAGE, VARIANT_IN_FULL, Record
 
 

@@ -13,16 +13,15 @@ from dataclasses import dataclass, field
 from typing import ClassVar, NamedTuple
 
 from personalens_utils.llm import registry
+from personalens_utils.llm.role import Role, resolved_model
 from personalens_utils.llm.types import Message, Usage
 from personalens_utils.outputs.display import chat_html, fields_html
 from personalens_utils.prompt_templates.user_styles import COOPERATIVE, USER_STYLES
 from personalens_utils.runstore.identity import (
     STORED_KEYS,
     USER_STYLE,
-    Role,
     Variant,
     dialogue_id,
-    resolved_model,
 )
 from personalens_utils.runstore.records.base import (
     OFFLINE,
