@@ -20,6 +20,7 @@ from personalens_utils.analysis import scores
 from personalens_utils.analysis.scores import Stores, check_one_identity, fill_identity
 from personalens_utils.analysis.tables import provenance_note
 from personalens_utils.assistants.python import row_label
+from personalens_utils.base.stored import BackendName
 from personalens_utils.llm.offline import count_tokens
 from personalens_utils.outputs.tables import Source, TableResult
 from personalens_utils.runstore.columnar import Columnar
@@ -137,7 +138,7 @@ def _identity(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def table13(source: Any, *, assistant_model: str | None = None, assistant_setting: str | None = None,
-            assistant_backend: str | None = None, tokens: str = "auto",
+            assistant_backend: BackendName | None = None, tokens: str = "auto",
             task_types: Sequence[str] = TASK_TYPES) -> TableResult:
     """Table 13: one row per task type (dialogues, avg. turns per dialogue, avg. tokens per turn).
 

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from personalens_utils.base.stored import BackendName
 from personalens_utils.llm import registry
 from personalens_utils.llm.registry import ModelInfo
 from personalens_utils.outputs.latex import Block, Printed
@@ -23,7 +24,7 @@ _NO_PRICE = {"openai": "self-hosted, no price", "bedrock": "Bedrock price not re
 """Why a row has no price: a model served on one's own server, or a Bedrock price the registry lacks."""
 
 
-def _called(info: ModelInfo, backend: str, by_name: dict[str, ModelInfo]) -> tuple[str, ModelInfo]:
+def _called(info: ModelInfo, backend: BackendName, by_name: dict[str, ModelInfo]) -> tuple[str, ModelInfo]:
     """The status of `info` on `backend` and the model called for it there."""
     retired = info.retired.get(backend)
     if not retired:

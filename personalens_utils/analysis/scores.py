@@ -44,10 +44,12 @@ import pandas as pd
 from personalens_utils.analysis.bootstrap import cluster_ci
 from personalens_utils.analysis.stats import bootstrap_ci
 from personalens_utils.base.errors import KitError
+from personalens_utils.base.stored import BackendName
 from personalens_utils.judging import DIMENSIONS as JUDGE_DIMENSIONS
 from personalens_utils.judging import OFFICIAL, STRICT, check_scoring, judge_model_key
 from personalens_utils.llm import registry
 from personalens_utils.llm.endpoints import SERVED_AT
+from personalens_utils.llm.role import legacy_model_id
 from personalens_utils.outputs.frames import as_categories, distinct, fill_missing
 from personalens_utils.prompt_templates.user_styles import COOPERATIVE
 from personalens_utils.runstore.columnar import Columnar
@@ -58,7 +60,6 @@ from personalens_utils.runstore.identity import (
     JUDGE_PROMPTS,
     USER_STYLE,
     VariantColumns,
-    legacy_model_id,
 )
 from personalens_utils.runstore.records import KIT_PROMPTS, OFFLINE, Dialogue, Judgment, Record
 from personalens_utils.runstore.store import RunStore
@@ -115,11 +116,11 @@ class ScoresError(KitError, ValueError):
     """The run store cannot be turned into one score per dialogue and dimension as asked."""
 
 
-def fill_identity(frame: pd.DataFrame, backend: str, pairs: Sequence[tuple[str, str, str]]) -> None:
+def fill_identity(frame: pd.DataFrame, backend_column: str, pairs: Sequence[tuple[str, str, str]]) -> None:
     """Give rows of records written before run identity the identity they read as: made on the backend
-    they stored (`backend` column), with the model id they were made with (`records.legacy_model_id`)."""
+    they stored (the `backend_column`), with the model id they were made with (`llm.role.legacy_model_id`)."""
     for model, role_backend, model_id in pairs:
-        frame[role_backend] = fill_missing(frame[role_backend], frame[backend])
+        frame[role_backend] = fill_missing(frame[role_backend], frame[backend_column])
         gaps = frame[model_id].isna()
         if gaps.any():
             frame[model_id] = frame[model_id].astype(object)  # new ids; the loaders make it categorical again
@@ -435,7 +436,7 @@ def _read_scores(
     judge_model: str | None = None,
     judge_prompt_version: str | None = None,
     user_model: str | None = None,
-    judge_backend: str | None = None,
+    judge_backend: BackendName | None = None,
     judge_prompt_set: str | None = None,
     scoring: str = STRICT,
     dialogue_ids: Collection[str] | None = None,
@@ -475,7 +476,7 @@ def load_scores(
     judge_model: str | None = None,
     judge_prompt_version: str | None = None,
     user_model: str | None = None,
-    judge_backend: str | None = None,
+    judge_backend: BackendName | None = None,
     judge_prompt_set: str | None = None,
     scoring: str = STRICT,
     dialogue_ids: Collection[str] | None = None,
@@ -770,7 +771,7 @@ def _offline(makers: Iterable[Maker]) -> bool:
     return any(backend == OFFLINE for backend, _ in makers)
 
 
-def _maker(backend: str, model_id: str) -> Maker:
+def _maker(backend: BackendName, model_id: str) -> Maker:
     """The (backend, model id) that answered: the model an assistant calls through the kit when it names
     one (`registry.CALLS`), the endpoint left out (a caption names the model, the source its address)."""
     _, sep, called = model_id.rpartition(registry.CALLS)

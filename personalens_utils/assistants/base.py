@@ -12,6 +12,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from personalens_utils.base.stored import BackendName
 from personalens_utils.llm import LLMClient, Request, Response
 
 
@@ -19,7 +20,7 @@ from personalens_utils.llm import LLMClient, Request, Response
 class Pricing:
     """Where an estimate prices the assistant's turns: a backend and model, or nothing (`model` None)."""
 
-    backend: str
+    backend: BackendName
     model: str | None
     note: str
     """How the estimate says so, e.g. "anthropic:claude-haiku-4-5"."""

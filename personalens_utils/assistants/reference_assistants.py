@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from personalens_utils.assistants.prompted import PromptedAssistant
+from personalens_utils.base.stored import BackendName
 from personalens_utils.llm import LLMClient, Request
 from personalens_utils.llm.offline.views import SETTING_BOUND, View
 from personalens_utils.llm.specs import ModelSpec
@@ -48,7 +49,7 @@ DESIGNED_ORDER = ("ref-ignores-context", "ref-dialogue-only", FOCUS_ASSISTANT, "
 PAPER_ASSISTANT = "Claude 3 Sonnet"
 
 
-def default_assistant(backend: str) -> str:
+def default_assistant(backend: BackendName) -> str:
     """The assistant a notebook simulates when none is named: offline, the reference assistant that
     uses exactly its setting's context; elsewhere the paper's assistant."""
     return SETTING_ASSISTANT if backend == "offline" else PAPER_ASSISTANT

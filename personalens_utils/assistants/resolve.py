@@ -18,9 +18,11 @@ from personalens_utils.assistants.reference_assistants import (
     default_assistant,
     is_reference,
 )
+from personalens_utils.base.stored import BackendName
 from personalens_utils.llm import LLMClient
 from personalens_utils.llm.client import Clients
 from personalens_utils.llm.endpoints import SERVED_AT
+from personalens_utils.llm.role import Role
 from personalens_utils.llm.specs import KNOWN_BACKENDS, ModelSpec, SpecError, SpecParts, served_spec
 from personalens_utils.runstore.records import OFFLINE
 
@@ -29,14 +31,15 @@ from personalens_utils.runstore.records import OFFLINE
 class AssistantSpec:
     """An assistant spec read and checked (a Python assistant is loaded), not yet connected to clients."""
 
-    backend: str
+    backend: BackendName
     model: str
     """The name dialogue records carry."""
     spec: ModelSpec | None = None
     """The model of a prompt-based or reference assistant; None for a Python assistant."""
 
     @classmethod
-    def parse(cls, text: str | None, default_backend: str, *, what: str = "assistant_model") -> AssistantSpec:
+    def parse(cls, text: str | None, default_backend: BackendName, *,
+              what: str = "assistant_model") -> AssistantSpec:
         """Read `text` (None: the default assistant of `default_backend`); a spec that cannot be read or
         loaded raises `SpecError` naming `what` and what is accepted."""
         text = default_assistant(default_backend) if text is None else text
@@ -68,7 +71,7 @@ class AssistantSpec:
         return [self.spec.describe(role)]
 
 
-def stored_name(text: str, default_backend: str, *, what: str = "assistant_models") -> str:
+def stored_name(text: str, default_backend: BackendName, *, what: str = "assistant_models") -> str:
     """The name the records of assistant `text` carry: a spec naming its backend (`python:...`,
     `openai@VAR:model`, `anthropic:model`) read as notebook 03 reads it, so a reproduction's 04 selects
     the dialogues 03 stored under the model's name; any other text as it is (a name records carry)."""
@@ -77,15 +80,14 @@ def stored_name(text: str, default_backend: str, *, what: str = "assistant_model
     return text
 
 
-def spec_of(name: str, backend: str, model_id: str) -> str:
-    """The spec of the assistant whose records carry `name`, assistant backend `backend` and model id
-    `model_id`. The bare name would be a model of that name on the session's default backend (offline
-    answers any name), so the backend is named, and an openai model is sent to the server its records
-    name (`llm.specs.served_spec`)."""
-    if backend == "openai":
-        _, at, endpoint = model_id.rpartition(SERVED_AT)
-        return served_spec(name, endpoint if at else "")
-    return f"{backend}:{name}"
+def spec_of(assistant: Role) -> str:
+    """The spec of the assistant its records name (`Dialogue.assistant_role`). The bare name would be a
+    model of that name on the session's default backend (offline answers any name), so the backend is
+    named, and an openai model is sent to the server its records name (`llm.specs.served_spec`)."""
+    if assistant.backend == "openai":
+        _, at, endpoint = assistant.model_id.rpartition(SERVED_AT)
+        return served_spec(assistant.model, endpoint if at else "")
+    return f"{assistant.backend}:{assistant.model}"
 
 
 def assistant_on(client: LLMClient, model: str, spec: ModelSpec | None = None) -> Assistant:

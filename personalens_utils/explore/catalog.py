@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from personalens_utils.base.stored import BackendName
 from personalens_utils.data import BenchmarkDataError
 from personalens_utils.judging import ALL_DIMENSIONS, JUDGEABLE_STATUSES, JudgingError, benchmark_contexts
 from personalens_utils.llm.offline.judge import Mention, mentions
@@ -61,7 +62,7 @@ class DialogueSummary:
     domains: tuple[str, ...]
     assistant_model: str
     assistant_setting: str
-    assistant_backend: str
+    assistant_backend: BackendName
     status: str
     n_turns: int
 

@@ -60,6 +60,7 @@ from personalens_utils.export.arguments import (
 from personalens_utils.judging import DIMENSIONS, judge_model_key
 from personalens_utils.judging.answers import Answer, score_fields
 from personalens_utils.llm import Message, registry
+from personalens_utils.llm.role import Role
 from personalens_utils.runstore import run_card
 from personalens_utils.runstore.identity import Variant
 from personalens_utils.runstore.migration import SCHEMA_FILE
@@ -138,11 +139,11 @@ def parse_model_folder(name: str) -> tuple[str, AssistantSetting]:
     return match["model"], AssistantSetting("vanilla" if match["vanilla"] else "base", parts)
 
 
-def _short_name(model: str, model_id: str, backend: str) -> str | None:
-    """A record's official short name (`claude-3-sonnet-v1`): the registry's, or, for an imported
+def _short_name(role: Role) -> str | None:
+    """A record's role's official short name (`claude-3-sonnet-v1`): the registry's, or, for an imported
     record, the one it was read with; None when the official code has none."""
-    imported = registry.official_name(model_id) if backend == IMPORTED_BACKEND else None
-    return registry.official_name(model) or imported
+    imported = registry.official_name(role.model_id) if role.backend == IMPORTED_BACKEND else None
+    return registry.official_name(role.model) or imported
 
 
 def dialogue_root(root: PathArg) -> Path:
@@ -164,7 +165,7 @@ def _official_folder(record: Dialogue) -> tuple[str, list[str]]:
     if setting.name not in OFFICIAL_SETTINGS:
         problems.append(f"setting {setting.name!r}: the official generator has flags only for "
                         f"{', '.join(OFFICIAL_SETTINGS)} (none, -d, -p, -si, or all three)")
-    short = _short_name(record.assistant_model, record.assistant_model_id, record.assistant_backend)
+    short = _short_name(record.assistant_role)
     if short is None:
         problems.append(f"assistant {record.assistant_model!r} has no official short name "
                         "(llm/registry.py lists the models the official code names)")
@@ -313,8 +314,8 @@ def plan_export(
 
 def _payload(record: Dialogue, intent: str) -> dict[str, Any]:
     stored = record.to_json()
-    user = _short_name(record.user_model, record.user_model_id, record.user_backend) or record.user_model
-    assistant = _short_name(record.assistant_model, record.assistant_model_id, record.assistant_backend)
+    user = _short_name(record.user_role) or record.user_model
+    assistant = _short_name(record.assistant_role)
     return {
         "user_id": record.user_id,
         "task_id": record.task_id,

@@ -23,6 +23,7 @@ import orjson
 import pandas as pd
 
 from personalens_utils.base import paths
+from personalens_utils.base.stored import BackendName
 from personalens_utils.data import (
     Benchmark,
     TaskDefinition,
@@ -79,7 +80,7 @@ class GenerationResult:
     benchmark: Benchmark
     output_dir: Path
     run_dir: Path
-    backend: str
+    backend: BackendName
     steps: pd.DataFrame
     """Per step: results reused from the run store, newly generated, and failed."""
     failures: pd.DataFrame

@@ -16,7 +16,7 @@ import orjson
 
 from personalens_utils.base.errors import KitError
 
-Role = Literal["user", "assistant"]
+Speaker = Literal["user", "assistant"]
 
 
 class CallKind(StrEnum):
@@ -45,7 +45,7 @@ ROLES: Mapping[CallKind, str] = {
 
 @dataclass(frozen=True, slots=True)
 class Message:
-    role: Role
+    role: Speaker
     content: str
 
     def as_dict(self) -> dict[str, str]:

@@ -205,7 +205,7 @@ def evaluate(spec_text: str, settings: Sequence[str] = ()) -> Evaluation:
     whole = AssistantSetting.parse("base+all").name
     remedy = (f"its {whole} dialogues (--settings) are simulated and judged too" if whole in result.settings
               else f"make evaluate ARGS='--settings {whole}' simulates and judges it in {whole} too")
-    for line in hidden_note(spec.backend, spec.model, result.settings, remedy):
+    for line in hidden_note(spec, result.settings, remedy):
         print(f"[evaluate] {line}; the tables compare setting {COMPARED_SETTING}, the references'",
               flush=True)
     mark_index(result)

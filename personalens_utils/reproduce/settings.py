@@ -14,6 +14,7 @@ from personalens_utils.assistants.reference_assistants import (
     SETTING_ASSISTANT,
 )
 from personalens_utils.base.paths import project_root, runs_dir
+from personalens_utils.base.stored import BackendName
 from personalens_utils.llm.options import ClientOptions
 from personalens_utils.llm.specs import ModelSpec
 from personalens_utils.prompt_sets import PromptSet
@@ -49,7 +50,7 @@ class Settings:
     """The one parameter set every notebook of a reproduction is run from."""
 
     run: str
-    backend: str = "offline"
+    backend: BackendName = "offline"
     user_model: str = "Claude 3 Sonnet"
     assistant_models: tuple[str, ...] = OFFLINE_ASSISTANTS
     ablation_model: str = OFFLINE_ABLATION

@@ -38,6 +38,7 @@ import personalens_utils
 from personalens_utils.base import paths
 from personalens_utils.base.errors import KitError
 from personalens_utils.base.files import atomic_write_bytes
+from personalens_utils.base.stored import BackendName
 from personalens_utils.llm.ledger import RoleCalls
 from personalens_utils.llm.role import Identified, role_of
 from personalens_utils.llm.types import CallKind
@@ -86,7 +87,7 @@ class RunCardError(KitError):
 
 class _RoleShape(TypedDict, total=False):
     model: str
-    backend: str
+    backend: BackendName
     model_id: str
     endpoint: str
     parameters: dict[str, Any]

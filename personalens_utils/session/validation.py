@@ -31,7 +31,7 @@ class ValidationRun:
         """The session (no run store unless `run_dir` is given) and the benchmark; `compare_with_paper`
         None compares when the kit did not generate the data."""
         session = Session.from_parameters(parameters, default_output=cls.default_output, stage="validation",
-                                          store=False)
+                                          store=False, models=("consistency_model",))
         benchmark = session.load_benchmark(None)  # Tables 1 and 6-9 describe every user of the benchmark
         source, generated = benchmark_label(benchmark)
         given = parameters["compare_with_paper"]

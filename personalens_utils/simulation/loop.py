@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from personalens_utils.assistants import Assistant, assistant_on
+from personalens_utils.base.stored import BackendName
 from personalens_utils.llm import Message, Response, Usage
 from personalens_utils.llm.role import Role
 from personalens_utils.prompt_sets import KIT, PromptSet, ScenarioContext, in_style
@@ -46,7 +47,7 @@ class _Books:
     retries: int = 0
     cut_off: int = 0
     """Replies that stopped at the token limit: kept as they came, counted so a reader can tell."""
-    backend: str = ""
+    backend: BackendName = ""
 
     def add(self, response: Response) -> str:
         self.usage = self.usage + response.usage

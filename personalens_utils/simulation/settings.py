@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from personalens_utils.assistants.python import PYTHON, row_label
+from personalens_utils.assistants.resolve import AssistantSpec
 from personalens_utils.base.errors import KitError
 
 INSTRUCTIONS = ("vanilla", "base")
@@ -90,17 +91,18 @@ class AssistantSetting:
         return self.name
 
 
-def hidden_note(assistant_backend: str, assistant: str, settings: Sequence[str | AssistantSetting],
+def hidden_note(assistant: AssistantSpec, settings: Sequence[str | AssistantSetting],
                 remedy: str = "settings=['base+all'] shows it all") -> list[str]:
     """One line per setting that hides part of the user from a Python assistant, said before the run: the
     offline reference assistants read the whole user whatever the setting, so beside them such a row
     measures the setting, not the assistant. `remedy` ends the line: what the caller accepts to show
     the whole user (a notebook's parameter, a command's option)."""
-    if assistant_backend != PYTHON:
+    if assistant.backend != PYTHON:
         return []
     lines = []
     for setting in map(AssistantSetting.parse, settings):
         if hidden := [SHOWN[p] for p in CONTEXT_PARTS if not setting.sees(p)]:
-            lines.append(f"setting {setting.name}: {row_label(assistant)} sees no {', '.join(hidden)} of the "
-                         f"user (the reference assistants see the whole user in every setting); {remedy}")
+            lines.append(f"setting {setting.name}: {row_label(assistant.model)} sees no {', '.join(hidden)} "
+                         "of the user (the reference assistants see the whole user in every setting); "
+                         f"{remedy}")
     return lines

@@ -107,9 +107,9 @@ class ProbeDesign:
     def assistant_specs(self, store: RunStore) -> dict[str, str]:
         """The spec of each assistant with a dialogue of the design, by the name its records carry, so
         each is simulated again as itself, on the backend and server that made it (`assistants.spec_of`)."""
-        made = {(d.assistant_model, d.assistant_backend, d.assistant_model_id)
-                for d in store.read(Dialogue) if self.select(d)}
-        return {name: spec_of(name, backend, model_id) for name, backend, model_id in sorted(made)}
+        made = {d.assistant_role for d in store.read(Dialogue) if self.select(d)}
+        ordered = sorted(made, key=lambda role: (role.model, role.backend, role.model_id))
+        return {role.model: spec_of(role) for role in ordered}
 
     def scores(self, tidy: pd.DataFrame) -> pd.DataFrame:
         """The rows of a tidy score frame (`analysis.scores.load_scores`) that belong to the design."""

@@ -50,6 +50,7 @@ from personalens_utils.analysis.stats import Interval, paired_comparison
 from personalens_utils.analysis.tables import ASSISTANT_DIMENSIONS, provenance_note
 from personalens_utils.assistants.reference_assistants import DESIGNED_ORDER
 from personalens_utils.base.errors import KitError
+from personalens_utils.base.stored import BackendName
 from personalens_utils.judging import judge_model_key
 from personalens_utils.judging.config import Select
 from personalens_utils.llm import registry
@@ -94,7 +95,7 @@ class JudgeRef:
     """One judge of the card: its model (any registry spelling), backend and judge prompt set."""
 
     model: str
-    backend: str
+    backend: BackendName
     prompt_set: str = KIT_PROMPTS
 
     @property
@@ -426,7 +427,7 @@ def length_sensitivity(material: _Material, judge: JudgeRef, settings: CardSetti
     return out
 
 
-def model_family(model: str, backend: str) -> str | None:
+def model_family(model: str, backend: BackendName) -> str | None:
     """The family of a model that answered on `backend` (None offline: rules, not a model; or unknown)."""
     if backend == OFFLINE or registry.called_backend(model) == OFFLINE:
         return None

@@ -186,8 +186,8 @@ async def check_profile(
     return replace(check, problem=asked.problems[-1])
 
 
-def consistency_id(user_id: int, model: str, backend: str) -> str:
-    return ConsistencyCheck.make_id(user_id, model, backend, CONSISTENCY_PROMPT_VERSION)
+def consistency_id(user_id: int, checker: Role) -> str:
+    return ConsistencyCheck.make_id(user_id, checker.model, checker.backend, CONSISTENCY_PROMPT_VERSION)
 
 
 def check_profiles(
@@ -239,7 +239,8 @@ def _run(
 ) -> list[ConsistencyCheck]:
     if max_attempts < 1:
         raise ValueError(f"max_attempts must be at least 1, got {max_attempts}")
-    ids = [consistency_id(p.user_id, model, client.backend_name) for p in profiles]
+    checker = Role.on(client, model)
+    ids = [consistency_id(p.user_id, checker) for p in profiles]
     planned = engine.plan(store, ConsistencyCheck, [((i,), p) for i, p in zip(ids, profiles, strict=True)],
                           retry_errors=retry_errors)
 
@@ -249,7 +250,7 @@ def _run(
     stage = engine.Stage(STAGE, ConsistencyCheck, work)
     options = engine.StageOptions(desc="profile checks")
     report = engine.run_stage(stage, store, client, planned, options=options)
-    run_card.note_stage(store, report, run_card.role_entry(Role.on(client, model)),
+    run_card.note_stage(store, report, run_card.role_entry(checker),
                         prompt_version=CONSISTENCY_PROMPT_VERSION)
     stored = {r.id: r for r in store.read(ConsistencyCheck)}
     return [stored[i] for i in ids]

@@ -16,9 +16,10 @@ from typing import Any
 import pandas as pd
 
 from personalens_utils.llm.offline import OFFLINE_LABEL
+from personalens_utils.llm.role import Role
 from personalens_utils.outputs.latex import Block, Printed
 from personalens_utils.outputs.tables import Source, TableResult
-from personalens_utils.runstore.records import ConsistencyCheck
+from personalens_utils.runstore.records import OFFLINE, ConsistencyCheck
 from personalens_utils.validation import consistency, lexical, metrics
 
 
@@ -137,16 +138,18 @@ def table10(
     return TableResult(table, caption, source, precision=3)
 
 
-def consistency_table(
-    records: Iterable[ConsistencyCheck], benchmark: Any, *, checker: str, backend: str, model: str
-) -> TableResult:
+def checker_label(checker: Role) -> str:
+    """How captions name the consistency checker: the offline rules, or the model and its backend."""
+    return OFFLINE_LABEL if checker.backend == OFFLINE else f"{checker.model} on {checker.backend}"
+
+
+def consistency_table(records: Iterable[ConsistencyCheck], benchmark: Any, *, checker: Role) -> TableResult:
     """The profile-consistency summary (Appendix A.4): profiles flagged by the checker, with rates."""
     label, _ = benchmark_label(benchmark)
     rows = list(records)
     flagged = consistency.flagged_summary(rows)
-    caption = (
-        f"Profiles flagged by the consistency checker ({checker}); rates over answers read. Source: {label}."
-    )
+    caption = (f"Profiles flagged by the consistency checker ({checker_label(checker)}); rates over answers "
+               f"read. Source: {label}.")
     source = _source(benchmark, len(rows), "profiles checked")
-    source = Source.of(source.origin, source.n, source.unit, [backend], [model])
+    source = Source.of(source.origin, source.n, source.unit, [checker.backend], [checker.model])
     return TableResult(flagged, caption, source, precision=3)

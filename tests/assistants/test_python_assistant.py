@@ -18,7 +18,7 @@ from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils.analysis.tables import long_words
 from personalens_utils.assistants import AssistantError, AssistantSpec, resolve_assistant
-from personalens_utils.assistants.python import VIEW_KEYS, AssistantLoadError, AssistantView, load
+from personalens_utils.assistants.python import PYTHON, VIEW_KEYS, AssistantLoadError, AssistantView, load
 from personalens_utils.assistants.reference_assistants import SETTING_ASSISTANT
 from personalens_utils.assistants.retrieval import RETRIEVED_HEADING, RetrievalAssistant, passages
 from personalens_utils.data import save_benchmark
@@ -330,11 +330,11 @@ def test_notebook_06_and_07_take_the_spec_notebook_03_took(tmp_path):
 def test_a_setting_that_hides_part_of_the_user_is_said_for_a_python_assistant_only():
     from personalens_utils.simulation import hidden_note
 
-    lines = hidden_note("python", RETRIEVAL, ["base", "base+all", "base+I"])
+    lines = hidden_note(AssistantSpec(PYTHON, RETRIEVAL), ["base", "base+all", "base+I"])
     assert len(lines) == 2
     assert lines[0].startswith("setting base: RetrievalAssistant sees no demographics, past")
     assert "situation" in lines[1] and "past interactions" not in lines[1]
-    assert hidden_note("offline", "ref-dialogue-only", ["base"]) == []
+    assert hidden_note(AssistantSpec("offline", "ref-dialogue-only"), ["base"]) == []
 
 
 def test_a_long_score_table_prints_a_file_assistant_by_its_class_and_its_csv_keeps_the_spec(tmp_path):

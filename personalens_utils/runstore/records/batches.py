@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from personalens_utils.base.stored import BackendName
 from personalens_utils.llm.types import Usage
 from personalens_utils.runstore.records.base import (
     Form,
@@ -35,7 +36,7 @@ class Batch(Record):
 
     table: ClassVar[str] = "batches"
     status: str = field(default="submitted", metadata=unstored("submitted").meta())
-    backend: str
+    backend: BackendName
     submitted_at: str
     entries: Mapping[str, str]
 
@@ -50,7 +51,7 @@ class BatchEntry(Record):
     status: str = field(metadata=renamed(OUTCOME, str).meta())
     key: str
     batch_id: str
-    backend: str
+    backend: BackendName
     error: str | None = None
     retryable: bool = True
     text: str | None = field(default=None, metadata=_answer("text", str).meta())

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from personalens_utils.base.stored import BackendName
 from personalens_utils.runstore.identity import stable_id
 from personalens_utils.runstore.records.base import Form, Record, RecordError
 
@@ -39,7 +40,7 @@ class GenerationStep(Record):
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float = 0.0
-    backend: str
+    backend: BackendName
     model: str
     prompt_version: str
 
@@ -56,7 +57,7 @@ class GenerationStep(Record):
         return f"{self.step} ({about}): {self.error or self.status}"
 
     @staticmethod
-    def make_id(step: str, key: Sequence[Any], backend: str, model: str, prompt_version: str) -> str:
+    def make_id(step: str, key: Sequence[Any], backend: BackendName, model: str, prompt_version: str) -> str:
         return stable_id(step, *key, backend, model, prompt_version)
 
 

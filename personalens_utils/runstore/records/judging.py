@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import ClassVar
 
+from personalens_utils.base.stored import BackendName
 from personalens_utils.llm.role import Role, resolved_model
 from personalens_utils.outputs.display import esc, fields_html, inline
 from personalens_utils.runstore.identity import (
@@ -37,7 +38,7 @@ class Judgment(Record, _Varied):
     variant: Variant = field(metadata=VARIANT.meta())
     """Whose judge prompt it was given (turn-level personalization: always the kit's) and which judge
     sample it is."""
-    backend: str
+    backend: BackendName
     """The judge's backend."""
     judge_model_id: str = field(default="", metadata=run_identity())
     """The id the judge's backend is called with; empty: resolved from `judge_model`."""
@@ -88,13 +89,13 @@ class Blame(Record, _Varied):
     reviewer_model: str
     variant: Variant = field(metadata=VARIANT.meta())
     """The reviewer prompt's set and version."""
-    backend: str
+    backend: BackendName
     """The reviewer's backend."""
     reviewer_model_id: str = ""
     """The id the reviewer's backend is called with; empty: resolved from `reviewer_model`."""
     judge_model: str
     """The judge whose verdicts were reviewed (its key), its backend and resolved id."""
-    judge_backend: str
+    judge_backend: BackendName
     judge_model_id: str
     party: str | None = None
     fault: str | None = None

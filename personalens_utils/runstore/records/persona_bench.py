@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from personalens_utils.base.stored import BackendName
 from personalens_utils.llm.role import Role
 from personalens_utils.llm.types import Usage
 from personalens_utils.runstore.identity import Variant, prediction_id
@@ -34,7 +35,7 @@ class PersonaPrediction(Record):
     domain: str
     target: str
     model: str
-    backend: str
+    backend: BackendName
     model_id: str
     truth: str | int | float
     """A label or a rating; a rating stored as a whole number is read back as one (the same line)."""

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar, NamedTuple
 
+from personalens_utils.base.stored import BackendName
 from personalens_utils.llm import registry
 from personalens_utils.llm.role import Role, resolved_model
 from personalens_utils.llm.types import Message, Usage
@@ -62,8 +63,8 @@ class Dialogue(Record, _Varied):
     assistant_setting: str
     variant: Variant = field(metadata=VARIANT.meta())
     """Whose prompts made it (the user agent's and the assistant's) and which sample it is."""
-    backend: str
-    user_backend: str = field(default="", metadata=run_identity())
+    backend: BackendName
+    user_backend: BackendName = field(default="", metadata=run_identity())
     """The user agent's backend; empty: `backend`."""
     user_model_id: str = field(default="", metadata=run_identity())
     """The id the user agent's backend is called with; empty: resolved from `user_model`."""
@@ -71,7 +72,7 @@ class Dialogue(Record, _Varied):
                             metadata=unless_empty(USER_STYLE, str, COOPERATIVE, USER_STYLES).meta())
     """The style the user agent played (`prompt_templates.user_styles`); stored only when not cooperative,
     so the paper's user agent writes the line it always wrote."""
-    assistant_backend: str = field(default="", metadata=run_identity())
+    assistant_backend: BackendName = field(default="", metadata=run_identity())
     assistant_model_id: str = field(default="", metadata=run_identity())
     error: str | None = None
     turns: tuple[Message, ...] = ()
@@ -110,11 +111,19 @@ class Dialogue(Record, _Varied):
         """The assistant's (backend, resolved model id)."""
         return self.assistant_backend, self.assistant_model_id
 
+    @property
+    def user_role(self) -> Role:
+        """Who played the user agent, as its id keys it (model, backend, resolved id and style)."""
+        return Role(self.user_model, *self.user, self.user_style)
+
+    @property
+    def assistant_role(self) -> Role:
+        """Who answered as the assistant, as its id keys it."""
+        return Role(self.assistant_model, *self.assistant)
+
     def identity(self) -> str:
-        return dialogue_id(self.scenario_id, self.assistant_setting,
-                           user=Role(self.user_model, *self.user, self.user_style),
-                           assistant=Role(self.assistant_model, *self.assistant),
-                           variant=self.variant)
+        return dialogue_id(self.scenario_id, self.assistant_setting, user=self.user_role,
+                           assistant=self.assistant_role, variant=self.variant)
 
     @property
     def n_turns(self) -> int:
@@ -154,11 +163,11 @@ class DialogueSummary(NamedTuple):
     prompt_version: str
     prompt_set: str
     sample: int
-    backend: str
-    user_backend: str
+    backend: BackendName
+    user_backend: BackendName
     user_model_id: str
     user_style: str
-    assistant_backend: str
+    assistant_backend: BackendName
     assistant_model_id: str
     n_turns: int
 

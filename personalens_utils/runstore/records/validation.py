@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
+from personalens_utils.base.stored import BackendName
 from personalens_utils.runstore.identity import stable_id
 from personalens_utils.runstore.records.base import Record
 
@@ -21,7 +22,7 @@ class ConsistencyCheck(Record):
     derived: ClassVar[Mapping[str, str]] = {"label": "the within- and cross-domain answers give {}"}
     user_id: int
     model: str
-    backend: str
+    backend: BackendName
     prompt_version: str
     within_domain: int | None = None
     cross_domain: int | None = None
@@ -36,7 +37,7 @@ class ConsistencyCheck(Record):
         return f"user {self.user_id}: {self.problem or self.status}"
 
     @staticmethod
-    def make_id(user_id: int, model: str, backend: str, prompt_version: str) -> str:
+    def make_id(user_id: int, model: str, backend: BackendName, prompt_version: str) -> str:
         return stable_id(user_id, model, backend, prompt_version)
 
     def identity(self) -> str:
