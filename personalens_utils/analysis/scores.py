@@ -48,6 +48,7 @@ from personalens_utils.judging import DIMENSIONS as JUDGE_DIMENSIONS
 from personalens_utils.judging import OFFICIAL, STRICT, check_scoring, judge_model_key
 from personalens_utils.llm import registry
 from personalens_utils.llm.endpoints import SERVED_AT
+from personalens_utils.llm.role import legacy_model_id
 from personalens_utils.outputs.frames import as_categories, distinct, fill_missing
 from personalens_utils.prompt_templates.user_styles import COOPERATIVE
 from personalens_utils.runstore.columnar import Columnar
@@ -58,7 +59,6 @@ from personalens_utils.runstore.identity import (
     JUDGE_PROMPTS,
     USER_STYLE,
     VariantColumns,
-    legacy_model_id,
 )
 from personalens_utils.runstore.records import KIT_PROMPTS, OFFLINE, Dialogue, Judgment, Record
 from personalens_utils.runstore.store import RunStore
@@ -117,7 +117,7 @@ class ScoresError(KitError, ValueError):
 
 def fill_identity(frame: pd.DataFrame, backend: str, pairs: Sequence[tuple[str, str, str]]) -> None:
     """Give rows of records written before run identity the identity they read as: made on the backend
-    they stored (`backend` column), with the model id they were made with (`records.legacy_model_id`)."""
+    they stored (`backend` column), with the model id they were made with (`llm.role.legacy_model_id`)."""
     for model, role_backend, model_id in pairs:
         frame[role_backend] = fill_missing(frame[role_backend], frame[backend])
         gaps = frame[model_id].isna()
