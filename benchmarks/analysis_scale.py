@@ -50,7 +50,8 @@ from typing import Any
 import orjson
 
 from personalens_utils.judging import ALL_DIMENSIONS, DIMENSIONS
-from personalens_utils.runstore.identity import Role, Variant, dialogue_id, judgment_id
+from personalens_utils.llm.role import Role
+from personalens_utils.runstore.identity import Variant, dialogue_id, judgment_id
 
 PAPER_DIALOGUES = 122_133
 PAPER_MD = 24_018
@@ -290,9 +291,9 @@ def _plan_resume(root: Path, clock: Clock) -> dict[str, Any]:
     store = RunStore(root)
     config = JudgingConfig(judge_model=JUDGE, dimensions=ALL_DIMENSIONS, retry_errors=False)
     with clock.step("plan_judging"):
-        plan = plan_judging(store, config, BACKEND)
+        plan = plan_judging(store, config, JUDGE_ROLE)
     with clock.step("judged_users"):
-        users = judged_users(store, backend=BACKEND)
+        users = judged_users(store, judge=JUDGE_ROLE)
     return {"judgeable_dialogues": len(plan.to_judge), "judgments_to_do": plan.judgments, "users": len(users)}
 
 

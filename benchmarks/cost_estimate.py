@@ -31,6 +31,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the `support` package
 
 from support.official_data import official_data_for_script
+from support.roles import judge_of, user_of
 
 from personalens_utils import judging
 from personalens_utils.data import load_benchmark
@@ -54,10 +55,11 @@ def _by_role(*estimates: CostEstimate, scale: float = 1.0) -> pd.DataFrame:
 def _judging(store: RunStore, bench, backend: str) -> dict[str, CostEstimate]:
     """The judging estimate of the stored dialogues, one per task type."""
     contexts = judging.benchmark_contexts(bench)
-    return {kind: judging.estimate_judging(
-        store, contexts, judging.JudgingConfig(offline_dialogues=True,
-                                               select=judging.dialogue_filter(task_types=[kind])),
-        backend=backend) for kind in TASK_TYPES}
+    configs = {kind: judging.JudgingConfig(offline_dialogues=True,
+                                           select=judging.dialogue_filter(task_types=[kind]))
+               for kind in TASK_TYPES}
+    return {kind: judging.estimate_judging(store, contexts, config, judge=judge_of(config, backend))
+            for kind, config in configs.items()}
 
 
 def _print(title: str, costs: pd.DataFrame) -> float:
@@ -75,10 +77,11 @@ def _print(title: str, costs: pd.DataFrame) -> float:
 def _measure(data_dir: Path, backend: str, settings: list[str]) -> None:
     started = time.perf_counter()
     config = SimulationConfig(settings=settings)
+    user = user_of(config, backend)
     sample = load_benchmark(data_dir, users="sample_50")
     with tempfile.TemporaryDirectory() as run_dir:
         store = RunStore(run_dir)
-        simulation = estimate_simulation(sample, store, config, backend=backend)
+        simulation = estimate_simulation(sample, store, config, user=user)
         with LLMClient(OfflineBackend(), max_concurrency=16, progress=False) as client:
             made = run_simulation(sample, store, client, config)
         judged = _judging(store, sample, backend)
@@ -86,7 +89,7 @@ def _measure(data_dir: Path, backend: str, settings: list[str]) -> None:
         per_dialogue = {kind: _by_role(judged[kind], scale=1 / stored[kind]) for kind in TASK_TYPES}
     whole = load_benchmark(data_dir, users=None)
     with tempfile.TemporaryDirectory() as run_dir:
-        whole_simulation = estimate_simulation(whole, RunStore(run_dir), config, backend=backend)
+        whole_simulation = estimate_simulation(whole, RunStore(run_dir), config, user=user)
     counts = whole.scenarios["task_type"].value_counts()
     whole_judging = sum(per_dialogue[kind] * counts[kind] for kind in TASK_TYPES)
     print(f"models: user agent {config.user_model}, assistant {config.assistant_model}, judge "

@@ -53,11 +53,13 @@ class JudgingConfig:
 
     def judge_as(self, judge: Role) -> Role:
         """The judge as its records key it: `judge` (the role that calls, on its backend and endpoint) under
-        the registry's name of `judge_model`, so aliases share records. A role of another model is refused."""
+        the registry's name of `judge_model`, so aliases share records; its id too is the one that name
+        resolves to (on a backend the registry does not know, an alias would keep its own). A role of another
+        model is refused."""
         key = judge_model_key(self.judge_model)
         if judge_model_key(judge.model) != key:
             raise JudgingError(f"the judge {judge} is not the configured judge_model {self.judge_model!r}")
-        return replace(judge, model=key)
+        return replace(judge, model=key, model_id=Role.of(key, judge.backend, judge.endpoint).model_id)
 
     def judge_on(self, client: LLMClient) -> Role:
         """The configured judge called through `client`, as its records key it."""

@@ -17,6 +17,7 @@ import papermill
 import pytest
 from support.fake_server import FakeLLMServer
 from support.records import dialogue_json, write_lines
+from support.roles import judge_of, user_of
 from support.scripted_models import JUDGE, scripted_reply
 from support.tiny_benchmark import tiny_benchmark
 
@@ -206,11 +207,10 @@ def test_a_store_from_before_run_identity_is_migrated_once_and_resumes_on_its_ba
         RunStore(tmp_path / "old")  # once: opening it again changes nothing
 
     n = len(bench.scenarios)
-    same = plan_dialogues(bench, old, SimulationConfig(user_model=MODEL, assistant_model=MODEL),
-                          backend="offline")
+    config = SimulationConfig(user_model=MODEL, assistant_model=MODEL)
+    same = plan_dialogues(bench, old, config, user=user_of(config, "offline"))
     assert same.items == [] and same.already_done == n
-    other = plan_dialogues(bench, old, SimulationConfig(user_model=MODEL, assistant_model=MODEL),
-                           backend="anthropic")
+    other = plan_dialogues(bench, old, config, user=user_of(config, "anthropic"))
     assert len(other.items) == n
     with offline_client() as client:
         rerun = run_simulation(bench, old, client, SimulationConfig(user_model=MODEL, assistant_model=MODEL))
@@ -275,9 +275,8 @@ def test_an_old_record_of_a_model_now_retired_migrates_as_what_it_was_and_is_not
         store = RunStore(tmp_path)
     (old,) = store.read(Dialogue)
     assert old.user == old.assistant == ("anthropic", original) and old.id != old_id
-    planned = plan_dialogues(bench, store,
-                             SimulationConfig(user_model=paper_model, assistant_model=paper_model),
-                             backend="anthropic")
+    config = SimulationConfig(user_model=paper_model, assistant_model=paper_model)
+    planned = plan_dialogues(bench, store, config, user=user_of(config, "anthropic"))
     assert planned.already_done == 0 and len(planned.items) == len(bench.scenarios)
     assert old.id not in {i for item in planned.items for i in item.ids}
     tidy_dialogues = scores.load_dialogues(store)
@@ -304,8 +303,8 @@ def test_a_real_judge_leaves_offline_made_dialogues_alone_unless_asked(bench, tm
             assert len(dialogues) == 3 * 6 and len(made_offline) == 2 * 6
             contexts = judging.benchmark_contexts(bench)
             options = dict(judge_model=JUDGE, dimensions=["personalization"])
-            estimate = judging.estimate_judging(store, contexts, JudgingConfig(**options),
-                                                backend="anthropic")
+            config = JudgingConfig(**options)
+            estimate = judging.estimate_judging(store, contexts, config, judge=judge_of(config, "anthropic"))
             skipped = "12 finished dialogue(s) made on the offline backend"
             assert estimate.calls == 6 and skipped in str(estimate)
             report = judging.run_judging(store, real, contexts, JudgingConfig(**options))

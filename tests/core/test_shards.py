@@ -9,6 +9,7 @@ from collections import Counter
 import orjson
 import pytest
 from support.records import dialogue_json
+from support.roles import user_of
 from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils import judging
@@ -95,7 +96,8 @@ def test_shards_split_the_run_and_merge_into_the_unsplit_result(bench, tmp_path)
     assert again["appended"].sum() == 0 and again["already_in_target"].sum() == report["records"].sum()
     # the planner agrees: nothing of any shard is left to run in the merged store
     merged = RunStore(tmp_path / "merged")
-    assert plan_dialogues(bench, merged, SimulationConfig(settings=SETTINGS), backend="offline").items == []
+    config = SimulationConfig(settings=SETTINGS)
+    assert plan_dialogues(bench, merged, config, user=user_of(config, "offline")).items == []
 
 
 def write(path, recs):

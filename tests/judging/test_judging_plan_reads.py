@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from support.records import dialogue_json, put, write_lines
+from support.roles import judge_of
 
 from personalens_utils.judging import (
     JUDGEABLE_STATUSES,
@@ -91,13 +92,14 @@ def test_a_resume_reads_no_dialogue_and_a_run_reads_each_when_it_judges_it(
 
     reads["dialogues"].clear()
     reads["copied"].clear()
-    again = plan_judging(store, JudgingConfig(), "offline")
+    again = plan_judging(store, JudgingConfig(), judge_of(JudgingConfig(), "offline"))
     assert again.plan.items == [] and again.plan.already_done == 5
     assert again.details() == {**first.details, "judgments_done_before": 5 * len(again.dimensions)}
     rerun = run_judging(store, offline(), context_for)
     assert rerun.stored == 0 and rerun.already_done == 5
     assert judged_users(store) == [0, 1, 2, 3, 4]
-    assert skipped_offline_line(store, backend="anthropic").startswith("5 finished dialogue(s)")
+    hosted = judge_of(JudgingConfig(), "anthropic")
+    assert skipped_offline_line(store, judge=hosted).startswith("5 finished dialogue(s)")
     assert reads["dialogues"] == []
     assert "dialogues" not in reads["copied"]  # the copy had every dialogue: no dialogue line parsed again
 
@@ -134,14 +136,15 @@ def test_the_plan_is_the_one_every_stored_record_gives(tmp_path: Path, odd_id: s
     put(store, Dialogue, [row("d4", 4)])  # not judged yet
     for retry in (True, False):
         config = JudgingConfig(dimensions=dims, judge_samples=2, retry_errors=retry)
-        planned = plan_judging(store, config, "offline").plan
+        planned = plan_judging(store, config, judge_of(config, "offline")).plan
         before = old_plan(store, config, "offline")
         assert [(i.ids, i.payload.id, i.retry) for i in planned.items] == \
             [(i.ids, i.payload, i.retry) for i in before.items]
         assert (planned.already_done, planned.errors_kept) == (before.already_done, before.errors_kept)
         assert [i.payload.id for i in planned.items] == (["d2", "d4"] if retry else ["d4"])
         assert planned.errors_kept == (not retry)
-    fresh = plan_judging(store, JudgingConfig(dimensions=["naturalness_user"]), "offline")
+    fresh_config = JudgingConfig(dimensions=["naturalness_user"])
+    fresh = plan_judging(store, fresh_config, judge_of(fresh_config, "offline"))
     order = [item.payload.id for item in fresh.plan.items]
     assert order == ["d3", "d1", "d0", "d2", *([odd_id] if odd_id else []), "d4"]  # the store's order
 

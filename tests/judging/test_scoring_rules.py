@@ -15,10 +15,12 @@ from personalens_utils import analysis, judging
 from personalens_utils.analysis import scores
 from personalens_utils.judging import DIMENSIONS, JudgingError, score_under
 from personalens_utils.judging.answers import combine, judgment_record, score_fields
+from personalens_utils.llm.role import Role
 from personalens_utils.runstore.identity import Variant
 from personalens_utils.runstore.records import Dialogue
 from personalens_utils.runstore.store import RunStore
 
+JUDGE = Role.of("judge", "offline")
 CASES = [
     # dimension, answer, strict, official
     ("personalization", "Personalization Score: 3\nJustification: fine", 3.0, 3.0),
@@ -99,7 +101,7 @@ def store(tmp_path: Path) -> RunStore:
         for dimension, answer in answers.items():
             dim = DIMENSIONS[dimension]
             fields = score_fields(dim, [combine(dim, answer, None)])
-            records.append(judgment_record(dialogue_id, dim, "judge", Variant("v2"), "offline", fields))
+            records.append(judgment_record(dialogue_id, dim, JUDGE, Variant("v2"), fields))
     store.extend(records)
     return store
 

@@ -8,6 +8,7 @@ import math
 from collections import Counter
 
 import pytest
+from support.roles import judge_of, user_of
 from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils import judging
@@ -190,9 +191,8 @@ def test_a_budget_with_batch_judging_is_refused_before_anything_is_sent(bench, t
 
 
 def test_simulation_estimate_counts_the_prompts_a_one_turn_run_sends(bench, tmp_path):
-    estimate = estimate_simulation(bench, tmp_path / "run",
-                                   SimulationConfig(settings=SETTINGS, user_model=MODEL,
-                                                    assistant_model=MODEL, max_turns=1),
+    config = SimulationConfig(settings=SETTINGS, user_model=MODEL, assistant_model=MODEL, max_turns=1)
+    estimate = estimate_simulation(bench, tmp_path / "run", config, user=user_of(config, Priced.name),
                                    sample=10_000)
     backend = Priced()
     simulate(bench, tmp_path / "run", backend, None, max_turns=1)
@@ -211,25 +211,21 @@ def test_simulation_estimate_counts_the_prompts_a_one_turn_run_sends(bench, tmp_
     assert estimate.total_cost_usd == pytest.approx(table["cost_usd"].iloc[:-1].sum())
     assert any("Table 13" in note for note in estimate.assumptions)
     # once stored, nothing is left to pay for
-    again = estimate_simulation(bench, tmp_path / "run",
-                                SimulationConfig(settings=SETTINGS, user_model=MODEL, assistant_model=MODEL,
-                                                 max_turns=1),
-                                backend=backend.name)
+    again = estimate_simulation(bench, tmp_path / "run", config, user=user_of(config, backend.name))
     assert again.calls == 0
 
 
 def test_simulation_estimate_prices_by_backend_and_model(bench, tmp_path):
-    offline = estimate_simulation(bench, tmp_path, SimulationConfig(settings=["base"]), backend="offline")
+    base = SimulationConfig(settings=["base"])
+    offline = estimate_simulation(bench, tmp_path, base, user=user_of(base, "offline"))
     assert offline.total_cost_usd == 0 and offline.calls > 0
     assert any("offline" in note for note in offline.assumptions)
-    unpriced = estimate_simulation(bench, tmp_path,
-                                   SimulationConfig(user_model="llama-3.1-8b", settings=["base"]),
-                                   backend="openai")
+    llama = SimulationConfig(user_model="llama-3.1-8b", settings=["base"])
+    unpriced = estimate_simulation(bench, tmp_path, llama, user=user_of(llama, "openai"))
     assert math.isnan(unpriced.total_cost_usd)
     assert any("llama-3.1-8b" in note for note in unpriced.assumptions)
-    sd, md = (estimate_simulation(bench, tmp_path, SimulationConfig(task_types=[t], settings=["base"]),
-                                  backend="anthropic")
-              for t in ("SD", "MD"))
+    sd, md = (estimate_simulation(bench, tmp_path, config, user=user_of(config, "anthropic"))
+              for config in (SimulationConfig(task_types=[t], settings=["base"]) for t in ("SD", "MD")))
     per_sd = sd.calls / (bench.scenarios["task_type"] == "SD").sum()
     per_md = md.calls / (bench.scenarios["task_type"] == "MD").sum()
     assert per_sd == pytest.approx(2 * 4.74, abs=0.1) and per_md == pytest.approx(2 * 5.64, abs=0.2)
@@ -240,9 +236,10 @@ def test_judging_estimate_counts_the_calls_judging_makes(bench, tmp_path):
     store = RunStore(tmp_path / "run")
     contexts = judging.benchmark_contexts(bench)
     judge = dict(judge_model=MODEL, offline_dialogues=True)  # the dialogues are offline-made
-    estimate = judging.estimate_judging(store, contexts, JudgingConfig(**judge), backend="anthropic",
-                                        sample=10_000)
-    batch = judging.estimate_judging(store, contexts, JudgingConfig(batch=True, **judge), backend="anthropic")
+    config = JudgingConfig(**judge)
+    hosted = judge_of(config, "anthropic")
+    estimate = judging.estimate_judging(store, contexts, config, judge=hosted, sample=10_000)
+    batch = judging.estimate_judging(store, contexts, JudgingConfig(batch=True, **judge), judge=hosted)
     backend = Priced()
     with LLMClient(backend, max_concurrency=4, use_cache=False, progress=False) as client:
         judging.run_judging(store, client, contexts, JudgingConfig(**judge))
@@ -250,7 +247,7 @@ def test_judging_estimate_counts_the_calls_judging_makes(bench, tmp_path):
     assert estimate.calls == len(firsts)
     assert estimate.table["input_tokens"].iloc[-1] == sum(request_tokens(r) for r in firsts)
     assert batch.total_cost_usd == pytest.approx(estimate.total_cost_usd * registry.BATCH_DISCOUNT, rel=0.01)
-    assert judging.estimate_judging(store, contexts, JudgingConfig(**judge), backend=backend.name).calls == 0
+    assert judging.estimate_judging(store, contexts, config, judge=judge_of(config, backend.name)).calls == 0
 
 
 def test_estimate_prices_the_successor_of_a_retired_model() -> None:

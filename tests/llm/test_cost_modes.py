@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from support.fake_batches import FakeBatches
 from support.fake_server import FakeLLMServer
+from support.roles import user_of
 from support.tiny_benchmark import HISTORY, SITUATION, TASKS, rich_scenario, tiny_users
 
 from personalens_utils.data import Benchmark, load_benchmark
@@ -53,7 +54,8 @@ def rich_benchmark() -> Benchmark:
 def test_the_estimate_prices_each_role_live_in_batches_and_in_batches_with_caching(tmp_path: Path) -> None:
     config = SimulationConfig(settings=["base+all"], task_types=["SD"], user_model=SONNET,
                               assistant_model=SONNET)
-    estimate = estimate_simulation(rich_benchmark(), tmp_path / "run", config, backend="anthropic")
+    estimate = estimate_simulation(rich_benchmark(), tmp_path / "run", config,
+                                   user=user_of(config, "anthropic"))
     table = estimate.table
     roles = table[table["stage"] != "total"].set_index("kind")
     assert sorted(roles.index) == ["assistant_turn", "user_turn"]

@@ -31,6 +31,7 @@ from support.official_code import (
     subset_data,
     user_system_prompt,
 )
+from support.roles import user_of
 
 from personalens_utils.data import Benchmark, load_benchmark
 from personalens_utils.export.official import read_dialogue_file
@@ -342,8 +343,6 @@ def test_a_call_the_official_code_never_makes_is_refused_before_the_run(world, t
         ("base+D+I", "Claude 3 Sonnet", r"no assistant prompt for setting 'base\+D\+I'"),
         ("vanilla", "Llama 3.1 8B Instruct", r"defines no \['LLAMA_SYSTEM_PROMPT_VANILLA'"),
     ):
+        config = SimulationConfig(settings=[setting], assistant_model=assistant, prompts=world.prompts)
         with pytest.raises(OfficialPromptError, match=problem):
-            plan_dialogues(world.bench, run,
-                           SimulationConfig(settings=[setting], assistant_model=assistant,
-                                            prompts=world.prompts),
-                           backend="offline")
+            plan_dialogues(world.bench, run, config, user=user_of(config, "offline"))

@@ -11,6 +11,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from support.roles import judge_of
 from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils.analysis.scores import ScoresError, condition_scores, load_scores
@@ -104,8 +105,8 @@ def test_the_plan_prices_only_what_is_missing(tmp_path):
 
 def _planned(grid: GridRun) -> int:
     """How many dialogues the grid's simulations still plan to make, every (assistant, user agent)."""
-    return sum(len(plan_dialogues(grid.place.benchmark, grid.place.store, config, backend=user.backend,
-                                  endpoint=user.endpoint).items) for user, config in grid.simulations())
+    return sum(len(plan_dialogues(grid.place.benchmark, grid.place.store, config, user=user).items)
+               for user, config in grid.simulations())
 
 
 def _priced(root: Path) -> dict[str, Any]:
@@ -153,10 +154,10 @@ def test_turn_level_judging_of_planned_dialogues_makes_one_call_per_assistant_tu
 
         def calls(max_turns: int | None) -> tuple[int, int]:
             planned = [PlannedSimulation.of(grid.place.benchmark, grid.place.store,
-                                            replace(config, max_turns=max_turns), backend=user.backend,
-                                            endpoint=user.endpoint) for user, config in grid.simulations()]
+                                            replace(config, max_turns=max_turns), user=user)
+                       for user, config in grid.simulations()]
             estimate = estimate_judging_planned(planned, benchmark_contexts(grid.place.benchmark), turn_level,
-                                                backend="anthropic")
+                                                judge=judge_of(turn_level, "anthropic"))
             return estimate.calls, sum(len(p.plan.items) for p in planned)
 
         average, n = calls(None)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import papermill
 import pytest
+from support.roles import user_of
 from support.scripted_models import Overloaded
 from support.tiny_benchmark import tiny_benchmark
 
@@ -48,7 +49,8 @@ def test_a_run_that_stored_nothing_says_why_and_what_to_do(tmp_path: Path):
     assert "every one of the 8 records it made is an error" in failed.why_nothing()
     assert "retry_errors=True" in failed.why_nothing()
     for report, run in ((budget, "budget"), (failed, "failed")):
-        dialogues = run_dialogues(RunStore(tmp_path / run), bench, SimulationConfig(), backend="offline")
+        config = SimulationConfig()
+        dialogues = run_dialogues(RunStore(tmp_path / run), bench, config, user=user_of(config, "offline"))
         note = nothing_to_describe(dialogues, report)
         assert note is not None and note.startswith("**Nothing to describe:**")
         assert str(report.why_nothing()) in note

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from support.roles import user_of
 from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils.llm import CallKind, FatalError, Request, Response, RetryableError, Usage
@@ -239,7 +240,8 @@ def test_an_authentication_failure_stops_the_run(bench, tmp_path):
 
 def test_plan_rejects_unknown_task_types(bench, tmp_path):
     with pytest.raises(ValueError, match="task type"):
-        plan_dialogues(bench, RunStore(tmp_path), SimulationConfig(task_types=["XD"]), backend="offline")
+        config = SimulationConfig(task_types=["XD"])
+        plan_dialogues(bench, RunStore(tmp_path), config, user=user_of(config, "offline"))
 
 
 def test_offline_runs_repeat_exactly_for_a_seed(bench, tmp_path):

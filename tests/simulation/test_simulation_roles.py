@@ -10,6 +10,7 @@ from pathlib import Path
 import papermill
 import pytest
 from support.fake_server import FakeLLMServer
+from support.roles import user_of
 from support.scripted_models import scripted_reply
 from support.tiny_benchmark import tiny_benchmark
 
@@ -17,6 +18,7 @@ from personalens_utils.assistants import resolve_assistant
 from personalens_utils.data import save_benchmark
 from personalens_utils.llm import PreflightError, Usage, registry
 from personalens_utils.llm.client import Clients
+from personalens_utils.llm.role import Role
 from personalens_utils.runstore.records import Dialogue, Judgment
 from personalens_utils.runstore.store import RunStore
 from personalens_utils.session.base import Session
@@ -65,15 +67,13 @@ def test_user_agent_and_assistant_each_reach_only_their_own_server(tmp_path, mon
     # the same roles again find everything done; the assistant on the user's backend is other work
     later = Clients("offline", progress=False)
     try:
-        again = plan_dialogues(bench, store, SimulationConfig(user_model=user.model,
-                                                              assistant=resolve_assistant(ASSISTANT, later)),
-                               backend="anthropic")
+        same = SimulationConfig(user_model=user.model, assistant=resolve_assistant(ASSISTANT, later))
+        again = plan_dialogues(bench, store, same, user=user_of(same, "anthropic"))
     finally:
         later.close()
     assert not again.items and again.already_done == n
-    other = plan_dialogues(bench, store,
-                           SimulationConfig(user_model=user.model, assistant_model=assistant.model),
-                           backend="anthropic")
+    mine = SimulationConfig(user_model=user.model, assistant_model=assistant.model)
+    other = plan_dialogues(bench, store, mine, user=user_of(mine, "anthropic"))
     assert len(other.items) == n
 
 
@@ -110,12 +110,11 @@ def test_the_estimate_prices_each_role_on_its_own_backend(tmp_path):
     haiku = registry.resolve("claude-haiku-4-5", "anthropic")
 
     def rows(**options):
-        table = estimate_simulation(bench, RunStore(tmp_path),
-                                    SimulationConfig(user_model="Claude 3 Sonnet", **options),
-                                    backend="offline").table
+        config = SimulationConfig(user_model="Claude 3 Sonnet", **options)
+        table = estimate_simulation(bench, RunStore(tmp_path), config, user=user_of(config, "offline")).table
         return {kind: row for kind, row in table.set_index("kind").iterrows() if kind}
 
-    priced = rows(assistant_model="claude-haiku-4-5", assistant_backend="anthropic")
+    priced = rows(assistant_model="claude-haiku-4-5", assistant=Role.of("claude-haiku-4-5", "anthropic"))
     user, assistant = priced["user_turn"], priced["assistant_turn"]
     assert (user["backend"], user["cost_usd"]) == ("offline", 0.0)
     assert assistant["backend"] == "anthropic" and assistant["cost_usd"] == pytest.approx(registry.cost_usd(
@@ -130,11 +129,11 @@ def test_the_estimate_prices_each_role_on_its_own_backend(tmp_path):
     assert (turn["backend"], turn["model"]) == ("anthropic", "claude-haiku-4-5")
     assert python["assistant_turn"]["cost_usd"] == pytest.approx(assistant["cost_usd"])
     # an assistant on a self-hosted server has no price; the user agent on Claude still has one
-    hosted = estimate_simulation(bench, RunStore(tmp_path),
-                                 SimulationConfig(user_model="claude-haiku-4-5",
-                                                  assistant_model="Qwen/Qwen2.5-7B-Instruct",
-                                                  assistant_backend="openai"),
-                                 backend="anthropic")
+    qwen = "Qwen/Qwen2.5-7B-Instruct"
+    self_hosted = SimulationConfig(user_model="claude-haiku-4-5", assistant_model=qwen,
+                                   assistant=Role.of(qwen, "openai"))
+    hosted = estimate_simulation(bench, RunStore(tmp_path), self_hosted,
+                                 user=user_of(self_hosted, "anthropic"))
     by_kind = hosted.table.set_index("kind")["cost_usd"]
     assert by_kind["user_turn"] > 0 and math.isnan(by_kind["assistant_turn"])
 
