@@ -10,5 +10,5 @@ from __future__ import annotations
 from typing import TypeAlias
 
 BackendName: TypeAlias = str
-"""A backend's name as stored ("offline", "anthropic", "openai", "bedrock", or "python" for an assistant
-written in Python): a record's field, a card's entry, a reader's filter."""
+"""A backend's name as stored ("offline", "anthropic", ...; an assistant written in Python stores its own
+kind): a record's field, a card's entry, a reader's filter."""

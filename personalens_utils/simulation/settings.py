@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from personalens_utils.assistants.base import Assistant
 from personalens_utils.assistants.python import PYTHON, row_label
 from personalens_utils.assistants.resolve import AssistantSpec
 from personalens_utils.base.errors import KitError
@@ -91,7 +92,7 @@ class AssistantSetting:
         return self.name
 
 
-def hidden_note(assistant: AssistantSpec, settings: Sequence[str | AssistantSetting],
+def hidden_note(assistant: Assistant | AssistantSpec, settings: Sequence[str | AssistantSetting],
                 remedy: str = "settings=['base+all'] shows it all") -> list[str]:
     """One line per setting that hides part of the user from a Python assistant, said before the run: the
     offline reference assistants read the whole user whatever the setting, so beside them such a row

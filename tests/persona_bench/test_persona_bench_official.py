@@ -29,7 +29,7 @@ from support.persona_bench import AzureRecorder, extract_code, import_script
 
 from personalens_utils.llm import LLMClient
 from personalens_utils.persona_bench import metrics as M
-from personalens_utils.persona_bench import report as R
+from personalens_utils.persona_bench import report
 from personalens_utils.persona_bench.items import iter_items
 from personalens_utils.persona_bench.official import MAKERS, make_official_prompts, read_official_items
 from personalens_utils.persona_bench.runner import run_items
@@ -206,7 +206,7 @@ def test_the_kits_33_metrics_equal_the_authors_gpt_evaluator_over_its_stored_pre
     monkeypatch.setattr(M, "_sbert", _HashEncoder)
     items = list(read_official_items(small, data=data, tasks=("3.3",), settings=("P-Conv",)))
     _kit_bodies(monkeypatch, items, tmp_path, replies.__getitem__)
-    frame = R.predictions(RunStore(tmp_path / "store"))
+    frame = report.predictions(RunStore(tmp_path / "store"))
     kept = M.scored(frame, "authors").set_index("target")
     ours = M.summary(frame, "authors", n_resamples=0).set_index("metric")["value"]
 

@@ -18,8 +18,8 @@ from personalens_utils.data.demographics import sample_demographics
 from personalens_utils.outputs.tables import save_table
 from personalens_utils.reference.schema import load_schema
 from personalens_utils.runstore.store import RunStore
-from personalens_utils.validation import metrics as V
-from personalens_utils.validation import tables as VT
+from personalens_utils.validation import metrics
+from personalens_utils.validation import tables as validation_tables
 from personalens_utils.validation.figures import figure3
 
 SELF_BLEU_SAMPLE = 200  # below the store's utterance count, so Table 10 really samples
@@ -75,7 +75,7 @@ def write_outputs(store_dir: Path, out: Path, order_seed: int | None = None) -> 
     dialogue_stats.table13(dialogues, assistant_model="model-a", assistant_setting="base").save(
         out, 13, "dialogue_stats"
     )
-    VT.table10(store_dir, self_bleu_sample=SELF_BLEU_SAMPLE).save(out, 10, "lexical_diversity")
+    validation_tables.table10(store_dir, self_bleu_sample=SELF_BLEU_SAMPLE).save(out, 10, "lexical_diversity")
     annotation.export_sheet(store, build_benchmark(), out / "annotation", n=20, seed=3)
     analysis.figure4(tidy, assistant_model="model-a").save(out, 4, "domains")
     fig5 = analysis.figure5(scores.turn_frame(tidy), assistant_model="model-a")
@@ -84,9 +84,9 @@ def write_outputs(store_dir: Path, out: Path, order_seed: int | None = None) -> 
     analysis.radar_chart(tidy).save(out, "_radar", "personalization")
     people, prefs, tasks = _benchmark_records(order_seed)
     for number in (6, 7):
-        save_table(V.demographics_table(people, number), out, number, "demographics", "Demographics.")
-    save_table(V.preference_table(prefs), out, 8, "preferences", "Preferences.")
-    per_domain, totals = V.task_table(tasks, tasks)
+        save_table(metrics.demographics_table(people, number), out, number, "demographics", "Demographics.")
+    save_table(metrics.preference_table(prefs), out, 8, "preferences", "Preferences.")
+    per_domain, totals = metrics.task_table(tasks, tasks)
     save_table(per_domain, out, 1, "tasks", "Tasks.")
     save_table(totals, out, 1, "totals", "Totals.")
     figure3(people).save(out, 3, "demographics")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from personalens_utils.data import Benchmark
-from personalens_utils.validation import metrics as V
+from personalens_utils.validation import metrics
 
 
 @pytest.fixture(scope="module")
@@ -14,9 +14,9 @@ def official(official_benchmark: Benchmark) -> Benchmark:
 
 
 def _assert_all_cells_match(number: int, measured) -> None:
-    cmp = V.compare_table(number, measured)
-    _, columns = V.PAPER_CELLS[number]
-    assert len(cmp) == len(V.paper_table(number)) * len(columns)
+    cmp = metrics.compare_table(number, measured)
+    _, columns = metrics.PAPER_CELLS[number]
+    assert len(cmp) == len(metrics.paper_table(number)) * len(columns)
     differing = cmp[~cmp["match"]]
     assert differing.empty, f"Table {number} cells differ from the paper:\n{differing.to_string()}"
 
@@ -24,22 +24,22 @@ def _assert_all_cells_match(number: int, measured) -> None:
 @pytest.mark.official
 @pytest.mark.parametrize("number", [6, 7])
 def test_tables_6_7_match_the_paper(official: Benchmark, number: int):
-    demographics = V.benchmark_demographics(official)
+    demographics = metrics.benchmark_demographics(official)
     _assert_all_cells_match(number, demographics[demographics["Table"] == number])
 
 
 @pytest.mark.official
 def test_tables_8_9_match_the_paper(official: Benchmark):
-    t8, t9 = V.split_tables_8_9(V.benchmark_preferences(official))
+    t8, t9 = metrics.split_tables_8_9(metrics.benchmark_preferences(official))
     _assert_all_cells_match(8, t8)
     _assert_all_cells_match(9, t9)
 
 
 @pytest.mark.official
 def test_table1_totals_match_and_differences_are_the_known_cells(official: Benchmark):
-    per_domain, totals = V.benchmark_table1(official)
-    assert V.compare_table1_totals(totals)["match"].all()
-    cmp = V.compare_table(1, per_domain)
+    per_domain, totals = metrics.benchmark_table1(official)
+    assert metrics.compare_table1_totals(totals)["match"].all()
+    cmp = metrics.compare_table(1, per_domain)
     differing = {(r.Domain, r.Column) for r in cmp.itertuples() if not r.match}
     # the data's per-domain counts disagree with the printed Table 1 in exactly these cells
     # (docs/validation.md explains them: the last three # Dial values are printed one row off)
@@ -50,7 +50,7 @@ def test_table1_totals_match_and_differences_are_the_known_cells(official: Bench
         ("Train", "# Dial"),
         ("Travel", "# Dial"),
     }
-    printed = V.paper_table(1).set_index("Domain")["# Dial"]
+    printed = metrics.paper_table(1).set_index("Domain")["# Dial"]
     measured = per_domain.set_index("Domain")["# Dial"]
     assert printed["Sports"] == measured["Train"] and printed["Train"] == measured["Travel"]
 
@@ -75,7 +75,7 @@ def test_us_and_northern_america_are_the_datas_own_split_and_figure3_says_so(off
 
     countries = [u.demographics["birth_country"] for u in official.users.values()]
     assert (countries.count("United States"), countries.count("Canada")) == (338, 50)
-    result = figure3(V.benchmark_demographics(official))
+    result = figure3(metrics.benchmark_demographics(official))
     regions = result.data.query("Variable == 'Regions'").set_index("Category")["Count"]
     assert (regions["US"], regions["Northern America"]) == (338, 50)
     assert '"US" apart from "Northern America" (to which the kit maps Canada)' in result.describe()

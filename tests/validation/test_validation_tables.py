@@ -10,11 +10,12 @@ from personalens_utils.data import load_benchmark
 from personalens_utils.generation import GenerationConfig, generate_benchmark
 from personalens_utils.llm import LLMClient
 from personalens_utils.llm.offline import OFFLINE_LABEL
+from personalens_utils.llm.role import Role
 from personalens_utils.outputs.latex import split_caption
 from personalens_utils.outputs.tables import read_table
 from personalens_utils.runstore.records import ConsistencyCheck
-from personalens_utils.validation import metrics as V
-from personalens_utils.validation import tables as VT
+from personalens_utils.validation import metrics
+from personalens_utils.validation import tables as validation_tables
 
 
 @pytest.fixture(scope="module")
@@ -28,25 +29,26 @@ def benchmark(tmp_path_factory):
 
 
 def test_benchmark_tables_keep_the_metrics_frames_and_name_the_benchmark(benchmark):
-    per_domain, totals = VT.table1(benchmark)
-    expected_domain, expected_totals = V.benchmark_table1(benchmark)
+    per_domain, totals = validation_tables.table1(benchmark)
+    expected_domain, expected_totals = metrics.benchmark_table1(benchmark)
     assert per_domain.frame.equals(expected_domain) and totals.frame.equals(expected_totals)
     assert per_domain.source.n == len(benchmark.scenarios) and per_domain.source.origin == "benchmark bench/"
     assert "a multi-domain task counts toward each of its domains" in per_domain.caption
     assert OFFLINE_LABEL in per_domain.caption  # the generated benchmark's label names the offline backend
-    demographics, tables = VT.tables6_7(benchmark)
+    demographics, tables = validation_tables.tables6_7(benchmark)
     assert sorted(tables) == [6, 7] and demographics["Table"].isin([6, 7]).all()
     assert sum(len(t.frame) for t in tables.values()) == len(demographics)
     assert all(t.source.n == 4 and t.source.unit == "users" for t in tables.values())
-    halves = VT.tables8_9(benchmark)
-    assert sum(len(t.frame) for t in halves.values()) == len(V.benchmark_preferences(benchmark))
-    comparison = VT.paper_comparison(benchmark, {"Table 1 totals": V.compare_table1_totals(totals.frame)})
+    halves = validation_tables.tables8_9(benchmark)
+    assert sum(len(t.frame) for t in halves.values()) == len(metrics.benchmark_preferences(benchmark))
+    totals_compared = metrics.compare_table1_totals(totals.frame)
+    comparison = validation_tables.paper_comparison(benchmark, {"Table 1 totals": totals_compared})
     assert comparison.source.n == int(comparison.frame["Cells"].sum()) > 0
 
 
 def test_table10_names_its_store_and_the_offline_backend(tmp_path):
     build_store(tmp_path / "store", users=3, second_judge=False)
-    result = VT.table10(tmp_path / "store", self_bleu_sample=50)
+    result = validation_tables.table10(tmp_path / "store", self_bleu_sample=50)
     assert list(result.frame["task_type"]) == ["SD", "MD"]
     assert OFFLINE_LABEL in result.caption and result.source.backends == ("offline",)
     head, note = split_caption(result.caption)  # the label is a note of its own, below the table
@@ -61,21 +63,24 @@ def test_consistency_table_counts_profiles_and_names_the_checker(benchmark):
         ConsistencyCheck(user_id=2, status="ok", within_domain=0, cross_domain=0, **checked),
         ConsistencyCheck(user_id=3, status="missing", **checked),
     ]
-    result = VT.consistency_table(records, benchmark, checker="checker-x", backend="offline", model="m")
+    result = validation_tables.consistency_table(records, benchmark, checker=Role.of("m", "offline"))
     rows = result.frame.set_index("Measure")
     assert rows.loc["Profiles checked", "Count"] == 3 and rows.loc["Flagged (any conflict)", "Rate"] == 0.5
-    assert "checker-x" in result.caption and result.source.models == ("m",) and result.source.n == 3
+    assert OFFLINE_LABEL in result.caption and result.source.models == ("m",) and result.source.n == 3
+    assert result.source.backends == ("offline",)
+    real = validation_tables.consistency_table(records, benchmark, checker=Role.of("checker-x", "anthropic"))
+    assert "(checker-x on anthropic)" in real.caption and real.source.backends == ("anthropic",)
 
 
 def test_the_paper_comparison_of_a_few_users_prints_on_the_page(benchmark, tmp_path):
     """On a few users nearly every printed cell differs: the LaTeX counts them per column (naming each
     made a cell thousands of points wide, and the export refused it); the CSV still names every one."""
-    per_domain, totals = VT.table1(benchmark)
-    _, tables = VT.tables6_7(benchmark)
-    comparisons = {"Table 1": V.compare_table(1, per_domain.frame),
-                   "Table 1 totals": V.compare_table1_totals(totals.frame),
-                   **{f"Table {n}": V.compare_table(n, t.frame) for n, t in tables.items()}}
-    summary = VT.paper_comparison(benchmark, comparisons)
+    per_domain, totals = validation_tables.table1(benchmark)
+    _, tables = validation_tables.tables6_7(benchmark)
+    comparisons = {"Table 1": metrics.compare_table(1, per_domain.frame),
+                   "Table 1 totals": metrics.compare_table1_totals(totals.frame),
+                   **{f"Table {n}": metrics.compare_table(n, t.frame) for n, t in tables.items()}}
+    summary = validation_tables.paper_comparison(benchmark, comparisons)
     paths = summary.save(tmp_path, "S1", "paper_comparison")
     written = read_table(paths["csv"]).set_index("Table")
     assert written.loc["Table 6", "Differing cells"].count(";") + 1 == 80 - written.loc["Table 6", "Matching"]
