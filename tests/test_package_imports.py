@@ -81,7 +81,7 @@ def imported(path: Path, *, at_load: bool = False) -> set[str]:
 def test_the_scan_sees_relative_and_nested_imports() -> None:
     assert "personalens_utils.llm.types.Request" in imported(PACKAGE_DIR / "llm" / "budget.py")
     assert "personalens_utils.llm.offline.count_tokens" in imported(PACKAGE_DIR / "llm" / "budget.py")
-    assert "personalens_utils.reference.schema" in imported(PACKAGE_DIR / "llm" / "offline" / "dialogue.py")
+    assert "personalens_utils.reference.schema" in imported(PACKAGE_DIR / "simulation" / "offline.py")
 
 
 def test_the_scan_at_load_leaves_out_imports_inside_functions() -> None:

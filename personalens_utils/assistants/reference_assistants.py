@@ -15,7 +15,7 @@ the other three almost always finish (they all apply what the user says), so a s
 them level or rising, never confidently falling.
 
 `ref-follows-setting` sees exactly what its setting gives, which is what the six-setting ablation
-needs. Each sends its view in the request's `view` context entry (`llm.offline.views`); the wider
+needs. Each sends its view in the request's `view` context entry (`assistants.views`); the wider
 view comes from the `oracle` entry (docs/architecture.md), which only the offline backend reads.
 """
 
@@ -24,9 +24,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from personalens_utils.assistants.prompted import PromptedAssistant
+from personalens_utils.assistants.views import SETTING_BOUND, View
 from personalens_utils.base.stored import BackendName
 from personalens_utils.llm import LLMClient, Request
-from personalens_utils.llm.offline.views import SETTING_BOUND, View
 from personalens_utils.llm.specs import ModelSpec
 
 PREFIX = "ref-"

@@ -7,7 +7,7 @@ line and its judgments' lines, by offset). So the explorer opens as fast on 122k
 Several stores (the run folders of `shard="i/n"` machines) are read together.
 The profile and task of a dialogue come from the benchmark it was simulated on (the judge's own
 view of it, `judging.benchmark_contexts`); the places where the assistant applied a preference
-are found by the offline judge's whole-word matching (`llm.offline.judge.mentions`).
+are found by the offline judge's whole-word matching (`judging.offline.mentions`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 from personalens_utils.base.stored import BackendName
 from personalens_utils.data import BenchmarkDataError
 from personalens_utils.judging import ALL_DIMENSIONS, JUDGEABLE_STATUSES, JudgingError, benchmark_contexts
-from personalens_utils.llm.offline.judge import Mention, mentions
+from personalens_utils.judging.offline import Mention, mentions
 from personalens_utils.runstore.columnar import Columnar, StoreLike
 from personalens_utils.runstore.records import Dialogue, Judgment
 from personalens_utils.runstore.store import RunStore

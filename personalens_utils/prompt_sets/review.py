@@ -2,7 +2,7 @@
 
 A review context is a judge context (`judging.requests.judge_context`) with `verdicts` added: the
 judge's score and explanation per dimension under review ({dimension: {"score", "explanation"}}).
-The request carries it whole, for the offline reviewer (`llm.offline.review`) and the records.
+The request carries it whole, for the offline reviewer (`validity.offline`) and the records.
 """
 
 from __future__ import annotations

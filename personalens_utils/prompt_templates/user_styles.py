@@ -5,7 +5,7 @@ another user (docs/simulation.md, "User-agent styles") needs users who do not: e
 addition appended to the user agent's instructions, never an edit of a prompt set's text, so the official
 prompts stay the authors' word for word. A style other than `cooperative` is part of a dialogue's identity
 (`runstore.identity.dialogue_id`). Adding a style is one entry in `USER_STYLES` (and how the offline user
-agent plays it, `llm.offline.dialogue`).
+agent plays it, `simulation.offline`).
 """
 
 from __future__ import annotations

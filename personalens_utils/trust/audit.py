@@ -14,7 +14,7 @@ dialogue is worth reading, not proven bad, and an unflagged one is not proven go
 - `answers_as_assistant`: a user message speaks as the assistant (`ASSISTANT_MARKERS`).
 
 Values are matched as whole words after lower-casing and dropping punctuation, the way the offline
-judge reads them (`llm.offline.judge.words_of`).
+judge reads them (`base.words.words_of`).
 
 `style_checks` asks whether each user-agent style other than `cooperative` (`prompt_templates.user_styles`)
 took effect, pass, fail or not measured, from measures `audit_dialogues` keeps per dialogue: a `reticent`
@@ -41,17 +41,18 @@ from personalens_utils.analysis.tables import (
     table3_beside,
 )
 from personalens_utils.assistants.python import row_label
+from personalens_utils.base.words import words_of
 from personalens_utils.data import Benchmark
 from personalens_utils.judging import JUDGEABLE_STATUSES, benchmark_contexts
 from personalens_utils.judging.config import Select
-from personalens_utils.llm.offline.dialogue import preferences_named
-from personalens_utils.llm.offline.judge import Mention, mentions, words_of
+from personalens_utils.judging.offline import Mention, mentions
 from personalens_utils.outputs.latex import Block, Printed
 from personalens_utils.outputs.tables import Source, TableResult
 from personalens_utils.prompt_templates.user_styles import COOPERATIVE, USER_STYLES
 from personalens_utils.reference.schema import load_schema
 from personalens_utils.runstore.records import Dialogue
 from personalens_utils.runstore.store import RunStore
+from personalens_utils.simulation.offline import preferences_named
 from personalens_utils.trust.report_card import FAIL, NOT_MEASURED, PASS
 
 REPEAT_OVERLAP = 0.8

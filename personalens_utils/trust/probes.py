@@ -116,7 +116,7 @@ PADDING = (
     "Everything here stays exactly as written; this simply rounds it out in the customary manner."
 )
 """The default padding, appended to every assistant turn as its own paragraph: polite words with no
-content. Each word is a stop word or courtesy filler of the offline judge (`llm.offline.judge.FILLER`),
+content. Each word is a stop word or courtesy filler of the offline judge (`judging.offline.FILLER`),
 so it answers no question there, and none is an option value of the official profiles (e.g. not "free"),
 so it applies no preference: neutral to the offline rules (tests/test_offline_judge_padding.py)."""
 

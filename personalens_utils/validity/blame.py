@@ -12,7 +12,7 @@ Each review is a `Blame` record in its own table of the run store (`blames.jsonl
 the dialogue, the reviewer, the judge and the reviewer prompt's version (`identity.blame_id`), and
 the reviews run on the stage engine: resumable, budgeted, an llm failure stored as an error record
 and redone by the next run. On the offline backend the reviewer answers by the plain rules of
-`llm.offline.review`; the planted-fault tests (tests/test_validity_blame.py) check that they find
+`validity.offline`; the planted-fault tests (tests/test_validity_blame.py) check that they find
 the party that was made to fail.
 """
 

@@ -49,11 +49,12 @@ from personalens_utils.analysis.stats import DEFAULT_RESAMPLES, MIN_CLUSTERS, In
 from personalens_utils.analysis.tables import provenance_note
 from personalens_utils.assistants import Assistant
 from personalens_utils.base.errors import KitError
+from personalens_utils.base.words import words_of
 from personalens_utils.data import Benchmark
 from personalens_utils.judging import JUDGEABLE_STATUSES, benchmark_contexts
+from personalens_utils.judging.offline import mentions
 from personalens_utils.llm import Request, Response, Usage
 from personalens_utils.llm.loop_thread import LoopThread
-from personalens_utils.llm.offline.judge import mentions, words_of
 from personalens_utils.llm.role import Role
 from personalens_utils.outputs.latex import Block, Printed
 from personalens_utils.outputs.tables import Source, TableResult

@@ -23,9 +23,9 @@ from personalens_utils.explore.catalog import DialogueView
 from personalens_utils.explore.views import dialogue_page, turn_notes
 from personalens_utils.judging import DIMENSIONS
 from personalens_utils.judging.answers import combine, score_fields
+from personalens_utils.judging.offline import mentions
 from personalens_utils.llm import CallKind, Message, Request
 from personalens_utils.llm.client import Clients
-from personalens_utils.llm.offline.judge import mentions
 from personalens_utils.outputs.display import UsageTable, frame_html
 from personalens_utils.outputs.tables import Source, TableResult
 from personalens_utils.runstore.engine import StageReport

@@ -17,7 +17,6 @@ from personalens_utils.analysis.scores import SCALES, load_scores
 from personalens_utils.assistants.reference_assistants import DESIGNED_ORDER, view_of
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
 from personalens_utils.llm.client import LLMClient
-from personalens_utils.llm.offline.dialogue import assistant_turn
 from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation import (
     AssistantSetting,
@@ -25,6 +24,7 @@ from personalens_utils.simulation import (
     SimulationConfig,
     assistant_request,
 )
+from personalens_utils.simulation.offline import assistant_turn
 from personalens_utils.simulation.runner import run_simulation
 
 

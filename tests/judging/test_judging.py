@@ -21,10 +21,10 @@ from personalens_utils.judging import (
     missing_rate,
     run_judging,
 )
+from personalens_utils.judging.offline import judge_answer
 from personalens_utils.llm import CallKind, FatalError, Request, Response, RetryableError, Usage
 from personalens_utils.llm.client import LLMClient
 from personalens_utils.llm.offline import OfflineBackend
-from personalens_utils.llm.offline.judge import judge_answer
 from personalens_utils.runstore.records import Dialogue, Judgment, RecordError
 from personalens_utils.runstore.store import RunStore
 

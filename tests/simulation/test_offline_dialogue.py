@@ -13,7 +13,6 @@ from personalens_utils.data import load_benchmark
 from personalens_utils.llm import CallKind, Request
 from personalens_utils.llm.client import LLMClient
 from personalens_utils.llm.offline import OfflineBackend
-from personalens_utils.llm.offline.dialogue import assistant_turn, user_turn
 from personalens_utils.reference.schema import load_schema
 from personalens_utils.simulation import (
     AssistantSetting,
@@ -22,6 +21,7 @@ from personalens_utils.simulation import (
     simulate_dialogue,
     user_request,
 )
+from personalens_utils.simulation.offline import assistant_turn, user_turn
 
 SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
@@ -250,7 +250,7 @@ def test_more_context_means_more_proactive_personalization_on_official_users(off
 
 
 def test_user_reads_applied_values_as_whole_words_like_the_judge():
-    from personalens_utils.llm.offline.dialogue import _Item
+    from personalens_utils.simulation.offline import _Item
 
     pref = load_schema().domain("Travel").preferences[0]
     item = _Item(pref, "destination", ("Europe", "1-2 weeks"))

@@ -14,8 +14,8 @@ import pytest
 from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils.assistants.reference_assistants import VIEWS
-from personalens_utils.llm.offline.dialogue import _PLAYED, DEFER, _topics, assistant_turn, user_turn
-from personalens_utils.llm.offline.judge import preference_use, words_of
+from personalens_utils.base.words import words_of
+from personalens_utils.judging.offline import preference_use
 from personalens_utils.prompt_templates.user_styles import STYLE_KEY, USER_STYLES, UserStyleError
 from personalens_utils.simulation import (
     TURN_CAPS,
@@ -24,6 +24,7 @@ from personalens_utils.simulation import (
     assistant_request,
     user_request,
 )
+from personalens_utils.simulation.offline import _PLAYED, DEFER, _topics, assistant_turn, user_turn
 
 COOPERATIVE_DIGEST = "92dfc60554675d581035fd315e7731fe8ddfd55c12622496cf569766d6ea3745"
 """Transcripts of `simulate` with no style, for every tiny scenario and three reference assistants,

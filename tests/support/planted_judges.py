@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from personalens_utils.judging import DIMENSIONS
-from personalens_utils.llm.offline.judge import judge_answer
+from personalens_utils.judging.offline import judge_answer
 from personalens_utils.llm.types import FatalError, Request, Response, Usage
 
 Truth = Callable[[Mapping[str, Any]], Mapping[str, Any]]

@@ -8,7 +8,6 @@ import pytest
 
 from personalens_utils.llm import CallKind, FatalError, Request, Response, Usage
 from personalens_utils.llm.client import LLMClient
-from personalens_utils.llm.offline.profile_consistency import respond_consistency
 from personalens_utils.validation.consistency import (
     ConsistencyParseError,
     ProfileToCheck,
@@ -17,6 +16,7 @@ from personalens_utils.validation.consistency import (
     flagged_summary,
     parse_consistency_answer,
 )
+from personalens_utils.validation.offline import respond_consistency
 
 GOOD = """WITHIN-DOMAIN CONFLICT: 1
 CROSS-DOMAIN CONFLICT: 0

@@ -6,7 +6,7 @@ The planted tasks ask about preference types every user holds as "No preference"
 give a situation with nothing to fit (no device, no time of day): nothing about the user can change
 their result. A task with no preference at stake but an ordinary situation is not flagged: the
 offline assistant that knows the situation remarks on it, which the offline judge counts as one level
-of personalization (`llm.offline.judge.personalization_score`), and that gap is real.
+of personalization (`judging.offline.personalization_score`), and that gap is real.
 """
 
 from __future__ import annotations

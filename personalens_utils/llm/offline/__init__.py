@@ -2,7 +2,11 @@
 
 It answers from the request's structured context, never from a network, so the whole pipeline
 runs anywhere in seconds. Its answers are simulations; every table and figure made from them says
-so (see `OFFLINE_LABEL`). Responders for each call kind live in sibling modules, listed in `RESPONDERS`.
+so (see `OFFLINE_LABEL`). The stand-in for each call kind lives beside the stage that defines the
+behaviour (`simulation.offline`, `judging.offline`, ...); this package holds only the backend and its
+dispatch, `RESPONDERS`. That table names them as strings and imports one by name when its kind is first
+asked: a declared dispatch into the stages floor, the one way the model door reaches above itself
+(docs/architecture.md), so the floor test, which reads import statements, does not see it.
 """
 
 from __future__ import annotations
@@ -27,17 +31,17 @@ def answered_by(backend: str, model_id: str) -> str:
 
 Responder = Callable[[Request, random.Random], str]
 RESPONDERS: dict[CallKind, tuple[str, str]] = {
-    CallKind.USER_TURN: ("dialogue", "user_turn"),
-    CallKind.ASSISTANT_TURN: ("dialogue", "assistant_turn"),
-    CallKind.JUDGE: ("judge", "respond"),
-    CallKind.GENERATION: ("generation", "respond"),
-    CallKind.VALIDATION: ("profile_consistency", "respond_consistency"),
-    CallKind.REVIEW: ("review", "respond"),
-    CallKind.PERSONA_BENCH: ("persona_bench", "predict"),
+    CallKind.USER_TURN: ("personalens_utils.simulation.offline", "user_turn"),
+    CallKind.ASSISTANT_TURN: ("personalens_utils.simulation.offline", "assistant_turn"),
+    CallKind.JUDGE: ("personalens_utils.judging.offline", "respond"),
+    CallKind.GENERATION: ("personalens_utils.generation.offline", "respond"),
+    CallKind.VALIDATION: ("personalens_utils.validation.offline", "respond_consistency"),
+    CallKind.REVIEW: ("personalens_utils.validity.offline", "respond"),
+    CallKind.PERSONA_BENCH: ("personalens_utils.persona_bench.offline", "predict"),
 }
-"""The offline answer to each call kind: (module of this package, function `fn(request, rng) -> text`).
-Declared here, not registered by the modules, so every process answers every kind whatever it imported;
-the modules are imported when first asked (they are large, and most runs need a few)."""
+"""The offline answer to each call kind: (module of its stage, function `fn(request, rng) -> text`).
+Declared here, not registered by the stages, so every process answers every kind whatever it imported;
+the modules are imported by name when first asked (they are large, and most runs need a few)."""
 
 
 @functools.cache
@@ -46,7 +50,7 @@ def responder(kind: CallKind) -> Responder:
     if kind not in RESPONDERS:
         raise FatalError(f"the offline backend has no responder for calls of kind {kind!r}")
     module, name = RESPONDERS[kind]
-    fn: Responder = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    fn: Responder = getattr(importlib.import_module(module), name)
     return fn
 
 

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from personalens_utils.base.words import words_of
 from personalens_utils.llm.types import FatalError, Request
 
-_NON_WORD = re.compile(r"[^a-z0-9]+")
 _NON_VALUES = {"no preference", "none", "n a", "any", "not applicable"}
 _STOPWORDS = frozenset(
     re.findall(
@@ -44,15 +44,6 @@ that a turn answers a question. The length-sensitivity probe's padding (`trust.p
 of these and stop words only, so padding a turn cannot make it answer anything."""
 _CONFIRMATIONS = re.compile(r"\b(yes|yeah|yep|no|nope|sure|sounds good|perfect|great|okay|ok|that works)\b")
 _ROBOTIC = ("as an ai", "language model", "i am an assistant", "terminate", "user:", "assistant:")
-
-
-@lru_cache(maxsize=65536)
-def words_of(text: str) -> str:
-    """Lower case words separated by single spaces, padded so " value " matches whole words only.
-
-    The simulated user reads the assistant's replies the same way, so both agree on what was applied.
-    """
-    return " " + _NON_WORD.sub(" ", text.lower()).strip() + " "
 
 
 def _atoms(value: Any) -> list[str]:

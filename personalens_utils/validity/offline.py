@@ -18,7 +18,7 @@ party, the fault and the message (numbered from 1) that shows it:
    the task failed with relevant preferences applied only when told or never (not proactive);
 6. nobody.
 
-The rules are the offline judge's evidence (`judge.preference_use`) read by a second role: they find
+The rules are the offline judge's evidence (`judging.offline.preference_use`) read by a second role: they find
 the planted faults of the validity tests, not every fault a real reviewer would.
 """
 
@@ -29,13 +29,13 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from personalens_utils.llm.offline.judge import (
+from personalens_utils.base.words import words_of
+from personalens_utils.judging.offline import (
     PreferenceUse,
     judge_answer,
     mentions,
     personalization_score,
     preference_use,
-    words_of,
 )
 from personalens_utils.llm.types import Request
 from personalens_utils.reference.schema import load_schema

@@ -17,9 +17,9 @@ them unasked; demographics (D) and the situation (S) only yield a guess when one
 an option of a preference type, plus a remark fitted to them. Whatever is not known it asks for, two
 types a turn (three for multi-domain tasks, one with vanilla instructions).
 
-Which of that the assistant uses is its view (`views.View`, the request's `view` context entry): the
-reference assistants (`assistants.reference_assistants`) fix it whatever their setting; without one the
-assistant sees exactly its setting's context.
+Which of that the assistant uses is its view (`assistants.views.View`, the request's `view` context
+entry): the reference assistants (`assistants.reference_assistants`) fix it whatever their setting;
+without one the assistant sees exactly its setting's context.
 
 Preference values always appear verbatim: in the user's text when revealed, in the assistant's when
 applied, so an evidence-based judge can tell proactive from reactive personalization.
@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import Any
 
-from personalens_utils.llm.offline.judge import words_of
-from personalens_utils.llm.offline.views import View
+from personalens_utils.assistants.views import View
+from personalens_utils.base.words import words_of
 from personalens_utils.llm.types import Request
 from personalens_utils.prompt_templates.user_styles import COOPERATIVE, STYLE_KEY, user_style
 from personalens_utils.reference.schema import PreferenceType, load_schema
