@@ -155,7 +155,7 @@ def _models(settings: Settings, kind: str, generated: bool) -> str:
         return "none called; written from personalens_utils/llm/registry.py"
     if kind == "persona":
         return (f"the PERSONA Bench offline predictor on {PERSONA_USERS} users of synthetic data "
-                "(llm/offline/persona_bench.py, persona_bench/synthetic.py)")
+                "(persona_bench/offline.py, persona_bench/synthetic.py)")
     if kind == "card":
         assistants = ", ".join(settings.assistant_models)
         return (f"judge {settings.judge_model} and second judge {settings.second_judge_model} on the "
