@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from personalens_utils.analysis.design import PERCENT_DIMENSIONS
-from personalens_utils.analysis.scores import backends, provenance
-from personalens_utils.analysis.tables import CLUSTER, provenance_note
+from personalens_utils.measures.design import PERCENT_DIMENSIONS
+from personalens_utils.measures.display import CLUSTER, provenance_note
+from personalens_utils.measures.scores import backends, provenance
 from personalens_utils.prompt_templates.user_styles import COOPERATIVE
 from personalens_utils.runstore.identity import USER_STYLE
 from personalens_utils.runstore.records import OFFLINE

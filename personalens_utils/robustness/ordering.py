@@ -9,12 +9,12 @@ import numpy as np
 import pandas as pd
 from scipy.stats import rankdata
 
-from personalens_utils.analysis.bootstrap import method_note, paired_difference
-from personalens_utils.analysis.design import ARM, SCORE, TASK, USER
-from personalens_utils.analysis.scores import SCALES
-from personalens_utils.analysis.stats import DEFAULT_RESAMPLES, Interval, shown_interval, withheld_note
-from personalens_utils.analysis.tables import CLUSTER, score_source
 from personalens_utils.assistants.python import row_label
+from personalens_utils.measures.bootstrap import method_note, paired_difference
+from personalens_utils.measures.design import ARM, SCORE, TASK, USER
+from personalens_utils.measures.display import CLUSTER, score_source
+from personalens_utils.measures.scores import SCALES
+from personalens_utils.measures.stats import DEFAULT_RESAMPLES, Interval, shown_interval, withheld_note
 from personalens_utils.outputs.tables import TableResult
 from personalens_utils.prompt_templates.user_styles import COOPERATIVE
 from personalens_utils.robustness.conditions import (

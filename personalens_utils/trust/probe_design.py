@@ -19,12 +19,12 @@ from typing import Any
 
 import pandas as pd
 
-from personalens_utils.analysis.design import DesignError
 from personalens_utils.assistants import Assistant, spec_of
 from personalens_utils.data import Benchmark
 from personalens_utils.judging import JudgingConfig, run_judging
 from personalens_utils.judging.requests import ContextFor
 from personalens_utils.llm.role import ModelRole
+from personalens_utils.measures.design import DesignError
 from personalens_utils.runstore.engine import StageReport
 from personalens_utils.runstore.identity import DIALOGUE_PROMPTS
 from personalens_utils.runstore.records import Dialogue

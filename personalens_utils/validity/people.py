@@ -35,18 +35,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from personalens_utils.analysis.bootstrap import cluster_ci, method_note, paired_difference
-from personalens_utils.analysis.design import ARM, SCORE, TASK, USER
-from personalens_utils.analysis.scores import (
-    PERSONALIZATION,
-    TASK_COMPLETION,
-    Stores,
-    load_dialogues,
-    load_scores,
-    reading,
-)
-from personalens_utils.analysis.stats import DEFAULT_RESAMPLES, MIN_CLUSTERS, Interval
-from personalens_utils.analysis.tables import provenance_note
 from personalens_utils.assistants import Assistant
 from personalens_utils.base.errors import KitError
 from personalens_utils.data import Benchmark
@@ -54,6 +42,18 @@ from personalens_utils.judging import JUDGEABLE_STATUSES, benchmark_contexts
 from personalens_utils.llm import Request, Response, Usage
 from personalens_utils.llm.loop_thread import LoopThread
 from personalens_utils.llm.offline.judge import mentions, words_of
+from personalens_utils.measures.bootstrap import cluster_ci, method_note, paired_difference
+from personalens_utils.measures.design import ARM, SCORE, TASK, USER
+from personalens_utils.measures.display import provenance_note
+from personalens_utils.measures.scores import (
+    PERSONALIZATION,
+    TASK_COMPLETION,
+    Stores,
+    load_dialogues,
+    load_scores,
+    reading,
+)
+from personalens_utils.measures.stats import DEFAULT_RESAMPLES, MIN_CLUSTERS, Interval
 from personalens_utils.outputs.latex import Block, Printed
 from personalens_utils.outputs.tables import Source, TableResult
 from personalens_utils.prompt_sets import KIT, PromptSet, ScenarioContext

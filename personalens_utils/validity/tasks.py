@@ -25,9 +25,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from personalens_utils.analysis.bootstrap import method_note, paired_difference
-from personalens_utils.analysis.design import design_frame
-from personalens_utils.analysis.scores import (
+from personalens_utils.analysis.tables import LeftOut, table3_beside
+from personalens_utils.assistants.reference_assistants import DESIGNED_ORDER
+from personalens_utils.base.errors import KitError
+from personalens_utils.measures.bootstrap import method_note, paired_difference
+from personalens_utils.measures.design import design_frame
+from personalens_utils.measures.display import MAIN_SETTING, fmt_ci, provenance_note, score_source
+from personalens_utils.measures.scores import (
     PERSONALIZATION,
     SCALES,
     TASK_COMPLETION,
@@ -35,17 +39,7 @@ from personalens_utils.analysis.scores import (
     explode_domains,
     per_scenario,
 )
-from personalens_utils.analysis.stats import DEFAULT_RESAMPLES, FEW_CLUSTERS, MIN_CLUSTERS, Interval
-from personalens_utils.analysis.tables import (
-    MAIN_SETTING,
-    LeftOut,
-    fmt_ci,
-    provenance_note,
-    score_source,
-    table3_beside,
-)
-from personalens_utils.assistants.reference_assistants import DESIGNED_ORDER
-from personalens_utils.base.errors import KitError
+from personalens_utils.measures.stats import DEFAULT_RESAMPLES, FEW_CLUSTERS, MIN_CLUSTERS, Interval
 from personalens_utils.outputs.tables import TableResult
 from personalens_utils.simulation.settings import AssistantSetting, SettingError
 

@@ -41,13 +41,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from personalens_utils.analysis.bootstrap import cluster_ci
-from personalens_utils.analysis.stats import bootstrap_ci
 from personalens_utils.base.errors import KitError
 from personalens_utils.judging import DIMENSIONS as JUDGE_DIMENSIONS
 from personalens_utils.judging import OFFICIAL, STRICT, check_scoring, judge_model_key
 from personalens_utils.llm import registry
 from personalens_utils.llm.endpoints import SERVED_AT
+from personalens_utils.measures.bootstrap import cluster_ci
+from personalens_utils.measures.stats import bootstrap_ci
 from personalens_utils.outputs.frames import as_categories, distinct, fill_missing
 from personalens_utils.prompt_templates.user_styles import COOPERATIVE
 from personalens_utils.runstore.columnar import Columnar
