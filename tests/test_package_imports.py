@@ -29,7 +29,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("prompt sets", frozenset({"prompt_sets"})),
     ("run store", frozenset({"runstore"})),
     ("assistants", frozenset({"assistants"})),
-    ("stages that make records", frozenset({"generation", "simulation", "judging"})),
+    ("making stages", frozenset({"generation", "simulation", "judging"})),
     ("measures and labels", frozenset({"measures", "labels"})),
     ("stages", frozenset({"validation", "analysis", "trust", "validity", "explore", "persona_bench", "export",
                           "robustness"})),

@@ -1,7 +1,7 @@
 """Table 4: the ablation over the assistant's instructions and context.
 
 Each setting gets TCR and P with cluster-bootstrap intervals (users resampled); each setting other
-than `base` is compared with `base` on the scenarios both hold (`analysis.bootstrap.paired_difference`:
+than `base` is compared with `base` on the scenarios both hold (`measures.bootstrap.paired_difference`:
 per-scenario differences, users resampled, sign flips per user; Holm-adjusted p-values in the long
 frame).
 """

@@ -1,9 +1,9 @@
 """Score tables of a run: Table 3 (assistant models), Table 12 (the user agent), and the judging
 checks J1 (missing judgments) and J2 (scores per model, setting and task type).
 
-Every builder takes the tidy score frame of `analysis.scores` and returns a `TableResult`:
+Every builder takes the tidy score frame of `measures.scores` and returns a `TableResult`:
 display cells read "mean [low, high]" with 95% intervals, and the numbers behind them come back as
-the long `data` frame for export. Tables 3 and 12 resample users (`analysis.bootstrap`: a user's
+the long `data` frame for export. Tables 3 and 12 resample users (`measures.bootstrap`: a user's
 judgments move together, so users, not dialogues, are the unit drawn) and say so in the caption;
 J2 resamples judgments. Anything made with the offline backend says so in
 its caption, and every source names the backends and resolved model ids its rows came from. A row

@@ -639,7 +639,7 @@ def aggregate(
 
     Task completion is reported as a rate in percent (TCR); the other dimensions on their scale.
     With `cluster` (a column, e.g. `user_id`) the interval resamples its values with all their rows
-    (`analysis.bootstrap.cluster_ci`); without, it resamples rows as independent.
+    (`measures.bootstrap.cluster_ci`); without, it resamples rows as independent.
     A group holding rows of two run identities (`IDENTITY`) is refused (`check_one_identity`).
     With repeats, each scenario's samples are averaged first (`per_scenario`): `n` and `n_missing`
     count scenarios, and `attrs["samples"]` says so (`samples_note`). With `cluster`, a group of fewer
@@ -739,7 +739,7 @@ class Provenance:
     """What made a frame's numbers, role by role: every backend (`backends`), the (backend, model id)
     pairs that played the user agent and the judge, and those each assistant ran on, by its name in the
     frame (an assistant calling a model through the kit counts as that model). It lets a caption say
-    which roles the offline backend played when it played only some (`tables.provenance_note`)."""
+    which roles the offline backend played when it played only some (`display.provenance_note`)."""
 
     backends: frozenset[str]
     roles: Mapping[str, frozenset[Maker]]

@@ -30,7 +30,7 @@ def with_conditions(tidy: pd.DataFrame) -> pd.DataFrame:
               if c not in tidy.columns]
     if absent:
         raise ValueError(f"the score frame has no column(s) {absent}; load it with "
-                         "analysis.scores.load_scores")
+                         "measures.scores.load_scores")
     given = USER_STYLE in tidy.columns
     styles = tidy[USER_STYLE].astype(object).fillna(COOPERATIVE) if given else COOPERATIVE
     frame = tidy.assign(**{USER_STYLE: styles})

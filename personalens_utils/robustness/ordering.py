@@ -30,7 +30,7 @@ from personalens_utils.runstore.identity import USER_STYLE
 
 
 def _design(scores: pd.DataFrame) -> pd.DataFrame:
-    """Scenario scores as the design frame `analysis.bootstrap` pairs and resamples."""
+    """Scenario scores as the design frame `measures.bootstrap` pairs and resamples."""
     return pd.DataFrame({USER: scores[CLUSTER], TASK: scores[SCENARIO].astype(str),
                          ARM: scores[ASSISTANT].astype(str), SCORE: scores["score"]})
 

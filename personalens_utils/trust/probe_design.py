@@ -112,7 +112,7 @@ class ProbeDesign:
         return {name: spec_of(name, backend, model_id) for name, backend, model_id in sorted(made)}
 
     def scores(self, tidy: pd.DataFrame) -> pd.DataFrame:
-        """The rows of a tidy score frame (`analysis.scores.load_scores`) that belong to the design."""
+        """The rows of a tidy score frame (`measures.scores.load_scores`) that belong to the design."""
         keep = (tidy["scenario_id"].isin(self.scenarios) & (tidy["assistant_setting"] == self.setting)
                 & (tidy["user_model"] == self.user_model) & (tidy[DIALOGUE_PROMPTS] == self.prompt_set))
         if self.assistants is not None:

@@ -226,7 +226,7 @@ def labelled_frame(scores: pd.DataFrame, ratings: pd.DataFrame, design: SampleDe
     absent = [c for c in needed if c not in scores.columns]
     if absent:
         raise ValidityError(f"the score frame has no column(s) {absent}; load it with "
-                            "analysis.scores.load_scores")
+                            "measures.scores.load_scores")
     if "judge_model" in scores.columns and scores["judge_model"].nunique() > 1:
         judges = sorted(map(str, scores["judge_model"].unique()))
         raise ValidityError(f"the score frame holds several judges {judges}; anchor one judge at a time "

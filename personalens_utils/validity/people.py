@@ -403,7 +403,7 @@ def _read(source: Columnar, ids: Sequence[str]) -> dict[str, Dialogue]:
 
 
 def _cells(frame: pd.DataFrame, measure: str) -> pd.DataFrame:
-    """Per scenario cell both arms scored on `measure`: the design frame of `analysis.bootstrap` (user,
+    """Per scenario cell both arms scored on `measure`: the design frame of `measures.bootstrap` (user,
     task = cell, arm, score), one row per dialogue."""
     part = frame[frame[measure].notna()]
     both = part.groupby("cell")["arm"].nunique()

@@ -27,6 +27,7 @@ from personalens_utils.labels.sheets import RATED, SHEET_COLUMNS, export_sheet, 
 from personalens_utils.llm import CallKind, Message, Request
 from personalens_utils.llm.client import Clients
 from personalens_utils.llm.offline.judge import mentions
+from personalens_utils.measures.scores import load_scores
 from personalens_utils.outputs.display import UsageTable, frame_html
 from personalens_utils.outputs.tables import Source, TableResult
 from personalens_utils.runstore.engine import StageReport
@@ -342,7 +343,7 @@ def test_a_sheet_filled_in_the_widget_gives_table5_what_a_spreadsheet_gives(expo
     from_widget = read_sheets([folder / "annotator_ann1.csv"], manifest=exported["manifest"])
     from_csv = read_sheets([folder / "spreadsheet" / "ann1.csv"], manifest=exported["manifest"])
     pd.testing.assert_frame_equal(from_widget, from_csv)
-    judge = analysis.scores.load_scores(store, judge_model="judge-1")
+    judge = load_scores(store, judge_model="judge-1")
     table = analysis.table5(judge, from_widget, judge_model="judge-1", backend_names={"offline"})
     assert table.frame.equals(analysis.table5(judge, from_csv, judge_model="judge-1",
                                               backend_names={"offline"}).frame)
