@@ -219,7 +219,8 @@ def _analysis_tables(root: Path, clock: Clock) -> dict[str, Any]:
         import matplotlib.pyplot as plt
 
         from personalens_utils import analysis
-        from personalens_utils.analysis import dialogue_stats, scores
+        from personalens_utils.analysis import dialogue_stats
+        from personalens_utils.measures import scores
         from personalens_utils.runstore.store import RunStore
     store, models = RunStore(root), [MODEL]
     with tempfile.TemporaryDirectory(prefix="analysis-scale-out-") as tmp:

@@ -23,8 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from support.trust_design import Truth, simulate
 
-from personalens_utils.analysis.bootstrap import cluster_ci, paired_difference
-from personalens_utils.analysis.design import SCORE, USER
+from personalens_utils.measures.bootstrap import cluster_ci, paired_difference
+from personalens_utils.measures.design import SCORE, USER
 from personalens_utils.trust.variance import decompose_design
 
 TRUTH = Truth(user=1.0, task=0.5, sample=0.3, judge=0.2, user_arm=0.1, task_arm=0.2)

@@ -29,8 +29,10 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("prompt sets", frozenset({"prompt_sets"})),
     ("run store", frozenset({"runstore"})),
     ("assistants", frozenset({"assistants"})),
-    ("stages", frozenset({"generation", "validation", "simulation", "judging", "analysis", "trust",
-                          "validity", "explore", "persona_bench", "export", "robustness"})),
+    ("making stages", frozenset({"generation", "simulation", "judging"})),
+    ("measures and labels", frozenset({"measures", "labels"})),
+    ("stages", frozenset({"validation", "analysis", "trust", "validity", "explore", "persona_bench", "export",
+                          "robustness"})),
     ("session", frozenset({"session"})),
     ("top", frozenset({"reproduce", "run"})),
 )

@@ -1,7 +1,8 @@
 """The paper's result tables and figures from a run store (notebooks 04-06).
 
-- `scores`: the tidy frame of judgments and aggregates with bootstrap intervals; `stats`: the
-  resampling methods; `agreement`: kappa and alpha; `annotation`: sheets for human raters;
+The numbers they rest on come from the floor below (`measures`: scores, intervals, designs, the
+tables' shared wording) and the human labels from `labels`.
+
 - `tables`: Tables 3 and 12, and the judging checks J1 and J2; `ablation`: Table 4;
   `judge_agreement`: Table 5; `judge_check`: does a judge rank the reference assistants in their
   designed order; `dialogue_stats`: Table 13;
@@ -21,60 +22,31 @@ from personalens_utils.analysis.figures import (
     radar_chart,
     turn_curves,
 )
-from personalens_utils.analysis.judge_agreement import (
-    AGREEMENT_DIMENSIONS,
-    AGREEMENT_NAMES,
-    AnnotationSample,
-    agreement_for_run,
-    agreement_table,
-    ratings_matrix,
-    table5,
-)
+from personalens_utils.analysis.judge_agreement import AnnotationSample, agreement_for_run, table5
 from personalens_utils.analysis.judge_check import judge_sanity
 from personalens_utils.analysis.models import table11
-from personalens_utils.analysis.tables import (
-    ASSISTANT_DIMENSIONS,
-    MAIN_SETTING,
-    USER_DIMENSIONS,
-    fmt_ci,
-    judge_missing,
-    judge_scores,
-    provenance_note,
-    score_source,
-    table3,
-    table12,
-)
+from personalens_utils.analysis.tables import judge_missing, judge_scores, table3, table12
 from personalens_utils.outputs.frames import rows_of
 from personalens_utils.outputs.tables import Source, TableResult
 
 __all__ = [
     "ABLATION_SETTINGS",
-    "AGREEMENT_DIMENSIONS",
-    "AGREEMENT_NAMES",
-    "ASSISTANT_DIMENSIONS",
-    "MAIN_SETTING",
     "MIN_DIALOGUES_PER_TURN",
     "REPRESENTATIVE_DOMAINS",
-    "USER_DIMENSIONS",
     "AnnotationSample",
     "Source",
     "TableResult",
     "ablation_filter",
     "agreement_for_run",
-    "agreement_table",
     "domain_scores",
     "figure4",
     "figure5",
     "first_users",
-    "fmt_ci",
     "judge_missing",
     "judge_sanity",
     "judge_scores",
-    "provenance_note",
     "radar_chart",
-    "ratings_matrix",
     "rows_of",
-    "score_source",
     "table3",
     "table4",
     "table5",

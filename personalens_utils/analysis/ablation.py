@@ -1,7 +1,7 @@
 """Table 4: the ablation over the assistant's instructions and context.
 
 Each setting gets TCR and P with cluster-bootstrap intervals (users resampled); each setting other
-than `base` is compared with `base` on the scenarios both hold (`analysis.bootstrap.paired_difference`:
+than `base` is compared with `base` on the scenarios both hold (`measures.bootstrap.paired_difference`:
 per-scenario differences, users resampled, sign flips per user; Holm-adjusted p-values in the long
 frame).
 """
@@ -13,22 +13,22 @@ from typing import Any
 
 import pandas as pd
 
-from personalens_utils.analysis.bootstrap import method_note, paired_difference
-from personalens_utils.analysis.design import DESIGN_COLUMNS, design_frame
-from personalens_utils.analysis.scores import PERSONALIZATION, SCALES, TASK_COMPLETION, aggregate, provenance
-from personalens_utils.analysis.stats import holm_adjust, withheld_note
-from personalens_utils.analysis.tables import (
+from personalens_utils.analysis.tables import long_words, require
+from personalens_utils.assistants.python import row_label
+from personalens_utils.judging import dialogue_filter as judging_filter
+from personalens_utils.measures.bootstrap import method_note, paired_difference
+from personalens_utils.measures.design import DESIGN_COLUMNS, design_frame
+from personalens_utils.measures.display import (
     CLUSTER,
     MAIN_SETTING,
     fmt_ci,
-    long_words,
+    fmt_diff,
     missing_note,
     provenance_note,
-    require,
     score_source,
 )
-from personalens_utils.assistants.python import row_label
-from personalens_utils.judging import dialogue_filter as judging_filter
+from personalens_utils.measures.scores import PERSONALIZATION, SCALES, TASK_COMPLETION, aggregate, provenance
+from personalens_utils.measures.stats import holm_adjust, withheld_note
 from personalens_utils.outputs.frames import rows_of
 from personalens_utils.outputs.tables import TableResult
 from personalens_utils.runstore.records import Dialogue
@@ -137,20 +137,6 @@ def _ablation_display(data: pd.DataFrame, settings: Sequence[str], base: str) ->
                     row[f"{task_type} Δ{short}"] = "no shared scenarios"
         rows.append(row)
     return pd.DataFrame(rows)
-
-
-def fmt_diff(diff: float, low: float, high: float, p: float) -> str:
-    """A paired difference with its interval and p-value; a non-zero difference too small for two
-    decimals gets three, so it never prints as a confusing "+0.00" beside a small p-value. A withheld
-    interval (NaN bounds, `stats.withheld_note`) leaves the difference and its permutation p."""
-    places = 3 if diff != 0 and abs(diff) < 0.005 else 2
-    if pd.isna(low) or pd.isna(high):
-        return f"{diff:+.{places}f}, {_fmt_p(p)}"
-    return f"{diff:+.{places}f} [{low:+.{places}f}, {high:+.{places}f}], {_fmt_p(p)}"
-
-
-def _fmt_p(p: float) -> str:
-    return "p<0.001" if p < 0.001 else f"p={p:.3f}"
 
 
 def first_users(users: Sequence[int], n: int | None) -> list[int]:

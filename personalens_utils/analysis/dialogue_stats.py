@@ -16,12 +16,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from personalens_utils.analysis import scores
-from personalens_utils.analysis.scores import Stores, check_one_identity, fill_identity
-from personalens_utils.analysis.tables import provenance_note
 from personalens_utils.assistants.python import row_label
 from personalens_utils.base.stored import BackendName
 from personalens_utils.llm.offline import count_tokens
+from personalens_utils.measures import scores
+from personalens_utils.measures.display import provenance_note
+from personalens_utils.measures.scores import Stores, check_one_identity, fill_identity
 from personalens_utils.outputs.tables import Source, TableResult
 from personalens_utils.runstore.columnar import Columnar
 from personalens_utils.runstore.identity import STORED_COLUMNS, STORED_KEYS

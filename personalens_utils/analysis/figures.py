@@ -14,7 +14,10 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from personalens_utils.analysis.scores import (
+from personalens_utils.analysis.tables import table_rows
+from personalens_utils.assistants.python import row_label
+from personalens_utils.measures.display import CLUSTER, MAIN_SETTING, provenance_note, score_source
+from personalens_utils.measures.scores import (
     PERSONALIZATION,
     SCALES,
     TASK_COMPLETION,
@@ -24,9 +27,7 @@ from personalens_utils.analysis.scores import (
     explode_domains,
     provenance,
 )
-from personalens_utils.analysis.stats import bootstrap_ci, no_intervals_note, too_few_clusters
-from personalens_utils.analysis.tables import CLUSTER, MAIN_SETTING, provenance_note, score_source, table_rows
-from personalens_utils.assistants.python import row_label
+from personalens_utils.measures.stats import bootstrap_ci, no_intervals_note, too_few_clusters
 from personalens_utils.outputs.frames import rows_of
 from personalens_utils.outputs.plots import (
     FigureResult,

@@ -12,71 +12,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from personalens_utils.analysis import agreement, annotation
-from personalens_utils.analysis.scores import SCALES, backends, load_scores
-from personalens_utils.analysis.tables import DIMENSION_NAMES, MAIN_SETTING, provenance_note
 from personalens_utils.data import Benchmark
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, judge_model_key, run_judging
+from personalens_utils.labels.agreement import AGREEMENT_DIMENSIONS, agreement_table
+from personalens_utils.labels.reading import read_sheets
+from personalens_utils.labels.sampling import read_manifest
+from personalens_utils.labels.sheets import export_sheet
+from personalens_utils.measures.display import MAIN_SETTING, provenance_note
+from personalens_utils.measures.scores import backends, load_scores
 from personalens_utils.outputs.latex import Block, Printed
 from personalens_utils.outputs.tables import Source, TableResult
 from personalens_utils.prompt_sets import KIT, PromptSet
 from personalens_utils.runstore.store import RunStore
-
-AGREEMENT_DIMENSIONS = annotation.RATED
-AGREEMENT_NAMES = {dim: DIMENSION_NAMES[dim] for dim in AGREEMENT_DIMENSIONS}
-
-
-def ratings_matrix(ratings: pd.DataFrame, items: Sequence[str]) -> tuple[list[str], np.ndarray]:
-    """Long ratings (rater, dialogue_id, score) -> rater names and a raters x items matrix (NaN: unrated)."""
-    wide = ratings.pivot_table(index="rater", columns="dialogue_id", values="score", aggfunc="first")
-    wide = wide.reindex(columns=list(items))
-    return list(wide.index), wide.to_numpy(dtype=float)
-
-
-def agreement_table(
-    reference: pd.DataFrame,
-    raters: pd.DataFrame,
-    *,
-    pool_reference: bool,
-    dimensions: Sequence[str] = AGREEMENT_DIMENSIONS,
-) -> pd.DataFrame:
-    """Agreement per dimension between a reference (the judge) and other raters.
-
-    Inputs are long frames with columns rater, dialogue_id, dimension, score. Cohen's kappa is the
-    reference against each rater, averaged. Fleiss' kappa and Krippendorff's alpha are computed among
-    the raters, or among raters and reference together when `pool_reference` (used when the only
-    other rater is a second judge). Alpha is ordinal for the rating scales and nominal for TC.
-    """
-    rows = []
-    for dim in dimensions:
-        ref = reference[reference["dimension"] == dim]
-        oth = raters[raters["dimension"] == dim]
-        items = sorted(set(oth["dialogue_id"]) & set(ref["dialogue_id"]))
-        scale = SCALES[dim]
-        _, ref_matrix = ratings_matrix(ref, items)
-        names, matrix = ratings_matrix(oth, items)
-        pooled = np.vstack([ref_matrix, matrix]) if pool_reference else matrix
-        rows.append(
-            {
-                "Metric": AGREEMENT_NAMES.get(dim, dim),
-                "Cohen's κ": agreement.mean_pairwise_cohen(ref_matrix[0], matrix, categories=scale.categories)
-                if len(names) and len(ref_matrix)
-                else float("nan"),
-                "Fleiss' κ": agreement.fleiss_kappa(pooled, categories=scale.categories),
-                "Krippendorff's α": agreement.krippendorff_alpha(
-                    pooled,
-                    level=scale.level,
-                    categories=scale.categories,  # type: ignore[arg-type]
-                ),
-                "α level": scale.level,
-                "items": len(items),
-                "raters": len(names),
-            }
-        )
-    return pd.DataFrame(rows)
 
 
 def table5(
@@ -92,7 +41,7 @@ def table5(
     """Judge-human agreement when annotations exist; otherwise judge-judge agreement, said plainly.
 
     `judge` and `second_judge` are tidy score frames (one judge each); `annotations` is the long
-    frame from `annotation.read_sheets` (annotator, dialogue_id, dimension, score) or None.
+    frame from `labels.reading.read_sheets` (annotator, dialogue_id, dimension, score) or None.
     """
     reference = judge.assign(rater=judge_model)[["rater", "dialogue_id", "dimension", "score"]]
     if annotations is not None and not annotations.empty:
@@ -181,7 +130,7 @@ def _identical(first: pd.DataFrame, second: pd.DataFrame) -> bool:
 class AnnotationSample:
     """Table 5's annotation sample: the folder its sheet goes to, its size and seed, and the sheets
     people filled (None: a second judge rates the sample instead). The size is shared equally among the
-    assistants, each drawn apart (`annotation.draw_sample`), so putting a new assistant beside them
+    assistants, each drawn apart (`labels.sampling.draw_sample`), so putting a new assistant beside them
     (`make evaluate`, with `n` grown by one assistant's share) draws the same dialogues of theirs and the
     second judge is called on the new assistant's only."""
 
@@ -207,11 +156,11 @@ def agreement_for_run(
     """
     store = store if isinstance(store, RunStore) else RunStore(store)
     origin = f"run store {store.root.name}/"
-    paths = annotation.export_sheet(
+    paths = export_sheet(
         store, benchmark, sample.directory, n=sample.n, seed=sample.seed,
         where={"assistant_setting": MAIN_SETTING}, stratify_by="assistant_model", apart=True,
     )
-    ids = set(annotation.read_manifest(paths["manifest"])["dialogue_ids"])
+    ids = set(read_manifest(paths["manifest"])["dialogue_ids"])
 
     def scores_of(model: str) -> pd.DataFrame:
         tidy = load_scores(store, judge_model=model, judge_prompt_set=prompts.name, dialogue_ids=ids)
@@ -219,7 +168,7 @@ def agreement_for_run(
 
     judge = scores_of(judge_model)
     if sample.sheets:
-        humans = annotation.read_sheets(sample.sheets, manifest=paths["manifest"])
+        humans = read_sheets(sample.sheets, manifest=paths["manifest"])
         result = table5(
             judge,
             humans,

@@ -21,9 +21,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from personalens_utils.analysis.scores import PERSONALIZATION, SHORT_NAMES, TASK_COMPLETION, provenance
-from personalens_utils.analysis.stats import DEFAULT_RESAMPLES, bootstrap_ci
-from personalens_utils.analysis.tables import fmt_ci, provenance_note, score_source
+from personalens_utils.measures.display import fmt_ci, provenance_note, score_source
+from personalens_utils.measures.scores import PERSONALIZATION, SHORT_NAMES, TASK_COMPLETION, provenance
+from personalens_utils.measures.stats import DEFAULT_RESAMPLES, bootstrap_ci
 from personalens_utils.outputs.tables import TableResult
 
 CHECK_DIMENSIONS = (PERSONALIZATION, TASK_COMPLETION)

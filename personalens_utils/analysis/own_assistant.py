@@ -15,12 +15,12 @@ from dataclasses import dataclass
 import pandas as pd
 
 from personalens_utils.analysis.ablation import ablation_filter
-from personalens_utils.analysis.scores import load_scores
 from personalens_utils.analysis.tables import table3
 from personalens_utils.assistants import Assistant
 from personalens_utils.data import MD, SD, Benchmark
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
 from personalens_utils.llm.role import Role
+from personalens_utils.measures.scores import load_scores
 from personalens_utils.outputs.tables import TableResult
 from personalens_utils.prompt_sets import KIT, PromptSet
 from personalens_utils.runstore.engine import StageReport

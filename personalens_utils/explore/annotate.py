@@ -1,8 +1,8 @@
 """Fill a Table 5 annotation sheet in the notebook, one dialogue at a time.
 
-The widget reads and writes the very sheet `analysis.annotation` exports and reads back (same
+The widget reads and writes the very sheet `labels.sheets` exports and reads back (same
 columns, same quoting), so a sheet filled here flows into Table 5 like one filled in a spreadsheet.
-Every rating is checked on entry with the same reader as Table 5's (`annotation.rating`); a
+Every rating is checked on entry with the same reader as Table 5's (`labels.reading.rating`); a
 refused entry says why and writes nothing. Each saved item is written to the sheet at once, by
 an atomic replace, so a closed tab loses nothing; a new widget on the same sheet opens at the
 first item with no rating. Stable CSS classes (docs/explore.md): `pl-annotate`,
@@ -14,16 +14,12 @@ first item with no rating. Stable CSS classes (docs/explore.md): `pl-annotate`,
 from __future__ import annotations
 
 import os
-import re
-import shutil
-from pathlib import Path
 from typing import Any
 
 import ipywidgets as widgets
 
-from personalens_utils.analysis import annotation
-from personalens_utils.analysis.annotation import RATED, AnnotationError
-from personalens_utils.judging import DIMENSIONS
+from personalens_utils.labels import AnnotationError, reading, sheets
+from personalens_utils.labels.sheets import RATED
 from personalens_utils.outputs.display import esc, inline
 
 _CONTEXT = (
@@ -38,52 +34,14 @@ _CONTEXT = (
 )
 
 
-def scale(dimension: str) -> str:
-    """The values a dimension's column takes, as the guidelines state them."""
-    dim = DIMENSIONS[dimension]
-    return "True or False" if dim.family == "task_completion" else f"{dim.low}-{dim.high}"
-
-
-def sheet_for(sheet: str | os.PathLike[str], annotator: str | None) -> Path:
-    """The sheet to fill: `sheet` itself, or for the blank exported sheet (or its folder) the
-    annotator's own copy beside it (`annotator_<name>.csv`, made from the blank once)."""
-    path = Path(sheet)
-    if path.is_dir():
-        path = path / annotation.SHEET_NAME
-    if path.name != annotation.SHEET_NAME:
-        return path
-    if not annotator:
-        raise AnnotationError(
-            f"{path} is the blank exported sheet, shared by every annotator: pass annotator= "
-            "to fill your own copy beside it"
-        )
-    if not path.is_file():
-        raise AnnotationError(f"{path}: no exported sheet; run the Table 5 cell of notebook 06 first")
-    name = re.sub(r"[^A-Za-z0-9_-]+", "_", annotator).strip("_") or "annotator"
-    copy = path.with_name(f"annotator_{name}.csv")
-    if not copy.exists():
-        shutil.copyfile(path, copy)
-    return copy
-
-
-def _rated(row: dict[str, str]) -> bool:
-    return any((row.get(dim) or "").strip() for dim in RATED)
-
-
-def _stored(dimension: str, value: float) -> str:
-    if DIMENSIONS[dimension].family == "task_completion":
-        return "True" if value == 1 else "False"
-    return str(int(value))
-
-
 class Annotator(widgets.VBox):
     """One annotator's sheet: the item, the guidelines, a field per rated column, save and move on."""
 
     def __init__(
         self, sheet: str | os.PathLike[str], *, annotator: str | None = None, guidelines: str | None = None
     ) -> None:
-        self.path = sheet_for(sheet, annotator)
-        self.header, self.rows, self.delimiter = annotation.read_table(self.path)
+        self.path = sheets.sheet_for(sheet, annotator)
+        self.header, self.rows, self.delimiter = sheets.read_table(self.path)
         missing = [c for c in ("dialogue_id", *RATED) if c not in self.header]
         if missing:
             raise AnnotationError(
@@ -91,9 +49,9 @@ class Annotator(widgets.VBox):
             )
         if not self.rows:
             raise AnnotationError(f"{self.path}: the sheet has no rows")
-        beside = self.path.with_name(annotation.GUIDELINES_NAME)
+        beside = self.path.with_name(sheets.GUIDELINES_NAME)
         text = guidelines or (
-            beside.read_text(encoding="utf-8") if beside.is_file() else annotation.guidelines()
+            beside.read_text(encoding="utf-8") if beside.is_file() else sheets.guidelines()
         )
         names = {(r.get("annotator") or "").strip() for r in self.rows} - {""}
         self.progress = widgets.HTML()
@@ -115,7 +73,8 @@ class Annotator(widgets.VBox):
         self.annotator.add_class("pl-annotate-annotator")
         self.fields = {}
         for dim in RATED:
-            box = widgets.Text(description=dim, placeholder=scale(dim), style={"description_width": "12em"})
+            box = widgets.Text(description=dim, placeholder=sheets.scale(dim),
+                               style={"description_width": "12em"})
             box.add_class(f"pl-annotate-{dim}")
             self.fields[dim] = box
         self.notes = widgets.Textarea(description="notes", placeholder="optional")
@@ -149,11 +108,11 @@ class Annotator(widgets.VBox):
 
     def first_unrated(self) -> int:
         """The first item with no rating (the end of the sheet when every item has one)."""
-        return next((i for i, row in enumerate(self.rows) if not _rated(row)), len(self.rows))
+        return next((i for i, row in enumerate(self.rows) if not sheets.is_rated(row)), len(self.rows))
 
     @property
     def rated(self) -> int:
-        return sum(_rated(row) for row in self.rows)
+        return sum(sheets.is_rated(row) for row in self.rows)
 
     def go(self, index: int) -> None:
         """Show item `index` (clamped to the sheet), with what is stored for it."""
@@ -207,9 +166,9 @@ class Annotator(widgets.VBox):
         problems, values = [], {}
         for dim, box in self.fields.items():
             try:
-                values[dim] = annotation.rating(box.value, dim, f"{dim}")
+                values[dim] = reading.rating(box.value, dim, f"{dim}")
             except AnnotationError as exc:
-                problems.append(f"{exc} (the column takes {scale(dim)})")
+                problems.append(f"{exc} (the column takes {sheets.scale(dim)})")
         if not problems and all(v is None for v in values.values()):
             problems.append("no rating entered: rate at least one column, or press Skip")
         name = self.annotator.value.strip()
@@ -228,7 +187,7 @@ class Annotator(widgets.VBox):
             )
             return False
         # the sheet as it is on disk now: another widget on it (a re-run cell) may have saved items since
-        header, rows, delimiter = annotation.read_table(self.path)
+        header, rows, delimiter = sheets.read_table(self.path)
         wanted = self.rows[self.index]["dialogue_id"]
         at = next((i for i, r in enumerate(rows) if r.get("dialogue_id") == wanted), None)
         if at is None:
@@ -238,12 +197,12 @@ class Annotator(widgets.VBox):
             )
             return False
         row = dict(rows[at])
-        row.update({dim: "" if v is None else _stored(dim, v) for dim, v in values.items()})
+        row.update({dim: "" if v is None else sheets.stored_rating(dim, v) for dim, v in values.items()})
         row["notes"] = self.notes.value
         if "annotator" in header:
             row["annotator"] = name
         rows[at] = row
-        annotation.write_table(self.path, header, rows, delimiter)
+        sheets.write_table(self.path, header, rows, delimiter)
         self.header, self.rows, self.delimiter, self.index = header, rows, delimiter, at
         self.message.value = inline(
             f'<span class="pl-muted">Saved item {self.index + 1} to {esc(self.path.name)}.</span>'

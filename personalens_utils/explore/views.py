@@ -16,10 +16,10 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from personalens_utils.analysis.tables import DIMENSION_NAMES
 from personalens_utils.explore.catalog import Catalog, DialogueView
 from personalens_utils.judging import ALL_DIMENSIONS
 from personalens_utils.llm.offline import answered_by
+from personalens_utils.measures.display import DIMENSION_NAMES
 from personalens_utils.outputs.display import cell, chat_html, esc, fields_html, inline
 from personalens_utils.runstore.records import Dialogue, Judgment
 

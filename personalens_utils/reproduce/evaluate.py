@@ -20,12 +20,13 @@ from typing import Any
 
 import nbformat
 
-from personalens_utils.analysis.annotation import MANIFEST_NAME, SampleDesign, read_manifest, shared_equally
-from personalens_utils.analysis.scores import load_scores
 from personalens_utils.assistants import AssistantSpec
 from personalens_utils.assistants.python import PYTHON, SPEC_FORM, row_label
 from personalens_utils.base.errors import KitError, full_traceback_wanted
 from personalens_utils.base.paths import LatestRun, latest_run, runs_dir
+from personalens_utils.labels.sampling import SampleDesign, read_manifest, shared_equally
+from personalens_utils.labels.sheets import MANIFEST_NAME
+from personalens_utils.measures.scores import load_scores
 from personalens_utils.reproduce.index import INDEX, PAPER_ITEMS, PaperItem, reason
 from personalens_utils.reproduce.notebooks import (
     RunnerError,

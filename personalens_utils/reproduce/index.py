@@ -13,11 +13,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from personalens_utils.analysis.scores import load_dialogues, load_judgments
 from personalens_utils.assistants import AssistantSpec
 from personalens_utils.assistants.reference_assistants import DESIGNED_ORDER
 from personalens_utils.generation.runner import MANIFEST
 from personalens_utils.llm.specs import KNOWN_BACKENDS, SpecParts
+from personalens_utils.measures.scores import load_dialogues, load_judgments
 from personalens_utils.outputs.tables import read_caption
 from personalens_utils.reproduce.notebooks import PassResult, StepResult
 from personalens_utils.reproduce.settings import (

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-from personalens_utils.analysis.bootstrap import method_note
-from personalens_utils.analysis.scores import PERSONALIZATION, SCALES, TASK_COMPLETION, aggregate
-from personalens_utils.analysis.stats import withheld_note
-from personalens_utils.analysis.tables import CLUSTER, MAIN_SETTING, fmt_ci, missing_note, score_source
 from personalens_utils.assistants.python import row_label
+from personalens_utils.measures.bootstrap import method_note
+from personalens_utils.measures.display import CLUSTER, MAIN_SETTING, fmt_ci, missing_note, score_source
+from personalens_utils.measures.scores import PERSONALIZATION, SCALES, TASK_COMPLETION, aggregate
+from personalens_utils.measures.stats import withheld_note
 from personalens_utils.outputs.tables import TableResult
 from personalens_utils.robustness.conditions import (
     ASSISTANT,

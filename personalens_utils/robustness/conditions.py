@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from personalens_utils.analysis.design import PERCENT_DIMENSIONS
-from personalens_utils.analysis.scores import backends, provenance
-from personalens_utils.analysis.tables import CLUSTER, provenance_note
+from personalens_utils.measures.design import PERCENT_DIMENSIONS
+from personalens_utils.measures.display import CLUSTER, provenance_note
+from personalens_utils.measures.scores import backends, provenance
 from personalens_utils.prompt_templates.user_styles import COOPERATIVE
 from personalens_utils.runstore.identity import USER_STYLE
 from personalens_utils.runstore.records import OFFLINE
@@ -30,7 +30,7 @@ def with_conditions(tidy: pd.DataFrame) -> pd.DataFrame:
               if c not in tidy.columns]
     if absent:
         raise ValueError(f"the score frame has no column(s) {absent}; load it with "
-                         "analysis.scores.load_scores")
+                         "measures.scores.load_scores")
     given = USER_STYLE in tidy.columns
     styles = tidy[USER_STYLE].astype(object).fillna(COOPERATIVE) if given else COOPERATIVE
     frame = tidy.assign(**{USER_STYLE: styles})

@@ -9,9 +9,9 @@ import pandas as pd
 from matplotlib.figure import Figure
 from scipy.stats import rankdata
 
-from personalens_utils.analysis.scores import SCALES, provenance
-from personalens_utils.analysis.tables import score_source
 from personalens_utils.assistants.python import row_label
+from personalens_utils.measures.display import score_source
+from personalens_utils.measures.scores import SCALES, provenance
 from personalens_utils.outputs.plots import (
     FigureResult,
     Span,

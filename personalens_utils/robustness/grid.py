@@ -17,12 +17,6 @@ from dataclasses import dataclass, field, replace
 
 import pandas as pd
 
-from personalens_utils.analysis.scores import (
-    PERSONALIZATION,
-    TASK_COMPLETION,
-    condition_scores,
-    load_dialogues,
-)
 from personalens_utils.assistants import Assistant
 from personalens_utils.data import Benchmark
 from personalens_utils.judging import (
@@ -35,6 +29,12 @@ from personalens_utils.judging import (
 from personalens_utils.judging.plan import PlannedSimulation, estimate_judging_planned
 from personalens_utils.llm.budget import CostEstimate
 from personalens_utils.llm.role import Role
+from personalens_utils.measures.scores import (
+    PERSONALIZATION,
+    TASK_COMPLETION,
+    condition_scores,
+    load_dialogues,
+)
 from personalens_utils.prompt_sets import PromptSet
 from personalens_utils.prompt_templates.user_styles import UserAgent
 from personalens_utils.runstore.engine import StageReport

@@ -9,12 +9,12 @@ import numpy as np
 import pandas as pd
 from scipy.stats import rankdata
 
-from personalens_utils.analysis.bootstrap import method_note, paired_difference
-from personalens_utils.analysis.design import ARM, SCORE, TASK, USER
-from personalens_utils.analysis.scores import SCALES
-from personalens_utils.analysis.stats import DEFAULT_RESAMPLES, Interval, shown_interval, withheld_note
-from personalens_utils.analysis.tables import CLUSTER, score_source
 from personalens_utils.assistants.python import row_label
+from personalens_utils.measures.bootstrap import method_note, paired_difference
+from personalens_utils.measures.design import ARM, SCORE, TASK, USER
+from personalens_utils.measures.display import CLUSTER, score_source
+from personalens_utils.measures.scores import SCALES
+from personalens_utils.measures.stats import DEFAULT_RESAMPLES, Interval, shown_interval, withheld_note
 from personalens_utils.outputs.tables import TableResult
 from personalens_utils.prompt_templates.user_styles import COOPERATIVE
 from personalens_utils.robustness.conditions import (
@@ -30,7 +30,7 @@ from personalens_utils.runstore.identity import USER_STYLE
 
 
 def _design(scores: pd.DataFrame) -> pd.DataFrame:
-    """Scenario scores as the design frame `analysis.bootstrap` pairs and resamples."""
+    """Scenario scores as the design frame `measures.bootstrap` pairs and resamples."""
     return pd.DataFrame({USER: scores[CLUSTER], TASK: scores[SCENARIO].astype(str),
                          ARM: scores[ASSISTANT].astype(str), SCORE: scores["score"]})
 

@@ -8,11 +8,11 @@ import numpy as np
 import pandas as pd
 from scipy.special import comb
 
-from personalens_utils.analysis.bootstrap import cluster_ci, method_note
-from personalens_utils.analysis.scores import TASK_COMPLETION
-from personalens_utils.analysis.stats import withheld_note
-from personalens_utils.analysis.tables import CLUSTER, fmt_ci, score_source
 from personalens_utils.assistants.python import row_label
+from personalens_utils.measures.bootstrap import cluster_ci, method_note
+from personalens_utils.measures.display import CLUSTER, fmt_ci, score_source
+from personalens_utils.measures.scores import TASK_COMPLETION
+from personalens_utils.measures.stats import withheld_note
 from personalens_utils.outputs.tables import TableResult
 from personalens_utils.robustness.conditions import (
     ASSISTANT,

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pandas as pd
 
-from personalens_utils.analysis.bootstrap import method_note, paired_difference
-from personalens_utils.analysis.design import ARM, SCORE, TASK, USER
-from personalens_utils.analysis.scores import SCALES, TASK_COMPLETION
-from personalens_utils.analysis.stats import DEFAULT_RESAMPLES, withheld_note
-from personalens_utils.analysis.tables import CLUSTER, fmt_ci, score_source
 from personalens_utils.assistants.python import row_label
+from personalens_utils.measures.bootstrap import method_note, paired_difference
+from personalens_utils.measures.design import ARM, SCORE, TASK, USER
+from personalens_utils.measures.display import CLUSTER, fmt_ci, score_source
+from personalens_utils.measures.scores import SCALES, TASK_COMPLETION
+from personalens_utils.measures.stats import DEFAULT_RESAMPLES, withheld_note
 from personalens_utils.outputs.tables import TableResult
 from personalens_utils.prompt_templates.user_styles import COOPERATIVE
 from personalens_utils.robustness.condition_table import DIMENSIONS

@@ -15,9 +15,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from personalens_utils.analysis.design import PERCENT_DIMENSIONS
-from personalens_utils.analysis.scores import PERSONALIZATION, SCALES, TASK_COMPLETION
-from personalens_utils.analysis.tables import score_source
+from personalens_utils.measures.design import PERCENT_DIMENSIONS
+from personalens_utils.measures.display import score_source
+from personalens_utils.measures.scores import PERSONALIZATION, SCALES, TASK_COMPLETION
 from personalens_utils.outputs.tables import TableResult
 from personalens_utils.robustness.conditions import (
     ASSISTANT,

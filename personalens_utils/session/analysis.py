@@ -11,10 +11,10 @@ from typing import Any, ClassVar
 import pandas as pd
 
 from personalens_utils.analysis.ablation import first_users
-from personalens_utils.analysis.scores import load_scores
 from personalens_utils.assistants import Assistant
 from personalens_utils.data import Benchmark
 from personalens_utils.llm.role import Role
+from personalens_utils.measures.scores import load_scores
 from personalens_utils.runstore.store import RunStore
 from personalens_utils.session.base import Session, list_param
 

@@ -10,9 +10,9 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
-from personalens_utils.analysis.scores import load_scores
 from personalens_utils.judging import check_scoring
 from personalens_utils.llm.role import Role
+from personalens_utils.measures.scores import load_scores
 from personalens_utils.runstore.store import ReproductionStore, RunStore
 from personalens_utils.session.base import Session, list_param
 

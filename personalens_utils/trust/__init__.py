@@ -13,8 +13,8 @@ users, not dialogues, as the unit that varies.
 - `audit`: heuristic flags of the user agent's failures, and Table 3 without the flagged dialogues;
 - `figures`: the probe checks' figure.
 
-The frame every module reads (`analysis.design`: one row per judgment with `user`, `task`, `sample`,
-`judge_sample`, `assistant`, `score`) and the cluster-bootstrap intervals (`analysis.bootstrap`) sit
+The frame every module reads (`measures.design`: one row per judgment with `user`, `task`, `sample`,
+`judge_sample`, `assistant`, `score`) and the cluster-bootstrap intervals (`measures.bootstrap`) sit
 in `analysis`, beside the statistics they build on, because Tables 3, 4 and 12 print them too.
 Modules are imported by name (`from personalens_utils.trust import power`).
 """

@@ -32,20 +32,15 @@ from typing import Any
 
 import pandas as pd
 
-from personalens_utils.analysis.scores import columnar, load_dialogues
-from personalens_utils.analysis.tables import (
-    ASSISTANT_DIMENSIONS,
-    MAIN_SETTING,
-    LeftOut,
-    provenance_note,
-    table3_beside,
-)
+from personalens_utils.analysis.tables import LeftOut, table3_beside
 from personalens_utils.assistants.python import row_label
 from personalens_utils.base.words import words_of
 from personalens_utils.data import Benchmark
 from personalens_utils.judging import JUDGEABLE_STATUSES, benchmark_contexts
 from personalens_utils.judging.config import Select
 from personalens_utils.judging.offline import Mention, mentions
+from personalens_utils.measures.display import ASSISTANT_DIMENSIONS, MAIN_SETTING, provenance_note
+from personalens_utils.measures.scores import columnar, load_dialogues
 from personalens_utils.outputs.latex import Block, Printed
 from personalens_utils.outputs.tables import Source, TableResult
 from personalens_utils.prompt_templates.user_styles import COOPERATIVE, USER_STYLES

@@ -12,13 +12,12 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from personalens_utils.analysis.ablation import fmt_diff
-from personalens_utils.analysis.bootstrap import method_note, pairwise_differences
-from personalens_utils.analysis.design import DesignError, design_frame
-from personalens_utils.analysis.scores import PERSONALIZATION, SCALES, TASK_COMPLETION, backends, run_label
-from personalens_utils.analysis.stats import holm_adjust, withheld_note
-from personalens_utils.analysis.tables import MAIN_SETTING, provenance_note, score_source
 from personalens_utils.assistants.python import row_label
+from personalens_utils.measures.bootstrap import method_note, pairwise_differences
+from personalens_utils.measures.design import DesignError, design_frame
+from personalens_utils.measures.display import MAIN_SETTING, fmt_diff, provenance_note, score_source
+from personalens_utils.measures.scores import PERSONALIZATION, SCALES, TASK_COMPLETION, backends, run_label
+from personalens_utils.measures.stats import holm_adjust, withheld_note
 from personalens_utils.outputs.tables import TableResult
 
 

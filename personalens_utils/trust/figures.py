@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from personalens_utils.analysis.tables import provenance_note
+from personalens_utils.measures.display import provenance_note
 from personalens_utils.outputs.plots import FigureResult, Span, greyscale_styles, mark_offline, new_figure
 from personalens_utils.outputs.tables import TableResult
 from personalens_utils.trust.report_card import NOT_MEASURED, PASS, CardError

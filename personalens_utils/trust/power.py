@@ -29,8 +29,9 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from personalens_utils.analysis.bootstrap import scenario_differences
-from personalens_utils.analysis.design import (
+from personalens_utils.llm.budget import CostEstimate, Tally, Volume
+from personalens_utils.measures.bootstrap import scenario_differences
+from personalens_utils.measures.design import (
     ARM,
     JUDGE_SAMPLE,
     SAMPLE,
@@ -40,9 +41,8 @@ from personalens_utils.analysis.design import (
     DesignError,
     design_frame,
 )
-from personalens_utils.analysis.scores import SCALES, backends
-from personalens_utils.analysis.tables import provenance_note, score_source
-from personalens_utils.llm.budget import CostEstimate, Tally, Volume
+from personalens_utils.measures.display import provenance_note, score_source
+from personalens_utils.measures.scores import SCALES, backends
 from personalens_utils.outputs.plots import FigureResult, Span, greyscale_styles, mark_offline, new_figure
 from personalens_utils.outputs.tables import Source, TableResult
 from personalens_utils.trust.variance import decompose_design, nested_anova

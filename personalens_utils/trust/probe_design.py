@@ -19,12 +19,12 @@ from typing import Any
 
 import pandas as pd
 
-from personalens_utils.analysis.design import DesignError
 from personalens_utils.assistants import Assistant, spec_of
 from personalens_utils.data import Benchmark
 from personalens_utils.judging import JudgingConfig, run_judging
 from personalens_utils.judging.requests import ContextFor
 from personalens_utils.llm.role import Role
+from personalens_utils.measures.design import DesignError
 from personalens_utils.runstore.engine import StageReport
 from personalens_utils.runstore.identity import DIALOGUE_PROMPTS
 from personalens_utils.runstore.records import Dialogue
@@ -112,7 +112,7 @@ class ProbeDesign:
         return {role.model: spec_of(role) for role in ordered}
 
     def scores(self, tidy: pd.DataFrame) -> pd.DataFrame:
-        """The rows of a tidy score frame (`analysis.scores.load_scores`) that belong to the design."""
+        """The rows of a tidy score frame (`measures.scores.load_scores`) that belong to the design."""
         keep = (tidy["scenario_id"].isin(self.scenarios) & (tidy["assistant_setting"] == self.setting)
                 & (tidy["user_model"] == self.user_model) & (tidy[DIALOGUE_PROMPTS] == self.prompt_set))
         if self.assistants is not None:

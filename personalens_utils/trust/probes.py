@@ -23,14 +23,14 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, ClassVar
 
-from personalens_utils.analysis.scores import PERSONALIZATION, TASK_COMPLETION
-from personalens_utils.analysis.tables import ASSISTANT_DIMENSIONS
 from personalens_utils.base.errors import KitError
 from personalens_utils.data import Benchmark
 from personalens_utils.judging import JudgingConfig, judge_dialogue
 from personalens_utils.judging.plan import plan_judging
 from personalens_utils.judging.requests import ContextFor
 from personalens_utils.llm.client import LLMClient
+from personalens_utils.measures.display import ASSISTANT_DIMENSIONS
+from personalens_utils.measures.scores import PERSONALIZATION, TASK_COMPLETION
 from personalens_utils.runstore import engine, run_card
 from personalens_utils.runstore.engine import Item, StageReport
 from personalens_utils.runstore.identity import stable_id

@@ -4,7 +4,7 @@ measured, with the figure behind it, its confidence interval and how many items 
 The checks (docs/trust.md, "Judge report card", says how to read each):
 
 - known order: the reference assistants ranked in their designed order (`analysis.judge_check`, J3);
-- human agreement: Cohen's kappa with annotators, as Table 5 computes it (`analysis.judge_agreement`);
+- human agreement: Cohen's kappa with annotators, as Table 5 computes it (`labels.agreement`);
 - self-consistency: Krippendorff's alpha across the judge's samples of the same dialogues;
 - profile counterfactual: the judge shown another user's profile (`probes.ProfileSwap`) must score
   personalization lower, and task completion about the same (within `tc_margin`);
@@ -32,10 +32,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from personalens_utils.analysis import agreement
-from personalens_utils.analysis.judge_agreement import ratings_matrix
 from personalens_utils.analysis.judge_check import judge_sanity, kendall_tau_b
-from personalens_utils.analysis.scores import (
+from personalens_utils.assistants.reference_assistants import DESIGNED_ORDER
+from personalens_utils.base.errors import KitError
+from personalens_utils.base.stored import BackendName
+from personalens_utils.judging import judge_model_key
+from personalens_utils.judging.config import Select
+from personalens_utils.labels import agreement
+from personalens_utils.labels.agreement import shared_matrices
+from personalens_utils.llm import registry
+from personalens_utils.measures.display import ASSISTANT_DIMENSIONS, provenance_note
+from personalens_utils.measures.scores import (
     JUDGE_PROMPTS,
     PERSONALIZATION,
     SCALES,
@@ -46,14 +53,7 @@ from personalens_utils.analysis.scores import (
     load_judgments,
     model_ids,
 )
-from personalens_utils.analysis.stats import Interval, paired_comparison
-from personalens_utils.analysis.tables import ASSISTANT_DIMENSIONS, provenance_note
-from personalens_utils.assistants.reference_assistants import DESIGNED_ORDER
-from personalens_utils.base.errors import KitError
-from personalens_utils.base.stored import BackendName
-from personalens_utils.judging import judge_model_key
-from personalens_utils.judging.config import Select
-from personalens_utils.llm import registry
+from personalens_utils.measures.stats import Interval, paired_comparison
 from personalens_utils.outputs.tables import Source, TableResult
 from personalens_utils.runstore.records import KIT_PROMPTS, OFFLINE, Dialogue, ProbeJudgment
 from personalens_utils.runstore.store import RunStore
@@ -278,12 +278,10 @@ def human_agreement(material: _Material, judge: JudgeRef, annotations: pd.DataFr
         first = material.first(judge)
         mine = first[first["dimension"] == dim].assign(rater="judge")
         humans = annotations[annotations["dimension"] == dim].rename(columns={"annotator": "rater"})
-        items = sorted(set(mine["dialogue_id"]) & set(humans["dialogue_id"]))
+        items, _, ref, raters = shared_matrices(mine, humans)
         if len(items) < 2:
             out.append(_not_measured(judge, name, f"{len(items)} annotated dialogue(s) the judge scored"))
             continue
-        _, ref = ratings_matrix(mine, items)
-        _, raters = ratings_matrix(humans, items)
         cats = SCALES[dim].categories
 
         def kappa(idx: np.ndarray, ref: np.ndarray = ref, raters: np.ndarray = raters,
@@ -525,7 +523,7 @@ def report_card(store: RunStore | str | Path, judges: Sequence[JudgeRef], *,
     `select` keeps the dialogues the card rests on (e.g. notebook 07's `ProbeDesign.select`), so every
     check of every judge reads the same dialogues; None: all the store holds.
 
-    `annotations` is the long frame of `analysis.annotation.read_sheets` (None: human agreement not
+    `annotations` is the long frame of `labels.reading.read_sheets` (None: human agreement not
     measured). Probe checks read the `ProbeJudgment`s of `probes.run_probe`; self-consistency reads the
     judges' samples (`Judgment.sample`).
     """

@@ -29,7 +29,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from personalens_utils.analysis.design import (
+from personalens_utils.assistants.python import row_label
+from personalens_utils.measures.design import (
     ARM,
     JUDGE_SAMPLE,
     LEVELS,
@@ -41,9 +42,8 @@ from personalens_utils.analysis.design import (
     check_design,
     design_frame,
 )
-from personalens_utils.analysis.scores import SCALES, backends
-from personalens_utils.analysis.tables import provenance_note, score_source
-from personalens_utils.assistants.python import row_label
+from personalens_utils.measures.display import provenance_note, score_source
+from personalens_utils.measures.scores import SCALES, backends
 from personalens_utils.outputs.plots import FigureResult, Span, greyscale_styles, mark_offline, new_figure
 from personalens_utils.outputs.tables import TableResult
 

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 import pandas as pd
 from matplotlib.figure import Figure
 
-from personalens_utils.analysis.tables import provenance_note
+from personalens_utils.measures.display import provenance_note
 from personalens_utils.outputs.plots import (
     FigureResult,
     Span,

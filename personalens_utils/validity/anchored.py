@@ -9,7 +9,7 @@ narrower than the human mean's at the same number of labels. lambda in [0, 1] is
 (`tuned_lambda`, PPI++'s rule); lambda = 0 is the human mean.
 
 What it assumes (docs/validity.md): the labelled dialogues are a random sample of the judged ones,
-drawn by the design the annotation manifest records (`annotation.SampleDesign`; each label weighted
+drawn by the design the annotation manifest records (`SampleDesign`; each label weighted
 by the inverse of its chance of being drawn), and the judge scored every dialogue of the population.
 
 Intervals: with `cluster=None`, the CLT intervals of `ppi_py` (`ppi_mean_ci`, `classical_mean_ci`),
@@ -22,7 +22,6 @@ assistants use the same draws of users for both, so the users' share cancels as 
 
 from __future__ import annotations
 
-import glob
 import hashlib
 import json
 import math
@@ -39,16 +38,19 @@ import pandas as pd
 from ppi_py import classical_mean_ci, ppi_mean_ci, ppi_mean_pointestimate
 from scipy.stats import norm
 
-from personalens_utils.analysis import annotation
-from personalens_utils.analysis.annotation import AnnotationError, SampleDesign
-from personalens_utils.analysis.bootstrap import MAX_DRAWS
-from personalens_utils.analysis.design import PERCENT_DIMENSIONS
-from personalens_utils.analysis.scores import backends, run_label
-from personalens_utils.analysis.stats import DEFAULT_RESAMPLES, Interval
-from personalens_utils.analysis.tables import DIMENSION_NAMES, provenance_note
 from personalens_utils.base.errors import KitError
 from personalens_utils.base.files import atomic_file
 from personalens_utils.judging import DIMENSIONS as JUDGE_DIMENSIONS
+from personalens_utils.labels import AnnotationError
+from personalens_utils.labels.reading import ratings_of
+from personalens_utils.labels.sampling import SampleDesign, read_manifest
+from personalens_utils.labels.sheets import MANIFEST_NAME, WRITER_STAGE, export_sheet, writing_folder
+from personalens_utils.labels.synthetic import SYNTHETIC_PREFIX, synthetic_sheets
+from personalens_utils.measures.bootstrap import MAX_DRAWS
+from personalens_utils.measures.design import PERCENT_DIMENSIONS
+from personalens_utils.measures.display import DIMENSION_NAMES, provenance_note
+from personalens_utils.measures.scores import backends, run_label
+from personalens_utils.measures.stats import DEFAULT_RESAMPLES, Interval
 from personalens_utils.outputs.latex import Block, Printed
 from personalens_utils.outputs.tables import Source, TableResult
 from personalens_utils.runstore.store import writer_files
@@ -59,11 +61,7 @@ KINDS = ("judge", "human", "anchored")
 MIN_LABELS = 2
 """Fewer labelled dialogues (or labelled users, when clustered) than this in a group: no human or
 anchored estimate (blank, and the caption says why)."""
-SYNTHETIC_PREFIX = "synthetic-"
-"""Annotator names of the synthetic annotator; a table made with any of them says so first."""
 NUMBER = "V1"
-RATINGS_COLUMNS = ("annotator", "dialogue_id", "dimension", "score")
-"""The long ratings frame of `annotation.read_sheets`."""
 DIFFERENCE_COLUMNS = ("dimension", "treatment", "control", "judge_difference", "judge_ci_low",
                       "judge_ci_high", "human_difference", "human_ci_low", "human_ci_high",
                       "anchored_difference", "ci_low", "ci_high")
@@ -228,7 +226,7 @@ def labelled_frame(scores: pd.DataFrame, ratings: pd.DataFrame, design: SampleDe
     absent = [c for c in needed if c not in scores.columns]
     if absent:
         raise ValidityError(f"the score frame has no column(s) {absent}; load it with "
-                            "analysis.scores.load_scores")
+                            "measures.scores.load_scores")
     if "judge_model" in scores.columns and scores["judge_model"].nunique() > 1:
         judges = sorted(map(str, scores["judge_model"].unique()))
         raise ValidityError(f"the score frame holds several judges {judges}; anchor one judge at a time "
@@ -470,17 +468,6 @@ def _printed(shown: pd.DataFrame) -> Printed:
     return Printed((Block(frame[ordered], group="dimension"),), "Intervals in brackets below each estimate.")
 
 
-def _ratings(sheets: pd.DataFrame | str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
-             manifest: str | os.PathLike[str]) -> pd.DataFrame:
-    if isinstance(sheets, pd.DataFrame):
-        absent = [c for c in RATINGS_COLUMNS if c not in sheets.columns]
-        if absent:
-            raise ValidityError(f"the ratings frame has no column(s) {absent}; read the sheets with "
-                                "annotation.read_sheets, or pass their paths")
-        return sheets
-    return annotation.read_sheets(sheets, manifest=manifest)
-
-
 @dataclass(frozen=True)
 class AnchorOptions:
     """What `human_anchored` is asked to do: which column names the assistant (`arm`), which dimensions,
@@ -504,11 +491,11 @@ def human_anchored(
     origin: str = "a score frame",
 ) -> HumanAnchored:
     """Human-anchored estimates of one judge's scores (`load_scores`) from filled sheets (paths, a glob,
-    or `annotation.read_sheets`' frame) of the sample the manifest describes, weighted by its design."""
+    or `labels.reading.read_sheets`' frame) of the sample the manifest describes, weighted by its design."""
     opts = options or AnchorOptions()
-    record = annotation.read_manifest(manifest)
+    record = read_manifest(manifest)
     design = SampleDesign.from_manifest(record)
-    ratings = _ratings(sheets, manifest)
+    ratings = ratings_of(sheets, manifest)
     frame = labelled_frame(scores, ratings, design, where=record.get("where"), arm=opts.arm,
                            dimensions=opts.dimensions, cluster=opts.cluster)
     estimates, differences = estimate(frame, clustered=opts.cluster is not None, confidence=opts.confidence,
@@ -540,76 +527,6 @@ def human_anchored_table(scores: pd.DataFrame,
     return human_anchored(scores, sheets, **options).table()
 
 
-def synthetic_sheets(
-    paths: Mapping[str, Path],
-    scores: pd.DataFrame,
-    *,
-    annotators: int = 2,
-    noise: float = 0.7,
-    flip: float = 0.1,
-    seed: int = 0,
-) -> list[Path]:
-    """Fill the exported sheet (`annotation.export_sheet`'s `paths`) as `annotators` synthetic annotators
-    would, for offline runs without people: each rating is the judge's score of the dialogue (mean over
-    judge samples) plus the annotator's own seeded offset and noise (sd `noise`), rounded to the scale;
-    a task-completion verdict is flipped with probability `flip`. Annotators are named
-    `synthetic-<k>`, files `synthetic_annotator_<k>.csv` beside the sheet, every note says SYNTHETIC.
-
-    A file already there is kept when it holds exactly these ratings, else refused (never overwritten).
-    """
-    header, rows, delimiter = annotation.read_table(paths["sheet"])
-    judge = scores[scores["score"].notna()].groupby(
-        [scores["dialogue_id"].astype(str), scores["dimension"].astype(str)])["score"].mean()
-    written = []
-    for k in range(1, annotators + 1):
-        rng = np.random.default_rng([seed, k])
-        offset = rng.normal(0, noise / 2)
-        filled = []
-        for row in rows:
-            out = dict(row, annotator=f"{SYNTHETIC_PREFIX}{k}",
-                       notes="SYNTHETIC: seeded noise on the judge's score, not a person's rating")
-            for dim in annotation.RATED:
-                score = judge.get((row["dialogue_id"], dim))
-                out[dim] = ("" if score is None
-                            else _synthetic_rating(dim, float(score), offset, noise, flip, rng))
-            filled.append(out)
-        path = Path(paths["sheet"]).parent / f"synthetic_annotator_{k}.csv"
-        if path.exists():
-            if annotation.read_table(path)[1] != [{c: r.get(c, "") for c in header} for r in filled]:
-                raise ValidityError(f"{path} exists and holds other ratings; move it away (it may be "
-                                    "someone's work) or fill another folder")
-        else:
-            annotation.write_table(path, header, filled, delimiter)
-        written.append(path)
-    return written
-
-
-def _synthetic_rating(dimension: str, score: float, offset: float, noise: float, flip: float,
-                      rng: np.random.Generator) -> str:
-    dim = JUDGE_DIMENSIONS[dimension]
-    if dim.family == "task_completion":
-        verdict = score >= 0.5
-        return str(verdict != (rng.random() < flip))
-    value = round(score + offset + rng.normal(0, noise))
-    return str(int(min(dim.high, max(dim.low, value))))
-
-
-def given_sheets(sheets: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
-                 manifest: str | os.PathLike[str] | None = None) -> tuple[Any, Path]:
-    """People's filled sheets and their sample's manifest, for notebook 09: the manifest given, or
-    `annotation_sample.json` beside the first sheet."""
-    if manifest is None:
-        named = [str(sheets)] if isinstance(sheets, str | os.PathLike) else [str(p) for p in sheets]
-        first = sorted(Path(p) for name in named for p in glob.glob(name))
-        if not first:
-            raise ValidityError(f"annotation_sheets={sheets!r}: no file matches")
-        manifest = first[0].parent / annotation.MANIFEST_NAME
-    if not Path(manifest).is_file():
-        raise ValidityError(f"no annotation manifest at {manifest}: pass the sample's "
-                            "annotation_sample.json (annotation_manifest), written with the sheet")
-    return sheets, Path(manifest)
-
-
 def synthetic_sample(
     store: Any, benchmark: Any, scores: pd.DataFrame, out_dir: str | os.PathLike[str], *,
     n: int = 120, seed: int = 0, where: Mapping[str, Any] | None = None,
@@ -622,11 +539,11 @@ def synthetic_sample(
     sample. The folder's `KIT_MARKER` records what 09 wrote; a folder holding anything else (a sheet
     someone filled, or one written before the marker) is left as it is, with one line naming the file,
     and the sample goes to the next free `<out_dir>_<k>`. The folder is held while it is written
-    (`annotation.writing_folder`): a second run of 09 into it stops at once, naming the folder and the
+    (`writing_folder`): a second run of 09 into it stops at once, naming the folder and the
     run holding it, and the first run's files stay as it writes them.
     """
     folder = _own_folder(Path(out_dir))
-    with annotation.writing_folder(folder, ValidityError, "give this run of notebook 09 another output_dir"):
+    with writing_folder(folder, ValidityError, "give this run of notebook 09 another output_dir"):
         return _write_sample(folder, store, benchmark, scores, n=n, seed=seed, where=where)
 
 
@@ -635,7 +552,7 @@ def _write_sample(folder: Path, store: Any, benchmark: Any, scores: pd.DataFrame
     """`synthetic_sample`'s writing, with the folder held: drafted aside, then swapped in file by file."""
     before = _marked(folder)
     with tempfile.TemporaryDirectory(prefix=f".{folder.name}-", dir=folder.parent) as draft:
-        paths = annotation.export_sheet(store, benchmark, draft, n=n, seed=seed, where=where,
+        paths = export_sheet(store, benchmark, draft, n=n, seed=seed, where=where,
                                         stratify_by="assistant_model")
         sheets = synthetic_sheets(paths, scores, seed=seed)
         written = (paths["sheet"], paths["guidelines"], paths["manifest"], *sheets)
@@ -653,7 +570,7 @@ def _write_sample(folder: Path, store: Any, benchmark: Any, scores: pd.DataFrame
         for name in before.keys() - digests.keys():
             (folder / name).unlink(missing_ok=True)
         _mark(folder, {name: [digest] for name, digest in digests.items()})
-    return [folder / p.name for p in sheets], folder / annotation.MANIFEST_NAME
+    return [folder / p.name for p in sheets], folder / MANIFEST_NAME
 
 
 KIT_MARKER = "written_by_kit.json"
@@ -699,7 +616,7 @@ def _foreign(folder: Path) -> list[Path]:
 def _kits_own(name: str) -> bool:
     """The marker, the folder's writer lock and its note, and a marker being written (a run holds the
     folder): files of 09 that no digest lists."""
-    return (name == KIT_MARKER or name in writer_files(annotation.WRITER_STAGE)
+    return (name == KIT_MARKER or name in writer_files(WRITER_STAGE)
             or (name.startswith(f".{KIT_MARKER}.") and name.endswith(".tmp")))
 
 

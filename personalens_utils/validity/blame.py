@@ -25,8 +25,7 @@ from typing import Any
 
 import pandas as pd
 
-from personalens_utils.analysis.scores import PERSONALIZATION, TASK_COMPLETION
-from personalens_utils.analysis.tables import MAIN_SETTING, LeftOut, provenance_note, table3_beside
+from personalens_utils.analysis.tables import LeftOut, table3_beside
 from personalens_utils.base.errors import KitError
 from personalens_utils.data import Benchmark
 from personalens_utils.judging import DIMENSIONS, JUDGEABLE_STATUSES
@@ -35,6 +34,8 @@ from personalens_utils.judging.requests import ContextFor
 from personalens_utils.llm import Request
 from personalens_utils.llm.client import LLMClient
 from personalens_utils.llm.role import Role
+from personalens_utils.measures.display import MAIN_SETTING, provenance_note
+from personalens_utils.measures.scores import PERSONALIZATION, TASK_COMPLETION
 from personalens_utils.outputs.tables import Source, TableResult
 from personalens_utils.prompt_sets import KIT, PromptSet
 from personalens_utils.prompt_sets.review import reminder_request

@@ -35,18 +35,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from personalens_utils.analysis.bootstrap import cluster_ci, method_note, paired_difference
-from personalens_utils.analysis.design import ARM, SCORE, TASK, USER
-from personalens_utils.analysis.scores import (
-    PERSONALIZATION,
-    TASK_COMPLETION,
-    Stores,
-    load_dialogues,
-    load_scores,
-    reading,
-)
-from personalens_utils.analysis.stats import DEFAULT_RESAMPLES, MIN_CLUSTERS, Interval
-from personalens_utils.analysis.tables import provenance_note
 from personalens_utils.assistants import Assistant
 from personalens_utils.base.errors import KitError
 from personalens_utils.base.words import words_of
@@ -56,6 +44,18 @@ from personalens_utils.judging.offline import mentions
 from personalens_utils.llm import Request, Response, Usage
 from personalens_utils.llm.loop_thread import LoopThread
 from personalens_utils.llm.role import Role
+from personalens_utils.measures.bootstrap import cluster_ci, method_note, paired_difference
+from personalens_utils.measures.design import ARM, SCORE, TASK, USER
+from personalens_utils.measures.display import provenance_note
+from personalens_utils.measures.scores import (
+    PERSONALIZATION,
+    TASK_COMPLETION,
+    Stores,
+    load_dialogues,
+    load_scores,
+    reading,
+)
+from personalens_utils.measures.stats import DEFAULT_RESAMPLES, MIN_CLUSTERS, Interval
 from personalens_utils.outputs.latex import Block, Printed
 from personalens_utils.outputs.tables import Source, TableResult
 from personalens_utils.prompt_sets import KIT, PromptSet, ScenarioContext
@@ -405,7 +405,7 @@ def _read(source: Columnar, ids: Sequence[str]) -> dict[str, Dialogue]:
 
 
 def _cells(frame: pd.DataFrame, measure: str) -> pd.DataFrame:
-    """Per scenario cell both arms scored on `measure`: the design frame of `analysis.bootstrap` (user,
+    """Per scenario cell both arms scored on `measure`: the design frame of `measures.bootstrap` (user,
     task = cell, arm, score), one row per dialogue."""
     part = frame[frame[measure].notna()]
     both = part.groupby("cell")["arm"].nunique()

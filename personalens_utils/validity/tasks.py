@@ -4,14 +4,14 @@ result of a task at all?
 For each task (or domain), the gap in personalization (P) and task completion (TCR, in percentage
 points) between an assistant that sees everything of the user (`full`) and one that sees nothing
 (`blind`), on the scenarios both ran: the mean per-scenario difference, with an interval that
-resamples users (`analysis.bootstrap.paired_difference`). Offline, the reference assistants are the two
+resamples users (`measures.bootstrap.paired_difference`). Offline, the reference assistants are the two
 arms (the best against the worst of `assistants.reference_assistants.DESIGNED_ORDER`); on a real run, one
 assistant under the ablation's settings (e.g. "base+all" against "base", `simulation.settings`).
 
 A task is flagged when it does not tell the two apart: the interval of every gap in `FLAG_ON` includes
 0 (no measured gap on P nor on TCR), or the blind assistant already reaches the top of the P scale in
 most of its dialogues (more than `TOP_SHARE`). A gap resting on fewer than `MIN_CLUSTERS` users has no
-interval (`analysis.stats`), so it cannot show "no gap": such a task is not flagged for it, and its row
+interval (`measures.stats`), so it cannot show "no gap": such a task is not flagged for it, and its row
 says the gap was not judged. Table 3 is then shown on the unflagged tasks beside all
 tasks (`table3_on_measuring_tasks`).
 """
@@ -25,9 +25,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from personalens_utils.analysis.bootstrap import method_note, paired_difference
-from personalens_utils.analysis.design import design_frame
-from personalens_utils.analysis.scores import (
+from personalens_utils.analysis.tables import LeftOut, table3_beside
+from personalens_utils.assistants.reference_assistants import DESIGNED_ORDER
+from personalens_utils.base.errors import KitError
+from personalens_utils.measures.bootstrap import method_note, paired_difference
+from personalens_utils.measures.design import design_frame
+from personalens_utils.measures.display import MAIN_SETTING, fmt_ci, provenance_note, score_source
+from personalens_utils.measures.scores import (
     PERSONALIZATION,
     SCALES,
     TASK_COMPLETION,
@@ -35,17 +39,7 @@ from personalens_utils.analysis.scores import (
     explode_domains,
     per_scenario,
 )
-from personalens_utils.analysis.stats import DEFAULT_RESAMPLES, FEW_CLUSTERS, MIN_CLUSTERS, Interval
-from personalens_utils.analysis.tables import (
-    MAIN_SETTING,
-    LeftOut,
-    fmt_ci,
-    provenance_note,
-    score_source,
-    table3_beside,
-)
-from personalens_utils.assistants.reference_assistants import DESIGNED_ORDER
-from personalens_utils.base.errors import KitError
+from personalens_utils.measures.stats import DEFAULT_RESAMPLES, FEW_CLUSTERS, MIN_CLUSTERS, Interval
 from personalens_utils.outputs.tables import TableResult
 from personalens_utils.simulation.settings import AssistantSetting, SettingError
 

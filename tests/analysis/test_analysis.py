@@ -16,8 +16,11 @@ from support.records import put
 from support.synthetic_store import JUDGE, SECOND_JUDGE, build_store, served_for_real
 
 from personalens_utils import analysis
-from personalens_utils.analysis import agreement, scores
+from personalens_utils.labels import agreement
+from personalens_utils.labels.agreement import AGREEMENT_DIMENSIONS
 from personalens_utils.llm.offline import OFFLINE_LABEL
+from personalens_utils.measures import scores
+from personalens_utils.measures.display import provenance_note
 from personalens_utils.outputs import plots
 from personalens_utils.runstore.records import Dialogue, Judgment, Record
 from personalens_utils.runstore.store import RunStore
@@ -147,14 +150,14 @@ def test_a_caption_tells_reference_assistants_from_real_models_and_a_set_of_back
          "judge": frozenset({("anthropic", "claude-3-5-sonnet-20241022")})},
         {"ref-dialogue-only": frozenset({("offline", "ref-dialogue-only")}),
          "smollm2": frozenset({("openai", "smollm2")})})
-    assert analysis.provenance_note(made) == (
+    assert provenance_note(made) == (
         f" Made in part with the {OFFLINE_LABEL}: the user agent is offline; the judge is "
         "anthropic:claude-3-5-sonnet-20241022; smollm2 (openai:smollm2) is a real model; ref-dialogue-only "
         "is an offline reference assistant.")
-    assert analysis.provenance_note({"offline", "openai"}) == (
+    assert provenance_note({"offline", "openai"}) == (
         f" Made in part with the {OFFLINE_LABEL}, in part with openai.")
-    assert analysis.provenance_note({"offline", "python"}) == f" Made with the {OFFLINE_LABEL}."
-    assert analysis.provenance_note({"anthropic"}) == " Backend: anthropic."
+    assert provenance_note({"offline", "python"}) == f" Made with the {OFFLINE_LABEL}."
+    assert provenance_note({"anthropic"}) == " Backend: anthropic."
 
 
 @needs_tex
@@ -219,7 +222,7 @@ def _annotators(judge: pd.DataFrame, n: int, flip: float, seed: int) -> pd.DataF
 
 def test_table5_with_annotators_matches_the_agreement_functions(tidy):
     sample_ids = sorted(tidy["dialogue_id"].unique())[:100]
-    judge = tidy[tidy["dialogue_id"].isin(sample_ids) & tidy["dimension"].isin(analysis.AGREEMENT_DIMENSIONS)]
+    judge = tidy[tidy["dialogue_id"].isin(sample_ids) & tidy["dimension"].isin(AGREEMENT_DIMENSIONS)]
     annotations = _annotators(judge, 3, 0.25, seed=1)
     result = analysis.table5(judge, annotations, judge_model=JUDGE, backend_names={"offline"})
     row = result.frame.set_index("Metric").loc["Personalization"]
@@ -269,7 +272,7 @@ def test_table5_prints_one_column_wide_with_a_legend_for_its_short_names(store, 
     """Both forms of Table 5 (annotators, second judge) fit one ACL column at their natural size."""
     second = scores.load_scores(store, judge_model=SECOND_JUDGE)
     first = tidy[tidy["dialogue_id"].isin(second["dialogue_id"]) & tidy["dimension"].isin(
-        analysis.AGREEMENT_DIMENSIONS)]
+        AGREEMENT_DIMENSIONS)]
     human = analysis.table5(first, _annotators(first, 3, 0.25, seed=1), judge_model=JUDGE,
                             backend_names={"offline"})
     judges = analysis.table5(first, None, judge_model=JUDGE, second_judge=second,
@@ -310,7 +313,7 @@ def test_figures_carry_the_offline_label_and_show_the_turn_trends(tidy):
 
 
 def test_a_tiny_nonzero_difference_is_not_printed_as_zero():
-    from personalens_utils.analysis.ablation import fmt_diff
+    from personalens_utils.measures.display import fmt_diff
 
     assert fmt_diff(0.004, 0.001, 0.008, 0.033) == "+0.004 [+0.001, +0.008], p=0.033"
     assert fmt_diff(0.0, 0.0, 0.0, 1.0) == "+0.00 [+0.00, +0.00], p=1.000"

@@ -22,8 +22,9 @@ from support.synthetic_store import build_store
 from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils import analysis, judging
-from personalens_utils.analysis import dialogue_stats, scores, stats, tables
+from personalens_utils.analysis import dialogue_stats, tables
 from personalens_utils.llm.client import LLMClient
+from personalens_utils.measures import scores, stats
 from personalens_utils.runstore.records import Dialogue, Judgment
 from personalens_utils.runstore.store import RunStore, StoreError, merge_stores
 from personalens_utils.simulation import SimulationConfig, run_simulation

@@ -10,11 +10,11 @@ import pandas as pd
 import papermill
 import pytest
 
-from personalens_utils.analysis import annotation
 from personalens_utils.base.paths import project_root
 from personalens_utils.data import load_benchmark
 from personalens_utils.generation import GenerationConfig, generate_benchmark
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
+from personalens_utils.labels.sheets import export_sheet
 from personalens_utils.llm import LLMClient
 from personalens_utils.llm.offline import OFFLINE_LABEL
 from personalens_utils.outputs.tables import read_caption, read_table
@@ -141,7 +141,7 @@ def test_analysis_notebook_without_annotations(prepared, tmp_path, monkeypatch):
 
 def test_analysis_notebook_with_filled_sheets(prepared, tmp_path, monkeypatch):
     # export the sample where notebook 06 will look for it; the notebook finds it and keeps it
-    paths = annotation.export_sheet(
+    paths = export_sheet(
         prepared / "store",
         load_benchmark(prepared / "bench"),
         tmp_path / "annotation",

@@ -12,7 +12,8 @@ import pytest
 from support.synthetic_store import JUDGE, build_store
 
 from personalens_utils import analysis
-from personalens_utils.analysis import dialogue_stats, scores
+from personalens_utils.analysis import dialogue_stats
+from personalens_utils.measures import scores
 from personalens_utils.outputs.tables import Source
 
 FOLDER = "/home/someone/elsewhere"

@@ -15,7 +15,7 @@ from matplotlib.transforms import Bbox
 from support.synthetic_store import JUDGE, build_store
 
 from personalens_utils import analysis
-from personalens_utils.analysis import scores
+from personalens_utils.measures import scores
 
 LONG_NAMES = (
     "python:/home/someone/projects/assistants/my_retrieval_assistant.py:MyRetrievalAssistant?k=3",

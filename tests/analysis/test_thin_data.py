@@ -19,8 +19,8 @@ from support.synthetic_store import JUDGE, build_store, dialogue_record, judgmen
 from support.trust_design import Truth, simulate
 
 from personalens_utils import analysis
-from personalens_utils.analysis import bootstrap, scores
-from personalens_utils.analysis.stats import ALL_EQUAL, FEW_CLUSTERS, MIN_CLUSTERS
+from personalens_utils.measures import bootstrap, scores
+from personalens_utils.measures.stats import ALL_EQUAL, FEW_CLUSTERS, MIN_CLUSTERS
 from personalens_utils.runstore.records import Dialogue, Judgment, ProbeJudgment
 from personalens_utils.runstore.store import RunStore
 from personalens_utils.trust import differences

@@ -23,8 +23,8 @@ matplotlib.use("Agg")
 import pytest
 from support.checkout import ROOT
 
-from personalens_utils.analysis import annotation
-from personalens_utils.analysis.stats import bootstrap_ci, paired_comparison, sign_flip_pvalue
+from personalens_utils.labels.sheets import MANIFEST_NAME
+from personalens_utils.measures.stats import bootstrap_ci, paired_comparison, sign_flip_pvalue
 from personalens_utils.runstore.records import Dialogue, Judgment
 from personalens_utils.runstore.store import RunStore
 from personalens_utils.validation import lexical
@@ -48,7 +48,7 @@ def _files(out: Path) -> dict[str, bytes]:
     return {
         str(p.relative_to(out)): p.read_bytes()
         for p in sorted(out.rglob("*"))
-        if p.is_file() and p.name != annotation.MANIFEST_NAME
+        if p.is_file() and p.name != MANIFEST_NAME
     }
 
 

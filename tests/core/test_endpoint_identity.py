@@ -17,12 +17,12 @@ from support.scripted_models import JUDGE, scripted_reply
 from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils import analysis, judging
-from personalens_utils.analysis import scores
 from personalens_utils.assistants import resolve_assistant
 from personalens_utils.judging import JudgingConfig
 from personalens_utils.llm import CallKind, LLMClient, LLMError, Message, Request, registry
 from personalens_utils.llm.client import Clients
 from personalens_utils.llm.role import Role
+from personalens_utils.measures import scores
 from personalens_utils.runstore.records import Dialogue
 from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation import SimulationConfig, run_simulation

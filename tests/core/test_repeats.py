@@ -21,10 +21,10 @@ from support.records import stored_lines
 from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils import judging
-from personalens_utils.analysis import scores
 from personalens_utils.data import save_benchmark
 from personalens_utils.judging import JudgingConfig
 from personalens_utils.llm import CallKind, LLMClient, Message, Request
+from personalens_utils.measures import scores
 from personalens_utils.prompt_templates.dialogue import USER_SYSTEM
 from personalens_utils.runstore.identity import IdentityError
 from personalens_utils.runstore.records import Dialogue, Judgment

@@ -22,13 +22,14 @@ from support.scripted_models import JUDGE, scripted_reply
 from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils import analysis, judging
-from personalens_utils.analysis import scores
 from personalens_utils.analysis.dialogue_stats import table13
 from personalens_utils.assistants import resolve_assistant
 from personalens_utils.data import Benchmark, save_benchmark
 from personalens_utils.judging import JudgingConfig
 from personalens_utils.llm import LLMClient, registry
 from personalens_utils.llm.client import Clients
+from personalens_utils.measures import scores
+from personalens_utils.measures.display import ASSISTANT_DIMENSIONS
 from personalens_utils.outputs.tables import read_table
 from personalens_utils.runstore.records import Dialogue, Judgment
 from personalens_utils.runstore.store import RunStore, StoreMigrated, stable_id
@@ -134,7 +135,7 @@ def test_after_an_offline_run_a_real_backend_simulates_and_judges_everything_aga
     assert all(r.startswith(MODEL) for r in rows)
     long = table.data
     assert set(long.groupby("assistant_model")["n"].sum()) == {
-        (tidy[tidy["assistant_backend"] == b]["dimension"].isin(analysis.ASSISTANT_DIMENSIONS)).sum()
+        (tidy[tidy["assistant_backend"] == b]["dimension"].isin(ASSISTANT_DIMENSIONS)).sum()
         for b in ("offline", "anthropic")
     }
     assert table.source.backends == ("anthropic", "offline")

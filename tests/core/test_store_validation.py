@@ -13,11 +13,11 @@ import pytest
 from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils import judging
-from personalens_utils.analysis import annotation
 from personalens_utils.analysis.dialogue_stats import dialogues_frame
-from personalens_utils.analysis.scores import load_dialogues, load_scores
 from personalens_utils.explore.catalog import Catalog
+from personalens_utils.labels.sampling import sample_dialogues
 from personalens_utils.llm.client import LLMClient
+from personalens_utils.measures.scores import load_dialogues, load_scores
 from personalens_utils.runstore.records import Dialogue, Judgment, RecordError
 from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation import run_simulation
@@ -30,7 +30,7 @@ READERS: dict[str, Callable[[RunStore], Any]] = {
     "load_scores": lambda s: load_scores(s, judge_model="Claude 3.5 Sonnet"),
     "dialogues_frame (Table 13)": dialogues_frame,
     "explorer catalog": Catalog,
-    "annotation sample": lambda s: annotation.sample_dialogues(s, n=3, seed=0),
+    "annotation sample": lambda s: sample_dialogues(s, n=3, seed=0),
 }
 
 

@@ -14,8 +14,6 @@ from support.records import dialogue_json, put
 from support.synthetic_store import build_benchmark
 
 from personalens_utils import analysis
-from personalens_utils.analysis import annotation
-from personalens_utils.analysis.annotation import AnnotationError
 from personalens_utils.base.paths import project_root
 from personalens_utils.explore import Annotator, annotate, explore, side_by_side
 from personalens_utils.explore import widgets as widgets_module
@@ -24,8 +22,12 @@ from personalens_utils.explore.views import dialogue_page, turn_notes
 from personalens_utils.judging import DIMENSIONS
 from personalens_utils.judging.answers import combine, score_fields
 from personalens_utils.judging.offline import mentions
+from personalens_utils.labels import AnnotationError
+from personalens_utils.labels.reading import read_sheets
+from personalens_utils.labels.sheets import RATED, SHEET_COLUMNS, export_sheet, read_table, write_table
 from personalens_utils.llm import CallKind, Message, Request
 from personalens_utils.llm.client import Clients
+from personalens_utils.measures.scores import load_scores
 from personalens_utils.outputs.display import UsageTable, frame_html
 from personalens_utils.outputs.tables import Source, TableResult
 from personalens_utils.runstore.engine import StageReport
@@ -248,7 +250,7 @@ def test_side_by_side_says_where_the_shorter_dialogue_ended_instead_of_a_blank_c
 
 @pytest.fixture
 def exported(store, benchmark, tmp_path):
-    return annotation.export_sheet(store, benchmark, tmp_path / "annotation", n=3, seed=0)
+    return export_sheet(store, benchmark, tmp_path / "annotation", n=3, seed=0)
 
 
 def _ratings(tc: str, p: str) -> dict[str, str]:
@@ -274,28 +276,28 @@ def test_annotation_is_validated_saved_after_every_item_and_resumed(exported):
     assert "&#x27;7&#x27; is not a whole number from 1 to 4" in widget.message.value
     assert "&#x27;x&#x27; is not a number (1-5 expected)" in widget.message.value
     assert sheet.read_bytes() == before
-    widget.enter(**dict.fromkeys(annotation.RATED, ""))
+    widget.enter(**dict.fromkeys(RATED, ""))
     assert widget.save() is False and "no rating entered" in widget.message.value
     widget.annotator.value = "Bob"  # a second name on one sheet would make Table 5 refuse it
     widget.enter(**_ratings("yes", "3"))
-    header, rows, _ = annotation.read_table(sheet)
+    header, rows, _ = read_table(sheet)
     rows[2]["annotator"] = "Alice B"  # another item of the sheet is Alice's
-    annotation.write_table(sheet, header, rows)
+    write_table(sheet, header, rows)
     widget.rows = rows
     assert widget.save() is False and "holds the ratings of Alice B" in widget.message.value
     sheet.write_bytes(before)
-    widget.rows = annotation.read_table(sheet)[1]
+    widget.rows = read_table(sheet)[1]
     widget.annotator.value = "Alice B"
-    widget.enter(**dict.fromkeys(annotation.RATED, ""))
+    widget.enter(**dict.fromkeys(RATED, ""))
     assert widget.save() is False and "no rating entered" in widget.message.value
     # valid entries are saved at once, in the sheet's own format
     widget.enter(**_ratings("yes", "3"), notes="clear, \"quoted\" note")
     assert widget.save() is True and widget.index == 1
     saved = pd.read_csv(sheet, dtype=str, keep_default_na=False)
-    assert list(saved.columns) == list(annotation.SHEET_COLUMNS)
+    assert list(saved.columns) == list(SHEET_COLUMNS)
     assert saved.loc[0, ["task_completion", "personalization", "annotator", "notes"]].tolist() == [
         "True", "3", "Alice B", 'clear, "quoted" note']
-    assert (saved.loc[1:, list(annotation.RATED)] == "").all().all()
+    assert (saved.loc[1:, list(RATED)] == "").all().all()
     assert not list(folder.glob(".*.tmp"))  # the atomic write left no temporary file
     # the tab is closed half-way; a new widget on the same sheet goes on at the first unrated item
     del widget
@@ -317,8 +319,8 @@ def test_annotation_is_validated_saved_after_every_item_and_resumed(exported):
     stale.go(1)
     stale.enter(personalization="4")
     assert stale.save()
-    assert [r["personalization"] for r in annotation.read_table(sheet)[1]] == ["2", "4", "2"]
-    ratings = annotation.read_sheets(str(folder / "annotator_*.csv"), manifest=exported["manifest"])
+    assert [r["personalization"] for r in read_table(sheet)[1]] == ["2", "4", "2"]
+    ratings = read_sheets(str(folder / "annotator_*.csv"), manifest=exported["manifest"])
     assert set(ratings["annotator"]) == {"Alice B"} and len(ratings) == 3 * 6
     assert ratings.groupby("dialogue_id")["score"].count().tolist() == [6, 6, 6]
 
@@ -338,10 +340,10 @@ def test_a_sheet_filled_in_the_widget_gives_table5_what_a_spreadsheet_gives(expo
             by_hand.loc[i, column] = value
     (folder / "spreadsheet").mkdir()
     by_hand.to_csv(folder / "spreadsheet" / "ann1.csv", index=False)
-    from_widget = annotation.read_sheets([folder / "annotator_ann1.csv"], manifest=exported["manifest"])
-    from_csv = annotation.read_sheets([folder / "spreadsheet" / "ann1.csv"], manifest=exported["manifest"])
+    from_widget = read_sheets([folder / "annotator_ann1.csv"], manifest=exported["manifest"])
+    from_csv = read_sheets([folder / "spreadsheet" / "ann1.csv"], manifest=exported["manifest"])
     pd.testing.assert_frame_equal(from_widget, from_csv)
-    judge = analysis.scores.load_scores(store, judge_model="judge-1")
+    judge = load_scores(store, judge_model="judge-1")
     table = analysis.table5(judge, from_widget, judge_model="judge-1", backend_names={"offline"})
     assert table.frame.equals(analysis.table5(judge, from_csv, judge_model="judge-1",
                                               backend_names={"offline"}).frame)

@@ -11,14 +11,14 @@ import pytest
 from support.latex_page import compile_problems, needs_tex
 from support.synthetic_store import build_benchmark
 
-from personalens_utils.analysis import bootstrap, stats
-from personalens_utils.analysis.scores import load_scores
-from personalens_utils.analysis.stats import MIN_CLUSTERS
 from personalens_utils.assistants import PythonOptions, resolve_assistant
 from personalens_utils.explore import explore, play_user
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
 from personalens_utils.llm import LLMClient
 from personalens_utils.llm.client import Clients
+from personalens_utils.measures import bootstrap, stats
+from personalens_utils.measures.scores import load_scores
+from personalens_utils.measures.stats import MIN_CLUSTERS
 from personalens_utils.runstore.records import Dialogue, Judgment
 from personalens_utils.runstore.run_card import read_card
 from personalens_utils.runstore.store import RunStore

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from personalens_utils import analysis
-from personalens_utils.analysis import dialogue_stats, scores
+from personalens_utils.analysis import dialogue_stats
 from personalens_utils.data import load_benchmark
 from personalens_utils.export.arguments import ExportArgumentError
 from personalens_utils.export.formats import ExportError, import_run, read_run_card, to_hf_dataset, to_inspect
@@ -33,6 +33,7 @@ from personalens_utils.export.official import (
 from personalens_utils.generation import GenerationConfig, generate_benchmark
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
 from personalens_utils.llm import LLMClient
+from personalens_utils.measures import scores
 from personalens_utils.runstore.records import Dialogue, Judgment
 from personalens_utils.runstore.run_card import read_card
 from personalens_utils.runstore.store import RunStore

@@ -16,10 +16,11 @@ import pytest
 from support.records import put
 from support.synthetic_store import build_benchmark, build_store, dialogue_record, judgment_record
 
-from personalens_utils.analysis import annotation
 from personalens_utils.base.safe_names import MAX_NAME, UnsafePath, inside, safe_name
 from personalens_utils.export.formats import to_hf_dataset, to_inspect
 from personalens_utils.export.official import export_official, plan_export
+from personalens_utils.labels import AnnotationError
+from personalens_utils.labels.sheets import export_sheet, read_table
 from personalens_utils.outputs.plots import save_figure
 from personalens_utils.outputs.tables import save_table
 from personalens_utils.runstore.records import Dialogue, Judgment
@@ -136,12 +137,12 @@ def test_an_annotation_sheet_of_hostile_ids_writes_only_its_own_files(tmp_path):
     put(store, Dialogue, [{**model, "assistant_model": "model-h", "id": name} for name in names])
     put(store, Dialogue, [{**model, "assistant_model": "model-nul", "id": "a\x00b"}])
     before = files_under(tmp_path)
-    with pytest.raises(annotation.AnnotationError, match=r"row 2, column dialogue_id: a NUL character"):
-        annotation.export_sheet(store, build_benchmark(2), tmp_path / "nul",
+    with pytest.raises(AnnotationError, match=r"row 2, column dialogue_id: a NUL character"):
+        export_sheet(store, build_benchmark(2), tmp_path / "nul",
                                 where={"assistant_model": "model-nul"})
     assert not [p for p in files_under(tmp_path) - before if store.root not in p.parents and p.is_file()]
-    paths = annotation.export_sheet(store, build_benchmark(2), tmp_path / "sheet", n=100,
+    paths = export_sheet(store, build_benchmark(2), tmp_path / "sheet", n=100,
                                     where={"assistant_model": "model-h"})
     new = {p for p in files_under(tmp_path) - before if store.root not in p.parents and p.is_file()}
     assert new == set(paths.values()) and all(p.parent == tmp_path / "sheet" for p in new)
-    assert sorted(r["dialogue_id"] for r in annotation.read_table(paths["sheet"])[1]) == sorted(names)
+    assert sorted(r["dialogue_id"] for r in read_table(paths["sheet"])[1]) == sorted(names)

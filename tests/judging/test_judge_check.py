@@ -13,10 +13,10 @@ from support.latex_page import compile_problems, needs_tex
 from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils.analysis.judge_check import judge_sanity, kendall_tau_b
-from personalens_utils.analysis.scores import SCALES, load_scores
 from personalens_utils.assistants.reference_assistants import DESIGNED_ORDER, view_of
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
 from personalens_utils.llm.client import LLMClient
+from personalens_utils.measures.scores import SCALES, load_scores
 from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation import (
     AssistantSetting,

@@ -15,10 +15,10 @@ from support.planted_judges import LengthBiasedJudge, ProfileBlindJudge, RandomJ
 from support.records import dialogue
 from support.tiny_benchmark import tiny_benchmark
 
-from personalens_utils.analysis.tables import ASSISTANT_DIMENSIONS
 from personalens_utils.assistants.reference_assistants import DESIGNED_ORDER
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
 from personalens_utils.llm.client import LLMClient
+from personalens_utils.measures.display import ASSISTANT_DIMENSIONS
 from personalens_utils.runstore.identity import Variant
 from personalens_utils.runstore.records import Dialogue, Judgment, ProbeJudgment
 from personalens_utils.runstore.store import RunStore

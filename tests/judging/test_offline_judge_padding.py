@@ -12,12 +12,12 @@ import pandas as pd
 import pytest
 from support.tiny_benchmark import tiny_benchmark
 
-from personalens_utils.analysis.tables import ASSISTANT_DIMENSIONS
 from personalens_utils.assistants.reference_assistants import DESIGNED_ORDER
 from personalens_utils.base.words import words_of
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
 from personalens_utils.judging.offline import _answers, _atoms, content_words
 from personalens_utils.llm.client import LLMClient
+from personalens_utils.measures.display import ASSISTANT_DIMENSIONS
 from personalens_utils.runstore.records import Judgment, ProbeJudgment
 from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation import SimulationConfig

@@ -12,10 +12,10 @@ import pytest
 from support.records import dialogue_json, put
 
 from personalens_utils import analysis, judging
-from personalens_utils.analysis import scores
 from personalens_utils.judging import DIMENSIONS, JudgingError, score_under
 from personalens_utils.judging.answers import combine, judgment_record, score_fields
 from personalens_utils.llm.role import Role
+from personalens_utils.measures import scores
 from personalens_utils.runstore.identity import Variant
 from personalens_utils.runstore.records import Dialogue
 from personalens_utils.runstore.store import RunStore

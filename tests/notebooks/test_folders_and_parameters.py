@@ -14,11 +14,11 @@ from support.notebook_output import MAX_LINES, error_lines
 from support.read_only import read_only
 from support.tiny_benchmark import tiny_benchmark
 
-from personalens_utils.analysis.scores import load_scores
 from personalens_utils.assistants.reference_assistants import DESIGNED_ORDER
 from personalens_utils.data import load_benchmark, save_benchmark
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
 from personalens_utils.llm.client import LLMClient
+from personalens_utils.measures.scores import load_scores
 from personalens_utils.reproduce.cli import parse_args, problems
 from personalens_utils.runstore.records import Dialogue, Judgment
 from personalens_utils.runstore.store import RunStore, StoreError, merge_stores

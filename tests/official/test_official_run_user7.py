@@ -18,9 +18,9 @@ import pandas as pd
 import pytest
 
 from personalens_utils import analysis
-from personalens_utils.analysis import scores
 from personalens_utils.export.official import EVALUATION_DIMENSIONS, import_official_run, parse_model_folder
 from personalens_utils.llm import registry
+from personalens_utils.measures import scores
 from personalens_utils.runstore.store import RunStore
 
 GATHER = [("personalization", ""), ("task_completion", ""), ("naturalness", "_user"),

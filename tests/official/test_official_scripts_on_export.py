@@ -22,7 +22,6 @@ import pytest
 from support.fake_bedrock import BedrockCall, FakeBedrock, keyword_reply
 from support.tiny_benchmark import tiny_benchmark
 
-from personalens_utils.analysis import scores
 from personalens_utils.data import save_benchmark
 from personalens_utils.export.official import (
     export_official,
@@ -32,6 +31,7 @@ from personalens_utils.export.official import (
 )
 from personalens_utils.judging import score_under
 from personalens_utils.llm.client import LLMClient
+from personalens_utils.measures import scores
 from personalens_utils.runstore.records import Dialogue
 from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation import SimulationConfig, run_simulation

@@ -11,7 +11,7 @@ from support.figures import persona_radar
 from support.synthetic_store import JUDGE, build_store, served_for_real
 
 from personalens_utils import analysis
-from personalens_utils.analysis import scores
+from personalens_utils.measures import scores
 from personalens_utils.outputs import plots
 
 

@@ -25,9 +25,9 @@ from support.pdf import POINTS_PER_INCH, font_sizes, font_subtypes, page_size, p
 from support.synthetic_store import JUDGE
 
 from personalens_utils import analysis
-from personalens_utils.analysis import scores
 from personalens_utils.data.demographics import sample_demographics
 from personalens_utils.llm.offline import OFFLINE_LABEL
+from personalens_utils.measures import scores
 from personalens_utils.outputs import plots
 from personalens_utils.runstore.store import RunStore
 from personalens_utils.validation.figures import figure3

@@ -23,7 +23,9 @@ from support.latex_page import (
 from support.synthetic_store import JUDGE, build_benchmark
 
 from personalens_utils import analysis
-from personalens_utils.analysis import annotation, scores
+from personalens_utils.labels.sheets import export_sheet
+from personalens_utils.labels.synthetic import synthetic_sheets
+from personalens_utils.measures import scores
 from personalens_utils.outputs.latex import (
     MISSING,
     Block,
@@ -206,9 +208,9 @@ def all_exported_tables(paper_outputs: Path, out: Path) -> None:
     sanity.save(out, "J3", "judge_sanity")
     save_table(pd.DataFrame({"κ": [0.5], "95% CI": ["[0.1, 0.9]"], "n_items": [None]}), out, 99,
                "symbols", "Symbols: κ, Δ, ≥, 95%, # and _ in the 'base' setting. Second sentence.")
-    sample = annotation.export_sheet(store, build_benchmark(), out.parent / "anchored", n=30, seed=1,
+    sample = export_sheet(store, build_benchmark(), out.parent / "anchored", n=30, seed=1,
                                      where={"assistant_setting": "base"}, stratify_by="assistant_model")
-    anchored.synthetic_sheets(sample, tidy)
+    synthetic_sheets(sample, tidy)
     options = anchored.AnchorOptions(n_resamples=200)
     result = anchored.human_anchored(tidy, str(sample["sheet"].parent / "synthetic_*.csv"),
                                      manifest=sample["manifest"], options=options)

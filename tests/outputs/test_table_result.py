@@ -9,8 +9,8 @@ import pytest
 from support.synthetic_store import JUDGE, build_store
 
 from personalens_utils import analysis
-from personalens_utils.analysis import scores
 from personalens_utils.llm.offline import OFFLINE_LABEL
+from personalens_utils.measures import scores
 from personalens_utils.outputs.tables import Source, TableResult, read_caption, read_table
 
 

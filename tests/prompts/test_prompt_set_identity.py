@@ -10,7 +10,7 @@ import orjson
 import pytest
 from support.records import dialogue_json, write_lines
 
-from personalens_utils.analysis import scores
+from personalens_utils.measures import scores
 from personalens_utils.runstore.identity import Variant
 from personalens_utils.runstore.records import Dialogue, Judgment, RecordError
 from personalens_utils.runstore.store import RunStore

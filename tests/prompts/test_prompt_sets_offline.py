@@ -11,11 +11,11 @@ import pytest
 from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils import analysis, judging, prompt_sets
-from personalens_utils.analysis import scores
 from personalens_utils.data import save_benchmark
 from personalens_utils.judging import JudgingConfig
 from personalens_utils.judging.report import missing_rate
 from personalens_utils.llm import CallKind, LLMClient
+from personalens_utils.measures import scores
 from personalens_utils.prompt_sets.official.templates import load_official_prompts
 from personalens_utils.prompt_templates.judge import JUDGE_PROMPT_VERSION
 from personalens_utils.runstore.records import Dialogue, Judgment

@@ -14,11 +14,11 @@ import pytest
 from support.roles import judge_of
 from support.tiny_benchmark import tiny_benchmark
 
-from personalens_utils.analysis.scores import ScoresError, condition_scores, load_scores
 from personalens_utils.data.write import save_benchmark
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
 from personalens_utils.llm import LLMClient
 from personalens_utils.llm.budget import CostEstimate
+from personalens_utils.measures.scores import ScoresError, condition_scores, load_scores
 from personalens_utils.robustness.grid import GRID_DIMENSIONS, GridRun
 from personalens_utils.runstore.records import Dialogue
 from personalens_utils.runstore.store import RunStore

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from personalens_utils.analysis.stats import FEW_CLUSTERS, Interval
+from personalens_utils.measures.stats import FEW_CLUSTERS, Interval
 from personalens_utils.robustness import (
     condition_table,
     kendalls_w,

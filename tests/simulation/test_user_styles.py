@@ -12,10 +12,10 @@ import pytest
 from support.records import dialogue, dialogue_json
 from support.tiny_benchmark import tiny_benchmark
 
-from personalens_utils.analysis import scores
 from personalens_utils.data import save_benchmark
 from personalens_utils.llm import LLMClient
 from personalens_utils.llm.role import Role
+from personalens_utils.measures import scores
 from personalens_utils.prompt_sets import KIT, OfficialPromptSet, in_style
 from personalens_utils.prompt_sets.context import ScenarioContext
 from personalens_utils.prompt_templates.user_styles import COOPERATIVE, USER_STYLES, UserStyleError

@@ -10,13 +10,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from personalens_utils.analysis.scores import (
-    IDENTITY,
-    TURN_PERSONALIZATION,
-    ScoresError,
-    describe_identity,
-    fill_identity,
-)
 from personalens_utils.judging import (
     JUDGEABLE_STATUSES,
     OFFICIAL,
@@ -24,6 +17,13 @@ from personalens_utils.judging import (
     check_scoring,
     judge_model_key,
     score_under,
+)
+from personalens_utils.measures.scores import (
+    IDENTITY,
+    TURN_PERSONALIZATION,
+    ScoresError,
+    describe_identity,
+    fill_identity,
 )
 from personalens_utils.prompt_templates.user_styles import COOPERATIVE
 from personalens_utils.runstore.identity import (

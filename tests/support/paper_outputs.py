@@ -13,8 +13,11 @@ from support.synthetic_store import JUDGE, SECOND_JUDGE, build_benchmark
 matplotlib.use("Agg")
 
 from personalens_utils import analysis
-from personalens_utils.analysis import annotation, dialogue_stats, scores
+from personalens_utils.analysis import dialogue_stats
 from personalens_utils.data.demographics import sample_demographics
+from personalens_utils.labels.agreement import AGREEMENT_DIMENSIONS
+from personalens_utils.labels.sheets import export_sheet
+from personalens_utils.measures import scores
 from personalens_utils.outputs.tables import save_table
 from personalens_utils.reference.schema import load_schema
 from personalens_utils.runstore.store import RunStore
@@ -59,8 +62,8 @@ def write_outputs(store_dir: Path, out: Path, order_seed: int | None = None) -> 
     table4 = analysis.table4(tidy, assistant_model="model-a")
     table4.save(out, 4, "ablation")
     table4.save_data(out, 4, "ablation_data")
-    rated = tidy[tidy["dimension"].isin(analysis.AGREEMENT_DIMENSIONS)]
-    second = second[second["dimension"].isin(analysis.AGREEMENT_DIMENSIONS)]
+    rated = tidy[tidy["dimension"].isin(AGREEMENT_DIMENSIONS)]
+    second = second[second["dimension"].isin(AGREEMENT_DIMENSIONS)]
     analysis.table5(
         rated[rated["dialogue_id"].isin(set(second["dialogue_id"]))],
         None,
@@ -76,7 +79,7 @@ def write_outputs(store_dir: Path, out: Path, order_seed: int | None = None) -> 
         out, 13, "dialogue_stats"
     )
     validation_tables.table10(store_dir, self_bleu_sample=SELF_BLEU_SAMPLE).save(out, 10, "lexical_diversity")
-    annotation.export_sheet(store, build_benchmark(), out / "annotation", n=20, seed=3)
+    export_sheet(store, build_benchmark(), out / "annotation", n=20, seed=3)
     analysis.figure4(tidy, assistant_model="model-a").save(out, 4, "domains")
     fig5 = analysis.figure5(scores.turn_frame(tidy), assistant_model="model-a")
     fig5.save(out, 5, "turns")

@@ -21,8 +21,8 @@ import pytest
 from matplotlib.figure import Figure
 
 from personalens_utils import analysis
-from personalens_utils.analysis import scores
 from personalens_utils.data.demographics import sample_demographics
+from personalens_utils.measures import scores
 from personalens_utils.outputs import plots
 from personalens_utils.reference.schema import load_schema
 from personalens_utils.trust import differences, power, variance

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from personalens_utils.analysis.design import ARM, JUDGE_SAMPLE, SAMPLE, SCORE, TASK, USER
+from personalens_utils.measures.design import ARM, JUDGE_SAMPLE, SAMPLE, SCORE, TASK, USER
 
 
 @dataclass(frozen=True)

@@ -14,14 +14,14 @@ from support.pdf import POINTS_PER_INCH, font_sizes, font_subtypes, page_size
 from support.scripted_models import scripted_reply
 from support.tiny_benchmark import tiny_benchmark
 
-from personalens_utils.analysis.design import DesignError
-from personalens_utils.analysis.scores import load_scores
 from personalens_utils.assistants import resolve_assistant
 from personalens_utils.assistants.reference_assistants import DESIGNED_ORDER
 from personalens_utils.judging import JudgingConfig, benchmark_contexts
 from personalens_utils.llm.client import Clients, LLMClient
 from personalens_utils.llm.role import Role
 from personalens_utils.llm.specs import ModelSpec, SpecError
+from personalens_utils.measures.design import DesignError
+from personalens_utils.measures.scores import load_scores
 from personalens_utils.outputs import plots
 from personalens_utils.runstore.records import Dialogue, Judgment, ProbeJudgment
 from personalens_utils.runstore.store import RunStore

@@ -18,11 +18,11 @@ from support.synthetic_store import JUDGE, build_store
 from support.trust_design import KNOWN, PRICED, Truth, simulate, usage_table
 
 from personalens_utils import analysis
-from personalens_utils.analysis import bootstrap, scores
-from personalens_utils.analysis.design import ARM, SCORE, USER, DesignError, design_frame
-from personalens_utils.analysis.stats import bootstrap_ci
 from personalens_utils.llm import registry
 from personalens_utils.llm.types import Usage
+from personalens_utils.measures import bootstrap, scores
+from personalens_utils.measures.design import ARM, SCORE, USER, DesignError, design_frame
+from personalens_utils.measures.stats import bootstrap_ci
 from personalens_utils.outputs import plots
 from personalens_utils.trust import differences, power, variance
 

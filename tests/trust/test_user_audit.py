@@ -7,10 +7,10 @@ import pytest
 from support.records import dialogue
 from support.tiny_benchmark import tiny_benchmark
 
-from personalens_utils.analysis.scores import load_scores
 from personalens_utils.assistants.reference_assistants import DESIGNED_ORDER
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
 from personalens_utils.llm.client import LLMClient
+from personalens_utils.measures.scores import load_scores
 from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation import SimulationConfig
 from personalens_utils.simulation.runner import run_simulation

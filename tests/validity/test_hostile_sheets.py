@@ -17,8 +17,19 @@ import pytest
 from support.records import put
 from support.synthetic_store import JUDGE, build_benchmark, build_store, judgment_record
 
-from personalens_utils.analysis import annotation, scores
-from personalens_utils.analysis.annotation import AnnotationError
+from personalens_utils.labels import AnnotationError
+from personalens_utils.labels.reading import read_sheet
+from personalens_utils.labels.sheets import (
+    CELL_LIMIT,
+    SHEET_NAME,
+    escape_cell,
+    export_sheet,
+    read_table,
+    unescape_cell,
+    write_table,
+    writing_folder,
+)
+from personalens_utils.measures import scores
 from personalens_utils.runstore.records import Dialogue, Judgment
 from personalens_utils.runstore.store import ReproductionStore, RunStore, StoreInUse
 from personalens_utils.session.validity import VALIDITY_STORE
@@ -52,15 +63,15 @@ def store(tmp_path_factory) -> RunStore:
 
 @pytest.fixture(scope="module")
 def exported(store, tmp_path_factory) -> dict[str, Path]:
-    return annotation.export_sheet(store, build_benchmark(USERS), tmp_path_factory.mktemp("sheet"), n=100,
+    return export_sheet(store, build_benchmark(USERS), tmp_path_factory.mktemp("sheet"), n=100,
                                    where={"assistant_model": HOSTILE})
 
 
 def _rated(paths: dict[str, Path], folder: Path) -> Path:
     """The exported sheet filled by one annotator, as the kit writes a sheet back."""
-    header, rows, delimiter = annotation.read_table(paths["sheet"])
+    header, rows, delimiter = read_table(paths["sheet"])
     path = folder / "alice.csv"
-    annotation.write_table(path, header, [dict(r, annotator="alice", personalization="3") for r in rows],
+    write_table(path, header, [dict(r, annotator="alice", personalization="3") for r in rows],
                            delimiter)
     return path
 
@@ -70,42 +81,42 @@ def test_formula_cells_are_escaped_in_the_file_and_read_back_exactly(exported, t
         cells = [cell for row in csv.reader(fh) for cell in row]
     assert not [c for c in cells if c[:1] in ("=", "+", "-", "@", "\t", "\r")], "a cell a spreadsheet runs"
     assert "'=cmd|' /C calc'!A0" in cells and "''abc" in cells
-    ids = [r["dialogue_id"] for r in annotation.read_table(exported["sheet"])[1]]
+    ids = [r["dialogue_id"] for r in read_table(exported["sheet"])[1]]
     assert sorted(ids) == sorted((*FORMULAS, PLAIN, HUGE))
-    rated = annotation.read_sheet(_rated(exported, tmp_path), expected_ids=ids)
+    rated = read_sheet(_rated(exported, tmp_path), expected_ids=ids)
     assert set(rated["dialogue_id"]) == {*FORMULAS, PLAIN, HUGE}
 
     values = (*FORMULAS, PLAIN, "", "'plain", "a=b", "-")
     for value in values:
-        assert annotation.unescape_cell(annotation.escape_cell(value)) == value
+        assert unescape_cell(escape_cell(value)) == value
     notes = tmp_path / "notes.csv"
-    annotation.write_table(notes, ["dialogue_id", "notes"], [{"dialogue_id": v, "notes": v} for v in values])
-    assert annotation.read_table(notes)[1] == [{"dialogue_id": v, "notes": v} for v in values]
+    write_table(notes, ["dialogue_id", "notes"], [{"dialogue_id": v, "notes": v} for v in values])
+    assert read_table(notes)[1] == [{"dialogue_id": v, "notes": v} for v in values]
 
 
 def test_a_rating_typed_with_a_sign_is_still_refused_naming_file_row_and_column(exported, tmp_path):
     path = _rated(exported, tmp_path)
-    header, rows, _ = annotation.read_table(path)
+    header, rows, _ = read_table(path)
     with path.open("w", encoding="utf-8", newline="") as fh:  # typed by hand, as a spreadsheet saves it
         writer = csv.DictWriter(fh, fieldnames=header)
         writer.writeheader()
-        writer.writerows({**r, "dialogue_id": annotation.escape_cell(r["dialogue_id"]),
+        writer.writerows({**r, "dialogue_id": escape_cell(r["dialogue_id"]),
                           "personalization": "-1" if i == 1 else "3"} for i, r in enumerate(rows))
     with pytest.raises(AnnotationError, match=rf"^{re.escape(str(path))}, row 3, column personalization: "
                                               "'-1' is not"):
-        annotation.read_sheet(path)
+        read_sheet(path)
 
 
 def test_a_one_megabyte_message_is_exported_cut_with_a_note_and_the_sheet_reads_back(store, exported,
                                                                                     tmp_path):
-    rows = {r["dialogue_id"]: r for r in annotation.read_table(exported["sheet"])[1]}
+    rows = {r["dialogue_id"]: r for r in read_table(exported["sheet"])[1]}
     cell = rows[HUGE]["conversation"]
-    assert len(cell) <= annotation.CELL_LIMIT < csv.field_size_limit()
+    assert len(cell) <= CELL_LIMIT < csv.field_size_limit()
     assert cell.endswith(f"more characters; the full text is in the run store, dialogue {HUGE}]")
-    assert "[cut: " in cell and cell.count("x") > annotation.CELL_LIMIT // 2
+    assert "[cut: " in cell and cell.count("x") > CELL_LIMIT // 2
     kept = next(d for d in store.records(Dialogue) if d["id"] == HUGE)
     assert len(kept["turns"][0]["content"]) == MESSAGE + 1, "the store keeps the whole message"
-    assert len(annotation.read_sheet(_rated(exported, tmp_path))) == len(rows)
+    assert len(read_sheet(_rated(exported, tmp_path))) == len(rows)
 
 
 @pytest.mark.parametrize(("bad", "why"), [("x\0y", "NUL"), ("x" * 200_000, "field larger than field limit")],
@@ -114,7 +125,7 @@ def test_a_row_the_csv_reader_refuses_is_named_by_file_and_row(tmp_path, bad, wh
     path = tmp_path / "sheet.csv"
     path.write_text(f'"dialogue_id","notes"\n"d1","fine"\n"d2","{bad}"\n', encoding="utf-8")
     with pytest.raises(AnnotationError) as refused:
-        annotation.read_sheet(path)
+        read_sheet(path)
     message = str(refused.value)
     assert message.startswith(f"{path}, row 3 ") and why in message and "\n" not in message
 
@@ -160,18 +171,18 @@ def test_a_second_run_of_09_into_a_folder_being_written_stops_in_one_line(plain,
     sheets, manifest = done["result"]
     assert json.loads(manifest.read_text())["seed"] == 0
     ids = json.loads(manifest.read_text())["dialogue_ids"]
-    assert len(annotation.read_table(folder / annotation.SHEET_NAME)[1]) == len(ids) == 12
+    assert len(read_table(folder / SHEET_NAME)[1]) == len(ids) == 12
     for sheet in sheets:
         assert b"\0" not in sheet.read_bytes()
-        assert len(annotation.read_sheet(sheet, expected_ids=ids)) > 0
+        assert len(read_sheet(sheet, expected_ids=ids)) > 0
     marker = json.loads((folder / anchored.KIT_MARKER).read_text())["files"]
     assert sorted(p.name for p in folder.iterdir()) == sorted([*marker, anchored.KIT_MARKER]), "no lock left"
 
 
 def test_an_export_into_a_folder_held_by_another_writer_stops_before_writing(store, tmp_path):
     folder = tmp_path / "annotation"
-    with annotation.writing_folder(folder), pytest.raises(AnnotationError) as refused:
-        annotation.export_sheet(store, build_benchmark(USERS), folder, n=5)
+    with writing_folder(folder), pytest.raises(AnnotationError) as refused:
+        export_sheet(store, build_benchmark(USERS), folder, n=5)
     message = str(refused.value)
     assert "\n" not in message and f"the annotation folder {folder} is in use" in message
     assert not folder.exists(), "nothing written, and the lock's folder removed with it"

@@ -14,8 +14,12 @@ import pytest
 from support.latex_page import MIN_TEXT_PT, compile_table
 from support.synthetic_store import JUDGE, build_benchmark, build_store
 
-from personalens_utils.analysis import annotation, scores
-from personalens_utils.analysis.annotation import AnnotationError, SampleDesign
+from personalens_utils.labels import AnnotationError
+from personalens_utils.labels.reading import given_sheets
+from personalens_utils.labels.sampling import SampleDesign, allocate, draw_sample, sample_dialogues
+from personalens_utils.labels.sheets import MANIFEST_NAME, export_sheet
+from personalens_utils.labels.synthetic import synthetic_sheets
+from personalens_utils.measures import scores
 from personalens_utils.runstore.records import Dialogue
 from personalens_utils.validity import anchored
 from personalens_utils.validity.anchored import ValidityError
@@ -83,17 +87,17 @@ def test_tuned_lambda_is_ppi_py_own_choice_with_equal_weights():
 
 
 def test_allocation_is_equal_and_capped_by_what_each_stratum_holds():
-    assert annotation.allocate(10, [2, 50, 50]) == [2, 4, 4]
-    assert annotation.allocate(7, [5, 5, 5]) == [3, 2, 2]
-    assert annotation.allocate(100, [1, 2]) == [1, 2]
-    assert annotation.allocate(0, [3]) == [0]
+    assert allocate(10, [2, 50, 50]) == [2, 4, 4]
+    assert allocate(7, [5, 5, 5]) == [3, 2, 2]
+    assert allocate(100, [1, 2]) == [1, 2]
+    assert allocate(0, [3]) == [0]
 
 
 @pytest.fixture(scope="module")
 def offline_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("anchored")
     store = build_store(root / "run", users=8, second_judge=False)
-    paths = annotation.export_sheet(store, build_benchmark(8), root / "sheets", n=30, seed=1,
+    paths = export_sheet(store, build_benchmark(8), root / "sheets", n=30, seed=1,
                                     where={"assistant_setting": "base"}, stratify_by="assistant_model")
     tidy = scores.load_scores(store, judge_model=JUDGE)
     return root, store, paths, tidy
@@ -118,23 +122,23 @@ def test_export_records_a_stratified_design_in_its_manifest(offline_run):
     with pytest.raises(AnnotationError, match="not in the sample's design"):
         read.weights(["elsewhere"])
     with pytest.raises(AnnotationError, match="already exists"):
-        annotation.export_sheet(store, build_benchmark(8), paths["sheet"].parent, n=30, seed=1,
+        export_sheet(store, build_benchmark(8), paths["sheet"].parent, n=30, seed=1,
                                 where={"assistant_setting": "base"})
 
 
 def test_simple_design_is_recorded_and_old_manifests_read_as_simple(offline_run, tmp_path):
     _, store, _, _ = offline_run
-    paths = annotation.export_sheet(store, build_benchmark(8), tmp_path / "simple", n=12, seed=5)
+    paths = export_sheet(store, build_benchmark(8), tmp_path / "simple", n=12, seed=5)
     manifest = json.loads(paths["manifest"].read_text())
     finished = [d for d in store.records(Dialogue) if d["status"] != "error"]
     assert manifest["design"] == {"kind": "simple", "by": None, "strata": [
         {"value": None, "population": len(finished), "dialogue_ids": manifest["dialogue_ids"]}]}
     # the simple sample is the one drawn before designs were recorded
-    assert manifest["dialogue_ids"] == [d["id"] for d in annotation.sample_dialogues(store, 12, seed=5)]
+    assert manifest["dialogue_ids"] == [d["id"] for d in sample_dialogues(store, 12, seed=5)]
     old = SampleDesign.from_manifest({"dialogue_ids": ["x", "y"]})
     assert old.by is None and list(old.weights(["y"])) == [1.0]
     with pytest.raises(AnnotationError, match="cannot sample dialogues by 'colour'"):
-        annotation.draw_sample(store, 5, stratify_by="colour")
+        draw_sample(store, 5, stratify_by="colour")
 
 
 def _design_frame(rng: np.random.Generator) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
@@ -232,11 +236,11 @@ def test_the_user_bootstrap_widens_means_and_narrows_paired_differences():
 
 def test_the_table_on_an_offline_store_with_the_synthetic_annotator(offline_run, tmp_path):
     _, _, paths, tidy = offline_run
-    files = anchored.synthetic_sheets(paths, tidy, annotators=2, seed=0)
+    files = synthetic_sheets(paths, tidy, annotators=2, seed=0)
     assert [f.name for f in files] == ["synthetic_annotator_1.csv", "synthetic_annotator_2.csv"]
-    assert anchored.synthetic_sheets(paths, tidy, annotators=2, seed=0) == files  # same ratings: kept
-    with pytest.raises(ValidityError, match="holds other ratings"):
-        anchored.synthetic_sheets(paths, tidy, annotators=1, seed=9)
+    assert synthetic_sheets(paths, tidy, annotators=2, seed=0) == files  # same ratings: kept
+    with pytest.raises(AnnotationError, match="holds other ratings"):
+        synthetic_sheets(paths, tidy, annotators=1, seed=9)
     sheet = pd.read_csv(files[0], dtype=str, keep_default_na=False)
     assert (sheet["annotator"] == "synthetic-1").all() and sheet["notes"].str.startswith("SYNTHETIC").all()
 
@@ -301,7 +305,7 @@ def test_bad_input_is_named(offline_run, tmp_path):
     ratings = pd.DataFrame({"annotator": ["a"], "dialogue_id": ["nowhere"], "dimension": [P], "score": [2.0]})
     with pytest.raises(ValidityError, match=r"1 rated dialogue.*no judge score"):
         anchored.human_anchored(tidy, ratings, manifest=paths["manifest"], options=CLT)
-    with pytest.raises(ValidityError, match=r"the ratings frame has no column\(s\) \['annotator'\]"):
+    with pytest.raises(AnnotationError, match=r"the ratings frame has no column\(s\) \['annotator'\]"):
         anchored.human_anchored(tidy, ratings.drop(columns=["annotator"]), manifest=paths["manifest"],
                                 options=CLT)
     with pytest.raises(AnnotationError, match="cannot read the annotation manifest"):
@@ -318,9 +322,9 @@ def test_sheets_without_their_manifest_are_refused_naming_where_it_was_looked_fo
     sheet = tmp_path / "people" / "alice.csv"
     sheet.parent.mkdir()
     sheet.write_text("dialogue_id\n", encoding="utf-8")
-    with pytest.raises(ValidityError, match=r"no annotation manifest at .*people/annotation_sample\.json"):
-        anchored.given_sheets(str(sheet.parent / "*.csv"))
-    with pytest.raises(ValidityError, match="no file matches"):
-        anchored.given_sheets(str(tmp_path / "none*.csv"))
-    (sheet.parent / annotation.MANIFEST_NAME).write_text("{}", encoding="utf-8")
-    assert anchored.given_sheets([sheet]) == ([sheet], sheet.parent / annotation.MANIFEST_NAME)
+    with pytest.raises(AnnotationError, match=r"no annotation manifest at .*people/annotation_sample\.json"):
+        given_sheets(str(sheet.parent / "*.csv"))
+    with pytest.raises(AnnotationError, match="no file matches"):
+        given_sheets(str(tmp_path / "none*.csv"))
+    (sheet.parent / MANIFEST_NAME).write_text("{}", encoding="utf-8")
+    assert given_sheets([sheet]) == ([sheet], sheet.parent / MANIFEST_NAME)

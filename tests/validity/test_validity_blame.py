@@ -14,13 +14,13 @@ from support.latex_page import PDFLATEX, compile_problems
 from support.planted_judges import ContradictingJudge
 from support.tiny_benchmark import tiny_benchmark
 
-from personalens_utils.analysis.scores import load_scores
 from personalens_utils.data import save_benchmark
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
 from personalens_utils.llm.client import LLMClient
 from personalens_utils.llm.role import Role
 from personalens_utils.llm.specs import ModelSpec
 from personalens_utils.llm.types import Response, Usage
+from personalens_utils.measures.scores import load_scores
 from personalens_utils.runstore.engine import UnreadableAnswer
 from personalens_utils.runstore.records import Blame, Dialogue, Judgment
 from personalens_utils.runstore.store import RunStore

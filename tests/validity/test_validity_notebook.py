@@ -14,21 +14,22 @@ import yaml
 from support.latex_page import PDFLATEX, compile_problems
 
 from personalens_utils import run
-from personalens_utils.analysis import annotation
-from personalens_utils.analysis.scores import load_scores
 from personalens_utils.base import paths
 from personalens_utils.base.paths import project_root
 from personalens_utils.data import load_benchmark
 from personalens_utils.generation import GenerationConfig, generate_benchmark
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
+from personalens_utils.labels import sheets
+from personalens_utils.labels.synthetic import synthetic_sheets
 from personalens_utils.llm import LLMClient
 from personalens_utils.llm.offline import OFFLINE_LABEL
+from personalens_utils.measures.scores import load_scores
 from personalens_utils.outputs.tables import read_caption, read_table
 from personalens_utils.runstore.records import Blame
 from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation import SimulationConfig
 from personalens_utils.simulation.runner import run_simulation
-from personalens_utils.validity import OFFLINE_BLIND, OFFLINE_FULL, anchored
+from personalens_utils.validity import OFFLINE_BLIND, OFFLINE_FULL
 
 pytestmark = pytest.mark.slow
 NOTEBOOK = project_root() / "notebooks" / "09_validity.ipynb"
@@ -57,7 +58,7 @@ def prepared(tmp_path_factory) -> Path:
 def ran(prepared, tmp_path_factory) -> Path:
     """Notebook 09 run once (the store's models, a small sample): its output folder."""
     out = tmp_path_factory.mktemp("out09")
-    annotation.export_sheet(prepared / "store", load_benchmark(prepared / "bench"), out / "annotation", n=12)
+    sheets.export_sheet(prepared / "store", load_benchmark(prepared / "bench"), out / "annotation", n=12)
     with pytest.MonkeyPatch.context() as patch:  # 06's Table 5 sample is in the same output folder
         patch.setenv("PERSONALENS_CACHE", str(prepared / "cache"))
         papermill.execute_notebook(str(NOTEBOOK), str(out / "09_validity.ipynb"), kernel_name="python3",
@@ -107,12 +108,12 @@ def test_through_the_entry_point_relative_sheet_paths_are_found_and_the_store_go
     """Issue 39: `annotation_manifest` given relative to where the command runs was not found (the kernel
     ran in notebooks/), and 09's store went to runs/validity/ although the executed copy was named."""
     store = RunStore(prepared / "store")
-    sample = annotation.export_sheet(store, load_benchmark(prepared / "bench"), tmp_path / "people", n=12,
+    sample = sheets.export_sheet(store, load_benchmark(prepared / "bench"), tmp_path / "people", n=12,
                                      where={"assistant_setting": "base"}, stratify_by="assistant_model")
-    (filled,) = anchored.synthetic_sheets(sample, load_scores(store, judge_model="judge-1"), annotators=1)
-    header, rows, delimiter = annotation.read_table(filled)
+    (filled,) = synthetic_sheets(sample, load_scores(store, judge_model="judge-1"), annotators=1)
+    header, rows, delimiter = sheets.read_table(filled)
     (tmp_path / "ratings").mkdir()
-    annotation.write_table(tmp_path / "ratings" / "alice.csv", header,
+    sheets.write_table(tmp_path / "ratings" / "alice.csv", header,
                            [dict(row, annotator="alice", notes="") for row in rows], delimiter)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PERSONALENS_CACHE", str(prepared / "cache"))

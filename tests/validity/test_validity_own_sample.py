@@ -14,7 +14,8 @@ import pytest
 from support.records import put
 from support.synthetic_store import JUDGE, build_benchmark, build_store, judgment_record
 
-from personalens_utils.analysis import annotation, scores
+from personalens_utils.labels.sheets import MANIFEST_NAME, SHEET_NAME, read_table, write_table
+from personalens_utils.measures import scores
 from personalens_utils.runstore.records import Dialogue, Judgment
 from personalens_utils.runstore.store import RunStore
 from personalens_utils.validity import anchored
@@ -67,7 +68,7 @@ def test_a_rerun_keeps_its_own_sample_and_a_grown_store_draws_the_new_assistant(
     assert _sample(store, out) == (sheets, manifest) and _files(out) == first  # the same bytes
     _add_assistant(store)
     sheets, manifest = _sample(store, out)  # ba410d1: the old sample, without model-d
-    assert manifest == out / annotation.MANIFEST_NAME and _strata(manifest) == [
+    assert manifest == out / MANIFEST_NAME and _strata(manifest) == [
         "model-a", "model-b", "model-c", NEW]
     rated = pd.concat(pd.read_csv(p, dtype=str) for p in sheets)
     assert rated["dialogue_id"].str.endswith(NEW).any()
@@ -80,15 +81,15 @@ def test_a_rerun_keeps_its_own_sample_and_a_grown_store_draws_the_new_assistant(
 
 def _edit_synthetic(folder: Path) -> Path:
     path = folder / "synthetic_annotator_1.csv"
-    header, rows, delimiter = annotation.read_table(path)
-    annotation.write_table(path, header, [dict(r, annotator="alice", notes="") for r in rows], delimiter)
+    header, rows, delimiter = read_table(path)
+    write_table(path, header, [dict(r, annotator="alice", notes="") for r in rows], delimiter)
     return path
 
 
 def _fill_blank(folder: Path) -> Path:
-    path = folder / annotation.SHEET_NAME
-    header, rows, delimiter = annotation.read_table(path)
-    annotation.write_table(path, header, [dict(r, annotator="bob", personalization="3") for r in rows],
+    path = folder / SHEET_NAME
+    header, rows, delimiter = read_table(path)
+    write_table(path, header, [dict(r, annotator="bob", personalization="3") for r in rows],
                            delimiter)
     return path
 
@@ -102,7 +103,7 @@ def _add_beside(folder: Path) -> Path:
 def _unmarked(folder: Path) -> Path:
     """A sample written before 09 marked its files (ba410d1): nothing there is known as the kit's."""
     (folder / anchored.KIT_MARKER).unlink()
-    return folder / annotation.SHEET_NAME
+    return folder / SHEET_NAME
 
 
 @pytest.mark.parametrize("touch", [_edit_synthetic, _fill_blank, _add_beside, _unmarked])

@@ -16,14 +16,14 @@ import pytest
 from support.latex_page import PDFLATEX, compile_problems
 from support.tiny_benchmark import SITUATION, TASKS, tiny_users
 
-from personalens_utils.analysis.bootstrap import paired_difference
-from personalens_utils.analysis.design import design_frame
-from personalens_utils.analysis.scores import load_scores
-from personalens_utils.analysis.stats import FEW_CLUSTERS, MIN_CLUSTERS
 from personalens_utils.data import Benchmark
 from personalens_utils.data.types import TaskDefinition
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
 from personalens_utils.llm.client import LLMClient
+from personalens_utils.measures.bootstrap import paired_difference
+from personalens_utils.measures.design import design_frame
+from personalens_utils.measures.scores import load_scores
+from personalens_utils.measures.stats import FEW_CLUSTERS, MIN_CLUSTERS
 from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation import SimulationConfig
 from personalens_utils.simulation.runner import run_simulation

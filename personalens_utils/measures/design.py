@@ -1,7 +1,7 @@
 """The nested design of a run, as one frame: which user, task, simulation sample and judge sample
 each score belongs to.
 
-The tidy score frame (`analysis.scores.load_scores`) names these `user_id`, `scenario_id`, `sample`
+The tidy score frame (`measures.scores.load_scores`) names these `user_id`, `scenario_id`, `sample`
 (the dialogue's repeat) and `judge_sample` (the judgment's repeat). A frame from a run made without
 repeats has no repeat columns: every dialogue is then its scenario's sample 0 and every judgment its
 dialogue's judge sample 0, which is what such a run is. Missing scores are left out (never zero).
@@ -43,7 +43,7 @@ def design_frame(tidy: pd.DataFrame, dimension: str, *, arm: str = "assistant_mo
     absent = [c for c in needed if c not in tidy.columns]
     if absent:
         raise DesignError(f"the score frame has no column(s) {absent}; load it with "
-                          "analysis.scores.load_scores")
+                          "measures.scores.load_scores")
     part = tidy[(tidy["dimension"] == dimension) & tidy["score"].notna()]
     if part.empty:
         raise DesignError(f"no valid {dimension!r} scores in the frame; it holds dimensions "
@@ -94,4 +94,4 @@ def check_design(frame: pd.DataFrame, columns: Sequence[str] = (USER, TASK, SCOR
     absent = [c for c in columns if c not in frame.columns]
     if absent:
         raise DesignError(f"the design frame has no column(s) {absent}; build it with "
-                          "analysis.design.design_frame")
+                          "measures.design.design_frame")

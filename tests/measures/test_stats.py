@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from personalens_utils.analysis.stats import bootstrap_ci, holm_adjust, paired_comparison, sign_flip_pvalue
+from personalens_utils.measures.stats import bootstrap_ci, holm_adjust, paired_comparison, sign_flip_pvalue
 
 
 def test_constant_sample_has_zero_width_interval():

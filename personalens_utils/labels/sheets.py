@@ -1,12 +1,9 @@
-"""Human annotation for Table 5: export a sample of dialogues to a sheet, read filled sheets back.
+"""Annotation sheets for people: write a sample of dialogues to a sheet, and the sheet's file format.
 
 The export writes three files: the sheet (CSV, one row per dialogue, rating columns left blank),
 the guidelines (Markdown: the judge's own instructions for every dimension, so people and judge
-rate by the same rules, as in the paper), and a manifest of the sampled dialogue ids and of how they
-were drawn (`SampleDesign`: a simple random sample, or one per stratum such as each assistant). Filled
-sheets from any number of annotators are read back strictly: a value that is not a rating on the
-dimension's scale is an error naming the file, row and column; a blank cell is "not rated" and
-stays missing. Nothing is ever filled in for an annotator.
+rate by the same rules, as in the paper), and the manifest of the sampled dialogue ids and of how they
+were drawn (`sampling.SampleDesign`). Filled sheets are read back by `reading`.
 
 Sheets are opened in spreadsheets, so every cell the kit writes is safe there: a cell that would run
 as a formula is escaped (`escape_cell`, undone on reading), a cell longer than the reader takes is cut
@@ -18,30 +15,28 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import glob
 import io
 import json
 import os
-import random
+import re
+import shutil
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import msgspec
-import numpy as np
-import pandas as pd
 
 from personalens_utils.base.errors import KitError
 from personalens_utils.base.files import atomic_file
-from personalens_utils.judging import DIMENSIONS, JUDGEABLE_STATUSES, benchmark_contexts
+from personalens_utils.judging import DIMENSIONS, benchmark_contexts
+from personalens_utils.labels import AnnotationError
+from personalens_utils.labels.sampling import draw_sample, read_manifest
 from personalens_utils.prompt_templates import judge as judge_prompts
 from personalens_utils.prompt_templates.render import (
     render_conversation,
     render_interactions,
     render_preferences,
 )
-from personalens_utils.runstore.columnar import Columnar
 from personalens_utils.runstore.records import Dialogue
 from personalens_utils.runstore.store import RunStore, StoreError, folder_writer
 
@@ -78,12 +73,6 @@ ESCAPE = "'"
 _ESCAPED = frozenset("=+-@\t\r" + ESCAPE)
 """First characters of a cell written with `ESCAPE` before them: what a spreadsheet reads as the
 start of a formula (OWASP, CSV injection), and the escape itself, so that unescaping is exact."""
-_TRUE = {"true", "t", "yes", "y", "1", "1.0"}
-_FALSE = {"false", "f", "no", "n", "0", "0.0"}
-
-
-class AnnotationError(KitError, ValueError):
-    """A filled sheet cannot be read: the message names the file, row and column."""
 
 
 def escape_cell(value: Any) -> Any:
@@ -127,146 +116,6 @@ def writing_folder(folder: str | os.PathLike[str], error: type[KitError] = Annot
         except StoreError as exc:
             raise error(str(exc)) from None
         yield
-
-
-@dataclass(frozen=True)
-class Stratum:
-    """One stratum of an annotation sample: its value of the stratifying field, how many finished
-    dialogues it held when the sample was drawn (None in manifests written before designs were
-    recorded) and the dialogues drawn from it."""
-
-    value: Any
-    population: int | None
-    dialogue_ids: tuple[str, ...]
-
-    @property
-    def probability(self) -> float:
-        """The chance each of the stratum's dialogues had of being drawn (a simple random sample)."""
-        if not self.population:
-            raise AnnotationError(f"stratum {self.value!r}: the manifest does not record how many dialogues "
-                                  "it was drawn from")
-        return len(self.dialogue_ids) / self.population
-
-
-@dataclass(frozen=True)
-class SampleDesign:
-    """How an annotation sample was drawn, recorded in its manifest so an estimator can weight each
-    label by the inverse of its chance of being drawn: a simple random sample of the pool (`by` None,
-    one stratum), or one simple random sample per value of the field `by` (e.g. `assistant_model`)."""
-
-    by: str | None
-    strata: tuple[Stratum, ...]
-
-    @property
-    def kind(self) -> str:
-        return "simple" if self.by is None else "stratified"
-
-    @classmethod
-    def from_manifest(cls, manifest: Mapping[str, Any]) -> SampleDesign:
-        """The manifest's design; a manifest from before designs were recorded held a simple random
-        sample (the only kind drawn then), of a pool whose size it did not record."""
-        design = manifest.get("design")
-        if design is None:
-            return cls(None, (Stratum(None, None, tuple(manifest["dialogue_ids"])),))
-        try:
-            return msgspec.convert(design, cls)
-        except msgspec.ValidationError as exc:
-            raise AnnotationError(f"the manifest's sample design is malformed ({exc}); "
-                                  "export the sample again to another folder") from exc
-
-    def weights(self, dialogue_ids: Sequence[str]) -> np.ndarray:
-        """Inverse-probability weights of labelled dialogues (1 for every one of a simple sample)."""
-        if self.by is None:
-            chance = {}
-        else:
-            chance = {did: 1 / s.probability for s in self.strata for did in s.dialogue_ids}
-        drawn = {did for s in self.strata for did in s.dialogue_ids}
-        stray = [did for did in dialogue_ids if did not in drawn]
-        if stray:
-            raise AnnotationError(f"{len(stray)} labelled dialogue(s) are not in the sample's design, e.g. "
-                                  f"{stray[0]!r}: rate only the exported sheet's dialogues")
-        return np.array([chance.get(did, 1.0) for did in dialogue_ids], dtype=float)
-
-
-def allocate(n: int, sizes: Sequence[int]) -> list[int]:
-    """`n` draws shared equally among strata of `sizes` (the first strata get one more when it does not
-    divide), none given more than it holds; what a small stratum cannot take goes to the others."""
-    counts = [0] * len(sizes)
-    left = min(n, sum(sizes))
-    while left:
-        room = [i for i, size in enumerate(sizes) if counts[i] < size]
-        share, extra = divmod(left, len(room))
-        for rank, i in enumerate(room):
-            take = min(share + (rank < extra), sizes[i] - counts[i])
-            counts[i] += take
-            left -= take
-    return counts
-
-
-def shared_equally(n: int, strata: int) -> int:
-    """Each stratum's draw when `n` is shared equally among `strata` drawn apart: rounded up, so the
-    sample holds at least `n` (fewer only when strata hold fewer dialogues)."""
-    return -(-n // strata) if strata else 0
-
-
-def draw_sample(
-    store: RunStore, n: int = 100, *, seed: int = 0, where: Mapping[str, Any] | None = None,
-    stratify_by: str | None = None, apart: bool = False,
-) -> tuple[list[dict[str, Any]], SampleDesign]:
-    """A seeded random sample of finished dialogues (all of them if fewer than `n`) and its design.
-
-    `where` keeps only dialogues whose fields equal the given values (e.g. one setting); `stratify_by`
-    names a field whose every value gets its own simple random sample, `n` shared equally among them
-    (`allocate`), so e.g. every assistant gets as many labels. `apart` draws each stratum on its own:
-    `shared_equally(n, strata)` dialogues (all it holds if fewer) by a generator seeded with `seed` and
-    the stratum's value, so a stratum added to the pool (a new assistant) never changes which
-    dialogues another stratum gets, as long as each stratum's count stays the same.
-    """
-    where = dict(where or {})
-    with Columnar(store, tables=[Dialogue]) as cols:
-        fields = list(cols.sql("SELECT * FROM dialogues LIMIT 0").columns)
-        for key, value in [*where.items(), *([(stratify_by, "each value")] if stratify_by else [])]:
-            if key not in fields:
-                raise AnnotationError(f"cannot sample dialogues by {key!r} = {value!r}: {key!r} is not "
-                                      f"one of the fields a sample can be chosen by {sorted(fields)}")
-        chosen_by = list(dict.fromkeys([*where, *([stratify_by] if stratify_by else [])]))
-        columns = ", ".join(["id", "_source", "_offset", "_length", *chosen_by])
-        pool = cols.sql(f"SELECT {columns} FROM dialogues "
-                        "WHERE status IN (SELECT unnest(?)) ORDER BY id", [list(JUDGEABLE_STATUSES)])
-        for key, value in where.items():
-            pool = pool[pool[key] == value]
-        rng = random.Random(seed)
-        if stratify_by is None:
-            chosen = pool.iloc[rng.sample(range(len(pool)), min(n, len(pool)))]
-            design = SampleDesign(None, (Stratum(None, len(pool), tuple(chosen["id"])),))
-        else:
-            groups = list(pool.groupby(stratify_by, sort=True))
-            if apart:
-                each = shared_equally(n, len(groups))
-                picks = [part.iloc[random.Random(f"{seed}:{_plain(value)}").sample(range(len(part)),
-                                                                                   min(each, len(part)))]
-                         for value, part in groups]
-            else:
-                counts = allocate(n, [len(part) for _, part in groups])
-                picks = [part.iloc[rng.sample(range(len(part)), k)]
-                         for (_, part), k in zip(groups, counts, strict=True)]
-            chosen = pd.concat(picks) if picks else pool.iloc[:0]
-            design = SampleDesign(stratify_by, tuple(
-                Stratum(_plain(value), len(part), tuple(pick["id"]))
-                for (value, part), pick in zip(groups, picks, strict=True)))
-        return list(cols.lines(Dialogue, chosen)), design
-
-
-def _plain(value: Any) -> Any:
-    """A stratum's value as JSON writes it (numpy integers read from the store become ints)."""
-    return value.item() if isinstance(value, np.generic) else value
-
-
-def sample_dialogues(
-    store: RunStore, n: int = 100, *, seed: int = 0, where: Mapping[str, Any] | None = None
-) -> list[dict[str, Any]]:
-    """A seeded simple random sample of finished dialogues (`draw_sample` without its design)."""
-    return draw_sample(store, n, seed=seed, where=where)[0]
 
 
 def _fields(values: Mapping[str, Any]) -> str:
@@ -414,38 +263,6 @@ def _export(store: RunStore, benchmark: Any, out: Path, *, n: int, seed: int,
     return paths
 
 
-def read_manifest(path: str | os.PathLike[str]) -> dict[str, Any]:
-    try:
-        manifest = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise AnnotationError(f"{path}: cannot read the annotation manifest ({exc})") from exc
-    if not isinstance(manifest, dict) or not isinstance(manifest.get("dialogue_ids"), list):
-        raise AnnotationError(f"{path}: not an annotation manifest (no 'dialogue_ids' list)")
-    return manifest
-
-
-def rating(raw: str, dimension: str, where: str) -> float | None:
-    """One sheet cell read strictly: None when blank, else a value on the dimension's scale (or an error)."""
-    text = raw.strip()
-    if not text:
-        return None
-    dim = DIMENSIONS[dimension]
-    if dim.family == "task_completion":
-        low = text.lower()
-        if low in _TRUE:
-            return 1.0
-        if low in _FALSE:
-            return 0.0
-        raise AnnotationError(f"{where}: {text!r} is not a task-completion rating (True/False, yes/no, 1/0)")
-    try:
-        value = float(text)
-    except ValueError:
-        raise AnnotationError(f"{where}: {text!r} is not a number ({dim.low}-{dim.high} expected)") from None
-    if not value.is_integer() or not dim.low <= value <= dim.high:
-        raise AnnotationError(f"{where}: {text!r} is not a whole number from {dim.low} to {dim.high}")
-    return value
-
-
 def read_table(path: str | os.PathLike[str]) -> tuple[list[str], list[dict[str, str]], str]:
     """A sheet as written: its header, its rows (text cells, `escape_cell` undone) and its delimiter (a
     spreadsheet saving with `;` or tabs is read as well), so it can be written back in the same form
@@ -507,78 +324,41 @@ def _write_cells(path: Path, header: Sequence[str], cells: list[dict[str, Any]],
         writer.writerows(cells)
 
 
-def _read_csv(path: Path) -> list[dict[str, str]]:
-    return read_table(path)[1]
+def scale(dimension: str) -> str:
+    """The values a dimension's column takes, as the guidelines state them."""
+    dim = DIMENSIONS[dimension]
+    return "True or False" if dim.family == "task_completion" else f"{dim.low}-{dim.high}"
 
 
-def read_sheet(path: str | os.PathLike[str], *, expected_ids: Sequence[str] | None = None) -> pd.DataFrame:
-    """One filled sheet -> long ratings (annotator, dialogue_id, dimension, score), blanks left out."""
-    path = Path(path)
-    rows = _read_csv(path)
-    if not rows:
-        raise AnnotationError(f"{path}: the sheet has no rows")
-    missing = [c for c in ("dialogue_id", *RATED) if c not in rows[0]]
-    if missing:
-        raise AnnotationError(f"{path}: missing column(s) {missing}; keep the exported header row")
-    names = {(r.get("annotator") or "").strip() for r in rows} - {""}
-    if len(names) > 1:
+def sheet_for(sheet: str | os.PathLike[str], annotator: str | None) -> Path:
+    """The sheet to fill: `sheet` itself, or for the blank exported sheet (or its folder) the
+    annotator's own copy beside it (`annotator_<name>.csv`, made from the blank once)."""
+    path = Path(sheet)
+    if path.is_dir():
+        path = path / SHEET_NAME
+    if path.name != SHEET_NAME:
+        return path
+    if not annotator:
         raise AnnotationError(
-            f"{path}: the annotator column holds several names {sorted(names)}; one sheet is one annotator"
+            f"{path} is the blank exported sheet, shared by every annotator: pass annotator= "
+            "to fill your own copy beside it"
         )
-    annotator = names.pop() if names else path.stem
-    expected = set(expected_ids) if expected_ids is not None else None
-    seen: set[str] = set()
-    out = []
-    for line, row in enumerate(rows, start=2):
-        raw = row.get("dialogue_id") or ""
-        did = raw if expected is not None and raw in expected else raw.strip()
-        if not did:
-            raise AnnotationError(f"{path}, row {line}: empty dialogue_id")
-        if did in seen:
-            raise AnnotationError(f"{path}, row {line}: dialogue {did} appears twice")
-        if expected is not None and did not in expected:
-            raise AnnotationError(f"{path}, row {line}: dialogue {did} is not in the exported sample")
-        seen.add(did)
-        for dim in RATED:
-            score = rating(row.get(dim) or "", dim, f"{path}, row {line}, column {dim}")
-            if score is not None:
-                out.append({"annotator": annotator, "dialogue_id": did, "dimension": dim, "score": score})
-    if not out:
-        raise AnnotationError(f"{path}: no ratings are filled in (every rating cell is blank)")
-    return pd.DataFrame(out)
+    if not path.is_file():
+        raise AnnotationError(f"{path}: no exported sheet; run the Table 5 cell of notebook 06 first")
+    name = re.sub(r"[^A-Za-z0-9_-]+", "_", annotator).strip("_") or "annotator"
+    copy = path.with_name(f"annotator_{name}.csv")
+    if not copy.exists():
+        shutil.copyfile(path, copy)
+    return copy
 
 
-def read_sheets(
-    sheets: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
-    *,
-    manifest: str | os.PathLike[str] | None = None,
-) -> pd.DataFrame:
-    """Filled sheets of any number of annotators (paths or one glob) -> one long frame of ratings.
+def is_rated(row: Mapping[str, str]) -> bool:
+    """Whether a sheet row holds any rating."""
+    return any((row.get(dim) or "").strip() for dim in RATED)
 
-    With a manifest, every dialogue id must belong to the exported sample. Two sheets by the same
-    annotator are refused, since their ratings would be counted twice.
-    """
-    if isinstance(sheets, str | os.PathLike):
-        pattern = str(sheets)
-        if glob.has_magic(pattern):  # a glob over the export folder skips the blank sheet itself
-            paths = [p for p in sorted(Path(p) for p in glob.glob(pattern)) if p.name != SHEET_NAME]
-        else:
-            paths = [Path(pattern)]
-    else:
-        paths = [Path(p) for p in sheets]
-    if not paths:
-        raise AnnotationError(f"no filled annotation sheets found at {sheets!s}")
-    expected = read_manifest(manifest)["dialogue_ids"] if manifest is not None else None
-    frames, owners = [], {}
-    for path in paths:
-        if not path.is_file():
-            raise AnnotationError(f"{path}: no such sheet")
-        frame = read_sheet(path, expected_ids=expected)
-        name = frame["annotator"].iloc[0]
-        if name in owners:
-            raise AnnotationError(
-                f"{path}: annotator {name!r} already rated in {owners[name]}; give each annotator one sheet"
-            )
-        owners[name] = path
-        frames.append(frame)
-    return pd.concat(frames, ignore_index=True)
+
+def stored_rating(dimension: str, value: float) -> str:
+    """A rating as a sheet cell holds it, the form `reading.rating` reads back."""
+    if DIMENSIONS[dimension].family == "task_completion":
+        return "True" if value == 1 else "False"
+    return str(int(value))

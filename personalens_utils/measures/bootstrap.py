@@ -29,8 +29,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from personalens_utils.analysis.design import ARM, SCORE, TASK, USER, DesignError, check_design
-from personalens_utils.analysis.stats import (
+from personalens_utils.measures.design import ARM, SCORE, TASK, USER, DesignError, check_design
+from personalens_utils.measures.stats import (
     DEFAULT_RESAMPLES,
     MIN_CLUSTERS,
     Interval,

@@ -41,8 +41,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from personalens_utils.analysis.bootstrap import cluster_ci
-from personalens_utils.analysis.stats import bootstrap_ci
 from personalens_utils.base.errors import KitError
 from personalens_utils.base.stored import BackendName
 from personalens_utils.judging import DIMENSIONS as JUDGE_DIMENSIONS
@@ -50,6 +48,8 @@ from personalens_utils.judging import OFFICIAL, STRICT, check_scoring, judge_mod
 from personalens_utils.llm import registry
 from personalens_utils.llm.endpoints import SERVED_AT
 from personalens_utils.llm.role import legacy_model_id
+from personalens_utils.measures.bootstrap import cluster_ci
+from personalens_utils.measures.stats import bootstrap_ci
 from personalens_utils.outputs.frames import as_categories, distinct, fill_missing
 from personalens_utils.prompt_templates.user_styles import COOPERATIVE
 from personalens_utils.runstore.columnar import Columnar
@@ -640,7 +640,7 @@ def aggregate(
 
     Task completion is reported as a rate in percent (TCR); the other dimensions on their scale.
     With `cluster` (a column, e.g. `user_id`) the interval resamples its values with all their rows
-    (`analysis.bootstrap.cluster_ci`); without, it resamples rows as independent.
+    (`measures.bootstrap.cluster_ci`); without, it resamples rows as independent.
     A group holding rows of two run identities (`IDENTITY`) is refused (`check_one_identity`).
     With repeats, each scenario's samples are averaged first (`per_scenario`): `n` and `n_missing`
     count scenarios, and `attrs["samples"]` says so (`samples_note`). With `cluster`, a group of fewer
@@ -740,7 +740,7 @@ class Provenance:
     """What made a frame's numbers, role by role: every backend (`backends`), the (backend, model id)
     pairs that played the user agent and the judge, and those each assistant ran on, by its name in the
     frame (an assistant calling a model through the kit counts as that model). It lets a caption say
-    which roles the offline backend played when it played only some (`tables.provenance_note`)."""
+    which roles the offline backend played when it played only some (`display.provenance_note`)."""
 
     backends: frozenset[str]
     roles: Mapping[str, frozenset[Maker]]

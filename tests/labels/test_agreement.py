@@ -6,7 +6,7 @@ import krippendorff
 import numpy as np
 import pytest
 
-from personalens_utils.analysis.agreement import (
+from personalens_utils.labels.agreement import (
     cohen_kappa,
     fleiss_kappa,
     krippendorff_alpha,

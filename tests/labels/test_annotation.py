@@ -12,8 +12,11 @@ import pytest
 from support.synthetic_store import JUDGE, build_benchmark, build_store
 
 from personalens_utils import analysis
-from personalens_utils.analysis import annotation, scores
-from personalens_utils.analysis.annotation import AnnotationError
+from personalens_utils.labels import AnnotationError
+from personalens_utils.labels.reading import read_sheet, read_sheets
+from personalens_utils.labels.sampling import draw_sample, sample_dialogues
+from personalens_utils.labels.sheets import RATED, SHEET_COLUMNS, export_sheet, read_table, write_table
+from personalens_utils.measures import scores
 from personalens_utils.prompt_templates import judge as judge_prompts
 from personalens_utils.runstore.records import Dialogue
 from personalens_utils.runstore.store import RunStore
@@ -23,7 +26,7 @@ from personalens_utils.runstore.store import RunStore
 def exported(tmp_path_factory):
     root = tmp_path_factory.mktemp("annot")
     store = build_store(root / "run", users=6, second_judge=False)
-    paths = annotation.export_sheet(store, build_benchmark(6), root / "sheets", n=20, seed=3)
+    paths = export_sheet(store, build_benchmark(6), root / "sheets", n=20, seed=3)
     return store, paths
 
 
@@ -52,9 +55,9 @@ def _write(sheet: pd.DataFrame, path, **kw) -> str:
 def test_export_writes_sheet_guidelines_and_manifest(exported):
     store, paths = exported
     sheet = pd.read_csv(paths["sheet"], dtype=str, keep_default_na=False)
-    assert list(sheet.columns) == list(annotation.SHEET_COLUMNS)
+    assert list(sheet.columns) == list(SHEET_COLUMNS)
     assert len(sheet) == 20 and sheet["dialogue_id"].is_unique
-    assert (sheet[list(annotation.RATED)] == "").all().all()  # nothing is pre-filled
+    assert (sheet[list(RATED)] == "").all().all()  # nothing is pre-filled
     assert sheet["conversation"].str.contains("USER").all()
     assert sheet["task_goal"].str.startswith("Finish").all()
     manifest = json.loads(paths["manifest"].read_text())
@@ -64,21 +67,21 @@ def test_export_writes_sheet_guidelines_and_manifest(exported):
     guide = paths["guidelines"].read_text()
     assert judge_prompts.PERSONALIZATION_LEVELS.strip() in guide
     assert "1 - very incoherent" in guide and "VERDICT" in guide
-    for column in annotation.RATED:
+    for column in RATED:
         assert f"## Column `{column}`" in guide
     assert "{" not in guide.replace("{}", "")  # every template field was filled in
 
 
 def test_sample_is_seeded_and_export_never_overwrites_a_sheet(exported, tmp_path):
     store, paths = exported
-    first = [d["id"] for d in annotation.sample_dialogues(store, 20, seed=3)]
+    first = [d["id"] for d in sample_dialogues(store, 20, seed=3)]
     assert first == json.loads(paths["manifest"].read_text())["dialogue_ids"]
-    assert first != [d["id"] for d in annotation.sample_dialogues(store, 20, seed=4)]
-    again = annotation.export_sheet(store, build_benchmark(6), paths["sheet"].parent, n=20, seed=3)
+    assert first != [d["id"] for d in sample_dialogues(store, 20, seed=4)]
+    again = export_sheet(store, build_benchmark(6), paths["sheet"].parent, n=20, seed=3)
     assert again == paths
     with pytest.raises(AnnotationError, match="already exists"):
-        annotation.export_sheet(store, build_benchmark(6), paths["sheet"].parent, n=20, seed=9)
-    only_a = annotation.sample_dialogues(store, 1000, where={"assistant_model": "model-a"})
+        export_sheet(store, build_benchmark(6), paths["sheet"].parent, n=20, seed=9)
+    only_a = sample_dialogues(store, 1000, where={"assistant_model": "model-a"})
     assert only_a and {d["assistant_model"] for d in only_a} == {"model-a"}
 
 
@@ -86,7 +89,7 @@ def test_filled_sheets_from_three_annotators_are_read(exported, tmp_path):
     _, paths = exported
     for k in range(3):
         _write(_fill(paths, f"ann{k}", seed=k, blank_every=5 if k == 0 else 0), tmp_path / f"ann{k}.csv")
-    ratings = annotation.read_sheets(str(tmp_path / "*.csv"), manifest=paths["manifest"])
+    ratings = read_sheets(str(tmp_path / "*.csv"), manifest=paths["manifest"])
     assert sorted(ratings["annotator"].unique()) == ["ann0", "ann1", "ann2"]
     per = ratings.groupby(["annotator", "dimension"]).size()
     assert per[("ann1", "personalization")] == 20
@@ -98,7 +101,7 @@ def test_annotator_name_from_file_and_excel_style_csv(exported, tmp_path):
     _, paths = exported
     sheet = _fill(paths, "", seed=1, annotator_column=False)
     path = _write(sheet, tmp_path / "annotator_bo.csv", sep=";", encoding="utf-8-sig")
-    ratings = annotation.read_sheet(path)
+    ratings = read_sheet(path)
     assert set(ratings["annotator"]) == {"annotator_bo"}
     assert len(ratings) == 20 * 6
 
@@ -116,7 +119,7 @@ def test_annotator_name_from_file_and_excel_style_csv(exported, tmp_path):
         (lambda s: s.assign(task_completion=["maybe"] * len(s)), "not a task-completion rating"),
         (lambda s: pd.concat([s, s.iloc[[0]]]), "appears twice"),
         (lambda s: s.assign(dialogue_id=["x", *list(s["dialogue_id"][1:])]), "not in the exported sample"),
-        (lambda s: s.assign(**{c: [""] * len(s) for c in annotation.RATED}), "no ratings are filled in"),
+        (lambda s: s.assign(**{c: [""] * len(s) for c in RATED}), "no ratings are filled in"),
         (lambda s: s.assign(annotator=["a"] + ["b"] * (len(s) - 1)), "several names"),
     ],
 )
@@ -124,7 +127,7 @@ def test_bad_sheets_are_refused_with_file_row_and_column(exported, tmp_path, cha
     _, paths = exported
     path = _write(change(_fill(paths, "ann", seed=0)), tmp_path / "bad.csv")
     with pytest.raises(AnnotationError, match=message) as info:
-        annotation.read_sheets([path], manifest=paths["manifest"])
+        read_sheets([path], manifest=paths["manifest"])
     assert "bad.csv" in str(info.value)
 
 
@@ -133,18 +136,18 @@ def test_one_annotator_twice_and_no_sheets_are_refused(exported, tmp_path):
     a = _write(_fill(paths, "same", seed=0), tmp_path / "one.csv")
     b = _write(_fill(paths, "same", seed=1), tmp_path / "two.csv")
     with pytest.raises(AnnotationError, match="already rated"):
-        annotation.read_sheets([a, b])
+        read_sheets([a, b])
     with pytest.raises(AnnotationError, match="no filled annotation sheets"):
-        annotation.read_sheets(str(tmp_path / "nothing-*.csv"))
+        read_sheets(str(tmp_path / "nothing-*.csv"))
     with pytest.raises(AnnotationError, match="no such sheet"):
-        annotation.read_sheets([tmp_path / "absent.csv"])
+        read_sheets([tmp_path / "absent.csv"])
 
 
 def test_sheets_feed_table5(exported, tmp_path):
     store, paths = exported
     for k in range(2):
         _write(_fill(paths, f"ann{k}", seed=10 + k), tmp_path / f"ann{k}.csv")
-    ratings = annotation.read_sheets(str(tmp_path / "ann*.csv"), manifest=paths["manifest"])
+    ratings = read_sheets(str(tmp_path / "ann*.csv"), manifest=paths["manifest"])
     tidy = scores.load_scores(store, judge_model=JUDGE)
     judge = tidy[tidy["dialogue_id"].isin(ratings["dialogue_id"])]
     result = analysis.table5(judge, ratings, judge_model=JUDGE, backend_names={"offline"})
@@ -153,18 +156,18 @@ def test_sheets_feed_table5(exported, tmp_path):
 
 
 def test_sheets_written_atomically_follow_the_users_umask_and_keep_their_mode(exported, tmp_path):
-    header, rows, _ = annotation.read_table(exported[1]["sheet"])
+    header, rows, _ = read_table(exported[1]["sheet"])
     old = os.umask(0o027)
     try:
-        annotation.write_table(tmp_path / "new.csv", header, rows)
+        write_table(tmp_path / "new.csv", header, rows)
     finally:
         os.umask(old)
     assert stat.S_IMODE((tmp_path / "new.csv").stat().st_mode) == 0o640  # not mkstemp's private 0600
     shared = tmp_path / "shared.csv"
     shared.write_text("x\n", encoding="utf-8")
     shared.chmod(0o664)
-    annotation.write_table(shared, header, rows)
-    assert stat.S_IMODE(shared.stat().st_mode) == 0o664 and annotation.read_table(shared)[1] == rows
+    write_table(shared, header, rows)
+    assert stat.S_IMODE(shared.stat().st_mode) == 0o664 and read_table(shared)[1] == rows
 
 
 def test_a_stratum_drawn_apart_keeps_its_dialogues_when_another_stratum_joins(exported, tmp_path):
@@ -173,8 +176,8 @@ def test_a_stratum_drawn_apart_keeps_its_dialogues_when_another_stratum_joins(ex
                "apart": True}
     two = RunStore(tmp_path / "two")
     two.extend([d for d in store.read(Dialogue) if d.assistant_model != "model-c"])
-    _, before = annotation.draw_sample(two, 8, **drawing)
-    _, after = annotation.draw_sample(store, 12, **drawing)
+    _, before = draw_sample(two, 8, **drawing)
+    _, after = draw_sample(store, 12, **drawing)
     drawn = {s.value: s.dialogue_ids for s in after.strata}
     assert [s.value for s in after.strata] == ["model-a", "model-b", "model-c"]
     assert {s.value: s.dialogue_ids for s in before.strata} == {k: drawn[k] for k in ("model-a", "model-b")}

@@ -1,4 +1,5 @@
-"""Agreement between raters: Cohen's kappa, Fleiss' kappa and Krippendorff's alpha.
+"""Agreement between raters: Cohen's kappa, Fleiss' kappa and Krippendorff's alpha, and the agreement
+of a reference (a judge) with other raters per dimension, as Table 5 and the judge report card read it.
 
 Raters are the judge model(s) and human annotators; items are dialogues. Missing ratings are NaN
 and are left out of each measure the way that measure prescribes (pairwise deletion for Cohen,
@@ -12,10 +13,17 @@ from typing import Literal
 
 import krippendorff
 import numpy as np
+import pandas as pd
 from numpy.typing import ArrayLike
+
+from personalens_utils.labels.sheets import RATED
+from personalens_utils.measures.display import DIMENSION_NAMES
+from personalens_utils.measures.scores import SCALES
 
 Weights = Literal["linear", "quadratic"] | None
 Level = Literal["nominal", "ordinal", "interval", "ratio"]
+AGREEMENT_DIMENSIONS = RATED
+AGREEMENT_NAMES = {dim: DIMENSION_NAMES[dim] for dim in AGREEMENT_DIMENSIONS}
 
 
 def _as_float(values: ArrayLike, name: str) -> np.ndarray:
@@ -130,3 +138,61 @@ def krippendorff_alpha(
     if len(unknown):
         raise ValueError(f"ratings {unknown.tolist()} are outside the categories {domain.tolist()}")
     return float(krippendorff.alpha(reliability_data=matrix, value_domain=domain, level_of_measurement=level))
+
+
+def ratings_matrix(ratings: pd.DataFrame, items: Sequence[str]) -> tuple[list[str], np.ndarray]:
+    """Long ratings (rater, dialogue_id, score) -> rater names and a raters x items matrix (NaN: unrated)."""
+    wide = ratings.pivot_table(index="rater", columns="dialogue_id", values="score", aggfunc="first")
+    wide = wide.reindex(columns=list(items))
+    return list(wide.index), wide.to_numpy(dtype=float)
+
+
+def shared_matrices(reference: pd.DataFrame,
+                    raters: pd.DataFrame) -> tuple[list[str], list[str], np.ndarray, np.ndarray]:
+    """The dialogues both a reference and other raters rated (long frames of one dimension), the raters'
+    names, and the reference's and the raters' matrices over those dialogues."""
+    items = sorted(set(raters["dialogue_id"]) & set(reference["dialogue_id"]))
+    _, ref_matrix = ratings_matrix(reference, items)
+    names, matrix = ratings_matrix(raters, items)
+    return items, names, ref_matrix, matrix
+
+
+def agreement_table(
+    reference: pd.DataFrame,
+    raters: pd.DataFrame,
+    *,
+    pool_reference: bool,
+    dimensions: Sequence[str] = AGREEMENT_DIMENSIONS,
+) -> pd.DataFrame:
+    """Agreement per dimension between a reference (the judge) and other raters.
+
+    Inputs are long frames with columns rater, dialogue_id, dimension, score. Cohen's kappa is the
+    reference against each rater, averaged. Fleiss' kappa and Krippendorff's alpha are computed among
+    the raters, or among raters and reference together when `pool_reference` (used when the only
+    other rater is a second judge). Alpha is ordinal for the rating scales and nominal for TC.
+    """
+    rows = []
+    for dim in dimensions:
+        items, names, ref_matrix, matrix = shared_matrices(reference[reference["dimension"] == dim],
+                                                          raters[raters["dimension"] == dim])
+        scale = SCALES[dim]
+        pooled = np.vstack([ref_matrix, matrix]) if pool_reference else matrix
+        rows.append(
+            {
+                "Metric": AGREEMENT_NAMES.get(dim, dim),
+                "Cohen's κ": mean_pairwise_cohen(ref_matrix[0], matrix, categories=scale.categories)
+                if len(names) and len(ref_matrix)
+                else float("nan"),
+                "Fleiss' κ": fleiss_kappa(pooled, categories=scale.categories),
+                "Krippendorff's α": krippendorff_alpha(
+                    pooled,
+                    level=scale.level,
+                    categories=scale.categories,  # type: ignore[arg-type]
+                ),
+                "α level": scale.level,
+                "items": len(items),
+                "raters": len(names),
+            }
+        )
+    return pd.DataFrame(rows)
+
