@@ -9,7 +9,8 @@ from typing import Any
 
 from personalens_utils.base import paths
 from personalens_utils.generation.runner import GenerationConfig, GenerationResult, generate_benchmark
-from personalens_utils.session.base import Session, list_param
+from personalens_utils.session.base import Session
+from personalens_utils.session.parameters import list_param
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,7 @@ class GenerationRun:
         generated = parameters["generated_dir"]
         target = generated or paths.generated_benchmark_dir()
         session = Session.from_parameters(parameters, benchmark_dir=target, output_dir=target, users="all",
-                                          stage="generation", store=False)
+                                          stage="generation", default_run_store=False)
         domains = list_param("domains", parameters["domains"])
         config = GenerationConfig(
             n_users=parameters["n_users"], seed=parameters["demographics_seed"],

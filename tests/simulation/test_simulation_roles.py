@@ -19,7 +19,8 @@ from personalens_utils.llm import PreflightError, Usage, registry
 from personalens_utils.llm.client import Clients
 from personalens_utils.runstore.records import Dialogue, Judgment
 from personalens_utils.runstore.store import RunStore
-from personalens_utils.session.base import Session
+from personalens_utils.session.parameters import Parameters, SessionConfig
+from personalens_utils.session.runtime import Runtime
 from personalens_utils.simulation import SimulationConfig, estimate_simulation, plan_dialogues, run_simulation
 
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
@@ -197,7 +198,7 @@ def test_notebooks_03_and_04_with_user_and_judge_on_anthropic_and_assistant_on_o
 
 def test_session_preflight_checks_each_role_on_its_own_backend(tmp_path, monkeypatch):
     monkeypatch.setenv("PERSONALENS_CACHE", str(tmp_path / "cache"))
-    session = Session(benchmark_dir=tmp_path, users=None, store=None, output_dir=tmp_path)
+    session = Runtime(Parameters.read(SessionConfig()), {})
     roles = {"user agent": session.spec("Claude 3 Sonnet", "user_model"),
              "assistant": session.spec(ASSISTANT, "assistant_model")}
     with socket.socket() as sock:
