@@ -207,9 +207,11 @@ def test_good_work_parameters_are_kept_read(bench: Path, tmp_path: Path) -> None
     opened = Session.open(_config(bench, tmp_path, dimensions="task_completion,personalization",
                                   settings="base,base+I", shard="2/3", max_concurrency={"offline": 2},
                                   repeats=2))
-    assert opened.dimensions == ["task_completion", "personalization"]
-    assert opened.settings == ["base", "base+I"] and opened.shard == "2/3"
-    assert Session.open(_config(bench, tmp_path)).dimensions is None
+    given = opened.parameters
+    assert given.dimensions == ["task_completion", "personalization"] and given.repeats == 2
+    assert given.settings == ["base", "base+I"] and given.shard == "2/3"
+    assert given.max_concurrency == {"offline": 2}
+    assert Session.open(_config(bench, tmp_path)).parameters.dimensions is None
 
 
 def test_reproduce_checks_the_folders_it_writes_before_any_notebook(
