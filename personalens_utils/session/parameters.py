@@ -154,16 +154,16 @@ others say how the notebook works (given to it as `fixed`), never read from its 
 
 
 def config_of(parameters: Mapping[str, Any], *, models: Sequence[str], assistants: Sequence[str],
-              optional: Sequence[str], not_session: Sequence[str], fixed: dict[str, Any]) -> SessionConfig:
+              optional: Sequence[str], not_session: Sequence[str], fixed: Mapping[str, Any]) -> SessionConfig:
     """The `SessionConfig` of a notebook's own parameters (`Session.from_parameters`)."""
     read = {name: parameters[name] for name in _PARAMETER_FIELDS
             if name in parameters and name not in fixed and name not in not_session}
     roles = {"models": models, "assistants": assistants}
     if missing := [name for names in roles.values() for name in names if name not in parameters]:
         raise SessionError(f"the notebook declares no parameter {missing[0]!r} for its role")
-    for kind, names in roles.items():
-        fixed[kind] = {name: parameters[name] for name in names if name not in optional or parameters[name]}
-    return SessionConfig(**read, **fixed)
+    given = {kind: {name: parameters[name] for name in names if name not in optional or parameters[name]}
+             for kind, names in roles.items()}
+    return SessionConfig(**read, **{**fixed, **given})
 
 
 @dataclass(frozen=True)
