@@ -39,7 +39,7 @@ from personalens_utils.data import present_users, resolve_users
 from personalens_utils.llm.registry import KNOWN_BACKENDS
 from personalens_utils.reproduce.notebooks import execute
 from personalens_utils.reproduce.notebooks import failure_line as _failure  # one reading of a failure
-from personalens_utils.session.base import SessionConfig, users_param
+from personalens_utils.session.parameters import SessionConfig, users_param
 
 
 class RunError(KitError):

@@ -65,7 +65,7 @@ def _session_contexts(session: Any) -> Any:
         except KeyError:
             raise JudgingError(
                 f"scenario {dialogue.scenario_id!r} is not in the benchmark at "
-                f"{session.benchmark_dir}; open the session on the benchmark it was simulated on"
+                f"{session.places.benchmark_dir}; open the session on the benchmark it was simulated on"
             ) from None
         return judge_context(ScenarioContext.of(scenario, bench.user(dialogue.user_id)), dialogue)
 
@@ -113,9 +113,9 @@ def play_user(source: Any, scenario_id: str, *, person: str, assistant: Assistan
     the dialogue goes into the run store of `source` (a Session, with its prompt set; or a RunStore or
     run folder with `benchmark`, the kit's prompts) when it ends. `assistant` is an `Assistant` or a
     spec, read as the session reads assistant specs (None: the backend's default assistant)."""
-    if hasattr(source, "run_store") and hasattr(source, "clients"):
+    if hasattr(source, "run_store") and hasattr(source, "runtime"):
         store, bench, prompts = source.run_store, benchmark or source.benchmark, source.prompts
-        clients, options = source.clients, source.assistant_options
+        clients, options = source.runtime.clients, source.parameters.assistant_options
     elif isinstance(source, RunStore | str | os.PathLike) and benchmark is not None:
         store, bench, prompts = source if isinstance(source, RunStore) else RunStore(source), benchmark, KIT
         clients, options = Clients(), None

@@ -44,7 +44,7 @@ from personalens_utils.reproduce.settings import (
     role_specs,
 )
 from personalens_utils.runstore import run_card
-from personalens_utils.session.base import ALL_USERS
+from personalens_utils.session.parameters import ALL_USERS
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,8 @@ from personalens_utils.data import Benchmark
 from personalens_utils.llm.role import Role
 from personalens_utils.measures.scores import load_scores
 from personalens_utils.runstore.store import RunStore
-from personalens_utils.session.base import Session, list_param
+from personalens_utils.session.base import Session
+from personalens_utils.session.parameters import list_param
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ class AblationRun:
         user, judge = session.role("user_model"), session.role("judge_model")
         assistant = session.assistant("assistant_model")
         print(session.preflight({"user agent": user, "assistant": assistant, "judge": judge}))
-        chosen = first_users(session.user_ids(), parameters["ablation_users"])
+        chosen = first_users(session.places.user_ids(), parameters["ablation_users"])
         return session, cls(session.run_store, session.output_dir, user, judge, assistant, chosen,
                             session.load_benchmark(chosen))
 
@@ -72,20 +73,20 @@ class AnalysisRun:
         and the judgments the tables read, required for the setting analysed."""
         session = Session.from_parameters(parameters, models=("second_judge_model",),
                                           default_output=cls.default_output,
-                                          writes_store=not parameters["annotation_sheets"])
+                                          writes_run_store=not parameters["annotation_sheets"])
         given = session.assistant_names(list_param("assistant_models", parameters["assistant_models"]))
         domains = list_param("figure5_domains", parameters["figure5_domains"])
         store = session.run_store
         judge_model, user_model, setting = (parameters[k] for k in ("judge_model", "user_model", "setting"))
         tidy = session.scope(load_scores(store, judge_model=judge_model, user_model=user_model,
-                                         judge_prompt_set=parameters["prompt_set"],
+                                         judge_prompt_set=session.parameters.prompt_set,
                                          scoring=parameters["scoring"]))
         session.require(tidy[tidy["assistant_setting"] == setting], f"judgments by {judge_model} of "
                         f"dialogues with user agent {user_model} in setting {setting!r}",
                         "notebooks 03 and 04")
         present = sorted(tidy.loc[tidy["assistant_setting"] == setting, "assistant_model"].unique())
         models = list(given) if given else present
-        focus = session.focus(parameters["focus_model"]) or models[0]
+        focus = session.places.focus(parameters["focus_model"]) or models[0]
         print(f"run store {store.root}: {tidy['dialogue_id'].nunique()} judged dialogues; "
               f"assistants {models}; focus {focus}")
         return session, cls(store, session.output_dir, tidy, present, models, focus, domains)

@@ -13,7 +13,8 @@ from personalens_utils.judging.scoring import check_scoring
 from personalens_utils.llm.role import Role
 from personalens_utils.runstore.records import Dialogue
 from personalens_utils.runstore.store import RunStore
-from personalens_utils.session.base import Session, list_param
+from personalens_utils.session.base import Session
+from personalens_utils.session.parameters import list_param
 
 
 @dataclass(frozen=True)
@@ -44,11 +45,12 @@ class JudgingRun:
         store, judge = session.run_store, session.role("judge_model")
         print(session.preflight({"judge": judge}))
         select = session.in_scope(list_param("assistant_models", parameters["assistant_models"]),
-                                  list_param("settings", parameters["settings"]))
+                                  session.parameters.settings)
         offline_dialogues = True if parameters["judge_offline_dialogues"] else None
         needed = judged_users(store, select, judge=judge, offline_dialogues=offline_dialogues)
         return session, cls(store, session.output_dir, judge, select, offline_dialogues, needed,
-                            session.dimensions, scoring, parameters["users"], list(session.task_types))
+                            session.parameters.dimensions, scoring, session.parameters.users,
+                            list(session.parameters.task_types))
 
     def describe(self) -> str:
         """The setup cell's line: what the judge will judge, or what is missing for it to judge anything."""

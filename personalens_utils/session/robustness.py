@@ -11,7 +11,8 @@ from personalens_utils.assistants import Assistant, resolve_assistant
 from personalens_utils.llm.role import Role
 from personalens_utils.robustness.grid import Grid, GridRun, Place
 from personalens_utils.runstore.store import ReproductionStore, RunStore
-from personalens_utils.session.base import Session, list_param
+from personalens_utils.session.base import Session
+from personalens_utils.session.parameters import list_param
 
 ROBUSTNESS_STORE = "robustness_store"
 """Notebook 10's own store in its records folder, over the run store: a scenario simulated under a second
@@ -35,22 +36,23 @@ def open_grid(parameters: Mapping[str, Any], default_output: str = RobustnessRun
     """The session and the grid its parameters name (`assistant_models`, `user_models`, `user_styles`,
     `judge_models`, `repeats`, `batch`, `max_cost_usd`) over its own store (`ROBUSTNESS_STORE`), which
     reads through the run store until its first write; nothing is called yet."""
-    session = Session.from_parameters(parameters, default_output=default_output, writes_store=False)
+    session = Session.from_parameters(parameters, default_output=default_output, writes_run_store=False)
+    given, runtime = session.parameters, session.runtime
     own, run = session.records_dir / ROBUSTNESS_STORE, session.run_store
     store = ReproductionStore.over(run, own) if run.root.is_dir() else RunStore(own)
     grid = Grid.of(*(list_param(name, parameters[name]) or [] for name in
                      ("assistant_models", "user_models", "user_styles", "judge_models")),
-                   repeats=parameters["repeats"])
+                   repeats=given.repeats)
 
     @cache
     def assistant(spec: str) -> Assistant:
-        return resolve_assistant(spec, session.clients, what="assistant_models",
-                                 options=session.assistant_options)
+        return resolve_assistant(spec, runtime.clients, what="assistant_models",
+                                 options=given.assistant_options)
 
     def role(spec: str) -> Role:
-        model = session.spec(spec, "user_models or judge_models")
-        return Role.served(model, session.clients.client(model))
+        model = runtime.spec(spec, "user_models or judge_models")
+        return Role.served(model, runtime.clients.client(model))
 
-    place = Place(session.benchmark, store, session.prompts, session.task_types, session.scope,
+    place = Place(session.benchmark, store, given.prompts, given.task_types, session.scope,
                   session.in_scope(), role, assistant)
-    return session, GridRun(place, grid, batch=parameters["batch"], max_cost_usd=parameters["max_cost_usd"])
+    return session, GridRun(place, grid, batch=parameters["batch"], max_cost_usd=given.max_cost_usd)

@@ -41,17 +41,18 @@ class SimulationRun:
             parameters, models=("user_model",), assistants=("assistant_model",),
             default_output=cls.default_output, focus_defaults=("assistant_model",))
         benchmark, store = session.benchmark, session.run_store
-        user = session.role("user_model").playing(parameters["user_style"])
+        given = session.parameters
+        user = session.role("user_model").playing(given.user_style)
         assistant = session.assistant("assistant_model")
         selection = SimulationConfig(
-            settings=session.settings, task_types=list(session.task_types), user_model=user.model,
+            settings=given.settings, task_types=list(given.task_types), user_model=user.model,
             user_style=user.style, assistant_model=assistant.model, assistant=assistant,
-            prompts=session.prompts, retry_errors=parameters["retry_errors"], shard=parameters["shard"],
-            max_cost_usd=parameters["max_cost_usd"], repeats=parameters["repeats"], batch=parameters["batch"])
-        users = parameters["users"]
-        note = (f"`{session.benchmark_dir}`, users: **{users if users is not None else 'default'}** → "
+            prompts=given.prompts, retry_errors=parameters["retry_errors"], shard=given.shard,
+            max_cost_usd=given.max_cost_usd, repeats=given.repeats, batch=parameters["batch"])
+        users = given.users
+        note = (f"`{session.places.benchmark_dir}`, users: **{users if users is not None else 'default'}** → "
                 f"{benchmark}; run store `{store.root}`; user agent `{user}`, assistant "
-                f"`{assistant.backend}:{assistant.model}`; prompts: **{session.prompt_set}**"
+                f"`{assistant.backend}:{assistant.model}`; prompts: **{given.prompt_set}**"
                 + (f", user style **{selection.user_style}**" if selection.user_style != COOPERATIVE else ""))
         return session, cls(benchmark, store, session.output_dir, user, assistant, selection, note)
 

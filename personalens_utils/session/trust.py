@@ -13,7 +13,8 @@ from personalens_utils.data import Benchmark
 from personalens_utils.judging import check_scoring
 from personalens_utils.llm.role import Role
 from personalens_utils.runstore.store import ReproductionStore, RunStore
-from personalens_utils.session.base import Session, list_param
+from personalens_utils.session.base import Session
+from personalens_utils.session.parameters import list_param
 from personalens_utils.trust import probe_design as design
 
 TRUST_STORE = "trust_store"
@@ -45,25 +46,27 @@ class TrustRun:
         judge when `second_judge_model` is None), the roles checked once, and the probe design drawn."""
         session = Session.from_parameters(
             parameters, models=("user_model", "judge_model", "second_judge_model"),
-            optional=("second_judge_model",), default_output=cls.default_output, writes_store=False)
+            optional=("second_judge_model",), default_output=cls.default_output, writes_run_store=False)
+        given = session.parameters
         scoring = check_scoring(parameters["scoring"])
         run = session.run_store
         store = ReproductionStore.over(run, session.records_dir / TRUST_STORE)
         user = session.role("user_model")
         judges = [session.role(name) for name in ("judge_model", "second_judge_model")
-                  if name in session.model_specs]
+                  if name in given.model_specs]
         print(session.preflight({"user agent": user,
                                  **{f"judge {k + 1}": judge for k, judge in enumerate(judges)}}))
         benchmark = session.benchmark
-        given = session.assistant_names(list_param("assistant_models", parameters["assistant_models"]))
+        chosen = session.assistant_names(list_param("assistant_models", parameters["assistant_models"]))
         size = design.DesignSize(parameters["probe_users"], parameters["probe_tasks"], parameters["seed"])
-        plan = design.ProbeDesign.sample(benchmark, session.task_types, size, setting=parameters["setting"],
-                                         user_model=user.model, prompt_set=parameters["prompt_set"],
-                                         assistants=given)
-        names = given or plan.assistant_models(store)
+        plan = design.ProbeDesign.sample(benchmark, given.task_types, size, setting=parameters["setting"],
+                                         user_model=user.model, prompt_set=given.prompt_set,
+                                         assistants=chosen)
+        names = chosen or plan.assistant_models(store)
         specs = plan.assistant_specs(store)  # stored name -> the spec that resolves it
-        assistants = [resolve_assistant(specs.get(name, name), session.clients, what="assistant_models",
-                                        options=session.assistant_options) for name in names]
+        clients = session.runtime.clients
+        assistants = [resolve_assistant(specs.get(name, name), clients, what="assistant_models",
+                                        options=given.assistant_options) for name in names]
         return session, cls(run, store, session.output_dir, benchmark, user, judges, plan, names, assistants,
                             scoring)
 

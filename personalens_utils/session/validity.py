@@ -14,7 +14,8 @@ from personalens_utils.judging import check_scoring
 from personalens_utils.llm.role import Role
 from personalens_utils.measures.scores import load_scores
 from personalens_utils.runstore.store import ReproductionStore, RunStore
-from personalens_utils.session.base import Session, list_param
+from personalens_utils.session.base import Session
+from personalens_utils.session.parameters import list_param
 
 VALIDITY_STORE = "validity_store"
 """09's reviews under the session's `records_dir`, kept across runs."""
@@ -41,7 +42,7 @@ class ValidityRun:
         """The session (09 writes only its own store, so the run store may be read-only), both roles
         checked once, and the judgments of `judge_model` on `user_model`'s dialogues, required."""
         session = Session.from_parameters(parameters, models=("judge_model", "reviewer_model"),
-                                          default_output=cls.default_output, writes_store=False)
+                                          default_output=cls.default_output, writes_run_store=False)
         scoring = check_scoring(parameters["scoring"])
         run = session.run_store
         store = ReproductionStore.over(run, session.records_dir / VALIDITY_STORE)
@@ -49,7 +50,7 @@ class ValidityRun:
         print(session.preflight({"judge": judge, "reviewer": reviewer}))
         user_model = parameters["user_model"]
         kept = {"judge_model": judge.model, "user_model": user_model,
-                "judge_backend": judge.client.backend_name, "judge_prompt_set": parameters["prompt_set"],
+                "judge_backend": judge.client.backend_name, "judge_prompt_set": session.parameters.prompt_set,
                 "scoring": scoring}
         tidy = session.require(session.scope(load_scores(run, **kept)), f"judgments by {judge.model} of "
                                f"dialogues with user agent {user_model}", "notebooks 03 and 04")

@@ -21,7 +21,8 @@ from personalens_utils.llm import LLMClient
 from personalens_utils.prompt_sets import prompt_set
 from personalens_utils.runstore.records import Dialogue, Judgment
 from personalens_utils.runstore.store import RunStore
-from personalens_utils.session.base import Session, SessionConfig
+from personalens_utils.session.base import Session
+from personalens_utils.session.parameters import SessionConfig
 
 RETRIEVAL = "python:personalens_utils.assistants.retrieval:RetrievalAssistant?k=2&model=offline"
 

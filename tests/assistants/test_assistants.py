@@ -20,7 +20,8 @@ from personalens_utils.data import save_benchmark
 from personalens_utils.llm.client import Clients
 from personalens_utils.runstore.records import Dialogue
 from personalens_utils.runstore.store import RunStore
-from personalens_utils.session.base import Session, SessionConfig, SessionError
+from personalens_utils.session.base import Session
+from personalens_utils.session.parameters import SessionConfig, SessionError
 from personalens_utils.simulation import SimulationConfig, run_simulation
 
 PACKAGE_DIR = Path(personalens_utils.__file__).resolve().parent

@@ -316,7 +316,8 @@ def test_a_module_in_the_project_root_loads_without_pythonpath(tmp_path, monkeyp
 
 
 def test_notebook_06_and_07_take_the_spec_notebook_03_took(tmp_path):
-    from personalens_utils.session.base import Session, SessionConfig
+    from personalens_utils.session.base import Session
+    from personalens_utils.session.parameters import SessionConfig
 
     bench = tmp_path / "bench"
     save_benchmark(tiny_benchmark(), bench)
@@ -324,7 +325,7 @@ def test_notebook_06_and_07_take_the_spec_notebook_03_took(tmp_path):
                                          output_dir=tmp_path / "out"))
     given = [f"python:{RETRIEVAL}", "ref-dialogue-only"]
     assert session.assistant_names(given) == [RETRIEVAL, "ref-dialogue-only"]
-    assert session.focus(f"python:{RETRIEVAL}") == RETRIEVAL
+    assert session.places.focus(f"python:{RETRIEVAL}") == RETRIEVAL
 
 
 def test_a_setting_that_hides_part_of_the_user_is_said_for_a_python_assistant_only():

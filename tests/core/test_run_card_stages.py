@@ -23,7 +23,8 @@ from personalens_utils.reproduce import StepResult, pipeline
 from personalens_utils.reproduce import settings as reproduce_settings
 from personalens_utils.runstore import run_card
 from personalens_utils.runstore.store import ReproductionStore, RunStore
-from personalens_utils.session.base import Session
+from personalens_utils.session.parameters import Parameters, SessionConfig
+from personalens_utils.session.places import Places
 from personalens_utils.simulation import SimulationConfig
 from personalens_utils.simulation.runner import run_simulation
 from personalens_utils.trust.probes import Padding, run_probe
@@ -158,14 +159,14 @@ def test_reproduction_records_the_scoring_rule_once_its_analysis_ran(monkeypatch
 def test_notebook_06_records_its_scoring_only_on_a_store_of_its_own(tmp_path: Path) -> None:
     own = RunStore(tmp_path / "own")
     _official_run(own.root)
-    mine = Session(benchmark_dir=tmp_path / "bench", users=None, store=own, output_dir=tmp_path / "out")
+    parameters, bench, out = Parameters.read(SessionConfig()), tmp_path / "bench", tmp_path / "out"
+    mine = Places(parameters, bench, None, own, out, out)
     assert mine.note_scoring("official")
     assert run_card.read_card(own.root)["protocol"] == {"kind": "official", "differs": []}
     finished = tmp_path / "runs" / "r" / "generated"
     _official_run(finished / "store")
-    theirs = Session(benchmark_dir=tmp_path / "bench", users=None,
-                     store=ReproductionStore(finished / "store", tmp_path / "overlay"),
-                     output_dir=tmp_path / "out", reproduction=LatestRun(finished, tmp_path / "bench"))
+    view = ReproductionStore(finished / "store", tmp_path / "overlay")
+    theirs = Places(parameters, bench, None, view, out, out, reproduction=LatestRun(finished, bench))
     assert not theirs.note_scoring("strict")
     assert run_card.read_card(finished / "store")["scoring"] == []
     assert not (tmp_path / "overlay" / run_card.CARD_FILE).exists()

@@ -38,7 +38,8 @@ JUDGED = ("task_completion", "personalization")
 def _notebook(folder: Path, scenario_id: str) -> Path:
     """The notebook a person opens: the session and the widget; judging; the explorer."""
     cells = [
-        "from personalens_utils.session.base import Session, SessionConfig\n"
+        "from personalens_utils.session.base import Session\n"
+        "from personalens_utils.session.parameters import SessionConfig\n"
         "from personalens_utils.explore import explore, play_user\n"
         f"session = Session.open(SessionConfig(benchmark_dir={str(folder / 'bench')!r}, "
         f"run_dir={str(folder / 'run')!r}, backend='offline'))\n"

@@ -15,6 +15,7 @@ from support.read_only import read_only
 from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils.assistants.reference_assistants import DESIGNED_ORDER
+from personalens_utils.base import paths
 from personalens_utils.data import load_benchmark, save_benchmark
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
 from personalens_utils.llm.client import LLMClient
@@ -22,8 +23,8 @@ from personalens_utils.measures.scores import load_scores
 from personalens_utils.reproduce.cli import parse_args, problems
 from personalens_utils.runstore.records import Dialogue, Judgment
 from personalens_utils.runstore.store import RunStore, StoreError, merge_stores
-from personalens_utils.session import base as session
-from personalens_utils.session.base import Session, SessionConfig, SessionError
+from personalens_utils.session.base import Session
+from personalens_utils.session.parameters import SessionConfig, SessionError
 from personalens_utils.simulation import SimulationConfig, run_simulation
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
@@ -32,7 +33,7 @@ NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 @pytest.fixture
 def bench(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A tiny generated benchmark on disk; runs/ and the response cache in the test's folder."""
-    monkeypatch.setattr(session.paths, "runs_dir", lambda: tmp_path / "runs")
+    monkeypatch.setattr(paths, "runs_dir", lambda: tmp_path / "runs")
     monkeypatch.setenv("PERSONALENS_CACHE", str(tmp_path / "cache"))
     save_benchmark(tiny_benchmark(n_users=2), tmp_path / "bench")
     return tmp_path / "bench"
@@ -87,7 +88,7 @@ def test_a_read_only_run_store_is_refused_before_any_call_and_keeps_what_it_hold
         assert str(stopped.value).startswith(f"cannot write the run store {store.root}: ")
         assert "\n" not in str(stopped.value)
         # a notebook that only reads the store (06 with annotation sheets, 07) opens it and reads it
-        reader = Session.open(_config(bench, tmp_path, run_dir=store.root, writes_store=False))
+        reader = Session.open(_config(bench, tmp_path, run_dir=store.root, writes_run_store=False))
         assert len(reader.run_store.read(Dialogue)) == 2 * 4
     assert _files(store.root) == before, "nothing was written into the read-only store"
     assert not (tmp_path / "out").exists()
@@ -125,7 +126,7 @@ def test_a_read_only_store_is_still_analysed(bench: Path, tmp_path: Path) -> Non
                     JudgingConfig(judge_model="judge-sim", dimensions=["task_completion"]))
     before = _files(store.root)
     with read_only(store.root):
-        reader = Session.open(_config(bench, tmp_path, run_dir=store.root, writes_store=False))
+        reader = Session.open(_config(bench, tmp_path, run_dir=store.root, writes_run_store=False))
         tidy = load_scores(reader.run_store, judge_model="judge-sim")
     assert len(tidy) == len(store.read(Judgment)) == 2 * 4
     assert _files(store.root) == before
@@ -193,10 +194,11 @@ def test_from_parameters_reads_a_notebook_s_fields_and_roles_by_name(bench: Path
     opened = Session.from_parameters(parameters, models=("user_model", "second_judge_model"),
                                      assistants=("assistant_model",), optional=("second_judge_model",),
                                      not_session=("prompt_set",), default_output="trust")
-    assert opened.settings == ["base", "base+I"] and opened.prompt_set == "kit"
-    assert opened.store is not None and opened.store.root == tmp_path / "run"
-    assert sorted(opened.model_specs) == ["user_model"] and opened.model_specs["user_model"].model == "u"
-    assert list(opened.assistant_specs) == ["assistant_model"]
+    given = opened.parameters
+    assert given.settings == ["base", "base+I"] and given.prompt_set == "kit" and given.repeats == 2
+    assert opened.run_store.root == tmp_path / "run"
+    assert sorted(given.model_specs) == ["user_model"] and given.model_specs["user_model"].model == "u"
+    assert list(opened.runtime.assistant_specs) == ["assistant_model"]
     with pytest.raises(SessionError, match="declares no parameter 'judge_model'"):
         Session.from_parameters(parameters, models=("judge_model",), not_session=("prompt_set",))
 
@@ -205,9 +207,11 @@ def test_good_work_parameters_are_kept_read(bench: Path, tmp_path: Path) -> None
     opened = Session.open(_config(bench, tmp_path, dimensions="task_completion,personalization",
                                   settings="base,base+I", shard="2/3", max_concurrency={"offline": 2},
                                   repeats=2))
-    assert opened.dimensions == ["task_completion", "personalization"]
-    assert opened.settings == ["base", "base+I"] and opened.shard == "2/3"
-    assert Session.open(_config(bench, tmp_path)).dimensions is None
+    given = opened.parameters
+    assert given.dimensions == ["task_completion", "personalization"] and given.repeats == 2
+    assert given.settings == ["base", "base+I"] and given.shard == "2/3"
+    assert given.max_concurrency == {"offline": 2}
+    assert Session.open(_config(bench, tmp_path)).parameters.dimensions is None
 
 
 def test_reproduce_checks_the_folders_it_writes_before_any_notebook(

@@ -36,7 +36,8 @@ from personalens_utils.reproduce import (
     pipeline,
 )
 from personalens_utils.reproduce import settings as reproduce_settings
-from personalens_utils.session.base import Session, SessionConfig
+from personalens_utils.session.base import Session
+from personalens_utils.session.parameters import SessionConfig
 from personalens_utils.simulation import PAPER_SETTINGS
 
 
@@ -348,7 +349,8 @@ def test_a_rerun_of_notebook_04_judges_only_the_dialogues_notebook_03_made(tmp_p
     judging = plan["04_judging"]
     assert all(params["settings"] == judging["settings"] for name, params in plan.items()
                if name.startswith("03_simulation"))
-    with Session.open(SessionConfig(benchmark_dir=bench, store=False, output_dir=tmp_path / "o")) as session:
+    config = SessionConfig(benchmark_dir=bench, default_run_store=False, output_dir=tmp_path / "o")
+    with Session.open(config) as session:
         keep = session.in_scope(judging["assistant_models"], judging["settings"])
     made = [dialogue(f"a{k}", assistant_model=model) for k, model in enumerate(settings.assistant_models)]
     ablation = [dialogue(f"b{k}", assistant_model=settings.ablation_model, assistant_setting=name)

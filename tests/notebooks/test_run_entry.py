@@ -74,7 +74,7 @@ def test_a_failure_inside_the_notebook_prints_the_kit_message_and_the_executed_c
         {"cell_type": "code", "metadata": {"tags": ["parameters"]}, "source": "size = 1", "outputs": [],
          "execution_count": None},
         {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
-         "source": "from personalens_utils.session.base import SessionError\n"
+         "source": "from personalens_utils.session.parameters import SessionError\n"
                    "raise SessionError(f'parameter size={size}: too big')"},
     ]
     notebook = tmp_path / "tiny.ipynb"
@@ -97,10 +97,11 @@ def _session_notebook(path: Path, bench: Path) -> Path:
          "outputs": [], "execution_count": None},
         {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
          "source": "import pandas as pd\n"
-                   "from personalens_utils.session.base import Session, SessionConfig\n"
+                   "from personalens_utils.session.base import Session\n"
+                   "from personalens_utils.session.parameters import SessionConfig\n"
                    "from personalens_utils.outputs.tables import save_table\n"
                    f"session = Session.open(SessionConfig(benchmark_dir={str(bench)!r},\n"
-                   "    output_dir=output_dir, default_output='tiny', store=False))\n"
+                   "    output_dir=output_dir, default_output='tiny', default_run_store=False))\n"
                    "save_table(pd.DataFrame({'x': [1]}), session.output_dir, 1, 'tiny', 'caption')"},
     ]
     path.write_text(json.dumps({"cells": cells, "metadata": {"kernelspec": {

@@ -15,13 +15,13 @@ from personalens_utils import reproduce
 from personalens_utils.base import paths
 from personalens_utils.base.paths import project_root
 from personalens_utils.data import SAMPLES, load_benchmark
-from personalens_utils.llm import CallKind, Message, Request
+from personalens_utils.llm import CallKind, LLMClient, Message, Request
 from personalens_utils.reproduce import Settings
 from personalens_utils.runstore.records import Dialogue
 from personalens_utils.runstore.store import ReproductionStore, RunStore, StoreError
-from personalens_utils.session import base as session
-from personalens_utils.session.base import (
-    Session,
+from personalens_utils.session import places
+from personalens_utils.session.base import Session
+from personalens_utils.session.parameters import (
     SessionConfig,
     SessionError,
     list_param,
@@ -74,12 +74,12 @@ def test_list_parameters_from_papermill_p_are_read_or_refused_with_a_pointer_to_
 
 def test_open_resolves_folders_and_closes_the_client(tmp_path, monkeypatch):
     bench = _official_like(tmp_path / "bench", [0, 1])
-    monkeypatch.setattr(session.paths, "runs_dir", lambda: tmp_path / "runs")
+    monkeypatch.setattr(paths, "runs_dir", lambda: tmp_path / "runs")
     closed = []
-    real_close = session.LLMClient.close
-    monkeypatch.setattr(session.LLMClient, "close", lambda self: closed.append(self) or real_close(self))
+    real_close = LLMClient.close
+    monkeypatch.setattr(LLMClient, "close", lambda self: closed.append(self) or real_close(self))
     with Session.open(SessionConfig(benchmark_dir=bench, users=[1], task_types=["SD"])) as s:
-        assert s.store is not None and s.store.root == tmp_path / "runs" / session.DEFAULT_RUN
+        assert s.run_store.root == tmp_path / "runs" / places.DEFAULT_RUN
         assert s.output_dir.parent == tmp_path / "runs" / "analysis" and s.users == [1]
         client = s.client
         assert s.client is client and client.backend_name == "offline"
@@ -89,7 +89,9 @@ def test_open_resolves_folders_and_closes_the_client(tmp_path, monkeypatch):
         assert keep(dialogue("a", user_id=1, task_type="SD"))
         assert not keep(dialogue("b", user_id=0, task_type="SD"))
     assert closed == [client]  # closed on leaving the block
-    no_store = Session.open(SessionConfig(benchmark_dir=bench, store=False, output_dir=tmp_path / "o"))
+    no_store = Session.open(SessionConfig(benchmark_dir=bench, default_run_store=False,
+                                          output_dir=tmp_path / "o"))
+    assert not no_store.places.has_run_store
     with pytest.raises(SessionError, match="run_dir"):
         _ = no_store.run_store
     with pytest.raises(SessionError, match="task_types"):
@@ -104,7 +106,7 @@ def test_each_run_on_default_output_has_a_folder_of_its_own(tmp_path, monkeypatc
     to run (07's trust store) stay in one place: the output folder named, else the parent of the run
     folders (issue 39: 09's store went there although an output was named)."""
     bench = _official_like(tmp_path / "bench", [0, 1])
-    monkeypatch.setattr(session.paths, "runs_dir", lambda: tmp_path / "runs")
+    monkeypatch.setattr(paths, "runs_dir", lambda: tmp_path / "runs")
     monkeypatch.delenv(paths.OUTPUT_ENV, raising=False)
     config = SessionConfig(benchmark_dir=bench, default_output="trust")
     first, second = (Session.open(config) for _ in range(2))
@@ -127,7 +129,7 @@ def test_each_run_on_default_output_has_a_folder_of_its_own(tmp_path, monkeypatc
 
 
 def test_the_newest_run_folder_is_found_by_start_and_counter(tmp_path, monkeypatch):
-    monkeypatch.setattr(session.paths, "runs_dir", lambda: tmp_path / "runs")
+    monkeypatch.setattr(paths, "runs_dir", lambda: tmp_path / "runs")
     for name in ("20010102-120000-2", "20010102-120000-10", "20010101-235959-99", "notes"):
         (tmp_path / "runs" / "analysis" / name).mkdir(parents=True)
     assert paths.newest_output("analysis") == tmp_path / "runs" / "analysis" / "20010102-120000-10"
@@ -136,10 +138,10 @@ def test_the_newest_run_folder_is_found_by_start_and_counter(tmp_path, monkeypat
 
 
 def test_a_benchmark_of_loaded_users_is_taken_from_the_session(official_data, monkeypatch):
-    with Session.open(SessionConfig(benchmark_dir=official_data, users=[3, 5, 7], store=False,
+    with Session.open(SessionConfig(benchmark_dir=official_data, users=[3, 5, 7], default_run_store=False,
                                     output_dir=official_data.parent / "out")) as s:
         loaded = s.benchmark
-        monkeypatch.setattr(session, "load_benchmark", lambda *a, **k: pytest.fail("read the folder again"))
+        monkeypatch.setattr(places, "load_benchmark", lambda *a, **k: pytest.fail("read the folder again"))
         part = s.load_benchmark([7, 3])
     assert part == load_benchmark(official_data, users=[3, 7]) and part.users[7] is loaded.users[7]
     assert list(part.scenarios["user_id"].unique()) == [3, 7]
@@ -222,14 +224,14 @@ def test_defaults_follow_the_latest_reproduction_and_the_store_follows_the_bench
     assert "folder: small/generated" in latest.read_text() and "benchmark: small/generated/benchmark" in \
         latest.read_text()  # relative: a copied checkout still finds them
     with Session.open() as s:
-        assert s.benchmark_dir == bench and s.store.root == folder / "store" and s.users is None
+        assert s.places.benchmark_dir == bench and s.run_store.root == folder / "store" and s.users is None
     other = _official_like(checkout / "elsewhere", [0])
     elsewhere = Session.open(SessionConfig(benchmark_dir=other))
-    assert elsewhere.store.root == checkout / "runs" / session.DEFAULT_RUN
-    assert Session.open(SessionConfig(benchmark_dir=bench)).store.root == folder / "store"
+    assert elsewhere.run_store.root == checkout / "runs" / places.DEFAULT_RUN
+    assert Session.open(SessionConfig(benchmark_dir=bench)).run_store.root == folder / "store"
     mine = _official_like(checkout / "data" / "generated" / "default", [0, 1, 2])  # notebook 01 ran since
     with Session.open() as s:
-        assert s.benchmark_dir == mine and s.store.root == checkout / "runs" / session.DEFAULT_RUN
+        assert s.places.benchmark_dir == mine and s.run_store.root == checkout / "runs" / places.DEFAULT_RUN
     official = _official_like(checkout / "data" / "personalens", [3])
     assert paths.default_benchmark_dir() == official
 
@@ -244,7 +246,7 @@ def test_a_later_reproduction_is_extended_in_its_own_folder_not_refused(checkout
         s.run_store.append(dialogue("d2"))
     paths.write_latest(second, second / "benchmark")  # `make reproduce RUN=other`
     with Session.open() as s:  # notebooks on their defaults now extend the second one, in its folder
-        assert s.store.root == second / "store"
+        assert s.run_store.root == second / "store"
         s.run_store.append(dialogue("d3"))
         assert s.run_store.root == second / "extended_store"
         assert sorted(d.id for d in s.run_store.read(Dialogue)) == ["d1", "d3"]
@@ -257,11 +259,11 @@ def test_defaults_read_a_finished_reproduction_and_write_only_to_their_own_run(c
     paths.write_latest(folder, bench, assistant_models=["ref-a", "ref-b"], focus_model="ref-b")
     RunStore(folder / "store").append(dialogue("d1"))
     held = (folder / "store" / "dialogues.jsonl").read_bytes()
-    validation = SessionConfig(stage="validation", store=False)
-    assert Session.open(validation).store.root == folder / "store"  # 02 reads it too
+    validation = SessionConfig(stage="validation", default_run_store=False)
+    assert Session.open(validation).run_store.root == folder / "store"  # 02 reads it too
     with Session.open() as s:  # the reproduction's own rows, not every assistant its store holds
-        assert s.assistant_names(None) == ["ref-a", "ref-b"] and s.focus(None) == "ref-b"
-        assert s.assistant_names(["mine"]) == ["mine"] and s.focus("mine") == "mine"
+        assert s.assistant_names(None) == ["ref-a", "ref-b"] and s.places.focus(None) == "ref-b"
+        assert s.assistant_names(["mine"]) == ["mine"] and s.places.focus("mine") == "mine"
         assert [d.id for d in s.run_store.read(Dialogue)] == ["d1"]
         s.run_store.append(dialogue("d2"))
         own = folder / "extended_store"
@@ -270,14 +272,15 @@ def test_defaults_read_a_finished_reproduction_and_write_only_to_their_own_run(c
     said = capsys.readouterr().out
     assert f"{folder / 'store'} is a finished `make reproduce` store" in said and str(own) in said
     for s in (Session.open(), Session.open(validation)):  # the next ones go on there
-        assert s.store.root == own and len(s.store.read(Dialogue)) == 2
+        assert s.run_store.root == own and len(s.run_store.read(Dialogue)) == 2
     RunStore(folder / "store").append(dialogue("d3"))  # a new `make reproduce` into the same folder
     with Session.open() as s, pytest.raises(StoreError, match="extends an earlier `make reproduce`"):
-        assert s.store.root == folder / "store"  # the old run is not this reproduction's
-        s.store.append(dialogue("d4"))
+        assert s.run_store.root == folder / "store"  # the old run is not this reproduction's
+        s.run_store.append(dialogue("d4"))
     assert len(RunStore(own).read(Dialogue)) == 2
     with Session.open(SessionConfig(run_dir=folder / "store")) as s:  # named by hand: a store like any other
-        assert type(s.run_store) is RunStore and s.assistant_names(None) is None and s.focus(None) is None
+        assert type(s.run_store) is RunStore and s.assistant_names(None) is None
+        assert s.places.focus(None) is None
 
 
 def test_a_store_of_its_own_calls_the_store_under_it_a_reproduction_only_when_it_is_one(checkout, capsys):
@@ -344,7 +347,7 @@ def test_require_says_which_prompt_set_the_store_holds(checkout):
         "prompt_set='kit'): its dialogues were made with prompt_set 'official': set prompt_set='official' "
         "to analyse them (papermill -p prompt_set official), or run notebooks 03 and 04 with "
         "prompt_set='kit' first"]
-    assert s.prompt_sets_held() == ["official"]
+    assert s.places.prompt_sets_held() == ["official"]
     s.run_store.append(dialogue("d-kit", user_id=0, prompt_set="kit", **identity))
     with pytest.raises(SessionError, match=r"\): run notebooks 03 and 04 first, or set run_dir"):
         s.require(pd.DataFrame({"user_id": []}), "judgments by J", "notebooks 03 and 04")

@@ -13,11 +13,12 @@ from support.roles import user_of
 from support.scripted_models import Overloaded
 from support.tiny_benchmark import tiny_benchmark
 
+from personalens_utils.base import paths
 from personalens_utils.data import save_benchmark
 from personalens_utils.llm.client import LLMClient
 from personalens_utils.runstore.store import RunStore
-from personalens_utils.session import base as session
-from personalens_utils.session.base import Session, SessionConfig, SessionError, selection_param
+from personalens_utils.session.base import Session
+from personalens_utils.session.parameters import SessionConfig, SessionError, selection_param
 from personalens_utils.simulation import SimulationConfig, nothing_to_describe, run_dialogues, run_simulation
 
 NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "03_simulation.ipynb"
@@ -25,7 +26,7 @@ NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "03_simulation.ip
 
 def test_an_empty_selection_is_refused_in_the_setup_cell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     save_benchmark(tiny_benchmark(n_users=2), tmp_path / "bench")
-    monkeypatch.setattr(session.paths, "runs_dir", lambda: tmp_path / "runs")
+    monkeypatch.setattr(paths, "runs_dir", lambda: tmp_path / "runs")
     with pytest.raises(SessionError, match=r"^parameter users=\[\] selects no user; "):
         Session.open(SessionConfig(benchmark_dir=tmp_path / "bench", users=[]))
     with pytest.raises(SessionError, match=r"^parameter task_types=\[\] selects nothing"):

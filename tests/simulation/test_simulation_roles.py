@@ -21,7 +21,8 @@ from personalens_utils.llm.client import Clients
 from personalens_utils.llm.role import Role
 from personalens_utils.runstore.records import Dialogue, Judgment
 from personalens_utils.runstore.store import RunStore
-from personalens_utils.session.base import Session
+from personalens_utils.session.parameters import Parameters, SessionConfig
+from personalens_utils.session.runtime import Runtime
 from personalens_utils.simulation import SimulationConfig, estimate_simulation, plan_dialogues, run_simulation
 
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
@@ -196,23 +197,23 @@ def test_notebooks_03_and_04_with_user_and_judge_on_anthropic_and_assistant_on_o
 
 def test_session_preflight_checks_each_role_on_its_own_backend(tmp_path, monkeypatch):
     monkeypatch.setenv("PERSONALENS_CACHE", str(tmp_path / "cache"))
-    session = Session(benchmark_dir=tmp_path, users=None, store=None, output_dir=tmp_path)
-    roles = {"user agent": session.spec("Claude 3 Sonnet", "user_model"),
-             "assistant": session.spec(ASSISTANT, "assistant_model")}
+    runtime = Runtime(Parameters.read(SessionConfig()), {})
+    roles = {"user agent": runtime.spec("Claude 3 Sonnet", "user_model"),
+             "assistant": runtime.spec(ASSISTANT, "assistant_model")}
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     monkeypatch.setenv("PL_ASSISTANT_URL", f"http://127.0.0.1:{port}/v1")
     try:
         with pytest.raises(PreflightError, match=r"assistant on the openai backend.*set by PL_ASSISTANT_URL"):
-            session.preflight(roles)
+            runtime.preflight(roles)
         with FakeLLMServer() as vllm:
-            session.close()
+            runtime.close()
             monkeypatch.setenv("PL_ASSISTANT_URL", vllm.url + "/v1")
-            assert session.preflight(roles).splitlines() == [
+            assert runtime.preflight(roles).splitlines() == [
                 "user agent: offline backend, nothing to check",
                 "assistant: openai backend, model 'Qwen/Qwen2.5-7B-Instruct' answered "
                 "(openai@PL_ASSISTANT_URL)"]
             assert vllm.total("ok") == 1
     finally:
-        session.close()
+        runtime.close()

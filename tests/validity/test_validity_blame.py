@@ -24,7 +24,8 @@ from personalens_utils.measures.scores import load_scores
 from personalens_utils.runstore.engine import UnreadableAnswer
 from personalens_utils.runstore.records import Blame, Dialogue, Judgment
 from personalens_utils.runstore.store import RunStore
-from personalens_utils.session.base import Session, SessionConfig
+from personalens_utils.session.base import Session
+from personalens_utils.session.parameters import SessionConfig
 from personalens_utils.simulation import SimulationConfig
 from personalens_utils.simulation.runner import run_simulation
 from personalens_utils.validity import (
@@ -221,11 +222,11 @@ def test_the_session_resolves_the_reviewer_like_the_judge(planted, tmp_path):
     same = SessionConfig(benchmark_dir=folder, run_dir=store.root, output_dir=tmp_path / "out",
                          models={"judge_model": "judge-sim", "reviewer_model": "offline:judge-sim"})
     with Session.open(same) as session, pytest.raises(ReviewerIsJudge, match="is the judge under review"):
-        run_blame(session.store, session.role("reviewer_model"), session.role("judge_model"),
+        run_blame(session.run_store, session.role("reviewer_model"), session.role("judge_model"),
                   benchmark_contexts(session.benchmark))
     other = replace(same, models={"judge_model": "judge-sim", "reviewer_model": "reviewer-sim"})
     with Session.open(other) as session:
-        report = run_blame(session.store, session.role("reviewer_model"), session.role("judge_model"),
+        report = run_blame(session.run_store, session.role("reviewer_model"), session.role("judge_model"),
                            benchmark_contexts(session.benchmark), BlameConfig(which="all"))
     assert report.planned == 0 and report.already_done == 72  # the fixture's reviews, found again
 
