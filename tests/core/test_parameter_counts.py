@@ -31,8 +31,8 @@ def parameter_counts(path: Path) -> list[tuple[str, int]]:
 def test_the_count_sees_keyword_only_parameters() -> None:
     path = PACKAGE / "simulation" / "runner.py"
     counts = dict(parameter_counts(path))
-    # benchmark, run, config, and the keyword-only backend, endpoint and sample
-    assert any(name.endswith(" estimate_simulation") and n == 6 for name, n in counts.items())
+    # benchmark, run, config, and the keyword-only user and sample
+    assert any(name.endswith(" estimate_simulation") and n == 5 for name, n in counts.items())
 
 
 @pytest.mark.parametrize("part", sorted(p.name for p in PACKAGE.iterdir() if p.suffix == ".py" or
