@@ -26,7 +26,8 @@ from personalens_utils.assistants import AssistantSpec
 from personalens_utils.assistants.python import PYTHON, SPEC_FORM, row_label
 from personalens_utils.base.errors import KitError, full_traceback_wanted
 from personalens_utils.base.paths import LatestRun, latest_run, runs_dir
-from personalens_utils.reproduce.index import INDEX, PAPER_ITEMS, PaperItem, reason
+from personalens_utils.outputs.ids import OutputId
+from personalens_utils.reproduce.index import INDEX, PAPER_ITEMS, reason
 from personalens_utils.reproduce.notebooks import (
     RunnerError,
     StepResult,
@@ -55,9 +56,10 @@ COMPARED_SETTING = "base"
 """The setting the evaluation's tables compare in: the one the reproduction simulated its assistants in."""
 DIFFERENCES = "tableD1"
 """The step that writes Table D1 after the notebooks (`differences`)."""
-ITEMS = (*(item for item in PAPER_ITEMS if item.notebook in STAGES),
-         PaperItem("Table D1", "tableD1_", DIFFERENCES, "the new assistant minus each reference, paired "
-                   "on the scenarios both hold", "judged"))
+TABLE_D1 = OutputId("table", "D1", notebook=DIFFERENCES, name="Table D1",
+                    what="the new assistant minus each reference, paired on the scenarios both hold",
+                    models="judged")
+ITEMS = (*(item for item in PAPER_ITEMS if item.notebook in STAGES), TABLE_D1)
 """The tables and figures an evaluation makes: its notebooks' paper items, and Table D1."""
 
 
@@ -279,7 +281,7 @@ def differences(result: Evaluation, analysis: dict[str, Any]) -> list[Path]:
                        scoring=analysis.get("scoring", "strict"))
     models = [*result.reproduction.assistant_models, result.model]
     table = differences_table(tidy, models=models, seed=analysis.get("seed", 0), against=result.model)
-    return sorted(table.save(result.folder, "D1", "paired_differences").values())
+    return sorted(table.save(result.folder, TABLE_D1, "paired_differences").values())
 
 
 def _heading(result: Evaluation) -> list[str]:

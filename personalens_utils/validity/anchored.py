@@ -61,7 +61,6 @@ MIN_LABELS = 2
 anchored estimate (blank, and the caption says why)."""
 SYNTHETIC_PREFIX = "synthetic-"
 """Annotator names of the synthetic annotator; a table made with any of them says so first."""
-NUMBER = "V1"
 RATINGS_COLUMNS = ("annotator", "dialogue_id", "dimension", "score")
 """The long ratings frame of `annotation.read_sheets`."""
 DIFFERENCE_COLUMNS = ("dimension", "treatment", "control", "judge_difference", "judge_ci_low",
@@ -535,8 +534,7 @@ def human_anchored(
 def human_anchored_table(scores: pd.DataFrame,
                          sheets: pd.DataFrame | str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
                          **options: Any) -> TableResult:
-    """`human_anchored(...).table()`: the table notebook 09 shows and saves
-    (`.save(out, "V1", "human_anchored")`)."""
+    """`human_anchored(...).table()`: the table notebook 09 shows and saves as Table V1."""
     return human_anchored(scores, sheets, **options).table()
 
 
