@@ -52,6 +52,7 @@ import orjson
 from personalens_utils.judging import ALL_DIMENSIONS, DIMENSIONS
 from personalens_utils.llm.role import Role
 from personalens_utils.runstore.identity import Variant, dialogue_id, judgment_id
+from personalens_utils.session.analysis import TABLE3, TABLE4, TABLE12, TABLE13
 
 PAPER_DIALOGUES = 122_133
 PAPER_MD = 24_018
@@ -232,18 +233,18 @@ def _analysis_tables(root: Path, clock: Clock) -> dict[str, Any]:
             scores.missing_rates(tidy)
         with clock.step("table3"):
             table3 = analysis.table3(tidy, setting=SETTING, models=models, seed=0)
-            table3.save(out, 3, "assistant_models")
-            table3.save_data(out, 3, "assistant_models_data")
+            table3.save(out, TABLE3, "assistant_models")
+            table3.save_data(out, TABLE3, "assistant_models_data")
         with clock.step("table4"):
-            analysis.table4(tidy, assistant_model=MODEL, seed=0).save(out, 4, "ablation")
+            analysis.table4(tidy, assistant_model=MODEL, seed=0).save(out, TABLE4, "ablation")
         with clock.step("table12"):
             of_models = analysis.rows_of(tidy, tidy["assistant_model"].isin(models))
-            analysis.table12(of_models, setting=SETTING, seed=0).save(out, 12, "user_agent")
+            analysis.table12(of_models, setting=SETTING, seed=0).save(out, TABLE12, "user_agent")
         with clock.step("table13"):
             dialogues = dialogue_stats.dialogues_frame(store)
             dialogues = dialogues[dialogues["user_model"] == MODEL]
             dialogue_stats.table13(dialogues, assistant_model=MODEL, assistant_setting=SETTING,
-                                   task_types=["SD", "MD"]).save(out, 13, "dialogue_stats")
+                                   task_types=["SD", "MD"]).save(out, TABLE13, "dialogue_stats")
         with clock.step("figure4"):
             figures = {"figure4": analysis.figure4(tidy, assistant_model=MODEL, setting=SETTING, seed=0)}
         with clock.step("figure5"):

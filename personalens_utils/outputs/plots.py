@@ -23,6 +23,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from personalens_utils.base.safe_names import inside
+from personalens_utils.outputs.ids import OutputId
 from personalens_utils.outputs.tables import Source
 
 PALETTE = "colorblind"
@@ -272,9 +273,10 @@ class FigureResult:
         """The caption file's text: caption, then the source sentence (provenance and N)."""
         return f"{self.caption} {self.source.describe()}"
 
-    def save(self, output_dir: str | os.PathLike[str], number: int | str, slug: str) -> dict[str, Path]:
-        """`save_figure` with this figure's caption; with `at`, also the figure at the other width as
-        `figure<number>_<slug>_<column|text>.{pdf,png}`."""
+    def save(self, output_dir: str | os.PathLike[str], output: OutputId, part: str = "") -> dict[str, Path]:
+        """`save_figure` with this figure's caption as the figure `output` (its file `part`, if any); with
+        `at`, also the figure at the other width as `figure<number>_<slug>_<column|text>.{pdf,png}`."""
+        number, slug = output.of_kind("figure").number, output.file_slug(part)
         paths = save_figure(self.figure, output_dir, number, slug, caption=self.describe())
         if self.at is not None:
             other: Span = "text" if span_of(self.figure) == "column" else "column"

@@ -13,6 +13,7 @@ import pandas as pd
 from personalens_utils.base.paths import CARD_FILE
 from personalens_utils.base.safe_names import inside
 from personalens_utils.outputs.display import frame_html
+from personalens_utils.outputs.ids import OutputId
 from personalens_utils.outputs.latex import Printed, label_for, table_latex
 
 Layout = Callable[[pd.DataFrame], Printed]
@@ -89,16 +90,17 @@ class TableResult:
     def save(
         self,
         output_dir: str | os.PathLike[str],
-        number: int | str,
-        slug: str,
+        output: OutputId,
+        part: str = "",
         *,
         float_format: str | None = None,
         best: Mapping[str, str] | None = None,
     ) -> dict[str, Path]:
-        """`save_table` of the frame with the caption, floats at the table's `precision` unless
-        `float_format` says otherwise; `best` (default: the table's own) bolds the best value of those
-        columns."""
+        """`save_table` of the frame with the caption as the table `output` (its file `part`, if any),
+        floats at the table's `precision` unless `float_format` says otherwise; `best` (default: the
+        table's own) bolds the best value of those columns."""
         float_format = float_format or f"{{:.{self.precision}f}}"
+        number, slug = output.of_kind("table").number, output.file_slug(part)
         return save_table(
             self.frame, output_dir, number, slug, self.caption, float_format=float_format,
             best=self.best if best is None else best, printing=Printing(self.words, self.printed),
@@ -107,15 +109,16 @@ class TableResult:
     def save_data(
         self,
         output_dir: str | os.PathLike[str],
-        number: int | str,
-        slug: str,
+        output: OutputId,
+        part: str = "",
         *,
         note: str = " Long form.",
         float_format: str = "{:.4f}",
     ) -> dict[str, Path]:
-        """`save_table` of the long numeric frame (the frame itself when there is none), printed in the
-        table's `words`."""
+        """`save_table` of the long numeric frame (the frame itself when there is none) as the table
+        `output` (its file `part`, if any), printed in the table's `words`."""
         frame = self.frame if self.data is None else self.data
+        number, slug = output.of_kind("table").number, output.file_slug(part)
         return save_table(frame, output_dir, number, slug, self.caption + note, float_format=float_format,
                           printing=Printing(self.words))
 

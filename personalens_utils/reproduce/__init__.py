@@ -19,7 +19,7 @@ it, or the reason it was not reproduced.
 """
 
 from personalens_utils.reproduce.cli import OptionError, main, parse_args, problems
-from personalens_utils.reproduce.index import PAPER_ITEMS, PaperItem, write_index
+from personalens_utils.reproduce.index import PAPER_ITEMS, write_index
 from personalens_utils.reproduce.notebooks import PassResult, StepResult, run_notebook
 from personalens_utils.reproduce.pipeline import publish, reproduce, run_pass
 from personalens_utils.reproduce.settings import (
@@ -30,6 +30,6 @@ from personalens_utils.reproduce.settings import (
     role_specs,
 )
 
-__all__ = ["ANTHROPIC_ASSISTANTS", "OFFLINE_ASSISTANTS", "PAPER_ITEMS", "OptionError", "PaperItem",
+__all__ = ["ANTHROPIC_ASSISTANTS", "OFFLINE_ASSISTANTS", "PAPER_ITEMS", "OptionError",
            "PassResult", "Settings", "StepResult", "main", "model_name", "parse_args", "problems", "publish",
            "reproduce", "role_specs", "run_notebook", "run_pass", "write_index"]

@@ -27,7 +27,8 @@ from personalens_utils.base.paths import LatestRun, latest_run, runs_dir
 from personalens_utils.labels.sampling import SampleDesign, read_manifest, shared_equally
 from personalens_utils.labels.sheets import MANIFEST_NAME
 from personalens_utils.measures.scores import load_scores
-from personalens_utils.reproduce.index import INDEX, PAPER_ITEMS, PaperItem, reason
+from personalens_utils.outputs.ids import OutputId
+from personalens_utils.reproduce.index import INDEX, PAPER_ITEMS, reason
 from personalens_utils.reproduce.notebooks import (
     RunnerError,
     StepResult,
@@ -56,9 +57,10 @@ COMPARED_SETTING = "base"
 """The setting the evaluation's tables compare in: the one the reproduction simulated its assistants in."""
 DIFFERENCES = "tableD1"
 """The step that writes Table D1 after the notebooks (`differences`)."""
-ITEMS = (*(item for item in PAPER_ITEMS if item.notebook in STAGES),
-         PaperItem("Table D1", "tableD1_", DIFFERENCES, "the new assistant minus each reference, paired "
-                   "on the scenarios both hold", "judged"))
+TABLE_D1 = OutputId("table", "D1", notebook=DIFFERENCES, name="Table D1",
+                    what="the new assistant minus each reference, paired on the scenarios both hold",
+                    models="judged")
+ITEMS = (*(item for item in PAPER_ITEMS if item.notebook in STAGES), TABLE_D1)
 """The tables and figures an evaluation makes: its notebooks' paper items, and Table D1."""
 
 
@@ -141,7 +143,7 @@ def plan(reproduction: LatestRun, folder: Path, model_spec: str,
 
 def annotation_size(reproduction: Path) -> dict[str, int]:
     """Notebook 06's `annotation_size` for the evaluation: the reproduction's sample grown by one
-    assistant's share. Table 5's sample draws each assistant apart (`annotation.draw_sample`), so each
+    assistant's share. Table 5's sample draws each assistant apart (`labels.sampling.draw_sample`), so each
     reference keeps the dialogues the reproduction drew (its second judge's scores are reused) and only
     the new assistant's are judged. Nothing when the reproduction's sample was not drawn that way (one
     made before it was): 06 then draws as the reproduction said."""
@@ -280,7 +282,7 @@ def differences(result: Evaluation, analysis: dict[str, Any]) -> list[Path]:
                        scoring=analysis.get("scoring", "strict"))
     models = [*result.reproduction.assistant_models, result.model]
     table = differences_table(tidy, models=models, seed=analysis.get("seed", 0), against=result.model)
-    return sorted(table.save(result.folder, "D1", "paired_differences").values())
+    return sorted(table.save(result.folder, TABLE_D1, "paired_differences").values())
 
 
 def _heading(result: Evaluation) -> list[str]:

@@ -8,9 +8,9 @@ listed as not reproduced with the reason.
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from personalens_utils.assistants import AssistantSpec
@@ -18,6 +18,7 @@ from personalens_utils.assistants.reference_assistants import DESIGNED_ORDER
 from personalens_utils.generation.runner import MANIFEST
 from personalens_utils.llm.specs import KNOWN_BACKENDS, SpecParts
 from personalens_utils.measures.scores import load_dialogues, load_judgments
+from personalens_utils.outputs.ids import OutputId, listed
 from personalens_utils.outputs.tables import read_caption
 from personalens_utils.reproduce.notebooks import PassResult, StepResult
 from personalens_utils.reproduce.settings import (
@@ -36,105 +37,26 @@ from personalens_utils.reproduce.settings import (
 )
 from personalens_utils.runstore import run_card
 from personalens_utils.runstore.store import RunStore
+from personalens_utils.session import analysis, persona_bench, robustness, trust, validation, validity
 
 INDEX = "INDEX.md"
 
 
-@dataclass(frozen=True)
-class PaperItem:
-    """One table or figure of the paper, the file stem that reproduces it and the notebook that writes it."""
-
-    name: str
-    stem: str
-    notebook: str
-    what: str
-    models: str  # which models made it: see `_models`
+def _paper_order(item: OutputId) -> tuple[bool, float]:
+    """The paper's order: tables, then figures, each by number; an extra without a number last."""
+    return item.kind == "figure", item.number if isinstance(item.number, int) else math.inf
 
 
-PAPER_ITEMS = (
-    PaperItem("Table 1", "table1_", "02_validation", "tasks and dialogues per domain", "none"),
-    PaperItem("Table 3", "table3_", "06_analysis", "assistant models: TCR, P, Nat., Coh. (SD, MD)", "judged"),
-    PaperItem("Table 4", "table4_", "05_ablation", "ablation over assistant settings", "ablation"),
-    PaperItem("Table 5", "table5_", "06_analysis", "agreement of the judge with annotators", "judges"),
-    PaperItem("Table 6", "table6_", "02_validation", "demographics, part 1", "none"),
-    PaperItem("Table 7", "table7_", "02_validation", "demographics, part 2", "none"),
-    PaperItem("Table 8", "table8_", "02_validation", "preference types, part 1", "none"),
-    PaperItem("Table 9", "table9_", "02_validation", "preference types, part 2", "none"),
-    PaperItem("Table 10", "table10_", "02_validation", "lexical diversity of dialogues", "simulated"),
-    PaperItem("Table 11", "table11_", "06_analysis", "models: roles, backend ids, prices", "registry"),
-    PaperItem("Table 12", "table12_", "06_analysis", "user agent naturalness and coherence", "judged"),
-    PaperItem("Table 13", "table13_", "06_analysis", "dialogue statistics", "focus_dialogues"),
-    PaperItem("Figure 3", "figure3_", "02_validation", "demographic distribution", "none"),
-    PaperItem("Figure 4", "figure4_", "06_analysis", "per-domain TCR and P of one assistant", "focus"),
-    PaperItem("Figure 5", "figure5_", "06_analysis", "turn-level personalization", "focus"),
-    PaperItem(
-        "Radar chart",
-        "figure_radar",
-        "06_analysis",
-        "per-domain P, one polygon per model (extra)",
-        "judged",
-    ),
-    PaperItem("Judge report card", "tableT1_judge_report_card", "07_trust",
-              "each judge's checks: pass, fail or not measured, with estimate, interval, n (extra)", "card"),
-    PaperItem("Probe checks figure", "figureT1_probe_checks", "07_trust",
-              "how far the profile swap and the padding moved each judge's scores (extra)", "card"),
-    PaperItem("User-agent audit", "tableT2_user_agent_audit", "07_trust",
-              "heuristic flags of the simulated user, rates per model (extra)", "audit"),
-    PaperItem("User-agent styles", "tableT6_user_style_checks", "07_trust",
-              "whether each user-agent style took effect: pass, fail or not measured (extra)", "audit"),
-    PaperItem("Table 3 without flagged dialogues", "tableT3_table3_without_flagged", "07_trust",
-              "Table 3 on all dialogues and without those the audit flagged (extra)", "judged"),
-    PaperItem("Variance decomposition", "tableT4_variance_decomposition", "07_trust",
-              "each metric's variance split into user, task, simulation and judge sample (extra)", "repeats"),
-    PaperItem("Variance decomposition figure", "figureT2_variance_decomposition", "07_trust",
-              "each level's share of the variance, per assistant and metric (extra)", "repeats"),
-    PaperItem("Power plan", "tableT5_power_plan", "07_trust",
-              "smallest detectable P difference of two assistants per study design, and its cost (extra)",
-              "repeats"),
-    PaperItem("Power plan figure", "figureT3_power_plan", "07_trust",
-              "smallest detectable P difference against users, one line per design (extra)", "repeats"),
-    PaperItem("Human-anchored estimates", "tableV1_human_anchored", "09_validity",
-              "judge, annotators' and anchored means per assistant and dimension, with intervals (extra)",
-              "anchored"),
-    PaperItem("Anchored differences", "tableV1b_anchored_differences", "09_validity",
-              "each pair of assistants' differences under the three estimates (extra)", "anchored"),
-    PaperItem("Label plan", "tableV1c_label_plan", "09_validity",
-              "labels needed for each target interval width (extra)", "anchored"),
-    PaperItem("Blame rates", "tableV2_blame_rates", "09_validity",
-              "share of failures blamed on the assistant, user agent, judge or nobody (extra)", "blame"),
-    PaperItem("Table 3 without user faults", "tableV3_table3_without_user_faults", "09_validity",
-              "Table 3 beside Table 3 without failures blamed on the user agent (extra)", "blame"),
-    PaperItem("Task audit", "tableV4_task_audit", "09_validity",
-              "per task, full- minus blind-assistant gap in P and TCR, and the flag (extra)", "audit_arms"),
-    PaperItem("Table 3 on measuring tasks", "tableV5_table3_on_measuring_tasks", "09_validity",
-              "Table 3 beside Table 3 without the flagged tasks (extra)", "audit_arms"),
-    PaperItem("Robustness: Table 3 per condition", "tableR1_condition_table", "10_robustness",
-              "TCR and P of each assistant under each user-agent style (extra)", "grid"),
-    PaperItem("Robustness: pairwise orders", "tableR2_pairwise_orders", "10_robustness",
-              "share of conditions in which each pair of assistants keeps its P order (extra)", "grid"),
-    PaperItem("Robustness: variance split", "tableR3_variance_split", "10_robustness",
-              "each score's variance split into assistant, user agent, judge, interactions, residual (extra)",
-              "grid"),
-    PaperItem("Robustness: stress gaps", "tableR4_stress_gaps", "10_robustness",
-              "each style minus cooperative in TCR and P, paired by scenario (extra)", "grid"),
-    PaperItem("Robustness: did each style take effect", "tableR6_user_style_checks", "10_robustness",
-              "07's style checks on the grid's own dialogues: pass, fail or not measured (extra)", "grid"),
-    PaperItem("Robustness: pass^k", "tableR5_pass_k", "10_robustness",
-              "share of scenarios passed in all k simulations; not measured with one repeat (extra)",
-              "grid"),
-    PaperItem("Robustness ranking figure", "figureR1_ranking", "10_robustness",
-              "each assistant's P rank under each condition (extra)", "grid"),
-    PaperItem("PERSONA Bench results", "tableP1_persona", "08_persona_bench",
-              "PERSONA Bench: task x metric, P-Conv | P-NonConv (the authors' layout)", "persona"),
-    PaperItem("PERSONA Bench per domain", "tableP2_persona", "08_persona_bench",
-              "PERSONA Bench: headline metric per domain and setting", "persona"),
-    PaperItem("PERSONA Bench gains", "tableP3_persona", "08_persona_bench",
-              "PERSONA Bench: paired gains of P-Conv with intervals over users", "persona"),
-    PaperItem("PERSONA Bench coverage", "tableP4_persona", "08_persona_bench",
-              "PERSONA Bench: answers read of items asked", "persona"),
-    PaperItem("PERSONA Bench radar plot", "figureP1_persona", "08_persona_bench",
-              "PERSONA Bench: one model's metrics, one polygon per setting", "persona"),
+PAPER_ITEMS: tuple[OutputId, ...] = (
+    *sorted(listed((*validation.OUTPUTS, *analysis.ABLATION_OUTPUTS, *analysis.ANALYSIS_OUTPUTS)),
+            key=_paper_order),
+    *listed(trust.OUTPUTS),
+    *listed(validity.OUTPUTS),
+    *listed(robustness.OUTPUTS),
+    *listed(persona_bench.OUTPUTS),
 )
+"""Every table and figure of the paper (and the kit's extras) INDEX.md lists, as their notebooks declare
+them: the paper's own in its order, then the extras of notebooks 07, 09, 10 and 08."""
 NOT_COMPUTED = (
     ("Table 2", "a comparison with other benchmarks taken from the literature; nothing to compute"),
     ("Figures 1, 2", "illustrations of the benchmark"),
@@ -202,7 +124,7 @@ def _models(settings: Settings, kind: str, generated: bool) -> str:
     }[kind]
 
 
-def reason(item: PaperItem, steps: Sequence[StepResult], where: str = "this pass") -> str:
+def reason(item: OutputId, steps: Sequence[StepResult], where: str = "this pass") -> str:
     """Why `item` has no file: the step that makes it failed or did not run (with its message), is not
     among `steps`, or ran and wrote none."""
     steps = [s for s in steps if s.notebook.startswith(item.notebook)]
@@ -281,7 +203,7 @@ def produced(res: PassResult, stem: str) -> list[Path]:
                   if f.parent.parent == res.folder and f.name.startswith(stem))
 
 
-def _item_lines(settings: Settings, res: PassResult, item: PaperItem, files: list[Path]) -> list[str]:
+def _item_lines(settings: Settings, res: PassResult, item: OutputId, files: list[Path]) -> list[str]:
     root = settings.root
     shown = ", ".join(f"`{f.relative_to(root)}`" for f in _shown(files))
     step = next((s for s in res.steps if s.notebook.startswith(item.notebook) and s.executed), None)

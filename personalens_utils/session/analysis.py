@@ -15,9 +15,42 @@ from personalens_utils.assistants import Assistant
 from personalens_utils.data import Benchmark
 from personalens_utils.llm.role import Role
 from personalens_utils.measures.scores import load_scores
+from personalens_utils.outputs.ids import OutputId
 from personalens_utils.runstore.store import RunStore
 from personalens_utils.session.base import Session
 from personalens_utils.session.parameters import list_param
+
+ABLATION = "05_ablation"
+TABLE4 = OutputId("table", 4, notebook=ABLATION, name="Table 4", what="ablation over assistant settings",
+                  models="ablation")
+OWN_TABLE3 = OutputId("table", 3, notebook=ABLATION)
+"""Table 3 of the assistant compared with the ablation assistant (`compare_assistant`)."""
+ABLATION_OUTPUTS = (TABLE4, OWN_TABLE3)
+"""Notebook 05's tables."""
+
+ANALYSIS = "06_analysis"
+TABLE3 = OutputId("table", 3, notebook=ANALYSIS, name="Table 3",
+                  what="assistant models: TCR, P, Nat., Coh. (SD, MD)", models="judged")
+TABLE5 = OutputId("table", 5, notebook=ANALYSIS, name="Table 5",
+                  what="agreement of the judge with annotators",
+                  models="judges")
+TABLE11 = OutputId("table", 11, notebook=ANALYSIS, name="Table 11",
+                   what="models: roles, backend ids, prices",
+                   models="registry")
+TABLE12 = OutputId("table", 12, notebook=ANALYSIS, name="Table 12",
+                   what="user agent naturalness and coherence",
+                   models="judged")
+TABLE13 = OutputId("table", 13, notebook=ANALYSIS, name="Table 13", what="dialogue statistics",
+                   models="focus_dialogues")
+FIGURE4 = OutputId("figure", 4, notebook=ANALYSIS, name="Figure 4",
+                   what="per-domain TCR and P of one assistant", models="focus")
+FIGURE5 = OutputId("figure", 5, notebook=ANALYSIS, name="Figure 5", what="turn-level personalization",
+                   models="focus")
+RADAR = OutputId("figure", "", "radar", ANALYSIS, name="Radar chart",
+                 what="per-domain P, one polygon per model (extra)", models="judged")
+TABLE_J3 = OutputId("table", "J3", "judge_sanity", ANALYSIS)
+ANALYSIS_OUTPUTS = (TABLE3, TABLE5, TABLE11, TABLE12, TABLE13, FIGURE4, FIGURE5, RADAR, TABLE_J3)
+"""Notebook 06's tables and figures (its paper tables' files add a part: `table3_assistant_models`)."""
 
 
 @dataclass(frozen=True)

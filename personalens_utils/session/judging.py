@@ -11,10 +11,17 @@ from typing import Any, ClassVar
 from personalens_utils.judging.plan import judged_users, skipped_offline_line
 from personalens_utils.judging.scoring import check_scoring
 from personalens_utils.llm.role import Role
+from personalens_utils.outputs.ids import OutputId
 from personalens_utils.runstore.records import Dialogue
 from personalens_utils.runstore.store import RunStore
 from personalens_utils.session.base import Session
 from personalens_utils.session.parameters import list_param
+
+NOTEBOOK = "04_judging"
+TABLE_J1 = OutputId("table", "J1", "judge_missing_rate", NOTEBOOK)
+TABLE_J2 = OutputId("table", "J2", "judge_scores", NOTEBOOK)
+OUTPUTS = (TABLE_J1, TABLE_J2)
+"""Notebook 04's tables."""
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ import pandas as pd
 from personalens_utils.base.paths import runs_dir
 from personalens_utils.llm import LLMClient
 from personalens_utils.llm.role import Role
+from personalens_utils.outputs.ids import OutputId
 from personalens_utils.outputs.plots import FigureResult
 from personalens_utils.outputs.tables import TableResult
 from personalens_utils.persona_bench import metrics as M
@@ -32,6 +33,26 @@ from personalens_utils.runstore.store import RunStore
 from personalens_utils.session.base import Session
 
 ROLE = "PERSONA Bench model"
+NOTEBOOK = "08_persona_bench"
+TABLE_P1 = OutputId("table", "P1", "persona", NOTEBOOK, "PERSONA Bench results",
+                    "PERSONA Bench: task x metric, P-Conv | P-NonConv (the authors' layout)", "persona")
+TABLE_P2 = OutputId("table", "P2", "persona", NOTEBOOK, "PERSONA Bench per domain",
+                    "PERSONA Bench: headline metric per domain and setting", "persona")
+TABLE_P3 = OutputId("table", "P3", "persona", NOTEBOOK, "PERSONA Bench gains",
+                    "PERSONA Bench: paired gains of P-Conv with intervals over users", "persona")
+TABLE_P4 = OutputId("table", "P4", "persona", NOTEBOOK, "PERSONA Bench coverage",
+                    "PERSONA Bench: answers read of items asked", "persona")
+FIGURE_P1 = OutputId("figure", "P1", "persona", NOTEBOOK, "PERSONA Bench radar plot",
+                     "PERSONA Bench: one model's metrics, one polygon per setting", "persona")
+TABLES = (TABLE_P1, TABLE_P2, TABLE_P3, TABLE_P4)
+"""The tables of an evaluation, in the order `PersonaRun.evaluate` makes them (each file adds its name)."""
+OUTPUTS = (*TABLES, FIGURE_P1)
+"""Notebook 08's tables and its first radar figure, in the order INDEX.md lists them."""
+
+
+def radar_id(number: int) -> OutputId:
+    """Figure P<number>: the radar of the evaluation's `number`-th model (INDEX.md lists the first)."""
+    return FIGURE_P1 if number == 1 else OutputId("figure", f"P{number}", "persona", NOTEBOOK)
 
 
 @dataclass
@@ -47,10 +68,10 @@ class Evaluation:
         """Every table (CSV, LaTeX, Markdown) and figure (PDF, PNG, caption) under `output_dir`; every
         file name contains `persona`."""
         written: list[Path] = []
-        for number, (slug, table) in enumerate(self.tables.items(), 1):
-            written += table.save(output_dir, f"P{number}", f"persona_{slug}").values()
+        for output, (slug, table) in zip(TABLES, self.tables.items(), strict=True):
+            written += table.save(output_dir, output, slug).values()
         for number, (slug, figure) in enumerate(self.figures.items(), 1):
-            written += figure.save(output_dir, f"P{number}", f"persona_{slug}").values()
+            written += figure.save(output_dir, radar_id(number), slug).values()
         return written
 
 

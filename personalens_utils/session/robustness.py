@@ -9,11 +9,32 @@ from typing import Any, ClassVar
 
 from personalens_utils.assistants import Assistant, resolve_assistant
 from personalens_utils.llm.role import Role
+from personalens_utils.outputs.ids import OutputId
 from personalens_utils.robustness.grid import Grid, GridRun, Place
 from personalens_utils.runstore.store import ReproductionStore, RunStore
 from personalens_utils.session.base import Session
 from personalens_utils.session.parameters import list_param
 
+NOTEBOOK = "10_robustness"
+TABLE_R1 = OutputId("table", "R1", "condition_table", NOTEBOOK, "Robustness: Table 3 per condition",
+                    "TCR and P of each assistant under each user-agent style (extra)", "grid")
+TABLE_R2 = OutputId("table", "R2", "pairwise_orders", NOTEBOOK, "Robustness: pairwise orders",
+                    "share of conditions in which each pair of assistants keeps its P order (extra)", "grid")
+TABLE_R3 = OutputId("table", "R3", "variance_split", NOTEBOOK, "Robustness: variance split",
+                    "each score's variance split into assistant, user agent, judge, interactions, residual "
+                    "(extra)", "grid")
+TABLE_R4 = OutputId("table", "R4", "stress_gaps", NOTEBOOK, "Robustness: stress gaps",
+                    "each style minus cooperative in TCR and P, paired by scenario (extra)", "grid")
+TABLE_R6 = OutputId("table", "R6", "user_style_checks", NOTEBOOK, "Robustness: did each style take effect",
+                    "07's style checks on the grid's own dialogues: pass, fail or not measured (extra)",
+                    "grid")
+TABLE_R5 = OutputId("table", "R5", "pass_k", NOTEBOOK, "Robustness: pass^k",
+                    "share of scenarios passed in all k simulations; not measured with one repeat (extra)",
+                    "grid")
+FIGURE_R1 = OutputId("figure", "R1", "ranking", NOTEBOOK, "Robustness ranking figure",
+                     "each assistant's P rank under each condition (extra)", "grid")
+OUTPUTS = (TABLE_R1, TABLE_R2, TABLE_R3, TABLE_R4, TABLE_R6, TABLE_R5, FIGURE_R1)
+"""Notebook 10's tables and figure, in the order INDEX.md lists them (R6, the style checks, before R5)."""
 ROBUSTNESS_STORE = "robustness_store"
 """Notebook 10's own store in its records folder, over the run store: a scenario simulated under a second
 style (or judged by a second judge) would make the run store's default readers, notebook 06's Table 3 among

@@ -11,10 +11,18 @@ from typing import Any, ClassVar
 from personalens_utils.assistants import Assistant
 from personalens_utils.data import Benchmark
 from personalens_utils.llm.role import Role
+from personalens_utils.outputs.ids import OutputId
 from personalens_utils.prompt_templates.user_styles import COOPERATIVE
 from personalens_utils.runstore.store import RunStore
 from personalens_utils.session.base import Session
 from personalens_utils.simulation.config import SimulationConfig
+
+NOTEBOOK = "03_simulation"
+TABLE_S1 = OutputId("table", "S1", "dialogue_outcomes", NOTEBOOK)
+TABLE13 = OutputId("table", 13, notebook=NOTEBOOK)
+"""Table 13 of the assistant simulated, one file per setting (06 makes the paper's, of the focus)."""
+OUTPUTS = (TABLE_S1, TABLE13)
+"""Notebook 03's tables."""
 
 
 @dataclass(frozen=True)

@@ -12,11 +12,37 @@ from personalens_utils.assistants import Assistant, resolve_assistant
 from personalens_utils.data import Benchmark
 from personalens_utils.judging import check_scoring
 from personalens_utils.llm.role import Role
+from personalens_utils.outputs.ids import OutputId
 from personalens_utils.runstore.store import ReproductionStore, RunStore
 from personalens_utils.session.base import Session
 from personalens_utils.session.parameters import list_param
 from personalens_utils.trust import probe_design as design
 
+NOTEBOOK = "07_trust"
+TABLE_T1 = OutputId("table", "T1", "judge_report_card", NOTEBOOK, "Judge report card",
+                    "each judge's checks: pass, fail or not measured, with estimate, interval, n (extra)",
+                    "card")
+FIGURE_T1 = OutputId("figure", "T1", "probe_checks", NOTEBOOK, "Probe checks figure",
+                     "how far the profile swap and the padding moved each judge's scores (extra)", "card")
+TABLE_T2 = OutputId("table", "T2", "user_agent_audit", NOTEBOOK, "User-agent audit",
+                    "heuristic flags of the simulated user, rates per model (extra)", "audit")
+TABLE_T6 = OutputId("table", "T6", "user_style_checks", NOTEBOOK, "User-agent styles",
+                    "whether each user-agent style took effect: pass, fail or not measured (extra)", "audit")
+TABLE_T3 = OutputId("table", "T3", "table3_without_flagged", NOTEBOOK, "Table 3 without flagged dialogues",
+                    "Table 3 on all dialogues and without those the audit flagged (extra)", "judged")
+TABLE_T4 = OutputId("table", "T4", "variance_decomposition", NOTEBOOK, "Variance decomposition",
+                    "each metric's variance split into user, task, simulation and judge sample (extra)",
+                    "repeats")
+FIGURE_T2 = OutputId("figure", "T2", "variance_decomposition", NOTEBOOK, "Variance decomposition figure",
+                     "each level's share of the variance, per assistant and metric (extra)", "repeats")
+TABLE_T5 = OutputId("table", "T5", "power_plan", NOTEBOOK, "Power plan",
+                    "smallest detectable P difference of two assistants per study design, and its cost "
+                    "(extra)",
+                    "repeats")
+FIGURE_T3 = OutputId("figure", "T3", "power_plan", NOTEBOOK, "Power plan figure",
+                     "smallest detectable P difference against users, one line per design (extra)", "repeats")
+OUTPUTS = (TABLE_T1, FIGURE_T1, TABLE_T2, TABLE_T6, TABLE_T3, TABLE_T4, FIGURE_T2, TABLE_T5, FIGURE_T3)
+"""Notebook 07's tables and figures, in the order INDEX.md lists them."""
 TRUST_STORE = "trust_store"
 """07's own records (repeats, probes) under the session's `records_dir`, kept across runs."""
 

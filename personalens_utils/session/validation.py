@@ -9,9 +9,28 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from personalens_utils.data import Benchmark
+from personalens_utils.outputs.ids import OutputId
 from personalens_utils.runstore.store import RunStore
 from personalens_utils.session.base import Session
 from personalens_utils.validation.tables import benchmark_label
+
+NOTEBOOK = "02_validation"
+TABLE1 = OutputId("table", 1, notebook=NOTEBOOK, name="Table 1", what="tasks and dialogues per domain",
+                  models="none")
+TABLE6 = OutputId("table", 6, notebook=NOTEBOOK, name="Table 6", what="demographics, part 1", models="none")
+TABLE7 = OutputId("table", 7, notebook=NOTEBOOK, name="Table 7", what="demographics, part 2", models="none")
+TABLE8 = OutputId("table", 8, notebook=NOTEBOOK, name="Table 8", what="preference types, part 1",
+                  models="none")
+TABLE9 = OutputId("table", 9, notebook=NOTEBOOK, name="Table 9", what="preference types, part 2",
+                  models="none")
+TABLE10 = OutputId("table", 10, notebook=NOTEBOOK, name="Table 10", what="lexical diversity of dialogues",
+                   models="simulated")
+FIGURE3 = OutputId("figure", 3, notebook=NOTEBOOK, name="Figure 3", what="demographic distribution",
+                   models="none")
+TABLE_S1 = OutputId("table", "S1", "paper_comparison", NOTEBOOK)
+TABLE_A4 = OutputId("table", "A4", "profile_consistency", NOTEBOOK)
+OUTPUTS = (TABLE1, TABLE6, TABLE7, TABLE8, TABLE9, TABLE10, FIGURE3, TABLE_S1, TABLE_A4)
+"""Notebook 02's tables and figures (its paper tables' files add a part: `table1_totals`)."""
 
 
 @dataclass(frozen=True)

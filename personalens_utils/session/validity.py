@@ -13,10 +13,32 @@ import pandas as pd
 from personalens_utils.judging import check_scoring
 from personalens_utils.llm.role import Role
 from personalens_utils.measures.scores import load_scores
+from personalens_utils.outputs.ids import OutputId
 from personalens_utils.runstore.store import ReproductionStore, RunStore
 from personalens_utils.session.base import Session
 from personalens_utils.session.parameters import list_param
 
+NOTEBOOK = "09_validity"
+TABLE_V1 = OutputId("table", "V1", "human_anchored", NOTEBOOK, "Human-anchored estimates",
+                    "judge, annotators' and anchored means per assistant and dimension, with intervals "
+                    "(extra)",
+                    "anchored")
+TABLE_V1B = OutputId("table", "V1b", "anchored_differences", NOTEBOOK, "Anchored differences",
+                     "each pair of assistants' differences under the three estimates (extra)", "anchored")
+TABLE_V1C = OutputId("table", "V1c", "label_plan", NOTEBOOK, "Label plan",
+                     "labels needed for each target interval width (extra)", "anchored")
+TABLE_V2 = OutputId("table", "V2", "blame_rates", NOTEBOOK, "Blame rates",
+                    "share of failures blamed on the assistant, user agent, judge or nobody (extra)", "blame")
+TABLE_V3 = OutputId("table", "V3", "table3_without_user_faults", NOTEBOOK, "Table 3 without user faults",
+                    "Table 3 beside Table 3 without failures blamed on the user agent (extra)", "blame")
+TABLE_V4 = OutputId("table", "V4", "task_audit", NOTEBOOK, "Task audit",
+                    "per task, full- minus blind-assistant gap in P and TCR, and the flag (extra)",
+                    "audit_arms")
+TABLE_V5 = OutputId("table", "V5", "table3_on_measuring_tasks", NOTEBOOK, "Table 3 on measuring tasks",
+                    "Table 3 beside Table 3 without the flagged tasks (extra)", "audit_arms")
+TABLE_V6 = OutputId("table", "V6", "fidelity", NOTEBOOK)
+OUTPUTS = (TABLE_V1, TABLE_V1B, TABLE_V1C, TABLE_V2, TABLE_V3, TABLE_V4, TABLE_V5, TABLE_V6)
+"""Notebook 09's tables, in the order INDEX.md lists them."""
 VALIDITY_STORE = "validity_store"
 """09's reviews under the session's `records_dir`, kept across runs."""
 

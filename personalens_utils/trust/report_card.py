@@ -54,6 +54,7 @@ from personalens_utils.measures.scores import (
     model_ids,
 )
 from personalens_utils.measures.stats import Interval, paired_comparison
+from personalens_utils.outputs.ids import OutputId
 from personalens_utils.outputs.tables import Source, TableResult
 from personalens_utils.runstore.records import KIT_PROMPTS, OFFLINE, Dialogue, ProbeJudgment
 from personalens_utils.runstore.store import RunStore
@@ -62,7 +63,6 @@ from personalens_utils.trust.probes import Padding, ProfileSwap
 
 PASS, FAIL, INCONCLUSIVE, NOT_MEASURED = "pass", "fail", "inconclusive", "not measured"
 CARD_COLUMNS = ("judge", "check", "verdict", "estimate", "ci_low", "ci_high", "n", "n_needed")
-CARD_SLUG = "judge_report_card"
 TC_MARGIN = 0.05
 """The smallest change of task completion that matters (0-1 scale, i.e. 5 points of TCR): under the
 profile swap TC holds when the interval of the mean change lies within plus or minus this, and padding
@@ -585,10 +585,10 @@ def verdicts(card: TableResult) -> dict[str, dict[str, str]]:
     return out
 
 
-def export_card(card: TableResult, output_dir: str | Path, number: int | str) -> dict[str, Path]:
-    """`<output_dir>/tables/table<number>_judge_report_card.{csv,tex,md}`."""
-    return card.save(output_dir, number, CARD_SLUG, float_format="{:.3f}")
+def export_card(card: TableResult, output_dir: str | Path, output: OutputId) -> dict[str, Path]:
+    """The card saved as the table `output` (notebook 07's Table T1), its numbers at three decimals."""
+    return card.save(output_dir, output, float_format="{:.3f}")
 
 
-__all__ = ["CARD_COLUMNS", "CARD_SLUG", "CardError", "CardSettings", "Check", "JudgeRef", "export_card",
+__all__ = ["CARD_COLUMNS", "CardError", "CardSettings", "Check", "JudgeRef", "export_card",
            "model_family", "report_card", "verdicts"]

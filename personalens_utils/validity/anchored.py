@@ -61,7 +61,6 @@ KINDS = ("judge", "human", "anchored")
 MIN_LABELS = 2
 """Fewer labelled dialogues (or labelled users, when clustered) than this in a group: no human or
 anchored estimate (blank, and the caption says why)."""
-NUMBER = "V1"
 DIFFERENCE_COLUMNS = ("dimension", "treatment", "control", "judge_difference", "judge_ci_low",
                       "judge_ci_high", "human_difference", "human_ci_low", "human_ci_high",
                       "anchored_difference", "ci_low", "ci_high")
@@ -522,8 +521,7 @@ def human_anchored(
 def human_anchored_table(scores: pd.DataFrame,
                          sheets: pd.DataFrame | str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
                          **options: Any) -> TableResult:
-    """`human_anchored(...).table()`: the table notebook 09 shows and saves
-    (`.save(out, "V1", "human_anchored")`)."""
+    """`human_anchored(...).table()`: the table notebook 09 shows and saves as Table V1."""
     return human_anchored(scores, sheets, **options).table()
 
 

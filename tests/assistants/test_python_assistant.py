@@ -25,6 +25,7 @@ from personalens_utils.data import save_benchmark
 from personalens_utils.llm import Message, registry
 from personalens_utils.llm.client import Clients
 from personalens_utils.llm.specs import ModelSpec, SpecError
+from personalens_utils.outputs.ids import OutputId
 from personalens_utils.outputs.tables import Source, TableResult, read_table
 from personalens_utils.runstore.records import Dialogue
 from personalens_utils.runstore.store import RunStore
@@ -345,6 +346,6 @@ def test_a_long_score_table_prints_a_file_assistant_by_its_class_and_its_csv_kee
     frame = pd.DataFrame({"assistant_model": [stored, "ref-dialogue-only"], "mean": [1.0, 2.0]})
     assert list(long_words(frame)["Assistant model"]) == ["Counted", "ref-dialogue-only"]
     paths = TableResult(frame, "Means.", Source.of("a test", 2, "dialogues", ["offline"], []),
-                        words=long_words).save_data(tmp_path, "X", "means")
+                        words=long_words).save_data(tmp_path, OutputId("table", "X", "means"))
     assert list(pd.read_csv(paths["csv"])["assistant_model"]) == [stored, "ref-dialogue-only"]
     assert stored not in paths["tex"].read_text(encoding="utf-8")

@@ -34,6 +34,7 @@ from personalens_utils.generation import GenerationConfig, generate_benchmark
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
 from personalens_utils.llm import LLMClient
 from personalens_utils.measures import scores
+from personalens_utils.outputs.ids import OutputId
 from personalens_utils.runstore.records import Dialogue, Judgment
 from personalens_utils.runstore.run_card import read_card
 from personalens_utils.runstore.store import RunStore
@@ -133,11 +134,13 @@ def _tables(store: RunStore, out: Path) -> dict[str, bytes]:
     """Notebook 06's CSV tables (3, 12, 13) of a store, as its cells make them."""
     tidy = scores.load_scores(store, judge_model="judge-1", user_model="user-sim", judge_prompt_set="kit")
     models = sorted(tidy["assistant_model"].unique())
-    analysis.table3(tidy, setting="base", models=models, seed=0).save(out, 3, "assistant_models")
-    analysis.table12(tidy, setting="base", seed=0).save(out, 12, "user_agent")
+    table3 = analysis.table3(tidy, setting="base", models=models, seed=0)
+    table3.save(out, OutputId("table", 3, "assistant_models"))
+    analysis.table12(tidy, setting="base", seed=0).save(out, OutputId("table", 12, "user_agent"))
     frame = dialogue_stats.dialogues_frame(store)
     dialogue_stats.table13(frame[frame["user_model"] == "user-sim"], assistant_model=models[0],
-                           assistant_setting="base", task_types=["SD", "MD"]).save(out, 13, "dialogue_stats")
+                           assistant_setting="base", task_types=["SD", "MD"]).save(
+        out, OutputId("table", 13, "dialogue_stats"))
     return {p.name: p.read_bytes() for p in sorted(out.rglob("*.csv"))}
 
 

@@ -17,6 +17,7 @@ from personalens_utils.assistants.reference_assistants import DESIGNED_ORDER, vi
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
 from personalens_utils.llm.client import LLMClient
 from personalens_utils.measures.scores import SCALES, load_scores
+from personalens_utils.outputs.ids import OutputId
 from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation import (
     AssistantSetting,
@@ -136,7 +137,8 @@ def test_an_assistant_missing_from_the_scores_is_named(judged):
 @needs_tex
 @pytest.mark.slow
 def test_the_sanity_table_compiles_and_its_csv_keeps_the_verdict(judged, tmp_path):
-    paths = judge_sanity(judged, DESIGNED_ORDER, n_resamples=200).save(tmp_path, "J3", "judge_sanity")
+    sanity = judge_sanity(judged, DESIGNED_ORDER, n_resamples=200)
+    paths = sanity.save(tmp_path, OutputId("table", "J3", "judge_sanity"))
     assert compile_problems(paths["tex"]) == []
     csv = pd.read_csv(paths["csv"])
     assert list(csv["Recovered"]) == ["yes", "yes"] and list(csv.columns[3:7]) == list(DESIGNED_ORDER)

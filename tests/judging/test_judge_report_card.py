@@ -22,6 +22,7 @@ from personalens_utils.measures.display import ASSISTANT_DIMENSIONS
 from personalens_utils.runstore.identity import Variant
 from personalens_utils.runstore.records import Dialogue, Judgment, ProbeJudgment
 from personalens_utils.runstore.store import RunStore
+from personalens_utils.session.trust import TABLE_T1
 from personalens_utils.simulation import SimulationConfig
 from personalens_utils.simulation.runner import run_simulation
 from personalens_utils.trust.probes import PADDING, Padding, ProfileSwap, run_probe
@@ -127,7 +128,7 @@ def test_the_offline_judge_passes_all_it_can_be_measured_on(world, tmp_path):
             "length sensitivity (P)", "agreement with judge-blind (planted-blind) (P)"} <= measured
     assert {check for check, verdict in mine.items() if verdict == NOT_MEASURED} == {
         "human agreement (TCR)", "human agreement (P)", "self-preference (TCR)", "self-preference (P)"}
-    paths = export_card(card, tmp_path, "T1")
+    paths = export_card(card, tmp_path, TABLE_T1)
     assert paths["csv"].name == "tableT1_judge_report_card.csv"
     exported = pd.read_csv(paths["csv"])
     assert tuple(exported.columns) == CARD_COLUMNS

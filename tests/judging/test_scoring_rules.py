@@ -16,6 +16,7 @@ from personalens_utils.judging import DIMENSIONS, JudgingError, score_under
 from personalens_utils.judging.answers import combine, judgment_record, score_fields
 from personalens_utils.llm.role import Role
 from personalens_utils.measures import scores
+from personalens_utils.outputs.ids import OutputId
 from personalens_utils.runstore.identity import Variant
 from personalens_utils.runstore.records import Dialogue
 from personalens_utils.runstore.store import RunStore
@@ -146,7 +147,8 @@ def test_the_judging_report_counts_answers_the_rules_read_differently(store: Run
 
 def test_table_j1_prints_dimensions_and_counts_by_name(store: RunStore, tmp_path):
     """The paper's J1 names each dimension and count in words, under a heading per judge run."""
-    latex = analysis.judge_missing(store, "judge", "v2").save(tmp_path, "J1", "missing")["tex"].read_text()
+    missing = analysis.judge_missing(store, "judge", "v2")
+    latex = missing.save(tmp_path, OutputId("table", "J1", "missing"))["tex"].read_text()
     body = latex[latex.index("\\toprule"):latex.index("\\bottomrule")]
     assert "\\_" not in body, "no raw id (task_completion, missing_rate, ...) in the printed table"
     assert "Dimension & OK & Missing & Error" in body and "Coherence (A)" in body

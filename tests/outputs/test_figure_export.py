@@ -29,6 +29,7 @@ from personalens_utils.data.demographics import sample_demographics
 from personalens_utils.llm.offline import OFFLINE_LABEL
 from personalens_utils.measures import scores
 from personalens_utils.outputs import plots
+from personalens_utils.outputs.ids import OutputId
 from personalens_utils.runstore.store import RunStore
 from personalens_utils.validation.figures import figure3
 
@@ -47,8 +48,9 @@ def figure_dir(tmp_path_factory, paper_outputs) -> Path:
     store = RunStore(paper_outputs / "store")
     turns = scores.turn_frame(scores.load_scores(store, judge_model=JUDGE))
     fig5 = analysis.figure5(turns, assistant_model="model-a", backend_names={"offline"})
-    fig5.save(root / "out", 5, "offline")
-    figure3(sample_demographics(40, seed=1), backend_names=["offline"]).save(root / "out", 3, "offline")
+    fig5.save(root / "out", OutputId("figure", 5, "offline"))
+    fig3 = figure3(sample_demographics(40, seed=1), backend_names=["offline"])
+    fig3.save(root / "out", OutputId("figure", 3, "offline"))
     return root / "out" / "figures"
 
 

@@ -26,6 +26,7 @@ from personalens_utils import analysis
 from personalens_utils.labels.sheets import export_sheet
 from personalens_utils.labels.synthetic import synthetic_sheets
 from personalens_utils.measures import scores
+from personalens_utils.outputs.ids import OutputId
 from personalens_utils.outputs.latex import (
     MISSING,
     Block,
@@ -203,9 +204,9 @@ def all_exported_tables(paper_outputs: Path, out: Path) -> None:
     shutil.copytree(paper_outputs / "out", out)
     store = RunStore(paper_outputs / "store")
     tidy = scores.load_scores(store, judge_model=JUDGE)
-    analysis.table11().save(out, 11, "models")
+    analysis.table11().save(out, OutputId("table", 11, "models"))
     sanity = analysis.judge_sanity(tidy, ["model-a", "model-b", "model-c"], n_resamples=200)
-    sanity.save(out, "J3", "judge_sanity")
+    sanity.save(out, OutputId("table", "J3", "judge_sanity"))
     save_table(pd.DataFrame({"κ": [0.5], "95% CI": ["[0.1, 0.9]"], "n_items": [None]}), out, 99,
                "symbols", "Symbols: κ, Δ, ≥, 95%, # and _ in the 'base' setting. Second sentence.")
     sample = export_sheet(store, build_benchmark(), out.parent / "anchored", n=30, seed=1,
@@ -214,9 +215,9 @@ def all_exported_tables(paper_outputs: Path, out: Path) -> None:
     options = anchored.AnchorOptions(n_resamples=200)
     result = anchored.human_anchored(tidy, str(sample["sheet"].parent / "synthetic_*.csv"),
                                      manifest=sample["manifest"], options=options)
-    result.table().save(out, anchored.NUMBER, "human_anchored")
-    result.differences_table().save(out, anchored.NUMBER, "anchored_differences")
-    result.plan(0.5).save(out, anchored.NUMBER, "label_plan")
+    result.table().save(out, OutputId("table", "V1", "human_anchored"))
+    result.differences_table().save(out, OutputId("table", "V1", "anchored_differences"))
+    result.plan(0.5).save(out, OutputId("table", "V1", "label_plan"))
 
 
 @needs_tex

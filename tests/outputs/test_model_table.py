@@ -8,6 +8,7 @@ import pytest
 
 from personalens_utils.analysis import table11
 from personalens_utils.llm import registry
+from personalens_utils.outputs.ids import OutputId
 from personalens_utils.outputs.tables import read_table
 
 
@@ -78,7 +79,7 @@ def test_unknown_backend_is_named() -> None:
 
 def test_saved_with_the_other_tables(tmp_path) -> None:
     result = table11()
-    paths = result.save(tmp_path, 11, "models")
+    paths = result.save(tmp_path, OutputId("table", 11, "models"))
     assert paths["csv"].name == "table11_models.csv"
     back = read_table(paths["csv"])
     assert back["id called"].tolist() == result.frame["id called"].tolist()

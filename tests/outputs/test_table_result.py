@@ -11,6 +11,7 @@ from support.synthetic_store import JUDGE, build_store
 from personalens_utils import analysis
 from personalens_utils.llm.offline import OFFLINE_LABEL
 from personalens_utils.measures import scores
+from personalens_utils.outputs.ids import OutputId
 from personalens_utils.outputs.tables import Source, TableResult, read_caption, read_table
 
 
@@ -28,7 +29,8 @@ def test_source_sorts_its_names_and_says_where_from():
 
 def test_markdown_and_latex_exports_leave_undefined_cells_blank(tmp_path):
     frame = pd.DataFrame({"Model": ["a", None], "n": pd.array([1, None], dtype="Int64"), "P": [1.5, None]})
-    paths = TableResult(frame, "Caption.", Source.of("x/", 2, "dialogues")).save(tmp_path, 9, "blank")
+    result = TableResult(frame, "Caption.", Source.of("x/", 2, "dialogues"))
+    paths = result.save(tmp_path, OutputId("table", 9, "blank"))
     for ext in ("md", "tex"):
         text = paths[ext].read_text(encoding="utf-8")
         assert "<NA>" not in text and "nan" not in text.lower() and "None" not in text, ext
@@ -41,8 +43,8 @@ def test_save_writes_the_frame_and_save_data_the_long_form(tmp_path):
         Source.of("x/", 1, "dialogues"),
         pd.DataFrame({"model": ["a"], "mean": [90.0]}),
     )
-    shown = result.save(tmp_path, 3, "t")
-    long = result.save_data(tmp_path, 3, "t_data", note=" Every number.")
+    shown = result.save(tmp_path, OutputId("table", 3, "t"))
+    long = result.save_data(tmp_path, OutputId("table", 3, "t_data"), note=" Every number.")
     assert read_table(shown["csv"]).columns.tolist() == ["Model", "TCR"]
     assert read_table(long["csv"])["mean"].tolist() == [90.0]
     assert pd.read_csv(long["csv"]).columns.tolist() == ["model", "mean"]  # plain: the header comes first
@@ -82,8 +84,9 @@ def _as_read(printed: str) -> str:
 
 def test_long_score_tables_print_names_and_their_csv_keeps_ids(tidy, tmp_path):
     table3, table4 = analysis.table3(tidy), analysis.table4(tidy, assistant_model="model-a")
-    written = [table3.save_data(tmp_path, 3, "data"), table4.save_data(tmp_path, 4, "data"),
-               analysis.judge_scores(tidy).save(tmp_path, "J2", "judge_scores")]
+    written = [table3.save_data(tmp_path, OutputId("table", 3, "data")),
+               table4.save_data(tmp_path, OutputId("table", 4, "data")),
+               analysis.judge_scores(tidy).save(tmp_path, OutputId("table", "J2", "judge_scores"))]
     for paths in written:
         csv = paths["csv"].read_text(encoding="utf-8")
         assert "task_completion" in csv and "mean,ci_low,ci_high" in csv, paths["csv"].name
@@ -98,7 +101,7 @@ def test_long_score_tables_print_names_and_their_csv_keeps_ids(tidy, tmp_path):
 
 
 def test_table4_long_form_prints_its_pair_counts_as_whole_numbers(tidy, tmp_path):
-    paths = analysis.table4(tidy, assistant_model="model-a").save_data(tmp_path, 4, "data")
+    paths = analysis.table4(tidy, assistant_model="model-a").save_data(tmp_path, OutputId("table", 4, "data"))
     pairs = read_table(paths["csv"])["n_pairs"].dropna()
     assert len(pairs) and (pairs == pairs.round()).all()
     lines = [line.split("|") for line in paths["md"].read_text(encoding="utf-8").splitlines()

@@ -7,6 +7,7 @@ import pytest
 from support.figures import overlaps_and_overflows
 from support.latex_page import needs_tex, unfit_tables
 
+from personalens_utils.outputs.ids import OutputId
 from personalens_utils.outputs.plots import COLUMN_WIDTH_IN, OFFLINE_NOTE
 from personalens_utils.robustness import (
     condition_table,
@@ -26,7 +27,7 @@ def test_every_robustness_table_fits_an_acl_page(grid, tmp_path):
     tidy = grid(repeats=2)
     tables = {"r1": condition_table(tidy), "r2": pairwise_order_table(tidy, P, n_resamples=200),
               "r3": variance_split(tidy), "r4": stress_gap_table(tidy), "r5": pass_k_table(tidy)}
-    written = [table.save(tmp_path, 41, slug)["tex"] for slug, table in tables.items()]
+    written = [table.save(tmp_path, OutputId("table", 41, slug))["tex"] for slug, table in tables.items()]
     assert unfit_tables(written, tmp_path / "pages") == {}
 
 

@@ -18,6 +18,7 @@ from personalens_utils.data.demographics import sample_demographics
 from personalens_utils.labels.agreement import AGREEMENT_DIMENSIONS
 from personalens_utils.labels.sheets import export_sheet
 from personalens_utils.measures import scores
+from personalens_utils.outputs.ids import OutputId
 from personalens_utils.outputs.tables import save_table
 from personalens_utils.reference.schema import load_schema
 from personalens_utils.runstore.store import RunStore
@@ -56,12 +57,12 @@ def write_outputs(store_dir: Path, out: Path, order_seed: int | None = None) -> 
     tidy = scores.load_scores(store, judge_model=JUDGE)
     second = scores.load_scores(store, judge_model=SECOND_JUDGE)
     table3 = analysis.table3(tidy)
-    table3.save(out, 3, "assistant_models")
-    table3.save_data(out, 3, "assistant_models_data")
-    analysis.table12(tidy).save(out, 12, "user_agent")
+    table3.save(out, OutputId("table", 3, "assistant_models"))
+    table3.save_data(out, OutputId("table", 3, "assistant_models_data"))
+    analysis.table12(tidy).save(out, OutputId("table", 12, "user_agent"))
     table4 = analysis.table4(tidy, assistant_model="model-a")
-    table4.save(out, 4, "ablation")
-    table4.save_data(out, 4, "ablation_data")
+    table4.save(out, OutputId("table", 4, "ablation"))
+    table4.save_data(out, OutputId("table", 4, "ablation_data"))
     rated = tidy[tidy["dimension"].isin(AGREEMENT_DIMENSIONS)]
     second = second[second["dimension"].isin(AGREEMENT_DIMENSIONS)]
     analysis.table5(
@@ -71,20 +72,20 @@ def write_outputs(store_dir: Path, out: Path, order_seed: int | None = None) -> 
         second_judge=second,
         second_judge_model=SECOND_JUDGE,
         backend_names=scores.backends(rated),
-    ).save(out, 5, "agreement", float_format="{:.3f}")
-    analysis.judge_missing(store, JUDGE, "v1").save(out, "J1", "judge_missing_rate")
-    analysis.judge_scores(tidy).save(out, "J2", "judge_scores")
+    ).save(out, OutputId("table", 5, "agreement"), float_format="{:.3f}")
+    analysis.judge_missing(store, JUDGE, "v1").save(out, OutputId("table", "J1", "judge_missing_rate"))
+    analysis.judge_scores(tidy).save(out, OutputId("table", "J2", "judge_scores"))
     dialogues = dialogue_stats.dialogues_frame(store)
     dialogue_stats.table13(dialogues, assistant_model="model-a", assistant_setting="base").save(
-        out, 13, "dialogue_stats"
-    )
-    validation_tables.table10(store_dir, self_bleu_sample=SELF_BLEU_SAMPLE).save(out, 10, "lexical_diversity")
+        out, OutputId("table", 13, "dialogue_stats"))
+    table10 = validation_tables.table10(store_dir, self_bleu_sample=SELF_BLEU_SAMPLE)
+    table10.save(out, OutputId("table", 10, "lexical_diversity"))
     export_sheet(store, build_benchmark(), out / "annotation", n=20, seed=3)
-    analysis.figure4(tidy, assistant_model="model-a").save(out, 4, "domains")
+    analysis.figure4(tidy, assistant_model="model-a").save(out, OutputId("figure", 4, "domains"))
     fig5 = analysis.figure5(scores.turn_frame(tidy), assistant_model="model-a")
-    fig5.save(out, 5, "turns")
+    fig5.save(out, OutputId("figure", 5, "turns"))
     save_table(fig5.data, out, "F5", "curves", "Figure 5 curves.")
-    analysis.radar_chart(tidy).save(out, "_radar", "personalization")
+    analysis.radar_chart(tidy).save(out, OutputId("figure", "_radar", "personalization"))
     people, prefs, tasks = _benchmark_records(order_seed)
     for number in (6, 7):
         save_table(metrics.demographics_table(people, number), out, number, "demographics", "Demographics.")
@@ -92,4 +93,4 @@ def write_outputs(store_dir: Path, out: Path, order_seed: int | None = None) -> 
     per_domain, totals = metrics.task_table(tasks, tasks)
     save_table(per_domain, out, 1, "tasks", "Tasks.")
     save_table(totals, out, 1, "totals", "Totals.")
-    figure3(people).save(out, 3, "demographics")
+    figure3(people).save(out, OutputId("figure", 3, "demographics"))

@@ -24,6 +24,7 @@ from personalens_utils import analysis
 from personalens_utils.data.demographics import sample_demographics
 from personalens_utils.measures import scores
 from personalens_utils.outputs import plots
+from personalens_utils.outputs.ids import OutputId
 from personalens_utils.reference.schema import load_schema
 from personalens_utils.trust import differences, power, variance
 from personalens_utils.validation.figures import figure3
@@ -92,15 +93,15 @@ def pilot_tidy():
 def exports(pilot_tidy, tmp_path_factory):
     """The trust tables and figures of the pilot, written to a folder, and its study plan."""
     out = tmp_path_factory.mktemp("trust_exports")
-    variance.variance_table(pilot_tidy).save(out, "V1", "variance")
-    variance.variance_figure(pilot_tidy).save(out, "V1", "variance")
-    differences.differences_table(pilot_tidy).save(out, "D1", "differences")
+    variance.variance_table(pilot_tidy).save(out, OutputId("table", "V1", "variance"))
+    variance.variance_figure(pilot_tidy).save(out, OutputId("figure", "V1", "variance"))
+    differences.differences_table(pilot_tidy).save(out, OutputId("table", "D1", "differences"))
     config = power.PlanConfig(users=(20, 50, 100, 200), repeats=(1, 3), judge_samples=(1, 3), target=0.25)
     costs = power.UnitCosts.from_usage(usage_table(), dialogues=40, judge_samples=80)
     plan = power.plan_study(pilot_tidy, treatment="model-b", control="model-a", config=config, costs=costs)
-    plan.table.save(out, "P1", "power")
-    plan.needed.save(out, "P2", "users_needed")
-    plan.figure.save(out, "P1", "power")
+    plan.table.save(out, OutputId("table", "P1", "power"))
+    plan.needed.save(out, OutputId("table", "P2", "users_needed"))
+    plan.figure.save(out, OutputId("figure", "P1", "power"))
     return out, plan
 
 

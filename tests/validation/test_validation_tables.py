@@ -11,6 +11,7 @@ from personalens_utils.generation import GenerationConfig, generate_benchmark
 from personalens_utils.llm import LLMClient
 from personalens_utils.llm.offline import OFFLINE_LABEL
 from personalens_utils.llm.role import Role
+from personalens_utils.outputs.ids import OutputId
 from personalens_utils.outputs.latex import split_caption
 from personalens_utils.outputs.tables import read_table
 from personalens_utils.runstore.records import ConsistencyCheck
@@ -81,7 +82,7 @@ def test_the_paper_comparison_of_a_few_users_prints_on_the_page(benchmark, tmp_p
                    "Table 1 totals": metrics.compare_table1_totals(totals.frame),
                    **{f"Table {n}": metrics.compare_table(n, t.frame) for n, t in tables.items()}}
     summary = validation_tables.paper_comparison(benchmark, comparisons)
-    paths = summary.save(tmp_path, "S1", "paper_comparison")
+    paths = summary.save(tmp_path, OutputId("table", "S1", "paper_comparison"))
     written = read_table(paths["csv"]).set_index("Table")
     assert written.loc["Table 6", "Differing cells"].count(";") + 1 == 80 - written.loc["Table 6", "Matching"]
     latex = paths["tex"].read_text(encoding="utf-8")

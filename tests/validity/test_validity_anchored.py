@@ -20,6 +20,7 @@ from personalens_utils.labels.sampling import SampleDesign, allocate, draw_sampl
 from personalens_utils.labels.sheets import MANIFEST_NAME, export_sheet
 from personalens_utils.labels.synthetic import synthetic_sheets
 from personalens_utils.measures import scores
+from personalens_utils.outputs.ids import OutputId
 from personalens_utils.runstore.records import Dialogue
 from personalens_utils.validity import anchored
 from personalens_utils.validity.anchored import ValidityError
@@ -249,9 +250,9 @@ def test_the_table_on_an_offline_store_with_the_synthetic_annotator(offline_run,
                                          manifest=paths["manifest"], origin="run store run/",
                                          options=anchored.AnchorOptions(n_resamples=300))
         table = result.table()
-        saved = table.save(out, anchored.NUMBER, "human_anchored")
-        result.differences_table().save(out, anchored.NUMBER, "anchored_differences")
-        result.plan(0.5).save(out, anchored.NUMBER, "label_plan")
+        saved = table.save(out, OutputId("table", "V1", "human_anchored"))
+        result.differences_table().save(out, OutputId("table", "V1", "anchored_differences"))
+        result.plan(0.5).save(out, OutputId("table", "V1", "label_plan"))
         return table, result, saved
 
     table, result, saved = run(tmp_path / "one")
@@ -293,7 +294,7 @@ def test_scores_of_one_assistant_give_a_differences_table_with_no_rows_that_says
     assert set(result.estimates["assistant"]) == {"model-a"}
     assert result.estimates["anchored_estimate"].notna().all()
     table = result.differences_table()
-    saved = table.save(tmp_path, "V1b", "anchored_differences")
+    saved = table.save(tmp_path, OutputId("table", "V1b", "anchored_differences"))
     written = pd.read_csv(saved["csv"])
     assert written.empty and list(written.columns) == list(anchored.DIFFERENCE_COLUMNS)
     assert table.caption.endswith("No rows: the scores hold one assistant, so there is no pair to compare.")

@@ -21,6 +21,7 @@ from personalens_utils.llm.role import Role
 from personalens_utils.llm.specs import ModelSpec
 from personalens_utils.llm.types import Response, Usage
 from personalens_utils.measures.scores import load_scores
+from personalens_utils.outputs.ids import OutputId
 from personalens_utils.runstore.engine import UnreadableAnswer
 from personalens_utils.runstore.records import Blame, Dialogue, Judgment
 from personalens_utils.runstore.store import RunStore
@@ -208,9 +209,9 @@ def test_table3_without_user_faults_leaves_out_exactly_the_dialogues_blamed_on_t
 def test_the_blame_tables_print_at_their_natural_size(planted, tmp_path):
     store = planted[1]
     frame = blame_frame(store, reviewer_model="reviewer-sim")
-    blame_rates(frame).save(tmp_path, "V2", "blame_rates")
+    blame_rates(frame).save(tmp_path, OutputId("table", "V2", "blame_rates"))
     table3_without_user_faults(load_scores(store, judge_model="judge-sim"), frame).save(
-        tmp_path, "V3", "table3_without_user_faults")
+        tmp_path, OutputId("table", "V3", "table3_without_user_faults"))
     tables = sorted((tmp_path / "tables").glob("*.tex"))
     assert len(tables) == 2
     assert {t.name: compile_problems(t) for t in tables} == {t.name: [] for t in tables}

@@ -24,6 +24,7 @@ from personalens_utils.measures.bootstrap import paired_difference
 from personalens_utils.measures.design import design_frame
 from personalens_utils.measures.scores import load_scores
 from personalens_utils.measures.stats import FEW_CLUSTERS, MIN_CLUSTERS
+from personalens_utils.outputs.ids import OutputId
 from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation import SimulationConfig
 from personalens_utils.simulation.runner import run_simulation
@@ -200,8 +201,8 @@ def test_table3_on_unflagged_tasks_leaves_out_the_flagged_tasks_dialogues(tidy):
 @pytest.mark.skipif(PDFLATEX is None, reason="pdflatex not found")
 def test_the_task_audit_tables_print_at_their_natural_size(tidy, tmp_path):
     gaps = task_gaps(tidy)
-    task_audit_table(gaps, tidy).save(tmp_path, "V4", "task_audit")
-    table3_on_measuring_tasks(tidy, gaps).save(tmp_path, "V5", "table3_measuring_tasks")
+    task_audit_table(gaps, tidy).save(tmp_path, OutputId("table", "V4", "task_audit"))
+    table3_on_measuring_tasks(tidy, gaps).save(tmp_path, OutputId("table", "V5", "table3_measuring_tasks"))
     tables = sorted((tmp_path / "tables").glob("*.tex"))
     assert len(tables) == 2
     assert {t.name: compile_problems(t) for t in tables} == {t.name: [] for t in tables}
