@@ -31,8 +31,8 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("assistants", frozenset({"assistants"})),
     ("making stages", frozenset({"generation", "simulation", "judging"})),
     ("measures and labels", frozenset({"measures", "labels"})),
-    ("stages", frozenset({"validation", "analysis", "trust", "validity", "explore", "persona_bench", "export",
-                          "robustness"})),
+    ("stages", frozenset({"benchmark_validation", "analysis", "trust", "validity", "explore", "persona_bench",
+                          "export", "robustness"})),
     ("session", frozenset({"session"})),
     ("top", frozenset({"reproduce", "run"})),
 )

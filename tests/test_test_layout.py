@@ -15,9 +15,9 @@ from support.source_trees import source_tree
 
 TESTS = Path(__file__).resolve().parent
 FOLDERS = {
-    "core", "llm", "prompts", "data", "outputs", "assistants", "generation", "validation", "simulation",
-    "judging", "measures", "labels", "analysis", "trust", "validity", "explore", "persona_bench", "official",
-    "export", "notebooks", "journeys", "robustness",
+    "core", "llm", "prompts", "data", "outputs", "assistants", "generation", "benchmark_validation",
+    "simulation", "judging", "measures", "labels", "analysis", "trust", "validity", "explore",
+    "persona_bench", "official", "export", "notebooks", "journeys", "robustness",
 }
 """The folders a test file may sit in, besides tests/ itself."""
 MAX_FLAT = 5

@@ -35,7 +35,7 @@ RESPONDERS: dict[CallKind, tuple[str, str]] = {
     CallKind.ASSISTANT_TURN: ("personalens_utils.simulation.offline", "assistant_turn"),
     CallKind.JUDGE: ("personalens_utils.judging.offline", "respond"),
     CallKind.GENERATION: ("personalens_utils.generation.offline", "respond"),
-    CallKind.VALIDATION: ("personalens_utils.validation.offline", "respond_consistency"),
+    CallKind.VALIDATION: ("personalens_utils.benchmark_validation.offline", "respond_consistency"),
     CallKind.REVIEW: ("personalens_utils.validity.offline", "respond"),
     CallKind.PERSONA_BENCH: ("personalens_utils.persona_bench.offline", "predict"),
 }

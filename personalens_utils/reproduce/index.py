@@ -37,7 +37,14 @@ from personalens_utils.reproduce.settings import (
 )
 from personalens_utils.runstore import run_card
 from personalens_utils.runstore.store import RunStore
-from personalens_utils.session import analysis, persona_bench, robustness, trust, validation, validity
+from personalens_utils.session import (
+    analysis,
+    benchmark_validation,
+    persona_bench,
+    robustness,
+    trust,
+    validity,
+)
 
 INDEX = "INDEX.md"
 
@@ -48,7 +55,7 @@ def _paper_order(item: OutputId) -> tuple[bool, float]:
 
 
 PAPER_ITEMS: tuple[OutputId, ...] = (
-    *sorted(listed((*validation.OUTPUTS, *analysis.ABLATION_OUTPUTS, *analysis.ANALYSIS_OUTPUTS)),
+    *sorted(listed((*benchmark_validation.OUTPUTS, *analysis.ABLATION_OUTPUTS, *analysis.ANALYSIS_OUTPUTS)),
             key=_paper_order),
     *listed(trust.OUTPUTS),
     *listed(validity.OUTPUTS),

@@ -23,11 +23,11 @@ matplotlib.use("Agg")
 import pytest
 from support.checkout import ROOT
 
+from personalens_utils.benchmark_validation import lexical
 from personalens_utils.labels.sheets import MANIFEST_NAME
 from personalens_utils.measures.stats import bootstrap_ci, paired_comparison, sign_flip_pvalue
 from personalens_utils.runstore.records import Dialogue, Judgment
 from personalens_utils.runstore.store import RunStore
-from personalens_utils.validation import lexical
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("determinism")]  # one worker makes `outputs`
 SHUFFLE_SEED = 7

@@ -15,6 +15,8 @@ import pytest
 from support.records import dialogue
 from support.tiny_benchmark import tiny_benchmark
 
+from personalens_utils.benchmark_validation import consistency
+from personalens_utils.benchmark_validation.consistency import ProfileToCheck, run_consistency
 from personalens_utils.generation import GenerationConfig, generate_benchmark
 from personalens_utils.generation import parsing as generation_parsing
 from personalens_utils.llm import (
@@ -33,8 +35,6 @@ from personalens_utils.runstore.engine import UnreadableAnswer
 from personalens_utils.runstore.records import ConsistencyCheck, Dialogue, MaskStep
 from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation import SimulationConfig, run_simulation
-from personalens_utils.validation import consistency
-from personalens_utils.validation.consistency import ProfileToCheck, run_consistency
 
 GOOD = """WITHIN-DOMAIN CONFLICT: 0
 CROSS-DOMAIN CONFLICT: 0

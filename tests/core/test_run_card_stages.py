@@ -11,6 +11,7 @@ from support.tiny_benchmark import tiny_benchmark
 
 from personalens_utils import reproduce
 from personalens_utils.base.paths import LatestRun
+from personalens_utils.benchmark_validation.consistency import benchmark_profiles, run_consistency
 from personalens_utils.generation import GenerationConfig, generate_benchmark
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
 from personalens_utils.llm.client import LLMClient
@@ -28,7 +29,6 @@ from personalens_utils.session.places import Places
 from personalens_utils.simulation import SimulationConfig
 from personalens_utils.simulation.runner import run_simulation
 from personalens_utils.trust.probes import Padding, run_probe
-from personalens_utils.validation.consistency import benchmark_profiles, run_consistency
 from personalens_utils.validity import BlameConfig, run_blame
 
 

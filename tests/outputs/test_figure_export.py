@@ -25,13 +25,13 @@ from support.pdf import POINTS_PER_INCH, font_sizes, font_subtypes, page_size, p
 from support.synthetic_store import JUDGE
 
 from personalens_utils import analysis
+from personalens_utils.benchmark_validation.figures import figure3
 from personalens_utils.data.demographics import sample_demographics
 from personalens_utils.llm.offline import OFFLINE_LABEL
 from personalens_utils.measures import scores
 from personalens_utils.outputs import plots
 from personalens_utils.outputs.ids import OutputId
 from personalens_utils.runstore.store import RunStore
-from personalens_utils.validation.figures import figure3
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("figure_export")]  # one worker makes `figure_dir`
 FIGURES = ("figure3_demographics", "figure4_domains", "figure5_turns", "figure_radar_personalization")

@@ -14,6 +14,9 @@ matplotlib.use("Agg")
 
 from personalens_utils import analysis
 from personalens_utils.analysis import dialogue_stats
+from personalens_utils.benchmark_validation import metrics
+from personalens_utils.benchmark_validation import tables as validation_tables
+from personalens_utils.benchmark_validation.figures import figure3
 from personalens_utils.data.demographics import sample_demographics
 from personalens_utils.labels.agreement import AGREEMENT_DIMENSIONS
 from personalens_utils.labels.sheets import export_sheet
@@ -22,9 +25,6 @@ from personalens_utils.outputs.ids import OutputId
 from personalens_utils.outputs.tables import save_table
 from personalens_utils.reference.schema import load_schema
 from personalens_utils.runstore.store import RunStore
-from personalens_utils.validation import metrics
-from personalens_utils.validation import tables as validation_tables
-from personalens_utils.validation.figures import figure3
 
 SELF_BLEU_SAMPLE = 200  # below the store's utterance count, so Table 10 really samples
 

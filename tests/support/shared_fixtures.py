@@ -21,13 +21,13 @@ import pytest
 from matplotlib.figure import Figure
 
 from personalens_utils import analysis
+from personalens_utils.benchmark_validation.figures import figure3
 from personalens_utils.data.demographics import sample_demographics
 from personalens_utils.measures import scores
 from personalens_utils.outputs import plots
 from personalens_utils.outputs.ids import OutputId
 from personalens_utils.reference.schema import load_schema
 from personalens_utils.trust import differences, power, variance
-from personalens_utils.validation.figures import figure3
 from support.checkout import made_once
 from support.lab import CHROMIUM
 from support.paper_outputs import write_outputs

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from personalens_utils.benchmark_validation import metrics
 from personalens_utils.data import Benchmark
-from personalens_utils.validation import metrics
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +71,7 @@ def test_region_mapping_reproduces_table7_from_birth_country(official: Benchmark
 def test_us_and_northern_america_are_the_datas_own_split_and_figure3_says_so(official: Benchmark):
     """The official users were born in the United States (338) and in Canada (50), which Table 7 prints
     as "US" and "Northern America": both regions are the data's, and Figure 3's caption says why."""
-    from personalens_utils.validation.figures import figure3
+    from personalens_utils.benchmark_validation.figures import figure3
 
     countries = [u.demographics["birth_country"] for u in official.users.values()]
     assert (countries.count("United States"), countries.count("Canada")) == (338, 50)

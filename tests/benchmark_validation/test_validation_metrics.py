@@ -7,9 +7,9 @@ import math
 import pandas as pd
 import pytest
 
+from personalens_utils.benchmark_validation import metrics
+from personalens_utils.benchmark_validation.figures import figure3
 from personalens_utils.outputs import plots
-from personalens_utils.validation import metrics
-from personalens_utils.validation.figures import figure3
 
 
 @pytest.mark.parametrize(

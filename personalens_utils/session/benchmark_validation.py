@@ -8,11 +8,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from personalens_utils.benchmark_validation.tables import benchmark_label
 from personalens_utils.data import Benchmark
 from personalens_utils.outputs.ids import OutputId
 from personalens_utils.runstore.store import RunStore
 from personalens_utils.session.base import Session
-from personalens_utils.validation.tables import benchmark_label
 
 NOTEBOOK = "02_validation"
 TABLE1 = OutputId("table", 1, notebook=NOTEBOOK, name="Table 1", what="tasks and dialogues per domain",

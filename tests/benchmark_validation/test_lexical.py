@@ -8,7 +8,7 @@ import random
 import pytest
 import sacrebleu
 
-from personalens_utils.validation import lexical as L
+from personalens_utils.benchmark_validation import lexical as L
 
 
 def test_tokenize_splits_punctuation_like_bleu():

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 import pandas as pd
 from matplotlib.figure import Figure
 
+from personalens_utils.benchmark_validation.metrics import demographics_table
 from personalens_utils.measures.display import provenance_note
 from personalens_utils.outputs.plots import (
     FigureResult,
@@ -23,7 +24,6 @@ from personalens_utils.outputs.plots import (
 )
 from personalens_utils.outputs.tables import Source
 from personalens_utils.reference import demographics as demo
-from personalens_utils.validation.metrics import demographics_table
 
 FIGURE3_PANELS: tuple[tuple[str, str], ...] = (
     ("Gender", "Gender"),

@@ -6,6 +6,8 @@ import pytest
 from support.latex_page import PDFLATEX, compile_problems
 from support.synthetic_store import build_store
 
+from personalens_utils.benchmark_validation import metrics
+from personalens_utils.benchmark_validation import tables as validation_tables
 from personalens_utils.data import load_benchmark
 from personalens_utils.generation import GenerationConfig, generate_benchmark
 from personalens_utils.llm import LLMClient
@@ -15,8 +17,6 @@ from personalens_utils.outputs.ids import OutputId
 from personalens_utils.outputs.latex import split_caption
 from personalens_utils.outputs.tables import read_table
 from personalens_utils.runstore.records import ConsistencyCheck
-from personalens_utils.validation import metrics
-from personalens_utils.validation import tables as validation_tables
 
 
 @pytest.fixture(scope="module")

@@ -6,9 +6,7 @@ import random
 
 import pytest
 
-from personalens_utils.llm import CallKind, FatalError, Request, Response, Usage
-from personalens_utils.llm.client import LLMClient
-from personalens_utils.validation.consistency import (
+from personalens_utils.benchmark_validation.consistency import (
     ConsistencyParseError,
     ProfileToCheck,
     build_request,
@@ -16,7 +14,9 @@ from personalens_utils.validation.consistency import (
     flagged_summary,
     parse_consistency_answer,
 )
-from personalens_utils.validation.offline import respond_consistency
+from personalens_utils.benchmark_validation.offline import respond_consistency
+from personalens_utils.llm import CallKind, FatalError, Request, Response, Usage
+from personalens_utils.llm.client import LLMClient
 
 GOOD = """WITHIN-DOMAIN CONFLICT: 1
 CROSS-DOMAIN CONFLICT: 0
@@ -150,7 +150,7 @@ def test_answer_never_readable_is_missing_not_consistent():
 
 
 def test_run_consistency_resumes_from_the_run_store(tmp_path):
-    from personalens_utils.validation.consistency import run_consistency
+    from personalens_utils.benchmark_validation.consistency import run_consistency
 
     backend = _Scripted([GOOD])
     with LLMClient(backend, progress=False, use_cache=False) as client:
@@ -164,8 +164,8 @@ def test_run_consistency_resumes_from_the_run_store(tmp_path):
 def test_benchmark_profiles_keep_only_masked_in_domains_and_name_absent_users():
     from types import SimpleNamespace
 
+    from personalens_utils.benchmark_validation.consistency import benchmark_profiles
     from personalens_utils.data import User
-    from personalens_utils.validation.consistency import benchmark_profiles
 
     user = User(
         user_id=5,

@@ -15,12 +15,12 @@ from typing import Any
 
 import pandas as pd
 
+from personalens_utils.benchmark_validation import consistency, lexical, metrics
 from personalens_utils.llm.offline import OFFLINE_LABEL
 from personalens_utils.llm.role import Role
 from personalens_utils.outputs.latex import Block, Printed
 from personalens_utils.outputs.tables import Source, TableResult
 from personalens_utils.runstore.records import OFFLINE, ConsistencyCheck
-from personalens_utils.validation import consistency, lexical, metrics
 
 
 def benchmark_label(benchmark: Any) -> tuple[str, bool]:
