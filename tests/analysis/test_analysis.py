@@ -22,6 +22,7 @@ from personalens_utils.llm.offline import OFFLINE_LABEL
 from personalens_utils.measures import scores
 from personalens_utils.measures.display import provenance_note
 from personalens_utils.outputs import plots
+from personalens_utils.outputs.ids import OutputId
 from personalens_utils.runstore.records import Dialogue, Judgment, Record
 from personalens_utils.runstore.store import RunStore
 
@@ -162,7 +163,8 @@ def test_a_caption_tells_reference_assistants_from_real_models_and_a_set_of_back
 
 @needs_tex
 def test_table3_labelled_per_role_compiles(tidy, tmp_path):
-    tex = analysis.table3(served_for_real(tidy)).save(tmp_path, 3, "assistant_models")["tex"]
+    table3 = analysis.table3(served_for_real(tidy))
+    tex = table3.save(tmp_path, OutputId("table", 3, "assistant_models"))["tex"]
     assert "model-b (openai:model-b) is a real model" in tex.read_text(encoding="utf-8")
     assert compile_problems(tex) == []
 
@@ -279,7 +281,7 @@ def test_table5_prints_one_column_wide_with_a_legend_for_its_short_names(store, 
                              second_judge_model=SECOND_JUDGE, backend_names={"offline"})
     legends = {"human": "judge vs annotator, mean", "judges": "judge vs second judge"}
     for name, result in (("human", human), ("judges", judges)):
-        tex = result.save(tmp_path / name, 5, "agreement", float_format="{:.3f}")["tex"]
+        tex = result.save(tmp_path / name, OutputId("table", 5, "agreement"), float_format="{:.3f}")["tex"]
         latex = tex.read_text(encoding="utf-8")
         assert "\\begin{table}[t]" in latex, f"{name}: Table 5 fits one column"
         assert "Dimension & Cohen {\\ensuremath{\\kappa}} & Fleiss" in latex and "level" not in latex

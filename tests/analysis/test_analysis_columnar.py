@@ -25,6 +25,8 @@ from personalens_utils import analysis, judging
 from personalens_utils.analysis import dialogue_stats, tables
 from personalens_utils.llm.client import LLMClient
 from personalens_utils.measures import scores, stats
+from personalens_utils.outputs.ids import OutputId
+from personalens_utils.outputs.plots import FigureResult
 from personalens_utils.runstore.records import Dialogue, Judgment
 from personalens_utils.runstore.store import RunStore, StoreError, merge_stores
 from personalens_utils.simulation import SimulationConfig, run_simulation
@@ -164,9 +166,10 @@ def test_a_line_that_is_not_json_is_named_by_file_and_line(shards, tmp_path: Pat
 def _csv_bytes(results: dict[str, object], out: Path) -> dict[str, bytes]:
     written = {}
     for name, result in results.items():
-        paths = result.save(out, name, "t")  # type: ignore[attr-defined]
+        kind = "figure" if isinstance(result, FigureResult) else "table"
+        paths = result.save(out, OutputId(kind, name, "t"))  # type: ignore[attr-defined]
         if getattr(result, "data", None) is not None:
-            paths = {**paths, "data": result.save_data(out, name, "data")["csv"]}  # type: ignore[attr-defined]
+            paths = {**paths, "data": result.save_data(out, OutputId(kind, name, "data"))["csv"]}  # type: ignore[attr-defined]
         written.update({f"{name} {kind}": Path(path).read_bytes() for kind, path in paths.items()
                         if kind in ("csv", "data")})
     return written

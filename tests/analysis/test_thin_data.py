@@ -21,6 +21,7 @@ from support.trust_design import Truth, simulate
 from personalens_utils import analysis
 from personalens_utils.measures import bootstrap, scores
 from personalens_utils.measures.stats import ALL_EQUAL, FEW_CLUSTERS, MIN_CLUSTERS
+from personalens_utils.outputs.ids import OutputId
 from personalens_utils.runstore.records import Dialogue, Judgment, ProbeJudgment
 from personalens_utils.runstore.store import RunStore
 from personalens_utils.trust import differences
@@ -44,7 +45,7 @@ INTERVAL = re.compile(r"\[\s*[-+]?\d+(?:\.\d+)?,\s*[-+]?\d+(?:\.\d+)?\s*\]")
 
 def _printed(result, tmp_path, slug) -> str:
     """The shown frame and the three exported files of a table, as one text."""
-    paths = result.save(tmp_path, 99, slug)
+    paths = result.save(tmp_path, OutputId("table", 99, slug))
     files = "".join(paths[ext].read_text(encoding="utf-8") for ext in ("csv", "tex", "md"))
     return result.frame.to_csv() + files
 
@@ -175,7 +176,7 @@ def test_the_card_passes_fails_or_is_inconclusive_with_the_dialogues_needed(tmp_
     assert normal_n < thin["n_needed"] < 1.1 * normal_n
     assert f"about {thin['n_needed']} dialogues" in thin["note"]
     assert pd.isna(rows["pass"]["n_needed"]) and pd.isna(rows["fail"]["n_needed"])
-    paths = export_card(card, tmp_path, "T1")
+    paths = export_card(card, tmp_path, OutputId("table", "T1", "judge_report_card"))
     assert "n_needed" in pd.read_csv(paths["csv"]).columns
 
 

@@ -19,6 +19,7 @@ from personalens_utils.llm.client import Clients
 from personalens_utils.measures import bootstrap, stats
 from personalens_utils.measures.scores import load_scores
 from personalens_utils.measures.stats import MIN_CLUSTERS
+from personalens_utils.outputs.ids import OutputId
 from personalens_utils.runstore.records import Dialogue, Judgment
 from personalens_utils.runstore.run_card import read_card
 from personalens_utils.runstore.store import RunStore
@@ -267,7 +268,7 @@ def test_the_fidelity_table_prints_at_its_natural_size_on_an_acl_page(tmp_path, 
     _allow_intervals_on_three_users(monkeypatch)
     for name, table in (("thin", thin), ("wide", fidelity_table(fidelity_frame(store, benchmark),
                                                                 n_resamples=200))):
-        paths = table.save(tmp_path / name, "V4", "people_fidelity")
+        paths = table.save(tmp_path / name, OutputId("table", "V4", "people_fidelity"))
         tex = paths["tex"]
         text = tex.read_text(encoding="utf-8")
         assert "resizebox" not in text and "scalebox" not in text and "adjustbox" not in text
@@ -325,7 +326,7 @@ def test_the_fidelity_table_compares_people_with_each_style_and_names_the_closer
     assert "6 simulated (cooperative 3, terse 3)" in thin.caption
     assert "too small to name the style closest to people" in thin.caption  # three users: no verdict
     assert "Closest to people" not in thin.caption
-    tex = thin.save(tmp_path / "out", "V6", "fidelity")["tex"].read_text()
+    tex = thin.save(tmp_path / "out", OutputId("table", "V6", "fidelity"))["tex"].read_text()
     assert "User style: cooperative" in tex and "User style: terse" in tex  # a heading per style
     assert "terse &" not in tex  # not a column repeated on every row
 

@@ -23,6 +23,7 @@ from personalens_utils.llm.specs import ModelSpec, SpecError
 from personalens_utils.measures.design import DesignError
 from personalens_utils.measures.scores import load_scores
 from personalens_utils.outputs import plots
+from personalens_utils.outputs.ids import OutputId
 from personalens_utils.runstore.records import Dialogue, Judgment, ProbeJudgment
 from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation import SimulationConfig
@@ -121,7 +122,7 @@ def test_the_probe_figure_is_print_ready_at_both_widths(world, tmp_path):
     assert set(figure.data["check"]) == {c for c in card.frame["check"]
                                          if c.startswith(("profile counterfactual", "length sensitivity"))}
     assert "offline" in figure.caption.lower()
-    paths = figure.save(tmp_path, "T1", "probe_checks")
+    paths = figure.save(tmp_path, OutputId("figure", "T1", "probe_checks"))
     assert paths["pdf"].name == "figureT1_probe_checks.pdf" and paths["pdf_text"].is_file()
     widths = {round(w * POINTS_PER_INCH, 1) for w in plots.current_style().widths}
     for pdf in (paths["pdf"], paths["pdf_text"]):

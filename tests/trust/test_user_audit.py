@@ -11,6 +11,7 @@ from personalens_utils.assistants.reference_assistants import DESIGNED_ORDER
 from personalens_utils.judging import JudgingConfig, benchmark_contexts, run_judging
 from personalens_utils.llm.client import LLMClient
 from personalens_utils.measures.scores import load_scores
+from personalens_utils.outputs.ids import OutputId
 from personalens_utils.runstore.store import RunStore
 from personalens_utils.simulation import SimulationConfig
 from personalens_utils.simulation.runner import run_simulation
@@ -93,7 +94,7 @@ def test_rates_per_model_count_the_flagged_dialogues(judged):
 def test_rates_print_across_acls_page_in_one_block_a_heading_per_user_agent(judged, tmp_path):
     """Seven rates beside the user agent and the model are wider than ACL's text at `\\small` (before
     issue 39 they printed 18.7 pt too wide); the user agent heads its rows instead of filling a column."""
-    paths = audit_rates(judged[2]).save(tmp_path, "T2", "user_agent_audit")
+    paths = audit_rates(judged[2]).save(tmp_path, OutputId("table", "T2", "user_agent_audit"))
     latex = paths["tex"].read_text(encoding="utf-8")
     assert latex.count("\\begin{tabular}{") == 1 and "\n\\small\n" in latex
     assert "\\textit{User agent: user-sim}" in latex and "User agent &" not in latex
